@@ -1,0 +1,353 @@
+//! One WebSocket to a browser: request ids to one-shot replies, deadlines, event fan-out, fail-fast on close.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::AbortHandle;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+use crate::events::{Subscriber, subscriber_pair};
+use crate::{CdpError, Event, EventFilter, EventStream, Session, SessionId};
+
+/// The deadline a command gets when the caller does not choose one.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of one connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// Deadline for commands sent without an explicit one.
+    pub command_timeout: Duration,
+    /// Deadline for the WebSocket handshake.
+    pub connect_timeout: Duration,
+    /// Capacity of each subscriber's channel; past it events are dropped and reported as lag.
+    pub event_capacity: usize,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        ConnectionOptions {
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: Duration::from_secs(10),
+            event_capacity: 1024,
+        }
+    }
+}
+
+type Reply = Result<Value, CdpError>;
+
+struct Waiting {
+    method: String,
+    session: Option<SessionId>,
+    tx: oneshot::Sender<Reply>,
+}
+
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<u64, Waiting>,
+    /// Set once, when the socket is gone; every later command fails with it at once.
+    closed: Option<String>,
+    /// Sessions whose target went away; commands to them fail at once instead of timing out.
+    detached: HashSet<SessionId>,
+}
+
+/// Bound on remembered detached sessions, so a long-lived connection does not grow without limit.
+const MAX_REMEMBERED_DETACHED: usize = 4096;
+
+struct Inner {
+    endpoint: String,
+    options: ConnectionOptions,
+    next_id: AtomicU64,
+    pending: Mutex<Pending>,
+    subscribers: Mutex<Vec<Subscriber>>,
+    outgoing: mpsc::UnboundedSender<Message>,
+    closed_tx: watch::Sender<bool>,
+    reader: Mutex<Option<AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(reader) = self.reader.get_mut().ok().and_then(Option::take) {
+            reader.abort();
+        }
+    }
+}
+
+/// A CDP connection. Cheap to clone; the socket closes when the last clone is dropped.
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").field("endpoint", &self.inner.endpoint).finish()
+    }
+}
+
+#[derive(Deserialize)]
+struct Incoming {
+    id: Option<u64>,
+    result: Option<Value>,
+    error: Option<ErrorBody>,
+    method: Option<String>,
+    params: Option<Value>,
+    #[serde(rename = "sessionId")]
+    session_id: Option<SessionId>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+    data: Option<Value>,
+}
+
+impl Connection {
+    /// Connects to a browser's WebSocket debugger URL (`ws://…/devtools/browser/…`).
+    pub async fn connect(ws_url: &str, options: ConnectionOptions) -> Result<Connection, CdpError> {
+        // Accessibility trees and screenshots of large pages exceed tungstenite's default caps.
+        let config = WebSocketConfig::default().max_message_size(None).max_frame_size(None);
+        let connect = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true);
+        let (socket, _response) = match tokio::time::timeout(options.connect_timeout, connect).await {
+            Ok(Ok(ok)) => ok,
+            Ok(Err(e)) => return Err(CdpError::Connect { endpoint: ws_url.to_owned(), reason: e.to_string() }),
+            Err(_) => {
+                return Err(CdpError::Connect {
+                    endpoint: ws_url.to_owned(),
+                    reason: format!("no WebSocket handshake within {:?}", options.connect_timeout),
+                });
+            }
+        };
+        let (mut sink, mut stream) = socket.split();
+        let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
+        let (closed_tx, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            endpoint: ws_url.to_owned(),
+            options,
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(Pending::default()),
+            subscribers: Mutex::new(Vec::new()),
+            outgoing,
+            closed_tx,
+            reader: Mutex::new(None),
+        });
+
+        // Writer: ends when every sender (held by `Inner`) is gone or the socket fails.
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            while let Some(message) = outgoing_rx.recv().await {
+                if let Err(e) = sink.send(message).await {
+                    if let Some(inner) = weak.upgrade() {
+                        fail_all(&inner, format!("write failed: {e}"));
+                    }
+                    return;
+                }
+            }
+            let _ = sink.close().await;
+        });
+
+        // Reader: holds only a weak reference so dropping the last `Connection` ends it.
+        let weak: Weak<Inner> = Arc::downgrade(&inner);
+        let reader = tokio::spawn(async move {
+            let reason = loop {
+                let message = match stream.next().await {
+                    Some(Ok(message)) => message,
+                    Some(Err(e)) => break format!("read failed: {e}"),
+                    None => break "the browser closed the connection".to_owned(),
+                };
+                let Some(inner) = weak.upgrade() else { return };
+                match message {
+                    Message::Text(text) => dispatch(&inner, text.as_bytes()),
+                    Message::Binary(bytes) => dispatch(&inner, &bytes),
+                    Message::Close(frame) => {
+                        break match frame {
+                            Some(frame) => format!("the browser closed the connection ({})", frame.reason),
+                            None => "the browser closed the connection".to_owned(),
+                        };
+                    }
+                    Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+                }
+            };
+            if let Some(inner) = weak.upgrade() {
+                fail_all(&inner, reason);
+            }
+        });
+        *inner.reader.lock().unwrap_or_else(|p| p.into_inner()) = Some(reader.abort_handle());
+        Ok(Connection { inner })
+    }
+
+    /// The browser-level session (commands without a `sessionId`).
+    pub fn browser(&self) -> Session {
+        Session::new(self.clone(), None, None)
+    }
+
+    /// The endpoint this connection was opened to.
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    /// The deadline for commands sent without an explicit one.
+    pub fn default_timeout(&self) -> Duration {
+        self.inner.options.command_timeout
+    }
+
+    /// Why the connection closed, or `None` while it is open.
+    pub fn closed_reason(&self) -> Option<String> {
+        lock(&self.inner.pending).closed.clone()
+    }
+
+    /// Resolves once the connection has closed (immediately if it already has).
+    pub async fn closed(&self) {
+        let mut rx = self.inner.closed_tx.subscribe();
+        let _ = rx.wait_for(|closed| *closed).await;
+    }
+
+    /// Subscribes to events matching `filter`.
+    pub fn subscribe(&self, filter: EventFilter) -> EventStream {
+        let (subscriber, stream) = subscriber_pair(filter, self.inner.options.event_capacity);
+        lock(&self.inner.subscribers).push(subscriber);
+        stream
+    }
+
+    /// Sends one command to exactly one session (or the browser) and waits for its reply.
+    ///
+    /// Dropping the returned future cancels the wait and forgets the request id; a late reply is ignored.
+    pub async fn send(&self, session: Option<&SessionId>, method: &str, params: Value, timeout: Duration) -> Result<Value, CdpError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = lock(&self.inner.pending);
+            if let Some(reason) = &pending.closed {
+                return Err(CdpError::Closed { reason: reason.clone() });
+            }
+            if let Some(session) = session.filter(|s| pending.detached.contains(*s)) {
+                return Err(CdpError::Detached { session_id: session.0.clone() });
+            }
+            pending.waiting.insert(id, Waiting { method: method.to_owned(), session: session.cloned(), tx });
+        }
+        let _forget = ForgetOnDrop { inner: &self.inner, id };
+        let mut message = json!({ "id": id, "method": method, "params": params });
+        if let Some(session) = session {
+            message["sessionId"] = Value::String(session.0.clone());
+        }
+        if self.inner.outgoing.send(Message::Text(message.to_string().into())).is_err() {
+            return Err(CdpError::Closed { reason: "the writer stopped".to_owned() });
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(_)) => Err(CdpError::Closed { reason: self.closed_reason().unwrap_or_else(|| "reply dropped".to_owned()) }),
+            Err(_) => Err(CdpError::Timeout { method: method.to_owned(), after: timeout }),
+        }
+    }
+}
+
+/// Removes a request id from the pending table when its caller stops waiting (reply, timeout or cancel).
+struct ForgetOnDrop<'a> {
+    inner: &'a Inner,
+    id: u64,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.pending).waiting.remove(&self.id);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere must not take the connection down with a poisoned lock.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn dispatch(inner: &Inner, bytes: &[u8]) {
+    let incoming: Incoming = match serde_json::from_slice(bytes) {
+        Ok(incoming) => incoming,
+        Err(e) => {
+            tracing::warn!(error = %e, len = bytes.len(), "skipping a CDP message that is not a JSON object");
+            return;
+        }
+    };
+    if let Some(id) = incoming.id {
+        let Some(waiting) = lock(&inner.pending).waiting.remove(&id) else {
+            tracing::debug!(id, "reply for a command nobody waits for (timed out or cancelled)");
+            return;
+        };
+        let reply = match (incoming.error, incoming.result) {
+            (Some(error), _) => Err(CdpError::Protocol {
+                method: waiting.method,
+                code: error.code,
+                message: error.message,
+                data: error.data.map(|d| match d {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                }),
+            }),
+            (None, Some(result)) => Ok(result),
+            (None, None) => Ok(Value::Object(Default::default())),
+        };
+        let _ = waiting.tx.send(reply);
+        return;
+    }
+    let Some(method) = incoming.method else {
+        tracing::warn!(len = bytes.len(), "skipping a CDP message with neither id nor method");
+        return;
+    };
+    let event = Event { method, params: incoming.params.unwrap_or(Value::Null), session_id: incoming.session_id };
+    match event.method.as_str() {
+        "Target.detachedFromTarget" => {
+            if let Some(gone) = event.params.get("sessionId").and_then(Value::as_str) {
+                fail_session(inner, &SessionId(gone.to_owned()));
+            }
+        }
+        "Inspector.detached" | "Inspector.targetCrashed" => {
+            if let Some(gone) = &event.session_id {
+                fail_session(inner, gone);
+            }
+        }
+        _ => {}
+    }
+    let mut subscribers = lock(&inner.subscribers);
+    subscribers.retain(|s| !s.is_closed() && (!s.filter.matches(&event) || s.deliver(&event)));
+}
+
+/// Fails every command waiting on `session` and makes later ones fail at once.
+fn fail_session(inner: &Inner, session: &SessionId) {
+    let failed: Vec<Waiting> = {
+        let mut pending = lock(&inner.pending);
+        if pending.detached.len() >= MAX_REMEMBERED_DETACHED {
+            pending.detached.clear();
+        }
+        pending.detached.insert(session.clone());
+        let ids: Vec<u64> =
+            pending.waiting.iter().filter(|(_, w)| w.session.as_ref() == Some(session)).map(|(id, _)| *id).collect();
+        ids.into_iter().filter_map(|id| pending.waiting.remove(&id)).collect()
+    };
+    for waiting in failed {
+        let _ = waiting.tx.send(Err(CdpError::Detached { session_id: session.0.clone() }));
+    }
+}
+
+fn fail_all(inner: &Inner, reason: String) {
+    let waiting = {
+        let mut pending = lock(&inner.pending);
+        if pending.closed.is_none() {
+            tracing::debug!(%reason, endpoint = %inner.endpoint, "CDP connection closed");
+            pending.closed = Some(reason.clone());
+        }
+        std::mem::take(&mut pending.waiting)
+    };
+    for (_, waiting) in waiting {
+        let _ = waiting.tx.send(Err(CdpError::Closed { reason: reason.clone() }));
+    }
+    // Dropping the senders ends every event stream.
+    lock(&inner.subscribers).clear();
+    inner.closed_tx.send_replace(true);
+}

@@ -1,0 +1,346 @@
+//! Finding and launching a local Chromium that dies with this process.
+//!
+//! The browser runs in its own process group with `PR_SET_PDEATHSIG(SIGKILL)`, so it goes when
+//! Glovebox goes, even on SIGKILL. [`Browser`]'s `Drop` kills the whole group, reaps the child
+//! and deletes the profile. Profiles left by dead Glovebox processes are swept at the next launch.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::{CdpError, Connection, ConnectionOptions};
+
+/// The environment variable that names the Chromium binary to use.
+pub const CHROMIUM_ENV: &str = "GLOVEBOX_CHROMIUM";
+
+/// Names looked up on `PATH`, then absolute locations, in this order.
+const PATH_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
+const KNOWN_LOCATIONS: &[&str] = &[
+    "/usr/bin/chromium",
+    "/usr/lib/chromium/chromium",
+    "/usr/bin/chromium-browser",
+    "/snap/bin/chromium",
+    "/usr/bin/google-chrome",
+    "/opt/google/chrome/chrome",
+];
+
+/// Flags every launch gets (DEVELOPERS.md); background networking is off because test and CI
+/// machines have no internet and Chromium would otherwise retry connections forever.
+const BASE_FLAGS: &[&str] = &[
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--mute-audio",
+];
+
+/// Why a local browser could not be found or started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(
+        "no Chromium found; tried {}. Install it (Debian/Ubuntu: `apt-get install -y chromium`) or set {CHROMIUM_ENV}=/path/to/chrome",
+        tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NotFound { tried: Vec<PathBuf> },
+    #[error("cannot start {}: {source}", path.display())]
+    Spawn { path: PathBuf, source: std::io::Error },
+    #[error("Chromium exited during start-up ({status}); its last output:\n{log_tail}")]
+    Exited { status: ExitStatus, log_tail: String },
+    #[error("Chromium did not open its DevTools port within {after:?}; its last output:\n{log_tail}")]
+    StartTimeout { after: Duration, log_tail: String },
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error(transparent)]
+    Connect(#[from] CdpError),
+}
+
+/// How to launch a local Chromium.
+#[derive(Debug, Clone)]
+pub struct LaunchOptions {
+    /// An explicit binary; otherwise [`CHROMIUM_ENV`], `PATH` and the usual locations are tried.
+    pub executable: Option<PathBuf>,
+    /// Headless (default) or a visible window.
+    pub headless: bool,
+    /// Chromium's sandbox. It cannot run as root, so the default is on only for other users.
+    pub sandbox: bool,
+    /// Glovebox's data directory; profiles go under `<data_dir>/profiles/`.
+    pub data_dir: PathBuf,
+    /// Initial window size in CSS pixels.
+    pub window_size: (u32, u32),
+    /// Extra command-line flags.
+    pub extra_args: Vec<String>,
+    /// How long Chromium may take to open its DevTools port.
+    pub startup_timeout: Duration,
+}
+
+impl LaunchOptions {
+    /// Headless, sandboxed unless root, 1280×720, 20 s start-up deadline.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        LaunchOptions {
+            executable: None,
+            headless: true,
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            sandbox: unsafe { libc::geteuid() } != 0,
+            data_dir: data_dir.into(),
+            window_size: (1280, 720),
+            extra_args: Vec::new(),
+            startup_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Finds the Chromium binary: explicit path, then `$GLOVEBOX_CHROMIUM`, then `PATH`, then known locations.
+pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
+    let mut tried = Vec::new();
+    let env = std::env::var_os(CHROMIUM_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+    for candidate in explicit.map(Path::to_path_buf).into_iter().chain(env) {
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        tried.push(candidate);
+    }
+    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    for name in PATH_NAMES {
+        for dir in &path_dirs {
+            let candidate = dir.join(name);
+            if is_executable(&candidate) {
+                return Ok(candidate);
+            }
+        }
+        tried.push(PathBuf::from(format!("{name} on PATH")));
+    }
+    for location in KNOWN_LOCATIONS {
+        let candidate = PathBuf::from(location);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        tried.push(candidate);
+    }
+    Err(LaunchError::NotFound { tried })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A running local Chromium owned by this process. Dropping it kills the browser and deletes its profile.
+#[derive(Debug)]
+pub struct Browser {
+    child: Child,
+    executable: PathBuf,
+    profile_dir: PathBuf,
+    ws_url: String,
+}
+
+impl Browser {
+    /// Launches Chromium and waits until its DevTools endpoint is up.
+    pub async fn launch(options: &LaunchOptions) -> Result<Browser, LaunchError> {
+        let executable = find_chromium(options.executable.as_deref())?;
+        let profiles = options.data_dir.join("profiles");
+        std::fs::create_dir_all(&profiles)
+            .map_err(|source| LaunchError::Io { context: format!("cannot create {}", profiles.display()), source })?;
+        sweep_dead_profiles(&profiles);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let profile_dir = profiles.join(format!("chromium-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&profile_dir)
+            .map_err(|source| LaunchError::Io { context: format!("cannot create {}", profile_dir.display()), source })?;
+        let log_path = profile_dir.join("chromium.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(|source| LaunchError::Io { context: format!("cannot create {}", log_path.display()), source })?;
+
+        let mut command = Command::new(&executable);
+        if options.headless {
+            command.arg("--headless");
+        }
+        if !options.sandbox {
+            command.arg("--no-sandbox");
+        }
+        command
+            .args(BASE_FLAGS)
+            .arg(format!("--user-data-dir={}", profile_dir.display()))
+            .arg("--remote-debugging-port=0")
+            .arg(format!("--window-size={},{}", options.window_size.0, options.window_size.1))
+            .args(&options.extra_args)
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        let child = spawn_tied_to_process(command).map_err(|source| LaunchError::Spawn { path: executable.clone(), source })?;
+        let mut browser = Browser { child, executable, profile_dir, ws_url: String::new() };
+        browser.ws_url = browser.wait_for_port(options.startup_timeout).await?;
+        Ok(browser)
+    }
+
+    async fn wait_for_port(&mut self, deadline: Duration) -> Result<String, LaunchError> {
+        let port_file = self.profile_dir.join("DevToolsActivePort");
+        let started = Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_millis(10));
+        loop {
+            tick.tick().await;
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                let mut lines = text.lines();
+                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
+                    if port.parse::<u16>().is_ok() && path.starts_with('/') {
+                        return Ok(format!("ws://127.0.0.1:{port}{path}"));
+                    }
+                }
+            }
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Err(LaunchError::Exited { status, log_tail: self.log_tail() }),
+                Ok(None) => {}
+                Err(source) => return Err(LaunchError::Io { context: "cannot poll Chromium".into(), source }),
+            }
+            if started.elapsed() > deadline {
+                return Err(LaunchError::StartTimeout { after: deadline, log_tail: self.log_tail() });
+            }
+        }
+    }
+
+    /// The last 2 KiB of Chromium's own output, for error messages.
+    pub fn log_tail(&self) -> String {
+        let Ok(mut file) = std::fs::File::open(self.profile_dir.join("chromium.log")) else { return String::new() };
+        let len = file.metadata().map_or(0, |m| m.len());
+        let _ = file.seek(SeekFrom::Start(len.saturating_sub(2048)));
+        let mut tail = String::new();
+        let _ = file.read_to_string(&mut tail);
+        tail
+    }
+
+    /// Opens a CDP connection to this browser.
+    pub async fn connect(&self, options: ConnectionOptions) -> Result<Connection, CdpError> {
+        Connection::connect(&self.ws_url, options).await
+    }
+
+    /// The browser's WebSocket debugger URL.
+    pub fn ws_url(&self) -> &str {
+        &self.ws_url
+    }
+
+    /// The browser process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The binary that was started.
+    pub fn executable(&self) -> &Path {
+        &self.executable
+    }
+
+    /// The profile directory (deleted when this value is dropped).
+    pub fn profile_dir(&self) -> &Path {
+        &self.profile_dir
+    }
+
+    /// True while the browser process is running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the browser's process group and reaps it. Idempotent.
+    pub fn kill(&mut self) {
+        let pgid = self.child.id() as libc::pid_t;
+        // SAFETY: killpg only sends a signal; the group is the one we created for this child.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        self.kill();
+        remove_profile(&self.profile_dir);
+    }
+}
+
+fn remove_profile(dir: &Path) {
+    // A helper process may still be writing as the group dies; one retry covers a racing file.
+    if std::fs::remove_dir_all(dir).is_err() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Removes `chromium-<pid>-…` profiles whose Glovebox process is gone (killed, crashed).
+pub fn sweep_dead_profiles(profiles: &Path) {
+    let Ok(entries) = std::fs::read_dir(profiles) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("chromium-")).and_then(|n| n.split('-').next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<libc::pid_t>() else { continue };
+        if pid as u32 != std::process::id() && !process_alive(pid) {
+            tracing::debug!(profile = %entry.path().display(), "removing the profile of a dead Glovebox process");
+            remove_profile(&entry.path());
+        }
+    }
+}
+
+fn process_alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Spawns `command` from one long-lived thread.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the process; tokio's
+/// blocking threads come and go, so every browser is forked from this thread, which lives as long
+/// as the process.
+fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
+    type Request = (Command, std_mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: OnceLock<std::sync::Mutex<std_mpsc::Sender<Request>>> = OnceLock::new();
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure only calls async-signal-safe functions (setpgid, prctl, getppid, _exit).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl; then nobody would ever kill us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std_mpsc::channel::<Request>();
+        // If the thread cannot start, `rx` is dropped with the closure and every send below
+        // reports "the spawner thread is gone" instead of panicking.
+        let _ = std::thread::Builder::new().name("glovebox-spawner".into()).spawn(move || {
+            for (mut command, reply) in rx {
+                let _ = reply.send(command.spawn());
+            }
+        });
+        std::sync::Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = std_mpsc::channel();
+    sender
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send((command, reply_tx))
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    reply_rx.recv().map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+}

@@ -1,0 +1,55 @@
+//! Discovery errors, profile clean-up and no orphan processes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cdp::launch::{LaunchOptions, find_chromium, sweep_dead_profiles};
+use cdp::{Browser, LaunchError};
+
+use crate::{data_dir, launch, wait_until_gone};
+
+#[tokio::test]
+async fn no_chromium_process_remains_after_the_browser_is_dropped() {
+    let browser = launch().await;
+    let profile = browser.profile_dir().to_path_buf();
+    let needle = profile.display().to_string();
+    assert!(!crate::processes_mentioning(&needle).is_empty(), "the browser runs");
+    drop(browser);
+    let left = wait_until_gone(&needle, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "orphans: {left:?}");
+    assert!(!profile.exists(), "the profile directory is removed");
+}
+
+#[tokio::test]
+async fn a_missing_binary_names_what_was_tried_and_how_to_install() {
+    let err = find_chromium(Some(&PathBuf::from("/nonexistent/chrome"))).map(|_| ());
+    // Either something else on the machine is found (fine) or the error is helpful.
+    if let Err(err) = err {
+        let text = err.to_string();
+        assert!(text.contains("/nonexistent/chrome") && text.contains("apt-get install -y chromium"), "{text}");
+    }
+    let mut options = LaunchOptions::new(data_dir());
+    options.executable = Some(PathBuf::from("/bin/false"));
+    match Browser::launch(&options).await {
+        Err(LaunchError::Exited { .. }) => {}
+        other => panic!("a binary that exits at once is reported as such: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn profiles_of_dead_processes_are_swept_and_live_ones_kept() {
+    let profiles = data_dir().join("sweep-test");
+    std::fs::create_dir_all(&profiles).unwrap();
+    // A pid that cannot exist (above pid_max) stands for a dead Glovebox process.
+    let dead = profiles.join("chromium-4194305-1");
+    let mine = profiles.join(format!("chromium-{}-1", std::process::id()));
+    let unrelated = profiles.join("notes");
+    for dir in [&dead, &mine, &unrelated] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    sweep_dead_profiles(&profiles);
+    assert!(!dead.exists());
+    assert!(mine.exists());
+    assert!(unrelated.exists());
+    std::fs::remove_dir_all(&profiles).unwrap();
+}
