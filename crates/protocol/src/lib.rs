@@ -1,0 +1,25 @@
+//! Glovebox's wire protocol: ids, actions, observations, previews, surface context, receipts,
+//! run results, their JSON Schemas and the validation of model input. It does no I/O, keeps
+//! no clock and spawns nothing; every other crate speaks it.
+//!
+//! The shapes and bounds come from `000_…` §06 ("公开入口与内部协议"); every limit is a named
+//! constant in [`limits`].
+
+pub mod action;
+pub mod error;
+pub mod ids;
+pub mod limits;
+pub mod schema;
+pub mod text;
+pub mod tool;
+pub mod validate;
+
+pub use action::{Action, ActionKind, AnyTarget, ElementTarget, PointTarget};
+pub use error::{ActionError, ErrorCode, Problem};
+pub use ids::{
+    ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId, ProviderRequestId,
+    RunId, SessionId, SurfaceAlias, SurfaceKey, SurfaceName, TabId, ToolCallId, TurnId,
+};
+pub use schema::{action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
+pub use tool::ComputerUseInput;
+pub use validate::{validate_action, validate_computer_use};
