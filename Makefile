@@ -1,0 +1,26 @@
+# The two set-up commands: `make run` and `make test`. Each installs what it needs (idempotently).
+CARGO ?= cargo
+
+.PHONY: run test bench build deps doctor
+
+deps:
+	@scripts/ensure-chromium.sh
+
+build:
+	$(CARGO) build --release -p glovebox
+
+## run: check the set-up, then open the built-in demo page in a headless Chromium and read it.
+run: deps build
+	./target/release/glovebox doctor
+	./target/release/glovebox observe --demo
+
+## test: the whole suite against real Chromium and loopback fixtures (what CI runs).
+test: deps
+	$(CARGO) test --workspace --locked
+
+## bench: the figures the issues ask for; not part of `make test`.
+bench: deps build
+	./target/release/glovebox bench cdp
+
+doctor: deps build
+	./target/release/glovebox doctor

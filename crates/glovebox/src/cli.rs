@@ -1,0 +1,75 @@
+//! Command-line interface: global options and subcommands.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "glovebox", version, about = "A computer-use runtime for AI agents: bounded observations, strict actions, leases and permissions on a real browser.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// Options every command shares.
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Where Glovebox keeps its state (browser profiles, later SQLite and artifacts).
+    /// Default: $XDG_DATA_HOME/glovebox or ~/.local/share/glovebox.
+    #[arg(long, global = true, env = "GLOVEBOX_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The Chromium binary to launch (else PATH and the usual locations are searched).
+    #[arg(long, global = true, env = "GLOVEBOX_CHROMIUM")]
+    pub chromium: Option<PathBuf>,
+    /// Use an already running browser instead of launching one: ws://… or http://host:port.
+    #[arg(long, global = true, env = "GLOVEBOX_BROWSER_ENDPOINT")]
+    pub browser_endpoint: Option<String>,
+    /// Show the browser window instead of running headless.
+    #[arg(long, global = true, env = "GLOVEBOX_HEADED")]
+    pub headed: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Check the set-up: find and launch Chromium, print its version, sandbox mode and data dir.
+    Doctor,
+    /// Open a page in a fresh tab and print its title and URL once loaded.
+    Observe(ObserveArgs),
+    /// Launch a managed Chromium and keep it running; prints its CDP endpoint. Stops on Ctrl-C.
+    Launch,
+    /// Measure the figures the issues ask for (not part of `make test`).
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ObserveArgs {
+    /// The page to open (http:// or https://, or about:blank).
+    #[arg(required_unless_present = "demo")]
+    pub url: Option<String>,
+    /// Serve a built-in page on loopback and observe that.
+    #[arg(long, conflicts_with = "url")]
+    pub demo: bool,
+    /// Seconds to wait for the page to load.
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// What to measure.
+    pub what: BenchTarget,
+    /// Iterations of the slow measurements (cold starts).
+    #[arg(long, default_value_t = 5)]
+    pub iterations: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BenchTarget {
+    /// CDP round trip and browser cold start.
+    Cdp,
+}

@@ -1,0 +1,33 @@
+//! The `glovebox` binary: command line, configuration and tracing set-up; no runtime logic of its own.
+
+mod bench;
+mod browser;
+mod cli;
+mod commands;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    // Operator logs go to stderr: stdout is reserved for command output (and MCP in stdio mode).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("GLOVEBOX_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("glovebox: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("glovebox: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

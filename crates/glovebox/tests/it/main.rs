@@ -1,0 +1,19 @@
+//! End-to-end tests of the `glovebox` binary: real processes, real Chromium, fixtures on loopback.
+
+mod cli;
+mod lifetime;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+pub fn glovebox(data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_glovebox"));
+    command.arg("--data-dir").arg(data_dir).env_remove("GLOVEBOX_BROWSER_ENDPOINT");
+    command
+}
+
+pub fn data_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("glovebox-tests").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
