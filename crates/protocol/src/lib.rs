@@ -3,23 +3,42 @@
 //! no clock and spawns nothing; every other crate speaks it.
 //!
 //! The shapes and bounds come from `000_…` §06 ("公开入口与内部协议"); every limit is a named
-//! constant in [`limits`].
+//! constant in [`limits`]. Entry points most callers need: [`validate_action`],
+//! [`validate_computer_use`], [`action_schema`], [`action_tool_schema`],
+//! [`computer_use_tool`], [`Observation::bounded`], [`Preview::ready`], [`RunResult`].
 
 pub mod action;
+pub mod coords;
 pub mod error;
 pub mod ids;
 pub mod limits;
+pub mod observation;
+pub mod preview;
+pub mod receipt;
+pub mod result;
 pub mod schema;
+pub mod surface;
 pub mod text;
 pub mod tool;
 pub mod validate;
 
-pub use action::{Action, ActionKind, AnyTarget, ElementTarget, PointTarget};
+pub use action::{Action, ActionKind, AnyTarget, ElementTarget, Intent, PointTarget};
 pub use error::{ActionError, ErrorCode, Problem};
 pub use ids::{
     ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId, ProviderRequestId,
     RunId, SessionId, SurfaceAlias, SurfaceKey, SurfaceName, TabId, ToolCallId, TurnId,
 };
+pub use observation::{
+    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, Screenshot,
+    SurfaceKind, TargetIdentity, Viewport,
+};
+pub use preview::{Landmark, Preview, PreviewParts, PreviewStatus};
+pub use receipt::{Receipt, ReceiptState};
+pub use result::{
+    ArtifactKind, ArtifactRef, CompletionEvidence, EvidenceKind, ReasonCode, RunResult,
+    RunResultError, RunStatus, RunTarget,
+};
 pub use schema::{action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
+pub use surface::{Capability, Region, SurfaceContext, SurfaceEntry, SurfaceError};
 pub use tool::ComputerUseInput;
 pub use validate::{validate_action, validate_computer_use};

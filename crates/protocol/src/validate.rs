@@ -157,6 +157,7 @@ fn collect(
                 };
                 format!("expected {expected}, got {}", json_type(value))
             }
+            ValidationErrorKind::MinLength { limit: 1 } => "must not be empty".to_owned(),
             ValidationErrorKind::MinLength { limit } => {
                 let got = value.as_str().map(char_count).unwrap_or_default();
                 format!("must have at least {limit} characters, got {got}")
