@@ -89,10 +89,34 @@ fn integral<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     d.deserialize_any(Integral)
 }
 
-/// Reads a JSON integer into a `u32`.
-fn integral_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    let v = integral(d)?;
-    u32::try_from(v).map_err(|_| de::Error::custom(format!("{v} is out of range 0..={}", u32::MAX)))
+/// Reads a point coordinate: any integer ≥ 0, as the seed's schema allows (no maximum),
+/// saturated at `u32::MAX`. A saturated coordinate lies outside every viewport, so the
+/// runtime's viewport check rejects it; validation and the published schema stay in step.
+fn coordinate<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    struct Coordinate;
+    impl Visitor<'_> for Coordinate {
+        type Value = u32;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an integer ≥ 0")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<u32, E> {
+            Ok(u32::try_from(v).unwrap_or(u32::MAX))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
+            u64::try_from(v)
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .map_err(|_| E::custom(format!("{v} is negative")))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<u32, E> {
+            if v.is_finite() && v.fract() == 0.0 && v >= 0.0 {
+                // In range, or saturated: `as` saturates float-to-int casts.
+                Ok(v as u32)
+            } else {
+                Err(E::custom(format!("{v} is not an integer ≥ 0")))
+            }
+        }
+    }
+    d.deserialize_any(Coordinate)
 }
 
 /// `got < min`, as a function so a zero minimum does not trip `unused_comparisons`.
@@ -361,7 +385,8 @@ pub struct ElementTarget {
 
 /// A point of the expected frame's viewport: `{"kind":"point","x":10,"y":20}`, in CSS
 /// pixels from the viewport's top-left corner (not image, device or document pixels).
-/// Only `click` and `hover` take one, and only from the same frame's screenshot.
+/// Only `click` and `hover` take one, and only from the same frame's screenshot. Values
+/// past `u32::MAX` saturate (they are outside any viewport; see [`crate::coords`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PointTarget {
     /// CSS pixels from the viewport's left edge.
@@ -388,9 +413,9 @@ enum TargetRepr {
         element: ElementRef,
     },
     Point {
-        #[serde(deserialize_with = "integral_u32")]
+        #[serde(deserialize_with = "coordinate")]
         x: u32,
-        #[serde(deserialize_with = "integral_u32")]
+        #[serde(deserialize_with = "coordinate")]
         y: u32,
     },
 }

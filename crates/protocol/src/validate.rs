@@ -234,18 +234,6 @@ fn check_target(kind: ActionKind, target: &Value, problems: &mut Vec<Problem>) {
             }
             let fields = ["kind".to_owned(), "x".to_owned(), "y".to_owned()];
             collect(&v.point, target, "/target", false, &fields, problems);
-            // The seed sets no maximum; a coordinate still has to fit the type.
-            for axis in ["x", "y"] {
-                if let Some(n) = map.get(axis).and_then(Value::as_f64)
-                    && n.fract() == 0.0
-                    && n > f64::from(u32::MAX)
-                {
-                    problems.push(Problem::new(
-                        format!("/target/{axis}"),
-                        format!("{n} is greater than the maximum coordinate {}", u32::MAX),
-                    ));
-                }
-            }
         }
         Some(other) => problems.push(Problem::new(
             "/target/kind",
