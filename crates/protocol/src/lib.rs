@@ -7,6 +7,8 @@
 //! [`validate_computer_use`], [`action_schema`], [`action_tool_schema`],
 //! [`computer_use_tool`], [`Observation::bounded`], [`Preview::ready`], [`RunResult`].
 
+#![warn(missing_docs)]
+
 pub mod action;
 pub mod coords;
 pub mod error;

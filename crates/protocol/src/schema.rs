@@ -2,7 +2,7 @@
 //! seed's text; not validation (see [`crate::validate`]).
 //!
 //! schemars writes a few things the seed does not (`$schema`, `title`, doc comments as
-//! `description`, `format: int32`, `type: string` beside a string `const`). [`clean`] drops
+//! `description`, `format: int32`, `type: string` beside a string `const`). A cleaning pass drops
 //! them, so the published schema is the seed's, key for key; `tests/it/schema.rs` proves it.
 
 use std::sync::OnceLock;
