@@ -1,0 +1,220 @@
+//! URL redaction for everything that leaves the runtime (design invariant 8): observations,
+//! events, logs, receipts. It keeps what an agent or operator needs to know where a page
+//! is — scheme, host, port, path, query keys, plain anchors — and drops what carries data.
+//!
+//! Rules, in order:
+//! - Userinfo is dropped entirely.
+//! - Every query value is dropped, keys kept: `?token=abc&page=2` → `?token=&page=`. A
+//!   segment without `=` (`?flag`) is a key and kept as written. A key that itself looks
+//!   like an opaque token (see [`looks_opaque`]) becomes `[redacted]`.
+//! - The fragment is kept only when it is a plain anchor: 1–128 bytes of ASCII letters,
+//!   digits, `-`, `_`, `.`, `:`, non-ASCII letters or digits and percent-encoded non-ASCII
+//!   bytes, and not opaque-looking. So `#section-2` and `#L10-L20` stay, while
+//!   `#access_token=…`, `#a=b`, `#/route/x`, `#!x` and `#eyJhbGciOi…` are dropped with
+//!   their `#`.
+//! - Hosts of special schemes are normalised as in [`crate::Origin`], and a default port
+//!   is omitted. The path is kept as written (`\` read as `/` in special schemes), except
+//!   that `;name=value` path parameters lose their values (`;jsessionid=…`).
+//! - Without an authority: `data:[redacted]`, `javascript:[redacted]`, `blob:` keeps only
+//!   its origin (`blob:https://example.com`), `about:` keeps a plain name (`about:blank`),
+//!   any other scheme (`mailto:`, `tel:`, …) becomes `scheme:[redacted]`.
+//! - Anything that does not parse as an absolute URL becomes `[redacted]`.
+//!
+//! The result is itself a fixed point: redacting it again changes nothing. Paths are not
+//! redacted; a secret the runtime typed is caught by [`crate::SecretRegistry`] instead.
+
+use crate::REDACTED;
+use crate::host::{check_opaque_host, hex_value, normalise_special_host};
+use crate::origin::{Origin, Scheme, scheme_for_report};
+use crate::url::{Body, clean, is_special, parse_port, split};
+
+/// Redacts a URL for output; never panics, whatever the input. See the module docs for the
+/// rules.
+pub fn redact_url(url: &str) -> String {
+    let cleaned = clean(url);
+    let Ok(parts) = split(&cleaned) else {
+        return REDACTED.to_owned();
+    };
+    let scheme = parts.scheme.as_str();
+    if scheme.len() > 24 {
+        return REDACTED.to_owned();
+    }
+    match scheme {
+        "data" | "javascript" => return format!("{scheme}:{REDACTED}"),
+        "blob" => {
+            let inner = cleaned.get("blob:".len()..).unwrap_or("");
+            return match Origin::parse(inner) {
+                Ok(origin) if matches!(origin.scheme(), Scheme::Http | Scheme::Https) => {
+                    format!("blob:{}", origin.serialize_web())
+                }
+                _ => format!("blob:{REDACTED}"),
+            };
+        }
+        _ => {}
+    }
+
+    let mut out = String::with_capacity(cleaned.len());
+    match parts.body {
+        Body::Authority {
+            host, port, path, ..
+        } => {
+            let special = is_special(scheme);
+            let host = if special && !host.is_empty() {
+                normalise_special_host(host)
+            } else if special {
+                Ok(String::new())
+            } else {
+                check_opaque_host(host)
+            };
+            let (Ok(host), Ok(port)) = (host, parse_port(port)) else {
+                return REDACTED.to_owned();
+            };
+            if special && scheme != "file" && host.is_empty() {
+                return REDACTED.to_owned();
+            }
+            let default_port = Scheme::from_lowercase(scheme).map(Scheme::default_port);
+            out.push_str(scheme);
+            out.push_str("://");
+            out.push_str(&host);
+            if let Some(port) = port.filter(|&p| Some(p) != default_port) {
+                out.push(':');
+                out.push_str(&port.to_string());
+            }
+            if special {
+                // Special URLs always have a path starting with `/` (`file:C:/x` is
+                // `file:///C:/x`); writing it so keeps the output a fixed point.
+                if !path.starts_with(['/', '\\']) {
+                    out.push('/');
+                }
+                let path: String = path
+                    .chars()
+                    .map(|c| if c == '\\' { '/' } else { c })
+                    .collect();
+                push_path(&path, &mut out);
+            } else {
+                push_path(path, &mut out);
+            }
+        }
+        Body::Opaque { path } => {
+            out.push_str(&scheme_for_report(scheme));
+            out.push(':');
+            if scheme == "about" && is_plain_name(path) {
+                out.push_str(path);
+            } else {
+                out.push_str(REDACTED);
+                return out;
+            }
+        }
+    }
+    if let Some(query) = parts.query {
+        out.push('?');
+        push_query_keys(query, &mut out);
+    }
+    if let Some(fragment) = parts.fragment.filter(|f| is_plain_anchor(f)) {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
+/// Appends the path with the values of `;name=value` path parameters removed
+/// (`/app;jsessionid=ABC/x` → `/app;jsessionid=/x`), the way query values are.
+fn push_path(path: &str, out: &mut String) {
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        let mut params = segment.split(';');
+        out.push_str(params.next().unwrap_or(""));
+        for param in params {
+            out.push(';');
+            match param.split_once('=') {
+                Some((key, _value)) => {
+                    out.push_str(key);
+                    out.push('=');
+                }
+                None => out.push_str(param),
+            }
+        }
+    }
+}
+
+/// Appends the query with every value removed and opaque-looking keys replaced.
+fn push_query_keys(query: &str, out: &mut String) {
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        let (key, has_value) = match pair.split_once('=') {
+            Some((key, _value)) => (key, true),
+            None => (pair, false),
+        };
+        if key.len() > 64 || looks_opaque(key) {
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(key);
+        }
+        if has_value {
+            out.push('=');
+        }
+    }
+}
+
+/// `about:` names such as `blank`, `srcdoc`, `newtab`.
+fn is_plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A fragment that only names a place in the page. See the module docs.
+pub(crate) fn is_plain_anchor(fragment: &str) -> bool {
+    if fragment.is_empty() || fragment.len() > 128 || looks_opaque(fragment) {
+        return false;
+    }
+    let bytes = fragment.as_bytes();
+    let mut chars = fragment.char_indices();
+    while let Some((i, c)) = chars.next() {
+        let ok = if c == '%' {
+            // Only percent-encoded non-ASCII (headings in other scripts); `%3D` is `=`.
+            let high = bytes.get(i + 1).copied().and_then(hex_value);
+            let low = bytes.get(i + 2).copied().and_then(hex_value);
+            match (high, low) {
+                (Some(h), Some(_)) if h >= 8 => {
+                    chars.next();
+                    chars.next();
+                    true
+                }
+                _ => false,
+            }
+        } else if c.is_ascii() {
+            c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')
+        } else {
+            c.is_alphanumeric()
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether a key or fragment looks like an opaque token rather than a name: a run of 24+
+/// ASCII letters and digits, a run of 16+ that mixes letters and digits, or 16+ hex digits
+/// (with at least one digit) separated only by `-_.:` as in UUIDs and hashes. `section-2`,
+/// `utm_source`, `page` are names; `eyJhbGciOiJIUzI1NiJ9`, a UUID or a SHA are not.
+pub(crate) fn looks_opaque(s: &str) -> bool {
+    for run in s.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let has_digit = run.bytes().any(|b| b.is_ascii_digit());
+        let has_alpha = run.bytes().any(|b| b.is_ascii_alphabetic());
+        if run.len() >= 24 || (run.len() >= 16 && has_digit && has_alpha) {
+            return true;
+        }
+    }
+    let only_hex_and_separators = s
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    let hex_digits = s.bytes().filter(u8::is_ascii_hexdigit).count();
+    only_hex_and_separators && hex_digits >= 16 && s.bytes().any(|b| b.is_ascii_digit())
+}
