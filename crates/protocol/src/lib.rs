@@ -31,7 +31,7 @@ pub use ids::{
     RunId, SessionId, SurfaceAlias, SurfaceKey, SurfaceName, TabId, ToolCallId, TurnId,
 };
 pub use observation::{
-    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, Screenshot,
+    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot,
     SurfaceKind, TargetIdentity, Viewport,
 };
 pub use preview::{Landmark, Preview, PreviewParts, PreviewStatus};

@@ -216,6 +216,20 @@ pub struct ObservationParts {
     pub interactive_elements: Vec<InteractiveElement>,
     /// Filtered console errors, oldest first.
     pub console_errors: Vec<String>,
+    /// Set by a producer that already left content out (e.g. far-from-viewport lines cut to fit
+    /// the budget); the flags below are OR-ed with the limits this constructor applies.
+    pub cut: ProducerCuts,
+}
+
+/// What a producer already cut before handing the parts over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerCuts {
+    /// Lines of the ARIA snapshot were left out.
+    pub aria: bool,
+    /// Interactive elements were left out.
+    pub elements: bool,
+    /// Older console errors were dropped.
+    pub console: bool,
 }
 
 /// One bounded observation of one target. Serializes with `untrusted_content: true`: page
@@ -265,13 +279,14 @@ impl Observation {
             aria_snapshot,
             mut interactive_elements,
             mut console_errors,
+            cut,
         } = parts;
         let url = BoundedText::new(url, URL_MAX_CHARS);
         let title = BoundedText::new(title, TITLE_MAX_CHARS);
         let origin = BoundedText::new(origin, URL_MAX_CHARS).text;
         let aria = BoundedText::new(aria_snapshot, ARIA_SNAPSHOT_MAX_CHARS);
-        let elements_truncated = truncate_list(&mut interactive_elements, INTERACTIVE_ELEMENTS_MAX);
-        let mut console_truncated = truncate_list(&mut console_errors, CONSOLE_ERRORS_MAX);
+        let elements_truncated = truncate_list(&mut interactive_elements, INTERACTIVE_ELEMENTS_MAX) | cut.elements;
+        let mut console_truncated = truncate_list(&mut console_errors, CONSOLE_ERRORS_MAX) | cut.console;
         for e in &mut console_errors {
             console_truncated |= truncate_chars_in_place(e, CONSOLE_ERROR_MAX_CHARS);
         }
@@ -289,7 +304,7 @@ impl Observation {
             screenshot_size: screenshot.as_ref().map(Screenshot::size),
             screenshot,
             aria_snapshot: aria.text,
-            aria_truncated: aria.truncated,
+            aria_truncated: aria.truncated | cut.aria,
             interactive_elements,
             elements_truncated,
             console_errors,

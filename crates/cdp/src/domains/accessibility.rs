@@ -68,3 +68,14 @@ pub struct GetFullAxTreeReply {
     pub nodes: Vec<AxNode>,
 }
 command!(GetFullAxTree => "Accessibility.getFullAXTree", GetFullAxTreeReply);
+
+/// The AX subtree around one node (used to re-check a ref's role and name before acting).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetPartialAxTree {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_node_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch_relatives: Option<bool>,
+}
+command!(GetPartialAxTree => "Accessibility.getPartialAXTree", GetFullAxTreeReply);

@@ -7,8 +7,10 @@
 pub mod accessibility;
 pub mod browser;
 pub mod dom;
+pub mod dom_snapshot;
 pub mod emulation;
 pub mod input;
+pub mod log;
 pub mod network;
 pub mod page;
 pub mod runtime;

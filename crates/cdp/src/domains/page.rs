@@ -213,3 +213,20 @@ pub struct JavascriptDialogOpening {
     pub dialog_type: String,
     pub default_prompt: Option<String>,
 }
+
+/// Event `Page.navigatedWithinDocument` (fragment changes, `history.pushState`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NavigatedWithinDocument {
+    pub frame_id: String,
+    pub url: String,
+}
+
+/// Event `Page.windowOpen` (a page asked for a new window or tab).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WindowOpen {
+    pub url: String,
+    pub window_name: String,
+    pub user_gesture: bool,
+}

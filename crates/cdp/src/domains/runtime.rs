@@ -137,6 +137,13 @@ pub struct ExecutionContextDescription {
     pub aux_data: Option<Value>,
 }
 
+/// Event `Runtime.executionContextDestroyed`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ExecutionContextDestroyed {
+    pub execution_context_id: i64,
+}
+
 /// Event `Runtime.executionContextCreated`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]

@@ -2,7 +2,7 @@
 
 use protocol::limits::*;
 use protocol::text::char_count;
-use protocol::{
+use protocol::{ProducerCuts, 
     ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, Screenshot,
     TabId, TargetIdentity, Viewport,
 };
@@ -39,6 +39,7 @@ fn parts() -> ObservationParts {
         aria_snapshot: "- main:\n  - button \"Checkout\" [ref=e1]".into(),
         interactive_elements: vec![element(1, "Checkout")],
         console_errors: vec!["TypeError: x is undefined".into()],
+        cut: ProducerCuts::default(),
     }
 }
 

@@ -1,0 +1,142 @@
+//! Raw capture of a tab: the isolated-world state read, and per-session DOM snapshots and AX trees.
+
+use std::collections::HashMap;
+
+use cdp::domains::accessibility::{AxNode, GetFullAxTree};
+use cdp::domains::dom_snapshot::{CaptureSnapshot, CaptureSnapshotReply};
+use cdp::domains::{page, runtime};
+use cdp::Session;
+use serde::Deserialize;
+
+use crate::BrowserError;
+use crate::tab::{Tab, TabState, WORLD, WORLD_JS, lock};
+
+/// What the isolated world reports about its frame, read in one synchronous turn.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub(crate) struct WorldState {
+    /// A random id per document: a new document (navigation) has a new one.
+    pub(crate) doc: String,
+    /// Element insertions/removals and semantic attribute changes.
+    pub(crate) structural: u64,
+    /// Text-only changes (a ticking clock).
+    pub(crate) text: u64,
+    /// Style and class changes (a carousel).
+    pub(crate) visual: u64,
+    pub(crate) url: String,
+    pub(crate) title: String,
+    pub(crate) ready: String,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+    pub(crate) dpr: f64,
+    pub(crate) scroll_x: f64,
+    pub(crate) scroll_y: f64,
+    pub(crate) scale: f64,
+}
+
+impl WorldState {
+    /// True when nothing that decides a frame's identity changed: same document, URL, structure
+    /// and viewport. Text ticks and style changes are deliberately not part of it.
+    pub(crate) fn same_frame(&self, other: &WorldState) -> bool {
+        self.doc == other.doc
+            && self.url == other.url
+            && self.structural == other.structural
+            && self.width == other.width
+            && self.height == other.height
+            && self.dpr == other.dpr
+            && self.scroll_x == other.scroll_x
+            && self.scroll_y == other.scroll_y
+            && self.scale == other.scale
+    }
+}
+
+/// The `glovebox` world's execution context in the tab's main frame, created on demand.
+pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
+    let frame_id = {
+        let state = lock(&tab.state);
+        if let Some(id) = state.worlds.get(&state.main_frame_id) {
+            return Ok(*id);
+        }
+        state.main_frame_id.clone()
+    };
+    let created = tab.session.call(page::CreateIsolatedWorld { frame_id: frame_id.clone(), world_name: Some(WORLD.into()) }).await?;
+    let context = created.execution_context_id;
+    evaluate_in(&tab.session, context, WORLD_JS).await?;
+    lock(&tab.state).worlds.insert(frame_id, context);
+    Ok(context)
+}
+
+/// Evaluates `expression` in a context, returning its value; page exceptions become errors.
+pub(crate) async fn evaluate_in(session: &Session, context: i64, expression: &str) -> Result<serde_json::Value, BrowserError> {
+    let reply = session
+        .call(runtime::Evaluate {
+            expression: expression.to_owned(),
+            context_id: Some(context),
+            return_by_value: Some(true),
+            await_promise: Some(false),
+            silent: Some(true),
+            ..Default::default()
+        })
+        .await?;
+    if let Some(exception) = reply.exception_details {
+        return Err(BrowserError::Internal { reason: format!("isolated-world script failed: {}", exception.message()) });
+    }
+    Ok(reply.result.value.unwrap_or(serde_json::Value::Null))
+}
+
+/// Drops a cached context id so the next read creates a fresh one.
+pub(crate) fn forget_context(state: &std::sync::Mutex<TabState>, context: i64) {
+    lock(state).worlds.retain(|_, id| *id != context);
+}
+
+/// Styles requested from DOMSnapshot, in this order.
+pub(crate) const STYLES: [&str; 4] = ["display", "visibility", "cursor", "opacity"];
+pub(crate) const STYLE_VISIBILITY: usize = 1;
+pub(crate) const STYLE_CURSOR: usize = 2;
+pub(crate) const STYLE_OPACITY: usize = 3;
+
+/// One session's capture: its DOM snapshot (all same-process documents) and an AX tree per document.
+#[derive(Debug)]
+pub(crate) struct SessionCapture {
+    pub(crate) session: Session,
+    pub(crate) snapshot: CaptureSnapshotReply,
+    /// AX nodes per CDP frame id; the root document's under its frame id too.
+    pub(crate) ax: HashMap<String, Vec<AxNode>>,
+}
+
+pub(crate) fn snapshot_command() -> CaptureSnapshot {
+    CaptureSnapshot {
+        computed_styles: STYLES.iter().map(|s| (*s).to_owned()).collect(),
+        include_dom_rects: None,
+        include_paint_order: None,
+    }
+}
+
+/// Fetches the AX trees of the same-process child documents the snapshot found (the root's is given).
+pub(crate) async fn complete_session(
+    session: Session,
+    snapshot: CaptureSnapshotReply,
+    root_ax: Vec<AxNode>,
+) -> Result<SessionCapture, BrowserError> {
+    let mut ax = HashMap::new();
+    let frame_of = |i: usize| snapshot.string(snapshot.documents[i].frame_id).to_owned();
+    if let Some(first) = snapshot.documents.first() {
+        ax.insert(snapshot.string(first.frame_id).to_owned(), root_ax);
+    }
+    let extra: Vec<String> = (1..snapshot.documents.len()).map(frame_of).filter(|f| !f.is_empty()).collect();
+    let fetches = extra.iter().map(|frame| {
+        let session = session.clone();
+        let frame = frame.clone();
+        async move { (frame.clone(), session.call(GetFullAxTree { depth: None, frame_id: Some(frame) }).await) }
+    });
+    for (frame, reply) in futures_util::future::join_all(fetches).await {
+        match reply {
+            Ok(reply) => {
+                ax.insert(frame, reply.nodes);
+            }
+            // A frame that went away between the two calls is left out; the epoch check decides
+            // whether the whole capture is still consistent.
+            Err(e) => tracing::debug!(%frame, error = %e, "no AX tree for a same-process frame"),
+        }
+    }
+    Ok(SessionCapture { session, snapshot, ax })
+}

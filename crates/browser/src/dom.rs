@@ -1,0 +1,187 @@
+//! An index over one document of a DOMSnapshot: backend node id → node, layout, styles, attributes.
+
+use std::collections::{HashMap, HashSet};
+
+use cdp::domains::dom_snapshot::{CaptureSnapshotReply, DocumentSnapshot};
+
+use crate::capture::{STYLE_CURSOR, STYLE_OPACITY, STYLE_VISIBILITY};
+
+/// A rectangle in viewport CSS pixels of the tab's top-level viewport.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rect {
+    pub(crate) x: f64,
+    pub(crate) y: f64,
+    pub(crate) w: f64,
+    pub(crate) h: f64,
+}
+
+impl Rect {
+    pub(crate) fn area(&self) -> f64 {
+        self.w.max(0.0) * self.h.max(0.0)
+    }
+
+    /// Vertical distance from the viewport `[0, height)`; 0 when it overlaps.
+    pub(crate) fn distance_to_viewport(&self, width: f64, height: f64) -> f64 {
+        let dy = if self.y + self.h < 0.0 {
+            -(self.y + self.h)
+        } else if self.y > height {
+            self.y - height
+        } else {
+            0.0
+        };
+        let dx = if self.x + self.w < 0.0 {
+            -(self.x + self.w)
+        } else if self.x > width {
+            self.x - width
+        } else {
+            0.0
+        };
+        dy + dx
+    }
+}
+
+pub(crate) struct DocView<'a> {
+    reply: &'a CaptureSnapshotReply,
+    doc: &'a DocumentSnapshot,
+    by_backend: HashMap<i64, usize>,
+    layout_of: HashMap<usize, usize>,
+    clickable: HashSet<usize>,
+    input_value: HashMap<usize, i64>,
+    content_doc: HashMap<usize, usize>,
+    /// Pseudo-element type (`marker`, `before`, …) by node index, as a string index.
+    pseudo: HashMap<usize, i64>,
+    /// Added to document coordinates to get top-level viewport coordinates.
+    origin: (f64, f64),
+}
+
+impl<'a> DocView<'a> {
+    /// `frame_origin` is where this document's (0,0) viewport corner sits in the top-level viewport.
+    pub(crate) fn new(reply: &'a CaptureSnapshotReply, doc_index: usize, frame_origin: (f64, f64)) -> Option<DocView<'a>> {
+        let doc = reply.documents.get(doc_index)?;
+        let nodes = &doc.nodes;
+        let by_backend = nodes.backend_node_id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        let layout_of = doc.layout.node_index.iter().enumerate().map(|(l, n)| (*n, l)).collect();
+        let clickable = nodes.is_clickable.index.iter().copied().collect();
+        let input_value = nodes.input_value.index.iter().copied().zip(nodes.input_value.value.iter().copied()).collect();
+        let content_doc = nodes
+            .content_document_index
+            .index
+            .iter()
+            .copied()
+            .zip(nodes.content_document_index.value.iter().map(|v| *v as usize))
+            .collect();
+        let pseudo = nodes.pseudo_type.index.iter().copied().zip(nodes.pseudo_type.value.iter().copied()).collect();
+        let scroll = (doc.scroll_offset_x.unwrap_or(0.0), doc.scroll_offset_y.unwrap_or(0.0));
+        Some(DocView {
+            reply,
+            doc,
+            by_backend,
+            layout_of,
+            clickable,
+            input_value,
+            content_doc,
+            pseudo,
+            origin: (frame_origin.0 - scroll.0, frame_origin.1 - scroll.1),
+        })
+    }
+
+    pub(crate) fn node(&self, backend: i64) -> Option<usize> {
+        self.by_backend.get(&backend).copied()
+    }
+
+    pub(crate) fn parent(&self, node: usize) -> Option<usize> {
+        self.doc.nodes.parent_index.get(node).and_then(|p| usize::try_from(*p).ok())
+    }
+
+    pub(crate) fn tag(&self, node: usize) -> String {
+        self.doc.nodes.node_name.get(node).map(|i| self.reply.string(*i).to_ascii_lowercase()).unwrap_or_default()
+    }
+
+    pub(crate) fn attr(&self, node: usize, name: &str) -> Option<&'a str> {
+        let attrs = self.doc.nodes.attributes.get(node)?;
+        attrs.chunks(2).find(|kv| kv.len() == 2 && self.reply.string(kv[0]).eq_ignore_ascii_case(name)).map(|kv| self.reply.string(kv[1]))
+    }
+
+    pub(crate) fn bounds(&self, node: usize) -> Option<Rect> {
+        let layout = *self.layout_of.get(&node)?;
+        let b = self.doc.layout.bounds.get(layout)?;
+        if b.len() < 4 {
+            return None;
+        }
+        Some(Rect { x: b[0] + self.origin.0, y: b[1] + self.origin.1, w: b[2], h: b[3] })
+    }
+
+    fn style(&self, node: usize, which: usize) -> Option<&'a str> {
+        let layout = *self.layout_of.get(&node)?;
+        let styles = self.doc.layout.styles.get(layout)?;
+        styles.get(which).map(|i| self.reply.string(*i))
+    }
+
+    pub(crate) fn cursor_pointer(&self, node: usize) -> bool {
+        self.style(node, STYLE_CURSOR) == Some("pointer")
+    }
+
+    /// Rendered and not made invisible by CSS (`visibility`, `opacity: 0`).
+    pub(crate) fn visible(&self, node: usize) -> bool {
+        let Some(bounds) = self.bounds(node) else { return false };
+        bounds.w > 0.0
+            && bounds.h > 0.0
+            && self.style(node, STYLE_VISIBILITY).is_none_or(|v| v == "visible")
+            && self.style(node, STYLE_OPACITY).is_none_or(|o| o.parse::<f64>().map_or(true, |o| o > 0.0))
+    }
+
+    /// Rendered with `opacity: 0`: invisible with everything inside it.
+    pub(crate) fn transparent(&self, node: usize) -> bool {
+        self.style(node, STYLE_OPACITY).and_then(|o| o.parse::<f64>().ok()).is_some_and(|o| o <= 0.0)
+    }
+
+    /// A `::marker` pseudo-element (a list bullet): decoration, not content.
+    pub(crate) fn is_marker(&self, node: usize) -> bool {
+        self.pseudo.get(&node).is_some_and(|v| self.reply.string(*v) == "marker")
+    }
+
+    pub(crate) fn clickable(&self, node: usize) -> bool {
+        self.clickable.contains(&node)
+    }
+
+    /// The exact current value of an input or textarea, whitespace included.
+    pub(crate) fn input_value(&self, node: usize) -> Option<&'a str> {
+        self.input_value.get(&node).map(|i| self.reply.string(*i))
+    }
+
+    /// The snapshot document index an `<iframe>` node's content lives in (same process only).
+    pub(crate) fn content_document(&self, node: usize) -> Option<usize> {
+        self.content_doc.get(&node).copied()
+    }
+
+    pub(crate) fn node_count(&self) -> usize {
+        self.doc.nodes.parent_index.len()
+    }
+
+    /// Descendants of `node` in document order (a linear scan: used only for nameless elements).
+    pub(crate) fn descendants(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
+        (node + 1..self.node_count()).take_while(move |d| self.is_descendant(*d, node))
+    }
+
+    fn is_descendant(&self, mut candidate: usize, ancestor: usize) -> bool {
+        while let Some(parent) = self.parent(candidate) {
+            if parent == ancestor {
+                return true;
+            }
+            if parent < ancestor {
+                return false;
+            }
+            candidate = parent;
+        }
+        false
+    }
+
+    /// The text of a text node.
+    pub(crate) fn node_value(&self, node: usize) -> &'a str {
+        self.doc.nodes.node_value.get(node).map_or("", |i| self.reply.string(*i))
+    }
+
+    pub(crate) fn url(&self) -> &'a str {
+        self.reply.string(self.doc.document_url)
+    }
+}

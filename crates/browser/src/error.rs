@@ -1,0 +1,50 @@
+//! Errors of the browser adapter, each mapped to the closed protocol error code a model sees.
+
+use cdp::CdpError;
+use protocol::ErrorCode;
+
+/// Why an observation, preview or action on a tab failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BrowserError {
+    /// The tab closed, crashed or detached.
+    #[error("the tab is gone: {reason}")]
+    TargetLost { reason: String },
+    /// The browser connection is down.
+    #[error("the browser is unavailable: {reason}")]
+    BackendUnavailable { reason: String },
+    /// The page changed during capture twice in a row; nothing from either attempt is returned.
+    #[error("the page kept changing during capture ({what}); observe again")]
+    Unstable { what: String },
+    /// A deadline passed.
+    #[error("{what} did not finish within {after_ms} ms")]
+    Timeout { what: String, after_ms: u64 },
+    /// The browser answered in a way the adapter cannot use.
+    #[error("unexpected browser reply: {reason}")]
+    Internal { reason: String },
+}
+
+impl BrowserError {
+    /// The closed error code for transports.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            BrowserError::TargetLost { .. } => ErrorCode::TargetLost,
+            BrowserError::BackendUnavailable { .. } => ErrorCode::BackendUnavailable,
+            BrowserError::Unstable { .. } => ErrorCode::StaleObservation,
+            BrowserError::Timeout { .. } => ErrorCode::Timeout,
+            BrowserError::Internal { .. } => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<CdpError> for BrowserError {
+    fn from(e: CdpError) -> Self {
+        match e {
+            CdpError::Detached { .. } => BrowserError::TargetLost { reason: e.to_string() },
+            CdpError::Closed { .. } | CdpError::Connect { .. } => BrowserError::BackendUnavailable { reason: e.to_string() },
+            CdpError::Timeout { ref method, after } => {
+                BrowserError::Timeout { what: method.clone(), after_ms: after.as_millis() as u64 }
+            }
+            CdpError::Protocol { .. } | CdpError::Decode { .. } => BrowserError::Internal { reason: e.to_string() },
+        }
+    }
+}

@@ -1,0 +1,53 @@
+// Installed in Glovebox's isolated world ("glovebox") of every frame. Page scripts cannot see it.
+// It counts DOM mutations by kind so the runtime can tell a structural change (elements added or
+// removed, semantic attributes) from a text tick or a style change, and it reads the frame's
+// state in one synchronous turn, so the values can never come from two different moments.
+(() => {
+  if (globalThis.__glovebox) return;
+  const SEMANTIC = new Set(['id', 'role', 'href', 'disabled', 'hidden', 'type', 'name', 'value', 'checked',
+    'selected', 'open', 'tabindex', 'contenteditable', 'for', 'src', 'alt', 'title', 'placeholder', 'inert',
+    'multiple', 'readonly', 'required', 'label', 'action', 'method', 'data-testid']);
+  const state = {
+    doc: Math.random().toString(36).slice(2) + Date.now().toString(36),
+    structural: 0,
+    text: 0,
+    visual: 0,
+  };
+  const count = (records) => {
+    for (const r of records) {
+      if (r.type === 'characterData') { state.text++; continue; }
+      if (r.type === 'attributes') {
+        const a = r.attributeName || '';
+        if (SEMANTIC.has(a) || a.startsWith('aria-')) state.structural++; else state.visual++;
+        continue;
+      }
+      let element = false;
+      for (const n of r.addedNodes) { if (n.nodeType === 1) { element = true; break; } }
+      if (!element) for (const n of r.removedNodes) { if (n.nodeType === 1) { element = true; break; } }
+      if (element) state.structural++; else state.text++;
+    }
+  };
+  const observer = new MutationObserver(count);
+  observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  state.read = () => {
+    // Records queued in this same task have not been delivered yet; count them now.
+    count(observer.takeRecords());
+    const vv = window.visualViewport;
+    return {
+      doc: state.doc,
+      structural: state.structural,
+      text: state.text,
+      visual: state.visual,
+      url: location.href,
+      title: document.title,
+      ready: document.readyState,
+      width: window.innerWidth,
+      height: window.innerHeight,
+      dpr: window.devicePixelRatio,
+      scroll_x: window.scrollX,
+      scroll_y: window.scrollY,
+      scale: vv ? vv.scale : 1,
+    };
+  };
+  globalThis.__glovebox = state;
+})();

@@ -1,0 +1,23 @@
+//! Glovebox's browser surface adapter: bounded, redacted, fresh observations and turn-start
+//! previews of real Chromium tabs over CDP. It reads (and, later, acts); it never decides
+//! permissions — that is `policy` and `runtime`.
+//!
+//! A [`Tab`] wraps one attached page session. [`Tab::observe`] captures the accessibility tree
+//! and DOM snapshot of every frame (same-process and out-of-process) in one consistent frame and
+//! renders them as compact text with refs; [`Tab::preview`] reads the viewport's text and
+//! landmarks in one synchronous turn of Glovebox's isolated world.
+
+mod capture;
+mod console;
+mod dom;
+mod error;
+mod image;
+mod model;
+mod observe;
+mod preview;
+mod render;
+mod tab;
+
+pub use error::BrowserError;
+pub use observe::{ObservationRecord, ObserveOptions, RefBinding};
+pub use tab::Tab;

@@ -1,0 +1,592 @@
+//! From a capture to a page model: the AX tree walked in document order, joined with the DOM
+//! snapshot for geometry, visibility, clickability and exact values, across same-process and
+//! out-of-process frames. Produces items (text and nodes) and the interactive candidates.
+
+use std::collections::HashMap;
+
+use cdp::domains::accessibility::{AxNode, AxValue};
+use policy::{FieldFacts, Sensitivity};
+
+use crate::capture::SessionCapture;
+use crate::dom::{DocView, Rect};
+
+/// Roles that always get a ref when rendered and visible.
+const INTERACTIVE_ROLES: &[&str] = &[
+    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option", "menuitem",
+    "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider", "spinbutton", "treeitem", "DisclosureTriangle",
+    "ColorWell", "Date", "DateTime", "InputTime", "textField", "PopUpButton", "ToggleButton",
+];
+
+/// Roles that carry no meaning of their own: their children are shown in their place.
+const TRANSPARENT_ROLES: &[&str] = &[
+    "generic", "none", "presentation", "LabelText", "strong", "emphasis", "mark", "Abbr", "code", "time",
+    "subscript", "superscript", "Ruby", "RubyAnnotation", "Section", "MenuListPopup", "Pre", "deletion", "insertion",
+    "GenericContainer", "Unknown", "rowgroup",
+];
+
+/// Roles whose value is shown.
+const VALUE_ROLES: &[&str] = &["textbox", "searchbox", "combobox", "spinbutton", "slider", "textField", "Date", "DateTime", "InputTime"];
+
+/// One interactive element found on the page, before refs are assigned.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    /// Position in document order (pre-order over all frames).
+    pub(crate) order: usize,
+    /// Index of the session capture (0 = the tab's own session).
+    pub(crate) capture: usize,
+    pub(crate) backend: i64,
+    pub(crate) role: String,
+    pub(crate) name: String,
+    pub(crate) name_inferred: bool,
+    pub(crate) states: Vec<String>,
+    pub(crate) value: Option<String>,
+    pub(crate) bounds: Rect,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Item {
+    Text { text: String, bounds: Option<Rect> },
+    Node(NodeItem),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct NodeItem {
+    pub(crate) role: String,
+    pub(crate) name: String,
+    pub(crate) states: Vec<String>,
+    pub(crate) value: Option<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) candidate: Option<usize>,
+    pub(crate) bounds: Option<Rect>,
+    pub(crate) children: Vec<Item>,
+}
+
+/// An out-of-process iframe: which element hosts which child capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct HostKey {
+    pub(crate) capture: usize,
+    pub(crate) backend: i64,
+}
+
+pub(crate) struct Walker<'a> {
+    captures: &'a [SessionCapture],
+    /// Out-of-process iframe hosts → child capture index.
+    oopif: &'a HashMap<HostKey, usize>,
+    pub(crate) candidates: Vec<Candidate>,
+    viewport: (f64, f64),
+    /// Pre-order counter, so refs follow document order even though a node's candidate is
+    /// decided after its children.
+    seq: usize,
+}
+
+fn value_text(v: &Option<AxValue>) -> String {
+    v.as_ref().and_then(AxValue::text).unwrap_or_default()
+}
+
+fn prop<'n>(node: &'n AxNode, name: &str) -> Option<&'n AxValue> {
+    node.properties.iter().find(|p| p.name == name).map(|p| &p.value)
+}
+
+fn prop_true(node: &AxNode, name: &str) -> bool {
+    prop(node, name).and_then(|v| v.value.as_ref()).is_some_and(|v| v == &serde_json::Value::Bool(true) || v == "true")
+}
+
+/// Folds runs of whitespace to one space and trims.
+pub(crate) fn fold(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl<'a> Walker<'a> {
+    pub(crate) fn new(captures: &'a [SessionCapture], oopif: &'a HashMap<HostKey, usize>, viewport: (f64, f64)) -> Self {
+        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0 }
+    }
+
+    /// Walks the root document of capture `index` whose viewport origin is `origin`.
+    pub(crate) fn walk_capture(&mut self, index: usize, origin: (f64, f64), depth_guard: usize) -> Vec<Item> {
+        let Some(capture) = self.captures.get(index) else { return Vec::new() };
+        let Some(first) = capture.snapshot.documents.first() else { return Vec::new() };
+        let frame = capture.snapshot.string(first.frame_id).to_owned();
+        self.walk_document(index, 0, &frame, origin, depth_guard)
+    }
+
+    fn walk_document(&mut self, capture: usize, doc: usize, frame: &str, origin: (f64, f64), depth_guard: usize) -> Vec<Item> {
+        if depth_guard > 8 {
+            return Vec::new();
+        }
+        let captures = self.captures;
+        let cap = &captures[capture];
+        let Some(nodes) = cap.ax.get(frame) else { return Vec::new() };
+        let Some(view) = DocView::new(&cap.snapshot, doc, origin) else { return Vec::new() };
+        let by_id: HashMap<&str, &AxNode> = nodes.iter().map(|n| (n.node_id.as_str(), n)).collect();
+        let Some(root) = nodes.iter().find(|n| n.parent_id.is_none()).or_else(|| nodes.first()) else { return Vec::new() };
+        let mut ctx = DocCtx { capture, view: &view, by_id: &by_id, depth_guard };
+        self.walk_node(&mut ctx, root)
+    }
+
+    fn walk_children(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode) -> Vec<Item> {
+        let mut items = Vec::new();
+        for child in &node.child_ids {
+            if let Some(child) = ctx.by_id.get(child.as_str()) {
+                items.extend(self.walk_node(ctx, child));
+            }
+        }
+        items
+    }
+
+    fn walk_node(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode) -> Vec<Item> {
+        let role = value_text(&node.role);
+        // List bullets and inline text boxes repeat what their parents say.
+        if matches!(role.as_str(), "InlineTextBox" | "ListMarker") {
+            return Vec::new();
+        }
+        let dom = node.backend_dom_node_id.and_then(|b| ctx.view.node(b));
+        // A `::marker` pseudo-element holds the bullet text of a list item.
+        if dom.is_some_and(|d| ctx.view.is_marker(d)) {
+            return Vec::new();
+        }
+        if node.ignored {
+            return self.walk_children(ctx, node);
+        }
+        // `opacity: 0` hides a whole subtree from a person, though not from the AX tree.
+        if dom.is_some_and(|d| ctx.view.transparent(d)) {
+            return Vec::new();
+        }
+        self.seq += 1;
+        let order = self.seq;
+        match role.as_str() {
+            "LineBreak" => return vec![Item::Text { text: " ".into(), bounds: None }],
+            "StaticText" => {
+                let text = value_text(&node.name);
+                if text.trim().is_empty() {
+                    return Vec::new();
+                }
+                return vec![Item::Text { text, bounds: dom.and_then(|d| ctx.view.bounds(d)) }];
+            }
+            "RootWebArea" | "WebArea" => return self.walk_children(ctx, node),
+            "Iframe" | "IframePresentational" => return self.walk_iframe(ctx, node, dom),
+            _ => {}
+        }
+        let bounds = dom.and_then(|d| ctx.view.bounds(d));
+        let visible = dom.is_some_and(|d| ctx.view.visible(d));
+        let editable = VALUE_ROLES.contains(&role.as_str()) || prop_true(node, "editable");
+        // An editable field's children are its inner editor: its value again, which may be a
+        // secret. The value is shown (or redacted) once, from the field itself.
+        let mut children = if editable { Vec::new() } else { self.walk_children(ctx, node) };
+        let interactive = visible && dom.is_some_and(|d| self.is_interactive(ctx.view, &role, node, d, &children));
+        let name = fold(&value_text(&node.name));
+        if !interactive && TRANSPARENT_ROLES.contains(&role.as_str()) {
+            return children;
+        }
+        if !interactive && (role == "image" || role == "img") && name.is_empty() {
+            return children;
+        }
+        let states = states(node, &role);
+        let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
+        let value = dom.and_then(|d| self.value(ctx.view, node, &role, &tag, d, &name));
+        let url = match (role.as_str(), dom) {
+            ("link", Some(d)) => ctx.view.attr(d, "href").map(|href| link_target(ctx.view.url(), href)),
+            _ => None,
+        };
+        let display_role = match role.as_str() {
+            "generic" | "none" | "presentation" | "GenericContainer" | "Unknown" => "clickable".to_owned(),
+            "DisclosureTriangle" => "summary".to_owned(),
+            "image" => "img".to_owned(),
+            _ => role.clone(),
+        };
+        let mut shown_name = name.clone();
+        let mut name_inferred = false;
+        if interactive && shown_name.is_empty() {
+            // What a person reads on it is its name; only names found elsewhere are "inferred".
+            let mut text = String::new();
+            all_text(&children, &mut text);
+            shown_name = fold(&text);
+            if shown_name.is_empty() {
+                if let Some(inferred) = dom.and_then(|d| infer_name(ctx.view, d)) {
+                    shown_name = inferred;
+                    name_inferred = true;
+                }
+            }
+        }
+        // A named node repeats its name as text; drop the duplicate.
+        if !shown_name.is_empty() {
+            if text_of(&children) == shown_name {
+                children.clear();
+            } else if matches!(children.first(), Some(Item::Text { text, .. }) if fold(text) == shown_name) {
+                children.remove(0);
+            }
+        }
+        let candidate = if interactive {
+            let index = self.candidates.len();
+            self.candidates.push(Candidate {
+                order,
+                capture: ctx.capture,
+                backend: node.backend_dom_node_id.unwrap_or_default(),
+                role: display_role.clone(),
+                name: shown_name.clone(),
+                name_inferred,
+                states: states.clone(),
+                value: value.clone(),
+                bounds: bounds.unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 }),
+            });
+            Some(index)
+        } else {
+            None
+        };
+        let mut states = states;
+        if name_inferred {
+            states.push("name-inferred".into());
+        }
+        vec![Item::Node(NodeItem { role: display_role, name: shown_name, states, value, url, candidate, bounds, children })]
+    }
+
+    fn walk_iframe(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode, dom: Option<usize>) -> Vec<Item> {
+        let Some(d) = dom else { return Vec::new() };
+        if !ctx.view.visible(d) {
+            return Vec::new();
+        }
+        let bounds = ctx.view.bounds(d);
+        let origin = bounds.map_or((0.0, 0.0), |b| (b.x, b.y));
+        let children = if let Some(doc) = ctx.view.content_document(d) {
+            let cap = &self.captures[ctx.capture];
+            let frame = cap.snapshot.documents.get(doc).map(|x| cap.snapshot.string(x.frame_id).to_owned()).unwrap_or_default();
+            self.walk_document(ctx.capture, doc, &frame, origin, ctx.depth_guard + 1)
+        } else if let Some(child) = node.backend_dom_node_id.and_then(|b| self.oopif.get(&HostKey { capture: ctx.capture, backend: b })) {
+            self.walk_capture(*child, origin, ctx.depth_guard + 1)
+        } else {
+            Vec::new()
+        };
+        let mut name = fold(&value_text(&node.name));
+        if name.is_empty() {
+            name = ctx.view.attr(d, "title").map(fold).unwrap_or_default();
+        }
+        vec![Item::Node(NodeItem {
+            role: "iframe".into(),
+            name,
+            states: Vec::new(),
+            value: None,
+            url: None,
+            candidate: None,
+            bounds,
+            children,
+        })]
+    }
+
+    fn is_interactive(&self, view: &DocView<'_>, role: &str, node: &AxNode, dom: usize, children: &[Item]) -> bool {
+        let tag = view.tag(dom);
+        // A label forwards clicks to its control, which has its own ref.
+        if matches!(tag.as_str(), "html" | "body" | "#document" | "iframe" | "label") || role == "LabelText" {
+            return false;
+        }
+        if INTERACTIVE_ROLES.contains(&role) {
+            return true;
+        }
+        let editable = prop(node, "editable").and_then(AxValue::text).is_some_and(|v| v != "false" && !v.is_empty());
+        if editable && role != "RootWebArea" {
+            return true;
+        }
+        let by_listener = view.clickable(dom);
+        let by_cursor = view.cursor_pointer(dom) && view.parent(dom).is_none_or(|p| !view.cursor_pointer(p));
+        let by_tabindex = view.attr(dom, "tabindex").and_then(|t| t.trim().parse::<i64>().ok()).is_some_and(|t| t >= 0)
+            && prop_true(node, "focusable");
+        if !(by_listener || by_cursor || by_tabindex) {
+            return false;
+        }
+        // A container that merely delegates events (a framework root, a whole list) is not one
+        // target: skip it when it covers most of the viewport or holds several targets itself.
+        let inner_targets = count_candidates(children);
+        let big = view.bounds(dom).is_some_and(|b| b.area() >= 0.6 * self.viewport.0 * self.viewport.1);
+        !(big || inner_targets > 2)
+    }
+
+    fn value(&self, view: &DocView<'_>, node: &AxNode, role: &str, tag: &str, dom: usize, name: &str) -> Option<String> {
+        if !VALUE_ROLES.contains(&role) && !(role == "generic" && prop_true(node, "editable")) {
+            return None;
+        }
+        let raw = if tag == "select" {
+            value_text(&node.value)
+        } else {
+            view.input_value(dom).map(str::to_owned).unwrap_or_else(|| value_text(&node.value))
+        };
+        let facts = FieldFacts {
+            tag: Some(tag),
+            input_type: view.attr(dom, "type"),
+            autocomplete: view.attr(dom, "autocomplete"),
+            name: view.attr(dom, "name"),
+            id: view.attr(dom, "id"),
+            aria_label: view.attr(dom, "aria-label"),
+            label: Some(name),
+            placeholder: view.attr(dom, "placeholder"),
+            role: Some(role),
+        };
+        let sensitivity = policy::classify_field(&facts);
+        if raw.is_empty() && matches!(sensitivity, Sensitivity::Public) {
+            return Some(String::new());
+        }
+        Some(policy::redact_value_for_field(&raw, sensitivity))
+    }
+}
+
+struct DocCtx<'v, 'n> {
+    capture: usize,
+    view: &'v DocView<'v>,
+    by_id: &'v HashMap<&'n str, &'n AxNode>,
+    depth_guard: usize,
+}
+
+fn count_candidates(items: &[Item]) -> usize {
+    items
+        .iter()
+        .map(|i| match i {
+            Item::Text { .. } => 0,
+            Item::Node(n) => usize::from(n.candidate.is_some()) + count_candidates(&n.children),
+        })
+        .sum()
+}
+
+/// The folded text of items that are all text; empty if any node is among them.
+pub(crate) fn text_of(items: &[Item]) -> String {
+    let mut text = String::new();
+    for item in items {
+        match item {
+            Item::Text { text: t, .. } => {
+                text.push(' ');
+                text.push_str(t);
+            }
+            Item::Node(_) => return String::new(),
+        }
+    }
+    fold(&text)
+}
+
+/// A link's target as shown: resolved against the document, redacted, and shortened to the path
+/// when it stays on the document's origin.
+fn link_target(document_url: &str, href: &str) -> String {
+    let absolute = resolve_href(document_url, href.trim());
+    let redacted = policy::redact_url(&absolute);
+    let origin = policy::web_origin(document_url);
+    match redacted.strip_prefix(&origin) {
+        Some(rest) if !origin.is_empty() && (rest.starts_with('/') || rest.is_empty()) => {
+            if rest.is_empty() { "/".to_owned() } else { rest.to_owned() }
+        }
+        _ => redacted,
+    }
+}
+
+fn all_text(items: &[Item], out: &mut String) {
+    for item in items {
+        match item {
+            Item::Text { text, .. } => {
+                out.push(' ');
+                out.push_str(text);
+            }
+            Item::Node(n) => {
+                if !n.name.is_empty() {
+                    out.push(' ');
+                    out.push_str(&n.name);
+                }
+                all_text(&n.children, out);
+            }
+        }
+    }
+}
+
+fn states(node: &AxNode, role: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let text = |name: &str| prop(node, name).and_then(AxValue::text);
+    if prop_true(node, "disabled") {
+        out.push("disabled".into());
+    }
+    match text("checked").as_deref() {
+        Some("true") => out.push("checked".into()),
+        Some("mixed") => out.push("checked=mixed".into()),
+        _ => {}
+    }
+    match text("pressed").as_deref() {
+        Some("true") => out.push("pressed".into()),
+        Some("mixed") => out.push("pressed=mixed".into()),
+        _ => {}
+    }
+    match text("expanded").as_deref() {
+        Some("true") => out.push("expanded".into()),
+        Some("false") => out.push("collapsed".into()),
+        // A tree item without an expanded state has no children (WAI-ARIA treeitem).
+        _ if role == "treeitem" => out.push("leaf".into()),
+        _ => {}
+    }
+    if prop_true(node, "selected") {
+        out.push("selected".into());
+    }
+    if prop_true(node, "focused") {
+        out.push("focused".into());
+    }
+    if prop_true(node, "required") {
+        out.push("required".into());
+    }
+    if text("invalid").is_some_and(|v| v != "false") {
+        out.push("invalid".into());
+    }
+    if prop_true(node, "readonly") {
+        out.push("readonly".into());
+    }
+    if prop_true(node, "multiselectable") {
+        out.push("multiselectable".into());
+    }
+    if prop_true(node, "modal") {
+        out.push("modal".into());
+    }
+    // Indentation already shows nesting; the level matters for headings.
+    if let Some(level) = text("level").filter(|_| role == "heading") {
+        out.push(format!("level={level}"));
+    }
+    if let Some(popup) = text("hasPopup").filter(|v| v != "false") {
+        out.push(format!("haspopup={popup}"));
+    }
+    out
+}
+
+/// A fallback name for a nameless interactive element without text, from what the author left
+/// behind: `title`, `alt`, `placeholder`, image file names, icon classes, ids.
+fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
+    for attr in ["title", "aria-label", "alt", "placeholder", "data-tooltip", "data-title", "value"] {
+        if let Some(v) = view.attr(dom, attr).map(fold).filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    for d in std::iter::once(dom).chain(view.descendants(dom)) {
+        let tag = view.tag(d);
+        for attr in ["title", "alt", "aria-label"] {
+            if let Some(v) = view.attr(d, attr).map(fold).filter(|v| !v.is_empty()) {
+                return Some(v);
+            }
+        }
+        if tag == "title" {
+            if let Some(t) = view.descendants(d).map(|t| fold(view.node_value(t))).find(|t| !t.is_empty()) {
+                return Some(t);
+            }
+        }
+        let source = match tag.as_str() {
+            "img" | "image" | "input" => view.attr(d, "src").or_else(|| view.attr(d, "href")),
+            "use" => view.attr(d, "href").or_else(|| view.attr(d, "xlink:href")),
+            _ => None,
+        };
+        if let Some(stem) = source.and_then(file_stem) {
+            return Some(stem);
+        }
+        if let Some(icon) = view.attr(d, "class").and_then(icon_class) {
+            return Some(icon);
+        }
+    }
+    for attr in ["data-testid", "id", "name"] {
+        if let Some(v) = view.attr(dom, attr).map(humanize).filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// `/icons/trash-can.svg?v=2` → `trash can`; `#icon-close` → `close`.
+fn file_stem(source: &str) -> Option<String> {
+    if source.starts_with("data:") {
+        return None;
+    }
+    let path = source.split(['?', '#']).next().unwrap_or_default();
+    let last = if path.is_empty() { source.rsplit('#').next()? } else { path.rsplit('/').next()? };
+    let stem = last.split('.').next().unwrap_or(last);
+    let stem = stem.trim_start_matches("icon-").trim_start_matches("ic_").trim_start_matches("icon_");
+    let human = humanize(stem);
+    (!human.is_empty()).then_some(human)
+}
+
+/// `fa fa-trash` → `trash`; `icon icon-close` → `close`.
+fn icon_class(classes: &str) -> Option<String> {
+    classes.split_whitespace().find_map(|c| {
+        for prefix in ["fa-", "icon-", "bi-", "glyphicon-", "mdi-", "ti-"] {
+            if let Some(rest) = c.strip_prefix(prefix) {
+                if !rest.is_empty() && !matches!(rest, "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x") {
+                    return Some(humanize(rest));
+                }
+            }
+        }
+        None
+    })
+}
+
+/// `saveButton` / `save_button` / `save-button` → `save button`.
+fn humanize(raw: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in raw.chars() {
+        if c == '_' || c == '-' || c == '.' {
+            out.push(' ');
+            prev_lower = false;
+        } else if c.is_uppercase() && prev_lower {
+            out.push(' ');
+            out.extend(c.to_lowercase());
+            prev_lower = false;
+        } else {
+            out.extend(c.to_lowercase());
+            prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        }
+    }
+    fold(&out)
+}
+
+/// Resolves `href` against an absolute http(s) `base` the way a browser would for the common
+/// forms (absolute, scheme-relative, root-relative, query, fragment, relative path).
+fn resolve_href(base: &str, href: &str) -> String {
+    let has_scheme = href.find(':').is_some_and(|i| {
+        let scheme = &href[..i];
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if has_scheme {
+        return href.to_owned();
+    }
+    let Some((scheme, rest)) = base.split_once("://") else { return href.to_owned() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path_and_more) = rest.split_at(authority_end);
+    let path = path_and_more.split(['?', '#']).next().unwrap_or("");
+    let path = if path.is_empty() { "/" } else { path };
+    if let Some(scheme_relative) = href.strip_prefix("//") {
+        return format!("{scheme}://{scheme_relative}");
+    }
+    if href.starts_with('/') {
+        return format!("{scheme}://{authority}{href}");
+    }
+    if href.starts_with('?') {
+        return format!("{scheme}://{authority}{path}{href}");
+    }
+    if href.starts_with('#') || href.is_empty() {
+        let without_fragment = base.split('#').next().unwrap_or(base);
+        return format!("{without_fragment}{href}");
+    }
+    let directory = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+    format!("{scheme}://{authority}{directory}{href}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hrefs_resolve_like_a_browser() {
+        let base = "http://127.0.0.1:8080/dir/page.html?x=1#top";
+        assert_eq!(resolve_href(base, "https://a.test/b"), "https://a.test/b");
+        assert_eq!(resolve_href(base, "//cdn.test/x.js"), "http://cdn.test/x.js");
+        assert_eq!(resolve_href(base, "/reset?token=1"), "http://127.0.0.1:8080/reset?token=1");
+        assert_eq!(resolve_href(base, "?page=2"), "http://127.0.0.1:8080/dir/page.html?page=2");
+        assert_eq!(resolve_href(base, "#section"), "http://127.0.0.1:8080/dir/page.html?x=1#section");
+        assert_eq!(resolve_href(base, "other.html"), "http://127.0.0.1:8080/dir/other.html");
+        assert_eq!(resolve_href(base, "mailto:a@b.c"), "mailto:a@b.c");
+        assert_eq!(link_target(base, "/reset?token=abc#access_token=x"), "/reset?token=");
+        assert_eq!(link_target(base, "https://other.test/a?b=c"), "https://other.test/a?b=");
+    }
+
+    #[test]
+    fn fallback_names_from_files_classes_and_ids() {
+        assert_eq!(file_stem("/static/icons/trash-can.svg?v=3").as_deref(), Some("trash can"));
+        assert_eq!(file_stem("#icon-close").as_deref(), Some("close"));
+        assert_eq!(file_stem("data:image/png;base64,xxx"), None);
+        assert_eq!(icon_class("fa fa-solid fa-magnifying-glass").as_deref(), Some("magnifying glass"));
+        assert_eq!(humanize("saveDraftButton"), "save draft button");
+    }
+}

@@ -1,0 +1,407 @@
+//! `Tab::observe`: a bounded, redacted observation captured inside the tab's read barrier, from
+//! one consistent frame, with refs bound to exact nodes.
+//!
+//! ## Freshness, and pages that never stop changing
+//! The isolated world counts mutations in three kinds: *structural* (elements added or removed,
+//! semantic attributes such as `id`, `role`, `aria-*`, `href`, `disabled`, `value`), *text*
+//! (character data, text-only child changes) and *visual* (`class`, `style`). A capture reads the
+//! world state before and after the DOM snapshot and AX tree; a different document, URL, viewport
+//! (size, scale, zoom, scroll) or structural count means the page changed under the capture, so
+//! the whole capture is discarded and retried once, then reported as unstable — never a mix.
+//! Text ticks (a clock) and style changes (a carousel) do not count, so such pages stay
+//! observable, and the `frame_id` (target, navigation, document, viewport, structural epoch,
+//! screenshot) stays valid across them. An action re-checks its own target instead: the ref's
+//! node must still be attached with the same role, name and box, so a change that touches the
+//! target's identity or geometry is refused as stale even when the frame id still matches.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use cdp::Session;
+use cdp::domains::accessibility::GetFullAxTree;
+use cdp::domains::dom::DescribeNode;
+use cdp::domains::page::CaptureScreenshot;
+use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
+use protocol::{
+    ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, TabId,
+    TargetIdentity, Viewport,
+};
+
+use crate::capture::{SessionCapture, WorldState, complete_session, evaluate_in, forget_context, snapshot_command, world_context};
+use crate::dom::Rect;
+use crate::image::image_size;
+use crate::model::{HostKey, Walker};
+use crate::render::{Line, choose, flatten, line_cost};
+use crate::tab::{Tab, lock};
+use crate::BrowserError;
+
+/// What to capture.
+#[derive(Debug, Clone)]
+pub struct ObserveOptions {
+    /// One viewport-only screenshot in this format (never full-page).
+    pub screenshot: Option<ImageMime>,
+    /// Deadline for the whole capture, both attempts included.
+    pub deadline: Duration,
+}
+
+impl Default for ObserveOptions {
+    fn default() -> Self {
+        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10) }
+    }
+}
+
+/// What a ref is bound to: the exact node, and what it was when observed.
+#[derive(Debug, Clone)]
+pub struct RefBinding {
+    pub session: Session,
+    pub backend_node_id: i64,
+    pub role: String,
+    pub name: String,
+    /// Box in top-level viewport CSS pixels when observed: `[x, y, width, height]`.
+    pub bounds: [f64; 4],
+}
+
+/// The runtime's private record of the latest observation of a tab.
+#[derive(Debug)]
+pub struct ObservationRecord {
+    pub frame_id: FrameId,
+    pub(crate) world: WorldState,
+    pub navigation_epoch: u64,
+    pub viewport: Viewport,
+    pub refs: HashMap<String, RefBinding>,
+    pub screenshot_size: Option<protocol::ImageSize>,
+}
+
+impl ObservationRecord {
+    /// The page's URL when observed (unredacted: for runtime checks only, never for output).
+    pub fn document_url(&self) -> &str {
+        &self.world.url
+    }
+
+    /// The binding of `element`, if this observation issued it.
+    pub fn binding(&self, element: &ElementRef) -> Option<&RefBinding> {
+        self.refs.get(element.as_str())
+    }
+}
+
+enum Attempt {
+    Done(Box<Observation>, Arc<ObservationRecord>),
+    Changed(String),
+}
+
+impl Tab {
+    /// Captures an observation of this tab. See the module docs for the consistency rules.
+    pub async fn observe(&self, options: &ObserveOptions) -> Result<Observation, BrowserError> {
+        self.check_alive()?;
+        let deadline = options.deadline;
+        let run = async {
+            let _read = self.barrier.read().await;
+            let mut last = String::new();
+            for _ in 0..2 {
+                match self.capture_once(options).await? {
+                    Attempt::Done(observation, record) => {
+                        *lock(&self.latest) = Some(record);
+                        return Ok(*observation);
+                    }
+                    Attempt::Changed(what) => last = what,
+                }
+            }
+            Err(BrowserError::Unstable { what: last })
+        };
+        match tokio::time::timeout(deadline, run).await {
+            Ok(result) => result,
+            Err(_) => Err(BrowserError::Timeout { what: "observation".into(), after_ms: deadline.as_millis() as u64 }),
+        }
+    }
+
+    /// The latest observation's record (refs, frame id), if any.
+    pub fn latest_observation(&self) -> Option<Arc<ObservationRecord>> {
+        lock(&self.latest).clone()
+    }
+
+    async fn capture_once(&self, options: &ObserveOptions) -> Result<Attempt, BrowserError> {
+        let context = world_context(self).await?;
+        let navigation_before = self.navigation_epoch();
+        let session = &self.session;
+        let read = "globalThis.__glovebox.read()";
+        let screenshot = async {
+            match options.screenshot {
+                Some(mime) => {
+                    let format = match mime {
+                        ImageMime::Png => "png",
+                        ImageMime::Jpeg => "jpeg",
+                    };
+                    let quality = matches!(mime, ImageMime::Jpeg).then_some(80);
+                    Some(session.call(CaptureScreenshot { format: Some(format.into()), quality, ..Default::default() }).await)
+                }
+                None => None,
+            }
+        };
+        // Sent together, processed in order by the renderer: the two reads bracket the capture.
+        let (before, snapshot, ax, shot, after) = tokio::join!(
+            evaluate_in(session, context, read),
+            session.call(snapshot_command()),
+            session.call(GetFullAxTree { depth: None, frame_id: None }),
+            screenshot,
+            evaluate_in(session, context, read),
+        );
+        let (before, after) = match (before, after) {
+            (Ok(b), Ok(a)) => (decode_world(b)?, decode_world(a)?),
+            (Err(BrowserError::Internal { .. }), _) | (_, Err(BrowserError::Internal { .. })) => {
+                forget_context(&self.state, context);
+                return Ok(Attempt::Changed("the document was replaced".into()));
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        if !before.same_frame(&after) {
+            return Ok(Attempt::Changed(describe_change(&before, &after)));
+        }
+        let main = complete_session(session.clone(), snapshot?, ax?.nodes).await?;
+        let mut captures = vec![main];
+        let oopif = self.capture_out_of_process_frames(&mut captures).await;
+        if captures.len() > 1 || captures[0].snapshot.documents.len() > 1 {
+            // Extra round trips happened: read once more to close the bracket.
+            let last = decode_world(evaluate_in(session, context, read).await?)?;
+            if !before.same_frame(&last) {
+                return Ok(Attempt::Changed(describe_change(&before, &last)));
+            }
+        }
+        if self.navigation_epoch() != navigation_before {
+            return Ok(Attempt::Changed("a navigation committed".into()));
+        }
+        let screenshot = match shot {
+            Some(reply) => {
+                let data = reply?.data;
+                let mime = options.screenshot.unwrap_or(ImageMime::Png);
+                let (width, height) = image_size(&data).ok_or_else(|| BrowserError::Internal { reason: "screenshot is not a PNG or JPEG".into() })?;
+                Some(Screenshot { mime, data, width, height })
+            }
+            None => None,
+        };
+        Ok(self.assemble(before, navigation_before, &captures, &oopif, screenshot))
+    }
+
+    /// Captures each attached out-of-process iframe and finds which element hosts it.
+    async fn capture_out_of_process_frames(&self, captures: &mut Vec<SessionCapture>) -> HashMap<HostKey, usize> {
+        let mut hosts = HashMap::new();
+        let children: Vec<_> = self.children.list().into_iter().filter(|c| c.info.target_type == "iframe").collect();
+        if children.is_empty() {
+            return hosts;
+        }
+        // Iframe elements of the main session whose content is not in its own snapshot.
+        let mut pending = vec![0usize];
+        let mut seen = HashSet::new();
+        while let Some(index) = pending.pop() {
+            let hosts_here: Vec<i64> = iframe_hosts_without_content(&captures[index]);
+            let described = futures_util::future::join_all(hosts_here.iter().map(|backend| {
+                let session = captures[index].session.clone();
+                let backend = *backend;
+                async move { (backend, session.call(DescribeNode { backend_node_id: Some(backend), object_id: None }).await) }
+            }))
+            .await;
+            for (backend, reply) in described {
+                let Ok(reply) = reply else { continue };
+                let Some(frame) = reply.node.frame_id else { continue };
+                let Some(child) = children.iter().find(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame)) else { continue };
+                if !seen.insert(frame.clone()) {
+                    continue;
+                }
+                let session = child.session.clone();
+                let (snapshot, ax) = tokio::join!(session.call(snapshot_command()), session.call(GetFullAxTree { depth: None, frame_id: None }));
+                let (Ok(snapshot), Ok(ax)) = (snapshot, ax) else { continue };
+                let Ok(capture) = complete_session(session, snapshot, ax.nodes).await else { continue };
+                captures.push(capture);
+                let child_index = captures.len() - 1;
+                hosts.insert(HostKey { capture: index, backend }, child_index);
+                pending.push(child_index);
+            }
+        }
+        hosts
+    }
+
+    fn assemble(
+        &self,
+        world: WorldState,
+        navigation_epoch: u64,
+        captures: &[SessionCapture],
+        oopif: &HashMap<HostKey, usize>,
+        screenshot: Option<Screenshot>,
+    ) -> Attempt {
+        let viewport_px = (world.width, world.height);
+        let mut walker = Walker::new(captures, oopif, viewport_px);
+        let items = walker.walk_capture(0, (0.0, 0.0), 0);
+        let candidates = walker.candidates;
+        let lines = flatten(&items, viewport_px);
+        // Reserve room for the note that says what was cut.
+        let note_room = 120;
+        let mut chosen = choose(&lines, ARIA_SNAPSHOT_MAX_CHARS, world.height);
+        let aria_cut = chosen.iter().any(|c| !c);
+        if aria_cut {
+            chosen = choose(&lines, ARIA_SNAPSHOT_MAX_CHARS - note_room, world.height);
+        }
+
+        // The interactive list: all candidates, or the 200 nearest the viewport, in document order.
+        let mut listed: Vec<usize> = (0..candidates.len()).collect();
+        let elements_cut = listed.len() > INTERACTIVE_ELEMENTS_MAX;
+        if elements_cut {
+            listed.sort_by(|a, b| {
+                let da = candidates[*a].bounds.distance_to_viewport(world.width, world.height);
+                let db = candidates[*b].bounds.distance_to_viewport(world.width, world.height);
+                da.total_cmp(&db).then(a.cmp(b))
+            });
+            listed.truncate(INTERACTIVE_ELEMENTS_MAX);
+        }
+        let mut referenced: Vec<usize> = listed.clone();
+        referenced.extend(lines.iter().zip(&chosen).filter(|(_, c)| **c).filter_map(|(l, _)| l.candidate));
+        referenced.sort_unstable();
+        referenced.dedup();
+        referenced.sort_by_key(|c| candidates[*c].order);
+        listed.sort_by_key(|c| candidates[*c].order);
+        let ref_of: HashMap<usize, ElementRef> =
+            referenced.iter().enumerate().map(|(i, c)| (*c, ElementRef::from_index(i as u32 + 1))).collect();
+
+        let mut text = render_lines(&lines, &chosen, &ref_of);
+        if aria_cut {
+            let left_out = chosen.iter().filter(|c| !**c).count();
+            text.push_str(&format!(
+                "- note: {left_out} lines far from the viewport were left out to fit; scroll there and observe again\n"
+            ));
+        }
+        let interactive_elements = listed
+            .iter()
+            .map(|c| {
+                let cand = &candidates[*c];
+                InteractiveElement::new(ref_of[c].clone(), &cand.role, &cand.name, cand.name_inferred, cand.states.clone(), cand.value.clone())
+            })
+            .collect();
+        let refs = referenced
+            .iter()
+            .map(|c| {
+                let cand = &candidates[*c];
+                let binding = RefBinding {
+                    session: captures[cand.capture].session.clone(),
+                    backend_node_id: cand.backend,
+                    role: cand.role.clone(),
+                    name: cand.name.clone(),
+                    bounds: rect_array(cand.bounds),
+                };
+                (ref_of[c].as_str().to_owned(), binding)
+            })
+            .collect();
+
+        let viewport = Viewport {
+            width: world.width,
+            height: world.height,
+            device_scale_factor: world.dpr,
+            page_zoom: world.scale,
+            scroll_x: world.scroll_x,
+            scroll_y: world.scroll_y,
+        };
+        let frame_id = frame_id(self.target_id().0.as_str(), navigation_epoch, &world, screenshot.as_ref());
+        let (console_errors, console_cut) = lock(&self.state).console.snapshot();
+        let url = policy::redact_url(&world.url);
+        let origin = policy::web_origin(&world.url);
+        let record = Arc::new(ObservationRecord {
+            frame_id: frame_id.clone(),
+            navigation_epoch,
+            viewport,
+            refs,
+            screenshot_size: screenshot.as_ref().map(Screenshot::size),
+            world: world.clone(),
+        });
+        let tab_id = TabId::new(self.target_id().0.clone()).unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
+        let observation = Observation::bounded(ObservationParts {
+            frame_id,
+            content_epoch: world.structural,
+            captured_at: now_ms(),
+            target: TargetIdentity::web_tab(tab_id),
+            url,
+            origin,
+            title: world.title.clone(),
+            viewport,
+            screenshot,
+            aria_snapshot: text,
+            interactive_elements,
+            console_errors,
+            cut: ProducerCuts { aria: aria_cut, elements: elements_cut, console: console_cut },
+        });
+        Attempt::Done(Box::new(observation), record)
+    }
+}
+
+fn render_lines(lines: &[Line], chosen: &[bool], ref_of: &HashMap<usize, ElementRef>) -> String {
+    let mut out = String::with_capacity(lines.iter().map(line_cost).sum::<usize>().min(ARIA_SNAPSHOT_MAX_CHARS + 256));
+    for (line, _) in lines.iter().zip(chosen).filter(|(_, c)| **c) {
+        for _ in 0..line.depth {
+            out.push_str("  ");
+        }
+        out.push_str("- ");
+        out.push_str(&line.head);
+        if let Some(r) = line.candidate.and_then(|c| ref_of.get(&c)) {
+            out.push_str(" [ref=");
+            out.push_str(r.as_str());
+            out.push(']');
+        }
+        out.push_str(&line.tail);
+        out.push('\n');
+    }
+    out
+}
+
+fn iframe_hosts_without_content(capture: &SessionCapture) -> Vec<i64> {
+    let mut hosts = Vec::new();
+    let Some(doc) = capture.snapshot.documents.first() else { return hosts };
+    let with_content: HashSet<usize> = doc.nodes.content_document_index.index.iter().copied().collect();
+    for (i, name) in doc.nodes.node_name.iter().enumerate() {
+        let tag = capture.snapshot.string(*name);
+        if (tag.eq_ignore_ascii_case("iframe") || tag.eq_ignore_ascii_case("frame")) && !with_content.contains(&i) {
+            if let Some(backend) = doc.nodes.backend_node_id.get(i) {
+                hosts.push(*backend);
+            }
+        }
+    }
+    hosts
+}
+
+fn decode_world(value: serde_json::Value) -> Result<WorldState, BrowserError> {
+    serde_json::from_value(value).map_err(|e| BrowserError::Internal { reason: format!("world state did not decode: {e}") })
+}
+
+fn describe_change(before: &WorldState, after: &WorldState) -> String {
+    if before.doc != after.doc {
+        "the document was replaced".into()
+    } else if before.url != after.url {
+        "the URL changed".into()
+    } else if before.structural != after.structural {
+        "elements were added or removed".into()
+    } else {
+        "the viewport moved or resized".into()
+    }
+}
+
+fn rect_array(r: Rect) -> [f64; 4] {
+    [r.x, r.y, r.w, r.h]
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `frame_<16 hex>` from everything that identifies what the model saw.
+pub(crate) fn frame_id(target: &str, navigation_epoch: u64, world: &WorldState, screenshot: Option<&Screenshot>) -> FrameId {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    target.hash(&mut hasher);
+    navigation_epoch.hash(&mut hasher);
+    world.doc.hash(&mut hasher);
+    world.url.hash(&mut hasher);
+    world.structural.hash(&mut hasher);
+    for metric in [world.width, world.height, world.dpr, world.scale, world.scroll_x, world.scroll_y] {
+        metric.to_bits().hash(&mut hasher);
+    }
+    if let Some(shot) = screenshot {
+        shot.data.hash(&mut hasher);
+    }
+    FrameId::new(format!("frame_{:016x}", hasher.finish())).expect("frame_ + hex matches the frame id pattern")
+}

@@ -1,0 +1,205 @@
+//! From the page model to the model-facing text: one line per node, refs on interactive elements,
+//! and a character budget that keeps what is in or near the viewport when the page is too big.
+
+use crate::dom::Rect;
+use crate::model::{Item, NodeItem, fold, text_of};
+
+/// One line of the snapshot before refs are known.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    pub(crate) depth: usize,
+    pub(crate) parent: Option<usize>,
+    /// `role "name"` or `text: …`.
+    pub(crate) head: String,
+    /// States, URL, value or inline text, each with its leading separator.
+    pub(crate) tail: String,
+    pub(crate) candidate: Option<usize>,
+    /// Distance from the viewport in CSS pixels (0 = in it); unknown geometry counts as far.
+    pub(crate) distance: f64,
+    pub(crate) heading: bool,
+}
+
+/// Approximate length of ` [ref=eNNN]`, used while choosing lines.
+const REF_COST: usize = 11;
+const CELL_ROLES: &[&str] = &["cell", "gridcell", "columnheader", "rowheader"];
+
+pub(crate) fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            _ => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Flattens the item tree to lines in document order.
+pub(crate) fn flatten(items: &[Item], viewport: (f64, f64)) -> Vec<Line> {
+    let mut lines = Vec::new();
+    push_items(items, 0, None, None, viewport, &mut lines);
+    lines
+}
+
+fn distance(bounds: Option<Rect>, inherited: Option<Rect>, viewport: (f64, f64)) -> f64 {
+    bounds.or(inherited).map_or(f64::MAX / 4.0, |b| b.distance_to_viewport(viewport.0, viewport.1))
+}
+
+fn push_items(items: &[Item], depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
+    let mut pending_text = String::new();
+    let mut pending_bounds: Option<Rect> = None;
+    let flush = |text: &mut String, bounds: &mut Option<Rect>, out: &mut Vec<Line>| {
+        let folded = fold(text);
+        if !folded.is_empty() {
+            out.push(Line {
+                depth,
+                parent,
+                head: format!("text: {folded}"),
+                tail: String::new(),
+                candidate: None,
+                distance: distance(*bounds, inherited, viewport),
+                heading: false,
+            });
+        }
+        text.clear();
+        *bounds = None;
+    };
+    for item in items {
+        match item {
+            Item::Text { text, bounds } => {
+                pending_text.push_str(text);
+                pending_bounds = pending_bounds.or(*bounds);
+            }
+            Item::Node(node) => {
+                flush(&mut pending_text, &mut pending_bounds, out);
+                push_node(node, depth, parent, inherited, viewport, out);
+            }
+        }
+    }
+    flush(&mut pending_text, &mut pending_bounds, out);
+}
+
+fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
+    let mut head = node.role.clone();
+    if !node.name.is_empty() {
+        head.push(' ');
+        head.push_str(&quote(&node.name));
+    }
+    let mut tail = String::new();
+    for state in &node.states {
+        tail.push_str(" [");
+        tail.push_str(state);
+        tail.push(']');
+    }
+    if let Some(url) = &node.url {
+        tail.push_str(" -> ");
+        tail.push_str(url);
+    }
+    let inline = text_of(&node.children);
+    let row = (node.role == "row").then(|| row_text(&node.children)).flatten();
+    let mut expand_children = true;
+    if let Some(value) = &node.value {
+        tail.push_str(": ");
+        tail.push_str(&quote(value));
+        // An editable field's text children repeat its value.
+        expand_children = !node.children.iter().any(|c| matches!(c, Item::Node(_)));
+        expand_children &= !matches!(node.children.first(), Some(Item::Text { .. }));
+    } else if let Some(row) = row {
+        tail.push_str(": ");
+        tail.push_str(&row);
+        expand_children = false;
+    } else if !inline.is_empty() && !node.children.is_empty() {
+        if inline != node.name {
+            tail.push_str(": ");
+            tail.push_str(&inline);
+        }
+        expand_children = false;
+    }
+    let bounds = node.bounds.or(inherited);
+    let index = out.len();
+    out.push(Line {
+        depth,
+        parent,
+        head,
+        tail,
+        candidate: node.candidate,
+        distance: distance(node.bounds, inherited, viewport),
+        heading: node.role == "heading",
+    });
+    if expand_children {
+        push_items(&node.children, depth + 1, Some(index), bounds, viewport, out);
+    }
+}
+
+/// `a | b | c` for a row whose cells hold only text.
+fn row_text(children: &[Item]) -> Option<String> {
+    let mut cells = Vec::new();
+    for child in children {
+        let Item::Node(cell) = child else { return None };
+        if !CELL_ROLES.contains(&cell.role.as_str()) || cell.candidate.is_some() {
+            return None;
+        }
+        let text = if cell.children.is_empty() { cell.name.clone() } else { text_of(&cell.children) };
+        if text.is_empty() && !cell.children.is_empty() {
+            return None;
+        }
+        cells.push(text);
+    }
+    (!cells.is_empty()).then(|| cells.join(" | "))
+}
+
+pub(crate) fn line_cost(line: &Line) -> usize {
+    2 * line.depth + 2 + line.head.chars().count() + line.tail.chars().count() + 1 + if line.candidate.is_some() { REF_COST } else { 0 }
+}
+
+/// Chooses which lines fit in `budget` characters: everything when it fits, else by priority —
+/// interactive elements and headings in the viewport, then text in the viewport, then the
+/// same outwards by distance — always with their ancestors, so structure stays readable.
+pub(crate) fn choose(lines: &[Line], budget: usize, viewport_height: f64) -> Vec<bool> {
+    let total: usize = lines.iter().map(line_cost).sum();
+    if total <= budget {
+        return vec![true; lines.len()];
+    }
+    let priority = |l: &Line| {
+        let screens = l.distance / viewport_height.max(1.0);
+        let bonus = if l.candidate.is_some() {
+            0.75
+        } else if l.heading {
+            0.5
+        } else {
+            0.0
+        };
+        screens - bonus
+    };
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by(|a, b| priority(&lines[*a]).total_cmp(&priority(&lines[*b])).then(a.cmp(b)));
+    let mut chosen = vec![false; lines.len()];
+    let mut used = 0usize;
+    for index in order {
+        if chosen[index] {
+            continue;
+        }
+        // The line plus whichever ancestors are not yet in.
+        let mut chain = vec![index];
+        let mut up = lines[index].parent;
+        while let Some(p) = up {
+            if chosen[p] {
+                break;
+            }
+            chain.push(p);
+            up = lines[p].parent;
+        }
+        let cost: usize = chain.iter().map(|i| line_cost(&lines[*i])).sum();
+        if used + cost > budget {
+            continue;
+        }
+        used += cost;
+        for i in chain {
+            chosen[i] = true;
+        }
+    }
+    chosen
+}

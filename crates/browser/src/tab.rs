@@ -1,0 +1,268 @@
+//! A tab Glovebox attached to: its session, child frames, navigation epoch, isolated-world
+//! contexts, console errors, and the read/write barrier that keeps observations and actions apart.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cdp::domains::{log, page, runtime};
+use cdp::{ChildTargets, Session, TargetId};
+use serde::Deserialize;
+use tokio::sync::RwLock;
+use tokio::task::AbortHandle;
+
+use crate::BrowserError;
+use crate::console::ConsoleLog;
+use crate::observe::ObservationRecord;
+
+/// The name of Glovebox's isolated world in every frame.
+pub(crate) const WORLD: &str = "glovebox";
+pub(crate) const WORLD_JS: &str = include_str!("js/world.js");
+
+#[derive(Debug, Default)]
+pub(crate) struct TabState {
+    /// Bumped on every main-frame navigation, cross- or same-document.
+    pub(crate) navigation_epoch: u64,
+    pub(crate) main_frame_id: String,
+    /// Execution context of the `glovebox` world per frame id.
+    pub(crate) worlds: HashMap<String, i64>,
+    pub(crate) console: ConsoleLog,
+    /// Set when the target detached or crashed.
+    pub(crate) lost: Option<String>,
+}
+
+/// One attached tab. Cheap to share behind an `Arc`; dropping it stops event tracking.
+pub struct Tab {
+    pub(crate) session: Session,
+    target_id: TargetId,
+    pub(crate) children: ChildTargets,
+    pub(crate) state: Arc<Mutex<TabState>>,
+    /// Observation capture holds it shared, actions exclusively: they never overlap.
+    pub(crate) barrier: RwLock<()>,
+    pub(crate) latest: Mutex<Option<Arc<ObservationRecord>>>,
+    events: AbortHandle,
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        self.events.abort();
+    }
+}
+
+impl std::fmt::Debug for Tab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tab").field("target_id", &self.target_id).finish()
+    }
+}
+
+#[derive(Deserialize)]
+struct ContextAux {
+    #[serde(rename = "frameId")]
+    frame_id: Option<String>,
+}
+
+impl Tab {
+    /// Starts tracking an attached page session: enables the domains Glovebox needs, installs the
+    /// isolated world in every current and future document, and follows child frames.
+    pub async fn attach(session: Session) -> Result<Tab, BrowserError> {
+        let target_id = session
+            .target_id()
+            .cloned()
+            .ok_or_else(|| BrowserError::Internal { reason: "a tab needs a target session".into() })?;
+        let state = Arc::new(Mutex::new(TabState::default()));
+        // Subscribe before enabling so the initial context announcements are not missed.
+        let mut events = session.subscribe(&[
+            "Page.frameNavigated",
+            "Page.navigatedWithinDocument",
+            "Runtime.executionContextCreated",
+            "Runtime.executionContextDestroyed",
+            "Runtime.executionContextsCleared",
+            "Runtime.consoleAPICalled",
+            "Runtime.exceptionThrown",
+            "Log.entryAdded",
+            "Inspector.detached",
+            "Inspector.targetCrashed",
+        ]);
+        let tracked = state.clone();
+        let events_task = tokio::spawn(async move {
+            while let Some(item) = events.recv().await {
+                let Ok(event) = item else {
+                    tracing::debug!("tab event stream lagged");
+                    continue;
+                };
+                on_event(&tracked, &event);
+            }
+            lock(&tracked).lost.get_or_insert_with(|| "the browser connection closed".to_owned());
+        })
+        .abort_handle();
+
+        let (p, r, l) = tokio::join!(session.call(page::Enable {}), session.call(runtime::Enable {}), session.call(log::Enable {}));
+        p?;
+        r?;
+        l?;
+        session
+            .call(page::AddScriptToEvaluateOnNewDocument {
+                source: WORLD_JS.to_owned(),
+                world_name: Some(WORLD.to_owned()),
+                run_immediately: Some(true),
+            })
+            .await?;
+        let tree = session.call(page::GetFrameTree {}).await?;
+        lock(&state).main_frame_id = tree.frame_tree.frame.id;
+        let children = ChildTargets::enable(&session).await?;
+        Ok(Tab {
+            session,
+            target_id,
+            children,
+            state,
+            barrier: RwLock::new(()),
+            latest: Mutex::new(None),
+            events: events_task,
+        })
+    }
+
+    /// Creates a new tab (in `browser_context_id` when given), attaches to it and tracks it.
+    pub async fn open(browser: &Session, browser_context_id: Option<String>) -> Result<Tab, BrowserError> {
+        let session = browser.create_page("about:blank", browser_context_id).await?;
+        Tab::attach(session).await
+    }
+
+    /// The CDP session of the tab's main frame.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The CDP target id of the tab.
+    pub fn target_id(&self) -> &TargetId {
+        &self.target_id
+    }
+
+    /// The current navigation epoch (bumped by every main-frame navigation).
+    pub fn navigation_epoch(&self) -> u64 {
+        lock(&self.state).navigation_epoch
+    }
+
+    /// Navigates and waits for the `load` event, bounded by `deadline`.
+    ///
+    /// A helper for set-up and tests; the `navigate` action of the protocol adds policy checks on top.
+    pub async fn goto(&self, url: &str, deadline: Duration) -> Result<(), BrowserError> {
+        let _write = self.barrier.write().await;
+        let mut loads = self.session.subscribe(&["Page.loadEventFired"]);
+        let reply = self.session.call(page::Navigate { url: url.to_owned(), frame_id: None }).await?;
+        if let Some(error) = reply.error_text {
+            return Err(BrowserError::Internal { reason: format!("navigation failed: {error}") });
+        }
+        if reply.loader_id.is_none() {
+            // Same-document navigation: no load event follows.
+            return Ok(());
+        }
+        match tokio::time::timeout(deadline, loads.recv()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(self.lost_error()),
+            Err(_) => Err(BrowserError::Timeout { what: format!("loading {url}"), after_ms: deadline.as_millis() as u64 }),
+        }
+    }
+
+    /// How many out-of-process child frames are attached right now.
+    pub fn child_frame_count(&self) -> usize {
+        self.children.list().iter().filter(|c| c.info.target_type == "iframe").count()
+    }
+
+    /// Forgets collected console errors (e.g. at a run's start).
+    pub fn clear_console(&self) {
+        lock(&self.state).console.clear();
+    }
+
+    pub(crate) fn check_alive(&self) -> Result<(), BrowserError> {
+        match &lock(&self.state).lost {
+            Some(reason) => Err(BrowserError::TargetLost { reason: reason.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    fn lost_error(&self) -> BrowserError {
+        let reason = lock(&self.state).lost.clone().unwrap_or_else(|| "the tab's event stream ended".into());
+        BrowserError::TargetLost { reason }
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
+    let mut state = lock(state);
+    match event.method.as_str() {
+        "Page.frameNavigated" => {
+            if let Some(nav) = event.parse::<page::FrameNavigated>() {
+                if nav.frame.parent_id.is_none() {
+                    state.navigation_epoch += 1;
+                    state.main_frame_id = nav.frame.id;
+                    state.console.clear();
+                }
+            }
+        }
+        "Page.navigatedWithinDocument" => {
+            if let Some(nav) = event.parse::<page::NavigatedWithinDocument>() {
+                if nav.frame_id == state.main_frame_id {
+                    state.navigation_epoch += 1;
+                }
+            }
+        }
+        "Runtime.executionContextCreated" => {
+            if let Some(created) = event.parse::<runtime::ExecutionContextCreated>() {
+                if created.context.name == WORLD {
+                    let aux = created.context.aux_data.and_then(|a| serde_json::from_value::<ContextAux>(a).ok());
+                    if let Some(frame) = aux.and_then(|a| a.frame_id) {
+                        state.worlds.insert(frame, created.context.id);
+                    }
+                }
+            }
+        }
+        "Runtime.executionContextDestroyed" => {
+            if let Some(destroyed) = event.parse::<runtime::ExecutionContextDestroyed>() {
+                state.worlds.retain(|_, id| *id != destroyed.execution_context_id);
+            }
+        }
+        "Runtime.executionContextsCleared" => state.worlds.clear(),
+        "Runtime.consoleAPICalled" => {
+            if let Some(called) = event.parse::<runtime::ConsoleApiCalled>() {
+                if called.kind == "error" || called.kind == "assert" {
+                    let text = called
+                        .args
+                        .iter()
+                        .map(|a| match &a.value {
+                            Some(serde_json::Value::String(s)) => s.clone(),
+                            Some(other) => other.to_string(),
+                            None => a.description.clone().unwrap_or_default(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    state.console.push(&text);
+                }
+            }
+        }
+        "Runtime.exceptionThrown" => {
+            if let Some(thrown) = event.parse::<runtime::ExceptionThrown>() {
+                state.console.push(&thrown.exception_details.message());
+            }
+        }
+        "Log.entryAdded" => {
+            if let Some(added) = event.parse::<log::EntryAdded>() {
+                // Every page without a favicon logs its 404; it tells the model nothing.
+                let favicon = added.entry.url.as_deref().is_some_and(|u| u.ends_with("/favicon.ico"));
+                if added.entry.level == "error" && !favicon {
+                    let text = match added.entry.url {
+                        Some(url) => format!("{} ({})", added.entry.text, policy::redact_url(&url)),
+                        None => added.entry.text,
+                    };
+                    state.console.push(&text);
+                }
+            }
+        }
+        "Inspector.detached" | "Inspector.targetCrashed" => {
+            state.lost.get_or_insert_with(|| format!("{} ", event.method).trim().to_owned());
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,123 @@
+//! One consistent frame per observation: pages that change during capture, navigations, and
+//! pages that never stop ticking.
+
+use std::time::Duration;
+
+use browser::{BrowserError, ObserveOptions};
+use protocol::ErrorCode;
+
+use crate::{env, observe, observe_eval};
+
+#[tokio::test]
+async fn a_page_that_changes_while_its_other_frames_are_read_is_discarded_then_unstable() {
+    // With a cross-site frame the capture needs a second round trip; the page's structural
+    // changes in between void the capture, the retry meets the same, and the result is an error.
+    let env = env().await;
+    let tab = env.open("/churn.html?frame=1").await;
+    let attached = tab_has_child_frame(&tab).await;
+    assert!(attached, "the cross-site frame attached");
+    let err = tab.observe(&ObserveOptions::default()).await.unwrap_err();
+    assert!(matches!(err, BrowserError::Unstable { ref what } if what.contains("added or removed")), "{err:?}");
+    assert_eq!(err.code(), ErrorCode::StaleObservation);
+    assert!(tab.latest_observation().is_none(), "nothing from a torn capture is kept");
+    // Once it calms down, it is observable again, frames included.
+    observe_eval(&tab, "running = false").await;
+    let observation = observe(&tab).await;
+    assert!(observation.aria_snapshot().contains("Live feed"));
+    assert!(observation.aria_snapshot().contains("cross-site frame"));
+}
+
+async fn tab_has_child_frame(tab: &browser::Tab) -> bool {
+    for _ in 0..100 {
+        if let Ok(o) = tab.observe(&ObserveOptions::default()).await {
+            if o.aria_snapshot().contains("cross-site frame") {
+                return true;
+            }
+        }
+        if tab.child_frame_count() > 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn constant_same_document_navigation_is_never_mixed_into_one_frame() {
+    let env = env().await;
+    let tab = env.open("/pushstate.html").await;
+    match tab.observe(&ObserveOptions::default()).await {
+        Err(BrowserError::Unstable { what }) => assert!(what.contains("URL") || what.contains("navigation"), "{what}"),
+        other => panic!("expected an unstable capture, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn observations_during_a_real_navigation_each_come_from_one_document() {
+    let env = env().await;
+    env.server.html("/first", "<title>First</title><h1>first page</h1><script>setTimeout(() => location.href = '/second', 30)</script>");
+    env.server.slow("/second", Duration::from_millis(50), "<title>Second</title><h1>second page</h1>");
+    let tab = env.open("/first").await;
+    let mut seen_second = false;
+    for _ in 0..60 {
+        match tab.observe(&ObserveOptions::default()).await {
+            Ok(observation) => {
+                let text = observation.aria_snapshot();
+                let first = text.contains("first page");
+                let second = text.contains("second page");
+                assert!(!(first && second), "two documents mixed:\n{text}");
+                if second {
+                    assert!(observation.url().ends_with("/second") && observation.title() == "Second", "{}", observation.url());
+                    seen_second = true;
+                    break;
+                }
+                if first {
+                    assert!(observation.url().ends_with("/first"));
+                }
+            }
+            Err(BrowserError::Unstable { .. }) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen_second);
+}
+
+#[tokio::test]
+async fn a_ticking_clock_and_a_carousel_stay_observable_with_a_stable_frame_id() {
+    let env = env().await;
+    let tab = env.open("/clock.html").await;
+    let first = observe(&tab).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = observe(&tab).await;
+    assert_ne!(first.aria_snapshot(), second.aria_snapshot(), "the clock ticked");
+    assert_eq!(first.frame_id(), second.frame_id(), "text and style changes do not invalidate the frame");
+    assert!(second.interactive_elements().iter().any(|e| e.name() == "Go"));
+}
+
+#[tokio::test]
+async fn structural_change_scroll_and_navigation_change_the_frame_id() {
+    let env = env().await;
+    let tab = env.open("/scroll.html").await;
+    let a = observe(&tab).await;
+    observe_eval(&tab, "window.scrollTo(0, 300)").await;
+    let b = observe(&tab).await;
+    assert_ne!(a.frame_id(), b.frame_id());
+    observe_eval(&tab, "document.body.append(document.createElement('button'))").await;
+    let c = observe(&tab).await;
+    assert_ne!(b.frame_id(), c.frame_id());
+    tab.goto(&env.server.url("/login.html"), Duration::from_secs(10)).await.unwrap();
+    let d = observe(&tab).await;
+    assert_ne!(c.frame_id(), d.frame_id());
+    assert_eq!(tab.latest_observation().unwrap().frame_id, *d.frame_id());
+}
+
+#[tokio::test]
+async fn a_closed_tab_is_target_lost() {
+    let env = env().await;
+    let tab = env.open("/login.html").await;
+    tab.session().close_target().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let err = tab.observe(&ObserveOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TargetLost, "{err:?}");
+}

@@ -1,0 +1,174 @@
+//! What an observation shows, snapshot-tested on fixtures.
+
+use std::time::Duration;
+
+use browser::ObserveOptions;
+use cdp::domains::emulation::SetDeviceMetricsOverride;
+use protocol::ImageMime;
+use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, CONSOLE_ERRORS_MAX, INTERACTIVE_ELEMENTS_MAX};
+use protocol::text::char_count;
+
+use crate::{env, observe};
+
+async fn check(path: &str) -> String {
+    let env = env().await;
+    let tab = env.open(path).await;
+    let observation = observe(&tab).await;
+    assert!(observation.untrusted_content());
+    env.digest(&observation)
+}
+
+#[tokio::test]
+async fn login_form() {
+    let digest = check("/login.html").await;
+    assert!(!digest.contains("hunter2"), "the password value never appears");
+    assert!(!digest.contains("abc123") && !digest.contains("alice#"), "query values are gone");
+    insta::assert_snapshot!(digest);
+}
+
+#[tokio::test]
+async fn clickable_spans_and_a_nameless_icon_button() {
+    insta::assert_snapshot!(check("/clickables.html").await);
+}
+
+#[tokio::test]
+async fn one_clickable_word_in_a_paragraph() {
+    insta::assert_snapshot!(check("/paragraph.html").await);
+}
+
+#[tokio::test]
+async fn collapsed_tree_and_disclosure() {
+    insta::assert_snapshot!(check("/tree.html").await);
+}
+
+#[tokio::test]
+async fn field_values_are_exact_with_whitespace_and_lines() {
+    let env = env().await;
+    let tab = env.open("/textarea.html").await;
+    let observation = observe(&tab).await;
+    let values: Vec<_> = observation.interactive_elements().iter().filter_map(|e| e.value()).collect();
+    assert_eq!(values, ["first line\n  second line   ", "  padded  "]);
+    insta::assert_snapshot!(env.digest(&observation));
+}
+
+#[tokio::test]
+async fn table() {
+    insta::assert_snapshot!(check("/table.html").await);
+}
+
+#[tokio::test]
+async fn modal_dialog() {
+    insta::assert_snapshot!(check("/dialog.html").await);
+}
+
+#[tokio::test]
+async fn shadow_dom_content_is_included() {
+    let digest = check("/shadow.html").await;
+    assert!(digest.contains("Shadow text") && digest.contains("\"Go\""), "{digest}");
+    insta::assert_snapshot!(digest);
+}
+
+#[tokio::test]
+async fn hidden_and_aria_hidden_content_is_absent() {
+    let digest = check("/hidden.html").await;
+    for absent in ["Hidden by display", "secret display text", "Hidden by visibility", "Hidden from AT", "aria hidden text", "hidden link"] {
+        assert!(!digest.contains(absent), "{absent} leaked:\n{digest}");
+    }
+    assert!(digest.contains("Shown button"));
+    insta::assert_snapshot!(digest);
+}
+
+#[tokio::test]
+async fn secrets_are_redacted() {
+    let digest = check("/secrets.html").await;
+    for secret in ["4111111111111111", "123\"", "987654", "tok_live_abcdef", "n3w-pass", "SECRET123", "s3cr3t"] {
+        assert!(!digest.contains(secret), "{secret} leaked:\n{digest}");
+    }
+    assert!(digest.contains("\"Paris\""), "ordinary values stay");
+    insta::assert_snapshot!(digest);
+}
+
+#[tokio::test]
+async fn same_and_cross_site_iframes() {
+    let env = env().await;
+    let tab = env.open("/iframes.html").await;
+    // The cross-site frame loads after the page's own load event; wait for it to be attached.
+    let mut digest = String::new();
+    for _ in 0..50 {
+        digest = env.digest(&observe(&tab).await);
+        if digest.contains("cross-site frame") && digest.contains("Coupon") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(digest.contains("Inside the same-origin frame") && digest.contains("Inner button"), "{digest}");
+    assert!(digest.contains("Inside the cross-site frame") && digest.contains("Coupon"), "{digest}");
+    insta::assert_snapshot!(digest);
+}
+
+#[tokio::test]
+async fn a_long_article_is_cut_to_the_budget_keeping_the_viewport() {
+    let env = env().await;
+    let mut html = String::from("<!doctype html><title>Article</title><h1>Long read</h1>");
+    for i in 0..600 {
+        html.push_str(&format!("<p>Paragraph {i}: 日本語のテキストと emoji 🎉 repeated so that the article is far too long to fit.</p>"));
+    }
+    env.server.html("/article", html);
+    let tab = env.open("/article").await;
+    let observation = observe(&tab).await;
+    let text = observation.aria_snapshot();
+    assert!(observation.aria_truncated());
+    assert!(char_count(text) <= ARIA_SNAPSHOT_MAX_CHARS, "{}", char_count(text));
+    assert!(text.contains("Paragraph 0:") && text.contains("heading \"Long read\""), "the viewport's content is kept");
+    assert!(!text.contains("Paragraph 599:"), "the far end is cut");
+    assert!(text.contains("- note: "), "the cut is said");
+}
+
+#[tokio::test]
+async fn five_thousand_nodes_truncate_every_list_with_exact_flags() {
+    let env = env().await;
+    let mut html = String::from("<!doctype html><title>Big</title><h1>Big page</h1><ul>");
+    for i in 0..1700 {
+        html.push_str(&format!("<li><a href='/item/{i}'>Item {i}</a> <button>Buy {i}</button></li>"));
+    }
+    html.push_str("</ul><script>for (let i = 0; i < 60; i++) console.error('failure ' + i + ' ' + 'x'.repeat(1200));</script>");
+    env.server.html("/big", html);
+    let tab = env.open("/big").await;
+    let observation = observe(&tab).await;
+    assert!(observation.aria_truncated());
+    assert!(char_count(observation.aria_snapshot()) <= ARIA_SNAPSHOT_MAX_CHARS);
+    assert!(observation.elements_truncated());
+    assert_eq!(observation.interactive_elements().len(), INTERACTIVE_ELEMENTS_MAX);
+    assert!(observation.interactive_elements().iter().any(|e| e.name() == "Item 0"), "the viewport's elements come first");
+    assert!(observation.console_truncated());
+    assert_eq!(observation.console_errors().len(), CONSOLE_ERRORS_MAX);
+    assert!(observation.console_errors().iter().all(|c| char_count(c) <= 1000));
+    // Every ref shown in the text is in the record, and nothing else is.
+    let record = tab.latest_observation().unwrap();
+    for line in observation.aria_snapshot().lines() {
+        if let Some(at) = line.find("[ref=") {
+            let r = &line[at + 5..line[at..].find(']').unwrap() + at];
+            assert!(record.refs.contains_key(r), "{r} is bound");
+        }
+    }
+}
+
+#[tokio::test]
+async fn viewport_metadata_is_exact_at_scale_two_with_zoom_and_scroll() {
+    let env = env().await;
+    let tab = env.open("/scroll.html").await;
+    tab.session().call(SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false }).await.unwrap();
+    tab.session()
+        .send_raw("Emulation.setPageScaleFactor", serde_json::json!({ "pageScaleFactor": 1.25 }), Duration::from_secs(5))
+        .await
+        .unwrap();
+    crate::observe_eval(&tab, "window.scrollTo(150, 700)").await;
+    let observation = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
+    let v = observation.viewport();
+    assert_eq!((v.width, v.height), (800.0, 600.0));
+    assert_eq!(v.device_scale_factor, 2.0);
+    assert_eq!(v.page_zoom, 1.25);
+    assert_eq!((v.scroll_x, v.scroll_y), (150.0, 700.0));
+    let size = observation.screenshot_size().unwrap();
+    assert_eq!((size.width, size.height), (1600, 1200), "viewport-only screenshot at device scale 2");
+}
