@@ -21,6 +21,9 @@ test: deps
 ## bench: the figures the issues ask for; not part of `make test`.
 bench: deps build
 	./target/release/glovebox bench cdp
+	./target/release/glovebox bench protocol
+	./target/release/glovebox bench observe
+	python3 scripts/bench_peers.py
 
 doctor: deps build
 	./target/release/glovebox doctor

@@ -1,7 +1,7 @@
 //! Image sizes of base64 screenshots (PNG IHDR, JPEG SOF), without an image library.
 
 /// Decodes standard base64 (padding optional); `None` on any invalid character.
-pub(crate) fn decode_base64(input: &str) -> Option<Vec<u8>> {
+pub fn decode_base64(input: &str) -> Option<Vec<u8>> {
     fn value(c: u8) -> Option<u32> {
         match c {
             b'A'..=b'Z' => Some(u32::from(c - b'A')),

@@ -20,4 +20,5 @@ mod tab;
 
 pub use error::BrowserError;
 pub use observe::{ObservationRecord, ObserveOptions, RefBinding};
+pub use image::decode_base64;
 pub use tab::Tab;

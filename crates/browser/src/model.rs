@@ -91,6 +91,20 @@ fn prop_true(node: &AxNode, name: &str) -> bool {
     prop(node, name).and_then(|v| v.value.as_ref()).is_some_and(|v| v == &serde_json::Value::Bool(true) || v == "true")
 }
 
+/// Appends a piece of text from the next text node. Adjacent text nodes keep their own edge
+/// whitespace; between two that touch, a space is added unless punctuation follows or an
+/// opening bracket or quote precedes (`by <code>x</code>.` reads "by x.").
+pub(crate) fn join_text(acc: &mut String, piece: &str) {
+    let touching = !acc.is_empty() && !acc.ends_with(char::is_whitespace) && !piece.starts_with(char::is_whitespace);
+    let glue = touching
+        && !piece.starts_with(['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', '’', '”', '%', '…', '。', '，', '、'])
+        && !acc.ends_with(['(', '[', '{', '\'', '"', '‘', '“', '$', '#', '@']);
+    if glue {
+        acc.push(' ');
+    }
+    acc.push_str(piece);
+}
+
 /// Folds runs of whitespace to one space and trims.
 pub(crate) fn fold(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -348,10 +362,7 @@ pub(crate) fn text_of(items: &[Item]) -> String {
     let mut text = String::new();
     for item in items {
         match item {
-            Item::Text { text: t, .. } => {
-                text.push(' ');
-                text.push_str(t);
-            }
+            Item::Text { text: t, .. } => join_text(&mut text, t),
             Item::Node(_) => return String::new(),
         }
     }
@@ -375,14 +386,10 @@ fn link_target(document_url: &str, href: &str) -> String {
 fn all_text(items: &[Item], out: &mut String) {
     for item in items {
         match item {
-            Item::Text { text, .. } => {
-                out.push(' ');
-                out.push_str(text);
-            }
+            Item::Text { text, .. } => join_text(out, text),
             Item::Node(n) => {
                 if !n.name.is_empty() {
-                    out.push(' ');
-                    out.push_str(&n.name);
+                    join_text(out, &n.name);
                 }
                 all_text(&n.children, out);
             }

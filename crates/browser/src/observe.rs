@@ -116,6 +116,24 @@ impl Tab {
         }
     }
 
+    /// The CDP calls one observation of a single-frame page makes — two world reads, the DOM
+    /// snapshot and the AX tree, pipelined — with none of Glovebox's processing: the baseline
+    /// `glovebox bench observe` divides by.
+    pub async fn raw_capture_calls(&self) -> Result<usize, BrowserError> {
+        let context = world_context(self).await?;
+        let session = &self.session;
+        let timeout = session.connection().default_timeout();
+        let read = serde_json::json!({ "expression": "globalThis.__glovebox.read()", "contextId": context, "returnByValue": true });
+        let snapshot = serde_json::to_value(snapshot_command()).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
+        let (a, b, c, d) = tokio::join!(
+            session.send_raw("Runtime.evaluate", read.clone(), timeout),
+            session.send_raw("DOMSnapshot.captureSnapshot", snapshot, timeout),
+            session.send_raw("Accessibility.getFullAXTree", serde_json::json!({}), timeout),
+            session.send_raw("Runtime.evaluate", read, timeout),
+        );
+        Ok([a?, b?, c?, d?].iter().map(|v| v.to_string().len()).sum())
+    }
+
     /// The latest observation's record (refs, frame id), if any.
     pub fn latest_observation(&self) -> Option<Arc<ObservationRecord>> {
         lock(&self.latest).clone()

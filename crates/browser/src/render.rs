@@ -2,7 +2,7 @@
 //! and a character budget that keeps what is in or near the viewport when the page is too big.
 
 use crate::dom::Rect;
-use crate::model::{Item, NodeItem, fold, text_of};
+use crate::model::{Item, NodeItem, fold, join_text, text_of};
 
 /// One line of the snapshot before refs are known.
 #[derive(Debug, Clone)]
@@ -70,7 +70,7 @@ fn push_items(items: &[Item], depth: usize, parent: Option<usize>, inherited: Op
     for item in items {
         match item {
             Item::Text { text, bounds } => {
-                pending_text.push_str(text);
+                join_text(&mut pending_text, text);
                 pending_bounds = pending_bounds.or(*bounds);
             }
             Item::Node(node) => {

@@ -45,11 +45,12 @@ impl Stats {
     }
 
     fn line(&self, name: &str) -> String {
+        let (unit, scale) = if self.median < Duration::from_millis(1) { ("µs", 1000.0) } else { ("ms", 1.0) };
         format!(
-            "{name:<44} median {:>9.3} ms   p90 {:>9.3} ms   p99 {:>9.3} ms   (n={})",
-            ms(self.median),
-            ms(self.p90),
-            ms(self.p99),
+            "{name:<48} median {:>9.3} {unit}   p90 {:>9.3} {unit}   p99 {:>9.3} {unit}   (n={})",
+            ms(self.median) * scale,
+            ms(self.p90) * scale,
+            ms(self.p99) * scale,
             self.n
         )
     }
@@ -60,15 +61,24 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let mut ratios = Vec::new();
     let results = match args.what {
         BenchTarget::Cdp => bench_cdp(global, args.iterations).await?,
+        BenchTarget::Protocol => bench_protocol()?,
+        BenchTarget::Observe => bench_observe(global, &mut ratios).await?,
     };
     if args.json {
-        let object: serde_json::Map<String, serde_json::Value> = results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
+        let mut object: serde_json::Map<String, serde_json::Value> = results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
+        for (name, value) in &ratios {
+            object.insert(name.clone(), json!(value));
+        }
         println!("{}", serde_json::Value::Object(object));
     } else {
         for (name, stats) in &results {
             println!("{}", stats.line(name));
+        }
+        for (name, value) in &ratios {
+            println!("{name:<48} {value:.3}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -126,5 +136,78 @@ async fn bench_cdp(global: &Global, iterations: usize) -> anyhow::Result<Vec<(St
         anyhow::ensure!(reply.result.value == Some(json!(2)), "1+1 evaluated to {:?}", reply.result.value);
     }
     results.push(("Runtime.evaluate(\"1+1\") round trip".to_owned(), Stats::of(&mut rtt)));
+    Ok(results)
+}
+
+fn bench_protocol() -> anyhow::Result<Vec<(String, Stats)>> {
+    let action = json!({
+        "type": "click",
+        "expected_frame_id": "frame_0123456789abcdef",
+        "target": { "kind": "element", "ref": "e12" },
+        "intent": "Submit the sign-in form"
+    });
+    anyhow::ensure!(protocol::validate_action(&action).is_ok(), "the typical action must be valid");
+    let mut per_call = Vec::new();
+    for batch in 0..=50 {
+        let started = Instant::now();
+        for _ in 0..1000 {
+            std::hint::black_box(protocol::validate_action(std::hint::black_box(&action)).is_ok());
+        }
+        // The first batch warms caches and the lazily compiled schema.
+        if batch > 0 {
+            per_call.push(started.elapsed() / 1000);
+        }
+    }
+    Ok(vec![("validate_action(click) per call".to_owned(), Stats::of(&mut per_call))])
+}
+
+async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::browser::{ObserveOptions, Tab};
+    let pages = crate::pages::LoopbackPages::serve(
+        [("/login".to_owned(), crate::pages::LOGIN_PAGE.to_owned()), ("/big".to_owned(), crate::pages::big_page())].into(),
+    )
+    .await?;
+    let handle = browser::open(global).await?;
+    let mut results = Vec::new();
+    for (path, n) in [("/login", 60usize), ("/big", 20)] {
+        let tab = Tab::open(&handle.conn.browser(), None).await?;
+        tab.goto(&pages.url(path), Duration::from_secs(30)).await?;
+        let options = ObserveOptions::default();
+        let mut ours = Vec::new();
+        let mut raw = Vec::new();
+        let mut size = 0;
+        for i in 0..n + 3 {
+            // Alternate the two so drift on a noisy machine hits both alike.
+            let started = Instant::now();
+            let observation = tab.observe(&options).await?;
+            let ours_took = started.elapsed();
+            let started = Instant::now();
+            tab.raw_capture_calls().await?;
+            let raw_took = started.elapsed();
+            if i >= 3 {
+                ours.push(ours_took);
+                raw.push(raw_took);
+            }
+            size = observation.aria_snapshot().len();
+        }
+        let ours = Stats::of(&mut ours);
+        let raw = Stats::of(&mut raw);
+        ratios.push((format!("observe {path}: ours / raw CDP (medians)"), ms(ours.median) / ms(raw.median)));
+        ratios.push((format!("observe {path}: aria_snapshot bytes"), size as f64));
+        results.push((format!("observe {path}"), ours));
+        results.push((format!("raw CDP calls of observe {path}"), raw));
+        if path == "/login" {
+            let mut preview = Vec::new();
+            for i in 0..n + 3 {
+                let started = Instant::now();
+                let p = tab.preview(Duration::from_secs(5)).await;
+                anyhow::ensure!(p.preview_status() == protocol::PreviewStatus::Ready, "preview unavailable");
+                if i >= 3 {
+                    preview.push(started.elapsed());
+                }
+            }
+            results.push(("preview /login".to_owned(), Stats::of(&mut preview)));
+        }
+    }
     Ok(results)
 }

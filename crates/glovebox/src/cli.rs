@@ -35,7 +35,8 @@ pub struct Global {
 pub enum Cmd {
     /// Check the set-up: find and launch Chromium, print its version, sandbox mode and data dir.
     Doctor,
-    /// Open a page in a fresh tab and print its title and URL once loaded.
+    /// Open a page in a fresh tab and print what a model would see: title, URL, frame id and the
+    /// accessibility snapshot with refs (redacted, bounded).
     Observe(ObserveArgs),
     /// Launch a managed Chromium and keep it running; prints its CDP endpoint. Stops on Ctrl-C.
     Launch,
@@ -54,6 +55,15 @@ pub struct ObserveArgs {
     /// Seconds to wait for the page to load.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// Print the whole observation as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the turn-start preview instead of the observation.
+    #[arg(long, conflicts_with_all = ["json", "screenshot"])]
+    pub preview: bool,
+    /// Also capture one viewport screenshot and write it to this PNG file.
+    #[arg(long)]
+    pub screenshot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -72,4 +82,8 @@ pub struct BenchArgs {
 pub enum BenchTarget {
     /// CDP round trip and browser cold start.
     Cdp,
+    /// Validation of a typical action.
+    Protocol,
+    /// Observation and preview of fixture pages, and our overhead over the raw CDP calls.
+    Observe,
 }

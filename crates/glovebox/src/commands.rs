@@ -3,12 +3,14 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use ::browser::{ObserveOptions, Tab};
 use anyhow::{Context, bail};
-use cdp::domains::{page, runtime, target};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use cdp::domains::{runtime, target};
+use protocol::ImageMime;
 
-use crate::browser::{self, BrowserHandle};
+use crate::browser;
 use crate::cli::{Cli, Cmd, Global, ObserveArgs};
+use crate::pages::{DEMO_PAGE, LoopbackPages};
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
@@ -76,50 +78,57 @@ fn tempfile_probe(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::remove_file(probe)
 }
 
-/// The interim `observe`: title and URL of a loaded page. The full observation comes with the browser crate.
+/// `observe`: open a page in a fresh tab of its own browser context and print what a model would see.
 async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode> {
-    let demo = if args.demo { Some(DemoServer::start().await?) } else { None };
+    let demo = if args.demo { Some(LoopbackPages::serve([("/".to_owned(), DEMO_PAGE.to_owned())].into()).await?) } else { None };
     let url = match (&demo, args.url) {
-        (Some(server), _) => server.url.clone(),
+        (Some(pages), _) => pages.url("/"),
         (None, Some(url)) => url,
         (None, None) => bail!("give a URL or --demo"),
     };
-    if !(url.starts_with("http://") || url.starts_with("https://") || url == "about:blank") {
-        bail!("refusing to open {url:?}: only http://, https:// and about:blank can be observed");
+    if let Err(e) = policy::check_navigation(&url, &policy::NavigationPolicy { allow_about_blank: true, ..Default::default() }) {
+        bail!("refusing to open {}: {e}", policy::redact_url(&url));
     }
     let handle = browser::open(global).await?;
-    let (title, href) = load_and_read(&handle, &url, Duration::from_secs(args.timeout)).await?;
-    println!("title: {title}");
-    println!("url: {href}");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Opens `url` in a tab of its own browser context, waits for `load`, reads title and URL, and
-/// disposes of the context again (so a remote browser is left as it was found).
-pub async fn load_and_read(handle: &BrowserHandle, url: &str, deadline: Duration) -> anyhow::Result<(String, String)> {
-    let browser = handle.conn.browser();
-    let context = browser.call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await?.browser_context_id;
+    let session = handle.conn.browser();
+    let context = session.call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await?.browser_context_id;
     let result = async {
-        let tab = browser.create_page("about:blank", Some(context.clone())).await?;
-        let mut loads = tab.subscribe(&["Page.loadEventFired"]);
-        tab.call(page::Enable {}).await?;
-        let navigated = tab.call(page::Navigate { url: url.to_owned(), frame_id: None }).await?;
-        if let Some(error) = navigated.error_text {
-            bail!("cannot load {url}: {error}");
+        let tab = Tab::open(&session, Some(context.clone())).await?;
+        tab.goto(&url, Duration::from_secs(args.timeout)).await?;
+        if args.preview {
+            let preview = tab.preview(Duration::from_secs(5)).await;
+            println!("{}", serde_json::to_string_pretty(&preview)?);
+            return Ok(());
         }
-        if url != "about:blank" {
-            tokio::time::timeout(deadline, loads.recv())
-                .await
-                .with_context(|| format!("{url} did not finish loading within {deadline:?}"))?;
+        let options = ObserveOptions {
+            screenshot: args.screenshot.as_ref().map(|_| ImageMime::Png),
+            deadline: Duration::from_secs(args.timeout),
+        };
+        let mut observation = tab.observe(&options).await?;
+        if let Some(path) = &args.screenshot {
+            let shot = observation.take_screenshot().context("no screenshot came back")?;
+            let bytes = ::browser::decode_base64(&shot.data).context("the screenshot is not valid base64")?;
+            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
         }
-        let read = tab.call(runtime::Evaluate::value("[document.title, location.href]")).await?;
-        let value = read.result.value.unwrap_or_default();
-        let text = |i: usize| value.get(i).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-        Ok((text(0), text(1)))
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&observation)?);
+        } else {
+            println!("title: {}", observation.title());
+            println!("url: {}", observation.url());
+            println!(
+                "frame: {}  elements: {}{}",
+                observation.frame_id().as_str(),
+                observation.interactive_elements().len(),
+                if observation.aria_truncated() { "  (snapshot cut to fit)" } else { "" }
+            );
+            print!("{}", observation.aria_snapshot());
+        }
+        anyhow::Ok(())
     }
     .await;
-    let _ = browser.call(target::DisposeBrowserContext { browser_context_id: context }).await;
-    result
+    let _ = session.call(target::DisposeBrowserContext { browser_context_id: context }).await;
+    result?;
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
@@ -142,34 +151,4 @@ async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A one-page HTTP server on loopback for `observe --demo` (and `make run` until `serve` exists).
-struct DemoServer {
-    url: String,
-}
-
-const DEMO_PAGE: &str = "<!doctype html><html><head><meta charset=utf-8><title>Glovebox demo</title></head>\
-<body><main><h1>Glovebox demo page</h1><p>Served on loopback by <code>glovebox observe --demo</code>.</p>\
-<form><label>Name <input name=name></label> <button type=button>Greet</button></form></main></body></html>";
-
-impl DemoServer {
-    async fn start() -> anyhow::Result<DemoServer> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("cannot bind a loopback port")?;
-        let url = format!("http://{}/", listener.local_addr()?);
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 4096];
-                    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await;
-                    let response = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{DEMO_PAGE}",
-                        DEMO_PAGE.len()
-                    );
-                    let _ = stream.write_all(response.as_bytes()).await;
-                });
-            }
-        });
-        Ok(DemoServer { url })
-    }
 }

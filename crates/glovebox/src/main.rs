@@ -4,6 +4,7 @@ mod bench;
 mod browser;
 mod cli;
 mod commands;
+mod pages;
 
 use clap::Parser;
 

@@ -59,3 +59,21 @@ fn observe_demo_serves_and_reads_the_builtin_page() {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("title: Glovebox demo"), "{stdout}");
 }
+
+#[test]
+fn observe_prints_a_redacted_snapshot_json_and_a_screenshot() {
+    let dir = data_dir("observe-json");
+    let shot = dir.join("shot.png");
+    let out = glovebox(&dir).args(["observe", "--demo", "--json", "--screenshot"]).arg(&shot).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let observation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(observation["untrusted_content"], true);
+    assert!(observation["frame_id"].as_str().unwrap().starts_with("frame_"));
+    assert!(!stdout.contains("hunter2") && !stdout.contains("abc123"), "secrets never reach the output");
+    assert!(observation["aria_snapshot"].as_str().unwrap().contains("textbox \"Password\" [ref=e2]: \"[redacted]\""));
+    assert!(observation.get("screenshot").is_none(), "the image goes to the file, not stdout");
+    assert_eq!(observation["screenshot_size"]["width"], 1280);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+}
