@@ -25,6 +25,9 @@ pub(crate) struct WorldState {
     pub(crate) url: String,
     pub(crate) title: String,
     pub(crate) ready: String,
+    /// The tab is in the background (another tab of its window is in front).
+    #[serde(default)]
+    pub(crate) hidden: bool,
     pub(crate) width: f64,
     pub(crate) height: f64,
     pub(crate) dpr: f64,

@@ -15,6 +15,13 @@ pub enum BrowserError {
     /// The page changed during capture twice in a row; nothing from either attempt is returned.
     #[error("the page kept changing during capture ({what}); observe again")]
     Unstable { what: String },
+    /// The frame or ref the action names is not the current one; nothing was sent.
+    #[error("{reason}; observe again and use the new frame_id")]
+    Stale { reason: String },
+    /// The element cannot take this action right now (covered, disabled, not editable, a dialog is
+    /// open…); nothing was sent.
+    #[error("{reason}")]
+    NotActionable { reason: String },
     /// A deadline passed.
     #[error("{what} did not finish within {after_ms} ms")]
     Timeout { what: String, after_ms: u64 },
@@ -29,7 +36,8 @@ impl BrowserError {
         match self {
             BrowserError::TargetLost { .. } => ErrorCode::TargetLost,
             BrowserError::BackendUnavailable { .. } => ErrorCode::BackendUnavailable,
-            BrowserError::Unstable { .. } => ErrorCode::StaleObservation,
+            BrowserError::Unstable { .. } | BrowserError::Stale { .. } => ErrorCode::StaleObservation,
+            BrowserError::NotActionable { .. } => ErrorCode::InvalidAction,
             BrowserError::Timeout { .. } => ErrorCode::Timeout,
             BrowserError::Internal { .. } => ErrorCode::Internal,
         }

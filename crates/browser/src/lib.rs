@@ -7,18 +7,21 @@
 //! renders them as compact text with refs; [`Tab::preview`] reads the viewport's text and
 //! landmarks in one synchronous turn of Glovebox's isolated world.
 
+mod act;
 mod capture;
 mod console;
 mod dom;
 mod error;
 mod image;
+mod keys;
 mod model;
 mod observe;
 mod preview;
 mod render;
 mod tab;
 
+pub use act::{ActOptions, ActOutcome, Typing};
 pub use error::BrowserError;
 pub use observe::{ObservationRecord, ObserveOptions, RefBinding};
 pub use image::decode_base64;
-pub use tab::Tab;
+pub use tab::{Dialog, Tab};

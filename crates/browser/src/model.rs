@@ -41,6 +41,9 @@ pub(crate) struct Candidate {
     pub(crate) states: Vec<String>,
     pub(crate) value: Option<String>,
     pub(crate) bounds: Rect,
+    /// The AX role and name as Chromium reported them, for re-checking identity before acting.
+    pub(crate) ax_role: String,
+    pub(crate) ax_name: String,
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +80,8 @@ pub(crate) struct Walker<'a> {
     /// Pre-order counter, so refs follow document order even though a node's candidate is
     /// decided after its children.
     seq: usize,
+    /// Where each capture's viewport sits in the top-level viewport (out-of-process frames).
+    pub(crate) capture_origins: HashMap<usize, (f64, f64)>,
 }
 
 fn value_text(v: &Option<AxValue>) -> String {
@@ -112,12 +117,13 @@ pub(crate) fn fold(text: &str) -> String {
 
 impl<'a> Walker<'a> {
     pub(crate) fn new(captures: &'a [SessionCapture], oopif: &'a HashMap<HostKey, usize>, viewport: (f64, f64)) -> Self {
-        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0 }
+        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0, capture_origins: HashMap::new() }
     }
 
     /// Walks the root document of capture `index` whose viewport origin is `origin`.
     pub(crate) fn walk_capture(&mut self, index: usize, origin: (f64, f64), depth_guard: usize) -> Vec<Item> {
         let Some(capture) = self.captures.get(index) else { return Vec::new() };
+        self.capture_origins.insert(index, origin);
         let Some(first) = capture.snapshot.documents.first() else { return Vec::new() };
         let frame = capture.snapshot.string(first.frame_id).to_owned();
         self.walk_document(index, 0, &frame, origin, depth_guard)
@@ -241,6 +247,8 @@ impl<'a> Walker<'a> {
                 states: states.clone(),
                 value: value.clone(),
                 bounds: bounds.unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 }),
+                ax_role: role.clone(),
+                ax_name: name.clone(),
             });
             Some(index)
         } else {

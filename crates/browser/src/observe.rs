@@ -55,12 +55,20 @@ impl Default for ObserveOptions {
 /// What a ref is bound to: the exact node, and what it was when observed.
 #[derive(Debug, Clone)]
 pub struct RefBinding {
+    /// The session of the frame the node lives in (the tab's, or an out-of-process frame's).
     pub session: Session,
     pub backend_node_id: i64,
+    /// The role and name as shown to the model.
     pub role: String,
     pub name: String,
+    /// The role and name as Chromium reported them; both must still match before an action.
+    pub ax_role: String,
+    pub ax_name: String,
     /// Box in top-level viewport CSS pixels when observed: `[x, y, width, height]`.
     pub bounds: [f64; 4],
+    /// Offset of the node's frame viewport in the top-level viewport (non-zero only for
+    /// out-of-process frames, whose coordinates CDP reports frame-local).
+    pub frame_offset: (f64, f64),
 }
 
 /// The runtime's private record of the latest observation of a tab.
@@ -250,7 +258,8 @@ impl Tab {
         let viewport_px = (world.width, world.height);
         let mut walker = Walker::new(captures, oopif, viewport_px);
         let items = walker.walk_capture(0, (0.0, 0.0), 0);
-        let candidates = walker.candidates;
+        let candidates = std::mem::take(&mut walker.candidates);
+        let origins = std::mem::take(&mut walker.capture_origins);
         let lines = flatten(&items, viewport_px);
         // Reserve room for the note that says what was cut.
         let note_room = 120;
@@ -280,7 +289,10 @@ impl Tab {
         let ref_of: HashMap<usize, ElementRef> =
             referenced.iter().enumerate().map(|(i, c)| (*c, ElementRef::from_index(i as u32 + 1))).collect();
 
-        let mut text = render_lines(&lines, &chosen, &ref_of);
+        // Text this tab typed into secret fields never comes back, wherever the page echoes it.
+        let secrets = lock(&self.state).secrets.clone();
+        let scrub = |t: &str| secrets.redact(t).into_owned();
+        let mut text = scrub(&render_lines(&lines, &chosen, &ref_of));
         if aria_cut {
             let left_out = chosen.iter().filter(|c| !**c).count();
             text.push_str(&format!(
@@ -291,7 +303,7 @@ impl Tab {
             .iter()
             .map(|c| {
                 let cand = &candidates[*c];
-                InteractiveElement::new(ref_of[c].clone(), &cand.role, &cand.name, cand.name_inferred, cand.states.clone(), cand.value.clone())
+                InteractiveElement::new(ref_of[c].clone(), &cand.role, scrub(&cand.name), cand.name_inferred, cand.states.clone(), cand.value.as_deref().map(scrub))
             })
             .collect();
         let refs = referenced
@@ -303,7 +315,10 @@ impl Tab {
                     backend_node_id: cand.backend,
                     role: cand.role.clone(),
                     name: cand.name.clone(),
+                    ax_role: cand.ax_role.clone(),
+                    ax_name: cand.ax_name.clone(),
                     bounds: rect_array(cand.bounds),
+                    frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
                 };
                 (ref_of[c].as_str().to_owned(), binding)
             })
@@ -319,7 +334,8 @@ impl Tab {
         };
         let frame_id = frame_id(self.target_id().0.as_str(), navigation_epoch, &world, screenshot.as_ref());
         let (console_errors, console_cut) = lock(&self.state).console.snapshot();
-        let url = policy::redact_url(&world.url);
+        let console_errors = console_errors.iter().map(|c| scrub(c)).collect();
+        let url = scrub(&policy::redact_url(&world.url));
         let origin = policy::web_origin(&world.url);
         let record = Arc::new(ObservationRecord {
             frame_id: frame_id.clone(),
@@ -337,7 +353,7 @@ impl Tab {
             target: TargetIdentity::web_tab(tab_id),
             url,
             origin,
-            title: world.title.clone(),
+            title: scrub(&world.title),
             viewport,
             screenshot,
             aria_snapshot: text,

@@ -29,6 +29,21 @@ pub(crate) struct TabState {
     pub(crate) console: ConsoleLog,
     /// Set when the target detached or crashed.
     pub(crate) lost: Option<String>,
+    /// A JavaScript dialog (alert, confirm, prompt, beforeunload) open right now.
+    pub(crate) dialog: Option<Dialog>,
+    /// Text this tab typed as secret; scrubbed from every later observation.
+    pub(crate) secrets: policy::SecretRegistry,
+    /// Tabs or windows this tab opened (target ids), newest last.
+    pub(crate) opened: Vec<String>,
+}
+
+/// A JavaScript dialog the page opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    /// `alert`, `confirm`, `prompt` or `beforeunload`.
+    pub kind: String,
+    /// The page's message (untrusted text).
+    pub message: String,
 }
 
 /// One attached tab. Cheap to share behind an `Arc`; dropping it stops event tracking.
@@ -82,24 +97,52 @@ impl Tab {
             "Log.entryAdded",
             "Inspector.detached",
             "Inspector.targetCrashed",
+            "Page.javascriptDialogOpening",
+            "Page.javascriptDialogClosed",
         ]);
+        // Popups are announced at the browser level, with this tab as their opener.
+        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods(["Target.targetCreated"]));
         let tracked = state.clone();
+        let me = target_id.0.clone();
         let events_task = tokio::spawn(async move {
-            while let Some(item) = events.recv().await {
-                let Ok(event) = item else {
-                    tracing::debug!("tab event stream lagged");
-                    continue;
-                };
-                on_event(&tracked, &event);
+            loop {
+                tokio::select! {
+                    item = events.recv() => match item {
+                        Some(Ok(event)) => on_event(&tracked, &event),
+                        Some(Err(lagged)) => tracing::debug!(%lagged, "tab event stream lagged"),
+                        None => break,
+                    },
+                    item = opened.recv() => match item {
+                        Some(Ok(event)) => {
+                            if let Some(created) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
+                                if created.target_info.opener_id.as_ref().is_some_and(|o| o.0 == me) {
+                                    if let Some(id) = created.target_info.target_id {
+                                        lock(&tracked).opened.push(id.0);
+                                    }
+                                }
+                            }
+                        }
+                        Some(Err(_)) => {}
+                        None => break,
+                    },
+                }
             }
             lock(&tracked).lost.get_or_insert_with(|| "the browser connection closed".to_owned());
         })
         .abort_handle();
+        session.connection().browser().call(cdp::domains::target::SetDiscoverTargets { discover: true }).await?;
 
-        let (p, r, l) = tokio::join!(session.call(page::Enable {}), session.call(runtime::Enable {}), session.call(log::Enable {}));
+        let (p, r, l, n) = tokio::join!(
+            session.call(page::Enable {}),
+            session.call(runtime::Enable {}),
+            session.call(log::Enable {}),
+            // Request tracking lets an action settle on the requests it started.
+            session.call(cdp::domains::network::Enable {}),
+        );
         p?;
         r?;
         l?;
+        n?;
         session
             .call(page::AddScriptToEvaluateOnNewDocument {
                 source: WORLD_JS.to_owned(),
@@ -166,6 +209,26 @@ impl Tab {
     /// How many out-of-process child frames are attached right now.
     pub fn child_frame_count(&self) -> usize {
         self.children.list().iter().filter(|c| c.info.target_type == "iframe").count()
+    }
+
+    /// The dialog open right now, if any.
+    pub fn dialog(&self) -> Option<Dialog> {
+        lock(&self.state).dialog.clone()
+    }
+
+    /// Accepts or dismisses the open dialog (with text for a prompt).
+    pub async fn handle_dialog(&self, accept: bool, prompt_text: Option<String>) -> Result<(), BrowserError> {
+        if lock(&self.state).dialog.is_none() {
+            return Err(BrowserError::NotActionable { reason: "no dialog is open".into() });
+        }
+        self.session.call(page::HandleJavaScriptDialog { accept, prompt_text }).await?;
+        lock(&self.state).dialog = None;
+        Ok(())
+    }
+
+    /// Targets (tabs, popups) this tab opened since it was attached.
+    pub fn opened_targets(&self) -> Vec<String> {
+        lock(&self.state).opened.clone()
     }
 
     /// Forgets collected console errors (e.g. at a run's start).
@@ -260,6 +323,12 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                 }
             }
         }
+        "Page.javascriptDialogOpening" => {
+            if let Some(opening) = event.parse::<page::JavascriptDialogOpening>() {
+                state.dialog = Some(Dialog { kind: opening.dialog_type, message: opening.message });
+            }
+        }
+        "Page.javascriptDialogClosed" => state.dialog = None,
         "Inspector.detached" | "Inspector.targetCrashed" => {
             state.lost.get_or_insert_with(|| format!("{} ", event.method).trim().to_owned());
         }

@@ -41,6 +41,7 @@
       url: location.href,
       title: document.title,
       ready: document.readyState,
+      hidden: document.visibilityState === 'hidden',
       width: window.innerWidth,
       height: window.innerHeight,
       dpr: window.devicePixelRatio,

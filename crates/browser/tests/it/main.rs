@@ -1,5 +1,6 @@
 //! Observation and preview of real Chromium tabs, against fixtures served on loopback.
 
+mod act;
 mod freshness;
 mod observe;
 mod preview;

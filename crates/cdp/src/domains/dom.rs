@@ -125,3 +125,39 @@ pub struct SetFileInputFiles {
     pub backend_node_id: i64,
 }
 command!(SetFileInputFiles => "DOM.setFileInputFiles", Empty);
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetContentQuads {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_node_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_id: Option<String>,
+}
+/// Quads of the node's boxes (8 numbers each, clockwise from top-left), in the CSS pixels of
+/// the session's frame viewport.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct GetContentQuadsReply {
+    pub quads: Vec<Vec<f64>>,
+}
+command!(GetContentQuads => "DOM.getContentQuads", GetContentQuadsReply);
+
+/// The node at a viewport point (hit test), in the session's frame.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetNodeForLocation {
+    pub x: i64,
+    pub y: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_user_agent_shadow_dom: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_pointer_events_none: Option<bool>,
+}
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GetNodeForLocationReply {
+    pub backend_node_id: i64,
+    pub frame_id: Option<String>,
+}
+command!(GetNodeForLocation => "DOM.getNodeForLocation", GetNodeForLocationReply);

@@ -1,0 +1,307 @@
+//! Actions on real Chromium: each does exactly what it names, on the frame it names, or fails with
+//! a reason and sends nothing.
+
+use std::time::Duration;
+
+use browser::{ActOptions, BrowserError, ObserveOptions, Tab, Typing};
+use protocol::{Action, ErrorCode, ImageMime, Observation, ReceiptState};
+use serde_json::json;
+
+use crate::{env, observe, observe_eval};
+
+fn ref_of(observation: &Observation, name: &str) -> String {
+    observation
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == name)
+        .unwrap_or_else(|| panic!("no element named {name:?} in\n{}", observation.aria_snapshot()))
+        .element()
+        .as_str()
+        .to_owned()
+}
+
+fn action(value: serde_json::Value) -> Action {
+    protocol::validate_action(&value).expect("a valid action")
+}
+
+fn click(frame: &Observation, name: &str) -> Action {
+    action(json!({"type": "click", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "intent": "test"}))
+}
+
+fn type_into(frame: &Observation, name: &str, text: &str) -> Action {
+    action(json!({"type": "type", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "text": text, "intent": "test"}))
+}
+
+async fn title(tab: &Tab) -> String {
+    observe_eval(tab, "document.title").await.as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn fill_a_form_submit_with_enter_and_see_the_success_message() {
+    let env = env().await;
+    let tab = env.open("/form.html").await;
+    let o = observe(&tab).await;
+    let outcome = tab.act(&type_into(&o, "Name", "Ada Lovelace"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    let o = outcome.observation.unwrap();
+    assert!(o.aria_snapshot().contains("textbox \"Name\" [ref=e1] [focused]: \"Ada Lovelace\""), "{}", o.aria_snapshot());
+    let outcome = tab.act(&click(&o, "I accept the terms"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "the checkbox toggled");
+    let o = outcome.observation.unwrap();
+    let press = action(json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Name")}, "key": "Enter", "intent": "submit"}));
+    let outcome = tab.act(&press, &ActOptions::default()).await.unwrap();
+    let o = outcome.observation.unwrap();
+    assert!(o.aria_snapshot().contains("Welcome, Ada Lovelace!"), "{}", o.aria_snapshot());
+    assert_eq!(env.server.writes().len(), 1, "exactly one submission");
+}
+
+#[tokio::test]
+async fn a_typed_secret_never_comes_back_even_when_the_page_echoes_it() {
+    let env = env().await;
+    let tab = env.open("/form.html").await;
+    let o = observe(&tab).await;
+    let outcome = tab.act(&type_into(&o, "Password", "correct-horse-battery"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    let o = outcome.observation.unwrap();
+    let json = serde_json::to_string(&o).unwrap();
+    assert!(!json.contains("correct-horse-battery"), "{json}");
+    assert!(o.aria_snapshot().contains("Echo: [redacted]"), "{}", o.aria_snapshot());
+}
+
+#[tokio::test]
+async fn a_covered_button_is_refused_naming_the_overlay_and_nothing_is_sent() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let o = observe(&tab).await;
+    let options = ActOptions { deadline: Duration::from_millis(800), ..Default::default() };
+    let err = tab.act(&click(&o, "Buy now"), &options).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidAction);
+    assert!(err.to_string().contains("covered by div#consent-banner \"Accept cookies\""), "{err}");
+    let err = tab.act(&click(&o, "Unavailable"), &options).await.unwrap_err();
+    assert!(err.to_string().contains("is disabled"), "{err}");
+    assert!(env.server.writes().is_empty(), "a refused action sends nothing: {:?}", env.server.writes());
+}
+
+#[tokio::test]
+async fn elements_below_the_fold_are_scrolled_to_and_moving_ones_waited_for() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let o = observe(&tab).await;
+    let outcome = tab.act(&click(&o, "Moving target"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Dispatched);
+    assert_eq!(title(&tab).await, "moved-clicked");
+    let o = outcome.observation.unwrap();
+    tab.act(&click(&o, "Far below"), &ActOptions::default()).await.unwrap();
+    assert!(observe_eval(&tab, "window.scrollY").await.as_f64().unwrap() > 1000.0);
+}
+
+#[tokio::test]
+async fn contenteditable_dates_times_and_key_listening_fields() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let mut o = observe(&tab).await;
+    for (name, text) in [("Editor", "new text"), ("Date", "2026-11-29"), ("Time", "13:45"), ("Keyed", "typed by keys")] {
+        let outcome = tab.act(&type_into(&o, name, text), &ActOptions::default()).await.unwrap();
+        assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{name}: {:?}", outcome.receipt);
+        o = outcome.observation.unwrap();
+    }
+    assert_eq!(observe_eval(&tab, "document.getElementById('date').value").await, "2026-11-29");
+    assert_eq!(observe_eval(&tab, "document.getElementById('keyed').value").await, "typed by keys");
+    // Paste only, on the field that wants keys: the value does not take, and the receipt says so.
+    observe_eval(&tab, "sawKey = false").await;
+    let o = observe(&tab).await;
+    let options = ActOptions { typing: Typing::Paste, ..Default::default() };
+    let outcome = tab.act(&type_into(&o, "Keyed", "pasted"), &options).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Failed);
+    assert!(outcome.receipt.effect_uncertain());
+}
+
+#[tokio::test]
+async fn native_select_by_value_or_label_and_a_custom_listbox_is_explained() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let o = observe(&tab).await;
+    let select = |o: &Observation, name: &str, value: &str| {
+        action(json!({"type": "select", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, name)}, "value": value, "intent": "choose"}))
+    };
+    let outcome = tab.act(&select(&o, "Country", "Japan"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    let o = outcome.observation.unwrap();
+    assert_eq!(observe_eval(&tab, "document.getElementById('country').value").await, "jp");
+    let outcome = tab.act(&select(&o, "Country", "de"), &ActOptions::default()).await.unwrap();
+    let o = outcome.observation.unwrap();
+    assert_eq!(observe_eval(&tab, "document.getElementById('country').value").await, "de");
+    let err = tab.act(&select(&o, "Country", "Atlantis"), &ActOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("\"France\", \"Germany\", \"Japan\""), "{err}");
+    let err = tab.act(&select(&o, "Fancy list", "Two"), &ActOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("not a native <select>"), "{err}");
+}
+
+#[tokio::test]
+async fn press_chords_and_enter_in_a_search_field() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let o = observe(&tab).await;
+    let o = tab.act(&type_into(&o, "Search", "glovebox"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let press = |o: &Observation, key: &str| {
+        action(json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, "Search")}, "key": key, "intent": "key"}))
+    };
+    let o = tab.act(&press(&o, "Enter"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    assert_eq!(title(&tab).await, "searched:glovebox");
+    // Control+A then Backspace empties the field.
+    let o = tab.act(&press(&o, "Control+A"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    tab.act(&press(&o, "Backspace"), &ActOptions::default()).await.unwrap();
+    assert_eq!(observe_eval(&tab, "document.getElementById('search').value").await, "");
+    let err = tab.act(&press(&observe(&tab).await, "Hyper+Q"), &ActOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("unknown key"), "{err}");
+}
+
+#[tokio::test]
+async fn stale_frames_and_refs_are_refused_and_never_guessed() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let first = observe(&tab).await;
+    // The element the ref names is replaced: same place, same text, a different node.
+    let o = tab.act(&click(&first, "Replace me"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let err = tab.act(&click(&first, "Alert me"), &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "an older frame is refused: {err}");
+    assert!(err.to_string().contains("observe again"), "{err}");
+    let replaced = o.interactive_elements().iter().find(|e| e.name() == "Fresh").unwrap().element().clone();
+    let old_ref = ref_of(&first, "Replace me");
+    let stale = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": "e999"}, "intent": "x"}));
+    assert_eq!(tab.act(&stale, &ActOptions::default()).await.unwrap_err().code(), ErrorCode::StaleObservation);
+    assert_ne!(replaced.as_str(), "", "{old_ref}");
+    // After navigation every ref of the old frame is stale, even with a matching frame id.
+    let before = observe(&tab).await;
+    tab.goto(&env.server.url("/login.html"), Duration::from_secs(10)).await.unwrap();
+    let err = tab.act(&click(&before, "Alert me"), &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StaleObservation);
+    assert!(err.to_string().contains("navigated"), "{err}");
+}
+
+#[tokio::test]
+async fn a_node_replaced_under_the_same_frame_is_stale_not_retargeted() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let o = observe(&tab).await;
+    // Replace the button with a look-alike without changing the frame id (text-only world change
+    // would not move it; here an element swap does, so re-observe is the only valid path).
+    observe_eval(&tab, "const old = document.getElementById('alert'); const twin = old.cloneNode(true); twin.onclick = () => fetch('/twin', {method: 'POST'}); old.replaceWith(twin)").await;
+    let err = tab.act(&click(&o, "Alert me"), &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    assert!(env.server.writes().is_empty());
+}
+
+#[tokio::test]
+async fn a_canvas_is_clicked_by_point_at_scale_two_with_zoom_and_scroll_and_old_frames_are_refused() {
+    let env = env().await;
+    let tab = env.open("/canvas.html").await;
+    tab.session()
+        .call(cdp::domains::emulation::SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false })
+        .await
+        .unwrap();
+    observe_eval(&tab, "window.scrollTo(0, 300)").await;
+    let o = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
+    assert_eq!(o.screenshot_size().map(|s| (s.width, s.height)), Some((1600, 1200)));
+    // The red square is at page (100..150, 400..450): in the viewport at (125, 125) CSS pixels.
+    let point = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 125, "y": 125}, "intent": "square"}));
+    tab.act(&point, &ActOptions::default()).await.unwrap();
+    assert_eq!(title(&tab).await, "clicked 125,125 page 125,425");
+    // After a scroll, the old frame's point is refused.
+    observe_eval(&tab, "window.scrollTo(0, 100)").await;
+    let err = tab.act(&point, &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    // Outside the viewport, and without a screenshot, a point is refused.
+    let o = observe(&tab).await;
+    let no_shot = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 10, "y": 10}, "intent": "x"}));
+    assert!(tab.act(&no_shot, &ActOptions::default()).await.unwrap_err().to_string().contains("screenshot"));
+    let o = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
+    let outside = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 900, "y": 10}, "intent": "x"}));
+    assert_eq!(tab.act(&outside, &ActOptions::default()).await.unwrap_err().code(), ErrorCode::InvalidAction);
+}
+
+#[tokio::test]
+async fn popups_are_reported_and_dialogs_block_until_handled() {
+    let env = env().await;
+    let tab = env.open("/widgets.html").await;
+    let o = observe(&tab).await;
+    let outcome = tab.act(&click(&o, "Open help"), &ActOptions::default()).await.unwrap();
+    // The popup's announcement may trail the click by a moment.
+    for _ in 0..50 {
+        if !tab.opened_targets().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(tab.opened_targets().len(), 1, "{:?}", outcome.opened);
+    let o = outcome.observation.unwrap();
+    let outcome = tab.act(&click(&o, "Alert me"), &ActOptions::default()).await.unwrap();
+    let dialog = outcome.dialog.expect("the alert is reported");
+    assert_eq!((dialog.kind.as_str(), dialog.message.as_str()), ("alert", "Saved!"));
+    assert!(outcome.observation.is_none());
+    let err = tab.act(&click(&o, "Confirm me"), &ActOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("alert dialog is open"), "{err}");
+    tab.handle_dialog(true, None).await.unwrap();
+    let o = observe(&tab).await;
+    let outcome = tab.act(&click(&o, "Confirm me"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.dialog.unwrap().kind, "confirm");
+    tab.handle_dialog(false, None).await.unwrap();
+    assert_eq!(title(&tab).await, "declined");
+}
+
+#[tokio::test]
+async fn navigate_scroll_hover_and_wait() {
+    let env = env().await;
+    let tab = env.open("/scroll.html").await;
+    let o = observe(&tab).await;
+    let scroll = action(json!({"type": "scroll", "expected_frame_id": o.frame_id().as_str(), "delta_y": 400, "intent": "down"}));
+    let outcome = tab.act(&scroll, &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    let o = outcome.observation.unwrap();
+    assert!(o.viewport().scroll_y > 0.0);
+    let wait = action(json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 50, "intent": "settle"}));
+    let o = tab.act(&wait, &ActOptions::default()).await.unwrap().observation.unwrap();
+    let hover = action(json!({"type": "hover", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Far button")}, "intent": "look"}));
+    let o = tab.act(&hover, &ActOptions::default()).await.unwrap().observation.unwrap();
+    let navigate = action(json!({"type": "navigate", "expected_frame_id": o.frame_id().as_str(), "url": env.server.url("/login.html"), "intent": "go"}));
+    let outcome = tab.act(&navigate, &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    assert_eq!(outcome.observation.unwrap().title(), "Sign in — Fixture Bank");
+}
+
+#[tokio::test]
+async fn inputs_inside_same_and_cross_site_frames_and_shadow_dom() {
+    let env = env().await;
+    let tab = env.open("/iframes.html").await;
+    let mut o = observe(&tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Coupon") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(&tab).await;
+    }
+    let o = tab.act(&click(&o, "Inner button"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let outcome = tab.act(&type_into(&o, "Coupon", "SAVE10"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    assert!(outcome.observation.unwrap().aria_snapshot().contains("\"SAVE10\""));
+
+    let tab = env.open("/shadow.html").await;
+    let o = observe(&tab).await;
+    let outcome = tab.act(&type_into(&o, "Query", "closed roots"), &ActOptions::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    let o = outcome.observation.unwrap();
+    tab.act(&click(&o, "Go"), &ActOptions::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lost_tab_is_target_lost() {
+    let env = env().await;
+    let tab = env.open("/form.html").await;
+    let o = observe(&tab).await;
+    tab.session().close_target().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let err = tab.act(&click(&o, "Create account"), &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TargetLost, "{err:?}");
+    let _ = BrowserError::Stale { reason: String::new() };
+}
