@@ -131,9 +131,56 @@ def main():
         print(f"{page:<18} {len(our_text.encode()):>10} {len(snap.encode()):>12} {ratio:>6.2f} {len(wanted):>14} {len(missing):>15}")
         for m in missing[:5]:
             print(f"    missing: {m}")
-    pw.close()
     ratios.sort()
     print(f"median bytes ratio glovebox/playwright: {ratios[len(ratios) // 2]:.2f}")
+
+    # Click round trip: click a button and get a fresh observation of the page, 20 times each.
+    print()
+    ours = json.loads(subprocess.run([args.glovebox, "bench", "act", "--json"], check=True, capture_output=True, text=True).stdout)
+    our_click = ours["click + settle + fresh observation"]["median_ms"]
+    url = base + "/counter.html"
+    pw.tool("browser_navigate", {"url": url})
+    snap = playwright_snapshot(pw.tool("browser_snapshot", {}))
+    ref = re.search(r'button "Add one" \[ref=([^\]]+)\]', snap).group(1)
+    times = []
+    for _ in range(23):
+        t = time.perf_counter()
+        pw.tool("browser_click", {"element": "Add one", "ref": ref})
+        times.append((time.perf_counter() - t) * 1000)
+    pw_click = sorted(times[3:])[len(times[3:]) // 2]
+    pw.close()
+    print(f"{'click round trip (median ms)':<36} glovebox {our_click:8.1f}   playwright-mcp {pw_click:8.1f}   ratio {pw_click / our_click:5.2f}x")
+
+    ab = agent_browser_click(url, args.chromium)
+    if ab is not None:
+        print(f"{'click round trip (median ms)':<36} glovebox {our_click:8.1f}   agent-browser  {ab:8.1f}   ratio {ab / our_click:5.2f}x")
+
+
+def agent_browser_click(url, chromium):
+    """agent-browser (npm): `click @ref` then `snapshot`, the same round trip through its CLI."""
+    exe = os.path.join(NODE_DIR, "node_modules/agent-browser/bin/agent-browser-linux-x64")
+    if not os.path.exists(exe):
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "agent-browser@0.41.2"], cwd=NODE_DIR, check=True, stdout=subprocess.DEVNULL)
+    os.chmod(exe, 0o755)
+    env = dict(os.environ, AGENT_BROWSER_EXECUTABLE_PATH=chromium, AGENT_BROWSER_ARGS="--no-sandbox,--disable-gpu",
+               AGENT_BROWSER_SESSION="glovebox-bench")
+    run = lambda *a: subprocess.run([exe, *a], env=env, capture_output=True, text=True, timeout=60)
+    try:
+        run("open", url)
+        snap = run("snapshot").stdout
+        m = re.search(r'button "Add one" \[ref=(e\d+)\]', snap)
+        if not m:
+            print("agent-browser: no ref for the button in its snapshot; skipped")
+            return None
+        times = []
+        for _ in range(13):
+            t = time.perf_counter()
+            run("click", "@" + m.group(1))
+            run("snapshot")
+            times.append((time.perf_counter() - t) * 1000)
+        return sorted(times[3:])[len(times[3:]) // 2]
+    finally:
+        run("close", "--all")
 
 
 if __name__ == "__main__":

@@ -166,16 +166,16 @@ impl Tab {
         let mut nav = self.session.subscribe(NAVIGATION_EVENTS);
         match action {
             Action::Click { target, .. } | Action::Hover { target, .. } => {
-                let (x, y) = match target {
+                let (x, y, before) = match target {
                     AnyTarget::Element(t) => {
                         let resolved = self.resolve(record, &t.element).await?;
-                        self.actionable_point(&resolved, Need::Pointer, until).await?
+                        let (x, y) = self.actionable_point(&resolved, Need::Pointer, (now.width, now.height), until).await?;
+                        (x, y, Some(resolved))
                     }
-                    AnyTarget::Point(p) => point_target(record, now, *p)?,
-                };
-                let before = match target {
-                    AnyTarget::Element(t) => self.resolve(record, &t.element).await.ok(),
-                    AnyTarget::Point(_) => None,
+                    AnyTarget::Point(p) => {
+                        let (x, y) = point_target(record, now, *p)?;
+                        (x, y, None)
+                    }
                 };
                 let checked_before = match &before {
                     Some(r) => self.facts(r).await.ok().and_then(|f| f.checked),
@@ -201,7 +201,7 @@ impl Tab {
             }
             Action::Type { target, text, .. } => {
                 let resolved = self.resolve(record, &target.element).await?;
-                self.actionable_point(&resolved, Need::Edit, until).await?;
+                self.actionable_point(&resolved, Need::Edit, (now.width, now.height), until).await?;
                 let facts = self.facts(&resolved).await?;
                 self.register_secret_if_needed(&resolved, text.as_str()).await;
                 let value = self.enter_text(&resolved, &facts, text.as_str(), options.typing).await?;
@@ -218,7 +218,7 @@ impl Tab {
                     reason: format!("unknown key {:?}: use names like Enter, Tab, Escape, ArrowDown, Control+A, Shift+Tab, or one character", key.as_str()),
                 })?;
                 let resolved = self.resolve(record, &target.element).await?;
-                self.actionable_point(&resolved, Need::Focus, until).await?;
+                self.actionable_point(&resolved, Need::Focus, (now.width, now.height), until).await?;
                 resolved.binding.session.call(Focus { backend_node_id: Some(resolved.binding.backend_node_id), object_id: None }).await?;
                 self.press_chord(&chord).await?;
                 self.settle(&mut nav, until).await;
@@ -239,7 +239,7 @@ impl Tab {
             }
             Action::Select { target, value, .. } => {
                 let resolved = self.resolve(record, &target.element).await?;
-                self.actionable_point(&resolved, Need::Focus, until).await?;
+                self.actionable_point(&resolved, Need::Focus, (now.width, now.height), until).await?;
                 let facts = self.facts(&resolved).await?;
                 if facts.tag != "select" {
                     return Err(BrowserError::NotActionable {
@@ -303,15 +303,13 @@ impl Tab {
         let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
         let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
         let session = &binding.session;
-        let object = session
-            .call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None })
-            .await
-            .map_err(|_| gone("is no longer in the page"))?;
+        let (object, ax) = tokio::join!(
+            session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }),
+            session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }),
+        );
+        let object = object.map_err(|_| gone("is no longer in the page"))?;
         let object_id = object.object.object_id.ok_or_else(|| gone("is no longer in the page"))?;
-        let ax = session
-            .call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) })
-            .await
-            .map_err(|_| gone("is no longer in the page"))?;
+        let ax = ax.map_err(|_| gone("is no longer in the page"))?;
         let node = ax.nodes.iter().find(|n| n.backend_dom_node_id == Some(binding.backend_node_id)).or(ax.nodes.first());
         let role = node.and_then(|n| n.role.as_ref()).and_then(|r| r.text()).unwrap_or_default();
         let name = node.and_then(|n| n.name.as_ref()).and_then(|r| r.text()).map(|n| crate::model::fold(&n)).unwrap_or_default();
@@ -354,11 +352,11 @@ impl Tab {
 
     /// Waits (within `until`) for the element to be visible, stable, enabled, in view and — for
     /// pointer input — the one receiving the pointer. Returns the point in top-level viewport pixels.
-    async fn actionable_point(&self, r: &Resolved, need: Need, until: Instant) -> Result<(f64, f64), BrowserError> {
+    async fn actionable_point(&self, r: &Resolved, need: Need, viewport: (f64, f64), until: Instant) -> Result<(f64, f64), BrowserError> {
         let label = format!("{} {} \"{}\"", r.element.as_str(), r.binding.role, r.binding.name);
         let mut attempt = 0u32;
         loop {
-            let last_reason = match self.check_once(r, need, &label).await? {
+            let last_reason = match self.check_once(r, need, &label, viewport).await? {
                 Ok(point) => return Ok(point),
                 Err(reason) => reason,
             };
@@ -372,7 +370,7 @@ impl Tab {
     }
 
     /// One pass of the checks: `Ok(Ok(point))`, `Ok(Err(reason))` to retry, `Err` to give up.
-    async fn check_once(&self, r: &Resolved, need: Need, label: &str) -> Result<Result<(f64, f64), String>, BrowserError> {
+    async fn check_once(&self, r: &Resolved, need: Need, label: &str, viewport: (f64, f64)) -> Result<Result<(f64, f64), String>, BrowserError> {
         let facts = self.facts(r).await?;
         if !facts.connected {
             return Err(BrowserError::Stale { reason: format!("{label} was removed from the page") });
@@ -385,16 +383,24 @@ impl Tab {
         }
         let session = &r.binding.session;
         let Some(first) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
-        // Stable: the same box across two animation frames.
-        self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true).await?;
-        let Some(second) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
-        if (first.0 - second.0).abs() > 0.5 || (first.1 - second.1).abs() > 0.5 {
-            return Ok(Err(format!("{label} is moving")));
-        }
         let (ox, oy) = r.binding.frame_offset;
+        // Stable: where it was when observed (an earlier frame), or the same box across two
+        // animation frames now.
+        let [bx, by, bw, bh] = r.binding.bounds;
+        let unmoved = (first.0 + ox - (bx + bw / 2.0)).abs() <= 0.5 && (first.1 + oy - (by + bh / 2.0)).abs() <= 0.5;
+        let second = if unmoved {
+            first
+        } else {
+            self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true).await?;
+            let Some(second) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
+            if (first.0 - second.0).abs() > 0.5 || (first.1 - second.1).abs() > 0.5 {
+                return Ok(Err(format!("{label} is moving")));
+            }
+            second
+        };
         let (x, y) = (second.0 + ox, second.1 + oy);
-        let viewport = self.read_world_now().await?;
-        if !(0.0..viewport.width).contains(&x) || !(0.0..viewport.height).contains(&y) {
+        let (width, height) = viewport;
+        if !(0.0..width).contains(&x) || !(0.0..height).contains(&y) {
             session.call(ScrollIntoViewIfNeeded { backend_node_id: Some(r.binding.backend_node_id), object_id: None }).await?;
             return Ok(Err(format!("{label} is outside the viewport")));
         }
@@ -636,28 +642,32 @@ impl Tab {
         self.dom_quiet(until).await;
     }
 
-    /// Waits until neither structure nor text changed over one 15 ms window (at most 300 ms).
+    /// Waits until neither structure nor text changed over one 10 ms window (at most 300 ms).
     async fn dom_quiet(&self, until: Instant) {
         let quiet_until = Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
         let Ok(context) = world_context(self).await else { return };
-        let probe = "new Promise(r => setTimeout(() => { const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }, 15))";
-        let mut last = None;
-        while Instant::now() < quiet_until {
-            if lock(&self.state).dialog.is_some() {
-                return;
-            }
-            let read = tokio::time::timeout(
+        let read = |delay_ms: u32| {
+            let expression = format!(
+                "new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))"
+            );
+            tokio::time::timeout(
                 Duration::from_millis(200),
                 self.session.call(cdp::domains::runtime::Evaluate {
-                    expression: probe.into(),
+                    expression,
                     context_id: Some(context),
                     return_by_value: Some(true),
                     await_promise: Some(true),
                     ..Default::default()
                 }),
             )
-            .await;
-            let Ok(Ok(reply)) = read else { return };
+        };
+        let Ok(Ok(first)) = read(0).await else { return };
+        let mut last = first.result.value;
+        while Instant::now() < quiet_until {
+            if lock(&self.state).dialog.is_some() {
+                return;
+            }
+            let Ok(Ok(reply)) = read(10).await else { return };
             let epochs = reply.result.value;
             if epochs.is_some() && epochs == last {
                 return;

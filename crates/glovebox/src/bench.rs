@@ -66,6 +66,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Cdp => bench_cdp(global, args.iterations).await?,
         BenchTarget::Protocol => bench_protocol()?,
         BenchTarget::Observe => bench_observe(global, &mut ratios).await?,
+        BenchTarget::Act => bench_act(global).await?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> = results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
@@ -210,4 +211,56 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         }
     }
     Ok(results)
+}
+
+async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::browser::{ActOptions, ObserveOptions, Tab};
+    let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
+    let handle = browser::open(global).await?;
+    let tab = Tab::open(&handle.conn.browser(), None).await?;
+    tab.goto(&pages.url("/act"), Duration::from_secs(30)).await?;
+    let mut observation = tab.observe(&ObserveOptions::default()).await?;
+    let find = |o: &protocol::Observation, name: &str| -> anyhow::Result<String> {
+        o.interactive_elements()
+            .iter()
+            .find(|e| e.name() == name)
+            .map(|e| e.element().as_str().to_owned())
+            .ok_or_else(|| anyhow::anyhow!("no {name} on the benchmark page"))
+    };
+    let options = ActOptions::default();
+    let mut clicks = Vec::new();
+    for i in 0..43 {
+        let action = protocol::validate_action(&json!({
+            "type": "click", "expected_frame_id": observation.frame_id().as_str(),
+            "target": {"kind": "element", "ref": find(&observation, "Add one")?}, "intent": "count"
+        }))?;
+        let started = Instant::now();
+        let outcome = tab.act(&action, &options).await?;
+        let took = started.elapsed();
+        observation = outcome.observation.ok_or_else(|| anyhow::anyhow!("no observation after the click"))?;
+        if i >= 3 {
+            clicks.push(took);
+        }
+    }
+    anyhow::ensure!(observation.aria_snapshot().contains("43 clicks"), "every click landed");
+    let text: String = "The quick brown fox jumps over the lazy dog. 0123456789 ".repeat(2).chars().take(100).collect();
+    let mut typing = Vec::new();
+    for i in 0..43 {
+        let action = protocol::validate_action(&json!({
+            "type": "type", "expected_frame_id": observation.frame_id().as_str(),
+            "target": {"kind": "element", "ref": find(&observation, "Notes")?}, "text": format!("{i:02}{}", &text[2..]), "intent": "note"
+        }))?;
+        let started = Instant::now();
+        let outcome = tab.act(&action, &options).await?;
+        let took = started.elapsed();
+        anyhow::ensure!(outcome.receipt.state() == protocol::ReceiptState::Confirmed, "typing was verified");
+        observation = outcome.observation.ok_or_else(|| anyhow::anyhow!("no observation after typing"))?;
+        if i >= 3 {
+            typing.push(took);
+        }
+    }
+    Ok(vec![
+        ("click + settle + fresh observation".to_owned(), Stats::of(&mut clicks)),
+        ("type 100 chars + verify + fresh observation".to_owned(), Stats::of(&mut typing)),
+    ])
 }

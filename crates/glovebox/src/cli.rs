@@ -86,4 +86,6 @@ pub enum BenchTarget {
     Protocol,
     /// Observation and preview of fixture pages, and our overhead over the raw CDP calls.
     Observe,
+    /// Click and type round trips (checks, dispatch, settle, verification, fresh observation).
+    Act,
 }

@@ -70,3 +70,6 @@ pub fn big_page() -> String {
     html.push_str("</ul>");
     html
 }
+
+/// A button that changes text when clicked and a text field, for the action benchmarks.
+pub const ACT_PAGE: &str = include_str!("../../browser/tests/fixtures/counter.html");
