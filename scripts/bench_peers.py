@@ -145,7 +145,7 @@ def main():
     times = []
     for _ in range(23):
         t = time.perf_counter()
-        pw.tool("browser_click", {"element": "Add one", "ref": ref})
+        pw.tool("browser_click", {"element": "Add one", "target": ref})
         times.append((time.perf_counter() - t) * 1000)
     pw_click = sorted(times[3:])[len(times[3:]) // 2]
     pw.close()

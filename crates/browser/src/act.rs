@@ -181,12 +181,16 @@ impl Tab {
                     Some(r) => self.facts(r).await.ok().and_then(|f| f.checked),
                     None => None,
                 };
-                self.mouse_move(x, y).await?;
                 if kind == ActionKind::Hover {
+                    self.mouse_move(x, y).await?;
                     self.settle(&mut nav, until).await;
                     return Ok(Receipt::dispatched(kind, frame));
                 }
-                self.mouse_click(x, y, "left", 1).await?;
+                // Move, press and release go out together: a move waits for the next frame in the
+                // renderer, and awaiting it alone would add that frame to every click.
+                let (moved, clicked) = tokio::join!(self.mouse_move(x, y), self.mouse_click(x, y, "left", 1));
+                moved?;
+                clicked?;
                 self.settle(&mut nav, until).await;
                 // A checkbox or radio is verified by its state; other clicks have no own effect to check.
                 if let (Some(r), Some(was)) = (before, checked_before) {
@@ -642,7 +646,9 @@ impl Tab {
         self.dom_quiet(until).await;
     }
 
-    /// Waits until neither structure nor text changed over one 10 ms window (at most 300 ms).
+    /// Waits until neither structure nor text changed across one trip through the page's task
+    /// queue (a zero-delay timer), at most 300 ms. Later asynchronous work is covered by the
+    /// request tracking before it; anything slower shows up in the next observation.
     async fn dom_quiet(&self, until: Instant) {
         let quiet_until = Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
         let Ok(context) = world_context(self).await else { return };
@@ -667,7 +673,7 @@ impl Tab {
             if lock(&self.state).dialog.is_some() {
                 return;
             }
-            let Ok(Ok(reply)) = read(10).await else { return };
+            let Ok(Ok(reply)) = read(0).await else { return };
             let epochs = reply.result.value;
             if epochs.is_some() && epochs == last {
                 return;
