@@ -1,0 +1,137 @@
+//! The store's error type. Variants name the failure so the runtime can match on them; none
+//! of them is classified by its text.
+
+use crate::id::{InstanceId, RecoveryId, ResourceId, SessionId};
+use crate::resource::Ownership;
+
+/// A store result.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Which kind of record an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entity {
+    /// A session.
+    Session,
+    /// A resource (tab).
+    Resource,
+    /// A recovery record.
+    Recovery,
+}
+
+impl std::fmt::Display for Entity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Entity::Session => "session",
+            Entity::Resource => "resource",
+            Entity::Recovery => "recovery record",
+        })
+    }
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No record with this id.
+    #[error("{what} {id:?} not found")]
+    NotFound {
+        /// The kind of record.
+        what: Entity,
+        /// The id looked for.
+        id: String,
+    },
+    /// A record with this id already exists.
+    #[error("{what} {id:?} already exists")]
+    AlreadyExists {
+        /// The kind of record.
+        what: Entity,
+        /// The id.
+        id: String,
+    },
+    /// The resource is owned by a session (possibly the caller's own).
+    #[error("resource already claimed by {by}")]
+    AlreadyClaimed {
+        /// The owning session.
+        by: SessionId,
+    },
+    /// The resource is unowned but not a user tab, so it cannot be claimed.
+    #[error("resource with ownership {ownership} cannot be claimed")]
+    NotClaimable {
+        /// Its recorded ownership.
+        ownership: Ownership,
+    },
+    /// The caller's session does not own the resource.
+    #[error("session {session} does not own resource {resource} (owner: {owner:?})")]
+    NotOwner {
+        /// The resource.
+        resource: ResourceId,
+        /// The session that asked.
+        session: SessionId,
+        /// The actual owner, if any.
+        owner: Option<SessionId>,
+    },
+    /// Compare-and-swap failed: the resource's version moved.
+    #[error("version conflict: expected {expected_version}, found {actual}")]
+    Conflict {
+        /// The version the caller read.
+        expected_version: u64,
+        /// The version now stored.
+        actual: u64,
+    },
+    /// A handle was offered for an instance that is not the current one.
+    #[error("instance {given} is not the current instance ({current:?})")]
+    StaleInstance {
+        /// The instance given.
+        given: InstanceId,
+        /// The current instance, if any has begun.
+        current: Option<InstanceId>,
+    },
+    /// Another resource already holds this live handle.
+    #[error("the target is already the live handle of resource {by}")]
+    HandleInUse {
+        /// The resource holding it.
+        by: ResourceId,
+    },
+    /// The recovery record is resolved; it takes no more attempts.
+    #[error("recovery record {id} is already resolved")]
+    AlreadyResolved {
+        /// The record.
+        id: RecoveryId,
+    },
+    /// An audit payload is not valid JSON.
+    #[error("audit payload is not valid JSON")]
+    InvalidJson,
+    /// A number does not fit the store's 63-bit integers.
+    #[error("{field} is out of range")]
+    OutOfRange {
+        /// The field.
+        field: &'static str,
+    },
+    /// A landed migration's text differs from the one applied to this database.
+    #[error("migration {version} was edited after it was applied; add a new migration instead")]
+    MigrationEdited {
+        /// The migration's number.
+        version: u32,
+    },
+    /// The database has migrations this binary does not know (it is newer than the binary).
+    #[error("database schema version {found} is newer than this binary's {known}")]
+    SchemaTooNew {
+        /// The highest applied migration.
+        found: u32,
+        /// The highest migration this binary knows.
+        known: u32,
+    },
+    /// A stored value cannot be decoded.
+    #[error("corrupt {what}: {value:?}")]
+    Corrupt {
+        /// The column or value kind.
+        what: &'static str,
+        /// The offending value, as text.
+        value: String,
+    },
+    /// The database directory could not be created.
+    #[error("cannot create the database directory: {0}")]
+    Io(#[from] std::io::Error),
+    /// SQLite failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}

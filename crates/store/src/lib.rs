@@ -1,0 +1,194 @@
+//! Glovebox's durable records: sessions, tab resources (ownership, marks, lifecycle state,
+//! last confirmed location), recovery records and an append-only audit, behind the [`Store`]
+//! trait. [`SqliteStore`] is the embedded default; PostgreSQL can implement the same trait.
+//!
+//! This is the only crate with SQL, and it holds no business rules: the runtime decides what
+//! happens to a tab at a turn's end (`002_…` "资源所有权", "生命周期状态"); the store records
+//! it and enforces only atomicity — first-claim-wins, owner-only release and marks, and
+//! compare-and-swap on a resource's `version`. Time is always passed in (`now_ms`,
+//! milliseconds since the Unix epoch); nothing here reads a clock, except [`bench`], which
+//! measures latency.
+//!
+//! Handles of a previous process (CDP target ids) are never reused: every process start calls
+//! [`Store::begin_instance`], which clears the handles that older instances recorded and marks
+//! those resources `handle_lost`, keeping their ownership, marks and state.
+
+#![warn(missing_docs)]
+
+#[macro_use]
+mod text_enum;
+
+pub mod audit;
+pub mod bench;
+pub mod error;
+pub mod id;
+mod migrate;
+pub mod recovery;
+pub mod resource;
+pub mod session;
+pub mod sqlite;
+
+pub use audit::{AuditEntry, NewAudit};
+pub use error::{Entity, Result, StoreError};
+pub use id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
+pub use migrate::{MIGRATIONS, Migration};
+pub use recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
+pub use resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
+pub use session::{Session, SessionState};
+pub use sqlite::SqliteStore;
+
+/// Durable records for the runtime. Every method is one atomic unit: it commits entirely or
+/// not at all, and a method that checks a condition (ownership, version, claim) checks it in
+/// the same statement or transaction that writes.
+///
+/// Methods are synchronous; an implementation serialises its own writers. Ids are plain
+/// strings chosen by the caller; the store does not validate their shape.
+pub trait Store: Send + Sync {
+    // --- process instances ---
+
+    /// Records a process start at `now_ms` and returns its id, greater than every earlier one.
+    /// Every resource whose live handle belongs to an older instance loses it: the target id
+    /// and instance are cleared, `handle_lost` is set and the version moves; ownership, mark
+    /// and state are kept.
+    fn begin_instance(&self, now_ms: u64) -> Result<InstanceId>;
+
+    /// The latest instance, if any process has started against this store.
+    fn current_instance(&self) -> Result<Option<InstanceId>>;
+
+    // --- sessions ---
+
+    /// Creates an `active` session with tools inactive. `AlreadyExists` if the id is taken.
+    fn create_session(&self, id: &SessionId, now_ms: u64) -> Result<Session>;
+
+    /// One session, or `NotFound`.
+    fn get_session(&self, id: &SessionId) -> Result<Session>;
+
+    /// Every session, oldest first.
+    fn list_sessions(&self) -> Result<Vec<Session>>;
+
+    /// Records whether the session's browser tools are active.
+    fn set_tools_active(&self, id: &SessionId, active: bool, now_ms: u64) -> Result<Session>;
+
+    /// Records the session's lifecycle state.
+    fn set_session_state(
+        &self,
+        id: &SessionId,
+        state: SessionState,
+        now_ms: u64,
+    ) -> Result<Session>;
+
+    /// Records the session's latest turn.
+    fn set_last_turn(&self, id: &SessionId, turn: &TurnId, now_ms: u64) -> Result<Session>;
+
+    // --- resources ---
+
+    /// Inserts a resource at version 1. `AlreadyExists` if the id is taken, `NotFound` if its
+    /// session is unknown, `StaleInstance`/`HandleInUse` as for [`Store::attach_handle`].
+    fn insert_resource(&self, new: &NewResource) -> Result<Resource>;
+
+    /// One resource, or `NotFound`.
+    fn get_resource(&self, id: &ResourceId) -> Result<Resource>;
+
+    /// The resources a session owns, oldest first.
+    fn list_resources(&self, session: &SessionId) -> Result<Vec<Resource>>;
+
+    /// The resources no session owns (user tabs, released tabs), oldest first.
+    fn list_unowned_resources(&self) -> Result<Vec<Resource>>;
+
+    /// The resource whose live handle is `target` in the current instance. A handle recorded
+    /// by an older instance is never returned.
+    fn find_by_handle(&self, target: &TargetId) -> Result<Option<Resource>>;
+
+    /// First claim wins: one conditional write gives an unowned `user` resource to `session`
+    /// (ownership `agent_claimed`, state `owned`, `claimed_at = now_ms`). `AlreadyClaimed` if
+    /// any session (including this one) owns it, `NotClaimable` if it is unowned but not a
+    /// user tab, `NotFound` if the resource or session is unknown.
+    fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64)
+    -> Result<Resource>;
+
+    /// Only the owner may release: the resource becomes an unowned `user` resource in state
+    /// `released`, its mark cleared, `released_at = now_ms`; provenance is kept. `NotOwner`
+    /// otherwise.
+    fn release_resource(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        now_ms: u64,
+    ) -> Result<Resource>;
+
+    /// Only the owner may mark. Marks are turn-scoped and the latest write wins: this
+    /// overwrites both the mark and its turn. `NotOwner` otherwise.
+    fn set_mark(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        mark: Mark,
+        turn: &TurnId,
+        now_ms: u64,
+    ) -> Result<Resource>;
+
+    /// Compare-and-swap of the lifecycle state: succeeds only while the resource is at
+    /// `expected_version`, and returns the new version. `Conflict` when it moved.
+    fn transition(
+        &self,
+        id: &ResourceId,
+        expected_version: u64,
+        state: ResourceState,
+        now_ms: u64,
+    ) -> Result<u64>;
+
+    /// Records the last confirmed URL and title, as given (the caller redacts). This does not
+    /// move the version: no lifecycle decision may read a title or URL (`002_…` "Tab 分类").
+    fn update_location(&self, id: &ResourceId, url: &str, title: &str, now_ms: u64) -> Result<()>;
+
+    /// Records the resource's live handle in `instance`, clearing `handle_lost`.
+    /// `StaleInstance` unless `instance` is the current one; `HandleInUse` if another
+    /// resource holds the same target id.
+    fn attach_handle(
+        &self,
+        id: &ResourceId,
+        target: &TargetId,
+        instance: InstanceId,
+        now_ms: u64,
+    ) -> Result<Resource>;
+
+    /// Forgets the resource's live handle (the target closed or was detached for good).
+    fn clear_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
+
+    // --- recovery records ---
+
+    /// Records a failed operation that must be retried; the failure counts as attempt 1.
+    fn add_recovery(&self, new: &NewRecovery) -> Result<RecoveryId>;
+
+    /// One recovery record, or `NotFound`.
+    fn get_recovery(&self, id: RecoveryId) -> Result<RecoveryRecord>;
+
+    /// The session's unresolved recovery records, oldest first.
+    fn pending_recoveries(&self, session: &SessionId) -> Result<Vec<RecoveryRecord>>;
+
+    /// Counts one more attempt, replacing the detail when one is given. `AlreadyResolved` if
+    /// the record is resolved.
+    fn record_attempt(
+        &self,
+        id: RecoveryId,
+        detail: Option<&str>,
+        now_ms: u64,
+    ) -> Result<RecoveryRecord>;
+
+    /// Marks the record resolved. Idempotent: resolving again keeps the first `resolved_at`.
+    fn resolve_recovery(&self, id: RecoveryId, now_ms: u64) -> Result<RecoveryRecord>;
+
+    // --- audit (append-only: there is no update or delete) ---
+
+    /// Appends one entry and returns its sequence number, greater than every earlier one.
+    /// `InvalidJson` if the payload is not JSON.
+    fn append_audit(&self, entry: &NewAudit<'_>) -> Result<AuditSeq>;
+
+    /// The session's entries with `seq > after`, in order, at most `limit` of them.
+    fn audit_since(
+        &self,
+        session: &SessionId,
+        after: AuditSeq,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>>;
+}

@@ -1,0 +1,394 @@
+//! SQL for resources. Every conditional write (claim, release, mark, transition) is one
+//! `UPDATE … WHERE <condition> RETURNING`, so the condition and the write are atomic even
+//! across processes; only when it matches no row does a second read say why.
+
+use rusqlite::{Connection, Row, params};
+
+use super::{get_uint, int, opt_uint, query_all, query_opt, session, uint, write_tx};
+use crate::error::{Entity, Result, StoreError};
+use crate::id::{InstanceId, ResourceId, RunId, SessionId, TargetId, TurnId};
+use crate::resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
+
+const COLUMNS: &str = "id, session_id, kind, cdp_target_id, instance, handle_lost, ownership, \
+     created_by_run, claimed_at, released_at, mark, mark_turn_id, state, url, title, \
+     location_at, created_at, updated_at, version";
+
+fn parse<T>(row: &Row<'_>, column: &'static str, parse: fn(&str) -> Option<T>) -> Result<T> {
+    let text: String = row.get(column)?;
+    parse(&text).ok_or(StoreError::Corrupt {
+        what: column,
+        value: text,
+    })
+}
+
+fn decode(row: &Row<'_>) -> Result<Resource> {
+    Ok(Resource {
+        id: ResourceId::new(row.get::<_, String>("id")?),
+        session_id: row
+            .get::<_, Option<String>>("session_id")?
+            .map(SessionId::new),
+        kind: parse(row, "kind", ResourceKind::parse)?,
+        cdp_target_id: row
+            .get::<_, Option<String>>("cdp_target_id")?
+            .map(TargetId::new),
+        instance: opt_uint(row, "instance")?.map(InstanceId),
+        handle_lost: row.get("handle_lost")?,
+        ownership: parse(row, "ownership", Ownership::parse)?,
+        created_by_run: row
+            .get::<_, Option<String>>("created_by_run")?
+            .map(RunId::new),
+        claimed_at: opt_uint(row, "claimed_at")?,
+        released_at: opt_uint(row, "released_at")?,
+        mark: parse(row, "mark", Mark::parse)?,
+        mark_turn_id: row
+            .get::<_, Option<String>>("mark_turn_id")?
+            .map(TurnId::new),
+        state: parse(row, "state", ResourceState::parse)?,
+        url: row.get("url")?,
+        title: row.get("title")?,
+        location_at: opt_uint(row, "location_at")?,
+        created_at: get_uint(row, "created_at")?,
+        updated_at: get_uint(row, "updated_at")?,
+        version: get_uint(row, "version")?,
+    })
+}
+
+fn not_found(id: &ResourceId) -> StoreError {
+    StoreError::NotFound {
+        what: Entity::Resource,
+        id: id.to_string(),
+    }
+}
+
+fn find(conn: &Connection, id: &ResourceId) -> Result<Option<Resource>> {
+    query_opt(
+        conn,
+        &format!("SELECT {COLUMNS} FROM resources WHERE id = ?1"),
+        [id.as_str()],
+        decode,
+    )
+}
+
+pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
+    find(conn, id)?.ok_or_else(|| not_found(id))
+}
+
+/// Checks that `instance` is current and that no other resource holds `target`.
+fn check_handle(
+    conn: &Connection,
+    id: &ResourceId,
+    target: &TargetId,
+    instance: InstanceId,
+) -> Result<()> {
+    let current = super::instance::current(conn)?;
+    if current != Some(instance) {
+        return Err(StoreError::StaleInstance {
+            given: instance,
+            current,
+        });
+    }
+    let holder: Option<String> = query_opt(
+        conn,
+        "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2",
+        params![target.as_str(), id.as_str()],
+        |r| Ok(r.get(0)?),
+    )?;
+    match holder {
+        Some(by) => Err(StoreError::HandleInUse {
+            by: ResourceId::new(by),
+        }),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resource> {
+    let now = int(new.now_ms, "now_ms")?;
+    let tx = write_tx(conn)?;
+    if find(&tx, &new.id)?.is_some() {
+        return Err(StoreError::AlreadyExists {
+            what: Entity::Resource,
+            id: new.id.to_string(),
+        });
+    }
+    if let Some(session) = &new.session_id {
+        session::require(&tx, session)?;
+    }
+    let (target, instance) = match &new.handle {
+        Some((target, instance)) => {
+            check_handle(&tx, &new.id, target, *instance)?;
+            (Some(target.as_str()), Some(int(instance.0, "instance")?))
+        }
+        None => (None, None),
+    };
+    // Provenance of a resource inserted as already claimed: it was claimed now.
+    let claimed_at = (new.ownership == Ownership::AgentClaimed).then_some(now);
+    let resource = query_opt(
+        &tx,
+        &format!(
+            "INSERT INTO resources
+                 (id, session_id, kind, cdp_target_id, instance, ownership, created_by_run,
+                  claimed_at, state, url, title, location_at, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                     CASE WHEN ?10 IS NULL AND ?11 IS NULL THEN NULL ELSE ?12 END, ?12, ?12)
+             RETURNING {COLUMNS}"
+        ),
+        params![
+            new.id.as_str(),
+            new.session_id.as_ref().map(SessionId::as_str),
+            new.kind.as_str(),
+            target,
+            instance,
+            new.ownership.as_str(),
+            new.created_by_run.as_ref().map(RunId::as_str),
+            claimed_at,
+            new.state.as_str(),
+            new.url,
+            new.title,
+            now,
+        ],
+        decode,
+    )?
+    .ok_or_else(|| not_found(&new.id))?;
+    tx.commit()?;
+    Ok(resource)
+}
+
+pub(super) fn list_owned(conn: &Connection, session: &SessionId) -> Result<Vec<Resource>> {
+    query_all(
+        conn,
+        &format!("SELECT {COLUMNS} FROM resources WHERE session_id = ?1 ORDER BY created_at, id"),
+        [session.as_str()],
+        decode,
+    )
+}
+
+pub(super) fn list_unowned(conn: &Connection) -> Result<Vec<Resource>> {
+    query_all(
+        conn,
+        &format!(
+            "SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"
+        ),
+        [],
+        decode,
+    )
+}
+
+pub(super) fn find_by_handle(conn: &Connection, target: &TargetId) -> Result<Option<Resource>> {
+    // `begin_instance` already cleared older handles; the instance condition also guards
+    // against a handle written by an older process that is somehow still running.
+    query_opt(
+        conn,
+        &format!(
+            "SELECT {COLUMNS} FROM resources
+              WHERE cdp_target_id = ?1 AND instance = (SELECT MAX(id) FROM instances)"
+        ),
+        [target.as_str()],
+        decode,
+    )
+}
+
+pub(super) fn claim(
+    conn: &mut Connection,
+    id: &ResourceId,
+    session: &SessionId,
+    now_ms: u64,
+) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    let tx = write_tx(conn)?;
+    session::require(&tx, session)?;
+    let claimed = query_opt(
+        &tx,
+        &format!(
+            "UPDATE resources
+                SET session_id = ?2, ownership = 'agent_claimed', state = 'owned',
+                    claimed_at = ?3, updated_at = ?3, version = version + 1
+              WHERE id = ?1 AND session_id IS NULL AND ownership = 'user'
+             RETURNING {COLUMNS}"
+        ),
+        params![id.as_str(), session.as_str(), now],
+        decode,
+    )?;
+    let Some(resource) = claimed else {
+        let current = get(&tx, id)?;
+        return Err(match current.session_id {
+            Some(by) => StoreError::AlreadyClaimed { by },
+            None => StoreError::NotClaimable {
+                ownership: current.ownership,
+            },
+        });
+    };
+    tx.commit()?;
+    Ok(resource)
+}
+
+/// Why an owner-only write matched no row.
+fn not_owner(conn: &Connection, id: &ResourceId, session: &SessionId) -> StoreError {
+    match get(conn, id) {
+        Ok(current) => StoreError::NotOwner {
+            resource: id.clone(),
+            session: session.clone(),
+            owner: current.session_id,
+        },
+        Err(e) => e,
+    }
+}
+
+pub(super) fn release(
+    conn: &mut Connection,
+    id: &ResourceId,
+    session: &SessionId,
+    now_ms: u64,
+) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    let tx = write_tx(conn)?;
+    let released = query_opt(
+        &tx,
+        &format!(
+            "UPDATE resources
+                SET session_id = NULL, ownership = 'user', state = 'released',
+                    mark = 'none', mark_turn_id = NULL,
+                    released_at = ?3, updated_at = ?3, version = version + 1
+              WHERE id = ?1 AND session_id = ?2
+             RETURNING {COLUMNS}"
+        ),
+        params![id.as_str(), session.as_str(), now],
+        decode,
+    )?;
+    let Some(resource) = released else {
+        return Err(not_owner(&tx, id, session));
+    };
+    tx.commit()?;
+    Ok(resource)
+}
+
+pub(super) fn set_mark(
+    conn: &mut Connection,
+    id: &ResourceId,
+    session: &SessionId,
+    mark: Mark,
+    turn: &TurnId,
+    now_ms: u64,
+) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    let tx = write_tx(conn)?;
+    let marked = query_opt(
+        &tx,
+        &format!(
+            "UPDATE resources
+                SET mark = ?3, mark_turn_id = ?4, updated_at = ?5, version = version + 1
+              WHERE id = ?1 AND session_id = ?2
+             RETURNING {COLUMNS}"
+        ),
+        params![
+            id.as_str(),
+            session.as_str(),
+            mark.as_str(),
+            turn.as_str(),
+            now
+        ],
+        decode,
+    )?;
+    let Some(resource) = marked else {
+        return Err(not_owner(&tx, id, session));
+    };
+    tx.commit()?;
+    Ok(resource)
+}
+
+pub(super) fn transition(
+    conn: &mut Connection,
+    id: &ResourceId,
+    expected_version: u64,
+    state: ResourceState,
+    now_ms: u64,
+) -> Result<u64> {
+    let now = int(now_ms, "now_ms")?;
+    let expected = int(expected_version, "expected_version")?;
+    let tx = write_tx(conn)?;
+    let moved: Option<i64> = query_opt(
+        &tx,
+        "UPDATE resources SET state = ?3, updated_at = ?4, version = version + 1
+          WHERE id = ?1 AND version = ?2
+         RETURNING version",
+        params![id.as_str(), expected, state.as_str(), now],
+        |r| Ok(r.get(0)?),
+    )?;
+    let Some(version) = moved else {
+        let current = get(&tx, id)?;
+        return Err(StoreError::Conflict {
+            expected_version,
+            actual: current.version,
+        });
+    };
+    tx.commit()?;
+    uint(version, "version")
+}
+
+pub(super) fn update_location(
+    conn: &Connection,
+    id: &ResourceId,
+    url: &str,
+    title: &str,
+    now_ms: u64,
+) -> Result<()> {
+    let now = int(now_ms, "now_ms")?;
+    let changed = conn
+        .prepare_cached(
+            "UPDATE resources SET url = ?2, title = ?3, location_at = ?4, updated_at = ?4
+              WHERE id = ?1",
+        )?
+        .execute(params![id.as_str(), url, title, now])?;
+    if changed == 0 {
+        return Err(not_found(id));
+    }
+    Ok(())
+}
+
+pub(super) fn attach_handle(
+    conn: &mut Connection,
+    id: &ResourceId,
+    target: &TargetId,
+    instance: InstanceId,
+    now_ms: u64,
+) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    let tx = write_tx(conn)?;
+    check_handle(&tx, id, target, instance)?;
+    let resource = query_opt(
+        &tx,
+        &format!(
+            "UPDATE resources
+                SET cdp_target_id = ?2, instance = ?3, handle_lost = 0,
+                    updated_at = ?4, version = version + 1
+              WHERE id = ?1
+             RETURNING {COLUMNS}"
+        ),
+        params![
+            id.as_str(),
+            target.as_str(),
+            int(instance.0, "instance")?,
+            now
+        ],
+        decode,
+    )?
+    .ok_or_else(|| not_found(id))?;
+    tx.commit()?;
+    Ok(resource)
+}
+
+pub(super) fn clear_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    query_opt(
+        conn,
+        &format!(
+            "UPDATE resources
+                SET cdp_target_id = NULL, instance = NULL, handle_lost = 0,
+                    updated_at = ?2, version = version + 1
+              WHERE id = ?1
+             RETURNING {COLUMNS}"
+        ),
+        params![id.as_str(), now],
+        decode,
+    )?
+    .ok_or_else(|| not_found(id))
+}
