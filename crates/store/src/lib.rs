@@ -6,7 +6,7 @@
 //! happens to a tab at a turn's end (`002_…` "资源所有权", "生命周期状态"); the store records
 //! it and enforces only atomicity — first-claim-wins, owner-only release and marks, and
 //! compare-and-swap on a resource's `version`. Time is always passed in (`now_ms`,
-//! milliseconds since the Unix epoch); nothing here reads a clock, except [`bench`], which
+//! milliseconds since the Unix epoch); nothing here reads a clock, except [`mod@bench`], which
 //! measures latency.
 //!
 //! Handles of a previous process (CDP target ids) are never reused: every process start calls
