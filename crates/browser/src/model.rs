@@ -44,6 +44,8 @@ pub(crate) struct Candidate {
     /// The AX role and name as Chromium reported them, for re-checking identity before acting.
     pub(crate) ax_role: String,
     pub(crate) ax_name: String,
+    /// A field whose value is a secret (password, card number, one-time code, token).
+    pub(crate) secret: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -202,7 +204,7 @@ impl<'a> Walker<'a> {
         }
         let states = states(node, &role);
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
-        let value = dom.and_then(|d| self.value(ctx.view, node, &role, &tag, d, &name));
+        let (value, secret) = dom.map_or((None, false), |d| self.value(ctx.view, node, &role, &tag, d, &name));
         let url = match (role.as_str(), dom) {
             ("link", Some(d)) => ctx.view.attr(d, "href").map(|href| link_target(ctx.view.url(), href)),
             _ => None,
@@ -249,6 +251,7 @@ impl<'a> Walker<'a> {
                 bounds: bounds.unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 }),
                 ax_role: role.clone(),
                 ax_name: name.clone(),
+                secret,
             });
             Some(index)
         } else {
@@ -320,9 +323,10 @@ impl<'a> Walker<'a> {
         !(big || inner_targets > 2)
     }
 
-    fn value(&self, view: &DocView<'_>, node: &AxNode, role: &str, tag: &str, dom: usize, name: &str) -> Option<String> {
+    /// The field's value as shown (redacted when secret), and whether the field holds a secret.
+    fn value(&self, view: &DocView<'_>, node: &AxNode, role: &str, tag: &str, dom: usize, name: &str) -> (Option<String>, bool) {
         if !VALUE_ROLES.contains(&role) && !(role == "generic" && prop_true(node, "editable")) {
-            return None;
+            return (None, false);
         }
         let raw = if tag == "select" {
             value_text(&node.value)
@@ -342,9 +346,9 @@ impl<'a> Walker<'a> {
         };
         let sensitivity = policy::classify_field(&facts);
         if raw.is_empty() && matches!(sensitivity, Sensitivity::Public) {
-            return Some(String::new());
+            return (Some(String::new()), false);
         }
-        Some(policy::redact_value_for_field(&raw, sensitivity))
+        (Some(policy::redact_value_for_field(&raw, sensitivity)), sensitivity.is_secret())
     }
 }
 

@@ -66,6 +66,8 @@ pub struct RefBinding {
     pub ax_name: String,
     /// Box in top-level viewport CSS pixels when observed: `[x, y, width, height]`.
     pub bounds: [f64; 4],
+    /// The field holds a secret (its value is redacted; typing into it is high-impact).
+    pub secret_field: bool,
     /// Offset of the node's frame viewport in the top-level viewport (non-zero only for
     /// out-of-process frames, whose coordinates CDP reports frame-local).
     pub frame_offset: (f64, f64),
@@ -83,6 +85,11 @@ pub struct ObservationRecord {
 }
 
 impl ObservationRecord {
+    /// The content epoch (structural mutation count) when observed.
+    pub fn content_epoch(&self) -> u64 {
+        self.world.structural
+    }
+
     /// The page's URL when observed (unredacted: for runtime checks only, never for output).
     pub fn document_url(&self) -> &str {
         &self.world.url
@@ -318,6 +325,7 @@ impl Tab {
                     ax_role: cand.ax_role.clone(),
                     ax_name: cand.ax_name.clone(),
                     bounds: rect_array(cand.bounds),
+                    secret_field: cand.secret,
                     frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
                 };
                 (ref_of[c].as_str().to_owned(), binding)

@@ -17,6 +17,7 @@ mod host;
 mod navigation;
 mod origin;
 mod redact;
+mod risk;
 mod secret;
 mod url;
 mod words;
@@ -27,6 +28,7 @@ pub use header::{is_secret_header, redact_header};
 pub use navigation::{Destination, NavigationPolicy, check_navigation, check_origin};
 pub use origin::{Origin, Scheme, web_origin};
 pub use redact::redact_url;
+pub use risk::{Decision, Effect, Grant, Grants, Request, RiskFacts, RiskTier, TrustConfig, classify, decide, names_high_impact};
 pub use secret::{MIN_SECRET_CHARS, SecretRegistry};
 
 /// The one marker that replaces redacted content everywhere.
