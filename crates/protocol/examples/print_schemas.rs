@@ -8,6 +8,8 @@ fn main() {
         protocol::action_schema().clone(),
         protocol::action_tool_schema(),
         protocol::computer_use_tool(&names),
+        protocol::extended_action_schema().clone(),
+        protocol::extended_action_tool_schema(),
     ] {
         println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
     }

@@ -64,7 +64,7 @@ pub enum ValueError {
 }
 
 /// Reads a JSON integer, accepting integral floats (`3.0`), as JSON Schema's `integer` does.
-fn integral<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+pub(crate) fn integral<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     struct Integral;
     impl Visitor<'_> for Integral {
         type Value = i64;
@@ -92,7 +92,7 @@ fn integral<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
 /// Reads a point coordinate: any integer ≥ 0, as the seed's schema allows (no maximum),
 /// saturated at `u32::MAX`. A saturated coordinate lies outside every viewport, so the
 /// runtime's viewport check rejects it; validation and the published schema stay in step.
-fn coordinate<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+pub(crate) fn coordinate<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     struct Coordinate;
     impl Visitor<'_> for Coordinate {
         type Value = u32;
@@ -120,7 +120,7 @@ fn coordinate<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 }
 
 /// `got < min`, as a function so a zero minimum does not trip `unused_comparisons`.
-fn below(got: usize, min: usize) -> bool {
+pub(crate) fn below(got: usize, min: usize) -> bool {
     got < min
 }
 
@@ -197,6 +197,7 @@ macro_rules! bounded_string {
         }
     };
 }
+pub(crate) use bounded_string;
 
 bounded_string!(
     /// Why the model takes this step, in its words: 1..=240 characters. Shown to the user
@@ -346,6 +347,7 @@ macro_rules! bounded_int {
         }
     };
 }
+pub(crate) use bounded_int;
 
 bounded_int!(
     /// Vertical scroll distance in CSS pixels, −2,000..=2,000; positive scrolls down.

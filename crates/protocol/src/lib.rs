@@ -5,13 +5,16 @@
 //! The shapes and bounds come from `000_…` §06 ("公开入口与内部协议"); every limit is a named
 //! constant in [`limits`]. Entry points most callers need: [`validate_action`],
 //! [`validate_computer_use`], [`action_schema`], [`action_tool_schema`],
-//! [`computer_use_tool`], [`Observation::bounded`], [`Preview::ready`], [`RunResult`].
+//! [`computer_use_tool`], [`Observation::bounded`], [`Preview::ready`], [`RunResult`]; for
+//! the extended action set of `004_…`, [`validate_extended_action`],
+//! [`extended_action_schema`] and [`extended_action_tool_schema`] (see [`extended`]).
 
 #![warn(missing_docs)]
 
 pub mod action;
 pub mod coords;
 pub mod error;
+pub mod extended;
 pub mod ids;
 pub mod limits;
 pub mod observation;
@@ -26,6 +29,10 @@ pub mod validate;
 
 pub use action::{Action, ActionKind, AnyTarget, ElementTarget, Intent, PointTarget};
 pub use error::{ActionError, ErrorCode, Problem};
+pub use extended::{
+    EXTENDED_ACTIONS_VERSION, ElementSpec, ExtendedAction, ExtendedKind, Locator, Target,
+    TargetRef, extended_action_schema, extended_action_tool_schema, validate_extended_action,
+};
 pub use ids::{
     ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId, ProviderRequestId,
     RunId, SessionId, SurfaceAlias, SurfaceKey, SurfaceName, TabId, ToolCallId, TurnId,

@@ -110,3 +110,39 @@ pub const RECEIPT_DETAIL_MAX_CHARS: usize = 1_000;
 pub const PROBLEM_MESSAGE_MAX_CHARS: usize = 300;
 /// An [`crate::ActionError`] lists at most this many problems.
 pub const PROBLEMS_MAX: usize = 50;
+
+// --- Extended actions (`004_…`, "浏览器：复用归属并补齐操作"; Glovebox's own bounds) ---
+
+/// `click.click_count`: the smallest value (a single click).
+pub const CLICK_COUNT_MIN: u8 = 1;
+/// `click.click_count`: the largest value (a triple click selects a paragraph; nothing
+/// needs more).
+pub const CLICK_COUNT_MAX: u8 = 3;
+/// `modifiers`: at most this many entries (the four modifier keys).
+pub const MODIFIERS_MAX: usize = 4;
+/// `drag.end_offset.x|y`: the smallest value, in CSS pixels (the scroll bound).
+pub const DRAG_OFFSET_MIN: i32 = -2_000;
+/// `drag.end_offset.x|y`: the largest value, in CSS pixels.
+pub const DRAG_OFFSET_MAX: i32 = 2_000;
+/// `drag.path`: at most this many intermediate points.
+pub const DRAG_PATH_MAX: usize = 50;
+/// `select.values`: at least this many entries.
+pub const SELECT_VALUES_MIN: usize = 1;
+/// `select.values`: at most this many entries.
+pub const SELECT_VALUES_MAX: usize = 50;
+/// `upload.files`: at least this many entries.
+pub const UPLOAD_FILES_MIN: usize = 1;
+/// `upload.files`: at most this many entries.
+pub const UPLOAD_FILES_MAX: usize = 20;
+/// One upload name: at most this many characters (a file name limit on common filesystems).
+pub const UPLOAD_NAME_MAX_CHARS: usize = 255;
+/// `dialog.prompt_text`: at most this many characters (as `type.text`).
+pub const PROMPT_TEXT_MAX_CHARS: usize = 10_000;
+/// A locator's `text`, `name` (role) or a frame step's `text`: at most this many characters.
+pub const LOCATOR_TEXT_MAX_CHARS: usize = 500;
+/// A role locator's `role`: at most this many characters (ARIA role tokens are short).
+pub const ROLE_MAX_CHARS: usize = 64;
+/// A test id: at most this many characters.
+pub const TEST_ID_MAX_CHARS: usize = 256;
+/// A locator's `frame` chain: at most this many nested frames.
+pub const FRAME_CHAIN_MAX: usize = 4;

@@ -16,7 +16,7 @@ use crate::ids::SurfaceName;
 use crate::tool::{COMPUTER_USE_DESCRIPTION, COMPUTER_USE_TOOL_NAME, ComputerUseInput};
 
 /// Generates the root schema of `T` (draft 2020-12, `$defs`) and cleans it.
-fn generate<T: JsonSchema>() -> Value {
+pub(crate) fn generate<T: JsonSchema>() -> Value {
     let mut value = SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>()

@@ -31,7 +31,7 @@ struct Validators {
     computer_use_fields: Vec<String>,
 }
 
-fn compile(schema: &Value) -> Validator {
+pub(crate) fn compile(schema: &Value) -> Validator {
     jsonschema::options()
         .with_draft(Draft::Draft202012)
         .should_validate_formats(false)
@@ -41,7 +41,7 @@ fn compile(schema: &Value) -> Validator {
         .expect("a published schema compiles")
 }
 
-fn property_names(schema: &Value) -> Vec<String> {
+pub(crate) fn property_names(schema: &Value) -> Vec<String> {
     schema["properties"]
         .as_object()
         .map(|p| p.keys().cloned().collect())
@@ -72,7 +72,7 @@ fn validators() -> &'static Validators {
     })
 }
 
-fn field_rank(field: &str) -> u8 {
+pub(crate) fn field_rank(field: &str) -> u8 {
     match field {
         "type" => 0,
         "expected_frame_id" => 1,
@@ -88,7 +88,7 @@ fn kinds_list() -> String {
 }
 
 /// The JSON type of `v`, for messages.
-fn json_type(v: &Value) -> &'static str {
+pub(crate) fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -101,14 +101,14 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 /// `v` as compact JSON, cut to 64 characters, for messages that quote the input.
-fn quote(v: &Value) -> String {
+pub(crate) fn quote(v: &Value) -> String {
     let text = v.to_string();
     let (kept, cut) = truncate_chars(&text, 64);
     if cut { format!("{kept}…") } else { text }
 }
 
 /// Appends one segment to a JSON pointer, escaping `~` and `/` (RFC 6901).
-fn join_pointer(base: &str, segment: &str) -> String {
+pub(crate) fn join_pointer(base: &str, segment: &str) -> String {
     format!("{base}/{}", segment.replace('~', "~0").replace('/', "~1"))
 }
 
@@ -122,9 +122,26 @@ fn collect(
     fields: &[String],
     problems: &mut Vec<Problem>,
 ) {
+    let skip = |path: &str, _: &ValidationErrorKind| {
+        skip_target && (path == "/target" || path.starts_with("/target/"))
+    };
+    collect_where(validator, instance, prefix, &skip, fields, problems);
+}
+
+/// [`collect`] with any rule for what to leave to other checks: `skip(path, kind)` gets each
+/// error's prefixed path and kind. The extended validator uses it for targets, cross-field
+/// rules and upload names.
+pub(crate) fn collect_where(
+    validator: &Validator,
+    instance: &Value,
+    prefix: &str,
+    skip: &dyn Fn(&str, &ValidationErrorKind) -> bool,
+    fields: &[String],
+    problems: &mut Vec<Problem>,
+) {
     for error in validator.iter_errors(instance) {
         let path = format!("{prefix}{}", error.instance_path().as_str());
-        if skip_target && (path == "/target" || path.starts_with("/target/")) {
+        if skip(&path, error.kind()) {
             continue;
         }
         let value = error.instance();
@@ -173,15 +190,35 @@ fn collect(
                 format!("{} is greater than the maximum of {limit}", quote(value))
             }
             ValidationErrorKind::Pattern { pattern } => {
+                // v1's schema has patterns only on frame ids, refs and URLs; the role and key
+                // hints serve the extended set.
                 let hint = if path.ends_with("/expected_frame_id") {
                     "; pass the frame_id of the latest observation"
                 } else if path.ends_with("/ref") {
                     "; pass an element ref such as \"e12\" from the latest observation"
+                } else if path.ends_with("/role") {
+                    "; use a lower-case ARIA role such as \"button\", \"link\" or \"textbox\""
+                } else if path == "/key" {
+                    "; key_down and key_up take one key such as \"Shift\"; use press for a chord \
+                     like \"Control+A\""
                 } else {
                     ""
                 };
                 format!("{} does not match {pattern}{hint}", quote(value))
             }
+            // Arrays appear only in the extended set.
+            ValidationErrorKind::MinItems { limit } => {
+                let got = value.as_array().map(Vec::len).unwrap_or_default();
+                format!("must have at least {limit} items, got {got}")
+            }
+            ValidationErrorKind::MaxItems { limit } => {
+                let got = value.as_array().map(Vec::len).unwrap_or_default();
+                format!("must have at most {limit} items, got {got}")
+            }
+            ValidationErrorKind::UniqueItems => match first_repeat(value) {
+                Some(item) => format!("{} appears more than once; list each item once", quote(item)),
+                None => "items must be unique".to_owned(),
+            },
             ValidationErrorKind::Constant { expected_value } => {
                 format!("expected {expected_value}, got {}", quote(value))
             }
@@ -192,6 +229,16 @@ fn collect(
         };
         problems.push(Problem::new(path, message));
     }
+}
+
+/// The first array item equal to an earlier one.
+fn first_repeat(value: &Value) -> Option<&Value> {
+    let items = value.as_array()?;
+    items
+        .iter()
+        .enumerate()
+        .find(|(i, item)| items[..*i].contains(item))
+        .map(|(_, item)| item)
 }
 
 /// Checks `target` against the one target kind it names.
@@ -243,7 +290,7 @@ fn check_target(kind: ActionKind, target: &Value, problems: &mut Vec<Problem>) {
 }
 
 /// Sorts, de-duplicates, bounds and wraps problems; `Ok` when there are none.
-fn finish(code: ErrorCode, mut problems: Vec<Problem>) -> Result<(), ActionError> {
+pub(crate) fn finish(code: ErrorCode, mut problems: Vec<Problem>) -> Result<(), ActionError> {
     if problems.is_empty() {
         return Ok(());
     }
@@ -261,7 +308,7 @@ fn finish(code: ErrorCode, mut problems: Vec<Problem>) -> Result<(), ActionError
 
 /// Reads an already-validated value with serde. The schema and the field types agree, so this
 /// fails only on a bug; it still answers with a problem rather than a panic.
-fn read<'a, T: Deserialize<'a>>(value: &'a Value) -> Result<T, ActionError> {
+pub(crate) fn read<'a, T: Deserialize<'a>>(value: &'a Value) -> Result<T, ActionError> {
     T::deserialize(value)
         .map_err(|e| ActionError::invalid("", format!("could not read the input: {e}")))
 }
