@@ -1,0 +1,55 @@
+//! Runtime errors, each with its code from the closed protocol set and a message that says what
+//! to do next.
+
+use browser::BrowserError;
+use protocol::ErrorCode;
+
+/// Why a runtime call failed. Nothing was done to any surface unless the variant says so.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("unknown session {0}")]
+    UnknownSession(String),
+    #[error("unknown surface {name:?}: use a key or alias of the current surface context ({known})")]
+    UnknownSurface { name: String, known: String },
+    #[error("no surface named and no single primary one; name one of: {known}")]
+    AmbiguousSurface { known: String },
+    #[error("surface {surface} lacks the {capability} capability")]
+    CapabilityDenied { surface: String, capability: String },
+    #[error("the tab is leased to run {holder}; wait for it to finish or stop it")]
+    LeaseConflict { holder: String },
+    #[error("policy refuses this: {reason}")]
+    OriginDenied { reason: String },
+    #[error("this needs a person's approval ({approval_id}): {summary}")]
+    NeedsApproval { approval_id: String, summary: String },
+    #[error("a person denied this action: {summary}")]
+    ApprovalDenied { summary: String },
+    #[error("the run was cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Browser(#[from] BrowserError),
+    #[error("invalid action: {0}")]
+    InvalidAction(String),
+    #[error("unknown approval {0}")]
+    UnknownApproval(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl RuntimeError {
+    /// The closed error code transports report.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            RuntimeError::UnknownSession(_) | RuntimeError::UnknownSurface { .. } => ErrorCode::UnknownSurface,
+            RuntimeError::AmbiguousSurface { .. } => ErrorCode::AmbiguousSurface,
+            RuntimeError::CapabilityDenied { .. } => ErrorCode::CapabilityDenied,
+            RuntimeError::LeaseConflict { .. } => ErrorCode::LeaseConflict,
+            RuntimeError::OriginDenied { .. } => ErrorCode::OriginDenied,
+            RuntimeError::NeedsApproval { .. } => ErrorCode::NeedsApproval,
+            RuntimeError::ApprovalDenied { .. } => ErrorCode::ApprovalDenied,
+            RuntimeError::Cancelled => ErrorCode::Cancelled,
+            RuntimeError::Browser(e) => e.code(),
+            RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
+            RuntimeError::UnknownApproval(_) | RuntimeError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}

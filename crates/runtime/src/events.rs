@@ -1,0 +1,30 @@
+//! Structured run events for logs and the console: never typed text, only its length, target
+//! and sensitivity.
+
+use serde::Serialize;
+
+/// One event of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    pub run_id: String,
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub at: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    RunStarted { surface: String, task_chars: usize, max_steps: u32, max_seconds: u32 },
+    Observed { frame_id: String, elements: usize, aria_chars: usize },
+    Planned { action: String, target: Option<String> },
+    ActionSummary { action: String, target: Option<String>, text_chars: Option<usize>, secret: bool },
+    ApprovalRequested { approval_id: String, tier: String, origin: String, what: String },
+    ApprovalResolved { approval_id: String, outcome: String },
+    Receipt { state: String, effect_uncertain: bool, detail: Option<String> },
+    Verified { assertion: String, passed: bool },
+    RunEnded { status: String, reason: String, steps: u32 },
+}

@@ -1,0 +1,66 @@
+//! Write leases: one per tab, generation-numbered, with an expiry. Reads never need one.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Who holds a tab's write lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub holder: String,
+    pub generation: u64,
+    pub expires_at: u64,
+}
+
+/// The lease table, keyed by CDP target id.
+#[derive(Debug, Default)]
+pub(crate) struct Leases {
+    table: Mutex<HashMap<String, Lease>>,
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl Leases {
+    /// Takes the tab's lease for `holder`, or names the live holder. An expired lease is taken over.
+    pub(crate) fn acquire(&self, target: &str, holder: &str, now: u64, ttl_ms: u64) -> Result<Lease, String> {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(existing) = table.get(target) {
+            if existing.holder != holder && existing.expires_at > now {
+                return Err(existing.holder.clone());
+            }
+        }
+        let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let lease = Lease { holder: holder.to_owned(), generation, expires_at: now + ttl_ms };
+        table.insert(target.to_owned(), lease.clone());
+        Ok(lease)
+    }
+
+    /// True when `lease` is still the live lease of `target`.
+    pub(crate) fn is_current(&self, target: &str, lease: &Lease, now: u64) -> bool {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.get(target).is_some_and(|l| l.generation == lease.generation && l.expires_at > now)
+    }
+
+    /// Extends a live lease.
+    pub(crate) fn renew(&self, target: &str, lease: &Lease, now: u64, ttl_ms: u64) -> bool {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        match table.get_mut(target) {
+            Some(l) if l.generation == lease.generation => {
+                l.expires_at = now + ttl_ms;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Releases `lease` if it is still the tab's (a newer holder is left alone).
+    pub(crate) fn release(&self, target: &str, lease: &Lease) {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if table.get(target).is_some_and(|l| l.generation == lease.generation) {
+            table.remove(target);
+        }
+    }
+
+    /// Drops every lease of a closed tab: its next side effect is `target_lost`.
+    pub(crate) fn invalidate(&self, target: &str) {
+        self.table.lock().unwrap_or_else(|p| p.into_inner()).remove(target);
+    }
+}

@@ -1,0 +1,29 @@
+//! Glovebox's runtime: everything alive. Sessions and their tabs (surfaces), the Surface Context
+//! of a turn, write leases, the origin and risk policy at the moment of each action, approvals
+//! from a person, the runner loop, cancellation, artifacts and events — and the one place that
+//! sets a run's status. It speaks no wire format; transports call [`Runtime`].
+
+mod approval;
+mod artifacts;
+mod cancel;
+mod config;
+mod error;
+mod events;
+mod lease;
+mod planner;
+mod run;
+mod runtime;
+mod surface;
+mod verify;
+
+pub use approval::{ApprovalDecision, ApprovalRequest};
+pub use artifacts::Artifacts;
+pub use cancel::Cancel;
+pub use config::{BrowserSource, RuntimeConfig};
+pub use error::RuntimeError;
+pub use events::{Event, EventKind};
+pub use lease::Lease;
+pub use planner::{PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
+pub use run::{RunHandle, RunRequest};
+pub use runtime::Runtime;
+pub use verify::Assertion;

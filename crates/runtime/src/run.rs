@@ -1,0 +1,445 @@
+//! The runner: Observe → Resolve → Approve → Act → Verify, one state-changing action per step,
+//! within step and time budgets, cancellable in every phase. Only this module builds a
+//! `RunResult`, and only from its own verification records.
+
+use std::time::{Duration, Instant};
+
+use browser::{ActOptions, ObserveOptions};
+use cdp::domains::input::{DispatchKeyEvent, DispatchMouseEvent};
+use protocol::{ArtifactKind, ArtifactRef, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SurfaceKind, SurfaceName, TabId};
+
+use crate::approval::ApprovalDecision;
+use crate::events::EventKind;
+use crate::planner::{PlanInput, Planner, PlannerStep, StepReport};
+use crate::runtime::{Check, Runtime, TabEntry, now_ms};
+use crate::verify::Assertion;
+use crate::{Cancel, RuntimeError};
+
+/// What to do.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub task: String,
+    pub surface: Option<SurfaceName>,
+    /// An initial navigation of the same leased tab (policy-checked like any navigation).
+    pub url: Option<String>,
+    pub max_steps: u32,
+    pub max_seconds: u32,
+    /// What must hold on the page for the run to succeed.
+    pub assertions: Vec<Assertion>,
+    /// Capture one viewport screenshot per step as a run artifact.
+    pub screenshots: bool,
+    /// Keep those screenshots after the run (otherwise they are deleted at its end).
+    pub retain_screenshots: bool,
+}
+
+impl RunRequest {
+    pub fn new(task: impl Into<String>) -> Self {
+        RunRequest {
+            task: task.into(),
+            surface: None,
+            url: None,
+            max_steps: protocol::limits::MAX_STEPS_DEFAULT,
+            max_seconds: protocol::limits::MAX_SECONDS_DEFAULT,
+            assertions: Vec::new(),
+            screenshots: false,
+            retain_screenshots: false,
+        }
+    }
+}
+
+/// A started run: its id, and the way to stop it.
+#[derive(Debug, Clone)]
+pub struct RunHandle {
+    pub run_id: String,
+    cancel: Cancel,
+}
+
+impl RunHandle {
+    /// Requests the stop.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+}
+
+/// How the loop ended, before the result is built.
+struct Ending {
+    reason: ReasonCode,
+    summary: String,
+    evidence: Vec<protocol::CompletionEvidence>,
+}
+
+impl Ending {
+    fn new(reason: ReasonCode, summary: impl Into<String>) -> Self {
+        Ending { reason, summary: summary.into(), evidence: Vec::new() }
+    }
+}
+
+struct RunState<'a> {
+    runtime: &'a Runtime,
+    run_id: String,
+    entry: TabEntry,
+    lease: crate::lease::Lease,
+    key: String,
+    cancel: Cancel,
+    deadline: Instant,
+    steps: u32,
+    artifacts: Vec<ArtifactRef>,
+    artifact_seq: u64,
+    last_url: String,
+}
+
+impl Runtime {
+    /// Starts a run in the background. The result comes from the join handle; every ending —
+    /// success, failure, cancellation, needs_user, target loss, a panic — goes through one cleanup.
+    pub fn start_run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
+        let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
+        let run_id = self.fresh_id("run");
+        let cancel = Cancel::default();
+        let lease = self.acquire(&entry, &run_id)?;
+        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), cancel.clone());
+        let handle = RunHandle { run_id: run_id.clone(), cancel: cancel.clone() };
+        let runtime = self.clone();
+        let join = tokio::spawn(async move {
+            let inner_runtime = runtime.clone();
+            let inner_entry = entry.clone();
+            let inner_id = run_id.clone();
+            let inner_lease = lease.clone();
+            let started = Instant::now();
+            let body = tokio::spawn(async move {
+                let mut state = RunState {
+                    runtime: &inner_runtime,
+                    run_id: inner_id,
+                    entry: inner_entry,
+                    lease: inner_lease,
+                    key,
+                    cancel,
+                    deadline: started + Duration::from_secs(u64::from(request.max_seconds)),
+                    steps: 0,
+                    artifacts: Vec::new(),
+                    artifact_seq: 0,
+                    last_url: String::new(),
+                };
+                let ending = state.drive(&request, planner).await;
+                (ending, state.steps, state.artifacts, state.last_url)
+            });
+            let (ending, steps, artifacts, last_url) = match body.await {
+                Ok(done) => done,
+                Err(e) => (Ending::new(ReasonCode::Internal, format!("the run crashed: {e}")), 0, Vec::new(), String::new()),
+            };
+            runtime.finish(&run_id, &entry, &lease, ending, steps, artifacts, last_url).await
+        });
+        Ok((handle, join))
+    }
+
+    /// Runs to the end and returns the result.
+    pub async fn run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
+        let (_, join) = self.start_run(session, request, planner)?;
+        join.await.map_err(|e| RuntimeError::Internal(e.to_string()))
+    }
+
+    /// The one cleanup of every ending.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish(&self, run_id: &str, entry: &TabEntry, lease: &crate::lease::Lease, ending: Ending, steps: u32, artifacts: Vec<ArtifactRef>, last_url: String) -> RunResult {
+        // Release anything an interrupted input may have left pressed.
+        if ending.reason == ReasonCode::Cancelled && entry.tab.dialog().is_none() {
+            let session = entry.tab.session();
+            let _ = session.call(DispatchMouseEvent { event_type: "mouseReleased".into(), x: 0.0, y: 0.0, button: Some("left".into()), ..Default::default() }).await;
+            for key in ["Shift", "Control", "Alt", "Meta"] {
+                let _ = session.call(DispatchKeyEvent { event_type: "keyUp".into(), key: Some(key.into()), ..Default::default() }).await;
+            }
+        }
+        self.inner.leases.release(&entry.tab.target_id().0, lease);
+        self.inner.approvals.withdraw_run(run_id);
+        self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).end_run(run_id);
+        self.inner.artifacts.finish_run(run_id);
+        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id);
+        let retained: Vec<ArtifactRef> = artifacts.into_iter().filter(|a| a.retained).collect();
+        let target = TabId::new(entry.tab.target_id().0.clone()).ok().map(|tab_id| RunTarget { kind: SurfaceKind::WebTab, tab_id, url: last_url });
+        let result = if ending.reason == ReasonCode::Verified {
+            match target.clone() {
+                Some(target) => RunResult::succeeded(ending.summary.clone(), target, steps, ending.evidence.clone(), retained.clone()),
+                None => Err(protocol::RunResultError::NoEvidence),
+            }
+        } else {
+            RunResult::ended(ending.reason, ending.summary.clone(), target.clone(), steps, ending.evidence.clone(), retained.clone())
+        };
+        let result = result.unwrap_or_else(|e| {
+            RunResult::ended(ReasonCode::Internal, format!("the result could not be built: {e}"), target, steps, Vec::new(), retained)
+                .expect("an internal-error result without evidence is always valid")
+        });
+        self.emit(run_id, EventKind::RunEnded { status: format!("{:?}", result.status()).to_lowercase(), reason: format!("{:?}", result.reason_code()), steps });
+        result
+    }
+}
+
+impl RunState<'_> {
+    async fn drive(&mut self, request: &RunRequest, mut planner: Box<dyn Planner>) -> Ending {
+        self.runtime.emit(&self.run_id, EventKind::RunStarted {
+            surface: self.key.clone(),
+            task_chars: request.task.chars().count(),
+            max_steps: request.max_steps,
+            max_seconds: request.max_seconds,
+        });
+        if let Some(url) = &request.url {
+            if let Err(ending) = self.initial_navigation(url).await {
+                return ending;
+            }
+        }
+        let mut last: Option<StepReport> = None;
+        let mut origin: Option<policy::Origin> = None;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ending::new(ReasonCode::Cancelled, "stopped");
+            }
+            if Instant::now() >= self.deadline {
+                return Ending::new(ReasonCode::Timeout, "the time budget ran out");
+            }
+            // Observe.
+            let options = ObserveOptions { screenshot: request.screenshots.then_some(ImageMime::Png), ..Default::default() };
+            let observation = match self.guarded(self.entry.tab.observe(&options)).await {
+                Ok(Ok(o)) => o,
+                Ok(Err(e)) => return self.browser_ending(e),
+                Err(ending) => return ending,
+            };
+            let observation = self.keep_screenshot(observation, request.retain_screenshots);
+            self.last_url = observation.url().to_owned();
+            self.runtime.emit(&self.run_id, EventKind::Observed {
+                frame_id: observation.frame_id().as_str().to_owned(),
+                elements: observation.interactive_elements().len(),
+                aria_chars: observation.aria_snapshot().chars().count(),
+            });
+            // A same-tab move to another origin voids the grant for the old one.
+            let now_origin = self.entry.tab.latest_observation().and_then(|r| policy::Origin::parse(r.document_url()).ok());
+            if let (Some(before), Some(now)) = (&origin, &now_origin) {
+                if before != now {
+                    self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).revoke(&self.run_id, before);
+                }
+            }
+            origin = now_origin;
+            if self.steps >= request.max_steps {
+                return Ending::new(ReasonCode::StepLimit, format!("the step budget of {} ran out", request.max_steps));
+            }
+            // Plan.
+            let input = PlanInput { task: request.task.clone(), observation: observation.clone(), step: self.steps, last: last.take() };
+            let step = match self.guarded(planner.next(input)).await {
+                Ok(Ok(step)) => step,
+                Ok(Err(e)) => return Ending::new(ReasonCode::InvalidPlan, e.to_string()),
+                Err(ending) => return ending,
+            };
+            let action = match step {
+                PlannerStep::Done { summary } => return self.verify(&request.assertions, &observation, summary),
+                PlannerStep::GiveUp { summary } => return Ending::new(ReasonCode::ActionFailed, summary),
+                PlannerStep::Act(action) => action,
+            };
+            self.runtime.emit(&self.run_id, EventKind::Planned { action: action.kind().as_str().into(), target: target_ref(&action) });
+            // Resolve → Approve.
+            let Some(record) = self.entry.tab.latest_observation() else {
+                return Ending::new(ReasonCode::Internal, "no observation record");
+            };
+            let check = match self.runtime.check(&self.entry, &self.key, &record, &action, &self.run_id, false) {
+                Ok(check) => check,
+                Err(e @ RuntimeError::CapabilityDenied { .. }) => return Ending::new(ReasonCode::CapabilityDenied, e.to_string()),
+                Err(e @ RuntimeError::OriginDenied { .. }) => {
+                    last = Some(StepReport { action: action.kind().as_str().into(), receipt: None, error: Some((e.code(), e.to_string())) });
+                    self.steps += 1;
+                    continue;
+                }
+                Err(e) => return Ending::new(ReasonCode::Internal, e.to_string()),
+            };
+            if let Check::Ask(request_) = check {
+                match self.approval(request_).await {
+                    Ok(()) => {}
+                    Err(Some(ending)) => return ending,
+                    Err(None) => {
+                        // Denied: the action never happens; the planner hears it and decides.
+                        last = Some(StepReport {
+                            action: action.kind().as_str().into(),
+                            receipt: None,
+                            error: Some((protocol::ErrorCode::ApprovalDenied, "a person denied this action".into())),
+                        });
+                        self.steps += 1;
+                        continue;
+                    }
+                }
+            }
+            if self.cancel.is_cancelled() {
+                return Ending::new(ReasonCode::Cancelled, "stopped before the action");
+            }
+            if Instant::now() >= self.deadline {
+                return Ending::new(ReasonCode::Timeout, "the time budget ran out");
+            }
+            // Act.
+            self.runtime.emit(&self.run_id, EventKind::ActionSummary {
+                action: action.kind().as_str().into(),
+                target: target_ref(&action),
+                text_chars: match &action {
+                    protocol::Action::Type { text, .. } => Some(text.as_str().chars().count()),
+                    _ => None,
+                },
+                secret: matches!(&action, protocol::Action::Type { target, .. } if record.binding(&target.element).is_some_and(|b| b.secret_field)),
+            });
+            // The lease must still be this run's: a closed or lost tab is never replaced.
+            let leases = &self.runtime.inner.leases;
+            let target = self.entry.tab.target_id().0.clone();
+            if !leases.is_current(&target, &self.lease, now_ms()) {
+                return Ending::new(ReasonCode::TargetLost, "the tab's lease is gone (closed, hidden or lost)");
+            }
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let act_options = ActOptions { deadline: left.min(Duration::from_secs(30)), ..Default::default() };
+            let outcome = self.entry.tab.act(&action, &act_options).await;
+            self.steps += 1;
+            leases.renew(&target, &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
+            match outcome {
+                Ok(outcome) => {
+                    self.runtime.emit(&self.run_id, EventKind::Receipt {
+                        state: format!("{:?}", outcome.receipt.state()).to_lowercase(),
+                        effect_uncertain: outcome.receipt.effect_uncertain(),
+                        detail: outcome.receipt.detail().map(str::to_owned),
+                    });
+                    if !outcome.opened.is_empty() {
+                        return Ending::new(ReasonCode::NewSurfaceCreated, "the page opened a new tab or window; a person must link it before it can be used");
+                    }
+                    last = Some(StepReport { action: action.kind().as_str().into(), receipt: Some(outcome.receipt), error: None });
+                }
+                Err(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => return self.browser_ending(e),
+                Err(e) => {
+                    last = Some(StepReport { action: action.kind().as_str().into(), receipt: None, error: Some((e.code(), e.to_string())) });
+                }
+            }
+        }
+    }
+
+    async fn initial_navigation(&mut self, url: &str) -> Result<(), Ending> {
+        let observation = match self.guarded(self.entry.tab.observe(&ObserveOptions::default())).await {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => return Err(self.browser_ending(e)),
+            Err(ending) => return Err(ending),
+        };
+        let action = protocol::validate_action(&serde_json::json!({
+            "type": "navigate", "expected_frame_id": observation.frame_id().as_str(), "url": url, "intent": "open the task's page"
+        }))
+        .map_err(|e| Ending::new(ReasonCode::InvalidPlan, e.to_string()))?;
+        let Some(record) = self.entry.tab.latest_observation() else { return Err(Ending::new(ReasonCode::Internal, "no observation")) };
+        match self.runtime.check(&self.entry, &self.key, &record, &action, &self.run_id, false) {
+            Ok(Check::Allow) => {}
+            Ok(Check::Ask(request)) => match self.approval(request).await {
+                Ok(()) => {}
+                Err(Some(ending)) => return Err(ending),
+                Err(None) => return Err(Ending::new(ReasonCode::ApprovalDenied, "a person denied opening the task's page")),
+            },
+            Err(e @ RuntimeError::CapabilityDenied { .. }) => return Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string())),
+            Err(e) => return Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),
+        }
+        match self.entry.tab.act(&action, &ActOptions::default()).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.browser_ending(e)),
+        }
+    }
+
+    /// Waits for a person inside the run's deadline, cancellable. `Ok` = approved; `Err(None)` =
+    /// denied (the planner decides what next); `Err(Some)` = the run ends.
+    async fn approval(&mut self, request: crate::approval::ApprovalRequest) -> Result<(), Option<Ending>> {
+        let approval_id = request.approval_id.clone();
+        let origin = policy::Origin::parse(&request.origin).ok();
+        self.runtime.emit(&self.run_id, EventKind::ApprovalRequested {
+            approval_id: approval_id.clone(),
+            tier: request.tier.clone(),
+            origin: request.origin.clone(),
+            what: format!("{} {}", request.action, request.target),
+        });
+        let expires = Duration::from_millis(request.expires_at.saturating_sub(request.requested_at));
+        let rx = self.runtime.inner.approvals.open(request);
+        let wait = tokio::time::timeout(expires, rx);
+        let decision = tokio::select! {
+            d = wait => d,
+            _ = self.cancel.cancelled() => {
+                self.runtime.inner.approvals.withdraw(&approval_id);
+                return Err(Some(Ending::new(ReasonCode::Cancelled, "stopped while waiting for approval")));
+            }
+            _ = tokio::time::sleep_until(self.deadline.into()) => {
+                self.runtime.inner.approvals.withdraw(&approval_id);
+                return Err(Some(Ending::new(ReasonCode::NeedsApproval, "the run's time ran out waiting for a person's approval")));
+            }
+        };
+        let outcome = match decision {
+            Ok(Ok(d)) => d,
+            Ok(Err(_)) | Err(_) => {
+                self.runtime.inner.approvals.withdraw(&approval_id);
+                self.runtime.emit(&self.run_id, EventKind::ApprovalResolved { approval_id, outcome: "expired".into() });
+                return Err(Some(Ending::new(ReasonCode::NeedsApproval, "no person answered the approval in time")));
+            }
+        };
+        self.runtime.emit(&self.run_id, EventKind::ApprovalResolved { approval_id, outcome: format!("{outcome:?}") });
+        match outcome {
+            ApprovalDecision::ApproveOnce => Ok(()),
+            ApprovalDecision::ApproveForTask => {
+                if let Some(origin) = origin {
+                    self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(policy::Grant { run: self.run_id.clone(), origin, expires_at: None });
+                }
+                Ok(())
+            }
+            ApprovalDecision::Deny => Err(None),
+        }
+    }
+
+    /// Runs `future` unless the run is stopped or out of time first.
+    async fn guarded<F: std::future::Future>(&self, future: F) -> Result<F::Output, Ending> {
+        tokio::select! {
+            out = future => Ok(out),
+            _ = self.cancel.cancelled() => Err(Ending::new(ReasonCode::Cancelled, "stopped")),
+            _ = tokio::time::sleep_until(self.deadline.into()) => Err(Ending::new(ReasonCode::Timeout, "the time budget ran out")),
+        }
+    }
+
+    fn browser_ending(&self, e: browser::BrowserError) -> Ending {
+        let reason = match e.code() {
+            protocol::ErrorCode::TargetLost => ReasonCode::TargetLost,
+            protocol::ErrorCode::BackendUnavailable => ReasonCode::BackendUnavailable,
+            protocol::ErrorCode::Timeout => ReasonCode::Timeout,
+            _ => ReasonCode::ActionFailed,
+        };
+        Ending::new(reason, e.to_string())
+    }
+
+    fn verify(&self, assertions: &[Assertion], observation: &Observation, summary: String) -> Ending {
+        if assertions.is_empty() {
+            return Ending::new(ReasonCode::VerificationFailed, "the planner says it is done, but the task has no completion check the runtime can verify");
+        }
+        let mut evidence = Vec::new();
+        let mut failed = Vec::new();
+        for assertion in assertions {
+            let (passed, record) = assertion.check(observation);
+            self.runtime.emit(&self.run_id, EventKind::Verified { assertion: format!("{assertion:?}"), passed });
+            if passed {
+                evidence.push(record);
+            } else {
+                failed.push(format!("{assertion:?}"));
+            }
+        }
+        if failed.is_empty() {
+            Ending { reason: ReasonCode::Verified, summary, evidence }
+        } else {
+            Ending { reason: ReasonCode::VerificationFailed, summary: format!("not verified: {}", failed.join("; ")), evidence }
+        }
+    }
+
+    fn keep_screenshot(&mut self, mut observation: Observation, retain: bool) -> Observation {
+        if let Some(shot) = observation.take_screenshot() {
+            if let Some(bytes) = browser::decode_base64(&shot.data) {
+                self.artifact_seq += 1;
+                match self.runtime.inner.artifacts.store(&self.run_id, ArtifactKind::Screenshot, &bytes, retain, self.artifact_seq) {
+                    Ok(artifact) => self.artifacts.push(artifact),
+                    Err(e) => tracing::warn!(error = %e, "cannot store a screenshot artifact"),
+                }
+            }
+        }
+        observation
+    }
+}
+
+fn target_ref(action: &protocol::Action) -> Option<String> {
+    action.target().map(|t| match t {
+        protocol::AnyTarget::Element(e) => e.element.as_str().to_owned(),
+        protocol::AnyTarget::Point(p) => format!("({}, {})", p.x, p.y),
+    })
+}

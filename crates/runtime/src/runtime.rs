@@ -1,0 +1,428 @@
+//! `Runtime`: the one API every transport calls. It owns the browser connection, sessions and
+//! their tabs (surfaces), leases, grants, approvals, artifacts and events; it is the only place
+//! that decides whether a side effect may happen.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use browser::{ActOptions, ActOutcome, ObservationRecord, ObserveOptions, Tab};
+use cdp::domains::target;
+use cdp::{Browser, Connection, ConnectionOptions};
+use policy::{Decision, Effect, Grant, Grants, RiskFacts, RiskTier};
+use protocol::{Action, ActionKind, AnyTarget, Capability, Observation, SurfaceName};
+use tokio::sync::broadcast;
+
+use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
+use crate::artifacts::Artifacts;
+use crate::config::{BrowserSource, RuntimeConfig};
+use crate::events::{Event, EventKind};
+use crate::lease::{Lease, Leases};
+use crate::RuntimeError;
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One tab of a session, as a surface.
+#[derive(Clone)]
+pub(crate) struct TabEntry {
+    /// Stable registry id within the session (`s<id>` keys are per turn).
+    pub(crate) surface: u64,
+    pub(crate) tab: Arc<Tab>,
+    pub(crate) capabilities: Vec<Capability>,
+}
+
+pub(crate) struct SessionState {
+    pub(crate) context_id: Option<String>,
+    pub(crate) tabs: Mutex<Vec<TabEntry>>,
+    pub(crate) focused: Mutex<Option<u64>>,
+    /// One-time approvals for direct actions: fingerprints a person approved.
+    pub(crate) approved_once: Mutex<Vec<String>>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) conn: Connection,
+    _browser: Option<Browser>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) sessions: Mutex<HashMap<String, Arc<SessionState>>>,
+    pub(crate) leases: Leases,
+    pub(crate) grants: Mutex<Grants>,
+    pub(crate) approvals: Approvals,
+    pub(crate) artifacts: Artifacts,
+    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) runs: Mutex<HashMap<String, crate::Cancel>>,
+    next_id: AtomicU64,
+    event_seq: AtomicU64,
+}
+
+/// The runtime. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Runtime {
+    /// Starts the runtime: launches or connects to the browser and sweeps orphan artifacts.
+    pub async fn start(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        let unavailable = |e: String| RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: e });
+        let (conn, local) = match &config.browser {
+            BrowserSource::Launch(options) => {
+                let local = Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
+                let conn = local.connect(ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
+                (conn, Some(local))
+            }
+            BrowserSource::Endpoint(endpoint) => {
+                let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
+                (Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None)
+            }
+        };
+        let artifacts = Artifacts::new(&config.data_dir);
+        let swept = artifacts.sweep(config.artifact_ttl, &[]);
+        if swept > 0 {
+            tracing::info!(swept, "removed unretained artifacts of orphan runs");
+        }
+        let (events, _) = broadcast::channel(4096);
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                conn,
+                _browser: local,
+                config,
+                sessions: Mutex::default(),
+                leases: Leases::default(),
+                grants: Mutex::default(),
+                approvals: Approvals::default(),
+                artifacts,
+                events,
+                runs: Mutex::default(),
+                next_id: AtomicU64::new(1),
+                event_seq: AtomicU64::new(1),
+            }),
+        })
+    }
+
+    pub(crate) fn fresh_id(&self, prefix: &str) -> String {
+        format!("{prefix}_{:x}{:04x}", now_ms(), self.inner.next_id.fetch_add(1, Ordering::Relaxed) & 0xffff)
+    }
+
+    pub(crate) fn emit(&self, run_id: &str, kind: EventKind) {
+        let event = Event { run_id: run_id.to_owned(), seq: self.inner.event_seq.fetch_add(1, Ordering::Relaxed), at: now_ms(), kind };
+        tracing::debug!(run_id, event = ?event.kind, "run event");
+        let _ = self.inner.events.send(event);
+    }
+
+    /// Every run event from now on.
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The artifact area.
+    pub fn artifacts(&self) -> &Artifacts {
+        &self.inner.artifacts
+    }
+
+    /// The browser connection (for diagnostics and tests).
+    pub fn connection(&self) -> &Connection {
+        &self.inner.conn
+    }
+
+    /// A new session with its own browser context (cookies and storage), unless configured to share.
+    pub async fn create_session(&self) -> Result<String, RuntimeError> {
+        let id = self.fresh_id("session");
+        let context_id = if self.inner.config.share_browser_context {
+            None
+        } else {
+            let reply = self.inner.conn.browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
+            Some(reply.browser_context_id)
+        };
+        let state = Arc::new(SessionState { context_id, tabs: Mutex::default(), focused: Mutex::default(), approved_once: Mutex::default() });
+        lock(&self.inner.sessions).insert(id.clone(), state);
+        Ok(id)
+    }
+
+    /// Ends a session: closes its tabs and disposes its browser context.
+    pub async fn close_session(&self, session: &str) -> Result<(), RuntimeError> {
+        let state = lock(&self.inner.sessions).remove(session).ok_or_else(|| RuntimeError::UnknownSession(session.into()))?;
+        let tabs = std::mem::take(&mut *lock(&state.tabs));
+        for entry in tabs {
+            self.inner.leases.invalidate(&entry.tab.target_id().0);
+            let _ = entry.tab.session().close_target().await;
+        }
+        if let Some(context) = &state.context_id {
+            let _ = self.inner.conn.browser().call(target::DisposeBrowserContext { browser_context_id: context.clone() }).await;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
+        lock(&self.inner.sessions).get(session).cloned().ok_or_else(|| RuntimeError::UnknownSession(session.into()))
+    }
+
+    /// Opens an agent-created tab in the session and navigates it to `url` (policy-checked).
+    /// Returns its surface id. The new tab gets focus.
+    pub async fn open_tab(&self, session: &str, url: &str) -> Result<u64, RuntimeError> {
+        let state = self.session(session)?;
+        if url != "about:blank" {
+            policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+        }
+        let tab = Arc::new(Tab::open(&self.inner.conn.browser(), state.context_id.clone()).await?);
+        if url != "about:blank" {
+            tab.goto(url, Duration::from_secs(30)).await?;
+        }
+        let surface = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&state.tabs).push(TabEntry {
+            surface,
+            tab,
+            capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate],
+        });
+        *lock(&state.focused) = Some(surface);
+        Ok(surface)
+    }
+
+    /// Closes one of the session's tabs. Its lease dies with it; later use is `target_lost`.
+    pub async fn close_tab(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
+        let state = self.session(session)?;
+        let entry = {
+            let mut tabs = lock(&state.tabs);
+            let index = tabs.iter().position(|t| t.surface == surface).ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+            tabs.remove(index)
+        };
+        self.inner.leases.invalidate(&entry.tab.target_id().0);
+        let _ = entry.tab.session().close_target().await;
+        Ok(())
+    }
+
+    /// Sets which surfaces the user lets the agent use: a surface without `observe` is listed
+    /// but shows no content; `interact` and `navigate` need `observe`.
+    pub fn set_capabilities(&self, session: &str, surface: u64, mut capabilities: Vec<Capability>) -> Result<(), RuntimeError> {
+        if capabilities.iter().any(|c| *c != Capability::Observe) && !capabilities.contains(&Capability::Observe) {
+            return Err(RuntimeError::InvalidAction("interact and navigate need observe".into()));
+        }
+        capabilities.sort();
+        capabilities.dedup();
+        let state = self.session(session)?;
+        let mut tabs = lock(&state.tabs);
+        let entry = tabs.iter_mut().find(|t| t.surface == surface).ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+        entry.capabilities = capabilities;
+        Ok(())
+    }
+
+    /// Moves focus (affects the next turn's aliases, never a running lease).
+    pub fn focus(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
+        *lock(&self.session(session)?.focused) = Some(surface);
+        Ok(())
+    }
+
+    /// Resolves a surface name (`s1`, `web:2`, `focused`) or the primary surface to one tab.
+    pub(crate) fn resolve(&self, session: &str, name: Option<&SurfaceName>) -> Result<(Arc<SessionState>, TabEntry, String), RuntimeError> {
+        let state = self.session(session)?;
+        let tabs = lock(&state.tabs).clone();
+        let focused = *lock(&state.focused);
+        let known = || crate::surface::names(&tabs, focused).join(", ");
+        let index = match name {
+            Some(name) => crate::surface::lookup(&tabs, focused, name.as_str()).ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
+            None => crate::surface::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
+        };
+        let key = format!("s{}", index + 1);
+        Ok((state, tabs[index].clone(), key))
+    }
+
+    /// Observes a surface (read barrier; no lease needed).
+    pub async fn observe(&self, session: &str, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
+        let (_, entry, key) = self.resolve(session, surface)?;
+        require(&entry, Capability::Observe, &key)?;
+        Ok(entry.tab.observe(options).await?)
+    }
+
+    /// The approvals waiting for a person.
+    pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
+        self.inner.approvals.list()
+    }
+
+    /// A person's decision on a pending approval. Only person channels (console, host API, CLI
+    /// prompt) call this; no tool a model can call reaches it.
+    pub fn resolve_approval(&self, approval_id: &str, decision: ApprovalDecision) -> Result<(), RuntimeError> {
+        if self.inner.approvals.resolve(approval_id, decision) {
+            Ok(())
+        } else {
+            Err(RuntimeError::UnknownApproval(approval_id.into()))
+        }
+    }
+
+    /// Stops a run: no further side effect happens; it ends `cancelled`.
+    pub fn cancel_run(&self, run_id: &str) -> bool {
+        match lock(&self.inner.runs).get(run_id) {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One action outside a run (the MCP `act` tool): exact binding, a lease for the call,
+    /// capability, origin and risk policy. An action that needs a person returns
+    /// `NeedsApproval` with the pending approval and does nothing; once a person approves it,
+    /// the same action can be sent again.
+    pub async fn act(&self, session: &str, surface: Option<&SurfaceName>, action: &Action, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+        let (state, entry, key) = self.resolve(session, surface)?;
+        let holder = format!("{session}/direct");
+        let lease = self.acquire(&entry, &holder)?;
+        let result = async {
+            let record = entry.tab.latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
+            let fingerprint = serde_json::to_string(action).unwrap_or_default();
+            let approved_once = {
+                let mut once = lock(&state.approved_once);
+                match once.iter().position(|f| f == &fingerprint) {
+                    Some(i) => {
+                        once.remove(i);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            match self.check(&entry, &key, &record, action, session, approved_once)? {
+                Check::Allow => {}
+                Check::Ask(request) => {
+                    let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
+                    let approval_id = request.approval_id.clone();
+                    let rx = self.inner.approvals.open(request);
+                    // A person answers later; an approval for once unlocks this exact action.
+                    let runtime = self.clone();
+                    let state = state.clone();
+                    let run = session.to_owned();
+                    let origin = policy::Origin::parse(record.document_url()).ok();
+                    tokio::spawn(async move {
+                        if let Ok(decision) = rx.await {
+                            match decision {
+                                ApprovalDecision::ApproveOnce => lock(&state.approved_once).push(fingerprint),
+                                ApprovalDecision::ApproveForTask => {
+                                    if let Some(origin) = origin {
+                                        lock(&runtime.inner.grants).grant(Grant { run, origin, expires_at: None });
+                                    }
+                                    lock(&state.approved_once).push(fingerprint);
+                                }
+                                ApprovalDecision::Deny => {}
+                            }
+                        }
+                    });
+                    return Err(RuntimeError::NeedsApproval { approval_id, summary });
+                }
+            }
+            if !self.inner.leases.is_current(&entry.tab.target_id().0, &lease, now_ms()) {
+                return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease was lost".into() }));
+            }
+            Ok(entry.tab.act(action, options).await?)
+        }
+        .await;
+        self.inner.leases.release(&entry.tab.target_id().0, &lease);
+        result
+    }
+
+    pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<Lease, RuntimeError> {
+        let ttl = self.inner.config.lease_ttl.as_millis() as u64;
+        self.inner.leases.acquire(&entry.tab.target_id().0, holder, now_ms(), ttl).map_err(|holder| RuntimeError::LeaseConflict { holder })
+    }
+
+    /// Capability, origin and risk policy for one action on the observed frame.
+    pub(crate) fn check(&self, entry: &TabEntry, key: &str, record: &ObservationRecord, action: &Action, run: &str, approved_once: bool) -> Result<Check, RuntimeError> {
+        let kind = action.kind();
+        match kind {
+            ActionKind::Navigate => require(entry, Capability::Navigate, key)?,
+            ActionKind::Scroll | ActionKind::Hover | ActionKind::Wait => require(entry, Capability::Observe, key)?,
+            _ => require(entry, Capability::Interact, key)?,
+        }
+        let page_origin = policy::Origin::parse(record.document_url()).ok();
+        let (effect, origin, target) = match action {
+            Action::Navigate { url, .. } => {
+                policy::check_navigation(url.as_str(), &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+                (Effect::Navigate, policy::Origin::parse(url.as_str()).ok(), policy::redact_url(url.as_str()))
+            }
+            Action::Scroll { .. } | Action::Hover { .. } | Action::Wait { .. } => (Effect::Read, page_origin.clone(), String::new()),
+            _ => (Effect::Interact, page_origin.clone(), String::new()),
+        };
+        let binding = action.target().and_then(|t| match t {
+            AnyTarget::Element(e) => record.binding(&e.element).cloned(),
+            AnyTarget::Point(_) => None,
+        });
+        let target = match &binding {
+            Some(b) => format!("{} \"{}\"", b.role, b.name),
+            None if target.is_empty() => match action.target() {
+                Some(AnyTarget::Point(p)) => format!("point ({}, {})", p.x, p.y),
+                _ => "the page".into(),
+            },
+            None => target,
+        };
+        let field = if binding.as_ref().is_some_and(|b| b.secret_field) && kind == ActionKind::Type {
+            policy::Sensitivity::Secret(policy::SecretKind::Password)
+        } else {
+            policy::Sensitivity::Public
+        };
+        let facts = RiskFacts {
+            effect,
+            origin: origin.as_ref(),
+            element_role: binding.as_ref().map(|b| b.role.as_str()),
+            element_name: binding.as_ref().map(|b| b.name.as_str()),
+            field,
+        };
+        let tier = policy::classify(&facts, &self.inner.config.trust);
+        let request = policy::Request { run, tier, origin: origin.as_ref(), approved_once };
+        let decision = policy::decide(&request, &lock(&self.inner.grants), &self.inner.config.navigation, now_ms());
+        Ok(match decision {
+            Decision::Allow => Check::Allow,
+            Decision::Deny { reason } => return Err(RuntimeError::OriginDenied { reason }),
+            Decision::Ask { tier, reason } => {
+                let now = now_ms();
+                Check::Ask(ApprovalRequest {
+                    approval_id: self.fresh_id("approval"),
+                    run_id: run.to_owned(),
+                    action: kind.as_str().to_owned(),
+                    target,
+                    origin: origin.map_or_else(|| "(no origin)".to_owned(), |o| o.serialize_web()),
+                    tier: tier_name(tier).into(),
+                    reason,
+                    text_chars: match action {
+                        Action::Type { text, .. } => Some(text.as_str().chars().count()),
+                        _ => None,
+                    },
+                    requested_at: now,
+                    expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
+                })
+            }
+        })
+    }
+}
+
+pub(crate) enum Check {
+    Allow,
+    Ask(ApprovalRequest),
+}
+
+pub(crate) fn tier_name(tier: RiskTier) -> &'static str {
+    match tier {
+        RiskTier::R0 => "R0",
+        RiskTier::R1 => "R1",
+        RiskTier::R2 => "R2",
+        RiskTier::R3 => "R3",
+    }
+}
+
+pub(crate) fn require(entry: &TabEntry, capability: Capability, key: &str) -> Result<(), RuntimeError> {
+    if entry.capabilities.contains(&capability) {
+        Ok(())
+    } else {
+        let name = serde_json::to_value(capability).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        Err(RuntimeError::CapabilityDenied { surface: key.to_owned(), capability: name })
+    }
+}

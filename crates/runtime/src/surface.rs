@@ -1,0 +1,80 @@
+//! Surfaces of a turn: canonical keys `s1…`, aliases (`web:N` in registry order, `focused`), the
+//! primary surface, capabilities, and bounded previews. Aliases resolve only against the tab list
+//! they were made from.
+
+use std::time::Duration;
+
+use protocol::{Capability, ContextId, ProviderRequestId, SurfaceAlias, SurfaceContext, SurfaceEntry, SurfaceKey, SurfaceKind, TurnId};
+
+use crate::runtime::{Runtime, TabEntry, now_ms};
+use crate::RuntimeError;
+
+fn controllable(entry: &TabEntry) -> bool {
+    entry.capabilities.contains(&Capability::Observe)
+}
+
+/// All names that resolve right now, for error messages.
+pub(crate) fn names(tabs: &[TabEntry], focused: Option<u64>) -> Vec<String> {
+    let mut names = Vec::new();
+    for (i, t) in tabs.iter().enumerate() {
+        names.push(format!("s{}", i + 1));
+        names.push(format!("web:{}", i + 1));
+        if Some(t.surface) == focused {
+            names.push("focused".into());
+        }
+    }
+    names
+}
+
+/// The index of the tab a key or alias names.
+pub(crate) fn lookup(tabs: &[TabEntry], focused: Option<u64>, name: &str) -> Option<usize> {
+    if name == "focused" {
+        return tabs.iter().position(|t| Some(t.surface) == focused && controllable(t));
+    }
+    let n: usize = name.strip_prefix('s').or_else(|| name.strip_prefix("web:"))?.parse().ok()?;
+    (1..=tabs.len()).contains(&n).then(|| n - 1)
+}
+
+/// The focused controllable tab, else the only controllable one, else none (ambiguous).
+pub(crate) fn primary(tabs: &[TabEntry], focused: Option<u64>) -> Option<usize> {
+    if let Some(i) = tabs.iter().position(|t| Some(t.surface) == focused && controllable(t)) {
+        return Some(i);
+    }
+    let mut controllable_tabs = tabs.iter().enumerate().filter(|(_, t)| controllable(t));
+    match (controllable_tabs.next(), controllable_tabs.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
+}
+
+impl Runtime {
+    /// The Surface Context of a turn: every tab of the session with its key, aliases and
+    /// capabilities; a bounded preview for each one the agent may read; the primary key.
+    pub async fn surface_context(&self, session: &str, turn: &str, revision: u64) -> Result<SurfaceContext, RuntimeError> {
+        let state = self.session(session)?;
+        let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let focused = *state.focused.lock().unwrap_or_else(|p| p.into_inner());
+        let internal = |e: String| RuntimeError::Internal(e);
+        let mut surfaces = Vec::new();
+        for (i, entry) in tabs.iter().enumerate() {
+            let key = SurfaceKey::from_index(i as u32 + 1);
+            let mut aliases = vec![SurfaceAlias::new(format!("web:{}", i + 1)).map_err(|e| internal(e.to_string()))?];
+            if Some(entry.surface) == focused && controllable(entry) {
+                aliases.push(SurfaceAlias::new("focused").map_err(|e| internal(e.to_string()))?);
+            }
+            // A surface the user closed to the agent is listed, without content.
+            let preview = if controllable(entry) { Some(entry.tab.preview(Duration::from_millis(1500)).await) } else { None };
+            surfaces.push(SurfaceEntry::new(key, aliases, SurfaceKind::WebTab, None, entry.capabilities.clone(), preview).map_err(|e| internal(e.to_string()))?);
+        }
+        let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(i as u32 + 1));
+        SurfaceContext::new(
+            ContextId::new(format!("ctx_{session}_{revision}")).map_err(|e| internal(e.to_string()))?,
+            revision,
+            TurnId::new(turn).map_err(|e| internal(e.to_string()))?,
+            ProviderRequestId::new(format!("req_{}", now_ms())).map_err(|e| internal(e.to_string()))?,
+            primary,
+            surfaces,
+        )
+        .map_err(|e| internal(e.to_string()))
+    }
+}

@@ -1,0 +1,42 @@
+//! Completion assertions the runtime checks against the page itself — never a planner's claim.
+
+use protocol::{CompletionEvidence, EvidenceKind, Observation};
+use serde::{Deserialize, Serialize};
+
+/// Something that must hold on the page for a run to succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Assertion {
+    /// This text appears in the page's snapshot.
+    TextPresent { text: String },
+    /// The (redacted) URL contains this.
+    UrlContains { text: String },
+    /// The element with this name holds exactly this value.
+    ElementValue { name: String, value: String },
+    /// The element with this name has this state (`checked`, `expanded`, `selected`, …).
+    ElementState { name: String, state: String },
+}
+
+impl Assertion {
+    fn describe(&self) -> String {
+        match self {
+            Assertion::TextPresent { text } => format!("text {text:?} is on the page"),
+            Assertion::UrlContains { text } => format!("the URL contains {text:?}"),
+            Assertion::ElementValue { name, value } => format!("{name:?} holds {value:?}"),
+            Assertion::ElementState { name, state } => format!("{name:?} is {state}"),
+        }
+    }
+
+    /// Checks against one observation; the evidence names that frame.
+    pub fn check(&self, observation: &Observation) -> (bool, CompletionEvidence) {
+        let frame = observation.frame_id().clone();
+        let element = |name: &str| observation.interactive_elements().iter().find(|e| e.name() == name);
+        let (passed, kind) = match self {
+            Assertion::TextPresent { text } => (observation.aria_snapshot().contains(text.as_str()), EvidenceKind::Assertion),
+            Assertion::UrlContains { text } => (observation.url().contains(text.as_str()), EvidenceKind::UrlMatch),
+            Assertion::ElementValue { name, value } => (element(name).and_then(|e| e.value()) == Some(value.as_str()), EvidenceKind::ElementState),
+            Assertion::ElementState { name, state } => (element(name).is_some_and(|e| e.states().iter().any(|s| s == state)), EvidenceKind::ElementState),
+        };
+        (passed, CompletionEvidence::new(kind, self.describe(), frame))
+    }
+}

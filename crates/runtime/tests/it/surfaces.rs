@@ -1,0 +1,46 @@
+//! Surface keys, aliases and the primary surface (cases 12–14 in part).
+
+use protocol::{ErrorCode, SurfaceName};
+
+use crate::env;
+
+#[tokio::test]
+async fn keys_aliases_primary_and_ambiguity() {
+    let env = env("surfaces", true).await;
+    let err = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::AmbiguousSurface, "no surface at all");
+    let first = env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    let second = env.runtime.open_tab(&env.session, &env.server.url("/login.html")).await.unwrap();
+    let context = env.runtime.surface_context(&env.session, "turn_1", 1).await.unwrap();
+    let json = serde_json::to_value(&context).unwrap();
+    assert_eq!(json["primary_surface_key"], "s2", "the focused tab (the newest) is primary");
+    assert_eq!(json["alias_map"]["web:1"], "s1");
+    assert_eq!(json["alias_map"]["focused"], "s2");
+    assert_eq!(json["untrusted_content"], true);
+    assert_eq!(json["surfaces"][0]["preview"]["title"], "Sign up");
+    let web2 = env.runtime.observe(&env.session, Some(&SurfaceName::new("web:2").unwrap()), &Default::default()).await.unwrap();
+    assert_eq!(web2.title(), "Sign in — Fixture Bank");
+    let err = env.runtime.observe(&env.session, Some(&SurfaceName::new("s9").unwrap()), &Default::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::UnknownSurface);
+    // A surface the user closed to the agent is listed, without content.
+    env.runtime.set_capabilities(&env.session, first, vec![]).unwrap();
+    let context = serde_json::to_value(env.runtime.surface_context(&env.session, "turn_2", 2).await.unwrap()).unwrap();
+    assert!(context["surfaces"][0].get("preview").is_none_or(|p| p.is_null()), "{context}");
+    let err = env.runtime.observe(&env.session, Some(&SurfaceName::new("s1").unwrap()), &Default::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::CapabilityDenied);
+    assert_ne!(first, second);
+}
+
+#[tokio::test]
+async fn sessions_are_isolated_browser_contexts() {
+    let env = env("isolation", true).await;
+    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    let other = env.runtime.create_session().await.unwrap();
+    env.runtime.open_tab(&other, &env.server.url("/form.html")).await.unwrap();
+    let conn = env.runtime.connection();
+    let targets = conn.browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    let contexts: std::collections::HashSet<_> = targets.iter().filter(|t| t.target_type == "page").filter_map(|t| t.browser_context_id.clone()).collect();
+    assert!(contexts.len() >= 2, "each session has its own browser context: {contexts:?}");
+    env.runtime.close_session(&other).await.unwrap();
+    assert_eq!(env.runtime.observe(&other, None, &Default::default()).await.unwrap_err().code(), ErrorCode::UnknownSurface);
+}
