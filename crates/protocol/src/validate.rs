@@ -216,7 +216,10 @@ pub(crate) fn collect_where(
                 format!("must have at most {limit} items, got {got}")
             }
             ValidationErrorKind::UniqueItems => match first_repeat(value) {
-                Some(item) => format!("{} appears more than once; list each item once", quote(item)),
+                Some(item) => format!(
+                    "{} appears more than once; list each item once",
+                    quote(item)
+                ),
                 None => "items must be unique".to_owned(),
             },
             ValidationErrorKind::Constant { expected_value } => {

@@ -12,12 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::action::{
-    Action, ActionKind, DeltaY, HttpUrl, Intent, KeyName, SelectValue, TypedText,
-    WaitMillis,
+    Action, ActionKind, DeltaY, HttpUrl, Intent, KeyName, SelectValue, TypedText, WaitMillis,
 };
 use crate::extended::fields::{
-    ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifiers, MouseButton, Offset,
-    PromptText, SelectValues, SingleKey, TypeMode, UploadFiles, is_default,
+    ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifiers, MouseButton, Offset, PromptText,
+    SelectValues, SingleKey, TypeMode, UploadFiles, is_default,
 };
 use crate::extended::locator::is_false;
 use crate::extended::target::{ElementSpec, Target, TargetRef};
@@ -138,7 +137,10 @@ impl ScrollDelta {
 
     /// A vertical scroll, as in v1.
     pub fn vertical(y: DeltaY) -> Self {
-        Self { x: None, y: Some(y) }
+        Self {
+            x: None,
+            y: Some(y),
+        }
     }
 
     /// `delta_x` as given.
@@ -709,13 +711,21 @@ impl ExtendedAction {
                 if !plain {
                     return None;
                 }
-                Action::Click { expected_frame_id: frame(), target: a.target.as_v1()?, intent: intent() }
+                Action::Click {
+                    expected_frame_id: frame(),
+                    target: a.target.as_v1()?,
+                    intent: intent(),
+                }
             }
             Self::Hover(a) => {
                 if !a.modifiers.is_empty() {
                     return None;
                 }
-                Action::Hover { expected_frame_id: frame(), target: a.target.as_v1()?, intent: intent() }
+                Action::Hover {
+                    expected_frame_id: frame(),
+                    target: a.target.as_v1()?,
+                    intent: intent(),
+                }
             }
             Self::Type(a) => {
                 if a.mode != TypeMode::Auto {
@@ -738,7 +748,11 @@ impl ExtendedAction {
                 if a.target.is_some() || a.delta.x().is_some() {
                     return None;
                 }
-                Action::Scroll { expected_frame_id: frame(), delta_y: a.delta.y()?, intent: intent() }
+                Action::Scroll {
+                    expected_frame_id: frame(),
+                    delta_y: a.delta.y()?,
+                    intent: intent(),
+                }
             }
             Self::Select(a) => {
                 let SelectChoice::One(value) = &a.choice else {
@@ -751,9 +765,21 @@ impl ExtendedAction {
                     intent: intent(),
                 }
             }
-            Self::Navigate(a) => Action::Navigate { expected_frame_id: frame(), url: a.url.clone(), intent: intent() },
-            Self::Wait(a) => Action::Wait { expected_frame_id: frame(), duration_ms: a.duration_ms, intent: intent() },
-            Self::Drag(_) | Self::KeyDown(_) | Self::KeyUp(_) | Self::Upload(_) | Self::Dialog(_) => {
+            Self::Navigate(a) => Action::Navigate {
+                expected_frame_id: frame(),
+                url: a.url.clone(),
+                intent: intent(),
+            },
+            Self::Wait(a) => Action::Wait {
+                expected_frame_id: frame(),
+                duration_ms: a.duration_ms,
+                intent: intent(),
+            },
+            Self::Drag(_)
+            | Self::KeyDown(_)
+            | Self::KeyUp(_)
+            | Self::Upload(_)
+            | Self::Dialog(_) => {
                 return None;
             }
         })
@@ -763,7 +789,11 @@ impl ExtendedAction {
 impl From<Action> for ExtendedAction {
     fn from(action: Action) -> Self {
         match action {
-            Action::Click { expected_frame_id, target, intent } => Self::Click(ClickAction {
+            Action::Click {
+                expected_frame_id,
+                target,
+                intent,
+            } => Self::Click(ClickAction {
                 expected_frame_id,
                 target: target.into(),
                 button: MouseButton::default(),
@@ -772,40 +802,78 @@ impl From<Action> for ExtendedAction {
                 expect_download: false,
                 intent,
             }),
-            Action::Type { expected_frame_id, target, text, intent } => Self::Type(TypeAction {
+            Action::Type {
+                expected_frame_id,
+                target,
+                text,
+                intent,
+            } => Self::Type(TypeAction {
                 expected_frame_id,
                 target: target.into(),
                 text,
                 mode: TypeMode::default(),
                 intent,
             }),
-            Action::Press { expected_frame_id, target, key, intent } => {
-                Self::Press(PressAction { expected_frame_id, target: target.into(), key, intent })
-            }
-            Action::Scroll { expected_frame_id, delta_y, intent } => Self::Scroll(ScrollAction {
+            Action::Press {
+                expected_frame_id,
+                target,
+                key,
+                intent,
+            } => Self::Press(PressAction {
+                expected_frame_id,
+                target: target.into(),
+                key,
+                intent,
+            }),
+            Action::Scroll {
+                expected_frame_id,
+                delta_y,
+                intent,
+            } => Self::Scroll(ScrollAction {
                 expected_frame_id,
                 target: None,
                 delta: ScrollDelta::vertical(delta_y),
                 intent,
             }),
-            Action::Hover { expected_frame_id, target, intent } => Self::Hover(HoverAction {
+            Action::Hover {
+                expected_frame_id,
+                target,
+                intent,
+            } => Self::Hover(HoverAction {
                 expected_frame_id,
                 target: target.into(),
                 modifiers: Modifiers::NONE,
                 intent,
             }),
-            Action::Select { expected_frame_id, target, value, intent } => Self::Select(SelectAction {
+            Action::Select {
+                expected_frame_id,
+                target,
+                value,
+                intent,
+            } => Self::Select(SelectAction {
                 expected_frame_id,
                 target: target.into(),
                 choice: SelectChoice::One(value),
                 intent,
             }),
-            Action::Navigate { expected_frame_id, url, intent } => {
-                Self::Navigate(NavigateAction { expected_frame_id, url, intent })
-            }
-            Action::Wait { expected_frame_id, duration_ms, intent } => {
-                Self::Wait(WaitAction { expected_frame_id, duration_ms, intent })
-            }
+            Action::Navigate {
+                expected_frame_id,
+                url,
+                intent,
+            } => Self::Navigate(NavigateAction {
+                expected_frame_id,
+                url,
+                intent,
+            }),
+            Action::Wait {
+                expected_frame_id,
+                duration_ms,
+                intent,
+            } => Self::Wait(WaitAction {
+                expected_frame_id,
+                duration_ms,
+                intent,
+            }),
         }
     }
 }

@@ -13,7 +13,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::action::{SelectValue, ValueError, below, bounded_int, bounded_string, coordinate, integral};
+use crate::action::{
+    SelectValue, ValueError, below, bounded_int, bounded_string, coordinate, integral,
+};
 use crate::limits::*;
 use crate::text::char_count;
 
@@ -229,8 +231,9 @@ impl JsonSchema for Modifiers {
     }
 }
 
-/// The pattern of a [`SingleKey`]: one key, so `+` alone or a name without `+`.
-pub const SINGLE_KEY_PATTERN: &str = r"^(?:\+|[^+]+)$";
+/// The pattern of a [`SingleKey`]: one key, so `+` alone or a name without `+`. It admits the
+/// empty string so that an empty key fails only `minLength`, with one clear message.
+pub const SINGLE_KEY_PATTERN: &str = r"^(?:\+|[^+]*)$";
 
 /// One key for `key_down` and `key_up`, 1..=64 characters: a key name such as `Shift`,
 /// `ArrowDown` or `a`, or `+` itself. Chords (`Control+A`) are `press`'s; holding a chord
@@ -244,13 +247,24 @@ impl SingleKey {
         let value = value.into();
         let got = char_count(&value);
         if below(got, KEY_MIN_CHARS) {
-            return Err(ValueError::TooShort { field: "key", min: KEY_MIN_CHARS, got });
+            return Err(ValueError::TooShort {
+                field: "key",
+                min: KEY_MIN_CHARS,
+                got,
+            });
         }
         if got > KEY_MAX_CHARS {
-            return Err(ValueError::TooLong { field: "key", max: KEY_MAX_CHARS, got });
+            return Err(ValueError::TooLong {
+                field: "key",
+                max: KEY_MAX_CHARS,
+                got,
+            });
         }
         if value != "+" && value.contains('+') {
-            return Err(ValueError::Pattern { field: "key", pattern: SINGLE_KEY_PATTERN });
+            return Err(ValueError::Pattern {
+                field: "key",
+                pattern: SINGLE_KEY_PATTERN,
+            });
         }
         Ok(Self(value))
     }
@@ -439,7 +453,11 @@ impl DragPath {
     /// Checks the count and wraps `points`.
     pub fn new(points: Vec<Waypoint>) -> Result<Self, FieldError> {
         if points.len() > DRAG_PATH_MAX {
-            return Err(FieldError::TooMany { field: "path", max: DRAG_PATH_MAX, got: points.len() });
+            return Err(FieldError::TooMany {
+                field: "path",
+                max: DRAG_PATH_MAX,
+                got: points.len(),
+            });
         }
         Ok(Self(points))
     }
@@ -545,7 +563,10 @@ impl UploadName {
             return Err(UploadNameError::Empty);
         }
         if got > UPLOAD_NAME_MAX_CHARS {
-            return Err(UploadNameError::TooLong { max: UPLOAD_NAME_MAX_CHARS, got });
+            return Err(UploadNameError::TooLong {
+                max: UPLOAD_NAME_MAX_CHARS,
+                got,
+            });
         }
         match Self::content_problem(&value) {
             Some(problem) => Err(problem),

@@ -64,8 +64,9 @@ bounded_string!(
 );
 
 /// The pattern of an [`AriaRole`]: lower-case words joined by hyphens (`button`,
-/// `menuitemcheckbox`, `doc-abstract`).
-pub const ARIA_ROLE_PATTERN: &str = "^[a-z]+(-[a-z]+)*$";
+/// `menuitemcheckbox`, `doc-abstract`). It admits the empty string so that an empty role
+/// fails only `minLength`, with one clear message.
+pub const ARIA_ROLE_PATTERN: &str = "^([a-z]+(-[a-z]+)*)?$";
 
 /// An ARIA role token for a role locator, 1..=64 characters matching [`ARIA_ROLE_PATTERN`].
 /// The shape is checked here; whether the role exists is the page's business (an unknown
@@ -79,16 +80,27 @@ impl AriaRole {
         let value = value.into();
         let got = char_count(&value);
         if below(got, 1) {
-            return Err(ValueError::TooShort { field: "role", min: 1, got });
+            return Err(ValueError::TooShort {
+                field: "role",
+                min: 1,
+                got,
+            });
         }
         if got > ROLE_MAX_CHARS {
-            return Err(ValueError::TooLong { field: "role", max: ROLE_MAX_CHARS, got });
+            return Err(ValueError::TooLong {
+                field: "role",
+                max: ROLE_MAX_CHARS,
+                got,
+            });
         }
         let well_formed = value
             .split('-')
             .all(|word| !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase()));
         if !well_formed {
-            return Err(ValueError::Pattern { field: "role", pattern: ARIA_ROLE_PATTERN });
+            return Err(ValueError::Pattern {
+                field: "role",
+                pattern: ARIA_ROLE_PATTERN,
+            });
         }
         Ok(Self(value))
     }
@@ -225,10 +237,18 @@ impl FrameChain {
     /// Checks the length and wraps `steps`. Repeats are allowed (nested frames can share a title).
     pub fn new(steps: Vec<FrameStep>) -> Result<Self, FieldError> {
         if steps.is_empty() {
-            return Err(FieldError::TooFew { field: "frame", min: 1, got: 0 });
+            return Err(FieldError::TooFew {
+                field: "frame",
+                min: 1,
+                got: 0,
+            });
         }
         if steps.len() > FRAME_CHAIN_MAX {
-            return Err(FieldError::TooMany { field: "frame", max: FRAME_CHAIN_MAX, got: steps.len() });
+            return Err(FieldError::TooMany {
+                field: "frame",
+                max: FRAME_CHAIN_MAX,
+                got: steps.len(),
+            });
         }
         Ok(Self(steps))
     }
@@ -341,8 +361,12 @@ schema_def!(RoleLocatorSchema, "roleLocator", |g| json_schema!({
     "required": ["kind", "role"],
     "additionalProperties": false,
 }));
-schema_def!(LabelLocatorSchema, "labelLocator", |g| text_locator("label", g));
-schema_def!(TextLocatorSchema, "textLocator", |g| text_locator("text", g));
+schema_def!(LabelLocatorSchema, "labelLocator", |g| text_locator(
+    "label", g
+));
+schema_def!(TextLocatorSchema, "textLocator", |g| text_locator(
+    "text", g
+));
 schema_def!(TestIdLocatorSchema, "testIdLocator", |g| json_schema!({
     "type": "object",
     "properties": {

@@ -39,20 +39,23 @@ fn drop_null_defaults(schema: &mut Value) {
 fn enums_as_enum(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
-            let names: Option<Vec<Value>> = map
-                .get("oneOf")
-                .and_then(Value::as_array)
-                .and_then(|branches| {
-                    branches
-                        .iter()
-                        .map(|b| match b.as_object() {
-                            Some(o) if o.len() == 1 && o.get("const").is_some_and(Value::is_string) => {
-                                o.get("const").cloned()
-                            }
-                            _ => None,
-                        })
-                        .collect()
-                });
+            let names: Option<Vec<Value>> =
+                map.get("oneOf")
+                    .and_then(Value::as_array)
+                    .and_then(|branches| {
+                        branches
+                            .iter()
+                            .map(|b| match b.as_object() {
+                                Some(o)
+                                    if o.len() == 1
+                                        && o.get("const").is_some_and(Value::is_string) =>
+                                {
+                                    o.get("const").cloned()
+                                }
+                                _ => None,
+                            })
+                            .collect()
+                    });
             if let Some(names) = names {
                 map.remove("oneOf");
                 map.insert("type".into(), json!("string"));
@@ -133,7 +136,9 @@ fn union(mut schemas: Vec<Value>) -> Value {
     // adds nothing to the union.
     let unpatterned = |s: &Value| {
         let mut s = s.clone();
-        s.as_object_mut().and_then(|m| m.remove("pattern")).map(|_| s)
+        s.as_object_mut()
+            .and_then(|m| m.remove("pattern"))
+            .map(|_| s)
     };
     let narrower: Vec<Value> = schemas
         .iter()

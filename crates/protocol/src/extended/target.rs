@@ -166,11 +166,23 @@ impl From<Target> for TargetWire {
         match t {
             Target::Ref(e) => Self::Element { element: e.element },
             Target::Point(p) => Self::Point { x: p.x, y: p.y },
-            Target::Locator(Locator::Role { role, name, exact, frame }) => {
-                Self::Role { role, name, exact, frame }
+            Target::Locator(Locator::Role {
+                role,
+                name,
+                exact,
+                frame,
+            }) => Self::Role {
+                role,
+                name,
+                exact,
+                frame,
+            },
+            Target::Locator(Locator::Label { text, exact, frame }) => {
+                Self::Label { text, exact, frame }
             }
-            Target::Locator(Locator::Label { text, exact, frame }) => Self::Label { text, exact, frame },
-            Target::Locator(Locator::Text { text, exact, frame }) => Self::Text { text, exact, frame },
+            Target::Locator(Locator::Text { text, exact, frame }) => {
+                Self::Text { text, exact, frame }
+            }
             Target::Locator(Locator::TestId { id, frame }) => Self::TestId { id, frame },
         }
     }
@@ -181,11 +193,23 @@ impl From<TargetWire> for Target {
         match w {
             TargetWire::Element { element } => Self::Ref(ElementTarget { element }),
             TargetWire::Point { x, y } => Self::Point(PointTarget { x, y }),
-            TargetWire::Role { role, name, exact, frame } => {
-                Self::Locator(Locator::Role { role, name, exact, frame })
+            TargetWire::Role {
+                role,
+                name,
+                exact,
+                frame,
+            } => Self::Locator(Locator::Role {
+                role,
+                name,
+                exact,
+                frame,
+            }),
+            TargetWire::Label { text, exact, frame } => {
+                Self::Locator(Locator::Label { text, exact, frame })
             }
-            TargetWire::Label { text, exact, frame } => Self::Locator(Locator::Label { text, exact, frame }),
-            TargetWire::Text { text, exact, frame } => Self::Locator(Locator::Text { text, exact, frame }),
+            TargetWire::Text { text, exact, frame } => {
+                Self::Locator(Locator::Text { text, exact, frame })
+            }
             TargetWire::TestId { id, frame } => Self::Locator(Locator::TestId { id, frame }),
         }
     }

@@ -88,7 +88,10 @@ fn kinds_list() -> String {
 
 /// Whether `path` is `base` or below it.
 fn under(path: &str, base: &str) -> bool {
-    path == base || path.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
+    path == base
+        || path
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Whether `path` is `/files/<index>`.
@@ -109,11 +112,19 @@ fn check_kind<'k>(
     refuse: &dyn Fn(&str) -> Option<String>,
     problems: &mut Vec<Problem>,
 ) -> Option<&'k str> {
-    let names: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
+    // Kinds refused here are not offered in messages either.
+    let names: Vec<&str> = kinds
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| refuse(k).is_none())
+        .collect();
     let Value::Object(map) = value else {
         problems.push(Problem::new(
             path,
-            format!("expected an object such as {example}, got {}", json_type(value)),
+            format!(
+                "expected an object such as {example}, got {}",
+                json_type(value)
+            ),
         ));
         return None;
     };
@@ -122,7 +133,10 @@ fn check_kind<'k>(
         None => {
             problems.push(Problem::new(
                 kind_path,
-                format!("missing required field; expected one of: {}", names.join(", ")),
+                format!(
+                    "missing required field; expected one of: {}",
+                    names.join(", ")
+                ),
             ));
             return None;
         }
@@ -130,7 +144,11 @@ fn check_kind<'k>(
         Some(other) => {
             problems.push(Problem::new(
                 kind_path,
-                format!("expected a string, got {}; one of: {}", json_type(other), names.join(", ")),
+                format!(
+                    "expected a string, got {}; one of: {}",
+                    json_type(other),
+                    names.join(", ")
+                ),
             ));
             return None;
         }
@@ -153,7 +171,14 @@ fn check_kind<'k>(
     // Frame steps are checked one by one below, each against the kind it names.
     let steps = format!("{path}/frame");
     let skip = |p: &str, _: &ValidationErrorKind| p.starts_with(&format!("{steps}/"));
-    collect_where(&checker.validator, value, path, &skip, &checker.fields, problems);
+    collect_where(
+        &checker.validator,
+        value,
+        path,
+        &skip,
+        &checker.fields,
+        problems,
+    );
     Some(name)
 }
 
@@ -222,7 +247,8 @@ fn check_rules(kind: ExtendedKind, map: &Map<String, Value>, problems: &mut Vec<
             _ => {}
         },
         ExtendedKind::Dialog
-            if map.get("accept") == Some(&Value::Bool(false)) && map.contains_key("prompt_text") =>
+            if map.get("accept") == Some(&Value::Bool(false))
+                && map.contains_key("prompt_text") =>
         {
             problems.push(Problem::new(
                 "/prompt_text",
@@ -312,7 +338,14 @@ pub fn validate_extended_action(value: &Value) -> Result<ExtendedAction, ActionE
     };
     let mut problems = Vec::new();
     if let Some((_, checker)) = v.branches.iter().find(|(k, _)| *k == kind) {
-        collect_where(&checker.validator, value, "", &skip, &checker.fields, &mut problems);
+        collect_where(
+            &checker.validator,
+            value,
+            "",
+            &skip,
+            &checker.fields,
+            &mut problems,
+        );
     }
     for (field, points) in target_fields {
         if let Some(target) = map.get(*field) {

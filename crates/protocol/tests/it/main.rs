@@ -1,6 +1,9 @@
 //! The protocol crate's one integration test binary (one binary keeps linking cheap).
 
 mod coords;
+mod extended_props;
+mod extended_schema;
+mod extended_validate;
 mod observation;
 mod preview;
 mod props;

@@ -9,32 +9,32 @@ use protocol::{
 };
 use serde_json::{Map, Value, json};
 
-fn chars(range: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = String> {
+pub fn chars(range: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = String> {
     prop::collection::vec(any::<char>(), range).prop_map(String::from_iter)
 }
 
-fn frame() -> impl Strategy<Value = FrameId> {
+pub fn frame() -> impl Strategy<Value = FrameId> {
     "frame_[A-Za-z0-9_-]{1,24}".prop_map(|s| FrameId::new(s).expect("matches the pattern"))
 }
 
-fn intent() -> impl Strategy<Value = Intent> {
+pub fn intent() -> impl Strategy<Value = Intent> {
     chars(1..=240).prop_map(|s| Intent::new(s).expect("in bounds"))
 }
 
-fn element() -> impl Strategy<Value = ElementTarget> {
+pub fn element() -> impl Strategy<Value = ElementTarget> {
     any::<u32>().prop_map(|i| ElementTarget {
         element: ElementRef::from_index(i),
     })
 }
 
-fn any_target() -> impl Strategy<Value = AnyTarget> {
+pub fn any_target() -> impl Strategy<Value = AnyTarget> {
     prop_oneof![
         element().prop_map(AnyTarget::Element),
         (any::<u32>(), any::<u32>()).prop_map(|(x, y)| AnyTarget::Point(PointTarget { x, y })),
     ]
 }
 
-fn action() -> impl Strategy<Value = Action> {
+pub fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         (frame(), any_target(), intent()).prop_map(|(expected_frame_id, target, intent)| {
             Action::Click {
@@ -105,7 +105,7 @@ fn action() -> impl Strategy<Value = Action> {
 }
 
 /// Arbitrary JSON, with keys biased toward the ones the schema knows.
-fn json_value() -> impl Strategy<Value = Value> {
+pub fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
