@@ -43,16 +43,18 @@
 //! - `dialog` answers the dialog blocking the leased tab; it needs no target.
 
 pub mod action;
+pub mod branch;
 pub mod fields;
 pub mod locator;
 pub mod schema;
 pub mod target;
 pub mod validate;
 
-pub use action::{
-    ClickAction, DialogAction, DialogResponse, DragAction, ExtendedAction, ExtendedKind,
-    HoverAction, KeyAction, NavigateAction, PressAction, ScrollAction, ScrollDelta, SelectAction,
-    SelectChoice, TypeAction, UploadAction, WaitAction,
+pub use action::{ExtendedAction, ExtendedKind};
+pub use branch::{
+    ClickAction, DialogAction, DialogResponse, DragAction, HoverAction, KeyAction, NavigateAction,
+    PressAction, ScrollAction, ScrollDelta, SelectAction, SelectChoice, TypeAction, UploadAction,
+    WaitAction,
 };
 pub use fields::{
     ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifier, Modifiers, MouseButton, Offset,
