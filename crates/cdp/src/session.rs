@@ -107,10 +107,12 @@ impl Session {
 
     /// Creates a new tab (optionally in an isolated browser context) and attaches to it.
     ///
+    /// Each tab gets a window of its own, so no tab is ever a background tab: background tabs
+    /// throttle timers, skip animation frames and defer dialogs, which would stall parallel runs.
     /// Only targets created or attached this way are ever touched; other tabs of the browser are not.
     pub async fn create_page(&self, url: &str, browser_context_id: Option<String>) -> Result<Session, CdpError> {
         let created = self
-            .call(target::CreateTarget { url: url.to_owned(), browser_context_id, new_window: None, background: None })
+            .call(target::CreateTarget { url: url.to_owned(), browser_context_id, new_window: Some(true), background: None })
             .await?;
         self.attach(&created.target_id).await
     }

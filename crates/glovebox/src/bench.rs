@@ -67,6 +67,8 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Protocol => bench_protocol()?,
         BenchTarget::Observe => bench_observe(global, &mut ratios).await?,
         BenchTarget::Act => bench_act(global).await?,
+        BenchTarget::Runtime => bench_runtime(global, &mut ratios).await?,
+        BenchTarget::Store => bench_store(global)?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> = results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
@@ -263,4 +265,109 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
         ("click + settle + fresh observation".to_owned(), Stats::of(&mut clicks)),
         ("type 100 chars + verify + fresh observation".to_owned(), Stats::of(&mut typing)),
     ])
+}
+
+fn bench_store(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
+    let path = browser::data_dir(global).join("bench").join(format!("store-{}.sqlite", std::process::id()));
+    let mut samples = store::bench::bench_ownership_changes(&path, 2000)?;
+    let _ = std::fs::remove_file(&path);
+    Ok(vec![("store: ownership change (claim or release), fsynced".to_owned(), Stats::of(&mut samples))])
+}
+
+async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::runtime::{RunRequest, Runtime, RuntimeConfig, Scripted, ScriptedPlanner};
+    let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
+    let mut config = RuntimeConfig::new(browser::data_dir(global));
+    if let Some(endpoint) = &global.browser_endpoint {
+        config.browser = ::runtime::BrowserSource::Endpoint(endpoint.clone());
+    } else {
+        config.browser = ::runtime::BrowserSource::Launch(browser::launch_options(global));
+    }
+    config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
+    let rt = Runtime::start(config).await?;
+    let session = rt.create_session().await?;
+    let mut results = Vec::new();
+
+    // Stop → no further side effect: from the cancel request to the run's end.
+    rt.open_tab(&session, &pages.url("/act")).await?;
+    let mut stops = Vec::new();
+    let mut events = rt.subscribe_events();
+    for _ in 0..30 {
+        let steps = vec![Scripted::Think(Duration::from_secs(30)), Scripted::Click("Add one".into())];
+        let (handle, join) = rt.start_run(&session, RunRequest::new("stop me"), Box::new(ScriptedPlanner::new(steps)))?;
+        loop {
+            let event = events.recv().await?;
+            if event.run_id == handle.run_id && matches!(event.kind, ::runtime::EventKind::Observed { .. }) {
+                break;
+            }
+        }
+        let started = Instant::now();
+        handle.cancel();
+        join.await?;
+        stops.push(started.elapsed());
+    }
+    results.push(("stop request → run ended, no side effect".to_owned(), Stats::of(&mut stops)));
+
+    // Per-step overhead: 20 waits through the runner vs the same observe+act directly.
+    let step_script = || (0..20).map(|_| Scripted::Wait(0)).chain([Scripted::GiveUp("done".into())]).collect::<Vec<_>>();
+    let mut through_runtime = Vec::new();
+    let mut direct = Vec::new();
+    let tab_session = rt.create_session().await?;
+    rt.open_tab(&tab_session, &pages.url("/act")).await?;
+    for _ in 0..8 {
+        let started = Instant::now();
+        rt.run(&tab_session, RunRequest::new("wait"), Box::new(ScriptedPlanner::new(step_script()))).await?;
+        through_runtime.push(started.elapsed() / 21);
+        let started = Instant::now();
+        for _ in 0..21 {
+            let o = rt.observe(&tab_session, None, &Default::default()).await?;
+            if direct.len() < usize::MAX {
+                let wait = protocol::validate_action(&json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 0, "intent": "w"}))?;
+                rt.act(&tab_session, None, &wait, &Default::default()).await?;
+            }
+        }
+        direct.push(started.elapsed() / 21);
+    }
+    let runner = Stats::of(&mut through_runtime);
+    let plain = Stats::of(&mut direct);
+    ratios.push(("runner overhead per step vs observe+act (ms, medians)".to_owned(), ms(runner.median) - ms(plain.median)));
+    results.push(("runner step (observe, plan, policy, act)".to_owned(), runner));
+    results.push(("observe + act through the runtime API".to_owned(), plain));
+
+    // 8 tabs × the same 20-step task: in parallel vs one after another.
+    let parallel_session = rt.create_session().await?;
+    for _ in 0..8 {
+        rt.open_tab(&parallel_session, &pages.url("/act")).await?;
+    }
+    let task = || {
+        let mut steps: Vec<Scripted> = (0..19).map(|_| Scripted::Click("Add one".into())).collect();
+        steps.push(Scripted::Done("counted".into()));
+        steps
+    };
+    let request = |i: usize| {
+        let mut r = RunRequest::new("count");
+        r.surface = Some(protocol::SurfaceName::new(format!("s{}", i + 1)).expect("a valid key"));
+        r.assertions = vec![::runtime::Assertion::TextPresent { text: "clicks".into() }];
+        r
+    };
+    let started = Instant::now();
+    for i in 0..8 {
+        rt.run(&parallel_session, request(i), Box::new(ScriptedPlanner::new(task()))).await?;
+    }
+    let sequential = started.elapsed();
+    let started = Instant::now();
+    let mut joins = Vec::new();
+    for i in 0..8 {
+        let (_, join) = rt.start_run(&parallel_session, request(i), Box::new(ScriptedPlanner::new(task())))?;
+        joins.push(join);
+    }
+    for join in joins {
+        let result = join.await?;
+        anyhow::ensure!(result.status() == protocol::RunStatus::Succeeded, "a parallel run failed: {result:?}");
+    }
+    let parallel = started.elapsed();
+    ratios.push(("8 tabs × 20 steps: sequential s".to_owned(), sequential.as_secs_f64()));
+    ratios.push(("8 tabs × 20 steps: parallel s".to_owned(), parallel.as_secs_f64()));
+    ratios.push(("8 tabs × 20 steps: speed-up".to_owned(), sequential.as_secs_f64() / parallel.as_secs_f64()));
+    Ok(results)
 }

@@ -88,4 +88,8 @@ pub enum BenchTarget {
     Observe,
     /// Click and type round trips (checks, dispatch, settle, verification, fresh observation).
     Act,
+    /// Runtime: stop latency, parallel tabs speed-up, per-step overhead.
+    Runtime,
+    /// Store write latency for an ownership change.
+    Store,
 }
