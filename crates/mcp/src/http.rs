@@ -1,0 +1,213 @@
+//! `glovebox serve`: MCP over streamable HTTP at `/mcp`, and the person channel at
+//! `/api/approvals`, on one listener. Loopback by default; a Host allowlist (DNS rebinding), an
+//! Origin check, a bearer token (required off loopback), body size limits, and the per-session
+//! rate bound of the handler.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use runtime::Runtime;
+use tokio::task::JoinHandle;
+
+use crate::person::PersonChannel;
+use crate::server::{GloveboxMcp, McpOptions};
+use crate::McpError;
+
+/// How `serve` listens.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen; `127.0.0.1:7777` by default.
+    pub bind: SocketAddr,
+    /// Bearer token for `/mcp`. Required when `bind` is not loopback.
+    pub token: Option<String>,
+    /// Token of the person channel; a random one when `None`.
+    pub person_token: Option<String>,
+    /// Extra `Host` names accepted besides loopback names (e.g. the machine's DNS name).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (`Origin` header); requests without `Origin` pass.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Options every session shares (the person channel is filled in by `serve_http`).
+    pub mcp: McpOptions,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            bind: SocketAddr::from(([127, 0, 0, 1], 7777)),
+            token: None,
+            person_token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: 1 << 20,
+            mcp: McpOptions::default(),
+        }
+    }
+}
+
+/// A running HTTP server.
+pub struct HttpServer {
+    /// The address it listens on.
+    pub local_addr: SocketAddr,
+    /// The person channel (its token is for the person's terminal, never for a model).
+    pub person: PersonChannel,
+    stop: Box<dyn Fn() + Send + Sync>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl HttpServer {
+    /// `http://host:port/mcp`
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.local_addr)
+    }
+
+    /// Stops accepting, ends every MCP session (closing their Glovebox sessions) and waits.
+    pub async fn shutdown(self) -> Result<(), McpError> {
+        (self.stop)();
+        match self.task.await {
+            Ok(result) => Ok(result?),
+            Err(e) => Err(McpError::Transport(e.to_string())),
+        }
+    }
+
+    /// Waits until the server stops by itself (it does not unless it fails).
+    pub async fn wait(&mut self) -> Result<(), McpError> {
+        match (&mut self.task).await {
+            Ok(result) => Ok(result?),
+            Err(e) => Err(McpError::Transport(e.to_string())),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Guard {
+    hosts: Arc<Vec<String>>,
+    origins: Arc<Vec<String>>,
+    token: Option<Arc<String>>,
+}
+
+/// Compares secrets without an early exit on the first differing byte.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The host part of a `Host` header value (`[::1]:80` → `[::1]`, `a:80` → `a`), lowercased.
+fn host_name(value: &str) -> String {
+    let value = value.trim().to_ascii_lowercase();
+    if value.starts_with('[') {
+        return value.split(']').next().map(|h| format!("{h}]")).unwrap_or(value);
+    }
+    value.rsplit_once(':').map_or(value.clone(), |(h, _)| h.to_owned())
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({"error": message}))).into_response()
+}
+
+async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let headers: &HeaderMap = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(host_name);
+    match host {
+        Some(h) if guard.hosts.iter().any(|a| *a == h) => {}
+        _ => {
+            tracing::warn!(host = ?headers.get(header::HOST), "refused a request with a foreign Host header");
+            return refuse(StatusCode::FORBIDDEN, "Host not allowed (DNS rebinding protection); add it with --allow-host");
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default().trim_end_matches('/').to_ascii_lowercase();
+        if !guard.origins.iter().any(|o| *o == origin) {
+            tracing::warn!(%origin, "refused a request from a foreign Origin");
+            return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-origin");
+        }
+    }
+    // The person channel has its own token; the bearer token guards MCP.
+    if request.uri().path().starts_with("/mcp") {
+        if let Some(token) = &guard.token {
+            let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+            if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+                return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
+            }
+        }
+    }
+    next.run(request).await
+}
+
+/// Binds and serves; returns once listening.
+pub async fn serve_http(runtime: Runtime, mut options: HttpOptions) -> Result<HttpServer, McpError> {
+    let loopback = options.bind.ip().is_loopback();
+    if !loopback && options.token.as_deref().is_none_or(str::is_empty) {
+        return Err(McpError::TokenRequired { addr: options.bind.to_string() });
+    }
+    let listener = tokio::net::TcpListener::bind(options.bind).await.map_err(|source| McpError::Bind { addr: options.bind.to_string(), source })?;
+    let local_addr = listener.local_addr()?;
+    let port = local_addr.port();
+
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+    if !loopback && !local_addr.ip().is_unspecified() {
+        hosts.push(host_name(&local_addr.to_string()));
+    }
+    hosts.extend(options.allowed_hosts.iter().map(|h| host_name(h)));
+    let mut origins: Vec<String> = vec![format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://[::1]:{port}")];
+    origins.extend(options.allowed_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()));
+
+    let person_token = options.person_token.clone().unwrap_or_else(|| crate::random_token(24));
+    let person_host = if loopback { local_addr.to_string() } else { format!("127.0.0.1:{port}") };
+    let person = PersonChannel { base_url: format!("http://{person_host}"), token: person_token.clone() };
+    options.mcp.person = Some(person.clone());
+    let mcp_options = Arc::new(options.mcp.clone());
+
+    // rmcp's own Host/Origin checks stay on as a second line, with the same lists.
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts.iter().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned()).chain(hosts.iter().cloned()))
+        .with_allowed_origins(origins.iter().cloned())
+        .with_max_request_body_bytes(options.max_body_bytes);
+    let cancel = config.cancellation_token.clone();
+    let factory_runtime = runtime.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(GloveboxMcp::new(factory_runtime.clone(), mcp_options.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let guard_state = Guard { hosts: Arc::new(hosts), origins: Arc::new(origins), token: options.token.map(Arc::new) };
+    let app = axum::Router::new()
+        .route_service("/mcp", service)
+        .merge(crate::person::router(runtime, person_token))
+        .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(middleware::from_fn_with_state(guard_state, guard));
+
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.wait_for(|stop| *stop).await;
+            })
+            .await
+    });
+    let stop = Box::new(move || {
+        cancel.cancel();
+        let _ = stop_tx.send(true);
+    });
+    tracing::info!(%local_addr, "MCP listening on /mcp");
+    Ok(HttpServer { local_addr, person, stop, task })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_name;
+
+    #[test]
+    fn host_names() {
+        assert_eq!(host_name("127.0.0.1:7777"), "127.0.0.1");
+        assert_eq!(host_name("LocalHost"), "localhost");
+        assert_eq!(host_name("[::1]:80"), "[::1]");
+        assert_eq!(host_name("evil.example:7777"), "evil.example");
+    }
+}

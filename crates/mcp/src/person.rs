@@ -1,0 +1,105 @@
+//! The person channel for approvals: a loopback HTTP endpoint guarded by a person token that is
+//! shown to the person on the terminal and never to the model. `GET /api/approvals` lists what is
+//! pending; `POST /api/approvals/{id}` with `{"decision": "approve_once" | "approve_for_task" |
+//! "deny"}` resolves one. `glovebox approve` is a terminal client of it.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use runtime::{ApprovalDecision, Runtime};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// A person's decision as it arrives on the channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PersonDecision {
+    /// This one action.
+    ApproveOnce,
+    /// Ordinary actions on this origin for the rest of the session (R3 still asks each time).
+    ApproveForTask,
+    /// Refuse.
+    Deny,
+}
+
+impl From<PersonDecision> for ApprovalDecision {
+    fn from(d: PersonDecision) -> Self {
+        match d {
+            PersonDecision::ApproveOnce => ApprovalDecision::ApproveOnce,
+            PersonDecision::ApproveForTask => ApprovalDecision::ApproveForTask,
+            PersonDecision::Deny => ApprovalDecision::Deny,
+        }
+    }
+}
+
+/// Where a person resolves approvals: the base URL of the endpoint and its token.
+#[derive(Debug, Clone)]
+pub struct PersonChannel {
+    /// e.g. `http://127.0.0.1:7777`
+    pub base_url: String,
+    /// The person token (`Authorization: Bearer …`). Never sent to a model.
+    pub token: String,
+}
+
+impl PersonChannel {
+    /// How a person grants `approval_id`, for the model to relay to its user (no token in it).
+    pub fn how_to_grant(&self, approval_id: &str) -> String {
+        format!(
+            "A person approves in a terminal with `glovebox approve {approval_id}` (add --for-task to allow this site for the session, --deny to refuse), or with POST {}/api/approvals/{approval_id} and the person token printed when Glovebox started.",
+            self.base_url
+        )
+    }
+}
+
+#[derive(Clone)]
+struct PersonState {
+    runtime: Runtime,
+    token: String,
+}
+
+#[derive(Deserialize)]
+struct DecisionBody {
+    decision: PersonDecision,
+}
+
+/// The `/api/approvals` routes, guarded by `token`.
+pub fn router(runtime: Runtime, token: String) -> axum::Router {
+    axum::Router::new()
+        .route("/api/approvals", get(list))
+        .route("/api/approvals/{id}", post(resolve))
+        .with_state(PersonState { runtime, token })
+}
+
+fn authorised(headers: &HeaderMap, token: &str) -> bool {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| crate::http::constant_time_eq(given.as_bytes(), token.as_bytes()))
+}
+
+fn unauthorised() -> Response {
+    (StatusCode::UNAUTHORIZED, Json(json!({"error": "the person token is required (Authorization: Bearer …)"}))).into_response()
+}
+
+async fn list(State(state): State<PersonState>, headers: HeaderMap) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    Json(json!({"pending": state.runtime.pending_approvals()})).into_response()
+}
+
+async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, headers: HeaderMap, body: Json<DecisionBody>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.resolve_approval(&id, body.decision.into()) {
+        Ok(()) => {
+            tracing::info!(approval = %id, decision = ?body.decision, "a person resolved an approval");
+            Json(json!({"resolved": id, "decision": body.decision})).into_response()
+        }
+        Err(e) => (StatusCode::NOT_FOUND, Json(json!({"error": e.to_string()}))).into_response(),
+    }
+}

@@ -1,0 +1,108 @@
+//! One MCP session's Glovebox session: created on the first tool call, closed once when the MCP
+//! session ends (explicitly, or when the handler is dropped on disconnect).
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use runtime::{Runtime, RuntimeError};
+
+use crate::rate::{Bucket, RateLimit};
+use crate::wrap::Untrusted;
+
+/// The tabs this MCP session opened, in registry order, and the focused one. The runtime numbers
+/// keys `s1…` in the same order; this mirror only maps a key back to the surface id
+/// `Runtime::close_tab` takes (the runtime has no public name → id lookup yet).
+#[derive(Debug, Default)]
+pub(crate) struct TabMirror {
+    pub(crate) order: Vec<u64>,
+    pub(crate) focused: Option<u64>,
+}
+
+impl TabMirror {
+    pub(crate) fn lookup(&self, name: &str) -> Option<u64> {
+        if name == "focused" {
+            return self.focused;
+        }
+        let n: usize = name.strip_prefix("web:").or_else(|| name.strip_prefix('s'))?.parse().ok()?;
+        n.checked_sub(1).and_then(|i| self.order.get(i)).copied()
+    }
+
+    pub(crate) fn key_of(&self, surface: u64) -> Option<String> {
+        self.order.iter().position(|s| *s == surface).map(|i| format!("s{}", i + 1))
+    }
+}
+
+pub(crate) struct SessionSlot {
+    runtime: Runtime,
+    id: tokio::sync::Mutex<Option<String>>,
+    pub(crate) untrusted: Untrusted,
+    pub(crate) tabs: Mutex<TabMirror>,
+    pub(crate) turn: std::sync::atomic::AtomicU64,
+    rate: Mutex<Bucket>,
+    limit: RateLimit,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl SessionSlot {
+    pub(crate) fn new(runtime: Runtime, limit: RateLimit) -> Self {
+        SessionSlot {
+            runtime,
+            id: tokio::sync::Mutex::new(None),
+            untrusted: Untrusted::new(),
+            tabs: Mutex::default(),
+            turn: std::sync::atomic::AtomicU64::new(0),
+            rate: Mutex::new(Bucket::new(limit, Instant::now())),
+            limit,
+        }
+    }
+
+    /// The Glovebox session id, created on first use.
+    pub(crate) async fn id(&self) -> Result<String, RuntimeError> {
+        let mut id = self.id.lock().await;
+        if let Some(id) = &*id {
+            return Ok(id.clone());
+        }
+        let created = self.runtime.create_session().await?;
+        tracing::info!(session = %created, "MCP session started a Glovebox session");
+        *id = Some(created.clone());
+        Ok(created)
+    }
+
+    /// Takes one tool call from the bucket, or says how long to wait.
+    pub(crate) fn admit(&self) -> Result<(), std::time::Duration> {
+        lock(&self.rate).take(self.limit, Instant::now())
+    }
+
+    /// Runs the session's disposal cleanup (tabs, browser context) once.
+    pub(crate) async fn close(&self) {
+        let id = self.id.lock().await.take();
+        if let Some(id) = id {
+            close(&self.runtime, &id).await;
+        }
+    }
+}
+
+async fn close(runtime: &Runtime, id: &str) {
+    match runtime.close_session(id).await {
+        Ok(()) => tracing::info!(session = %id, "MCP session ended; Glovebox session closed"),
+        Err(e) => tracing::warn!(session = %id, error = %e, "closing the Glovebox session failed"),
+    }
+}
+
+impl Drop for SessionSlot {
+    /// A disconnect drops the handler: the cleanup runs on the Tokio runtime if one is there.
+    fn drop(&mut self) {
+        if let Some(id) = self.id.get_mut().take() {
+            let runtime = self.runtime.clone();
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn(async move { close(&runtime, &id).await });
+                }
+                Err(_) => tracing::warn!(session = %id, "no async runtime at disconnect; the session's tabs close with the browser"),
+            }
+        }
+    }
+}

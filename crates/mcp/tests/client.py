@@ -1,0 +1,162 @@
+"""A real MCP client (the official Python SDK) driving Glovebox for the integration tests.
+
+usage: client.py SCENARIO (--url URL [--token T] | --stdio CMD...) [--fixture URL]...
+Prints one JSON object per line on stdout; the Rust tests assert on them. Scenarios that need a
+person wait for a line on stdin (the test plays the person).
+"""
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from contextlib import asynccontextmanager
+
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+
+
+def emit(obj):
+    print(json.dumps(obj), flush=True)
+
+
+@asynccontextmanager
+async def connect(args, elicit=None):
+    if args.url:
+        headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+        async with streamablehttp_client(args.url, headers=headers) as (read, write, _):
+            async with ClientSession(read, write, elicitation_callback=elicit) as session:
+                init = await session.initialize()
+                yield session, init
+    else:
+        params = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:], env=None)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=elicit) as session:
+                init = await session.initialize()
+                yield session, init
+
+
+async def call(session, name, arguments=None):
+    result = await session.call_tool(name, arguments or {})
+    texts = [c.text for c in result.content if c.type == "text"]
+    images = [c.mimeType for c in result.content if c.type == "image"]
+    header = json.loads(texts[0]) if texts else {}
+    page = None
+    for t in texts[1:]:
+        m = re.search(r'<untrusted-page-content nonce="([0-9a-f]+)" what="([^"]+)">\n[^\n]*\n(.*)\n</untrusted-page-content nonce="\1">$', t, re.S)
+        if m and m.group(2) in ("observation", "surface context", "tabs"):
+            page = json.loads(m.group(3))
+    return {"error": bool(result.isError), "header": header, "page": page, "texts": texts, "images": images}
+
+
+def ref(observation, role, name):
+    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(e\d+)\]', observation["aria_snapshot"])
+    if not m:
+        raise SystemExit(f"no {role} {name!r} in:\n{observation['aria_snapshot']}")
+    return m.group(1)
+
+
+async def scenario_tools(args):
+    async with connect(args) as (session, init):
+        tools = await session.list_tools()
+        emit({
+            "protocol": init.protocolVersion,
+            "server": init.serverInfo.name,
+            "tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools.tools],
+        })
+
+
+async def scenario_flow(args):
+    form = args.fixture[0]
+    async with connect(args) as (session, _):
+        opened = await call(session, "tab_open", {"url": form})
+        first = await call(session, "observe", {"screenshot": True})
+        obs = first["page"]
+        name_ref = ref(obs, "textbox", "Name")
+        typed = await call(session, "act", {"action": {"type": "type", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": name_ref}, "text": "Ada", "intent": "fill the name"}})
+        after_type = typed["page"]
+        button = ref(after_type, "button", "Create account")
+        clicked = await call(session, "act", {"action": {"type": "click", "expected_frame_id": after_type["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "submit"}})
+        stale = await call(session, "act", {"surface": "s1", "action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": name_ref}, "intent": "stale"}})
+        invalid = await call(session, "act", {"action": {"type": "click"}})
+        surfaces = await call(session, "surfaces")
+        emit({
+            "opened": opened["header"],
+            "observe_header": first["header"],
+            "observe_images": first["images"],
+            "typed_header": typed["header"],
+            "typed_value_shown": 'textbox "Name"' in after_type["aria_snapshot"] and "Ada" in after_type["aria_snapshot"],
+            "clicked_error": clicked["error"],
+            "clicked_header": clicked["header"],
+            "welcome": "Welcome, Ada!" in clicked["page"]["aria_snapshot"],
+            "stale": stale["header"],
+            "stale_error": stale["error"],
+            "invalid": invalid["header"],
+            "surfaces_header": surfaces["header"],
+            "wrapped_untrusted": all("untrusted-page-content" in t for t in first["texts"][1:]),
+        })
+
+
+async def scenario_approval(args):
+    form = args.fixture[0]
+    async with connect(args) as (session, _):
+        await call(session, "tab_open", {"url": form})
+        obs = (await call(session, "observe"))["page"]
+        button = ref(obs, "button", "Create account")
+        action = {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "submit"}
+        pending = await call(session, "act", {"action": action})
+        emit({"pending_error": pending["error"], "pending": pending["header"]})
+        sys.stdin.readline()  # the person decides
+        again = await call(session, "act", {"action": action})
+        emit({"again_error": again["error"], "again": again["header"], "welcome": bool(again["page"]) and "Welcome" in again["page"]["aria_snapshot"]})
+
+
+async def scenario_elicit(args):
+    asked = []
+
+    async def person(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True, "for_this_site": False})
+
+    form = args.fixture[0]
+    async with connect(args, elicit=person) as (session, _):
+        await call(session, "tab_open", {"url": form})
+        obs = (await call(session, "observe"))["page"]
+        button = ref(obs, "button", "Create account")
+        done = await call(session, "act", {"action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "submit"}})
+        emit({"asked": asked, "error": done["error"], "header": done["header"], "welcome": bool(done["page"]) and "Welcome" in done["page"]["aria_snapshot"]})
+
+
+async def scenario_isolation(args):
+    set_url, show_url = args.fixture[0], args.fixture[1]
+
+    async def client(who, url):
+        async with connect(args) as (session, _):
+            await call(session, "tab_open", {"url": url})
+            obs = (await call(session, "observe"))["page"]
+            if who == "a":
+                await call(session, "tab_open", {"url": show_url})
+                obs = (await call(session, "observe"))["page"]
+            tabs = await call(session, "tabs")
+            button = ref(obs, "button", "Touch")
+            acted = await call(session, "act", {"action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "touch"}})
+            return {"snapshot": obs["aria_snapshot"], "tabs": tabs["header"]["tabs"], "act_error": acted["error"], "act": acted["header"]}
+
+    a, b = await asyncio.gather(client("a", set_url), client("b", show_url))
+    emit({"a": a, "b": b})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario")
+    parser.add_argument("--url")
+    parser.add_argument("--token")
+    parser.add_argument("--fixture", action="append", default=[])
+    parser.add_argument("--stdio", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    asyncio.run(globals()[f"scenario_{args.scenario}"](args))
+
+
+if __name__ == "__main__":
+    main()

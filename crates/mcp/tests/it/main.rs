@@ -1,0 +1,1 @@
+//! Integration tests of the MCP server with a real MCP client.
