@@ -80,7 +80,7 @@ fn character(c: char, shift: bool) -> KeyDef {
     KeyDef { key: typed.to_string(), code, key_code, text: Some(typed.to_string()) }
 }
 
-fn modifier_bit(key: &KeyDef) -> Option<i64> {
+pub(crate) fn modifier_bit(key: &KeyDef) -> Option<i64> {
     match key.key.as_str() {
         "Alt" => Some(ALT),
         "Control" => Some(CONTROL),

@@ -20,7 +20,7 @@ mod preview;
 mod render;
 mod tab;
 
-pub use act::{ActOptions, ActOutcome, Typing};
+pub use act::{ActOptions, ActOutcome, DownloadInfo, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
 pub use observe::{ObservationRecord, ObserveOptions, RefBinding};
 pub use image::decode_base64;

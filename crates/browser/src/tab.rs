@@ -31,10 +31,14 @@ pub(crate) struct TabState {
     pub(crate) lost: Option<String>,
     /// A JavaScript dialog (alert, confirm, prompt, beforeunload) open right now.
     pub(crate) dialog: Option<Dialog>,
+    /// The open prompt's default text (what accepting it without text answers).
+    pub(crate) dialog_default_prompt: Option<String>,
     /// Text this tab typed as secret; scrubbed from every later observation.
     pub(crate) secrets: policy::SecretRegistry,
     /// Tabs or windows this tab opened (target ids), newest last.
     pub(crate) opened: Vec<String>,
+    /// Keys and mouse buttons held down across actions (`key_down`, a drag in progress).
+    pub(crate) held: crate::act::Held,
 }
 
 /// A JavaScript dialog the page opened.
@@ -326,6 +330,7 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         "Page.javascriptDialogOpening" => {
             if let Some(opening) = event.parse::<page::JavascriptDialogOpening>() {
                 state.dialog = Some(Dialog { kind: opening.dialog_type, message: opening.message });
+                state.dialog_default_prompt = opening.default_prompt;
             }
         }
         "Page.javascriptDialogClosed" => state.dialog = None,

@@ -1,0 +1,242 @@
+//! Elements an action works on: a ref resolved to its exact live node (role and name
+//! re-checked), the facts the checks need, and the actionability checks themselves (visible,
+//! stable, enabled, editable, in view, receiving the pointer); not locators (see `locate.rs`).
+
+use std::time::{Duration, Instant};
+
+use cdp::Session;
+use cdp::domains::accessibility::GetPartialAxTree;
+use cdp::domains::dom::{GetContentQuads, GetNodeForLocation, ResolveNode, ScrollIntoViewIfNeeded};
+use cdp::domains::runtime::{CallArgument, CallFunctionOn};
+use protocol::ElementRef;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::BrowserError;
+use crate::observe::ObservationRecord;
+use crate::tab::Tab;
+
+const ACTIONABILITY_JS: &str = include_str!("../js/actionability.js");
+const DESCRIBE_JS: &str = include_str!("../js/describe.js");
+const CONTAINS_JS: &str = include_str!("../js/contains.js");
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Facts {
+    pub(super) connected: bool,
+    pub(super) tag: String,
+    pub(super) input_type: String,
+    pub(super) disabled: bool,
+    pub(super) editable: bool,
+    #[serde(default)]
+    pub(super) multiple: bool,
+    pub(super) value: Option<String>,
+    pub(super) checked: Option<bool>,
+    /// Scroll offset of the element's own frame.
+    pub(super) scroll_x: f64,
+    pub(super) scroll_y: f64,
+}
+
+/// A live element an action is about to touch, found by ref or by locator.
+pub(super) struct Resolved {
+    /// How messages name it: `e12 button "Save"`, or `button "Save" (role locator)`.
+    pub(super) label: String,
+    /// The session of the element's frame (the tab's, or an out-of-process frame's).
+    pub(super) session: Session,
+    pub(super) backend_node_id: i64,
+    pub(super) object_id: String,
+    /// Where the element's frame viewport sits in the top-level viewport (out-of-process frames).
+    pub(super) frame_offset: (f64, f64),
+    /// The box when observed (refs only): an unmoved element needs no two-frame stability wait.
+    pub(super) observed_bounds: Option<[f64; 4]>,
+    pub(super) role: String,
+    pub(super) name: String,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Need {
+    /// Pointer input: must receive the pointer at its centre.
+    Pointer,
+    /// Keyboard or programmatic input: visible, stable, enabled.
+    Focus,
+    /// Text entry: also editable.
+    Edit,
+}
+
+impl Tab {
+    /// A ref of `record` to its live node, or `Stale` if it is gone or is no longer what was seen.
+    pub(super) async fn resolve(&self, record: &ObservationRecord, element: &ElementRef) -> Result<Resolved, BrowserError> {
+        let binding = record.binding(element).cloned().ok_or_else(|| BrowserError::Stale {
+            reason: format!("{} is not a ref of frame {}", element.as_str(), record.frame_id.as_str()),
+        })?;
+        let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
+        let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
+        let session = &binding.session;
+        let (object, ax) = tokio::join!(
+            session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }),
+            session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }),
+        );
+        let object = object.map_err(|_| gone("is no longer in the page"))?;
+        let object_id = object.object.object_id.ok_or_else(|| gone("is no longer in the page"))?;
+        let ax = ax.map_err(|_| gone("is no longer in the page"))?;
+        let node = ax.nodes.iter().find(|n| n.backend_dom_node_id == Some(binding.backend_node_id)).or(ax.nodes.first());
+        let role = node.and_then(|n| n.role.as_ref()).and_then(|r| r.text()).unwrap_or_default();
+        let name = node.and_then(|n| n.name.as_ref()).and_then(|r| r.text()).map(|n| crate::model::fold(&n)).unwrap_or_default();
+        if role != binding.ax_role || name != binding.ax_name {
+            return Err(BrowserError::Stale {
+                reason: format!("{} changed: it was {} \"{}\", it is now {} \"{}\"", element.as_str(), binding.ax_role, binding.ax_name, role, name),
+            });
+        }
+        let resolved = Resolved {
+            label: format!("{} {} \"{}\"", element.as_str(), binding.role, binding.name),
+            session: binding.session.clone(),
+            backend_node_id: binding.backend_node_id,
+            object_id,
+            frame_offset: binding.frame_offset,
+            observed_bounds: Some(binding.bounds),
+            role: binding.role.clone(),
+            name: binding.name.clone(),
+        };
+        let facts = self.facts(&resolved).await?;
+        if !facts.connected {
+            return Err(gone("was removed from the page"));
+        }
+        Ok(resolved)
+    }
+
+    pub(super) async fn call_on(&self, r: &Resolved, function: &str, args: Vec<Value>, await_promise: bool) -> Result<Value, BrowserError> {
+        let reply = r
+            .session
+            .call(CallFunctionOn {
+                function_declaration: function.to_owned(),
+                object_id: Some(r.object_id.clone()),
+                arguments: args.into_iter().map(|v| CallArgument { value: Some(v), object_id: None }).collect(),
+                return_by_value: Some(true),
+                await_promise: Some(await_promise),
+                ..Default::default()
+            })
+            .await?;
+        if let Some(exception) = reply.exception_details {
+            return Err(BrowserError::Internal { reason: format!("element script failed: {}", exception.message()) });
+        }
+        Ok(reply.result.value.unwrap_or(Value::Null))
+    }
+
+    pub(super) async fn facts(&self, r: &Resolved) -> Result<Facts, BrowserError> {
+        let value = self.call_on(r, ACTIONABILITY_JS, vec![], false).await?;
+        serde_json::from_value(value).map_err(|e| BrowserError::Internal { reason: format!("element facts did not decode: {e}") })
+    }
+
+    /// Waits (within `until`) for the element to be visible, stable, enabled, in view and — for
+    /// pointer input — the one receiving the pointer. Returns the point in top-level viewport pixels.
+    pub(super) async fn actionable_point(&self, r: &Resolved, need: Need, viewport: (f64, f64), until: Instant) -> Result<(f64, f64), BrowserError> {
+        let label = r.label.clone();
+        let mut attempt = 0u32;
+        loop {
+            let last_reason = match self.check_once(r, need, &label, viewport).await? {
+                Ok(point) => return Ok(point),
+                Err(reason) => reason,
+            };
+            attempt += 1;
+            let pause = Duration::from_millis([0, 20, 50, 100, 100, 250][attempt.min(5) as usize]);
+            if Instant::now() + pause >= until {
+                return Err(BrowserError::NotActionable { reason: last_reason });
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One pass of the checks: `Ok(Ok(point))`, `Ok(Err(reason))` to retry, `Err` to give up.
+    async fn check_once(&self, r: &Resolved, need: Need, label: &str, viewport: (f64, f64)) -> Result<Result<(f64, f64), String>, BrowserError> {
+        let facts = self.facts(r).await?;
+        if !facts.connected {
+            return Err(BrowserError::Stale { reason: format!("{label} was removed from the page") });
+        }
+        if facts.disabled {
+            return Ok(Err(format!("{label} is disabled")));
+        }
+        if need == Need::Edit && !facts.editable && !is_settable_input(&facts) {
+            return Err(BrowserError::NotActionable { reason: format!("{label} is not editable") });
+        }
+        let session = &r.session;
+        let Some(first) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
+        let (ox, oy) = r.frame_offset;
+        // Stable: where it was when observed (an earlier frame), or the same box across two
+        // animation frames now.
+        let unmoved = r.observed_bounds.is_some_and(|[bx, by, bw, bh]| {
+            (first.0 + ox - (bx + bw / 2.0)).abs() <= 0.5 && (first.1 + oy - (by + bh / 2.0)).abs() <= 0.5
+        });
+        let second = if unmoved {
+            first
+        } else {
+            self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true).await?;
+            let Some(second) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
+            if (first.0 - second.0).abs() > 0.5 || (first.1 - second.1).abs() > 0.5 {
+                return Ok(Err(format!("{label} is moving")));
+            }
+            second
+        };
+        let (x, y) = (second.0 + ox, second.1 + oy);
+        let (width, height) = viewport;
+        if !(0.0..width).contains(&x) || !(0.0..height).contains(&y) {
+            session.call(ScrollIntoViewIfNeeded { backend_node_id: Some(r.backend_node_id), object_id: None }).await?;
+            return Ok(Err(format!("{label} is outside the viewport")));
+        }
+        if need == Need::Pointer {
+            // The hit test takes document coordinates of the node's own frame.
+            let (hx, hy) = (second.0 + facts.scroll_x, second.1 + facts.scroll_y);
+            let hit = match session
+                .call(GetNodeForLocation { x: hx.round() as i64, y: hy.round() as i64, include_user_agent_shadow_dom: Some(false), ignore_pointer_events_none: Some(false) })
+                .await
+            {
+                Ok(hit) => hit,
+                Err(cdp::CdpError::Protocol { .. }) => return Ok(Err(format!("nothing receives the pointer at the centre of {label}"))),
+                Err(e) => return Err(e.into()),
+            };
+            if hit.backend_node_id != r.backend_node_id {
+                let hit_object = session.call(ResolveNode { backend_node_id: Some(hit.backend_node_id), execution_context_id: None }).await?;
+                let hit_id = hit_object.object.object_id.unwrap_or_default();
+                let inside = session
+                    .call(CallFunctionOn {
+                        function_declaration: CONTAINS_JS.to_owned(),
+                        object_id: Some(r.object_id.clone()),
+                        arguments: vec![CallArgument { value: None, object_id: Some(hit_id.clone()) }],
+                        return_by_value: Some(true),
+                        ..Default::default()
+                    })
+                    .await?;
+                if inside.result.value != Some(Value::Bool(true)) {
+                    let described = session
+                        .call(CallFunctionOn { function_declaration: DESCRIBE_JS.to_owned(), object_id: Some(hit_id), return_by_value: Some(true), ..Default::default() })
+                        .await?;
+                    let covering = described.result.value.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "another element".into());
+                    return Ok(Err(format!("{label} is covered by {covering}")));
+                }
+            }
+        }
+        Ok(Ok((x, y)))
+    }
+
+    pub(super) async fn quad_centre(&self, r: &Resolved) -> Result<Option<(f64, f64)>, BrowserError> {
+        let quads = match r.session.call(GetContentQuads { backend_node_id: Some(r.backend_node_id), object_id: None }).await {
+            Ok(q) => q.quads,
+            Err(cdp::CdpError::Protocol { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(quads.iter().filter(|q| q.len() == 8).find_map(|q| {
+            let area = ((q[0] * q[3] - q[2] * q[1]) + (q[2] * q[5] - q[4] * q[3]) + (q[4] * q[7] - q[6] * q[5]) + (q[6] * q[1] - q[0] * q[7])).abs() / 2.0;
+            (area > 0.99).then(|| ((q[0] + q[2] + q[4] + q[6]) / 4.0, (q[1] + q[3] + q[5] + q[7]) / 4.0))
+        }))
+    }
+}
+
+pub(super) fn is_settable_input(facts: &Facts) -> bool {
+    facts.tag == "input" && matches!(facts.input_type.as_str(), "date" | "time" | "datetime-local" | "month" | "week" | "color" | "range")
+}
+
+/// Describes any element object for a message (`div#consent-banner "Accept cookies"`).
+pub(super) async fn describe(session: &Session, object_id: &str) -> String {
+    let described = session
+        .call(CallFunctionOn { function_declaration: DESCRIBE_JS.to_owned(), object_id: Some(object_id.to_owned()), return_by_value: Some(true), ..Default::default() })
+        .await;
+    described.ok().and_then(|d| d.result.value).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "an element".into())
+}

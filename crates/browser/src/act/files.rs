@@ -1,0 +1,198 @@
+//! Files crossing the browser boundary: uploads only from a directory the caller authorised
+//! ([`UploadRoot`]), and downloads a click was told to expect, saved into a directory the
+//! caller gave ([`DownloadInfo`]); not the decision to allow either (that is policy's and the
+//! runtime's: R3 actions, asked each time).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cdp::domains::dom::SetFileInputFiles;
+use protocol::extended::{UploadName, UploadNameError};
+use serde_json::{Value, json};
+
+use super::element::Resolved;
+use crate::BrowserError;
+use crate::tab::{Tab, lock};
+
+/// A directory of files a run may upload. An upload name maps to `root/name` only after the
+/// protocol's own name rules (no absolute paths, `..`, `~`, `:`, backslashes, control
+/// characters) and a canonicalisation check: the real path (symlinks resolved) must stay under
+/// the root's real path and be a regular file. Nothing else on disk can be named.
+#[derive(Debug, Clone)]
+pub struct UploadRoot {
+    root: PathBuf,
+}
+
+/// Why an upload name was refused; nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UploadRefused {
+    /// The name breaks the protocol's rules for upload names.
+    #[error("upload {name:?} is not a valid upload name: {reason}")]
+    Invalid { name: String, reason: UploadNameError },
+    /// No such file under the upload root.
+    #[error("upload {name:?} is not among the files offered for upload")]
+    Missing { name: String },
+    /// The name resolves (through a symlink) to somewhere outside the upload root.
+    #[error("upload {name:?} leads outside the files offered for upload")]
+    OutsideRoot { name: String },
+    /// The name is a directory or another non-regular file.
+    #[error("upload {name:?} is not a regular file")]
+    NotAFile { name: String },
+}
+
+impl UploadRoot {
+    /// The root: an existing directory, canonicalised once here.
+    pub fn new(dir: impl AsRef<Path>) -> std::io::Result<UploadRoot> {
+        let root = std::fs::canonicalize(dir)?;
+        if !root.is_dir() {
+            return Err(std::io::Error::new(std::io::ErrorKind::NotADirectory, "an upload root must be a directory"));
+        }
+        Ok(UploadRoot { root })
+    }
+
+    /// The canonical directory.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The real path of an authorised file, or why it is refused.
+    pub fn authorise(&self, name: &UploadName) -> Result<PathBuf, UploadRefused> {
+        let name_str = name.as_str();
+        // The protocol checked this when the action was read; checked again here because an
+        // `UploadName` is the only thing standing between a model and the filesystem.
+        if let Some(reason) = UploadName::content_problem(name_str) {
+            return Err(UploadRefused::Invalid { name: name_str.to_owned(), reason });
+        }
+        let joined = self.root.join(name_str);
+        let real = std::fs::canonicalize(&joined).map_err(|_| UploadRefused::Missing { name: name_str.to_owned() })?;
+        if !real.starts_with(&self.root) {
+            return Err(UploadRefused::OutsideRoot { name: name_str.to_owned() });
+        }
+        let meta = std::fs::metadata(&real).map_err(|_| UploadRefused::Missing { name: name_str.to_owned() })?;
+        if !meta.is_file() {
+            return Err(UploadRefused::NotAFile { name: name_str.to_owned() });
+        }
+        Ok(real)
+    }
+}
+
+/// A file a click downloaded, complete on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadInfo {
+    /// Chromium's id of the download; the file is saved under this name.
+    pub guid: String,
+    /// The file name the page suggested (untrusted page content; never used as a path).
+    pub suggested_filename: String,
+    /// Where the file is: `<downloads dir>/<guid>`.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Where it came from, redacted (no query values).
+    pub url: String,
+}
+
+/// What a download wait saw.
+pub(super) enum DownloadEnd {
+    Completed(DownloadInfo),
+    Canceled,
+    /// None began, or it did not finish, before the deadline.
+    NotFinished { began: bool },
+}
+
+/// A download capture armed before the click that starts it.
+pub(super) struct DownloadCapture {
+    events: cdp::EventStream,
+    dir: PathBuf,
+    context: Option<String>,
+}
+
+impl Tab {
+    /// Sets the files of an `<input type=file>` (`DOM.setFileInputFiles`, which fires `input`
+    /// and `change`) and returns the names it then holds.
+    pub(super) async fn set_files(&self, r: &Resolved, paths: &[PathBuf]) -> Result<Vec<String>, BrowserError> {
+        let files = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        r.session.call(SetFileInputFiles { files, backend_node_id: r.backend_node_id }).await?;
+        let names = self.call_on(r, "function () { return [...(this.files || [])].map((f) => f.name); }", vec![], false).await?;
+        Ok(names.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default())
+    }
+
+    /// Arms a download capture into `dir`: `Browser.setDownloadBehavior` with `allowAndName`
+    /// and events, scoped to this tab's browser context when Chromium accepts that.
+    pub(super) async fn arm_download(&self, dir: &Path) -> Result<DownloadCapture, BrowserError> {
+        std::fs::create_dir_all(dir).map_err(|e| BrowserError::NotActionable { reason: format!("the downloads folder cannot be created: {e}") })?;
+        let dir = std::fs::canonicalize(dir).map_err(|e| BrowserError::NotActionable { reason: format!("the downloads folder cannot be used: {e}") })?;
+        let browser = self.session.connection().browser();
+        let timeout = self.session.connection().default_timeout();
+        let info = browser.send_raw("Target.getTargetInfo", json!({ "targetId": self.target_id().0 }), timeout).await?;
+        let context = info.pointer("/targetInfo/browserContextId").and_then(Value::as_str).map(str::to_owned);
+        let events = browser.subscribe(&["Browser.downloadWillBegin", "Browser.downloadProgress"]);
+        let mut params = json!({ "behavior": "allowAndName", "downloadPath": dir.to_string_lossy(), "eventsEnabled": true });
+        let mut scoped = context.clone();
+        if let Some(id) = &context {
+            params["browserContextId"] = json!(id);
+        }
+        if browser.send_raw("Browser.setDownloadBehavior", params.clone(), timeout).await.is_err() && scoped.is_some() {
+            // The default context is not addressable by id in every Chromium: set it unscoped.
+            params.as_object_mut().map(|p| p.remove("browserContextId"));
+            scoped = None;
+            browser.send_raw("Browser.setDownloadBehavior", params, timeout).await?;
+        }
+        Ok(DownloadCapture { events, dir, context: scoped })
+    }
+
+    /// Waits (until `until`) for a download this tab's frames began to complete, then restores
+    /// the context's default download behaviour.
+    pub(super) async fn await_download(&self, mut capture: DownloadCapture, until: Instant) -> DownloadEnd {
+        let mut began: Option<(String, String, String)> = None;
+        let end = loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let event = match tokio::time::timeout(left, capture.events.recv()).await {
+                Ok(Some(Ok(event))) => event,
+                Ok(Some(Err(_))) => continue,
+                Ok(None) | Err(_) => break DownloadEnd::NotFinished { began: began.is_some() },
+            };
+            let p = &event.params;
+            let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            match event.method.as_str() {
+                "Browser.downloadWillBegin" if began.is_none() && self.owns_frame(&text("frameId")) => {
+                    began = Some((text("guid"), text("suggestedFilename"), policy::redact_url(&text("url"))));
+                }
+                "Browser.downloadProgress" => {
+                    let Some((guid, suggested, url)) = &began else { continue };
+                    if text("guid") != *guid {
+                        continue;
+                    }
+                    match text("state").as_str() {
+                        "completed" => {
+                            let path = capture.dir.join(guid);
+                            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                            break DownloadEnd::Completed(DownloadInfo { guid: guid.clone(), suggested_filename: suggested.clone(), path, size, url: url.clone() });
+                        }
+                        "canceled" => break DownloadEnd::Canceled,
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        };
+        let mut params = json!({ "behavior": "default" });
+        if let Some(id) = &capture.context {
+            params["browserContextId"] = json!(id);
+        }
+        let browser = self.session.connection().browser();
+        let _ = browser.send_raw("Browser.setDownloadBehavior", params, Duration::from_secs(2)).await;
+        end
+    }
+
+    /// Whether a CDP frame id is one of this tab's frames (its main frame, a same-process
+    /// frame with a Glovebox world, or an out-of-process frame it follows).
+    fn owns_frame(&self, frame: &str) -> bool {
+        {
+            let state = lock(&self.state);
+            if state.main_frame_id == frame || state.worlds.contains_key(frame) {
+                return true;
+            }
+        }
+        self.children.list().iter().any(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
+    }
+}

@@ -1,0 +1,282 @@
+//! `Tab::act` and `Tab::act_extended`: one protocol action, executed only against the element
+//! or point the model saw (or a locator resolved afresh), on the frame it saw, after
+//! Playwright-style actionability checks; then settle, verify, receipt, and a fresh observation.
+//!
+//! Before anything is sent: the `expected_frame_id` must be the tab's latest observation; the page
+//! must still show the same document, URL and viewport (size, scale, zoom, scroll); a ref must
+//! still resolve to the same node with the same role and name; a locator must match exactly one
+//! element; upload files must be authorised. A failed check returns an error and sends nothing.
+//! Actionability (visible, stable across two animation frames, enabled, editable for text, in
+//! the viewport, and receiving the pointer at the click point) is retried within the action's
+//! deadline; a covered element is refused with the covering element named.
+//!
+//! Files: `mod.rs` (entry points, freshness), `v1.rs` (the eight v1 actions and shared
+//! bodies), `extended.rs` (the extended set), `element.rs` (refs and actionability),
+//! `locate.rs` (locators and frame chains), `pointer.rs`, `keyboard.rs`, `select.rs`,
+//! `files.rs` (uploads and downloads), `settle.rs`.
+
+mod element;
+mod extended;
+mod files;
+mod keyboard;
+mod locate;
+mod pointer;
+mod select;
+mod settle;
+mod v1;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use protocol::extended::{DialogAction, DialogResponse};
+use protocol::{Action, ExtendedAction, ExtendedKind, FrameId, Observation, PointTarget, Receipt};
+
+pub use files::{DownloadInfo, UploadRefused, UploadRoot};
+pub(crate) use keyboard::Held;
+
+use crate::BrowserError;
+use crate::capture::{WorldState, evaluate_in, world_context};
+use crate::observe::{ObservationRecord, ObserveOptions};
+use crate::tab::{Dialog, Tab, lock};
+
+/// How `type` enters text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Typing {
+    /// Insert like a paste; fall back to keystrokes when the value did not take.
+    #[default]
+    Auto,
+    /// Insert like a paste only.
+    Paste,
+    /// Real key events for every character (for pages that listen to keys).
+    Keystrokes,
+}
+
+impl From<protocol::extended::TypeMode> for Typing {
+    fn from(mode: protocol::extended::TypeMode) -> Self {
+        match mode {
+            protocol::extended::TypeMode::Auto => Typing::Auto,
+            protocol::extended::TypeMode::Paste => Typing::Paste,
+            protocol::extended::TypeMode::Keystrokes => Typing::Keystrokes,
+        }
+    }
+}
+
+/// How to run an action.
+#[derive(Debug, Clone)]
+pub struct ActOptions {
+    /// Deadline for checks, dispatch and settling together.
+    pub deadline: Duration,
+    /// The observation taken after the action.
+    pub observe: ObserveOptions,
+    /// How a v1 `type` enters text (an extended `type` says so itself with `mode`).
+    pub typing: Typing,
+    /// The files this run may upload; `None`: every `upload` is refused.
+    pub uploads: Option<UploadRoot>,
+    /// Where a `click` with `expect_download` saves the file; `None`: such clicks are refused.
+    pub downloads: Option<PathBuf>,
+}
+
+impl Default for ActOptions {
+    fn default() -> Self {
+        ActOptions { deadline: Duration::from_secs(10), observe: ObserveOptions::default(), typing: Typing::Auto, uploads: None, downloads: None }
+    }
+}
+
+/// What an action did.
+#[derive(Debug)]
+pub struct ActOutcome {
+    /// The exact kind of action run. The receipt names a v1 kind: for the extended-only kinds
+    /// that is the nearest one (`drag` → click, `key_down`/`key_up` → press, `upload` → type,
+    /// `dialog` → click), until receipts carry extended kinds.
+    pub action: ExtendedKind,
+    pub receipt: Receipt,
+    /// The fresh observation after the action (absent while a dialog blocks the page).
+    pub observation: Option<Observation>,
+    /// Tabs or popups the page opened during the action (never adopted).
+    pub opened: Vec<String>,
+    /// A dialog the action opened.
+    pub dialog: Option<Dialog>,
+    /// Files a `click` with `expect_download` saved (completed downloads only).
+    pub downloads: Vec<DownloadInfo>,
+}
+
+/// What dispatch produced, before the fresh observation.
+pub(super) struct Dispatched {
+    receipt: Receipt,
+    downloads: Vec<DownloadInfo>,
+}
+
+impl From<Receipt> for Dispatched {
+    fn from(receipt: Receipt) -> Self {
+        Dispatched { receipt, downloads: Vec::new() }
+    }
+}
+
+enum Step<'a> {
+    V1(&'a Action),
+    Extended(&'a ExtendedAction),
+}
+
+impl Tab {
+    /// Runs one v1 action. `Err` means nothing was sent (stale frame, stale ref, not actionable,
+    /// invalid); `Ok` carries a receipt that says what happened after dispatch.
+    pub async fn act(&self, action: &Action, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+        self.run(Step::V1(action), action.expected_frame_id(), action.kind().as_str(), options).await
+    }
+
+    /// Runs one action of the extended set (`glovebox.actions/2`), with the same rules as
+    /// [`Tab::act`]: `Err` means nothing was sent, `Ok` carries a receipt. Actions that have a
+    /// v1 form ([`ExtendedAction::as_v1`]) take the v1 path unchanged.
+    pub async fn act_extended(&self, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+        if let Some(v1) = action.as_v1() {
+            let mut outcome = self.act(&v1, options).await?;
+            outcome.action = action.kind();
+            return Ok(outcome);
+        }
+        if let ExtendedAction::Dialog(answer) = action {
+            return self.answer_dialog(answer, options).await;
+        }
+        self.run(Step::Extended(action), action.expected_frame_id(), action.kind().as_str(), options).await
+    }
+
+    async fn run(&self, step: Step<'_>, expected: &FrameId, what: &str, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+        self.check_alive()?;
+        let started = Instant::now();
+        let until = started + options.deadline;
+        let opened_before = lock(&self.state).opened.len();
+        let dispatched = {
+            let _write = self.write_barrier(options.deadline).await?;
+            if let Some(dialog) = lock(&self.state).dialog.clone() {
+                return Err(BrowserError::NotActionable {
+                    reason: format!("a {} dialog is open (\"{}\"); accept or dismiss it first", dialog.kind, dialog.message),
+                });
+            }
+            let record = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
+            check_frame(&record.frame_id, expected)?;
+            let now = self.read_world_now().await?;
+            check_world(&record, &now)?;
+            let dispatch = async {
+                match step {
+                    Step::V1(action) => self.dispatch(action, &record, &now, options, until).await.map(Dispatched::from),
+                    Step::Extended(action) => self.dispatch_extended(action, &record, &now, options, until).await,
+                }
+            };
+            match tokio::time::timeout_at(until.into(), dispatch).await {
+                Ok(result) => result?,
+                Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
+            }
+        };
+        let kind = match step {
+            Step::V1(action) => action.kind().into(),
+            Step::Extended(action) => action.kind(),
+        };
+        Ok(self.finish(kind, dispatched, opened_before, options).await)
+    }
+
+    /// The outcome: what the action opened, and a fresh observation unless a dialog blocks it.
+    async fn finish(&self, action: ExtendedKind, dispatched: Dispatched, opened_before: usize, options: &ActOptions) -> ActOutcome {
+        let (opened, dialog) = {
+            let state = lock(&self.state);
+            (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())
+        };
+        let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&options.observe).await.ok() } else { None };
+        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads }
+    }
+
+    async fn write_barrier(&self, deadline: Duration) -> Result<tokio::sync::RwLockWriteGuard<'_, ()>, BrowserError> {
+        tokio::time::timeout(deadline, self.barrier.write())
+            .await
+            .map_err(|_| BrowserError::Timeout { what: "waiting for the tab's write barrier".into(), after_ms: deadline.as_millis() as u64 })
+    }
+
+    /// `dialog`: accepts or dismisses the open dialog. The page is blocked while it is open, so
+    /// only the frame id is checked (the page itself cannot be read until it is answered).
+    async fn answer_dialog(&self, answer: &DialogAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+        self.check_alive()?;
+        let until = Instant::now() + options.deadline;
+        let opened_before = lock(&self.state).opened.len();
+        let receipt = {
+            let _write = self.write_barrier(options.deadline).await?;
+            let record = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
+            check_frame(&record.frame_id, &answer.expected_frame_id)?;
+            let (open, default_prompt) = {
+                let state = lock(&self.state);
+                (state.dialog.clone(), state.dialog_default_prompt.clone())
+            };
+            let Some(open) = open else {
+                return Err(BrowserError::NotActionable { reason: "no dialog is open; there is nothing to accept or dismiss".into() });
+            };
+            let (accept, text) = match &answer.response {
+                DialogResponse::Accept { prompt_text } => {
+                    let text = prompt_text.as_ref().map(|t| t.as_str().to_owned());
+                    if text.is_some() && open.kind != "prompt" {
+                        return Err(BrowserError::NotActionable { reason: format!("prompt_text answers a prompt; the open dialog is a {}", open.kind) });
+                    }
+                    (true, if open.kind == "prompt" { text.or(default_prompt) } else { None })
+                }
+                DialogResponse::Dismiss => (false, None),
+            };
+            let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);
+            self.handle_dialog(accept, text).await?;
+            self.settle(&mut nav, until).await;
+            Receipt::confirmed(protocol::ActionKind::Click, answer.expected_frame_id.clone())
+        };
+        Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, options).await)
+    }
+
+    pub(super) async fn read_world_now(&self) -> Result<WorldState, BrowserError> {
+        let context = world_context(self).await?;
+        let value = evaluate_in(&self.session, context, "globalThis.__glovebox.read()").await?;
+        serde_json::from_value(value).map_err(|e| BrowserError::Internal { reason: format!("world state did not decode: {e}") })
+    }
+}
+
+fn check_frame(latest: &FrameId, expected: &FrameId) -> Result<(), BrowserError> {
+    if latest != expected {
+        return Err(BrowserError::Stale {
+            reason: format!("frame {} is not the latest observation of this tab (that is {})", expected.as_str(), latest.as_str()),
+        });
+    }
+    Ok(())
+}
+
+/// The page must still show what was observed: same document, URL and viewport.
+fn check_world(record: &ObservationRecord, now: &WorldState) -> Result<(), BrowserError> {
+    let was = &record.world;
+    let reason = if was.doc != now.doc || was.url != now.url {
+        Some("the page navigated since that observation")
+    } else if was.width != now.width || was.height != now.height {
+        Some("the viewport was resized since that observation")
+    } else if was.dpr != now.dpr || was.scale != now.scale {
+        Some("the device scale or zoom changed since that observation")
+    } else if was.scroll_x != now.scroll_x || was.scroll_y != now.scroll_y {
+        Some("the page scrolled since that observation")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(BrowserError::Stale { reason: reason.into() }),
+        None => Ok(()),
+    }
+}
+
+/// A point target: only from an observation that had a screenshot, inside its viewport, and only
+/// while the page's structure is what the screenshot showed.
+fn point_target(record: &ObservationRecord, now: &WorldState, point: PointTarget) -> Result<(f64, f64), BrowserError> {
+    if record.screenshot_size.is_none() {
+        return Err(BrowserError::NotActionable {
+            reason: "a point target needs an observation with a screenshot; observe with a screenshot and use its frame_id".into(),
+        });
+    }
+    protocol::coords::check_point_target(point, &record.viewport)
+        .map_err(|e| BrowserError::NotActionable { reason: format!("point ({}, {}) is not in the viewport: {e}", point.x, point.y) })?;
+    if record.world.structural != now.structural {
+        return Err(BrowserError::Stale { reason: "the page's elements changed since the screenshot".into() });
+    }
+    Ok((f64::from(point.x), f64::from(point.y)))
+}
+
+fn same_document_url(landed: &str, wanted: &str) -> bool {
+    let strip = |u: &str| u.split('#').next().unwrap_or(u).trim_end_matches('/').to_owned();
+    strip(landed) == strip(wanted)
+}

@@ -1,0 +1,124 @@
+//! Settling after dispatch: follow a navigation the action requested to its load, else wait
+//! briefly for the requests it started and for the DOM to go quiet. Never past the deadline;
+//! not the dispatch itself.
+
+use std::time::{Duration, Instant};
+
+use cdp::EventStream;
+use serde_json::Value;
+
+use crate::capture::world_context;
+use crate::tab::{Tab, lock};
+
+/// Events an action subscribes to before dispatch, so settling sees what the action caused.
+pub(super) const NAVIGATION_EVENTS: &[&str] = &[
+    "Page.frameRequestedNavigation",
+    "Page.frameStartedLoading",
+    "Page.loadEventFired",
+    "Page.javascriptDialogOpening",
+    "Network.requestWillBeSent",
+    "Network.loadingFinished",
+    "Network.loadingFailed",
+];
+
+/// How long settling waits for requests the action started.
+const REQUEST_SETTLE: Duration = Duration::from_millis(500);
+/// How long settling waits for the DOM to go quiet when nothing navigates.
+const DOM_SETTLE: Duration = Duration::from_millis(300);
+
+impl Tab {
+    /// After dispatch: follow a navigation the action requested to its load; else wait for the
+    /// requests it started (≤ 500 ms) and a short DOM-quiet window (≤ 300 ms). Never past `until`.
+    pub(super) async fn settle(&self, events: &mut EventStream, until: Instant) {
+        // Events the action caused were sent before its reply, so they are queued already.
+        let mut navigating = false;
+        let mut in_flight = std::collections::HashSet::new();
+        let main_frame = lock(&self.state).main_frame_id.clone();
+        let take = |event: &cdp::Event, navigating: &mut bool, in_flight: &mut std::collections::HashSet<String>| -> bool {
+            let id = event.params.get("requestId").and_then(Value::as_str).map(str::to_owned);
+            match event.method.as_str() {
+                "Page.javascriptDialogOpening" => return true,
+                "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
+                    *navigating |= event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
+                }
+                "Network.requestWillBeSent" => {
+                    in_flight.extend(id);
+                }
+                "Network.loadingFinished" | "Network.loadingFailed" => {
+                    if let Some(id) = id {
+                        in_flight.remove(&id);
+                    }
+                }
+                _ => {}
+            }
+            false
+        };
+        while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
+            if take(&event, &mut navigating, &mut in_flight) {
+                return;
+            }
+        }
+        if navigating {
+            let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
+            let _ = tokio::time::timeout(left, async {
+                while let Some(Ok(event)) = events.recv().await {
+                    if event.method == "Page.loadEventFired" || event.method == "Page.javascriptDialogOpening" {
+                        break;
+                    }
+                }
+            })
+            .await;
+            return;
+        }
+        let requests_until = Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        while !in_flight.is_empty() {
+            let left = requests_until.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, events.recv()).await {
+                Ok(Some(Ok(event))) => {
+                    if take(&event, &mut navigating, &mut in_flight) {
+                        return;
+                    }
+                }
+                Ok(Some(Err(_))) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        self.dom_quiet(until).await;
+    }
+
+    /// Waits until neither structure nor text changed across one trip through the page's task
+    /// queue (a zero-delay timer), at most 300 ms. Later asynchronous work is covered by the
+    /// request tracking before it; anything slower shows up in the next observation.
+    pub(super) async fn dom_quiet(&self, until: Instant) {
+        let quiet_until = Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        let Ok(context) = world_context(self).await else { return };
+        let read = |delay_ms: u32| {
+            let expression = format!(
+                "new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))"
+            );
+            tokio::time::timeout(
+                Duration::from_millis(200),
+                self.session.call(cdp::domains::runtime::Evaluate {
+                    expression,
+                    context_id: Some(context),
+                    return_by_value: Some(true),
+                    await_promise: Some(true),
+                    ..Default::default()
+                }),
+            )
+        };
+        let Ok(Ok(first)) = read(0).await else { return };
+        let mut last = first.result.value;
+        while Instant::now() < quiet_until {
+            if lock(&self.state).dialog.is_some() {
+                return;
+            }
+            let Ok(Ok(reply)) = read(0).await else { return };
+            let epochs = reply.result.value;
+            if epochs.is_some() && epochs == last {
+                return;
+            }
+            last = epochs;
+        }
+    }
+}
