@@ -23,6 +23,9 @@ bench: deps build
 	./target/release/glovebox bench cdp
 	./target/release/glovebox bench protocol
 	./target/release/glovebox bench observe
+	./target/release/glovebox bench act
+	./target/release/glovebox bench runtime
+	./target/release/glovebox bench store
 	python3 scripts/bench_peers.py
 
 doctor: deps build

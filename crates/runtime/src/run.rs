@@ -133,6 +133,7 @@ impl Runtime {
 
     /// Runs to the end and returns the result.
     pub async fn run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
+        self.reattach(session).await?;
         let (_, join) = self.start_run(session, request, planner)?;
         join.await.map_err(|e| RuntimeError::Internal(e.to_string()))
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use browser::{ActOptions, ActOutcome, ObservationRecord, ObserveOptions, Tab};
 use cdp::domains::target;
 use cdp::{Browser, Connection, ConnectionOptions};
+use store::Store as _;
 use policy::{Decision, Effect, Grant, Grants, RiskFacts, RiskTier};
 use protocol::{Action, ActionKind, AnyTarget, Capability, Observation, SurfaceName};
 use tokio::sync::broadcast;
@@ -30,12 +31,16 @@ pub(crate) fn now_ms() -> u64 {
 pub(crate) struct TabEntry {
     /// Stable registry id within the session (`s<id>` keys are per turn).
     pub(crate) surface: u64,
+    /// The durable resource record of this tab (ownership, marks, state).
+    pub(crate) resource: String,
     pub(crate) tab: Arc<Tab>,
     pub(crate) capabilities: Vec<Capability>,
 }
 
 pub(crate) struct SessionState {
-    pub(crate) context_id: Option<String>,
+    pub(crate) context_id: Mutex<Option<String>>,
+    /// Lifecycle operations (turn end, finalize, reset, disposal) run one at a time per session.
+    pub(crate) lifecycle: tokio::sync::Mutex<()>,
     pub(crate) tabs: Mutex<Vec<TabEntry>>,
     pub(crate) focused: Mutex<Option<u64>>,
     /// One-time approvals for direct actions: fingerprints a person approved.
@@ -43,8 +48,10 @@ pub(crate) struct SessionState {
 }
 
 pub(crate) struct Inner {
-    pub(crate) conn: Connection,
-    _browser: Option<Browser>,
+    pub(crate) conn: Mutex<Connection>,
+    pub(crate) browser_process: Mutex<Option<Browser>>,
+    pub(crate) store: Arc<dyn store::Store>,
+    pub(crate) instance: store::InstanceId,
     pub(crate) config: RuntimeConfig,
     pub(crate) sessions: Mutex<HashMap<String, Arc<SessionState>>>,
     pub(crate) leases: Leases,
@@ -88,6 +95,9 @@ impl Runtime {
                 (Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None)
             }
         };
+        let store = store::SqliteStore::open(config.data_dir.join("glovebox.sqlite")).map_err(|e| RuntimeError::Internal(format!("cannot open the store: {e}")))?;
+        // A new instance: handles recorded by an earlier process are known to be gone.
+        let instance = store.begin_instance(now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let artifacts = Artifacts::new(&config.data_dir);
         let swept = artifacts.sweep(config.artifact_ttl, &[]);
         if swept > 0 {
@@ -96,8 +106,10 @@ impl Runtime {
         let (events, _) = broadcast::channel(4096);
         Ok(Runtime {
             inner: Arc::new(Inner {
-                conn,
-                _browser: local,
+                conn: Mutex::new(conn),
+                browser_process: Mutex::new(local),
+                store: Arc::new(store),
+                instance,
                 config,
                 sessions: Mutex::default(),
                 leases: Leases::default(),
@@ -110,6 +122,10 @@ impl Runtime {
                 event_seq: AtomicU64::new(1),
             }),
         })
+    }
+
+    pub(crate) fn next_surface(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     pub(crate) fn fresh_id(&self, prefix: &str) -> String {
@@ -132,9 +148,9 @@ impl Runtime {
         &self.inner.artifacts
     }
 
-    /// The browser connection (for diagnostics and tests).
-    pub fn connection(&self) -> &Connection {
-        &self.inner.conn
+    /// The current browser connection.
+    pub fn connection(&self) -> Connection {
+        lock(&self.inner.conn).clone()
     }
 
     /// A new session with its own browser context (cookies and storage), unless configured to share.
@@ -143,26 +159,19 @@ impl Runtime {
         let context_id = if self.inner.config.share_browser_context {
             None
         } else {
-            let reply = self.inner.conn.browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
+            let reply = self.connection().browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
             Some(reply.browser_context_id)
         };
-        let state = Arc::new(SessionState { context_id, tabs: Mutex::default(), focused: Mutex::default(), approved_once: Mutex::default() });
+        self.inner.store.create_session(&store::SessionId::new(&id), now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let state = Arc::new(SessionState {
+            context_id: Mutex::new(context_id),
+            lifecycle: tokio::sync::Mutex::new(()),
+            tabs: Mutex::default(),
+            focused: Mutex::default(),
+            approved_once: Mutex::default(),
+        });
         lock(&self.inner.sessions).insert(id.clone(), state);
         Ok(id)
-    }
-
-    /// Ends a session: closes its tabs and disposes its browser context.
-    pub async fn close_session(&self, session: &str) -> Result<(), RuntimeError> {
-        let state = lock(&self.inner.sessions).remove(session).ok_or_else(|| RuntimeError::UnknownSession(session.into()))?;
-        let tabs = std::mem::take(&mut *lock(&state.tabs));
-        for entry in tabs {
-            self.inner.leases.invalidate(&entry.tab.target_id().0);
-            let _ = entry.tab.session().close_target().await;
-        }
-        if let Some(context) = &state.context_id {
-            let _ = self.inner.conn.browser().call(target::DisposeBrowserContext { browser_context_id: context.clone() }).await;
-        }
-        Ok(())
     }
 
     pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
@@ -176,13 +185,16 @@ impl Runtime {
         if url != "about:blank" {
             policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
         }
-        let tab = Arc::new(Tab::open(&self.inner.conn.browser(), state.context_id.clone()).await?);
+        let context = lock(&state.context_id).clone();
+        let tab = Arc::new(Tab::open(&self.connection().browser(), context).await?);
         if url != "about:blank" {
             tab.goto(url, Duration::from_secs(30)).await?;
         }
         let surface = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let resource = self.record_agent_tab(session, &tab, url)?;
         lock(&state.tabs).push(TabEntry {
             surface,
+            resource,
             tab,
             capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate],
         });
@@ -199,7 +211,7 @@ impl Runtime {
             tabs.remove(index)
         };
         self.inner.leases.invalidate(&entry.tab.target_id().0);
-        let _ = entry.tab.session().close_target().await;
+        self.close_resource(session, &entry).await;
         Ok(())
     }
 
@@ -240,6 +252,7 @@ impl Runtime {
 
     /// Observes a surface (read barrier; no lease needed).
     pub async fn observe(&self, session: &str, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
+        self.reattach(session).await?;
         let (_, entry, key) = self.resolve(session, surface)?;
         require(&entry, Capability::Observe, &key)?;
         Ok(entry.tab.observe(options).await?)
@@ -276,6 +289,7 @@ impl Runtime {
     /// `NeedsApproval` with the pending approval and does nothing; once a person approves it,
     /// the same action can be sent again.
     pub async fn act(&self, session: &str, surface: Option<&SurfaceName>, action: &Action, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+        self.reattach(session).await?;
         let (state, entry, key) = self.resolve(session, surface)?;
         let holder = format!("{session}/direct");
         let lease = self.acquire(&entry, &holder)?;

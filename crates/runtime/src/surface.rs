@@ -51,6 +51,7 @@ impl Runtime {
     /// The Surface Context of a turn: every tab of the session with its key, aliases and
     /// capabilities; a bounded preview for each one the agent may read; the primary key.
     pub async fn surface_context(&self, session: &str, turn: &str, revision: u64) -> Result<SurfaceContext, RuntimeError> {
+        self.reattach(session).await?;
         let state = self.session(session)?;
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let focused = *state.focused.lock().unwrap_or_else(|p| p.into_inner());

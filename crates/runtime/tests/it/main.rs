@@ -2,6 +2,7 @@
 //! `000_…` §12 that this crate owns.
 
 mod cases;
+mod lifecycle;
 mod surfaces;
 
 use std::path::PathBuf;
