@@ -70,9 +70,11 @@ impl Tab {
         if lock(&self.state).dialog.is_some() {
             return Ok(());
         }
+        // Read the held modifiers first: a lock guard must not live across the await below.
+        let held = lock(&self.state).held.modifiers();
         self.input(DispatchKeyEvent {
                 event_type: event_type.into(),
-                modifiers: Some(modifiers | lock(&self.state).held.modifiers()),
+                modifiers: Some(modifiers | held),
                 text: if with_text { def.text.clone() } else { None },
                 unmodified_text: if with_text { def.text.clone() } else { None },
                 key: Some(def.key.clone()),

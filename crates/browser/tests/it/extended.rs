@@ -1,0 +1,315 @@
+//! The extended action set (`glovebox.actions/2`) on real Chromium: buttons, counts and
+//! modifiers, held keys, drags, two-axis scrolls, multi-selects, uploads, downloads, dialogs,
+//! and locators with frame chains. Each action does what it names or fails sending nothing.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use browser::{ActOptions, ActOutcome, BrowserError, Tab, UploadRoot};
+use protocol::{ErrorCode, ExtendedAction, ExtendedKind, Observation, ReceiptState};
+use serde_json::{Value, json};
+
+use crate::{env, observe, observe_eval};
+
+fn ext(value: Value) -> ExtendedAction {
+    protocol::validate_extended_action(&value).unwrap_or_else(|e| panic!("a valid extended action: {e:?}\n{value}"))
+}
+
+/// An extended action on `frame`: `fields` plus `expected_frame_id` and `intent`.
+fn on(frame: &Observation, mut fields: Value) -> ExtendedAction {
+    fields["expected_frame_id"] = json!(frame.frame_id().as_str());
+    fields["intent"] = json!("test");
+    ext(fields)
+}
+
+fn role(role: &str, name: &str) -> Value {
+    json!({"kind": "role", "role": role, "name": name})
+}
+
+fn text(text: &str) -> Value {
+    json!({"kind": "text", "text": text, "exact": true})
+}
+
+/// Runs an action that must succeed; returns the outcome and its fresh observation.
+async fn act(tab: &Tab, action: ExtendedAction, options: &ActOptions) -> (ActOutcome, Option<Observation>) {
+    let mut outcome = tab.act_extended(&action, options).await.unwrap_or_else(|e| panic!("{action:?} failed: {e}"));
+    let observation = outcome.observation.take();
+    (outcome, observation)
+}
+
+async fn refused(tab: &Tab, action: ExtendedAction, options: &ActOptions) -> BrowserError {
+    tab.act_extended(&action, options).await.expect_err("the action is refused")
+}
+
+fn strings(value: Value) -> Vec<String> {
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn double_triple_and_right_clicks_with_held_modifiers_and_keys() {
+    let env = env().await;
+    let tab = env.open("/pointer.html").await;
+    let options = ActOptions::default();
+    let clicker = role("button", "Clicker");
+    let o = observe(&tab).await;
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "click", "target": clicker, "click_count": 2})), &options).await;
+    assert_eq!(outcome.action, ExtendedKind::Click);
+    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "click", "target": clicker, "click_count": 3})), &options).await;
+    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "click", "target": clicker, "button": "right"})), &options).await;
+    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "click", "target": clicker, "modifiers": ["Shift", "Control"]})), &options).await;
+    assert_eq!(
+        strings(observe_eval(&tab, "events").await),
+        [
+            "click:0:1:false:false:false:false",
+            "click:0:2:false:false:false:false",
+            "dblclick:0:2:false:false:false:false",
+            "click:0:1:false:false:false:false",
+            "click:0:2:false:false:false:false",
+            "dblclick:0:2:false:false:false:false",
+            "click:0:3:false:false:false:false",
+            "contextmenu:2:0:false:false:false:false",
+            "auxclick:2:1:false:false:false:false",
+            "click:0:1:true:true:false:false",
+        ]
+    );
+    assert_eq!(strings(observe_eval(&tab, "keys.splice(0)").await), ["down:Control", "down:Shift", "up:Shift", "up:Control"]);
+
+    // Shift held across actions: a plain click (the v1 path) carries it, then it is released.
+    observe_eval(&tab, "events.length = 0").await;
+    let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_down", "key": "Shift"})), &options).await;
+    assert_eq!(outcome.action, ExtendedKind::KeyDown);
+    assert_eq!(tab.held_keys(), ["Shift"]);
+    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "click", "target": clicker})), &options).await;
+    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_up", "key": "Shift"})), &options).await;
+    assert_eq!(strings(observe_eval(&tab, "events").await), ["click:0:1:true:false:false:false"]);
+    assert_eq!(strings(observe_eval(&tab, "keys.splice(0)").await), ["down:Shift", "up:Shift"]);
+    let o = o.unwrap();
+    let err = refused(&tab, on(&o, json!({"type": "key_up", "key": "Shift"})), &options).await;
+    assert!(err.to_string().contains("not held"), "{err}");
+
+    // A key left down is released by release_input (the runtime's end-of-run cleanup).
+    let (_, o) = act(&tab, on(&o, json!({"type": "key_down", "key": "Control"})), &options).await;
+    let err = refused(&tab, on(&o.unwrap(), json!({"type": "key_down", "key": "Control"})), &options).await;
+    assert!(err.to_string().contains("held down already"), "{err}");
+    tab.release_input().await.unwrap();
+    assert!(tab.held_keys().is_empty());
+    assert_eq!(strings(observe_eval(&tab, "keys.splice(0)").await), ["down:Control", "up:Control"], "nothing sent for the refused key_down");
+}
+
+#[tokio::test]
+async fn a_sortable_list_reordered_along_a_path_html5_drop_and_a_horizontal_scroll() {
+    let env = env().await;
+    let tab = env.open("/pointer.html").await;
+    let options = ActOptions::default();
+    let o = observe(&tab).await;
+    // Alpha to just below Delta's middle, passing over the zone on the way.
+    let drag = json!({"type": "drag", "source": text("Alpha"), "destination": text("Delta"), "path": [{"x": 290, "y": 110}], "end_offset": {"x": 0, "y": 8}});
+    let (outcome, o) = act(&tab, on(&o, drag), &options).await;
+    assert_eq!(outcome.action, ExtendedKind::Drag);
+    assert_eq!(outcome.receipt.state(), ReceiptState::Dispatched);
+    assert_eq!(strings(observe_eval(&tab, "[...document.querySelectorAll('#list li')].map(l => l.textContent)").await), ["Beta", "Gamma", "Delta", "Alpha"]);
+    assert_eq!(observe_eval(&tab, "zoneSeen").await, true, "the pointer passed over the zone with the button down");
+    assert!(tab.held_keys().is_empty());
+
+    let html5 = json!({"type": "drag", "source": text("Card"), "destination": role("region", "Bin"), "mode": "html5"});
+    let (_, o) = act(&tab, on(&o.unwrap(), html5), &options).await;
+    assert_eq!(observe_eval(&tab, "document.getElementById('bin').textContent").await, "Dropped: card-data");
+
+    let scroll = json!({"type": "scroll", "target": role("region", "Wide strip"), "delta_x": 300});
+    let (outcome, o) = act(&tab, on(&o.unwrap(), scroll), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    assert!(observe_eval(&tab, "document.getElementById('strip').scrollLeft").await.as_f64().unwrap() > 0.0);
+    // A drop point outside the viewport is refused before anything is sent.
+    let far = json!({"type": "drag", "source": text("Beta"), "destination": text("Gamma"), "end_offset": {"x": 2000, "y": 0}});
+    let err = refused(&tab, on(&o.unwrap(), far), &options).await;
+    assert!(err.to_string().contains("outside the viewport"), "{err}");
+    assert_eq!(strings(observe_eval(&tab, "[...document.querySelectorAll('#list li')].map(l => l.textContent)").await), ["Beta", "Gamma", "Delta", "Alpha"]);
+}
+
+#[tokio::test]
+async fn a_multi_select_takes_several_values_and_missing_ones_are_listed() {
+    let env = env().await;
+    let tab = env.open("/extended-forms.html").await;
+    let options = ActOptions::default();
+    let o = observe(&tab).await;
+    let toppings = json!({"kind": "label", "text": "Toppings"});
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "select", "target": toppings, "values": ["ham", "Basil"]})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    assert_eq!(strings(observe_eval(&tab, "[...toppings.selectedOptions].map(o => o.value)").await), ["ham", "basil"]);
+    let o = o.unwrap();
+    let err = refused(&tab, on(&o, json!({"type": "select", "target": toppings, "values": ["olives", "anchovy"]})), &options).await;
+    assert!(err.to_string().contains("no option \"anchovy\""), "{err}");
+    assert!(err.to_string().contains("\"Ham\", \"Olives\", \"Basil\", \"Pepper\""), "{err}");
+    let size = json!({"kind": "label", "text": "Size"});
+    let err = refused(&tab, on(&o, json!({"type": "select", "target": size, "values": ["s", "l"]})), &options).await;
+    assert!(err.to_string().contains("takes one option"), "{err}");
+    assert_eq!(strings(observe_eval(&tab, "[...toppings.selectedOptions].map(o => o.value)").await), ["ham", "basil"], "refused selects change nothing");
+}
+
+fn upload_root() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("uploads-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("notes.txt"), "hello upload").unwrap();
+    std::fs::write(root.join("other.txt"), "second").unwrap();
+    let outside = root.with_extension("secret");
+    std::fs::write(&outside, "not for upload").unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
+    root
+}
+
+#[tokio::test]
+async fn uploads_only_from_the_authorised_folder_and_refusals_send_nothing() {
+    let env = env().await;
+    let tab = env.open("/extended-forms.html").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let o = observe(&tab).await;
+    let upload = |files: Value| on(&o, json!({"type": "upload", "target": {"kind": "label", "text": "Attachment"}, "files": files}));
+    for (files, why) in [
+        (json!(["escape"]), "leads outside"),
+        (json!(["missing.txt"]), "not among the files"),
+        (json!(["sub"]), "not a regular file"),
+        (json!(["notes.txt", "other.txt"]), "takes one file"),
+    ] {
+        let err = refused(&tab, upload(files), &options).await;
+        assert!(err.to_string().contains(why), "{err}");
+    }
+    let err = refused(&tab, upload(json!(["notes.txt"])), &ActOptions::default()).await;
+    assert!(err.to_string().contains("no files for upload"), "{err}");
+    assert!(env.server.requests_to("/upload").is_empty(), "a refused upload sends nothing");
+    assert_eq!(observe_eval(&tab, "document.getElementById('file').files.length").await, 0);
+
+    let (outcome, _) = act(&tab, upload(json!(["notes.txt"])), &options).await;
+    assert_eq!(outcome.action, ExtendedKind::Upload);
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
+    let mut posted = env.server.requests_to("/upload");
+    for _ in 0..100 {
+        if !posted.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        posted = env.server.requests_to("/upload");
+    }
+    let body = String::from_utf8_lossy(&posted[0].body).into_owned();
+    assert!(body.contains("filename=\"notes.txt\"") && body.contains("hello upload"), "{body}");
+}
+
+#[tokio::test]
+async fn a_download_is_captured_into_the_given_folder() {
+    let env = env().await;
+    let tab = env.open("/extended-forms.html").await;
+    let o = observe(&tab).await;
+    let click = on(&o, json!({"type": "click", "target": text("Download report"), "expect_download": true}));
+    let err = refused(&tab, click.clone(), &ActOptions::default()).await;
+    assert!(err.to_string().contains("does not capture downloads"), "{err}");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("downloads-{}", std::process::id()));
+    let options = ActOptions { downloads: Some(dir.clone()), ..Default::default() };
+    let (outcome, _) = act(&tab, click, &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    let [download] = outcome.downloads.as_slice() else { panic!("one download: {:?}", outcome.downloads) };
+    let expected = std::fs::read(crate::fixtures().join("report.csv")).unwrap();
+    assert_eq!(download.suggested_filename, "report.csv");
+    assert_eq!(download.size, expected.len() as u64);
+    assert!(download.path.starts_with(std::fs::canonicalize(&dir).unwrap()), "{download:?}");
+    assert_eq!(std::fs::read(&download.path).unwrap(), expected);
+}
+
+#[tokio::test]
+async fn every_dialog_kind_is_answered_and_answering_none_is_refused() {
+    let env = env().await;
+    let tab = env.open("/extended-forms.html").await;
+    let options = ActOptions::default();
+    let result = || async { observe_eval(&tab, "result.textContent").await };
+    let mut o = observe(&tab).await;
+    let err = refused(&tab, on(&o, json!({"type": "dialog", "accept": true})), &options).await;
+    assert!(err.to_string().contains("no dialog is open"), "{err}");
+    for (button, answer, kind, expected) in [
+        ("Alert", json!({"accept": true}), "alert", "alerted"),
+        ("Confirm", json!({"accept": true}), "confirm", "yes"),
+        ("Confirm", json!({"accept": false}), "confirm", "no"),
+        ("Prompt", json!({"accept": true, "prompt_text": "Ada"}), "prompt", "name:Ada"),
+        ("Prompt", json!({"accept": true}), "prompt", "name:anon"),
+    ] {
+        let (outcome, none) = act(&tab, on(&o, json!({"type": "click", "target": role("button", button)})), &options).await;
+        assert_eq!(outcome.dialog.map(|d| d.kind).as_deref(), Some(kind));
+        assert!(none.is_none(), "no observation while the dialog blocks the page");
+        let mut answer = answer;
+        answer["type"] = json!("dialog");
+        let (outcome, after) = act(&tab, on(&o, answer), &options).await;
+        assert_eq!((outcome.action, outcome.receipt.state()), (ExtendedKind::Dialog, ReceiptState::Confirmed));
+        assert!(tab.dialog().is_none());
+        assert_eq!(result().await, expected);
+        o = after.expect("a fresh observation once the dialog is answered");
+    }
+}
+
+#[tokio::test]
+async fn locators_by_role_label_text_and_test_id_match_exactly_one() {
+    let env = env().await;
+    let tab = env.open("/extended-forms.html").await;
+    let options = ActOptions::default();
+    let o = observe(&tab).await;
+    let click = |o: &Observation, target: Value| on(o, json!({"type": "click", "target": target}));
+    let (_, o) = act(&tab, click(&o, role("button", "save")), &options).await;
+    assert_eq!(observe_eval(&tab, "result.textContent").await, "saved");
+    observe_eval(&tab, "result.textContent = 'none'").await;
+    let o = o.unwrap();
+    let (_, o) = act(&tab, click(&o, json!({"kind": "test_id", "id": "save-btn"})), &options).await;
+    assert_eq!(observe_eval(&tab, "result.textContent").await, "saved");
+    let (_, o) = act(&tab, click(&o.unwrap(), json!({"kind": "text", "text": "terms and conditions"})), &options).await;
+    assert_eq!(observe_eval(&tab, "result.textContent").await, "terms");
+    let mut o = o.unwrap();
+    for (label, value) in [("Email", "ada@example.test"), ("phone NUMBER", "555 0100")] {
+        let typed = on(&o, json!({"type": "type", "target": {"kind": "label", "text": label}, "text": value, "mode": "keystrokes"}));
+        let (outcome, next) = act(&tab, typed, &options).await;
+        assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{label}");
+        o = next.unwrap();
+    }
+    assert_eq!(observe_eval(&tab, "[email.value, phone.value]").await, json!(["ada@example.test", "555 0100"]));
+
+    let err = refused(&tab, click(&o, role("button", "Nope")), &options).await;
+    assert_eq!(err.code(), ErrorCode::InvalidAction);
+    assert!(err.to_string().contains("no element matches role button named \"Nope\""), "{err}");
+    let err = refused(&tab, click(&o, json!({"kind": "role", "role": "button", "name": "save", "exact": true})), &options).await;
+    assert!(err.to_string().contains("no element matches"), "{err}");
+    let err = refused(&tab, click(&o, role("button", "Delete")), &options).await;
+    let message = err.to_string();
+    assert!(message.contains("2 elements match role button named \"Delete\""), "{message}");
+    let delete_refs: Vec<_> = o.interactive_elements().iter().filter(|e| e.name() == "Delete").map(|e| format!("button \"Delete\" (button \"Delete\") [ref={}]", e.element().as_str())).collect();
+    assert_eq!(delete_refs.len(), 2);
+    for listed in &delete_refs {
+        assert!(message.contains(listed.as_str()), "{message} lists {listed}");
+    }
+    assert_eq!(observe_eval(&tab, "result.textContent").await, "terms", "refused locators click nothing");
+}
+
+#[tokio::test]
+async fn locators_inside_same_and_cross_origin_frames_through_a_frame_chain() {
+    let env = env().await;
+    let tab = env.open("/iframes.html").await;
+    let options = ActOptions::default();
+    let mut o = observe(&tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Coupon") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(&tab).await;
+    }
+    observe_eval(&tab, "document.querySelector('iframe').contentDocument.querySelector('button').onclick = () => { document.title = 'inner clicked'; }").await;
+    let o = observe(&tab).await;
+    // Frames are searched only when entered.
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": role("button", "Inner button")})), &options).await;
+    assert!(err.to_string().contains("no element matches"), "{err}");
+    let inner = json!({"kind": "role", "role": "button", "name": "Inner button", "frame": [{"kind": "title", "text": "Same origin"}]});
+    let (_, o) = act(&tab, on(&o, json!({"type": "click", "target": inner})), &options).await;
+    assert_eq!(observe_eval(&tab, "document.title").await, "inner clicked");
+    let coupon = json!({"kind": "label", "text": "Coupon", "frame": [{"kind": "title", "text": "other site"}]});
+    let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "type", "target": coupon, "text": "SAVE10"})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    assert!(o.unwrap().aria_snapshot().contains("\"SAVE10\""));
+    let missing = json!({"kind": "label", "text": "Coupon", "frame": [{"kind": "title", "text": "Checkout"}]});
+    let err = refused(&tab, on(&observe(&tab).await, json!({"type": "type", "target": missing, "text": "x"})), &options).await;
+    assert!(err.to_string().contains("no frame matches title \"Checkout\""), "{err}");
+}
