@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant};
 
 use browser::{ActOptions, ObserveOptions};
-use cdp::domains::input::{DispatchKeyEvent, DispatchMouseEvent};
 use protocol::{ArtifactKind, ArtifactRef, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SurfaceKind, SurfaceName, TabId};
 
 use crate::approval::ApprovalDecision;
@@ -141,13 +140,9 @@ impl Runtime {
     /// The one cleanup of every ending.
     #[allow(clippy::too_many_arguments)]
     async fn finish(&self, run_id: &str, entry: &TabEntry, lease: &crate::lease::Lease, ending: Ending, steps: u32, artifacts: Vec<ArtifactRef>, last_url: String) -> RunResult {
-        // Release anything an interrupted input may have left pressed.
-        if ending.reason == ReasonCode::Cancelled && entry.tab.dialog().is_none() {
-            let session = entry.tab.session();
-            let _ = session.call(DispatchMouseEvent { event_type: "mouseReleased".into(), x: 0.0, y: 0.0, button: Some("left".into()), ..Default::default() }).await;
-            for key in ["Shift", "Control", "Alt", "Meta"] {
-                let _ = session.call(DispatchKeyEvent { event_type: "keyUp".into(), key: Some(key.into()), ..Default::default() }).await;
-            }
+        // Every ending releases whatever keys and buttons the run still holds.
+        if entry.tab.dialog().is_none() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), entry.tab.release_input()).await;
         }
         self.inner.leases.release(&entry.tab.target_id().0, lease);
         self.inner.approvals.withdraw_run(run_id);
