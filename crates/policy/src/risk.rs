@@ -195,7 +195,8 @@ pub struct Request<'a> {
 }
 
 /// The decision for `request`: blocked origins are denied; R0 and R1 go ahead; R2 goes ahead
-/// under a grant for (run, origin), else asks; R3 asks every time unless approved once.
+/// under a grant for (run, origin) or a one-time approval of this action, else asks; R3 asks
+/// every time unless this very action was approved once.
 pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPolicy, now: u64) -> Decision {
     if let Some(origin) = request.origin {
         if let Err(e) = crate::navigation::check_origin(origin, navigation) {
@@ -204,6 +205,7 @@ pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPol
     }
     match request.tier {
         RiskTier::R0 | RiskTier::R1 => Decision::Allow,
+        RiskTier::R2 if request.approved_once => Decision::Allow,
         RiskTier::R2 => match request.origin {
             Some(origin) if grants.covers(request.run, origin, now) => Decision::Allow,
             Some(origin) => Decision::Ask {

@@ -33,6 +33,8 @@ pub struct RuntimeConfig {
     pub artifact_ttl: Duration,
     /// Share one browser context (cookies, storage) across sessions instead of isolating each.
     pub share_browser_context: bool,
+    /// The only directory uploads may read from (`None`: uploads are refused).
+    pub uploads_dir: Option<PathBuf>,
 }
 
 impl RuntimeConfig {
@@ -49,6 +51,7 @@ impl RuntimeConfig {
             lease_ttl: Duration::from_secs(60),
             artifact_ttl: Duration::from_secs(24 * 3600),
             share_browser_context: false,
+            uploads_dir: None,
         }
     }
 }

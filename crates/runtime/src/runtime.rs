@@ -12,7 +12,7 @@ use cdp::domains::target;
 use cdp::{Browser, Connection, ConnectionOptions};
 use store::Store as _;
 use policy::{Decision, Effect, Grant, Grants, RiskFacts, RiskTier};
-use protocol::{Action, ActionKind, AnyTarget, Capability, Observation, SurfaceName};
+use protocol::{Action, ActionKind, AnyTarget, Capability, ExtendedAction, Observation, SurfaceName};
 use tokio::sync::broadcast;
 
 use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
@@ -296,43 +296,9 @@ impl Runtime {
         let result = async {
             let record = entry.tab.latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
             let fingerprint = serde_json::to_string(action).unwrap_or_default();
-            let approved_once = {
-                let mut once = lock(&state.approved_once);
-                match once.iter().position(|f| f == &fingerprint) {
-                    Some(i) => {
-                        once.remove(i);
-                        true
-                    }
-                    None => false,
-                }
-            };
-            match self.check(&entry, &key, &record, action, session, approved_once)? {
-                Check::Allow => {}
-                Check::Ask(request) => {
-                    let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
-                    let approval_id = request.approval_id.clone();
-                    let rx = self.inner.approvals.open(request);
-                    // A person answers later; an approval for once unlocks this exact action.
-                    let runtime = self.clone();
-                    let state = state.clone();
-                    let run = session.to_owned();
-                    let origin = policy::Origin::parse(record.document_url()).ok();
-                    tokio::spawn(async move {
-                        if let Ok(decision) = rx.await {
-                            match decision {
-                                ApprovalDecision::ApproveOnce => lock(&state.approved_once).push(fingerprint),
-                                ApprovalDecision::ApproveForTask => {
-                                    if let Some(origin) = origin {
-                                        lock(&runtime.inner.grants).grant(Grant { run, origin, expires_at: None });
-                                    }
-                                    lock(&state.approved_once).push(fingerprint);
-                                }
-                                ApprovalDecision::Deny => {}
-                            }
-                        }
-                    });
-                    return Err(RuntimeError::NeedsApproval { approval_id, summary });
-                }
+            let approved_once = take_once(&state, &fingerprint);
+            if let Check::Ask(request) = self.check(&entry, &key, &record, action, session, approved_once)? {
+                return Err(self.defer_approval(&state, session, &record, request, fingerprint));
             }
             if !self.inner.leases.is_current(&entry.tab.target_id().0, &lease, now_ms()) {
                 return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease was lost".into() }));
@@ -351,43 +317,30 @@ impl Runtime {
 
     /// Capability, origin and risk policy for one action on the observed frame.
     pub(crate) fn check(&self, entry: &TabEntry, key: &str, record: &ObservationRecord, action: &Action, run: &str, approved_once: bool) -> Result<Check, RuntimeError> {
-        let kind = action.kind();
-        match kind {
-            ActionKind::Navigate => require(entry, Capability::Navigate, key)?,
-            ActionKind::Scroll | ActionKind::Hover | ActionKind::Wait => require(entry, Capability::Observe, key)?,
+        let intended = Intended::from_v1(action, record);
+        self.check_intended(entry, key, record, &intended, run, approved_once)
+    }
+
+    pub(crate) fn check_intended(&self, entry: &TabEntry, key: &str, record: &ObservationRecord, intended: &Intended, run: &str, approved_once: bool) -> Result<Check, RuntimeError> {
+        match intended.effect {
+            Effect::Navigate => require(entry, Capability::Navigate, key)?,
+            Effect::Read => require(entry, Capability::Observe, key)?,
             _ => require(entry, Capability::Interact, key)?,
         }
         let page_origin = policy::Origin::parse(record.document_url()).ok();
-        let (effect, origin, target) = match action {
-            Action::Navigate { url, .. } => {
-                policy::check_navigation(url.as_str(), &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
-                (Effect::Navigate, policy::Origin::parse(url.as_str()).ok(), policy::redact_url(url.as_str()))
+        let origin = match &intended.navigate_to {
+            Some(url) => {
+                policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+                policy::Origin::parse(url).ok()
             }
-            Action::Scroll { .. } | Action::Hover { .. } | Action::Wait { .. } => (Effect::Read, page_origin.clone(), String::new()),
-            _ => (Effect::Interact, page_origin.clone(), String::new()),
+            None => page_origin,
         };
-        let binding = action.target().and_then(|t| match t {
-            AnyTarget::Element(e) => record.binding(&e.element).cloned(),
-            AnyTarget::Point(_) => None,
-        });
-        let target = match &binding {
-            Some(b) => format!("{} \"{}\"", b.role, b.name),
-            None if target.is_empty() => match action.target() {
-                Some(AnyTarget::Point(p)) => format!("point ({}, {})", p.x, p.y),
-                _ => "the page".into(),
-            },
-            None => target,
-        };
-        let field = if binding.as_ref().is_some_and(|b| b.secret_field) && kind == ActionKind::Type {
-            policy::Sensitivity::Secret(policy::SecretKind::Password)
-        } else {
-            policy::Sensitivity::Public
-        };
+        let field = if intended.secret_field { policy::Sensitivity::Secret(policy::SecretKind::Password) } else { policy::Sensitivity::Public };
         let facts = RiskFacts {
-            effect,
+            effect: intended.effect,
             origin: origin.as_ref(),
-            element_role: binding.as_ref().map(|b| b.role.as_str()),
-            element_name: binding.as_ref().map(|b| b.name.as_str()),
+            element_role: intended.role.as_deref(),
+            element_name: intended.name.as_deref(),
             field,
         };
         let tier = policy::classify(&facts, &self.inner.config.trust);
@@ -401,20 +354,199 @@ impl Runtime {
                 Check::Ask(ApprovalRequest {
                     approval_id: self.fresh_id("approval"),
                     run_id: run.to_owned(),
-                    action: kind.as_str().to_owned(),
-                    target,
+                    action: intended.kind.clone(),
+                    target: intended.target.clone(),
                     origin: origin.map_or_else(|| "(no origin)".to_owned(), |o| o.serialize_web()),
                     tier: tier_name(tier).into(),
                     reason,
-                    text_chars: match action {
-                        Action::Type { text, .. } => Some(text.as_str().chars().count()),
-                        _ => None,
-                    },
+                    text_chars: intended.text_chars,
                     requested_at: now,
                     expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
                 })
             }
         })
+    }
+
+    /// One extended action (`glovebox.actions/2`) outside a run, with the same binding, lease,
+    /// capability and policy checks as [`Runtime::act`]. Uploads read only from the configured
+    /// upload directory; downloads land in the session's download directory.
+    pub async fn act_extended(&self, session: &str, surface: Option<&SurfaceName>, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+        if let Some(v1) = action.as_v1() {
+            return self.act(session, surface, &v1, options).await;
+        }
+        self.reattach(session).await?;
+        let (state, entry, key) = self.resolve(session, surface)?;
+        let holder = format!("{session}/direct");
+        let lease = self.acquire(&entry, &holder)?;
+        let result = async {
+            let record = entry.tab.latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
+            let fingerprint = serde_json::to_string(action).unwrap_or_default();
+            let approved_once = take_once(&state, &fingerprint);
+            let intended = Intended::from_extended(action, &record);
+            if let Check::Ask(request) = self.check_intended(&entry, &key, &record, &intended, session, approved_once)? {
+                return Err(self.defer_approval(&state, session, &record, request, fingerprint));
+            }
+            let mut options = options.clone();
+            if options.uploads.is_none() {
+                if let Some(dir) = &self.inner.config.uploads_dir {
+                    options.uploads = browser::UploadRoot::new(dir).ok();
+                }
+            }
+            if options.downloads.is_none() {
+                let dir = self.inner.config.data_dir.join("downloads").join(session);
+                let _ = std::fs::create_dir_all(&dir);
+                options.downloads = Some(dir);
+            }
+            Ok(entry.tab.act_extended(action, &options).await?)
+        }
+        .await;
+        self.inner.leases.release(&entry.tab.target_id().0, &lease);
+        result
+    }
+
+    /// Opens an approval for a direct action and returns the error the caller reports; a person's
+    /// later "approve" unlocks exactly this action (once) or the origin (for the task).
+    fn defer_approval(&self, state: &Arc<SessionState>, session: &str, record: &ObservationRecord, request: ApprovalRequest, fingerprint: String) -> RuntimeError {
+        let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
+        let approval_id = request.approval_id.clone();
+        let rx = self.inner.approvals.open(request);
+        let runtime = self.clone();
+        let state = state.clone();
+        let run = session.to_owned();
+        let origin = policy::Origin::parse(record.document_url()).ok();
+        tokio::spawn(async move {
+            if let Ok(decision) = rx.await {
+                match decision {
+                    ApprovalDecision::ApproveOnce => lock(&state.approved_once).push(fingerprint),
+                    ApprovalDecision::ApproveForTask => {
+                        if let Some(origin) = origin {
+                            lock(&runtime.inner.grants).grant(Grant { run, origin, expires_at: None });
+                        }
+                        lock(&state.approved_once).push(fingerprint);
+                    }
+                    ApprovalDecision::Deny => {}
+                }
+            }
+        });
+        RuntimeError::NeedsApproval { approval_id, summary }
+    }
+}
+
+fn take_once(state: &SessionState, fingerprint: &str) -> bool {
+    let mut once = lock(&state.approved_once);
+    match once.iter().position(|f| f == fingerprint) {
+        Some(i) => {
+            once.remove(i);
+            true
+        }
+        None => false,
+    }
+}
+
+/// What an action is about to do, as policy sees it.
+pub(crate) struct Intended {
+    pub(crate) kind: String,
+    pub(crate) effect: Effect,
+    pub(crate) navigate_to: Option<String>,
+    /// `role "name"` of the target (page text), or a description.
+    pub(crate) target: String,
+    pub(crate) role: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) secret_field: bool,
+    pub(crate) text_chars: Option<usize>,
+}
+
+impl Intended {
+    fn from_v1(action: &Action, record: &ObservationRecord) -> Intended {
+        let binding = action.target().and_then(|t| match t {
+            AnyTarget::Element(e) => record.binding(&e.element).cloned(),
+            AnyTarget::Point(_) => None,
+        });
+        let effect = match action {
+            Action::Navigate { .. } => Effect::Navigate,
+            Action::Scroll { .. } | Action::Hover { .. } | Action::Wait { .. } => Effect::Read,
+            _ => Effect::Interact,
+        };
+        let target = match (&binding, action) {
+            (Some(b), _) => format!("{} \"{}\"", b.role, b.name),
+            (None, Action::Navigate { url, .. }) => policy::redact_url(url.as_str()),
+            (None, _) => match action.target() {
+                Some(AnyTarget::Point(p)) => format!("point ({}, {})", p.x, p.y),
+                _ => "the page".into(),
+            },
+        };
+        Intended {
+            kind: action.kind().as_str().to_owned(),
+            effect,
+            navigate_to: match action {
+                Action::Navigate { url, .. } => Some(url.as_str().to_owned()),
+                _ => None,
+            },
+            target,
+            role: binding.as_ref().map(|b| b.role.clone()),
+            name: binding.as_ref().map(|b| b.name.clone()),
+            secret_field: binding.as_ref().is_some_and(|b| b.secret_field) && action.kind() == ActionKind::Type,
+            text_chars: match action {
+                Action::Type { text, .. } => Some(text.as_str().chars().count()),
+                _ => None,
+            },
+        }
+    }
+
+    fn from_extended(action: &ExtendedAction, record: &ObservationRecord) -> Intended {
+        use protocol::extended::TargetRef;
+        let kind = action.kind();
+        let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
+        if let Some(first) = action.targets().next() {
+            match first {
+                TargetRef::Ref(e) => {
+                    if let Some(b) = record.binding(&e.element) {
+                        target = format!("{} \"{}\"", b.role, b.name);
+                        role = Some(b.role.clone());
+                        name = Some(b.name.clone());
+                        secret = b.secret_field;
+                    }
+                }
+                TargetRef::Locator(locator) => {
+                    // Resolved only when the action runs: classify by what the locator names
+                    // (page text can only raise the tier).
+                    let (r, n) = locator_words(locator);
+                    target = format!("{} {:?}", r.clone().unwrap_or_else(|| "element".into()), n.clone().unwrap_or_default());
+                    role = r;
+                    name = n;
+                }
+                TargetRef::Point(p) => target = format!("point ({}, {})", p.x, p.y),
+            }
+        }
+        let effect = match action {
+            ExtendedAction::Upload(_) => Effect::Upload,
+            ExtendedAction::Click(click) if click.expect_download => Effect::Download,
+            ExtendedAction::Navigate(_) => Effect::Navigate,
+            ExtendedAction::Scroll(_) | ExtendedAction::Hover(_) | ExtendedAction::Wait(_) => Effect::Read,
+            _ => Effect::Interact,
+        };
+        Intended {
+            kind: kind.as_str().to_owned(),
+            effect,
+            navigate_to: None,
+            target,
+            role,
+            name,
+            secret_field: secret && matches!(action, ExtendedAction::Type(_)),
+            text_chars: match action {
+                ExtendedAction::Type(t) => Some(t.text.as_str().chars().count()),
+                _ => None,
+            },
+        }
+    }
+}
+
+fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {
+    use protocol::extended::Locator;
+    match locator {
+        Locator::Role { role, name, .. } => (Some(role.as_str().to_owned()), name.as_ref().map(|n| n.as_str().to_owned())),
+        Locator::Label { text, .. } | Locator::Text { text, .. } => (None, Some(text.as_str().to_owned())),
+        Locator::TestId { id, .. } => (None, Some(id.as_str().to_owned())),
     }
 }
 

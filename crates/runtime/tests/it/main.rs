@@ -2,6 +2,7 @@
 //! `000_…` §12 that this crate owns.
 
 mod cases;
+mod direct;
 mod lifecycle;
 mod surfaces;
 

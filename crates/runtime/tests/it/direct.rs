@@ -1,0 +1,77 @@
+//! The direct action path (the MCP `act` tool): policy, approvals that only a person gives, and
+//! the extended set with authorised uploads.
+
+use protocol::ErrorCode;
+use runtime::ApprovalDecision;
+use serde_json::json;
+
+use crate::env;
+
+fn first_ref(o: &protocol::Observation, name: &str) -> String {
+    o.interactive_elements().iter().find(|e| e.name() == name).unwrap().element().as_str().to_owned()
+}
+
+#[tokio::test]
+async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves() {
+    let env = env("direct-approval", false).await;
+    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let action = protocol::validate_action(&json!({"type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o, "Name")}, "text": "Ada", "intent": "name"})).unwrap();
+    let err = env.runtime.act(&env.session, None, &action, &Default::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NeedsApproval);
+    let pending = env.runtime.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert!(err.to_string().contains(&pending[0].approval_id));
+    let o2 = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    assert!(o2.aria_snapshot().contains("textbox \"Name\" [ref=e1]: \"\""), "nothing was typed");
+    // A person approves this one action; sent again, it runs once.
+    env.runtime.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let outcome = env.runtime.act(&env.session, None, &action, &Default::default()).await.unwrap();
+    assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
+    // The approval is used up: the next write asks again.
+    let o3 = outcome.observation.unwrap();
+    let next = protocol::validate_action(&json!({"type": "click", "expected_frame_id": o3.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o3, "Create account")}, "intent": "submit"})).unwrap();
+    assert_eq!(env.runtime.act(&env.session, None, &next, &Default::default()).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert!(env.server.writes().is_empty());
+    assert!(env.runtime.resolve_approval("approval_forged", ApprovalDecision::ApproveForTask).is_err());
+}
+
+#[tokio::test]
+async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_allowed_directory() {
+    let env = env("direct-extended", true).await;
+    env.runtime.open_tab(&env.session, &env.server.url("/extended-forms.html")).await.unwrap();
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let upload = protocol::validate_extended_action(&json!({
+        "type": "upload", "expected_frame_id": o.frame_id().as_str(),
+        "target": {"kind": "element", "ref": first_ref(&o, "Attachment")}, "files": ["report.csv"], "intent": "attach"
+    }))
+    .unwrap();
+    // Uploads are R3: a person is asked every time, even on a trusted origin.
+    let err = env.runtime.act_extended(&env.session, None, &upload, &Default::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
+    assert!(env.server.writes().is_empty());
+    let pending = env.runtime.pending_approvals();
+    assert_eq!(pending[0].tier, "R3");
+    env.runtime.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // No upload directory is configured: the upload is refused and nothing is sent.
+    let err = env.runtime.act_extended(&env.session, None, &upload, &Default::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
+    assert!(env.server.writes().is_empty());
+    // A locator-targeted click on a trusted origin runs without approval.
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let save = protocol::validate_extended_action(&json!({
+        "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "test_id", "id": "save-btn"}, "intent": "save"
+    }))
+    .unwrap();
+    let outcome = env.runtime.act_extended(&env.session, None, &save, &Default::default()).await.unwrap();
+    assert!(outcome.observation.unwrap().aria_snapshot().contains("saved"));
+    // A delete-like locator is high-impact whatever the origin.
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let delete = protocol::validate_extended_action(&json!({
+        "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "role", "role": "button", "name": "Delete"}, "intent": "delete"
+    }))
+    .unwrap();
+    assert_eq!(env.runtime.act_extended(&env.session, None, &delete, &Default::default()).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+}
