@@ -46,10 +46,11 @@ impl Tab {
             }
             _ => None,
         };
-        if let ExtendedAction::Click(a) = action {
-            if a.expect_download && options.downloads.is_none() {
-                return Err(BrowserError::NotActionable { reason: "this run does not capture downloads; click without expect_download".into() });
-            }
+        if let ExtendedAction::Click(a) = action
+            && a.expect_download
+            && options.downloads.is_none()
+        {
+            return Err(BrowserError::NotActionable { reason: "this run does not capture downloads; click without expect_download".into() });
         }
         let key = match action {
             ExtendedAction::KeyDown(a) | ExtendedAction::KeyUp(a) => {
@@ -145,17 +146,8 @@ impl Tab {
                 self.wheel(point.0, point.1, dx, dy).await?;
                 self.settle(&mut nav, until).await;
                 let kind = ActionKind::Scroll;
-                // The wheel scrolls asynchronously; give it a few animation frames.
-                for _ in 0..5 {
-                    let after = self.read_world_now().await?;
-                    let element_moved = element.is_some() && self.scroll_offsets(element.as_ref()).await != before;
-                    if after.scroll_x != now.scroll_x || after.scroll_y != now.scroll_y || element_moved || (dx == 0.0 && dy == 0.0) {
-                        return Ok(Receipt::confirmed(kind, frame).into());
-                    }
-                    if Instant::now() >= until {
-                        break;
-                    }
-                    let _ = self.read_after_frame().await;
+                if (dx == 0.0 && dy == 0.0) || self.scrolled(now, element.as_ref(), &before, until).await? {
+                    return Ok(Receipt::confirmed(kind, frame).into());
                 }
                 Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "nothing scrolled (already at its end, or nothing scrollable under the pointer)").into())
             }
@@ -252,6 +244,25 @@ impl Tab {
         }
     }
 
+    /// Whether the page (or the element, or one of its ancestors) scrolled since `now` /
+    /// `before`. The wheel scrolls asynchronously, so a few animation frames are given.
+    pub(super) async fn scrolled(&self, now: &WorldState, element: Option<&Resolved>, before: &Value, until: Instant) -> Result<bool, BrowserError> {
+        for _ in 0..5 {
+            let after = self.read_world_now().await?;
+            if after.scroll_x != now.scroll_x || after.scroll_y != now.scroll_y {
+                return Ok(true);
+            }
+            if element.is_some() && self.scroll_offsets(element).await != *before {
+                return Ok(true);
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            self.read_after_frame().await;
+        }
+        Ok(false)
+    }
+
     /// Scroll offsets of an element and its ancestors (`Null` without one).
     async fn scroll_offsets(&self, element: Option<&Resolved>) -> Value {
         match element {
@@ -261,8 +272,8 @@ impl Tab {
     }
 
     /// Waits one animation frame of the page (bounded), for asynchronous scrolling.
-    async fn read_after_frame(&self) -> Result<(), BrowserError> {
-        let context = crate::capture::world_context(self).await?;
+    async fn read_after_frame(&self) {
+        let Ok(context) = crate::capture::world_context(self).await else { return };
         let wait = self.session.call(cdp::domains::runtime::Evaluate {
             expression: "new Promise((r) => requestAnimationFrame(() => r(true)))".into(),
             context_id: Some(context),
@@ -271,7 +282,6 @@ impl Tab {
             ..Default::default()
         });
         let _ = tokio::time::timeout(Duration::from_millis(100), wait).await;
-        Ok(())
     }
 }
 

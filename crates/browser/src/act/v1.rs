@@ -61,8 +61,7 @@ impl Tab {
                 let (x, y) = (now.width / 2.0, now.height / 2.0);
                 self.wheel(x, y, 0.0, f64::from(delta_y.get())).await?;
                 self.settle(&mut nav, until).await;
-                let after = self.read_world_now().await?;
-                if after.scroll_y != now.scroll_y || delta_y.get() == 0 {
+                if delta_y.get() == 0 || self.scrolled(now, None, &serde_json::Value::Null, until).await? {
                     Ok(Receipt::confirmed(kind, frame))
                 } else {
                     Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "the page did not scroll (already at its end, or nothing scrollable under the centre)"))

@@ -297,6 +297,7 @@ async fn locators_inside_same_and_cross_origin_frames_through_a_frame_chain() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         o = observe(&tab).await;
     }
+    assert_eq!(tab.child_frame_count(), 1, "the cross-site frame is out of process");
     observe_eval(&tab, "document.querySelector('iframe').contentDocument.querySelector('button').onclick = () => { document.title = 'inner clicked'; }").await;
     let o = observe(&tab).await;
     // Frames are searched only when entered.
