@@ -11,6 +11,9 @@ use crate::BrowserError;
 use crate::keys::{Chord, KeyDef, modifier_bit, parse_chord};
 use crate::tab::{Tab, lock};
 
+/// How long `release_input` waits for a running action to finish.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Keys and mouse buttons held down across actions, per tab: what `Tab::release_input` lets go.
 #[derive(Debug, Default)]
 pub(crate) struct Held {
@@ -269,6 +272,10 @@ impl Tab {
     /// Sends `keyUp` for each held key (last pressed first) and `mouseReleased` for each held
     /// button, where it was pressed. Idempotent; on a lost tab it only forgets them.
     pub async fn release_input(&self) -> Result<(), BrowserError> {
+        // Never interleaved with an action: a cancelled action has dropped the barrier already.
+        let _write = tokio::time::timeout(RELEASE_WAIT, self.barrier.write())
+            .await
+            .map_err(|_| BrowserError::Timeout { what: "waiting for the tab's write barrier to release input".into(), after_ms: RELEASE_WAIT.as_millis() as u64 })?;
         let (keys, buttons) = {
             let mut state = lock(&self.state);
             (std::mem::take(&mut state.held.keys), std::mem::take(&mut state.held.buttons))
