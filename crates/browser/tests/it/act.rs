@@ -73,7 +73,7 @@ async fn a_covered_button_is_refused_naming_the_overlay_and_nothing_is_sent() {
     let env = env().await;
     let tab = env.open("/widgets.html").await;
     let o = observe(&tab).await;
-    let options = ActOptions { deadline: Duration::from_millis(800), ..Default::default() };
+    let options = ActOptions { deadline: Duration::from_secs(3), ..Default::default() };
     let err = tab.act(&click(&o, "Buy now"), &options).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidAction);
     assert!(err.to_string().contains("covered by div#consent-banner \"Accept cookies\""), "{err}");
