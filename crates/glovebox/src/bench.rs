@@ -369,5 +369,24 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     ratios.push(("8 tabs × 20 steps: sequential s".to_owned(), sequential.as_secs_f64()));
     ratios.push(("8 tabs × 20 steps: parallel s".to_owned(), parallel.as_secs_f64()));
     ratios.push(("8 tabs × 20 steps: speed-up".to_owned(), sequential.as_secs_f64() / parallel.as_secs_f64()));
+
+    // Turn-end cleanup with 10 agent tabs and 5 claimed user tabs.
+    let mut turn_ends = Vec::new();
+    for round in 0..5 {
+        let session = rt.create_session().await?;
+        for _ in 0..10 {
+            rt.open_tab(&session, &pages.url("/act")).await?;
+        }
+        for _ in 0..5 {
+            let user = rt.register_user_tab(&pages.url("/act")).await?;
+            rt.claim_tab(&session, &user).await?;
+        }
+        let started = Instant::now();
+        let report = rt.end_turn(&session, &format!("turn_{round}")).await?;
+        turn_ends.push(started.elapsed());
+        anyhow::ensure!(report.ok && report.closed.len() == 10 && report.released.len() == 5, "turn end did not clean up: {report:?}");
+        rt.close_session(&session).await?;
+    }
+    results.push(("turn end: close 10 agent tabs, release 5 claims".to_owned(), Stats::of(&mut turn_ends)));
     Ok(results)
 }

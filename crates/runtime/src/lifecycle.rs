@@ -338,6 +338,7 @@ impl Runtime {
         self.retry_recoveries(session, &mut report).await;
         let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut to_close: Vec<(String, Option<TabEntry>, store::Resource)> = Vec::new();
         for resource in resources {
             let id = resource.id.to_string();
             if matches!(resource.state, ResourceState::Released) {
@@ -360,15 +361,12 @@ impl Runtime {
             let marked = resource.mark != Mark::None;
             match resource.ownership {
                 Ownership::AgentCreated if !(marked && boundary != Boundary::TurnEnd) => {
-                    let closed = match &entry {
-                        Some(entry) => {
-                            let _ = self.take_entry(&state, entry.surface);
-                            self.inner.leases.invalidate(&entry.tab.target_id().0);
-                            self.close_resource(session, entry).await
-                        }
-                        None => self.close_by_handle(session, &resource).await,
-                    };
-                    if closed { report.closed.push(id) } else { report.failed.push(id) }
+                    // Closes run together below: each waits for its tab to go.
+                    if let Some(entry) = &entry {
+                        let _ = self.take_entry(&state, entry.surface);
+                        self.inner.leases.invalidate(&entry.tab.target_id().0);
+                    }
+                    to_close.push((id, entry, resource));
                 }
                 // A claimed user tab is released, never closed; a marked agent tab at finalize or
                 // disposal stays open and leaves this session's ownership.
@@ -392,6 +390,19 @@ impl Runtime {
                         }
                     }
                 }
+            }
+        }
+        let closes = to_close.iter().map(|(_, entry, resource)| async move {
+            match entry {
+                Some(entry) => self.close_resource(session, entry).await,
+                None => self.close_by_handle(session, resource).await,
+            }
+        });
+        for ((id, _, _), closed) in to_close.iter().zip(futures_util::future::join_all(closes).await) {
+            if closed {
+                report.closed.push(id.clone());
+            } else {
+                report.failed.push(id.clone());
             }
         }
         report.ok = report.failed.is_empty();
