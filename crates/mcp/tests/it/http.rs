@@ -1,0 +1,144 @@
+//! MCP over streamable HTTP (`serve`), in process, with the Python SDK as the client.
+
+use crate::{Client, env, over_http, page_count, raw_http, run, until_pages};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_and_list_tools_over_http() {
+    let env = env("tools", false, None).await;
+    let out = run("tools", &over_http(&env), &[]).await;
+    assert_eq!(out["server"], "glovebox");
+    for tool in out["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{}: root must be type object", tool["name"]);
+        assert!(tool["annotations"]["readOnlyHint"].is_boolean(), "{}", tool["name"]);
+    }
+    insta::assert_json_snapshot!("tools", out["tools"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_observe_type_click_and_a_stale_frame_is_refused() {
+    let env = env("flow", true, None).await;
+    let out = run("flow", &over_http(&env), &[env.fixtures.url("/form.html")]).await;
+    assert_eq!(out["opened"]["opened"], "s1");
+    assert_eq!(out["observe_images"], serde_json::json!(["image/png"]), "one viewport screenshot as image content");
+    assert!(out["wrapped_untrusted"].as_bool().unwrap(), "page text travels inside the markers");
+    assert!(out["typed_value_shown"].as_bool().unwrap(), "the fresh observation shows the typed name: {out}");
+    assert_eq!(out["clicked_error"], false, "{out}");
+    assert!(out["welcome"].as_bool().unwrap(), "the new observation shows the submitted form: {out}");
+    assert_eq!(env.fixtures.writes().len(), 1, "exactly one form POST");
+    assert_eq!(out["stale_error"], true);
+    assert_eq!(out["stale"]["error"], "stale_observation");
+    assert!(out["stale"]["next"].as_str().unwrap().contains("observe again"), "{out}");
+    assert_eq!(out["invalid"]["error"], "invalid_action");
+    assert_eq!(out["surfaces_header"]["surfaces"], serde_json::json!(["s1"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_needing_approval_waits_for_a_person() {
+    let env = env("approval", false, None).await;
+    let mut client = Client::start("approval", &over_http(&env), &[env.fixtures.url("/form.html")]);
+    let first = client.next().await;
+    assert_eq!(first["pending_error"], true);
+    let pending = &first["pending"];
+    assert_eq!(pending["error"], "needs_approval");
+    assert_eq!(pending["action"], "click");
+    assert_eq!(pending["tier"], "R2");
+    assert_eq!(pending["origin"], env.fixtures.origin());
+    assert!(pending["how_a_person_grants"].as_str().unwrap().contains("glovebox approve"));
+    let id = pending["approval_id"].as_str().unwrap().to_owned();
+    assert!(env.fixtures.writes().is_empty(), "nothing was sent before a person decided");
+
+    // The model's side has no way to approve: the MCP bearer (none here) does not open the
+    // person channel, and a wrong token is refused.
+    let addr = env.server.local_addr;
+    let post = |token: &str| {
+        let body = r#"{"decision": "approve_once"}"#;
+        format!(
+            "POST /api/approvals/{id} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            addr.port(),
+            body.len()
+        )
+    };
+    assert_eq!(raw_http(addr, &post("not-the-person")).await.0, 401);
+    assert_eq!(env.runtime.pending_approvals().len(), 1);
+    assert!(env.fixtures.writes().is_empty());
+
+    let (status, body) = raw_http(addr, &post(&env.server.person.token)).await;
+    assert_eq!(status, 200, "{body}");
+    client.send("granted").await;
+    let second = client.next().await;
+    client.finish().await;
+    assert_eq!(second["again_error"], false, "{second}");
+    assert!(second["welcome"].as_bool().unwrap(), "{second}");
+    assert_eq!(env.fixtures.writes().len(), 1, "the approved click submitted the form once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_supports_elicitation_asks_its_user() {
+    let env = env("elicit", false, None).await;
+    let out = run("elicit", &over_http(&env), &[env.fixtures.url("/form.html")]).await;
+    let asked = out["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{out}");
+    assert!(asked[0].as_str().unwrap().contains("not the model"), "{out}");
+    assert_eq!(out["error"], false, "{out}");
+    assert!(out["welcome"].as_bool().unwrap(), "{out}");
+    assert_eq!(env.fixtures.writes().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_stay_isolated_and_disconnect_cleans_up() {
+    let env = env("isolation", true, None).await;
+    let baseline = page_count(&env.runtime).await;
+    let out = run("isolation", &over_http(&env), &[env.fixtures.url("/set"), env.fixtures.url("/show")]).await;
+    let (a, b) = (&out["a"], &out["b"]);
+    assert!(a["snapshot"].as_str().unwrap().contains("cookie: who=a"), "{a}");
+    assert!(b["snapshot"].as_str().unwrap().contains("cookie: none"), "B must not see A's cookie: {b}");
+    assert_eq!(a["tabs"], serde_json::json!(["s1", "s2"]));
+    assert_eq!(b["tabs"], serde_json::json!(["s1"]), "B must not see A's tabs");
+    assert_eq!(a["act_error"], false, "no lease conflict across sessions: {a}");
+    assert_eq!(b["act_error"], false, "no lease conflict across sessions: {b}");
+    assert_eq!(until_pages(&env.runtime, baseline).await, baseline, "both sessions' tabs closed when their clients left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_host_origin_and_missing_token_are_refused() {
+    let env = env("guard", false, Some("s3cret")).await;
+    let baseline = page_count(&env.runtime).await;
+    let addr = env.server.local_addr;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let request = |host: &str, extra: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let local = format!("127.0.0.1:{}", addr.port());
+    let (status, _) = raw_http(addr, &request("evil.example", "Authorization: Bearer s3cret\r\n")).await;
+    assert_eq!(status, 403, "DNS rebinding: a foreign Host is refused");
+    let (status, _) = raw_http(addr, &request(&local, "Authorization: Bearer s3cret\r\nOrigin: https://evil.example\r\n")).await;
+    assert_eq!(status, 403, "a foreign Origin is refused");
+    let (status, _) = raw_http(addr, &request(&local, "")).await;
+    assert_eq!(status, 401, "the bearer token is required when configured");
+    let (status, body) = raw_http(addr, &request(&local, "Authorization: Bearer s3cret\r\n")).await;
+    assert_eq!(status, 200, "{body}");
+    let big = "x".repeat(2 << 20);
+    let (status, _) = raw_http(
+        addr,
+        &format!("POST /mcp HTTP/1.1\r\nHost: {local}\r\nAuthorization: Bearer s3cret\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big}", big.len()),
+    )
+    .await;
+    assert_eq!(status, 413, "bodies over the limit are refused");
+    // The client with the token works end to end.
+    let mut transport = over_http(&env);
+    transport.extend(["--token".to_owned(), "s3cret".to_owned()]);
+    let out = run("tools", &transport, &[]).await;
+    assert_eq!(out["tools"].as_array().map(Vec::len), Some(6));
+    assert_eq!(page_count(&env.runtime).await, baseline, "listing tools opens no tab");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_beyond_loopback_needs_a_token() {
+    let runtime_less = mcp::HttpOptions { bind: "0.0.0.0:0".parse().unwrap(), ..Default::default() };
+    let env = env("bind", false, None).await;
+    let err = mcp::serve_http(env.runtime.clone(), runtime_less).await.err().expect("refused without a token");
+    assert!(matches!(err, mcp::McpError::TokenRequired { .. }), "{err}");
+}
