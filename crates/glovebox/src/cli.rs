@@ -29,6 +29,25 @@ pub struct Global {
     /// Show the browser window instead of running headless.
     #[arg(long, global = true, env = "GLOVEBOX_HEADED")]
     pub headed: bool,
+    /// The TOML config file (default: $XDG_CONFIG_HOME/glovebox/config.toml when it exists).
+    /// Precedence: defaults < file < GLOVEBOX_* env < flags.
+    #[arg(long, global = true, env = "GLOVEBOX_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Browser window size in CSS pixels, WIDTHxHEIGHT (e.g. 1280x800).
+    #[arg(long, global = true, env = "GLOVEBOX_VIEWPORT")]
+    pub viewport: Option<String>,
+    /// A trusted local origin (your dev server): actions there need no approval. Repeatable.
+    #[arg(long = "trust", global = true, env = "GLOVEBOX_TRUSTED_ORIGINS", value_delimiter = ',')]
+    pub trust: Vec<String>,
+    /// Only these origins may be opened (repeatable; default: any http/https origin).
+    #[arg(long = "allow-origin", global = true, env = "GLOVEBOX_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allow_origin: Vec<String>,
+    /// Origins that may never be opened. Repeatable.
+    #[arg(long = "block-origin", global = true, env = "GLOVEBOX_BLOCKED_ORIGINS", value_delimiter = ',')]
+    pub block_origin: Vec<String>,
+    /// Hours an orphan run's artifacts are kept before they are swept (default 24).
+    #[arg(long, global = true, env = "GLOVEBOX_ARTIFACT_RETENTION_HOURS")]
+    pub artifact_retention_hours: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,6 +61,42 @@ pub enum Cmd {
     Launch,
     /// Measure the figures the issues ask for (not part of `make test`).
     Bench(BenchArgs),
+    /// Serve MCP over streamable HTTP at /mcp (127.0.0.1:7777 by default), with the approvals
+    /// endpoint for a person at /api/approvals. Prints a ready-to-paste client config.
+    Serve(ServeArgs),
+    /// Serve MCP over stdio (for clients that start Glovebox themselves). Logs go to stderr.
+    Mcp,
+    /// A person's decision on a pending approval, sent to the running `serve`/`mcp` (needs a
+    /// terminal: a model's shell tool cannot answer the prompt). Without an id, lists what waits.
+    Approve(ApproveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default 127.0.0.1:7777). Anything but loopback needs --token.
+    #[arg(long, env = "GLOVEBOX_BIND")]
+    pub bind: Option<std::net::SocketAddr>,
+    /// Bearer token MCP clients must send (Authorization: Bearer …).
+    #[arg(long, env = "GLOVEBOX_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// An extra Host name to accept besides localhost/127.0.0.1/[::1]. Repeatable.
+    #[arg(long = "allow-host", env = "GLOVEBOX_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allow_host: Vec<String>,
+    /// A browser Origin allowed to call the server (e.g. a web client). Repeatable.
+    #[arg(long = "allow-client-origin", env = "GLOVEBOX_ALLOWED_CLIENT_ORIGINS", value_delimiter = ',')]
+    pub allow_client_origin: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The approval id a tool result named; omit to list pending approvals.
+    pub id: Option<String>,
+    /// Allow ordinary actions on this site for the rest of the session (R3 still asks each time).
+    #[arg(long, conflicts_with = "deny")]
+    pub for_task: bool,
+    /// Refuse instead.
+    #[arg(long)]
+    pub deny: bool,
 }
 
 #[derive(Debug, Args)]

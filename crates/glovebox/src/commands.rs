@@ -18,6 +18,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Observe(args) => observe(&cli.global, args).await,
         Cmd::Launch => launch(&cli.global).await,
         Cmd::Bench(args) => crate::bench::run(&cli.global, args).await,
+        Cmd::Serve(args) => crate::serve::serve(&cli.global, &args).await,
+        Cmd::Mcp => crate::serve::stdio(&cli.global).await,
+        Cmd::Approve(args) => crate::serve::approve(&cli.global, &args).await,
     }
 }
 

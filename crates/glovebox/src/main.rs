@@ -4,6 +4,8 @@ mod bench;
 mod browser;
 mod cli;
 mod commands;
+mod config;
+mod serve;
 mod pages;
 
 use clap::Parser;

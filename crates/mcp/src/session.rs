@@ -80,14 +80,22 @@ impl SessionSlot {
     pub(crate) async fn close(&self) {
         let id = self.id.lock().await.take();
         if let Some(id) = id {
-            close(&self.runtime, &id).await;
+            let _ = close_detached(self.runtime.clone(), id).await;
         }
     }
 }
 
+/// Runs the cleanup on a blocking thread of the current Tokio runtime: the cleanup future is not
+/// `Send` (it holds a lock guard across an await), so it cannot be `tokio::spawn`ed, and it must
+/// also run after the handler is gone.
+fn close_detached(runtime: Runtime, id: String) -> tokio::task::JoinHandle<()> {
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || handle.block_on(close(&runtime, &id)))
+}
+
 async fn close(runtime: &Runtime, id: &str) {
     match runtime.close_session(id).await {
-        Ok(()) => tracing::info!(session = %id, "MCP session ended; Glovebox session closed"),
+        Ok(_) => tracing::info!(session = %id, "MCP session ended; Glovebox session closed"),
         Err(e) => tracing::warn!(session = %id, error = %e, "closing the Glovebox session failed"),
     }
 }
@@ -96,10 +104,9 @@ impl Drop for SessionSlot {
     /// A disconnect drops the handler: the cleanup runs on the Tokio runtime if one is there.
     fn drop(&mut self) {
         if let Some(id) = self.id.get_mut().take() {
-            let runtime = self.runtime.clone();
             match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    handle.spawn(async move { close(&runtime, &id).await });
+                Ok(_) => {
+                    close_detached(self.runtime.clone(), id);
                 }
                 Err(_) => tracing::warn!(session = %id, "no async runtime at disconnect; the session's tabs close with the browser"),
             }

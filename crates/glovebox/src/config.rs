@@ -1,0 +1,196 @@
+//! Configuration as users expect it: built-in defaults, then a TOML file
+//! (`--config`, `GLOVEBOX_CONFIG`, else `$XDG_CONFIG_HOME/glovebox/config.toml` or
+//! `~/.config/glovebox/config.toml` when present), then `GLOVEBOX_*` environment variables, then
+//! flags. clap merges env and flags (a flag wins); this module lays the file underneath.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use runtime::{BrowserSource, RuntimeConfig};
+use serde::Deserialize;
+
+use crate::cli::{Global, ServeArgs};
+
+/// The config file. Every key is optional; unknown keys are an error (typos should not pass).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub data_dir: Option<PathBuf>,
+    pub chromium: Option<PathBuf>,
+    pub browser_endpoint: Option<String>,
+    pub headed: Option<bool>,
+    /// `[width, height]` of the browser window in CSS pixels.
+    pub viewport: Option<(u32, u32)>,
+    /// Local project / dev-server origins that act without approval (R1).
+    pub trusted_origins: Option<Vec<String>>,
+    /// When set, only these origins may be opened.
+    pub allowed_origins: Option<Vec<String>>,
+    pub blocked_origins: Option<Vec<String>>,
+    /// Hours an orphan run's artifacts are kept.
+    pub artifact_retention_hours: Option<u64>,
+    #[serde(default)]
+    pub serve: ServeFile,
+}
+
+/// `[serve]` in the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeFile {
+    pub bind: Option<SocketAddr>,
+    pub token: Option<String>,
+    pub allowed_hosts: Option<Vec<String>>,
+    pub allowed_client_origins: Option<Vec<String>>,
+    pub max_body_bytes: Option<usize>,
+    pub calls_per_minute: Option<u32>,
+}
+
+/// Everything resolved.
+#[derive(Debug)]
+pub struct Settings {
+    pub runtime: RuntimeConfig,
+    pub serve: mcp::HttpOptions,
+    pub source: Option<PathBuf>,
+}
+
+fn default_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".config")))?;
+    let path = base.join("glovebox/config.toml");
+    path.exists().then_some(path)
+}
+
+/// Reads the file named by `--config`/`GLOVEBOX_CONFIG`, else the default one if present.
+pub fn load_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
+    let path = match explicit {
+        Some(p) => Some(p.to_path_buf()),
+        None => default_file(),
+    };
+    let Some(path) = path else { return Ok((FileConfig::default(), None)) };
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read the config file {}", path.display()))?;
+    let file: FileConfig = toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
+    Ok((file, Some(path)))
+}
+
+fn origins(list: &[String], what: &str) -> anyhow::Result<Vec<policy::Origin>> {
+    list.iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| policy::Origin::parse(s.trim()).map_err(|e| anyhow::anyhow!("{what}: {s:?} is not an origin: {e}")))
+        .collect()
+}
+
+/// Layers file, env and flags (env and flags already merged by clap) over the defaults.
+pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Settings> {
+    let (file, source) = load_file(global.config.as_deref())?;
+    let data_dir = global.data_dir.clone().or(file.data_dir.clone()).unwrap_or_else(|| crate::browser::data_dir(global));
+    let mut runtime = RuntimeConfig::new(&data_dir);
+    match global.browser_endpoint.clone().or(file.browser_endpoint.clone()) {
+        Some(endpoint) => runtime.browser = BrowserSource::Endpoint(endpoint),
+        None => {
+            let mut launch = cdp::LaunchOptions::new(&data_dir);
+            launch.executable = global.chromium.clone().or(file.chromium.clone());
+            launch.headless = !(global.headed || file.headed.unwrap_or(false));
+            if let Some(size) = global.viewport.as_deref().map(parse_viewport).transpose()?.or(file.viewport) {
+                launch.window_size = size;
+            }
+            runtime.browser = BrowserSource::Launch(launch);
+        }
+    }
+    let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| if flag.is_empty() { file.clone().unwrap_or_default() } else { flag.clone() };
+    runtime.trust.trusted_origins = origins(&pick(&global.trust, &file.trusted_origins), "trusted origin")?;
+    let allowed = pick(&global.allow_origin, &file.allowed_origins);
+    runtime.navigation.allowed_origins = if allowed.is_empty() { None } else { Some(origins(&allowed, "allowed origin")?) };
+    runtime.navigation.blocked_origins = origins(&pick(&global.block_origin, &file.blocked_origins), "blocked origin")?;
+    if let Some(hours) = global.artifact_retention_hours.or(file.artifact_retention_hours) {
+        runtime.artifact_ttl = Duration::from_secs(hours * 3600);
+    }
+
+    let mut options = mcp::HttpOptions::default();
+    if let Some(bind) = serve.and_then(|s| s.bind).or(file.serve.bind) {
+        options.bind = bind;
+    }
+    options.token = serve.and_then(|s| s.token.clone()).or(file.serve.token.clone()).filter(|t| !t.is_empty());
+    options.allowed_hosts = serve.map(|s| s.allow_host.clone()).filter(|v| !v.is_empty()).or(file.serve.allowed_hosts.clone()).unwrap_or_default();
+    options.allowed_origins =
+        serve.map(|s| s.allow_client_origin.clone()).filter(|v| !v.is_empty()).or(file.serve.allowed_client_origins.clone()).unwrap_or_default();
+    if let Some(max) = file.serve.max_body_bytes {
+        options.max_body_bytes = max;
+    }
+    if let Some(per_minute) = file.serve.calls_per_minute {
+        options.mcp.rate.per_minute = per_minute;
+    }
+    Ok(Settings { runtime, serve: options, source })
+}
+
+fn parse_viewport(s: &str) -> anyhow::Result<(u32, u32)> {
+    let Some((w, h)) = s.split_once(['x', 'X']) else { bail!("--viewport takes WIDTHxHEIGHT, e.g. 1280x800") };
+    Ok((w.trim().parse().context("viewport width")?, h.trim().parse().context("viewport height")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Cmd};
+
+    fn settings(args: &[&str], file: &str) -> Settings {
+        let dir = std::env::temp_dir().join(format!("glovebox-config-{}-{}", std::process::id(), file.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, file).unwrap();
+        let mut argv = vec!["glovebox", "--config", path.to_str().unwrap()];
+        argv.extend(args);
+        let cli = Cli::parse_from(argv);
+        let serve = match &cli.command {
+            Cmd::Serve(s) => Some(s),
+            _ => None,
+        };
+        resolve(&cli.global, serve).unwrap()
+    }
+
+    #[test]
+    fn file_values_apply_and_flags_override_them() {
+        let file = r#"
+            data_dir = "/tmp/gb-from-file"
+            headed = true
+            viewport = [1024, 700]
+            trusted_origins = ["http://127.0.0.1:5173"]
+            blocked_origins = ["https://ads.example"]
+            artifact_retention_hours = 2
+            [serve]
+            bind = "127.0.0.1:9000"
+            calls_per_minute = 60
+        "#;
+        let s = settings(&["serve"], file);
+        assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-from-file"));
+        let BrowserSource::Launch(launch) = &s.runtime.browser else { panic!("expected a launch") };
+        assert!(!launch.headless);
+        assert_eq!(launch.window_size, (1024, 700));
+        assert_eq!(s.runtime.trust.trusted_origins.len(), 1);
+        assert_eq!(s.runtime.navigation.blocked_origins.len(), 1);
+        assert_eq!(s.runtime.artifact_ttl, Duration::from_secs(7200));
+        assert_eq!(s.serve.bind.port(), 9000);
+        assert_eq!(s.serve.mcp.rate.per_minute, 60);
+
+        let s = settings(&["--data-dir", "/tmp/gb-flag", "--trust", "http://localhost:3000", "--viewport", "800x600", "serve", "--bind", "127.0.0.1:9100"], file);
+        assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-flag"));
+        assert_eq!(s.runtime.trust.trusted_origins[0].serialize_web(), "http://localhost:3000");
+        let BrowserSource::Launch(launch) = &s.runtime.browser else { panic!("expected a launch") };
+        assert_eq!(launch.window_size, (800, 600));
+        assert_eq!(s.serve.bind.port(), 9100);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let dir = std::env::temp_dir().join(format!("glovebox-config-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, "headles = true\n").unwrap();
+        let err = load_file(Some(&path)).unwrap_err();
+        assert!(format!("{err:#}").contains("headles"), "{err:#}");
+    }
+}

@@ -1,0 +1,172 @@
+//! `serve` (MCP over HTTP), `mcp` (MCP over stdio) and `approve` (a person's terminal client of the
+//! approvals endpoint). Each running server writes `<data-dir>/approvals/<pid>.json` (mode 0600)
+//! with its approvals URL and person token so that `glovebox approve` can find it.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use runtime::Runtime;
+use serde_json::{Value, json};
+
+use crate::cli::{ApproveArgs, Global, ServeArgs};
+use crate::config;
+
+fn discovery_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("approvals")
+}
+
+/// Removes the discovery file when the server stops.
+struct Discovery(PathBuf);
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn write_discovery(data_dir: &Path, person: &mcp::PersonChannel) -> anyhow::Result<Discovery> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = discovery_dir(data_dir);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{}.json", std::process::id()));
+    let mut file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&path)?;
+    file.write_all(json!({"url": person.base_url, "token": person.token, "pid": std::process::id()}).to_string().as_bytes())?;
+    Ok(Discovery(path))
+}
+
+async fn stop_signal() {
+    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}
+
+/// `glovebox serve`
+pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let settings = config::resolve(global, Some(args))?;
+    let data_dir = settings.runtime.data_dir.clone();
+    let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let server = mcp::serve_http(runtime, settings.serve.clone()).await?;
+    let _discovery = write_discovery(&data_dir, &server.person)?;
+    let url = server.mcp_url();
+    let mut headers = json!({});
+    if let Some(token) = &settings.serve.token {
+        headers = json!({"Authorization": format!("Bearer {token}")});
+    }
+    let client = json!({"mcpServers": {"glovebox": {"type": "http", "url": url, "headers": headers}}});
+    println!("Glovebox MCP listening on {url}");
+    if let Some(source) = &settings.source {
+        println!("config: {}", source.display());
+    }
+    println!();
+    println!("Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):");
+    println!("{}", serde_json::to_string_pretty(&client)?);
+    println!();
+    println!("Approvals (for you, never for the model): glovebox approve <id>");
+    println!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
+    println!("Stop with Ctrl-C.");
+    std::io::stdout().flush()?;
+    stop_signal().await;
+    eprintln!("glovebox: stopping");
+    server.shutdown().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `glovebox mcp`: stdio. The approvals endpoint listens on an ephemeral loopback port; its
+/// MCP side is locked with a random token nobody is given.
+pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
+    let settings = config::resolve(global, None)?;
+    let data_dir = settings.runtime.data_dir.clone();
+    let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let person_side = mcp::HttpOptions {
+        bind: "127.0.0.1:0".parse()?,
+        token: Some(mcp::random_token(24)),
+        ..settings.serve.clone()
+    };
+    let person = mcp::serve_http(runtime.clone(), person_side).await?;
+    let _discovery = write_discovery(&data_dir, &person.person)?;
+    tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");
+    let options = mcp::McpOptions { person: Some(person.person.clone()), ..settings.serve.mcp.clone() };
+    tokio::select! {
+        result = mcp::serve_stdio(runtime, options) => result?,
+        _ = stop_signal() => {}
+    }
+    person.shutdown().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One HTTP/1.1 request to a loopback endpoint (the person channel only listens there).
+fn request(url: &str, token: &str, method: &str, path: &str, body: Option<&Value>) -> anyhow::Result<(u16, Value)> {
+    let authority = url.strip_prefix("http://").context("the approvals URL is not http://")?;
+    let mut stream = std::net::TcpStream::connect(authority).with_context(|| format!("cannot reach {url}"))?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    Ok((status, serde_json::from_str(body).unwrap_or(Value::Null)))
+}
+
+/// `glovebox approve [ID] [--for-task|--deny]`
+pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<ExitCode> {
+    if !std::io::stdin().is_terminal() {
+        bail!("`glovebox approve` answers for a person and needs a terminal; a model's tool cannot use it");
+    }
+    let settings = config::resolve(global, None)?;
+    let dir = discovery_dir(&settings.runtime.data_dir);
+    let mut servers = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("no running Glovebox server found ({} is missing)", dir.display()))? {
+        let text = std::fs::read_to_string(entry?.path())?;
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            if let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str()) {
+                servers.push((url.to_owned(), token.to_owned()));
+            }
+        }
+    }
+    let mut pending = Vec::new();
+    for (url, token) in &servers {
+        if let Ok((200, body)) = request(url, token, "GET", "/api/approvals", None) {
+            for p in body["pending"].as_array().into_iter().flatten() {
+                pending.push((url.clone(), token.clone(), p.clone()));
+            }
+        }
+    }
+    let Some(id) = &args.id else {
+        if pending.is_empty() {
+            println!("nothing is waiting for approval");
+        }
+        for (_, _, p) in &pending {
+            println!("{}  {} {} on {} ({}: {})", p["approval_id"].as_str().unwrap_or(""), p["action"].as_str().unwrap_or(""), p["target"], p["origin"].as_str().unwrap_or(""), p["tier"].as_str().unwrap_or(""), p["reason"].as_str().unwrap_or(""));
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let Some((url, token, p)) = pending.iter().find(|(_, _, p)| p["approval_id"].as_str() == Some(id)) else {
+        bail!("no pending approval {id} (run `glovebox approve` to list them)");
+    };
+    let decision = if args.deny { "deny" } else if args.for_task { "approve_for_task" } else { "approve_once" };
+    eprint!("{decision}: {} {} on {} ({})? [y/N] ", p["action"].as_str().unwrap_or(""), p["target"], p["origin"].as_str().unwrap_or(""), p["tier"].as_str().unwrap_or(""));
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        println!("left pending");
+        return Ok(ExitCode::FAILURE);
+    }
+    let (status, body) = request(url, token, "POST", &format!("/api/approvals/{id}"), Some(&json!({"decision": decision})))?;
+    if status != 200 {
+        bail!("the server refused ({status}): {body}");
+    }
+    println!("{decision}: {id}");
+    Ok(ExitCode::SUCCESS)
+}
