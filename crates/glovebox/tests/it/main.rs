@@ -2,6 +2,7 @@
 
 mod cli;
 mod lifetime;
+mod mcp;
 
 use std::path::PathBuf;
 use std::process::Command;
