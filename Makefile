@@ -9,13 +9,15 @@ deps:
 build:
 	$(CARGO) build --release -p glovebox
 
-## run: check the set-up, then open the built-in demo page in a headless Chromium and read it.
+## run: check the set-up, then serve MCP on http://127.0.0.1:7777/mcp (prints a ready-to-paste
+## client config and how a person approves). Stop with Ctrl-C.
 run: deps build
 	./target/release/glovebox doctor
-	./target/release/glovebox observe --demo
+	./target/release/glovebox serve
 
 ## test: the whole suite against real Chromium and loopback fixtures (what CI runs).
 test: deps
+	@scripts/ensure-python-mcp.sh >/dev/null
 	$(CARGO) test --workspace --locked
 
 ## bench: the figures the issues ask for; not part of `make test`.

@@ -147,12 +147,28 @@ async def scenario_isolation(args):
     emit({"a": a, "b": b})
 
 
+async def scenario_bench(args):
+    import time
+    async with connect(args) as (session, _):
+        await call(session, "tab_open", {"url": args.fixture[0]})
+        for _ in range(5):
+            await session.call_tool("observe", {})
+        times = []
+        for _ in range(args.iterations):
+            t = time.perf_counter()
+            await session.call_tool("observe", {})
+            times.append((time.perf_counter() - t) * 1000)
+        times.sort()
+        emit({"observe_ms_median": times[len(times) // 2], "observe_ms_p90": times[int(len(times) * 0.9)], "n": len(times)})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
     parser.add_argument("--url")
     parser.add_argument("--token")
     parser.add_argument("--fixture", action="append", default=[])
+    parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--stdio", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     asyncio.run(globals()[f"scenario_{args.scenario}"](args))
