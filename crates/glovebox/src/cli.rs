@@ -69,6 +69,16 @@ pub enum Cmd {
     /// A person's decision on a pending approval, sent to the running `serve`/`mcp` (needs a
     /// terminal: a model's shell tool cannot answer the prompt). Without an id, lists what waits.
     Approve(ApproveArgs),
+    /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
+    /// on the terminal.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Answer every approval without asking: `once`, `task` or `deny`.
+    #[arg(long, value_parser = ["once", "task", "deny"])]
+    pub answer: Option<String>,
 }
 
 #[derive(Debug, Args)]

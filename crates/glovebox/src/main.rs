@@ -5,6 +5,7 @@ mod browser;
 mod cli;
 mod commands;
 mod config;
+mod demo;
 mod serve;
 mod pages;
 

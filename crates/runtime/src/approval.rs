@@ -30,7 +30,7 @@ pub struct ApprovalRequest {
 }
 
 /// A person's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
     /// This one action.
@@ -61,7 +61,11 @@ impl Approvals {
     /// Delivers a person's decision; `false` if no such approval is pending.
     pub(crate) fn resolve(&self, approval_id: &str, decision: ApprovalDecision) -> bool {
         match self.lock().remove(approval_id) {
-            Some((_, tx)) => tx.send(decision).is_ok(),
+            Some((_, tx)) => {
+                // A direct action's approval has no waiter; its decision is applied by the caller.
+                let _ = tx.send(decision);
+                true
+            }
             None => false,
         }
     }

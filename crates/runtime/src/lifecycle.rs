@@ -243,7 +243,9 @@ impl Runtime {
         let _serial = state.lifecycle.lock().await;
         let _ = self.inner.store.set_tools_active(&sid(session), false, now_ms());
         let _ = self.inner.store.set_session_state(&sid(session), store::SessionState::Disposed, now_ms());
-        if let Some(context) = state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        // Read first: no lock guard may live across the await below (the future must be `Send`).
+        let context = state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(context) = context {
             let _ = self.connection().browser().call(cdp::domains::target::DisposeBrowserContext { browser_context_id: context }).await;
         }
         self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(session);

@@ -60,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) artifacts: Artifacts,
     pub(crate) events: broadcast::Sender<Event>,
     pub(crate) runs: Mutex<HashMap<String, crate::Cancel>>,
+    /// Approvals of direct actions: what a person's decision unlocks.
+    pub(crate) direct: Mutex<HashMap<String, DirectApproval>>,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -118,6 +120,7 @@ impl Runtime {
                 artifacts,
                 events,
                 runs: Mutex::default(),
+                direct: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
             }),
@@ -265,12 +268,44 @@ impl Runtime {
 
     /// A person's decision on a pending approval. Only person channels (console, host API, CLI
     /// prompt) call this; no tool a model can call reaches it.
+    /// A direct action's approval takes effect before this returns, so the action can be sent
+    /// again at once.
     pub fn resolve_approval(&self, approval_id: &str, decision: ApprovalDecision) -> Result<(), RuntimeError> {
-        if self.inner.approvals.resolve(approval_id, decision) {
-            Ok(())
-        } else {
-            Err(RuntimeError::UnknownApproval(approval_id.into()))
+        if !self.inner.approvals.resolve(approval_id, decision) {
+            return Err(RuntimeError::UnknownApproval(approval_id.into()));
         }
+        if let Some(direct) = lock(&self.inner.direct).remove(approval_id) {
+            match decision {
+                ApprovalDecision::ApproveOnce => lock(&direct.state.approved_once).push(direct.fingerprint),
+                ApprovalDecision::ApproveForTask => {
+                    if let Some(origin) = direct.origin {
+                        lock(&self.inner.grants).grant(Grant { run: direct.run, origin, expires_at: None });
+                    }
+                    lock(&direct.state.approved_once).push(direct.fingerprint);
+                }
+                ApprovalDecision::Deny => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws a pending approval nobody will answer (e.g. a duplicate); `false` if unknown.
+    pub fn withdraw_approval(&self, approval_id: &str) -> bool {
+        let known = lock(&self.inner.direct).remove(approval_id).is_some() || self.inner.approvals.list().iter().any(|a| a.approval_id == approval_id);
+        self.inner.approvals.withdraw(approval_id);
+        known
+    }
+
+    /// The stable id of the tab a surface name resolves to now.
+    pub fn surface_id(&self, session: &str, name: &SurfaceName) -> Result<u64, RuntimeError> {
+        Ok(self.resolve(session, Some(name))?.1.surface)
+    }
+
+    /// The session's tabs in surface order: key, stable id, capabilities (no previews).
+    pub fn tabs(&self, session: &str) -> Result<Vec<(String, u64, Vec<Capability>)>, RuntimeError> {
+        let state = self.session(session)?;
+        let tabs = lock(&state.tabs);
+        Ok(tabs.iter().enumerate().map(|(i, t)| (format!("s{}", i + 1), t.surface, t.capabilities.clone())).collect())
     }
 
     /// Stops a run: no further side effect happens; it ends `cancelled`.
@@ -409,27 +444,21 @@ impl Runtime {
     fn defer_approval(&self, state: &Arc<SessionState>, session: &str, record: &ObservationRecord, request: ApprovalRequest, fingerprint: String) -> RuntimeError {
         let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
         let approval_id = request.approval_id.clone();
-        let rx = self.inner.approvals.open(request);
-        let runtime = self.clone();
-        let state = state.clone();
-        let run = session.to_owned();
-        let origin = policy::Origin::parse(record.document_url()).ok();
-        tokio::spawn(async move {
-            if let Ok(decision) = rx.await {
-                match decision {
-                    ApprovalDecision::ApproveOnce => lock(&state.approved_once).push(fingerprint),
-                    ApprovalDecision::ApproveForTask => {
-                        if let Some(origin) = origin {
-                            lock(&runtime.inner.grants).grant(Grant { run, origin, expires_at: None });
-                        }
-                        lock(&state.approved_once).push(fingerprint);
-                    }
-                    ApprovalDecision::Deny => {}
-                }
-            }
-        });
+        drop(self.inner.approvals.open(request));
+        lock(&self.inner.direct).insert(
+            approval_id.clone(),
+            DirectApproval { state: state.clone(), run: session.to_owned(), origin: policy::Origin::parse(record.document_url()).ok(), fingerprint },
+        );
         RuntimeError::NeedsApproval { approval_id, summary }
     }
+}
+
+/// What a person's answer to a direct action's approval unlocks.
+pub(crate) struct DirectApproval {
+    state: Arc<SessionState>,
+    run: String,
+    origin: Option<policy::Origin>,
+    fingerprint: String,
 }
 
 fn take_once(state: &SessionState, fingerprint: &str) -> bool {

@@ -77,3 +77,29 @@ fn observe_prints_a_redacted_snapshot_json_and_a_screenshot() {
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
 }
+
+#[test]
+fn demo_runs_a_verified_task_and_asks_the_person_on_the_terminal() {
+    let out = glovebox(&data_dir("demo-run")).args(["demo", "--answer", "task"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!((result["status"].as_str(), result["reason_code"].as_str()), (Some("succeeded"), Some("verified")));
+
+    // A person who denies on the terminal: nothing is typed, and the run cannot succeed.
+    use std::io::Write;
+    let mut child = glovebox(&data_dir("demo-deny"))
+        .arg("demo")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"d\nd\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("approve type textbox \"Name\""), "{stderr}");
+    assert!(!out.status.success());
+    let result: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_ne!(result["status"], "succeeded");
+}
