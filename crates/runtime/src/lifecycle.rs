@@ -304,14 +304,36 @@ impl Runtime {
     /// Closes an agent tab and records the outcome: `released` on success, else
     /// `cleanup_unknown` with a recovery record (ownership kept).
     pub(crate) async fn close_resource(&self, session: &str, entry: &TabEntry) -> bool {
-        let closed = match tokio::time::timeout(Duration::from_secs(5), entry.tab.session().close_target()).await {
-            Ok(Ok(_)) => true,
-            // A target that no longer exists is closed.
-            Ok(Err(cdp::CdpError::Detached { .. })) => true,
-            Ok(Err(cdp::CdpError::Protocol { message, .. })) if message.contains("No target") => true,
-            _ => false,
-        };
+        let closed = self.close_target(&entry.tab.target_id().0).await;
         self.settle_resource(session, &entry.resource, closed, RecoveryKind::CloseFailed)
+    }
+
+    /// Closes a target and waits (bounded) until the browser reports it destroyed: `closeTarget`
+    /// answers before the tab is gone, and "closed" must mean closed.
+    pub(crate) async fn close_target(&self, target: &str) -> bool {
+        let browser = self.connection().browser();
+        let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
+        // Destruction events flow only with target discovery on (idempotent).
+        let _ = browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }).await;
+        let reply = tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
+        match reply {
+            Ok(Ok(_)) => {}
+            // A target that no longer exists is closed.
+            Ok(Err(cdp::CdpError::Protocol { message, .. })) if message.contains("No target") => return true,
+            _ => return false,
+        }
+        let gone = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some(event) = destroyed.recv().await {
+                if let Ok(event) = event {
+                    if event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target) {
+                        return true;
+                    }
+                }
+            }
+            false
+        })
+        .await;
+        gone.unwrap_or(false)
     }
 
     fn settle_resource(&self, session: &str, resource: &str, succeeded: bool, kind: RecoveryKind) -> bool {
@@ -428,14 +450,7 @@ impl Runtime {
     /// Closes a tab known only by its recorded handle (detached, or from a lost connection).
     async fn close_by_handle(&self, session: &str, resource: &store::Resource) -> bool {
         let closed = match (&resource.cdp_target_id, resource.handle_lost) {
-            (Some(target), false) => {
-                let reply = self.connection().browser().call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_string()) }).await;
-                match reply {
-                    Ok(_) => true,
-                    Err(cdp::CdpError::Protocol { message, .. }) => message.contains("No target"),
-                    Err(_) => false,
-                }
-            }
+            (Some(target), false) => self.close_target(target.as_str()).await,
             // The browser it lived in is gone: so is the tab.
             _ => true,
         };
@@ -464,13 +479,7 @@ impl Runtime {
 
     async fn close_by_handle_quiet(&self, resource: &store::Resource) -> bool {
         match (&resource.cdp_target_id, resource.handle_lost) {
-            (Some(target), false) => {
-                match self.connection().browser().call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_string()) }).await {
-                    Ok(_) => true,
-                    Err(cdp::CdpError::Protocol { message, .. }) => message.contains("No target"),
-                    Err(_) => false,
-                }
-            }
+            (Some(target), false) => self.close_target(target.as_str()).await,
             _ => true,
         }
     }
