@@ -11,6 +11,12 @@ pub struct Lease {
     pub expires_at: u64,
 }
 
+/// Another holder's live lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LeaseHeld {
+    pub(crate) holder: String,
+}
+
 /// The lease table, keyed by CDP target id.
 #[derive(Debug, Default)]
 pub(crate) struct Leases {
@@ -20,11 +26,11 @@ pub(crate) struct Leases {
 
 impl Leases {
     /// Takes the tab's lease for `holder`, or names the live holder. An expired lease is taken over.
-    pub(crate) fn acquire(&self, target: &str, holder: &str, now: u64, ttl_ms: u64) -> Result<Lease, String> {
+    pub(crate) fn acquire(&self, target: &str, holder: &str, now: u64, ttl_ms: u64) -> Result<Lease, LeaseHeld> {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(existing) = table.get(target) {
             if existing.holder != holder && existing.expires_at > now {
-                return Err(existing.holder.clone());
+                return Err(LeaseHeld { holder: existing.holder.clone() });
             }
         }
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;

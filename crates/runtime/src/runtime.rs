@@ -347,7 +347,7 @@ impl Runtime {
 
     pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<Lease, RuntimeError> {
         let ttl = self.inner.config.lease_ttl.as_millis() as u64;
-        self.inner.leases.acquire(&entry.tab.target_id().0, holder, now_ms(), ttl).map_err(|holder| RuntimeError::LeaseConflict { holder })
+        self.inner.leases.acquire(&entry.tab.target_id().0, holder, now_ms(), ttl).map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
     }
 
     /// Capability, origin and risk policy for one action on the observed frame.

@@ -133,8 +133,8 @@ impl Tab {
         let mut attempt = 0u32;
         loop {
             let last_reason = match self.check_once(r, need, &label, viewport).await? {
-                Ok(point) => return Ok(point),
-                Err(reason) => reason,
+                Pass::Ready(point) => return Ok(point),
+                Pass::Retry(reason) => reason,
             };
             attempt += 1;
             let pause = Duration::from_millis([0, 20, 50, 100, 100, 250][attempt.min(5) as usize]);
@@ -145,20 +145,20 @@ impl Tab {
         }
     }
 
-    /// One pass of the checks: `Ok(Ok(point))`, `Ok(Err(reason))` to retry, `Err` to give up.
-    async fn check_once(&self, r: &Resolved, need: Need, label: &str, viewport: (f64, f64)) -> Result<Result<(f64, f64), String>, BrowserError> {
+    /// One pass of the checks: `Ready(point)`, `Retry(reason)`, or `Err` to give up.
+    async fn check_once(&self, r: &Resolved, need: Need, label: &str, viewport: (f64, f64)) -> Result<Pass, BrowserError> {
         let facts = self.facts(r).await?;
         if !facts.connected {
             return Err(BrowserError::Stale { reason: format!("{label} was removed from the page") });
         }
         if facts.disabled {
-            return Ok(Err(format!("{label} is disabled")));
+            return Ok(Pass::Retry(format!("{label} is disabled")));
         }
         if need == Need::Edit && !facts.editable && !is_settable_input(&facts) {
             return Err(BrowserError::NotActionable { reason: format!("{label} is not editable") });
         }
         let session = &r.session;
-        let Some(first) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
+        let Some(first) = self.quad_centre(r).await? else { return Ok(Pass::Retry(format!("{label} is not visible"))) };
         let (ox, oy) = r.frame_offset;
         // Stable: where it was when observed (an earlier frame), or the same box across two
         // animation frames now.
@@ -169,9 +169,9 @@ impl Tab {
             first
         } else {
             self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true).await?;
-            let Some(second) = self.quad_centre(r).await? else { return Ok(Err(format!("{label} is not visible"))) };
+            let Some(second) = self.quad_centre(r).await? else { return Ok(Pass::Retry(format!("{label} is not visible"))) };
             if (first.0 - second.0).abs() > 0.5 || (first.1 - second.1).abs() > 0.5 {
-                return Ok(Err(format!("{label} is moving")));
+                return Ok(Pass::Retry(format!("{label} is moving")));
             }
             second
         };
@@ -179,7 +179,7 @@ impl Tab {
         let (width, height) = viewport;
         if !(0.0..width).contains(&x) || !(0.0..height).contains(&y) {
             session.call(ScrollIntoViewIfNeeded { backend_node_id: Some(r.backend_node_id), object_id: None }).await?;
-            return Ok(Err(format!("{label} is outside the viewport")));
+            return Ok(Pass::Retry(format!("{label} is outside the viewport")));
         }
         if need == Need::Pointer {
             // The hit test takes document coordinates of the node's own frame.
@@ -189,7 +189,7 @@ impl Tab {
                 .await
             {
                 Ok(hit) => hit,
-                Err(cdp::CdpError::Protocol { .. }) => return Ok(Err(format!("nothing receives the pointer at the centre of {label}"))),
+                Err(cdp::CdpError::Protocol { .. }) => return Ok(Pass::Retry(format!("nothing receives the pointer at the centre of {label}"))),
                 Err(e) => return Err(e.into()),
             };
             if hit.backend_node_id != r.backend_node_id {
@@ -209,11 +209,11 @@ impl Tab {
                         .call(CallFunctionOn { function_declaration: DESCRIBE_JS.to_owned(), object_id: Some(hit_id), return_by_value: Some(true), ..Default::default() })
                         .await?;
                     let covering = described.result.value.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "another element".into());
-                    return Ok(Err(format!("{label} is covered by {covering}")));
+                    return Ok(Pass::Retry(format!("{label} is covered by {covering}")));
                 }
             }
         }
-        Ok(Ok((x, y)))
+        Ok(Pass::Ready((x, y)))
     }
 
     pub(super) async fn quad_centre(&self, r: &Resolved) -> Result<Option<(f64, f64)>, BrowserError> {
@@ -239,4 +239,12 @@ pub(super) async fn describe(session: &Session, object_id: &str) -> String {
         .call(CallFunctionOn { function_declaration: DESCRIBE_JS.to_owned(), object_id: Some(object_id.to_owned()), return_by_value: Some(true), ..Default::default() })
         .await;
     described.ok().and_then(|d| d.result.value).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "an element".into())
+}
+
+/// The outcome of one actionability pass; only the retry loop turns `Retry` into an error.
+enum Pass {
+    /// Actionable at this point (top-level viewport pixels).
+    Ready((f64, f64)),
+    /// Not yet: why (retried until the deadline, then reported).
+    Retry(String),
 }
