@@ -173,7 +173,8 @@ impl GloveboxMcp {
         let Some(raw) = args.get("action") else {
             return Ok(own_error(ErrorCode::InvalidAction, "`action` is required"));
         };
-        let action = match protocol::validate_action(raw) {
+        // The extended set (`glovebox.actions/2`) is a superset of the seed's eight actions.
+        let action = match protocol::validate_extended_action(raw) {
             Ok(action) => action,
             Err(e) => return Ok(tool_error(&self.session.untrusted, ErrorCode::InvalidAction, &e.to_string())),
         };
@@ -182,7 +183,7 @@ impl GloveboxMcp {
         // approval is that race, not a new question (see the report: `resolve_approval` should
         // apply the decision before it returns).
         for _attempt in 0..4 {
-            match self.runtime.act(session, surface.as_ref(), &action, &ActOptions::default()).await {
+            match self.runtime.act_extended(session, surface.as_ref(), &action, &ActOptions::default()).await {
                 Ok(outcome) => {
                     let mut receipt = serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null);
                     if !outcome.opened.is_empty() {

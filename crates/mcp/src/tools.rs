@@ -36,7 +36,7 @@ fn surface_property() -> Value {
 /// The `act` input schema: `{surface?, action}` with the model-facing action schema inlined and
 /// its `$defs` hoisted to the root so `#/$defs/…` references still resolve.
 pub fn act_input_schema() -> Value {
-    let mut action = protocol::action_tool_schema();
+    let mut action = protocol::extended_action_tool_schema();
     let defs = action.as_object_mut().and_then(|a| {
         a.remove("$schema");
         a.remove("$id");
