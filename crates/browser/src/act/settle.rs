@@ -71,45 +71,19 @@ impl Tab {
             return;
         }
         let requests_until = Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
-        // Two rounds: a request started by script the action ran (a submit handler's fetch) may
-        // be announced only after the DOM-quiet probe's trip through the task queue.
-        for _ in 0..2 {
-            while !in_flight.is_empty() {
-                let left = requests_until.saturating_duration_since(Instant::now());
-                match tokio::time::timeout(left, events.recv()).await {
-                    Ok(Some(Ok(event))) => {
-                        if take(&event, &mut navigating, &mut in_flight) {
-                            return;
-                        }
+        while !in_flight.is_empty() {
+            let left = requests_until.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, events.recv()).await {
+                Ok(Some(Ok(event))) => {
+                    if take(&event, &mut navigating, &mut in_flight) {
+                        return;
                     }
-                    Ok(Some(Err(_))) => {}
-                    Ok(None) | Err(_) => break,
                 }
-            }
-            self.dom_quiet(until).await;
-            let mut late = false;
-            while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
-                if take(&event, &mut navigating, &mut in_flight) {
-                    return;
-                }
-                late = true;
-            }
-            if navigating {
-                let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
-                let _ = tokio::time::timeout(left, async {
-                    while let Some(Ok(event)) = events.recv().await {
-                        if event.method == "Page.loadEventFired" || event.method == "Page.javascriptDialogOpening" {
-                            break;
-                        }
-                    }
-                })
-                .await;
-                return;
-            }
-            if !late || in_flight.is_empty() {
-                return;
+                Ok(Some(Err(_))) => {}
+                Ok(None) | Err(_) => break,
             }
         }
+        self.dom_quiet(until).await;
     }
 
     /// Waits until neither structure nor text changed across one trip through the page's task
