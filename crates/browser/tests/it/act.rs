@@ -305,3 +305,15 @@ async fn a_lost_tab_is_target_lost() {
     assert_eq!(err.code(), ErrorCode::TargetLost, "{err:?}");
     let _ = BrowserError::Stale { reason: String::new() };
 }
+
+#[tokio::test]
+async fn a_tree_items_expander_opens_it_without_activating_the_item() {
+    let env = env().await;
+    let tab = env.open("/tree-expander.html").await;
+    let o = observe(&tab).await;
+    let outcome = tab.act(&click(&o, "Expand src"), &ActOptions::default()).await.unwrap();
+    let o = outcome.observation.unwrap();
+    assert!(o.aria_snapshot().contains("src\" [ref=e1] [expanded]"), "{}", o.aria_snapshot());
+    assert!(o.aria_snapshot().contains("main.rs"), "the children show");
+    assert!(o.aria_snapshot().contains("paragraph: none"), "the item was not activated: {}", o.aria_snapshot());
+}
