@@ -449,11 +449,7 @@ impl Runtime {
 
     /// Closes a tab known only by its recorded handle (detached, or from a lost connection).
     async fn close_by_handle(&self, session: &str, resource: &store::Resource) -> bool {
-        let closed = match (&resource.cdp_target_id, resource.handle_lost) {
-            (Some(target), false) => self.close_target(target.as_str()).await,
-            // The browser it lived in is gone: so is the tab.
-            _ => true,
-        };
+        let closed = self.close_handle(resource).await;
         self.settle_resource(session, &resource.id.to_string(), closed, RecoveryKind::CloseFailed)
     }
 
@@ -463,7 +459,7 @@ impl Runtime {
             let Some(resource_id) = recovery.resource_id.clone() else { continue };
             let Ok(resource) = self.inner.store.get_resource(&resource_id) else { continue };
             let done = match recovery.kind {
-                RecoveryKind::CloseFailed => self.close_by_handle_quiet(&resource).await,
+                RecoveryKind::CloseFailed => self.close_handle(&resource).await,
                 _ => self.inner.store.release_resource(&resource_id, &sid(session), now_ms()).is_ok(),
             };
             let _ = self.inner.store.record_attempt(recovery.id, (!done).then_some("still failing"), now_ms());
@@ -477,7 +473,8 @@ impl Runtime {
         }
     }
 
-    async fn close_by_handle_quiet(&self, resource: &store::Resource) -> bool {
+    /// Closes a recorded handle; a handle into a browser that is gone counts as closed.
+    async fn close_handle(&self, resource: &store::Resource) -> bool {
         match (&resource.cdp_target_id, resource.handle_lost) {
             (Some(target), false) => self.close_target(target.as_str()).await,
             _ => true,
@@ -488,18 +485,7 @@ impl Runtime {
     /// reconnects to the remote endpoint. Ownership records are kept; handles into a browser that
     /// died are recorded as lost and never reused; nothing is closed because the connection blinked.
     pub async fn reconnect(&self) -> Result<(), RuntimeError> {
-        let unavailable = |e: String| RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: e });
-        let (conn, local) = match &self.inner.config.browser {
-            crate::BrowserSource::Launch(options) => {
-                let local = cdp::Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
-                let conn = local.connect(cdp::ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
-                (conn, Some(local))
-            }
-            crate::BrowserSource::Endpoint(endpoint) => {
-                let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
-                (cdp::Connection::connect(&ws, cdp::ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None)
-            }
-        };
+        let (conn, local) = crate::runtime::open_browser(&self.inner.config.browser).await?;
         let relaunched = local.is_some();
         *self.inner.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
         if relaunched {

@@ -85,18 +85,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Runtime {
     /// Starts the runtime: launches or connects to the browser and sweeps orphan artifacts.
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
-        let unavailable = |e: String| RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: e });
-        let (conn, local) = match &config.browser {
-            BrowserSource::Launch(options) => {
-                let local = Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
-                let conn = local.connect(ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
-                (conn, Some(local))
-            }
-            BrowserSource::Endpoint(endpoint) => {
-                let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
-                (Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None)
-            }
-        };
+        let (conn, local) = open_browser(&config.browser).await?;
         let store = store::SqliteStore::open(config.data_dir.join("glovebox.sqlite")).map_err(|e| RuntimeError::Internal(format!("cannot open the store: {e}")))?;
         // A new instance: handles recorded by an earlier process are known to be gone.
         let instance = store.begin_instance(now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
@@ -287,36 +276,6 @@ impl Runtime {
             }
         }
         Ok(())
-    }
-
-    /// Withdraws a pending approval nobody will answer (e.g. a duplicate); `false` if unknown.
-    pub fn withdraw_approval(&self, approval_id: &str) -> bool {
-        let known = lock(&self.inner.direct).remove(approval_id).is_some() || self.inner.approvals.list().iter().any(|a| a.approval_id == approval_id);
-        self.inner.approvals.withdraw(approval_id);
-        known
-    }
-
-    /// The stable id of the tab a surface name resolves to now.
-    pub fn surface_id(&self, session: &str, name: &SurfaceName) -> Result<u64, RuntimeError> {
-        Ok(self.resolve(session, Some(name))?.1.surface)
-    }
-
-    /// The session's tabs in surface order: key, stable id, capabilities (no previews).
-    pub fn tabs(&self, session: &str) -> Result<Vec<(String, u64, Vec<Capability>)>, RuntimeError> {
-        let state = self.session(session)?;
-        let tabs = lock(&state.tabs);
-        Ok(tabs.iter().enumerate().map(|(i, t)| (format!("s{}", i + 1), t.surface, t.capabilities.clone())).collect())
-    }
-
-    /// Stops a run: no further side effect happens; it ends `cancelled`.
-    pub fn cancel_run(&self, run_id: &str) -> bool {
-        match lock(&self.inner.runs).get(run_id) {
-            Some(cancel) => {
-                cancel.cancel();
-                true
-            }
-            None => false,
-        }
     }
 
     /// One action outside a run (the MCP `act` tool): exact binding, a lease for the call,
@@ -576,6 +535,22 @@ fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Opti
         Locator::Role { role, name, .. } => (Some(role.as_str().to_owned()), name.as_ref().map(|n| n.as_str().to_owned())),
         Locator::Label { text, .. } | Locator::Text { text, .. } => (None, Some(text.as_str().to_owned())),
         Locator::TestId { id, .. } => (None, Some(id.as_str().to_owned())),
+    }
+}
+
+/// Launches or connects to the configured browser (at start and on reconnect).
+pub(crate) async fn open_browser(source: &BrowserSource) -> Result<(Connection, Option<Browser>), RuntimeError> {
+    let unavailable = |e: String| RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: e });
+    match source {
+        BrowserSource::Launch(options) => {
+            let local = Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
+            let conn = local.connect(ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
+            Ok((conn, Some(local)))
+        }
+        BrowserSource::Endpoint(endpoint) => {
+            let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
+            Ok((Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None))
+        }
     }
 }
 
