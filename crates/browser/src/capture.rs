@@ -34,6 +34,19 @@ pub(crate) struct WorldState {
     pub(crate) scroll_x: f64,
     pub(crate) scroll_y: f64,
     pub(crate) scale: f64,
+    /// Elements in the document (not counting shadow trees or frames).
+    #[serde(default)]
+    pub(crate) elements: u64,
+    /// The `<dialog>` (index in document order) open as modal, or -1.
+    #[serde(default = "no_dialog")]
+    pub(crate) modal_dialog: i64,
+    /// The focused element's index among the document's elements, or -1.
+    #[serde(default = "no_dialog")]
+    pub(crate) focused: i64,
+}
+
+fn no_dialog() -> i64 {
+    -1
 }
 
 impl WorldState {
@@ -104,6 +117,8 @@ pub(crate) struct SessionCapture {
     pub(crate) snapshot: CaptureSnapshotReply,
     /// AX nodes per CDP frame id; the root document's under its frame id too.
     pub(crate) ax: HashMap<String, Vec<AxNode>>,
+    /// The AX nodes were derived from the DOM snapshot (`synth.rs`), not read from Chromium.
+    pub(crate) dom_model: bool,
 }
 
 pub(crate) fn snapshot_command() -> CaptureSnapshot {
@@ -112,6 +127,21 @@ pub(crate) fn snapshot_command() -> CaptureSnapshot {
         include_dom_rects: None,
         include_paint_order: None,
     }
+}
+
+/// A capture built from the DOM snapshot alone: every document's AX-shaped tree synthesised.
+pub(crate) fn dom_model_session(session: Session, snapshot: CaptureSnapshotReply, world: &WorldState) -> SessionCapture {
+    let page = crate::synth::PageFacts {
+        modal_dialog: usize::try_from(world.modal_dialog).ok(),
+        focused: usize::try_from(world.focused).ok(),
+    };
+    let ax = (0..snapshot.documents.len())
+        .map(|i| {
+            let facts = if i == 0 { page } else { crate::synth::PageFacts::default() };
+            (snapshot.string(snapshot.documents[i].frame_id).to_owned(), crate::synth::synthesize(&snapshot, i, facts))
+        })
+        .collect();
+    SessionCapture { session, snapshot, ax, dom_model: true }
 }
 
 /// Fetches the AX trees of the same-process child documents the snapshot found (the root's is given).
@@ -141,5 +171,5 @@ pub(crate) async fn complete_session(
             Err(e) => tracing::debug!(%frame, error = %e, "no AX tree for a same-process frame"),
         }
     }
-    Ok(SessionCapture { session, snapshot, ax })
+    Ok(SessionCapture { session, snapshot, ax, dom_model: false })
 }

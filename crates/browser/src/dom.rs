@@ -46,7 +46,10 @@ pub(crate) struct DocView<'a> {
     by_backend: HashMap<i64, usize>,
     layout_of: HashMap<usize, usize>,
     clickable: HashSet<usize>,
+    checked: HashSet<usize>,
+    selected: HashSet<usize>,
     input_value: HashMap<usize, i64>,
+    text_value: HashMap<usize, i64>,
     content_doc: HashMap<usize, usize>,
     /// Pseudo-element type (`marker`, `before`, …) by node index, as a string index.
     pseudo: HashMap<usize, i64>,
@@ -62,7 +65,10 @@ impl<'a> DocView<'a> {
         let by_backend = nodes.backend_node_id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
         let layout_of = doc.layout.node_index.iter().enumerate().map(|(l, n)| (*n, l)).collect();
         let clickable = nodes.is_clickable.index.iter().copied().collect();
+        let checked = nodes.input_checked.index.iter().copied().collect();
+        let selected = nodes.option_selected.index.iter().copied().collect();
         let input_value = nodes.input_value.index.iter().copied().zip(nodes.input_value.value.iter().copied()).collect();
+        let text_value = nodes.text_value.index.iter().copied().zip(nodes.text_value.value.iter().copied()).collect();
         let content_doc = nodes
             .content_document_index
             .index
@@ -78,7 +84,10 @@ impl<'a> DocView<'a> {
             by_backend,
             layout_of,
             clickable,
+            checked,
+            selected,
             input_value,
+            text_value,
             content_doc,
             pseudo,
             origin: (frame_origin.0 - scroll.0, frame_origin.1 - scroll.1),
@@ -87,6 +96,40 @@ impl<'a> DocView<'a> {
 
     pub(crate) fn node(&self, backend: i64) -> Option<usize> {
         self.by_backend.get(&backend).copied()
+    }
+
+    pub(crate) fn backend(&self, node: usize) -> Option<i64> {
+        self.doc.nodes.backend_node_id.get(node).copied()
+    }
+
+    /// The DOM node type (1 element, 3 text, 9 document, 11 shadow root, …).
+    pub(crate) fn node_type(&self, node: usize) -> i64 {
+        self.doc.nodes.node_type.get(node).copied().unwrap_or(0)
+    }
+
+    /// The node has a layout object (it is rendered: not `display: none` or `contents`).
+    pub(crate) fn has_layout(&self, node: usize) -> bool {
+        self.layout_of.contains_key(&node)
+    }
+
+    /// Its computed `visibility` is `visible` (true when unknown).
+    pub(crate) fn visibility_visible(&self, node: usize) -> bool {
+        self.style(node, STYLE_VISIBILITY).is_none_or(|v| v == "visible")
+    }
+
+    /// A pseudo-element (`::marker`, `::before`, …).
+    pub(crate) fn is_pseudo(&self, node: usize) -> bool {
+        self.pseudo.contains_key(&node)
+    }
+
+    /// A checkbox or radio input that is checked.
+    pub(crate) fn input_checked(&self, node: usize) -> bool {
+        self.checked.contains(&node)
+    }
+
+    /// An `<option>` that is selected.
+    pub(crate) fn option_selected(&self, node: usize) -> bool {
+        self.selected.contains(&node)
     }
 
     pub(crate) fn parent(&self, node: usize) -> Option<usize> {
@@ -147,6 +190,11 @@ impl<'a> DocView<'a> {
     /// The exact current value of an input or textarea, whitespace included.
     pub(crate) fn input_value(&self, node: usize) -> Option<&'a str> {
         self.input_value.get(&node).map(|i| self.reply.string(*i))
+    }
+
+    /// The exact current value of a `<textarea>`, whitespace and lines included.
+    pub(crate) fn text_value(&self, node: usize) -> Option<&'a str> {
+        self.text_value.get(&node).map(|i| self.reply.string(*i))
     }
 
     /// The snapshot document index an `<iframe>` node's content lives in (same process only).

@@ -21,10 +21,11 @@ mod model;
 mod observe;
 mod preview;
 mod render;
+mod synth;
 mod tab;
 
 pub use act::{ActOptions, ActOutcome, DownloadInfo, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
-pub use observe::{ObservationRecord, ObserveOptions, RefBinding};
+pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
 pub use image::decode_base64;
 pub use tab::{Dialog, Tab};

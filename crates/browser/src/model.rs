@@ -46,6 +46,8 @@ pub(crate) struct Candidate {
     pub(crate) ax_name: String,
     /// A field whose value is a secret (password, card number, one-time code, token).
     pub(crate) secret: bool,
+    /// DOM model only: what the node must still look like before an action (`synth::fingerprint`).
+    pub(crate) fingerprint: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -252,6 +254,7 @@ impl<'a> Walker<'a> {
                 ax_role: role.clone(),
                 ax_name: name.clone(),
                 secret,
+                fingerprint: dom.filter(|_| self.captures[ctx.capture].dom_model).map(|d| crate::synth::fingerprint(ctx.view, d)),
             });
             Some(index)
         } else {

@@ -29,7 +29,10 @@ use protocol::{
     TargetIdentity, Viewport,
 };
 
-use crate::capture::{SessionCapture, WorldState, complete_session, evaluate_in, forget_context, snapshot_command, world_context};
+use crate::capture::{
+    SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context,
+};
+use crate::synth::DOM_MODEL_ABOVE_ELEMENTS;
 use crate::dom::Rect;
 use crate::image::image_size;
 use crate::model::{HostKey, Walker};
@@ -44,12 +47,26 @@ pub struct ObserveOptions {
     pub screenshot: Option<ImageMime>,
     /// Deadline for the whole capture, both attempts included.
     pub deadline: Duration,
+    /// Where roles, names and states come from.
+    pub model: PageModel,
 }
 
 impl Default for ObserveOptions {
     fn default() -> Self {
-        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10) }
+        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10), model: PageModel::Auto }
     }
+}
+
+/// The source of the page model's roles, names and states.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PageModel {
+    /// Chromium's AX tree, or the DOM model above `synth::DOM_MODEL_ABOVE_ELEMENTS` elements.
+    #[default]
+    Auto,
+    /// Always Chromium's AX tree.
+    Accessibility,
+    /// Always the model derived from the DOM snapshot (`synth.rs`).
+    Dom,
 }
 
 /// What a ref is bound to: the exact node, and what it was when observed.
@@ -71,6 +88,9 @@ pub struct RefBinding {
     /// Offset of the node's frame viewport in the top-level viewport (non-zero only for
     /// out-of-process frames, whose coordinates CDP reports frame-local).
     pub frame_offset: (f64, f64),
+    /// Set when the ref came from the DOM model (large pages): its identity is re-checked by
+    /// this DOM fingerprint instead of Chromium's role and name.
+    pub fingerprint: Option<String>,
 }
 
 /// The runtime's private record of the latest observation of a tab.
@@ -131,8 +151,8 @@ impl Tab {
         }
     }
 
-    /// The CDP calls one observation of a single-frame page makes — two world reads, the DOM
-    /// snapshot and the AX tree, pipelined — with none of Glovebox's processing: the baseline
+    /// The CDP calls one observation of a single-frame page makes — a world read, then the DOM
+    /// snapshot, the AX tree (small pages only) and a second read, pipelined — with none of Glovebox's processing: the baseline
     /// `glovebox bench observe` divides by.
     pub async fn raw_capture_calls(&self) -> Result<usize, BrowserError> {
         let context = world_context(self).await?;
@@ -140,13 +160,21 @@ impl Tab {
         let timeout = session.connection().default_timeout();
         let read = serde_json::json!({ "expression": "globalThis.__glovebox.read()", "contextId": context, "returnByValue": true });
         let snapshot = serde_json::to_value(snapshot_command()).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
-        let (a, b, c, d) = tokio::join!(
-            session.send_raw("Runtime.evaluate", read.clone(), timeout),
+        let first = session.send_raw("Runtime.evaluate", read.clone(), timeout).await?;
+        let elements = first.pointer("/result/value/elements").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let ax = async {
+            if elements > DOM_MODEL_ABOVE_ELEMENTS {
+                Ok(serde_json::Value::Null)
+            } else {
+                session.send_raw("Accessibility.getFullAXTree", serde_json::json!({}), timeout).await
+            }
+        };
+        let (b, c, d) = tokio::join!(
             session.send_raw("DOMSnapshot.captureSnapshot", snapshot, timeout),
-            session.send_raw("Accessibility.getFullAXTree", serde_json::json!({}), timeout),
+            ax,
             session.send_raw("Runtime.evaluate", read, timeout),
         );
-        Ok([a?, b?, c?, d?].iter().map(|v| v.to_string().len()).sum())
+        Ok([first, b?, c?, d?].iter().map(|v| v.to_string().len()).sum())
     }
 
     /// The latest observation's record (refs, frame id), if any.
@@ -172,26 +200,41 @@ impl Tab {
                 None => None,
             }
         };
-        // Sent together, processed in order by the renderer: the two reads bracket the capture.
-        let (before, snapshot, ax, shot, after) = tokio::join!(
-            evaluate_in(session, context, read),
-            session.call(snapshot_command()),
-            session.call(GetFullAxTree { depth: None, frame_id: None }),
-            screenshot,
-            evaluate_in(session, context, read),
-        );
-        let (before, after) = match (before, after) {
-            (Ok(b), Ok(a)) => (decode_world(b)?, decode_world(a)?),
-            (Err(BrowserError::Internal { .. }), _) | (_, Err(BrowserError::Internal { .. })) => {
+        // The first read decides the page model: Chromium's AX tree, or for large documents the
+        // one derived from the DOM snapshot (`synth.rs`), which skips the AX call's cost.
+        let before = match evaluate_in(session, context, read).await {
+            Ok(b) => decode_world(b)?,
+            Err(BrowserError::Internal { .. }) => {
                 forget_context(&self.state, context);
                 return Ok(Attempt::Changed("the document was replaced".into()));
             }
-            (Err(e), _) | (_, Err(e)) => return Err(e),
+            Err(e) => return Err(e),
+        };
+        let dom_model = match options.model {
+            PageModel::Auto => before.elements > DOM_MODEL_ABOVE_ELEMENTS,
+            PageModel::Accessibility => false,
+            PageModel::Dom => true,
+        };
+        let ax_tree = async {
+            if dom_model { None } else { Some(session.call(GetFullAxTree { depth: None, frame_id: None }).await) }
+        };
+        // Sent together, processed in order by the renderer: the two reads bracket the capture.
+        let (snapshot, ax, shot, after) = tokio::join!(session.call(snapshot_command()), ax_tree, screenshot, evaluate_in(session, context, read));
+        let after = match after {
+            Ok(a) => decode_world(a)?,
+            Err(BrowserError::Internal { .. }) => {
+                forget_context(&self.state, context);
+                return Ok(Attempt::Changed("the document was replaced".into()));
+            }
+            Err(e) => return Err(e),
         };
         if !before.same_frame(&after) {
             return Ok(Attempt::Changed(describe_change(&before, &after)));
         }
-        let main = complete_session(session.clone(), snapshot?, ax?.nodes).await?;
+        let main = match ax {
+            Some(ax) => complete_session(session.clone(), snapshot?, ax?.nodes).await?,
+            None => dom_model_session(session.clone(), snapshot?, &before),
+        };
         let mut captures = vec![main];
         let oopif = self.capture_out_of_process_frames(&mut captures).await;
         if captures.len() > 1 || captures[0].snapshot.documents.len() > 1 {
@@ -326,6 +369,7 @@ impl Tab {
                     ax_name: cand.ax_name.clone(),
                     bounds: rect_array(cand.bounds),
                     secret_field: cand.secret,
+                    fingerprint: cand.fingerprint.clone(),
                     frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
                 };
                 (ref_of[c].as_str().to_owned(), binding)

@@ -71,20 +71,28 @@ impl Tab {
         let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
         let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
         let session = &binding.session;
+        let ax_check = async {
+            match binding.fingerprint {
+                Some(_) => None,
+                None => Some(session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }).await),
+            }
+        };
         let (object, ax) = tokio::join!(
             session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }),
-            session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }),
+            ax_check,
         );
         let object = object.map_err(|_| gone("is no longer in the page"))?;
         let object_id = object.object.object_id.ok_or_else(|| gone("is no longer in the page"))?;
-        let ax = ax.map_err(|_| gone("is no longer in the page"))?;
-        let node = ax.nodes.iter().find(|n| n.backend_dom_node_id == Some(binding.backend_node_id)).or(ax.nodes.first());
-        let role = node.and_then(|n| n.role.as_ref()).and_then(|r| r.text()).unwrap_or_default();
-        let name = node.and_then(|n| n.name.as_ref()).and_then(|r| r.text()).map(|n| crate::model::fold(&n)).unwrap_or_default();
-        if role != binding.ax_role || name != binding.ax_name {
-            return Err(BrowserError::Stale {
-                reason: format!("{} changed: it was {} \"{}\", it is now {} \"{}\"", element.as_str(), binding.ax_role, binding.ax_name, role, name),
-            });
+        if let Some(ax) = ax {
+            let ax = ax.map_err(|_| gone("is no longer in the page"))?;
+            let node = ax.nodes.iter().find(|n| n.backend_dom_node_id == Some(binding.backend_node_id)).or(ax.nodes.first());
+            let role = node.and_then(|n| n.role.as_ref()).and_then(|r| r.text()).unwrap_or_default();
+            let name = node.and_then(|n| n.name.as_ref()).and_then(|r| r.text()).map(|n| crate::model::fold(&n)).unwrap_or_default();
+            if role != binding.ax_role || name != binding.ax_name {
+                return Err(BrowserError::Stale {
+                    reason: format!("{} changed: it was {} \"{}\", it is now {} \"{}\"", element.as_str(), binding.ax_role, binding.ax_name, role, name),
+                });
+            }
         }
         let resolved = Resolved {
             label: format!("{} {} \"{}\"", element.as_str(), binding.role, binding.name),
@@ -96,6 +104,14 @@ impl Tab {
             role: binding.role.clone(),
             name: binding.name.clone(),
         };
+        if let Some(expected) = &binding.fingerprint {
+            let now = self.call_on(&resolved, crate::synth::FINGERPRINT_JS, vec![], false).await?;
+            if now.as_str() != Some(expected.as_str()) {
+                return Err(BrowserError::Stale {
+                    reason: format!("{} changed since it was observed as {} \"{}\"", element.as_str(), binding.role, binding.name),
+                });
+            }
+        }
         let facts = self.facts(&resolved).await?;
         if !facts.connected {
             return Err(gone("was removed from the page"));

@@ -27,6 +27,13 @@
       if (element) state.structural++; else state.text++;
     }
   };
+  state.all = document.getElementsByTagName('*');
+  state.dialogs = document.getElementsByTagName('dialog');
+  // Which <dialog> (by document order) is open as modal, making the rest of the page inert; -1 if none.
+  const modalDialog = () => {
+    for (let i = 0; i < state.dialogs.length; i++) if (state.dialogs[i].matches(':modal')) return i;
+    return -1;
+  };
   const observer = new MutationObserver(count);
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   state.read = () => {
@@ -48,6 +55,12 @@
       scroll_x: window.scrollX,
       scroll_y: window.scrollY,
       scale: vv ? vv.scale : 1,
+      // Decides which page model the capture uses (`synth.rs`); a live collection's length.
+      elements: state.all.length,
+      modal_dialog: modalDialog(),
+      // The focused element's index among the document's elements (document order), or -1.
+      focused: document.activeElement && document.activeElement !== document.body
+        ? Array.prototype.indexOf.call(state.all, document.activeElement) : -1,
     };
   };
   globalThis.__glovebox = state;

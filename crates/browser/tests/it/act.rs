@@ -317,3 +317,28 @@ async fn a_tree_items_expander_opens_it_without_activating_the_item() {
     assert!(o.aria_snapshot().contains("main.rs"), "the children show");
     assert!(o.aria_snapshot().contains("paragraph: none"), "the item was not activated: {}", o.aria_snapshot());
 }
+
+/// On a page large enough for the DOM model, refs act on the exact node, and a node whose
+/// identity changed since the observation is refused as stale (its DOM fingerprint differs).
+#[tokio::test]
+async fn refs_of_the_dom_model_act_and_go_stale_like_the_others() {
+    let env = env().await;
+    let mut html = String::from("<!doctype html><title>Big</title><h1>Big page</h1><ul>");
+    for i in 0..800 {
+        html.push_str(&format!("<li><a href='#i{i}'>Item {i}</a> <button onclick=\"document.title='bought {i}'\">Buy {i}</button></li>"));
+    }
+    html.push_str("</ul>");
+    env.server.html("/big-act", html);
+    let tab = env.open("/big-act").await;
+    let o = observe(&tab).await;
+    assert!(tab.latest_observation().unwrap().refs.values().all(|b| b.fingerprint.is_some()), "2,400 elements use the DOM model");
+    let outcome = tab.act(&click(&o, "Buy 2"), &ActOptions::default()).await.unwrap();
+    assert!(matches!(outcome.receipt.state(), ReceiptState::Confirmed | ReceiptState::Dispatched), "{:?}", outcome.receipt);
+    assert_eq!(title(&tab).await, "bought 2");
+    let o = outcome.observation.unwrap();
+    // Same node, same frame (a text change is not structural), but it now says something else.
+    observe_eval(&tab, "document.querySelectorAll('button')[5].firstChild.data = 'Sell 5'").await;
+    let err = tab.act(&click(&o, "Buy 5"), &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    assert_eq!(title(&tab).await, "bought 2", "nothing was clicked");
+}

@@ -172,3 +172,51 @@ async fn viewport_metadata_is_exact_at_scale_two_with_zoom_and_scroll() {
     let size = observation.screenshot_size().unwrap();
     assert_eq!((size.width, size.height), (1600, 1200), "viewport-only screenshot at device scale 2");
 }
+
+/// The DOM model (used above `DOM_MODEL_ABOVE_ELEMENTS` elements) lists the same interactive
+/// elements, with the same roles, names, states and values, as Chromium's AX tree on every
+/// fixture — and its refs act.
+#[tokio::test]
+async fn dom_model_agrees_with_the_accessibility_tree() {
+    use browser::PageModel;
+    let env = env().await;
+    let mut differences = Vec::new();
+    for path in [
+        "/login.html", "/clickables.html", "/paragraph.html", "/tree.html", "/textarea.html", "/table.html", "/dialog.html",
+        "/form.html", "/widgets.html", "/secrets.html", "/hidden.html", "/extended-forms.html", "/iframes.html", "/shadow.html",
+        "/counter.html", "/tree-expander.html",
+    ] {
+        let tab = env.open(path).await;
+        let ax = tab.observe(&ObserveOptions { model: PageModel::Accessibility, ..Default::default() }).await.unwrap();
+        let dom = tab.observe(&ObserveOptions { model: PageModel::Dom, ..Default::default() }).await.unwrap();
+        let list = |o: &protocol::Observation| -> Vec<String> {
+            o.interactive_elements()
+                .iter()
+                .map(|e| {
+                    let v = serde_json::to_value(e).unwrap();
+                    let states: Vec<&str> = v["states"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect()).unwrap_or_default();
+                    format!("{} {} <{}> {} inferred={}", v["role"], v["name"], states.join(","), v["value"], v["name_inferred"])
+                })
+                .collect()
+        };
+        let (a, d) = (list(&ax), list(&dom));
+        if a != d {
+            let mut text = format!("{path}:\n");
+            for line in &a {
+                if !d.contains(line) {
+                    text.push_str(&format!("  ax only:  {line}\n"));
+                }
+            }
+            for line in &d {
+                if !a.contains(line) {
+                    text.push_str(&format!("  dom only: {line}\n"));
+                }
+            }
+            if a.len() == d.len() && text.lines().count() == 1 {
+                text.push_str("  (same elements, different order)\n");
+            }
+            differences.push(text);
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
