@@ -81,10 +81,7 @@ impl GloveboxMcp {
 
     async fn dispatch(&self, name: &str, args: Args, peer: &rmcp::Peer<RoleServer>) -> CallToolResult {
         if let Err(wait) = self.session.admit() {
-            return own_error(
-                ErrorCode::LeaseConflict,
-                &format!("too many tool calls in this session; wait {} ms and call again", wait.as_millis().max(1)),
-            );
+            return crate::errors::rate_limited(wait);
         }
         let session = match self.session.id().await {
             Ok(id) => id,
