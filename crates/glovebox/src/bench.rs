@@ -199,6 +199,19 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         ratios.push((format!("observe {path}: aria_snapshot bytes"), size as f64));
         results.push((format!("observe {path}"), ours));
         results.push((format!("raw CDP calls of observe {path}"), raw));
+        if path == "/big" {
+            // The same page through Chromium's AX tree, for comparison with the DOM model.
+            let options = ObserveOptions { model: ::browser::PageModel::Accessibility, ..ObserveOptions::default() };
+            let mut ax = Vec::new();
+            for i in 0..8 {
+                let started = Instant::now();
+                tab.observe(&options).await?;
+                if i >= 2 {
+                    ax.push(started.elapsed());
+                }
+            }
+            results.push(("observe /big with the AX-tree model (comparison)".to_owned(), Stats::of(&mut ax)));
+        }
         if path == "/login" {
             let mut preview = Vec::new();
             for i in 0..n + 3 {

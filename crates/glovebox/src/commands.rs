@@ -114,6 +114,7 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         let options = ObserveOptions {
             screenshot: args.screenshot.as_ref().map(|_| ImageMime::Png),
             deadline: Duration::from_secs(args.timeout),
+            ..ObserveOptions::default()
         };
         let mut observation = tab.observe(&options).await?;
         if let Some(path) = &args.screenshot {
