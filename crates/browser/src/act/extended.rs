@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use cdp::domains::page;
 use protocol::extended::{DragMode, MouseButton, SelectChoice};
-use protocol::{ActionKind, ExtendedAction, Receipt, Target};
+use protocol::{ActionKind, ExtendedAction, ExtendedKind, Receipt, Target};
 use serde_json::Value;
 
 use super::element::{Need, Resolved};
@@ -131,7 +131,7 @@ impl Tab {
                     self.key_up(&def).await?;
                 }
                 self.settle(&mut nav, until).await;
-                Ok(Receipt::dispatched(ActionKind::Press, frame).into())
+                Ok(Receipt::dispatched(action.kind(), frame).into())
             }
             ExtendedAction::Scroll(a) => {
                 let (dx, dy) = (f64::from(a.delta.x_px()), f64::from(a.delta.y_px()));
@@ -183,7 +183,7 @@ impl Tab {
                 if let Some(p) = via.iter().find(|p| !inside(**p)) {
                     return Err(BrowserError::NotActionable { reason: format!("path point ({:.0}, {:.0}) is outside the viewport", p.0, p.1) });
                 }
-                let kind = ActionKind::Click;
+                let kind = ExtendedKind::Drag;
                 match a.mode {
                     DragMode::Mouse => self.drag_mouse(from, &via, to).await?,
                     DragMode::Html5 => {
@@ -212,7 +212,7 @@ impl Tab {
                 let names = self.set_files(&resolved, &paths).await?;
                 self.settle(&mut nav, until).await;
                 let wanted: Vec<String> = paths.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
-                let kind = ActionKind::Type;
+                let kind = ExtendedKind::Upload;
                 if names == wanted {
                     Ok(Receipt::confirmed(kind, frame).into())
                 } else {

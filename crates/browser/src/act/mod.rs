@@ -85,9 +85,7 @@ impl Default for ActOptions {
 /// What an action did.
 #[derive(Debug)]
 pub struct ActOutcome {
-    /// The exact kind of action run. The receipt names a v1 kind: for the extended-only kinds
-    /// that is the nearest one (`drag` → click, `key_down`/`key_up` → press, `upload` → type,
-    /// `dialog` → click), until receipts carry extended kinds.
+    /// The exact kind of action run (the receipt names the same kind).
     pub action: ExtendedKind,
     pub receipt: Receipt,
     /// The fresh observation after the action (absent while a dialog blocks the page).
@@ -219,7 +217,7 @@ impl Tab {
             let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);
             self.handle_dialog(accept, text).await?;
             self.settle(&mut nav, until).await;
-            Receipt::confirmed(protocol::ActionKind::Click, answer.expected_frame_id.clone())
+            Receipt::confirmed(ExtendedKind::Dialog, answer.expected_frame_id.clone())
         };
         Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, options).await)
     }

@@ -77,10 +77,11 @@ async fn double_triple_and_right_clicks_with_held_modifiers_and_keys() {
     // Shift held across actions: a plain click (the v1 path) carries it, then it is released.
     observe_eval(&tab, "events.length = 0").await;
     let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_down", "key": "Shift"})), &options).await;
-    assert_eq!(outcome.action, ExtendedKind::KeyDown);
+    assert_eq!((outcome.action, outcome.receipt.action()), (ExtendedKind::KeyDown, ExtendedKind::KeyDown));
     assert_eq!(tab.held_keys(), ["Shift"]);
     let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "click", "target": clicker})), &options).await;
-    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_up", "key": "Shift"})), &options).await;
+    let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_up", "key": "Shift"})), &options).await;
+    assert_eq!(outcome.receipt.action(), ExtendedKind::KeyUp);
     assert_eq!(strings(observe_eval(&tab, "events").await), ["click:0:1:true:false:false:false"]);
     assert_eq!(strings(observe_eval(&tab, "keys.splice(0)").await), ["down:Shift", "up:Shift"]);
     let o = o.unwrap();
@@ -107,6 +108,9 @@ async fn a_sortable_list_reordered_along_a_path_html5_drop_and_a_horizontal_scro
     let (outcome, o) = act(&tab, on(&o, drag), &options).await;
     assert_eq!(outcome.action, ExtendedKind::Drag);
     assert_eq!(outcome.receipt.state(), ReceiptState::Dispatched);
+    // The receipt names the drag as sent, not a stand-in v1 kind.
+    assert_eq!(outcome.receipt.action(), ExtendedKind::Drag);
+    assert_eq!(serde_json::to_value(&outcome.receipt).unwrap()["action"], "drag");
     assert_eq!(strings(observe_eval(&tab, "[...document.querySelectorAll('#list li')].map(l => l.textContent)").await), ["Beta", "Gamma", "Delta", "Alpha"]);
     assert_eq!(observe_eval(&tab, "zoneSeen").await, true, "the pointer passed over the zone with the button down");
     assert!(tab.held_keys().is_empty());
@@ -181,7 +185,7 @@ async fn uploads_only_from_the_authorised_folder_and_refusals_send_nothing() {
     assert_eq!(observe_eval(&tab, "document.getElementById('file').files.length").await, 0);
 
     let (outcome, _) = act(&tab, upload(json!(["notes.txt"])), &options).await;
-    assert_eq!(outcome.action, ExtendedKind::Upload);
+    assert_eq!((outcome.action, outcome.receipt.action()), (ExtendedKind::Upload, ExtendedKind::Upload));
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let mut posted = env.server.requests_to("/upload");
     for _ in 0..100 {
@@ -237,7 +241,7 @@ async fn every_dialog_kind_is_answered_and_answering_none_is_refused() {
         let mut answer = answer;
         answer["type"] = json!("dialog");
         let (outcome, after) = act(&tab, on(&o, answer), &options).await;
-        assert_eq!((outcome.action, outcome.receipt.state()), (ExtendedKind::Dialog, ReceiptState::Confirmed));
+        assert_eq!((outcome.action, outcome.receipt.action(), outcome.receipt.state()), (ExtendedKind::Dialog, ExtendedKind::Dialog, ReceiptState::Confirmed));
         assert!(tab.dialog().is_none());
         assert_eq!(result().await, expected);
         o = after.expect("a fresh observation once the dialog is answered");

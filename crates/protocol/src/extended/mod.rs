@@ -41,6 +41,8 @@
 //! - Modifiers are a set (an array without duplicates); `key_down` takes one key, `press` a
 //!   chord.
 //! - `dialog` answers the dialog blocking the leased tab; it needs no target.
+//! - A [`crate::Receipt`] names the action by the `type` it was sent with (`drag`, not a v1
+//!   stand-in); v1 actions keep v1's names.
 
 pub mod action;
 pub mod branch;
