@@ -71,6 +71,9 @@ pub struct RefBinding {
     /// Offset of the node's frame viewport in the top-level viewport (non-zero only for
     /// out-of-process frames, whose coordinates CDP reports frame-local).
     pub frame_offset: (f64, f64),
+    /// The node is a frame element (`<iframe>`, `<frame>`): its ref enters the frame in a
+    /// locator's frame chain; actions do not target it.
+    pub frame: bool,
 }
 
 /// The runtime's private record of the latest observation of a tab.
@@ -327,6 +330,7 @@ impl Tab {
                     bounds: rect_array(cand.bounds),
                     secret_field: cand.secret,
                     frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
+                    frame: cand.frame,
                 };
                 (ref_of[c].as_str().to_owned(), binding)
             })

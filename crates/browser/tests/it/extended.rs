@@ -318,3 +318,92 @@ async fn locators_inside_same_and_cross_origin_frames_through_a_frame_chain() {
     let err = refused(&tab, on(&observe(&tab).await, json!({"type": "type", "target": missing, "text": "x"})), &options).await;
     assert!(err.to_string().contains("no frame matches title \"Checkout\""), "{err}");
 }
+
+/// The ref of the element with this role and name in an observation.
+fn ref_of(o: &Observation, role: &str, name: &str) -> String {
+    let found = o.interactive_elements().iter().find(|e| e.role() == role && e.name() == name);
+    found.unwrap_or_else(|| panic!("{role} {name:?} has a ref:\n{}", o.aria_snapshot())).element().as_str().to_owned()
+}
+
+/// Observes until the cross-site frame of `/iframes.html` has loaded.
+async fn observe_frames(tab: &Tab) -> Observation {
+    let mut o = observe(tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Coupon") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(tab).await;
+    }
+    o
+}
+
+#[tokio::test]
+async fn frames_are_entered_by_the_ref_the_model_saw_same_and_cross_origin() {
+    let env = env().await;
+    let tab = env.open("/iframes.html").await;
+    let options = ActOptions::default();
+    observe_frames(&tab).await;
+    assert_eq!(tab.child_frame_count(), 1, "the cross-site frame is out of process");
+    observe_eval(&tab, "document.querySelector('iframe').contentDocument.querySelector('button').onclick = () => { document.title = 'inner clicked'; }").await;
+    let o = observe(&tab).await;
+    let (same, other) = (ref_of(&o, "iframe", "Same origin"), ref_of(&o, "iframe", "Other site"));
+    assert!(o.aria_snapshot().contains(&format!("- iframe \"Same origin\" [ref={same}]")), "{}", o.aria_snapshot());
+    let enter = |frame: &str| json!([{"kind": "element", "ref": frame}]);
+
+    let inner = json!({"kind": "role", "role": "button", "name": "Inner button", "frame": enter(&same)});
+    let (_, o) = act(&tab, on(&o, json!({"type": "click", "target": inner})), &options).await;
+    assert_eq!(observe_eval(&tab, "document.title").await, "inner clicked");
+    let o = o.unwrap();
+    let coupon = json!({"kind": "label", "text": "Coupon", "frame": enter(&other)});
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "type", "target": coupon, "text": "SAVE10"})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    let o = o.unwrap();
+    assert!(o.aria_snapshot().contains("\"SAVE10\""));
+
+    // Only the frame entered is searched.
+    let wrong = json!({"kind": "label", "text": "Coupon", "frame": enter(&same)});
+    let err = refused(&tab, on(&o, json!({"type": "type", "target": wrong, "text": "x"})), &options).await;
+    assert!(err.to_string().contains(&format!("no element matches label \"Coupon\" in {same} iframe \"Same origin\"")), "{err}");
+    // A frame's ref names a frame to enter, not a target; an element's ref is not a frame.
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": {"kind": "element", "ref": same}})), &options).await;
+    assert_eq!(err.code(), ErrorCode::InvalidAction);
+    assert!(err.to_string().contains("is a frame"), "{err}");
+    let button = ref_of(&o, "button", "Inner button");
+    let not_a_frame = json!({"kind": "role", "role": "button", "frame": enter(&button)});
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": not_a_frame})), &options).await;
+    assert!(err.to_string().contains("is not a frame"), "{err}");
+    // A frame removed since the observation is stale, never a guess.
+    observe_eval(&tab, "document.querySelector('iframe').remove()").await;
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": inner_in(&same)})), &options).await;
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    assert_eq!(observe_eval(&tab, "document.title").await, "inner clicked");
+}
+
+fn inner_in(frame: &str) -> Value {
+    json!({"kind": "role", "role": "button", "name": "Inner button", "frame": [{"kind": "element", "ref": frame}]})
+}
+
+#[tokio::test]
+async fn a_nested_frame_is_entered_through_its_parent_frame_by_refs() {
+    let env = env().await;
+    env.server.html("/nest-outer", "<!doctype html><title>Outer</title><iframe title=Middle src=/nest-middle width=500 height=300></iframe>");
+    env.server.html("/nest-middle", "<!doctype html><title>Middle</title><iframe title=Deep src=/nest-inner width=400 height=150></iframe>");
+    env.server.html("/nest-inner", "<!doctype html><title>Deep</title><button onclick=\"this.textContent = 'Pressed'\">Press me</button>");
+    let tab = env.open("/nest-outer").await;
+    let options = ActOptions::default();
+    let mut o = observe(&tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Press me") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(&tab).await;
+    }
+    let (middle, deep) = (ref_of(&o, "iframe", "Middle"), ref_of(&o, "iframe", "Deep"));
+    let press = |chain: Value| json!({"type": "click", "target": {"kind": "role", "role": "button", "name": "Press me", "frame": chain}});
+    let err = refused(&tab, on(&o, press(json!([{"kind": "element", "ref": deep}]))), &options).await;
+    assert!(err.to_string().contains("is not in the page's document"), "{err}");
+    let (_, o) = act(&tab, on(&o, press(json!([{"kind": "element", "ref": middle}, {"kind": "element", "ref": deep}]))), &options).await;
+    assert!(o.unwrap().aria_snapshot().contains("button \"Pressed\""));
+}
