@@ -6,6 +6,8 @@
 //! must still show the same document, URL and viewport (size, scale, zoom, scroll); a ref must
 //! still resolve to the same node with the same role and name; a locator must match exactly one
 //! element; upload files must be authorised. A failed check returns an error and sends nothing.
+//! An upload whose target is not a file input clicks it and answers the file chooser it opens
+//! (`files.rs`).
 //! Actionability (visible, stable across two animation frames, enabled, editable for text, in
 //! the viewport, and receiving the pointer at the click point) is retried within the action's
 //! deadline; a covered element is refused with the covering element named.
@@ -159,7 +161,11 @@ impl Tab {
                     Step::Extended(action) => self.dispatch_extended(action, &record, &now, options, until).await,
                 }
             };
-            match tokio::time::timeout_at(until.into(), dispatch).await {
+            let dispatched = tokio::time::timeout_at(until.into(), dispatch).await;
+            // An upload through a file chooser intercepts choosers only while it waits for one;
+            // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
+            self.stop_intercepting_choosers().await;
+            match dispatched {
                 Ok(result) => result?,
                 Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
             }

@@ -199,6 +199,125 @@ async fn uploads_only_from_the_authorised_folder_and_refusals_send_nothing() {
     assert!(body.contains("filename=\"notes.txt\"") && body.contains("hello upload"), "{body}");
 }
 
+/// Waits (bounded) for the fixture server to log a request to `path`.
+async fn posted(env: &crate::Env, path: &str) -> Vec<test_support::RequestRecord> {
+    for _ in 0..100 {
+        let posted = env.server.requests_to(path);
+        if !posted.is_empty() {
+            return posted;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Vec::new()
+}
+
+#[tokio::test]
+async fn uploads_through_a_file_chooser_a_button_opens_and_refusals_click_nothing() {
+    let env = env().await;
+    let tab = env.open("/file-chooser.html").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let events = || async { strings(observe_eval(&tab, "events.splice(0)").await) };
+    let o = observe(&tab).await;
+    let attach = role("button", "Attach files");
+    let upload = |o: &Observation, target: &Value, files: Value| on(o, json!({"type": "upload", "target": target, "files": files}));
+
+    // Refused names are refused before the click: no chooser opens, nothing is posted.
+    for (files, why) in [(json!(["escape"]), "leads outside"), (json!(["missing.txt"]), "not among the files")] {
+        let err = refused(&tab, upload(&o, &attach, files), &options).await;
+        assert_eq!(err.code(), ErrorCode::InvalidAction);
+        assert!(err.to_string().contains(why), "{err}");
+    }
+    let err = refused(&tab, upload(&o, &attach, json!(["notes.txt"])), &ActOptions::default()).await;
+    assert!(err.to_string().contains("no files for upload"), "{err}");
+    assert!(events().await.is_empty(), "no chooser opened");
+    assert!(env.server.writes().is_empty(), "a refused upload sends nothing");
+
+    // Allowed: the button's chooser is answered with both files.
+    let (outcome, o) = act(&tab, upload(&o, &attach, json!(["notes.txt", "other.txt"])), &options).await;
+    assert_eq!((outcome.receipt.action(), outcome.receipt.state()), (ExtendedKind::Upload, ReceiptState::Confirmed), "{:?}", outcome.receipt);
+    assert_eq!(events().await, ["change:many:notes.txt,other.txt"]);
+    let body = String::from_utf8_lossy(&posted(&env, "/chooser-upload").await[0].body).into_owned();
+    assert!(body.contains("filename=\"notes.txt\"") && body.contains("hello upload") && body.contains("filename=\"other.txt\""), "{body}");
+
+    // A single-file chooser given two files is cancelled, not half answered.
+    let avatar = role("button", "Choose avatar");
+    let o = o.unwrap();
+    let (outcome, o) = act(&tab, upload(&o, &avatar, json!(["notes.txt", "other.txt"])), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Failed);
+    assert!(outcome.receipt.detail().unwrap().contains("takes one file, not 2"), "{:?}", outcome.receipt);
+    assert_eq!(events().await, ["cancel:one"]);
+    let (outcome, o) = act(&tab, upload(&o.unwrap(), &avatar, json!(["other.txt"])), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    assert_eq!(events().await, ["change:one:other.txt"]);
+
+    // A control that opens no chooser: the click happened, the receipt says no chooser came.
+    let (outcome, _) = act(&tab, upload(&o.unwrap(), &role("button", "Not a chooser"), json!(["notes.txt"])), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Failed);
+    assert!(outcome.receipt.effect_uncertain());
+    assert!(outcome.receipt.detail().unwrap().contains("opened no file chooser"), "{:?}", outcome.receipt);
+    assert_eq!(observe_eval(&tab, "result.textContent").await, "clicked");
+    assert_eq!(env.server.requests_to("/chooser-upload").len(), 2, "only the two answered choosers posted");
+}
+
+#[tokio::test]
+async fn uploads_through_a_chooser_inside_a_cross_site_frame() {
+    let env = env().await;
+    let inner = env.server.url_on_host("localhost", "/file-chooser.html");
+    env.server.html("/chooser-frame", format!("<!doctype html><title>Outer</title><iframe title=Uploads src=\"{inner}\" width=600 height=300></iframe>"));
+    let tab = env.open("/chooser-frame").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let mut o = observe(&tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Attach files") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(&tab).await;
+    }
+    assert_eq!(tab.child_frame_count(), 1, "the frame is out of process");
+    let frame = ref_of(&o, "iframe", "Uploads");
+    let attach = json!({"kind": "role", "role": "button", "name": "Attach files", "frame": [{"kind": "element", "ref": frame}]});
+    let (outcome, _) = act(&tab, on(&o, json!({"type": "upload", "target": attach, "files": ["notes.txt"]})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    let body = String::from_utf8_lossy(&posted(&env, "/chooser-upload").await[0].body).into_owned();
+    assert!(body.contains("filename=\"notes.txt\""), "{body}");
+}
+
+#[tokio::test]
+async fn a_chooser_opened_without_an_upload_is_not_intercepted_and_does_not_block_later_ones() {
+    let env = env().await;
+    let tab = env.open("/file-chooser.html").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let mut intercepted = tab.session().subscribe(&["Page.fileChooserOpened"]);
+    let attach = role("button", "Attach files");
+    // A plain click opens Chromium's own chooser: nothing intercepts it (headless cancels it).
+    let o = observe(&tab).await;
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "click", "target": attach})), &options).await;
+    assert_eq!(outcome.receipt.action(), ExtendedKind::Click);
+    let cancelled = async {
+        for _ in 0..100 {
+            if observe_eval(&tab, "events.includes('cancel:many')").await == true {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    };
+    assert!(cancelled.await, "headless Chromium cancels a chooser nobody intercepts: {:?}", observe_eval(&tab, "events").await);
+    // An upload through the same button still gets its chooser, and interception ends with it.
+    let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "upload", "target": attach, "files": ["notes.txt"]})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    assert!(matches!(tokio::time::timeout(Duration::ZERO, intercepted.recv()).await, Ok(Some(Ok(_)))), "the upload's chooser was intercepted");
+    observe_eval(&tab, "events.length = 0").await;
+    act(&tab, on(&o.unwrap(), json!({"type": "click", "target": attach})), &options).await;
+    let after = tokio::time::timeout(Duration::from_millis(500), intercepted.recv()).await;
+    assert!(after.is_err(), "after the upload, choosers are no longer intercepted: {after:?}");
+    assert_eq!(posted(&env, "/chooser-upload").await.len(), 1);
+}
+
 #[tokio::test]
 async fn a_download_is_captured_into_the_given_folder() {
     let env = env().await;

@@ -21,7 +21,7 @@
 //! | `select` | `target` (element), exactly one of `value` and `values` (1..=50 distinct) |
 //! | `navigate`, `wait` | as v1 |
 //! | `drag` | `source`, `destination` (any), `path?` (≤ 50 `{x,y}`), `end_offset?` `{x,y}` ±2000, `mode?` mouse\|html5 |
-//! | `upload` | `target` (element), `files` (1..=20 distinct upload names) |
+//! | `upload` | `target` (element: the file input, or a control whose click opens a file chooser), `files` (1..=20 distinct upload names) |
 //! | `dialog` | `accept`, `prompt_text?` (≤ 10,000, only when accepting) |
 //!
 //! "any" targets are element refs, locators or viewport points; "element" targets are element
