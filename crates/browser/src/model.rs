@@ -48,6 +48,8 @@ pub(crate) struct Candidate {
     pub(crate) secret: bool,
     /// DOM model only: what the node must still look like before an action (`synth::fingerprint`).
     pub(crate) fingerprint: Option<String>,
+    /// A frame element (`<iframe>`, `<frame>`): entered by a locator's frame chain, not acted on.
+    pub(crate) frame: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -187,7 +189,7 @@ impl<'a> Walker<'a> {
                 return vec![Item::Text { text, bounds: dom.and_then(|d| ctx.view.bounds(d)) }];
             }
             "RootWebArea" | "WebArea" => return self.walk_children(ctx, node),
-            "Iframe" | "IframePresentational" => return self.walk_iframe(ctx, node, dom),
+            "Iframe" | "IframePresentational" => return self.walk_iframe(ctx, node, dom, order),
             _ => {}
         }
         let bounds = dom.and_then(|d| ctx.view.bounds(d));
@@ -255,6 +257,7 @@ impl<'a> Walker<'a> {
                 ax_name: name.clone(),
                 secret,
                 fingerprint: dom.filter(|_| self.captures[ctx.capture].dom_model).map(|d| crate::synth::fingerprint(ctx.view, d)),
+                frame: false,
             });
             Some(index)
         } else {
@@ -267,12 +270,42 @@ impl<'a> Walker<'a> {
         vec![Item::Node(NodeItem { role: display_role, name: shown_name, states, value, url, candidate, bounds, children })]
     }
 
-    fn walk_iframe(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode, dom: Option<usize>) -> Vec<Item> {
+    /// A visible frame element and the document inside it (same-process or out-of-process).
+    /// The frame element itself gets a ref, so a locator's frame chain can enter it by the ref
+    /// the model saw (`{"kind":"element","ref":…}`); its candidate precedes its content's.
+    fn walk_iframe(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode, dom: Option<usize>, order: usize) -> Vec<Item> {
         let Some(d) = dom else { return Vec::new() };
         if !ctx.view.visible(d) {
             return Vec::new();
         }
         let bounds = ctx.view.bounds(d);
+        let ax_name = fold(&value_text(&node.name));
+        let mut name = ax_name.clone();
+        if name.is_empty() {
+            name = ctx.view.attr(d, "title").map(fold).unwrap_or_default();
+        }
+        let candidate = match (node.backend_dom_node_id, bounds) {
+            (Some(backend), Some(b)) => {
+                self.candidates.push(Candidate {
+                    order,
+                    capture: ctx.capture,
+                    backend,
+                    role: "iframe".into(),
+                    name: name.clone(),
+                    name_inferred: false,
+                    states: Vec::new(),
+                    value: None,
+                    bounds: b,
+                    ax_role: value_text(&node.role),
+                    ax_name,
+                    secret: false,
+                    fingerprint: self.captures[ctx.capture].dom_model.then(|| crate::synth::fingerprint(ctx.view, d)),
+                    frame: true,
+                });
+                Some(self.candidates.len() - 1)
+            }
+            _ => None,
+        };
         let origin = bounds.map_or((0.0, 0.0), |b| (b.x, b.y));
         let children = if let Some(doc) = ctx.view.content_document(d) {
             let cap = &self.captures[ctx.capture];
@@ -283,17 +316,13 @@ impl<'a> Walker<'a> {
         } else {
             Vec::new()
         };
-        let mut name = fold(&value_text(&node.name));
-        if name.is_empty() {
-            name = ctx.view.attr(d, "title").map(fold).unwrap_or_default();
-        }
         vec![Item::Node(NodeItem {
             role: "iframe".into(),
             name,
             states: Vec::new(),
             value: None,
             url: None,
-            candidate: None,
+            candidate,
             bounds,
             children,
         })]

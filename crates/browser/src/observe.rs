@@ -91,6 +91,9 @@ pub struct RefBinding {
     /// Set when the ref came from the DOM model (large pages): its identity is re-checked by
     /// this DOM fingerprint instead of Chromium's role and name.
     pub fingerprint: Option<String>,
+    /// The node is a frame element (`<iframe>`, `<frame>`): its ref enters the frame in a
+    /// locator's frame chain; actions do not target it.
+    pub frame: bool,
 }
 
 /// The runtime's private record of the latest observation of a tab.
@@ -371,6 +374,7 @@ impl Tab {
                     secret_field: cand.secret,
                     fingerprint: cand.fingerprint.clone(),
                     frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
+                    frame: cand.frame,
                 };
                 (ref_of[c].as_str().to_owned(), binding)
             })

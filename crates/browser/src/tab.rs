@@ -39,6 +39,9 @@ pub(crate) struct TabState {
     pub(crate) opened: Vec<String>,
     /// Keys and mouse buttons held down across actions (`key_down`, a drag in progress).
     pub(crate) held: crate::act::Held,
+    /// The session whose file choosers an `upload` is intercepting right now; interception is
+    /// on only while an upload waits for its chooser (see `act/files.rs`).
+    pub(crate) intercepting_choosers: Option<Session>,
 }
 
 /// A JavaScript dialog the page opened.

@@ -83,7 +83,7 @@ pub fn all() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(true).open_world(true)),
         Tool::new(
             ACT,
-            "Perform one action (click, type, press, scroll, hover, select, navigate, wait) on a surface, on the frame you observed: expected_frame_id must be the frame_id of your latest observation, targets are refs from it. Returns the receipt and the fresh observation. Actions on origins a person has not approved return a pending approval; a person decides, never the model.",
+            "Perform one action (click, type, press, scroll, hover, select, navigate, wait, drag, key_down, key_up, upload, dialog) on a surface, on the frame you observed: expected_frame_id must be the frame_id of your latest observation, targets are refs from it or locators. Returns the receipt (its action is the type you sent) and the fresh observation. Actions on origins a person has not approved return a pending approval; a person decides, never the model.",
             object(act_input_schema()),
         )
         .with_title("Act on a surface")

@@ -6,11 +6,27 @@
 //! confirmed it), `failed` (it did not happen, or it is unknown whether it did), `unknown`
 //! (sent, and the outcome cannot be learned, e.g. the connection dropped). The constructors
 //! tie `effect_uncertain` to the state so a caller cannot claim certainty it lacks.
+//!
+//! # Which action
+//!
+//! `action` is the `type` of the action as it was sent, named by [`ExtendedKind`]: one of
+//! v1's eight names for every v1 action (`click`, `type`, … — the same strings as
+//! [`ActionKind`], so a client of `glovebox.actions/1` only ever sees v1 names, for the only
+//! actions it can send), and `drag`, `key_down`, `key_up`, `upload` or `dialog` for the
+//! actions only `glovebox.actions/2` has. A receipt never names a stand-in kind (a drag is
+//! `drag`, not `click`). Variants that are parameters of one `type` in the extended set keep
+//! that `type`: a double or right click, a click that captures a download, a horizontal
+//! scroll, and any action whose locator enters frames are `click` and `scroll` as sent.
+//! [`Receipt::v1_action`] gives the v1 kind where there is one.
+//!
+//! Receipts are output only; no published schema describes them (the seed's v1 schemas are the
+//! action and `computer_use` input schemas, unchanged).
 
 use serde::Serialize;
 
 use crate::action::ActionKind;
 use crate::error::ErrorCode;
+use crate::extended::ExtendedKind;
 use crate::ids::FrameId;
 use crate::limits::RECEIPT_DETAIL_MAX_CHARS;
 use crate::text::BoundedText;
@@ -34,7 +50,7 @@ pub enum ReceiptState {
 /// The receipt of one action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Receipt {
-    action: ActionKind,
+    action: ExtendedKind,
     expected_frame_id: FrameId,
     state: ReceiptState,
     effect_uncertain: bool,
@@ -46,7 +62,7 @@ pub struct Receipt {
 
 impl Receipt {
     fn new(
-        action: ActionKind,
+        action: ExtendedKind,
         expected_frame_id: FrameId,
         state: ReceiptState,
         effect_uncertain: bool,
@@ -65,9 +81,9 @@ impl Receipt {
     }
 
     /// Accepted, nothing sent: the effect is certainly absent.
-    pub fn attempted(action: ActionKind, expected_frame_id: FrameId) -> Self {
+    pub fn attempted(action: impl Into<ExtendedKind>, expected_frame_id: FrameId) -> Self {
         Self::new(
-            action,
+            action.into(),
             expected_frame_id,
             ReceiptState::Attempted,
             false,
@@ -77,9 +93,9 @@ impl Receipt {
     }
 
     /// Sent, not confirmed: the effect is uncertain.
-    pub fn dispatched(action: ActionKind, expected_frame_id: FrameId) -> Self {
+    pub fn dispatched(action: impl Into<ExtendedKind>, expected_frame_id: FrameId) -> Self {
         Self::new(
-            action,
+            action.into(),
             expected_frame_id,
             ReceiptState::Dispatched,
             true,
@@ -89,9 +105,9 @@ impl Receipt {
     }
 
     /// Confirmed: the effect is certain.
-    pub fn confirmed(action: ActionKind, expected_frame_id: FrameId) -> Self {
+    pub fn confirmed(action: impl Into<ExtendedKind>, expected_frame_id: FrameId) -> Self {
         Self::new(
-            action,
+            action.into(),
             expected_frame_id,
             ReceiptState::Confirmed,
             false,
@@ -103,7 +119,7 @@ impl Receipt {
     /// Failed with `error`. `after_dispatch`: the failure came after the action was sent,
     /// so it may have taken effect (`effect_uncertain`).
     pub fn failed(
-        action: ActionKind,
+        action: impl Into<ExtendedKind>,
         expected_frame_id: FrameId,
         error: ErrorCode,
         after_dispatch: bool,
@@ -111,7 +127,7 @@ impl Receipt {
     ) -> Self {
         let detail = Some(detail.into()).filter(|d| !d.is_empty());
         Self::new(
-            action,
+            action.into(),
             expected_frame_id,
             ReceiptState::Failed,
             after_dispatch,
@@ -122,13 +138,13 @@ impl Receipt {
 
     /// Sent, outcome unknowable: the effect is uncertain.
     pub fn unknown(
-        action: ActionKind,
+        action: impl Into<ExtendedKind>,
         expected_frame_id: FrameId,
         detail: impl Into<String>,
     ) -> Self {
         let detail = Some(detail.into()).filter(|d| !d.is_empty());
         Self::new(
-            action,
+            action.into(),
             expected_frame_id,
             ReceiptState::Unknown,
             true,
@@ -137,9 +153,13 @@ impl Receipt {
         )
     }
 
-    /// The action kind.
-    pub fn action(&self) -> ActionKind {
+    /// The kind of the action as sent (its wire `type`).
+    pub fn action(&self) -> ExtendedKind {
         self.action
+    }
+    /// The v1 kind, when the action's `type` is one of v1's eight.
+    pub fn v1_action(&self) -> Option<ActionKind> {
+        self.action.as_v1()
     }
     /// The frame the action was planned against.
     pub fn expected_frame_id(&self) -> &FrameId {

@@ -24,7 +24,8 @@ pub enum EventKind {
     ActionSummary { action: String, target: Option<String>, text_chars: Option<usize>, secret: bool },
     ApprovalRequested { approval_id: String, tier: String, origin: String, what: String },
     ApprovalResolved { approval_id: String, outcome: String },
-    Receipt { state: String, effect_uncertain: bool, detail: Option<String> },
+    /// `action` is the kind as sent (`click`, `drag`, …), as the receipt names it.
+    Receipt { action: String, state: String, effect_uncertain: bool, detail: Option<String> },
     Verified { assertion: String, passed: bool },
     RunEnded { status: String, reason: String, steps: u32 },
 }

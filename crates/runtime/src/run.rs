@@ -288,6 +288,7 @@ impl RunState<'_> {
             match outcome {
                 Ok(outcome) => {
                     self.runtime.emit(&self.run_id, EventKind::Receipt {
+                        action: outcome.receipt.action().as_str().into(),
                         state: format!("{:?}", outcome.receipt.state()).to_lowercase(),
                         effect_uncertain: outcome.receipt.effect_uncertain(),
                         detail: outcome.receipt.detail().map(str::to_owned),
@@ -295,7 +296,7 @@ impl RunState<'_> {
                     if !outcome.opened.is_empty() {
                         return Ending::new(ReasonCode::NewSurfaceCreated, "the page opened a new tab or window; a person must link it before it can be used");
                     }
-                    last = Some(StepReport { action: action.kind().as_str().into(), receipt: Some(outcome.receipt), error: None });
+                    last = Some(StepReport { action: outcome.receipt.action().as_str().into(), receipt: Some(outcome.receipt), error: None });
                 }
                 Err(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => return self.browser_ending(e),
                 Err(e) => {

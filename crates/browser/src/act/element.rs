@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::BrowserError;
-use crate::observe::ObservationRecord;
+use crate::observe::{ObservationRecord, RefBinding};
 use crate::tab::Tab;
 
 const ACTIONABILITY_JS: &str = include_str!("../js/actionability.js");
@@ -64,10 +64,33 @@ pub(super) enum Need {
 
 impl Tab {
     /// A ref of `record` to its live node, or `Stale` if it is gone or is no longer what was seen.
+    /// A frame element's ref is refused: it names a frame to enter, not a target.
     pub(super) async fn resolve(&self, record: &ObservationRecord, element: &ElementRef) -> Result<Resolved, BrowserError> {
-        let binding = record.binding(element).cloned().ok_or_else(|| BrowserError::Stale {
-            reason: format!("{} is not a ref of frame {}", element.as_str(), record.frame_id.as_str()),
-        })?;
+        let binding = binding_of(record, element)?;
+        if binding.frame {
+            let r = element.as_str();
+            return Err(BrowserError::NotActionable {
+                reason: format!(
+                    "{r} is a frame (iframe \"{}\"), not something to act on: target an element inside it with a locator that enters it, e.g. {{\"kind\":\"role\",\"role\":\"button\",\"name\":\"…\",\"frame\":[{{\"kind\":\"element\",\"ref\":\"{r}\"}}]}}, or with the element's own ref",
+                    binding.name
+                ),
+            });
+        }
+        self.resolve_binding(element, binding).await
+    }
+
+    /// A frame element's ref of `record` to its live node, for a frame step.
+    pub(super) async fn resolve_frame(&self, record: &ObservationRecord, element: &ElementRef) -> Result<Resolved, BrowserError> {
+        let binding = binding_of(record, element)?;
+        if !binding.frame {
+            return Err(BrowserError::NotActionable {
+                reason: format!("{} ({} \"{}\") is not a frame; a frame step names an iframe's ref", element.as_str(), binding.role, binding.name),
+            });
+        }
+        self.resolve_binding(element, binding).await
+    }
+
+    async fn resolve_binding(&self, element: &ElementRef, binding: RefBinding) -> Result<Resolved, BrowserError> {
         let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
         let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
         let session = &binding.session;
@@ -247,6 +270,13 @@ impl Tab {
 
 pub(super) fn is_settable_input(facts: &Facts) -> bool {
     facts.tag == "input" && matches!(facts.input_type.as_str(), "date" | "time" | "datetime-local" | "month" | "week" | "color" | "range")
+}
+
+/// The binding of a ref of `record`, or `Stale` when that observation did not issue it.
+fn binding_of(record: &ObservationRecord, element: &ElementRef) -> Result<RefBinding, BrowserError> {
+    record.binding(element).cloned().ok_or_else(|| BrowserError::Stale {
+        reason: format!("{} is not a ref of frame {}", element.as_str(), record.frame_id.as_str()),
+    })
 }
 
 /// Describes any element object for a message (`div#consent-banner "Accept cookies"`).

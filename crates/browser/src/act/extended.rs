@@ -1,17 +1,18 @@
 //! The extended set's own dispatch (`glovebox.actions/2` beyond v1): clicks with buttons,
 //! counts, modifiers and download capture; hover with modifiers; typing modes; keys held
-//! down; two-axis and element scrolls; multi-selects; drags; uploads. Targets may be refs or
-//! locators. Everything that can fail without touching the page is checked first.
+//! down; two-axis and element scrolls; multi-selects; drags; uploads (into a file input, or
+//! through the file chooser a control opens). Targets may be refs or locators. Everything that
+//! can fail without touching the page is checked first.
 
 use std::time::{Duration, Instant};
 
 use cdp::domains::page;
 use protocol::extended::{DragMode, MouseButton, SelectChoice};
-use protocol::{ActionKind, ExtendedAction, Receipt, Target};
+use protocol::{ActionKind, ExtendedAction, ExtendedKind, Receipt, Target};
 use serde_json::Value;
 
 use super::element::{Need, Resolved};
-use super::files::DownloadEnd;
+use super::files::{DownloadEnd, files_receipt};
 use super::keyboard::single_key;
 use super::select::Choice;
 use super::v1::chord;
@@ -131,7 +132,7 @@ impl Tab {
                     self.key_up(&def).await?;
                 }
                 self.settle(&mut nav, until).await;
-                Ok(Receipt::dispatched(ActionKind::Press, frame).into())
+                Ok(Receipt::dispatched(action.kind(), frame).into())
             }
             ExtendedAction::Scroll(a) => {
                 let (dx, dy) = (f64::from(a.delta.x_px()), f64::from(a.delta.y_px()));
@@ -183,7 +184,7 @@ impl Tab {
                 if let Some(p) = via.iter().find(|p| !inside(**p)) {
                     return Err(BrowserError::NotActionable { reason: format!("path point ({:.0}, {:.0}) is outside the viewport", p.0, p.1) });
                 }
-                let kind = ActionKind::Click;
+                let kind = ExtendedKind::Drag;
                 match a.mode {
                     DragMode::Mouse => self.drag_mouse(from, &via, to).await?,
                     DragMode::Html5 => {
@@ -201,7 +202,9 @@ impl Tab {
                 let resolved = self.resolve_spec(record, &a.target).await?;
                 let facts = self.facts(&resolved).await?;
                 if facts.tag != "input" || facts.input_type != "file" {
-                    return Err(BrowserError::NotActionable { reason: format!("{} is not a file input (<input type=file>)", resolved.label) });
+                    // A control that opens a file chooser (see `files.rs`).
+                    let point = self.actionable_point(&resolved, Need::Pointer, viewport, until).await?;
+                    return Ok(self.upload_through_chooser(&resolved, point, &paths, &mut nav, until, frame).await?.into());
                 }
                 if facts.disabled {
                     return Err(BrowserError::NotActionable { reason: format!("{} is disabled", resolved.label) });
@@ -211,13 +214,7 @@ impl Tab {
                 }
                 let names = self.set_files(&resolved, &paths).await?;
                 self.settle(&mut nav, until).await;
-                let wanted: Vec<String> = paths.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
-                let kind = ActionKind::Type;
-                if names == wanted {
-                    Ok(Receipt::confirmed(kind, frame).into())
-                } else {
-                    Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, format!("the input holds {} files, not the {} chosen", names.len(), wanted.len())).into())
-                }
+                Ok(files_receipt(names, &paths, frame).into())
             }
             ExtendedAction::Navigate(_) | ExtendedAction::Wait(_) => match action.as_v1() {
                 Some(v1) => Ok(self.dispatch(&v1, record, now, options, until).await?.into()),

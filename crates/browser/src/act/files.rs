@@ -2,17 +2,49 @@
 //! ([`UploadRoot`]), and downloads a click was told to expect, saved into a directory the
 //! caller gave ([`DownloadInfo`]); not the decision to allow either (that is policy's and the
 //! runtime's: R3 actions, asked each time).
+//!
+//! # Uploads through a file chooser
+//!
+//! An `upload` whose target is an `<input type=file>` sets its files directly. Any other target
+//! is a control that opens a file chooser (a button whose handler clicks a hidden input, a
+//! label): the upload clicks it with interception on (`Page.setInterceptFileChooserDialog`) on
+//! the control's frame session, waits up to [`CHOOSER_WAIT`] for `Page.fileChooserOpened`, and
+//! answers that chooser's input with `DOM.setFileInputFiles`. The files are authorised before
+//! anything is sent, exactly as for a file input: a refused name clicks nothing.
+//!
+//! Interception is on only while one upload waits for its chooser, and is turned off again on
+//! every ending (answered, no chooser, refused, the action's deadline): the action turns it off
+//! after dispatch whatever happened, and `release_input` (every run's ending) after an action
+//! that was cancelled. An intercepted chooser is never left pending in Chromium
+//! (interception replaces opening it), so later clicks open choosers as usual. Outside an
+//! upload nothing is intercepted: a chooser that a plain click opens is Chromium's own —
+//! headless Chromium cancels it at once (the input gets `cancel`, no file is chosen), a headed
+//! browser shows the person its native dialog. A chooser that is not for an
+//! `<input type=file>`, or that takes one file when several were given, is not answered (the
+//! latter is cancelled, so the page sees `cancel`), and the receipt says why.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cdp::domains::dom::SetFileInputFiles;
+use cdp::EventStream;
+use cdp::domains::dom::{ResolveNode, SetFileInputFiles};
+use cdp::domains::page::{self, FileChooserOpened, SetInterceptFileChooserDialog};
 use protocol::extended::{UploadName, UploadNameError};
+use protocol::{ErrorCode, ExtendedKind, FrameId, Receipt};
 use serde_json::{Value, json};
 
 use super::element::Resolved;
 use crate::BrowserError;
 use crate::tab::{Tab, lock};
+
+/// How long an upload through a control waits for the page to open a file chooser after the
+/// click. A page can open one only while the click's user activation lasts, and does so from
+/// the click's handler, so a chooser comes at once or not at all.
+const CHOOSER_WAIT: Duration = Duration::from_secs(3);
+/// Kept back from the action's deadline so a chooser that never opens still yields a receipt.
+const CHOOSER_MARGIN: Duration = Duration::from_millis(250);
+/// The longest turning interception off may take (a lost session must not hold up the action).
+const DISARM_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A directory of files a run may upload. An upload name maps to `root/name` only after the
 /// protocol's own name rules (no absolute paths, `..`, `~`, `:`, backslashes, control
@@ -116,6 +148,90 @@ impl Tab {
         Ok(names.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default())
     }
 
+    /// Uploads `paths` through the file chooser that clicking `control` (at `point`) opens.
+    /// See the module docs; the paths are authorised already.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn upload_through_chooser(
+        &self,
+        control: &Resolved,
+        point: (f64, f64),
+        paths: &[PathBuf],
+        nav: &mut EventStream,
+        until: Instant,
+        frame: FrameId,
+    ) -> Result<Receipt, BrowserError> {
+        let kind = ExtendedKind::Upload;
+        let session = control.session.clone();
+        // Subscribed before interception is on, so the chooser's event cannot be missed.
+        let mut opened = session.subscribe(&["Page.fileChooserOpened"]);
+        if session.id() != self.session.id() {
+            // An out-of-process frame's session reports choosers only with its Page domain on.
+            session.call(page::Enable {}).await?;
+        }
+        lock(&self.state).intercepting_choosers = Some(session.clone());
+        session.call(SetInterceptFileChooserDialog { enabled: true, cancel: None }).await?;
+        let (moved, clicked) = tokio::join!(self.mouse_move(point.0, point.1), self.mouse_click(point.0, point.1, "left", 1, 0));
+        moved?;
+        clicked?;
+        let wait_until = (Instant::now() + CHOOSER_WAIT).min(until.checked_sub(CHOOSER_MARGIN).unwrap_or(until));
+        let chooser = loop {
+            match tokio::time::timeout_at(wait_until.into(), opened.recv()).await {
+                Ok(Some(Ok(event))) => {
+                    if let Some(chooser) = event.parse::<FileChooserOpened>() {
+                        break Some(chooser);
+                    }
+                }
+                Ok(Some(Err(_))) => continue,
+                Ok(None) | Err(_) => break None,
+            }
+        };
+        self.stop_intercepting_choosers().await;
+        let Some(chooser) = chooser else {
+            self.settle(nav, until).await;
+            let detail = format!("clicking {} opened no file chooser; target the file input, or the control that opens its chooser", control.label);
+            return Ok(Receipt::failed(kind, frame, ErrorCode::InvalidAction, true, detail));
+        };
+        let Some(backend) = chooser.backend_node_id else {
+            self.settle(nav, until).await;
+            let detail = "the page opened a file picker that is not an <input type=file>; it cannot be answered";
+            return Ok(Receipt::failed(kind, frame, ErrorCode::InvalidAction, true, detail));
+        };
+        let object = session.call(ResolveNode { backend_node_id: Some(backend), execution_context_id: None }).await?;
+        let object_id = object.object.object_id.ok_or_else(|| BrowserError::Internal { reason: "the file chooser's input has no object".into() })?;
+        let input = Resolved {
+            label: format!("the file input {} opened", control.label),
+            session,
+            backend_node_id: backend,
+            object_id,
+            frame_offset: control.frame_offset,
+            observed_bounds: None,
+            role: String::new(),
+            name: String::new(),
+        };
+        if chooser.mode != "selectMultiple" && paths.len() > 1 {
+            // Not answered; cancelled, so the page is not left waiting for a choice.
+            let _ = self.call_on(&input, "function () { this.dispatchEvent(new Event('cancel', { bubbles: true })); }", vec![], false).await;
+            self.settle(nav, until).await;
+            let detail = format!("the file chooser {} opened takes one file, not {}; it was cancelled", control.label, paths.len());
+            return Ok(Receipt::failed(kind, frame, ErrorCode::InvalidAction, true, detail));
+        }
+        let names = self.set_files(&input, paths).await?;
+        self.settle(nav, until).await;
+        Ok(files_receipt(names, paths, frame))
+    }
+
+    /// Turns file-chooser interception off, if an upload turned it on. Best effort: a session
+    /// that is gone intercepts nothing any more.
+    pub(crate) async fn stop_intercepting_choosers(&self) {
+        let Some(session) = lock(&self.state).intercepting_choosers.take() else { return };
+        let off = session.call(SetInterceptFileChooserDialog { enabled: false, cancel: None });
+        match tokio::time::timeout(DISARM_TIMEOUT, off).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "file-chooser interception could not be turned off"),
+            Err(_) => tracing::debug!("turning file-chooser interception off timed out"),
+        }
+    }
+
     /// Arms a download capture into `dir`: `Browser.setDownloadBehavior` with `allowAndName`
     /// and events, scoped to this tab's browser context when Chromium accepts that.
     pub(super) async fn arm_download(&self, dir: &Path) -> Result<DownloadCapture, BrowserError> {
@@ -194,5 +310,16 @@ impl Tab {
             }
         }
         self.children.list().iter().any(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
+    }
+}
+
+/// The receipt of setting files: confirmed when the input holds exactly the chosen names.
+pub(super) fn files_receipt(names: Vec<String>, paths: &[PathBuf], frame: FrameId) -> Receipt {
+    let wanted: Vec<String> = paths.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+    if names == wanted {
+        Receipt::confirmed(ExtendedKind::Upload, frame)
+    } else {
+        let detail = format!("the input holds {} files, not the {} chosen", names.len(), wanted.len());
+        Receipt::failed(ExtendedKind::Upload, frame, ErrorCode::InvalidAction, true, detail)
     }
 }

@@ -270,12 +270,14 @@ impl Tab {
     /// Releases every key and mouse button still held on this tab (`key_down` without
     /// `key_up`, a drag cut short): the runtime calls it when a run ends or is cancelled.
     /// Sends `keyUp` for each held key (last pressed first) and `mouseReleased` for each held
-    /// button, where it was pressed. Idempotent; on a lost tab it only forgets them.
+    /// button, where it was pressed. Idempotent; on a lost tab it only forgets them. File-chooser
+    /// interception that a cancelled upload left on is turned off too.
     pub async fn release_input(&self) -> Result<(), BrowserError> {
         // Never interleaved with an action: a cancelled action has dropped the barrier already.
         let _write = tokio::time::timeout(RELEASE_WAIT, self.barrier.write())
             .await
             .map_err(|_| BrowserError::Timeout { what: "waiting for the tab's write barrier to release input".into(), after_ms: RELEASE_WAIT.as_millis() as u64 })?;
+        self.stop_intercepting_choosers().await;
         let (keys, buttons) = {
             let mut state = lock(&self.state);
             (std::mem::take(&mut state.held.keys), std::mem::take(&mut state.held.buttons))

@@ -126,7 +126,15 @@ impl Tab {
     async fn enter_frame(&self, record: &ObservationRecord, scope: &Scope, step: &FrameStep) -> Result<Scope, BrowserError> {
         let (session, backend, offset, label) = match step {
             FrameStep::Element { element } => {
-                let r = self.resolve(record, element).await?;
+                let r = self.resolve_frame(record, element).await?;
+                // The chain's rule holds for refs too: each step's frame is in the document
+                // the previous step entered (the page's, for the first).
+                if !self.owned_by(&r, scope).await? {
+                    let searched = if scope.within.is_empty() { "the page's document".to_owned() } else { format!("the document{}", scope.within) };
+                    return Err(BrowserError::NotActionable {
+                        reason: format!("{} is not in {searched}; name the frames that hold it first, outermost first", r.label),
+                    });
+                }
                 (r.session.clone(), r.backend_node_id, r.frame_offset, r.label.clone())
             }
             FrameStep::Title { text, exact } => {
@@ -168,6 +176,35 @@ impl Tab {
         let corner = quads.quads.first().filter(|q| q.len() == 8).map(|q| (q[0], q[1])).ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} is not visible") })?;
         let document = document_object(&child.session).await?;
         Ok(Scope { session: child.session, document, offset: (offset.0 + corner.0, offset.1 + corner.1), within })
+    }
+
+    /// Whether an element belongs to the scope's document (shadow roots included). Objects of
+    /// two frames live in two JavaScript worlds and cannot meet in one call, so the element's
+    /// owner document and the scope's document are compared as DOM nodes.
+    async fn owned_by(&self, r: &Resolved, scope: &Scope) -> Result<bool, BrowserError> {
+        if r.session.id() != scope.session.id() {
+            return Ok(false);
+        }
+        let owner = scope
+            .session
+            .call(CallFunctionOn {
+                function_declaration: "function () { return this.ownerDocument; }".to_owned(),
+                object_id: Some(r.object_id.clone()),
+                return_by_value: Some(false),
+                ..Default::default()
+            })
+            .await?;
+        let Some(owner) = owner.result.object_id else { return Ok(false) };
+        let timeout = scope.session.connection().default_timeout();
+        let backend = |object: String| {
+            let session = scope.session.clone();
+            async move {
+                let described = session.send_raw("DOM.describeNode", json!({ "objectId": object }), timeout).await?;
+                Ok::<_, BrowserError>(described.pointer("/node/backendNodeId").and_then(Value::as_i64))
+            }
+        };
+        let (owner, document) = tokio::join!(backend(owner), backend(scope.document.clone()));
+        Ok(matches!((owner?, document?), (Some(a), Some(b)) if a == b))
     }
 
     /// Role (and name) matches from the accessibility tree of the scope's document.

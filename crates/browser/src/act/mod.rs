@@ -6,6 +6,8 @@
 //! must still show the same document, URL and viewport (size, scale, zoom, scroll); a ref must
 //! still resolve to the same node with the same role and name; a locator must match exactly one
 //! element; upload files must be authorised. A failed check returns an error and sends nothing.
+//! An upload whose target is not a file input clicks it and answers the file chooser it opens
+//! (`files.rs`).
 //! Actionability (visible, stable across two animation frames, enabled, editable for text, in
 //! the viewport, and receiving the pointer at the click point) is retried within the action's
 //! deadline; a covered element is refused with the covering element named.
@@ -85,9 +87,7 @@ impl Default for ActOptions {
 /// What an action did.
 #[derive(Debug)]
 pub struct ActOutcome {
-    /// The exact kind of action run. The receipt names a v1 kind: for the extended-only kinds
-    /// that is the nearest one (`drag` → click, `key_down`/`key_up` → press, `upload` → type,
-    /// `dialog` → click), until receipts carry extended kinds.
+    /// The exact kind of action run (the receipt names the same kind).
     pub action: ExtendedKind,
     pub receipt: Receipt,
     /// The fresh observation after the action (absent while a dialog blocks the page).
@@ -161,7 +161,11 @@ impl Tab {
                     Step::Extended(action) => self.dispatch_extended(action, &record, &now, options, until).await,
                 }
             };
-            match tokio::time::timeout_at(until.into(), dispatch).await {
+            let dispatched = tokio::time::timeout_at(until.into(), dispatch).await;
+            // An upload through a file chooser intercepts choosers only while it waits for one;
+            // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
+            self.stop_intercepting_choosers().await;
+            match dispatched {
                 Ok(result) => result?,
                 Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
             }
@@ -219,7 +223,7 @@ impl Tab {
             let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);
             self.handle_dialog(accept, text).await?;
             self.settle(&mut nav, until).await;
-            Receipt::confirmed(protocol::ActionKind::Click, answer.expected_frame_id.clone())
+            Receipt::confirmed(ExtendedKind::Dialog, answer.expected_frame_id.clone())
         };
         Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, options).await)
     }

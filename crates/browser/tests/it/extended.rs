@@ -77,10 +77,11 @@ async fn double_triple_and_right_clicks_with_held_modifiers_and_keys() {
     // Shift held across actions: a plain click (the v1 path) carries it, then it is released.
     observe_eval(&tab, "events.length = 0").await;
     let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_down", "key": "Shift"})), &options).await;
-    assert_eq!(outcome.action, ExtendedKind::KeyDown);
+    assert_eq!((outcome.action, outcome.receipt.action()), (ExtendedKind::KeyDown, ExtendedKind::KeyDown));
     assert_eq!(tab.held_keys(), ["Shift"]);
     let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "click", "target": clicker})), &options).await;
-    let (_, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_up", "key": "Shift"})), &options).await;
+    let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "key_up", "key": "Shift"})), &options).await;
+    assert_eq!(outcome.receipt.action(), ExtendedKind::KeyUp);
     assert_eq!(strings(observe_eval(&tab, "events").await), ["click:0:1:true:false:false:false"]);
     assert_eq!(strings(observe_eval(&tab, "keys.splice(0)").await), ["down:Shift", "up:Shift"]);
     let o = o.unwrap();
@@ -107,6 +108,9 @@ async fn a_sortable_list_reordered_along_a_path_html5_drop_and_a_horizontal_scro
     let (outcome, o) = act(&tab, on(&o, drag), &options).await;
     assert_eq!(outcome.action, ExtendedKind::Drag);
     assert_eq!(outcome.receipt.state(), ReceiptState::Dispatched);
+    // The receipt names the drag as sent, not a stand-in v1 kind.
+    assert_eq!(outcome.receipt.action(), ExtendedKind::Drag);
+    assert_eq!(serde_json::to_value(&outcome.receipt).unwrap()["action"], "drag");
     assert_eq!(strings(observe_eval(&tab, "[...document.querySelectorAll('#list li')].map(l => l.textContent)").await), ["Beta", "Gamma", "Delta", "Alpha"]);
     assert_eq!(observe_eval(&tab, "zoneSeen").await, true, "the pointer passed over the zone with the button down");
     assert!(tab.held_keys().is_empty());
@@ -181,7 +185,7 @@ async fn uploads_only_from_the_authorised_folder_and_refusals_send_nothing() {
     assert_eq!(observe_eval(&tab, "document.getElementById('file').files.length").await, 0);
 
     let (outcome, _) = act(&tab, upload(json!(["notes.txt"])), &options).await;
-    assert_eq!(outcome.action, ExtendedKind::Upload);
+    assert_eq!((outcome.action, outcome.receipt.action()), (ExtendedKind::Upload, ExtendedKind::Upload));
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let mut posted = env.server.requests_to("/upload");
     for _ in 0..100 {
@@ -193,6 +197,125 @@ async fn uploads_only_from_the_authorised_folder_and_refusals_send_nothing() {
     }
     let body = String::from_utf8_lossy(&posted[0].body).into_owned();
     assert!(body.contains("filename=\"notes.txt\"") && body.contains("hello upload"), "{body}");
+}
+
+/// Waits (bounded) for the fixture server to log a request to `path`.
+async fn posted(env: &crate::Env, path: &str) -> Vec<test_support::RequestRecord> {
+    for _ in 0..100 {
+        let posted = env.server.requests_to(path);
+        if !posted.is_empty() {
+            return posted;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Vec::new()
+}
+
+#[tokio::test]
+async fn uploads_through_a_file_chooser_a_button_opens_and_refusals_click_nothing() {
+    let env = env().await;
+    let tab = env.open("/file-chooser.html").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let events = || async { strings(observe_eval(&tab, "events.splice(0)").await) };
+    let o = observe(&tab).await;
+    let attach = role("button", "Attach files");
+    let upload = |o: &Observation, target: &Value, files: Value| on(o, json!({"type": "upload", "target": target, "files": files}));
+
+    // Refused names are refused before the click: no chooser opens, nothing is posted.
+    for (files, why) in [(json!(["escape"]), "leads outside"), (json!(["missing.txt"]), "not among the files")] {
+        let err = refused(&tab, upload(&o, &attach, files), &options).await;
+        assert_eq!(err.code(), ErrorCode::InvalidAction);
+        assert!(err.to_string().contains(why), "{err}");
+    }
+    let err = refused(&tab, upload(&o, &attach, json!(["notes.txt"])), &ActOptions::default()).await;
+    assert!(err.to_string().contains("no files for upload"), "{err}");
+    assert!(events().await.is_empty(), "no chooser opened");
+    assert!(env.server.writes().is_empty(), "a refused upload sends nothing");
+
+    // Allowed: the button's chooser is answered with both files.
+    let (outcome, o) = act(&tab, upload(&o, &attach, json!(["notes.txt", "other.txt"])), &options).await;
+    assert_eq!((outcome.receipt.action(), outcome.receipt.state()), (ExtendedKind::Upload, ReceiptState::Confirmed), "{:?}", outcome.receipt);
+    assert_eq!(events().await, ["change:many:notes.txt,other.txt"]);
+    let body = String::from_utf8_lossy(&posted(&env, "/chooser-upload").await[0].body).into_owned();
+    assert!(body.contains("filename=\"notes.txt\"") && body.contains("hello upload") && body.contains("filename=\"other.txt\""), "{body}");
+
+    // A single-file chooser given two files is cancelled, not half answered.
+    let avatar = role("button", "Choose avatar");
+    let o = o.unwrap();
+    let (outcome, o) = act(&tab, upload(&o, &avatar, json!(["notes.txt", "other.txt"])), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Failed);
+    assert!(outcome.receipt.detail().unwrap().contains("takes one file, not 2"), "{:?}", outcome.receipt);
+    assert_eq!(events().await, ["cancel:one"]);
+    let (outcome, o) = act(&tab, upload(&o.unwrap(), &avatar, json!(["other.txt"])), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    assert_eq!(events().await, ["change:one:other.txt"]);
+
+    // A control that opens no chooser: the click happened, the receipt says no chooser came.
+    let (outcome, _) = act(&tab, upload(&o.unwrap(), &role("button", "Not a chooser"), json!(["notes.txt"])), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Failed);
+    assert!(outcome.receipt.effect_uncertain());
+    assert!(outcome.receipt.detail().unwrap().contains("opened no file chooser"), "{:?}", outcome.receipt);
+    assert_eq!(observe_eval(&tab, "result.textContent").await, "clicked");
+    assert_eq!(env.server.requests_to("/chooser-upload").len(), 2, "only the two answered choosers posted");
+}
+
+#[tokio::test]
+async fn uploads_through_a_chooser_inside_a_cross_site_frame() {
+    let env = env().await;
+    let inner = env.server.url_on_host("localhost", "/file-chooser.html");
+    env.server.html("/chooser-frame", format!("<!doctype html><title>Outer</title><iframe title=Uploads src=\"{inner}\" width=600 height=300></iframe>"));
+    let tab = env.open("/chooser-frame").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let mut o = observe(&tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Attach files") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(&tab).await;
+    }
+    assert_eq!(tab.child_frame_count(), 1, "the frame is out of process");
+    let frame = ref_of(&o, "iframe", "Uploads");
+    let attach = json!({"kind": "role", "role": "button", "name": "Attach files", "frame": [{"kind": "element", "ref": frame}]});
+    let (outcome, _) = act(&tab, on(&o, json!({"type": "upload", "target": attach, "files": ["notes.txt"]})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    let body = String::from_utf8_lossy(&posted(&env, "/chooser-upload").await[0].body).into_owned();
+    assert!(body.contains("filename=\"notes.txt\""), "{body}");
+}
+
+#[tokio::test]
+async fn a_chooser_opened_without_an_upload_is_not_intercepted_and_does_not_block_later_ones() {
+    let env = env().await;
+    let tab = env.open("/file-chooser.html").await;
+    let root = upload_root();
+    let options = ActOptions { uploads: Some(UploadRoot::new(&root).unwrap()), ..Default::default() };
+    let mut intercepted = tab.session().subscribe(&["Page.fileChooserOpened"]);
+    let attach = role("button", "Attach files");
+    // A plain click opens Chromium's own chooser: nothing intercepts it (headless cancels it).
+    let o = observe(&tab).await;
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "click", "target": attach})), &options).await;
+    assert_eq!(outcome.receipt.action(), ExtendedKind::Click);
+    let cancelled = async {
+        for _ in 0..100 {
+            if observe_eval(&tab, "events.includes('cancel:many')").await == true {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    };
+    assert!(cancelled.await, "headless Chromium cancels a chooser nobody intercepts: {:?}", observe_eval(&tab, "events").await);
+    // An upload through the same button still gets its chooser, and interception ends with it.
+    let (outcome, o) = act(&tab, on(&o.unwrap(), json!({"type": "upload", "target": attach, "files": ["notes.txt"]})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    assert!(matches!(tokio::time::timeout(Duration::ZERO, intercepted.recv()).await, Ok(Some(Ok(_)))), "the upload's chooser was intercepted");
+    observe_eval(&tab, "events.length = 0").await;
+    act(&tab, on(&o.unwrap(), json!({"type": "click", "target": attach})), &options).await;
+    let after = tokio::time::timeout(Duration::from_millis(500), intercepted.recv()).await;
+    assert!(after.is_err(), "after the upload, choosers are no longer intercepted: {after:?}");
+    assert_eq!(posted(&env, "/chooser-upload").await.len(), 1);
 }
 
 #[tokio::test]
@@ -237,7 +360,7 @@ async fn every_dialog_kind_is_answered_and_answering_none_is_refused() {
         let mut answer = answer;
         answer["type"] = json!("dialog");
         let (outcome, after) = act(&tab, on(&o, answer), &options).await;
-        assert_eq!((outcome.action, outcome.receipt.state()), (ExtendedKind::Dialog, ReceiptState::Confirmed));
+        assert_eq!((outcome.action, outcome.receipt.action(), outcome.receipt.state()), (ExtendedKind::Dialog, ExtendedKind::Dialog, ReceiptState::Confirmed));
         assert!(tab.dialog().is_none());
         assert_eq!(result().await, expected);
         o = after.expect("a fresh observation once the dialog is answered");
@@ -313,4 +436,93 @@ async fn locators_inside_same_and_cross_origin_frames_through_a_frame_chain() {
     let missing = json!({"kind": "label", "text": "Coupon", "frame": [{"kind": "title", "text": "Checkout"}]});
     let err = refused(&tab, on(&observe(&tab).await, json!({"type": "type", "target": missing, "text": "x"})), &options).await;
     assert!(err.to_string().contains("no frame matches title \"Checkout\""), "{err}");
+}
+
+/// The ref of the element with this role and name in an observation.
+fn ref_of(o: &Observation, role: &str, name: &str) -> String {
+    let found = o.interactive_elements().iter().find(|e| e.role() == role && e.name() == name);
+    found.unwrap_or_else(|| panic!("{role} {name:?} has a ref:\n{}", o.aria_snapshot())).element().as_str().to_owned()
+}
+
+/// Observes until the cross-site frame of `/iframes.html` has loaded.
+async fn observe_frames(tab: &Tab) -> Observation {
+    let mut o = observe(tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Coupon") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(tab).await;
+    }
+    o
+}
+
+#[tokio::test]
+async fn frames_are_entered_by_the_ref_the_model_saw_same_and_cross_origin() {
+    let env = env().await;
+    let tab = env.open("/iframes.html").await;
+    let options = ActOptions::default();
+    observe_frames(&tab).await;
+    assert_eq!(tab.child_frame_count(), 1, "the cross-site frame is out of process");
+    observe_eval(&tab, "document.querySelector('iframe').contentDocument.querySelector('button').onclick = () => { document.title = 'inner clicked'; }").await;
+    let o = observe(&tab).await;
+    let (same, other) = (ref_of(&o, "iframe", "Same origin"), ref_of(&o, "iframe", "Other site"));
+    assert!(o.aria_snapshot().contains(&format!("- iframe \"Same origin\" [ref={same}]")), "{}", o.aria_snapshot());
+    let enter = |frame: &str| json!([{"kind": "element", "ref": frame}]);
+
+    let inner = json!({"kind": "role", "role": "button", "name": "Inner button", "frame": enter(&same)});
+    let (_, o) = act(&tab, on(&o, json!({"type": "click", "target": inner})), &options).await;
+    assert_eq!(observe_eval(&tab, "document.title").await, "inner clicked");
+    let o = o.unwrap();
+    let coupon = json!({"kind": "label", "text": "Coupon", "frame": enter(&other)});
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "type", "target": coupon, "text": "SAVE10"})), &options).await;
+    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
+    let o = o.unwrap();
+    assert!(o.aria_snapshot().contains("\"SAVE10\""));
+
+    // Only the frame entered is searched.
+    let wrong = json!({"kind": "label", "text": "Coupon", "frame": enter(&same)});
+    let err = refused(&tab, on(&o, json!({"type": "type", "target": wrong, "text": "x"})), &options).await;
+    assert!(err.to_string().contains(&format!("no element matches label \"Coupon\" in {same} iframe \"Same origin\"")), "{err}");
+    // A frame's ref names a frame to enter, not a target; an element's ref is not a frame.
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": {"kind": "element", "ref": same}})), &options).await;
+    assert_eq!(err.code(), ErrorCode::InvalidAction);
+    assert!(err.to_string().contains("is a frame"), "{err}");
+    let button = ref_of(&o, "button", "Inner button");
+    let not_a_frame = json!({"kind": "role", "role": "button", "frame": enter(&button)});
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": not_a_frame})), &options).await;
+    assert!(err.to_string().contains("is not a frame"), "{err}");
+    // A frame removed since the observation is stale, never a guess.
+    observe_eval(&tab, "document.querySelector('iframe').remove()").await;
+    let err = refused(&tab, on(&o, json!({"type": "click", "target": inner_in(&same)})), &options).await;
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    assert_eq!(observe_eval(&tab, "document.title").await, "inner clicked");
+}
+
+fn inner_in(frame: &str) -> Value {
+    json!({"kind": "role", "role": "button", "name": "Inner button", "frame": [{"kind": "element", "ref": frame}]})
+}
+
+#[tokio::test]
+async fn a_nested_frame_is_entered_through_its_parent_frame_by_refs() {
+    let env = env().await;
+    env.server.html("/nest-outer", "<!doctype html><title>Outer</title><iframe title=Middle src=/nest-middle width=500 height=300></iframe>");
+    env.server.html("/nest-middle", "<!doctype html><title>Middle</title><iframe title=Deep src=/nest-inner width=400 height=150></iframe>");
+    env.server.html("/nest-inner", "<!doctype html><title>Deep</title><button onclick=\"this.textContent = 'Pressed'\">Press me</button>");
+    let tab = env.open("/nest-outer").await;
+    let options = ActOptions::default();
+    let mut o = observe(&tab).await;
+    for _ in 0..50 {
+        if o.interactive_elements().iter().any(|e| e.name() == "Press me") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        o = observe(&tab).await;
+    }
+    let (middle, deep) = (ref_of(&o, "iframe", "Middle"), ref_of(&o, "iframe", "Deep"));
+    let press = |chain: Value| json!({"type": "click", "target": {"kind": "role", "role": "button", "name": "Press me", "frame": chain}});
+    let err = refused(&tab, on(&o, press(json!([{"kind": "element", "ref": deep}]))), &options).await;
+    assert!(err.to_string().contains("is not in the page's document"), "{err}");
+    let (_, o) = act(&tab, on(&o, press(json!([{"kind": "element", "ref": middle}, {"kind": "element", "ref": deep}]))), &options).await;
+    assert!(o.unwrap().aria_snapshot().contains("button \"Pressed\""));
 }

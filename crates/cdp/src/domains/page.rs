@@ -1,4 +1,4 @@
-//! `Page` domain: navigation, lifecycle events, layout metrics, screenshots, dialogs.
+//! `Page` domain: navigation, lifecycle events, layout metrics, screenshots, dialogs, file choosers.
 
 use serde::{Deserialize, Serialize};
 
@@ -212,6 +212,28 @@ pub struct JavascriptDialogOpening {
     #[serde(rename = "type")]
     pub dialog_type: String,
     pub default_prompt: Option<String>,
+}
+
+/// Turns file-chooser interception on or off: while on, a file chooser the page opens is not
+/// shown; `Page.fileChooserOpened` is sent instead and the chooser is answered (or not) with
+/// `DOM.setFileInputFiles`. `cancel: true` also cancels each intercepted chooser at once
+/// (the input gets its `cancel` event).
+#[derive(Debug, Clone, Serialize)]
+pub struct SetInterceptFileChooserDialog {
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<bool>,
+}
+command!(SetInterceptFileChooserDialog => "Page.setInterceptFileChooserDialog", Empty);
+
+/// Event `Page.fileChooserOpened` (only while interception is on); `mode` is `selectSingle` or
+/// `selectMultiple`; `backend_node_id` is the `<input type=file>`, absent for other pickers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FileChooserOpened {
+    pub frame_id: String,
+    pub mode: String,
+    pub backend_node_id: Option<i64>,
 }
 
 /// Event `Page.navigatedWithinDocument` (fragment changes, `history.pushState`).

@@ -21,7 +21,7 @@
 //! | `select` | `target` (element), exactly one of `value` and `values` (1..=50 distinct) |
 //! | `navigate`, `wait` | as v1 |
 //! | `drag` | `source`, `destination` (any), `path?` (≤ 50 `{x,y}`), `end_offset?` `{x,y}` ±2000, `mode?` mouse\|html5 |
-//! | `upload` | `target` (element), `files` (1..=20 distinct upload names) |
+//! | `upload` | `target` (element: the file input, or a control whose click opens a file chooser), `files` (1..=20 distinct upload names) |
 //! | `dialog` | `accept`, `prompt_text?` (≤ 10,000, only when accepting) |
 //!
 //! "any" targets are element refs, locators or viewport points; "element" targets are element
@@ -41,6 +41,8 @@
 //! - Modifiers are a set (an array without duplicates); `key_down` takes one key, `press` a
 //!   chord.
 //! - `dialog` answers the dialog blocking the leased tab; it needs no target.
+//! - A [`crate::Receipt`] names the action by the `type` it was sent with (`drag`, not a v1
+//!   stand-in); v1 actions keep v1's names.
 
 pub mod action;
 pub mod branch;

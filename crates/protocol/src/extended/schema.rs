@@ -218,7 +218,7 @@ pub fn extended_action_tool_schema() -> Value {
          locator found afresh when the action runs: {{kind:role, role, name?}}, {{kind:label, \
          text}}, {{kind:text, text}}, {{kind:test_id, id}}, each with exact? (false: \
          case-insensitive substring; true: case-sensitive whole text) and frame? (iframes to \
-         enter, outermost first). A locator must match exactly one element. Point targets \
+         enter, outermost first, each by the iframe's ref, title or test_id). A locator must match exactly one element. Point targets \
          {{kind:point, x, y}} (viewport CSS pixels) only for click, hover and drag. scroll needs \
          delta_x or delta_y; select takes value or values, not both; dialog takes prompt_text \
          only with accept true; upload files are names the runtime offers, never paths.",

@@ -2,8 +2,8 @@
 
 use protocol::{
     ActionKind, ArtifactId, ArtifactKind, ArtifactRef, CompletionEvidence, ElementRef, ErrorCode,
-    EvidenceKind, FrameId, LeaseId, ReasonCode, Receipt, ReceiptState, RunId, RunResult,
-    RunResultError, RunStatus, RunTarget, SurfaceKind, TabId,
+    EvidenceKind, ExtendedKind, FrameId, LeaseId, ReasonCode, Receipt, ReceiptState, RunId,
+    RunResult, RunResultError, RunStatus, RunTarget, SurfaceKind, TabId,
 };
 
 fn target() -> RunTarget {
@@ -135,6 +135,34 @@ fn receipts_tie_uncertainty_to_state() {
         "no ack",
     );
     insta::assert_json_snapshot!("receipt_failed_uncertain", failed);
+}
+
+#[test]
+fn receipts_name_the_exact_action_kind_v1_names_unchanged() {
+    // Every kind of the extended set is named as sent; none stands in for another.
+    for kind in ExtendedKind::ALL {
+        let receipt = Receipt::dispatched(kind, frame());
+        assert_eq!(receipt.action(), kind);
+        let json = serde_json::to_value(&receipt).expect("serializes");
+        assert_eq!(json["action"], kind.as_str(), "{json}");
+        assert_eq!(receipt.v1_action(), ActionKind::from_wire(kind.as_str()));
+    }
+    let drag =
+        serde_json::to_value(Receipt::dispatched(ExtendedKind::Drag, frame())).expect("serializes");
+    assert_eq!(drag["action"], "drag");
+    assert_eq!(
+        Receipt::confirmed(ExtendedKind::Upload, frame()).v1_action(),
+        None
+    );
+    // A v1 receipt reads exactly as before: the v1 kind's own name, built from `ActionKind`.
+    for kind in ActionKind::ALL {
+        let from_v1 = serde_json::to_value(Receipt::confirmed(kind, frame())).expect("serializes");
+        let from_extended =
+            serde_json::to_value(Receipt::confirmed(ExtendedKind::from(kind), frame()))
+                .expect("serializes");
+        assert_eq!(from_v1, from_extended);
+        assert_eq!(from_v1["action"], kind.as_str());
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The direct action path (the MCP `act` tool): policy, approvals that only a person gives, and
-//! the extended set with authorised uploads.
+//! the extended set with authorised uploads and receipts that name the action as sent.
 
 use protocol::ErrorCode;
 use runtime::ApprovalDecision;
@@ -74,4 +74,31 @@ async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_a
     }))
     .unwrap();
     assert_eq!(env.runtime.act_extended(&env.session, None, &delete, &Default::default()).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+}
+
+#[tokio::test]
+async fn a_drag_receipt_says_drag_and_a_v1_click_receipt_says_click() {
+    let env = env("direct-receipts", true).await;
+    env.runtime.open_tab(&env.session, &env.server.url("/pointer.html")).await.unwrap();
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let drag = protocol::validate_extended_action(&json!({
+        "type": "drag", "expected_frame_id": o.frame_id().as_str(),
+        "source": {"kind": "text", "text": "Alpha", "exact": true}, "destination": {"kind": "text", "text": "Delta", "exact": true},
+        "end_offset": {"x": 0, "y": 8}, "intent": "reorder"
+    }))
+    .unwrap();
+    let outcome = env.runtime.act_extended(&env.session, None, &drag, &Default::default()).await.unwrap();
+    assert_eq!(outcome.receipt.action(), protocol::ExtendedKind::Drag);
+    assert_eq!(outcome.receipt.v1_action(), None);
+    let wire = serde_json::to_value(&outcome.receipt).unwrap();
+    assert_eq!(wire["action"], "drag", "{wire}");
+    // A v1 action's receipt keeps its v1 name.
+    let o = outcome.observation.unwrap();
+    let click = protocol::validate_extended_action(&json!({
+        "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o, "Clicker")}, "intent": "click"
+    }))
+    .unwrap();
+    let outcome = env.runtime.act_extended(&env.session, None, &click, &Default::default()).await.unwrap();
+    assert_eq!(outcome.receipt.v1_action(), Some(protocol::ActionKind::Click));
+    assert_eq!(serde_json::to_value(&outcome.receipt).unwrap()["action"], "click");
 }
