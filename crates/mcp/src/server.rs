@@ -143,11 +143,27 @@ impl GloveboxMcp {
 
     fn observation_result(&self, surface: Option<&SurfaceName>, receipt: Option<Value>, mut observation: Observation) -> CallToolResult {
         let image = observation.take_screenshot();
+        let v = observation.viewport();
         let mut header = json!({
             "surface": surface.map_or("primary", SurfaceName::as_str),
             "frame_id": observation.frame_id().as_str(),
             "interactive_elements": observation.interactive_elements().len(),
+            "viewport": format!(
+                "{}x{} scale {} zoom {} scroll {},{}",
+                v.width, v.height, v.device_scale_factor, v.page_zoom, v.scroll_x, v.scroll_y
+            ),
         });
+        let cut: Vec<&str> = [
+            (observation.aria_truncated(), "snapshot"),
+            (observation.elements_truncated(), "interactive_elements"),
+            (observation.console_truncated(), "console_errors"),
+        ]
+        .into_iter()
+        .filter_map(|(cut, what)| cut.then_some(what))
+        .collect();
+        if !cut.is_empty() {
+            header["truncated"] = json!(cut);
+        }
         let mut content = Vec::new();
         if let Some(receipt) = &receipt {
             header["receipt_state"] = receipt.get("state").cloned().unwrap_or(Value::Null);
@@ -156,8 +172,7 @@ impl GloveboxMcp {
         if let Some(receipt) = receipt {
             content.push(self.wrap("receipt", &receipt));
         }
-        let value = serde_json::to_value(&observation).unwrap_or(Value::Null);
-        content.push(self.wrap("observation", &value));
+        content.push(Content::text(self.session.untrusted.wrap("observation", &observation_text(&observation))));
         if let Some(image) = image {
             let mime = serde_json::to_value(image.mime).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "image/png".into());
             content.push(Content::image(image.data, mime));
@@ -344,4 +359,46 @@ impl ServerHandler for GloveboxMcp {
         let args = request.arguments.unwrap_or_default();
         Ok(self.dispatch(&request.name, args, &context.peer).await.into())
     }
+}
+
+/// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
+/// inline), then only what the snapshot does not already say — interactive elements it left out
+/// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
+/// cut) travel in the trusted header; the full `Observation` stays the host API's shape.
+pub(crate) fn observation_text(o: &Observation) -> String {
+    let snapshot = o.aria_snapshot();
+    let mut out = String::with_capacity(snapshot.len() + 128);
+    out.push_str("url: ");
+    out.push_str(o.url());
+    out.push_str("\ntitle: ");
+    out.push_str(o.title());
+    out.push('\n');
+    out.push_str(snapshot);
+    let left_out: Vec<_> =
+        o.interactive_elements().iter().filter(|e| !snapshot.contains(&format!("[ref={}]", e.element().as_str()))).collect();
+    if !left_out.is_empty() {
+        out.push_str("interactive elements outside the text above:\n");
+        for e in left_out {
+            out.push_str(&format!("- {} {:?} [ref={}]", e.role(), e.name(), e.element().as_str()));
+            for state in e.states() {
+                out.push_str(&format!(" [{state}]"));
+            }
+            if let Some(value) = e.value() {
+                out.push_str(&format!(": {value:?}"));
+            }
+            out.push('\n');
+        }
+    }
+    if !o.console_errors().is_empty() {
+        out.push_str("console errors:\n");
+        for c in o.console_errors() {
+            out.push_str("- ");
+            out.push_str(c);
+            out.push('\n');
+        }
+    }
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    out
 }

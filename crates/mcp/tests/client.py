@@ -45,7 +45,10 @@ async def call(session, name, arguments=None):
     page = None
     for t in texts[1:]:
         m = re.search(r'<untrusted-page-content nonce="([0-9a-f]+)" what="([^"]+)">\n[^\n]*\n(.*)\n</untrusted-page-content nonce="\1">$', t, re.S)
-        if m and m.group(2) in ("observation", "surface context", "tabs"):
+        if m and m.group(2) == "observation":
+            # Text for the model: url and title lines, then the snapshot; the frame id is in the header.
+            page = {"aria_snapshot": m.group(3), "frame_id": header.get("frame_id")}
+        elif m and m.group(2) in ("surface context", "tabs"):
             page = json.loads(m.group(3))
     return {"error": bool(result.isError), "header": header, "page": page, "texts": texts, "images": images}
 
