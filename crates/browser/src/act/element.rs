@@ -70,7 +70,8 @@ impl Tab {
         })?;
         let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
         let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
-        let session = &binding.session;
+        // After a detach and resume the observed session is gone; the same frame's live one serves.
+        let session = &self.live_session(&binding.session);
         let (object, ax) = tokio::join!(
             session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }),
             session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }),
@@ -88,7 +89,7 @@ impl Tab {
         }
         let resolved = Resolved {
             label: format!("{} {} \"{}\"", element.as_str(), binding.role, binding.name),
-            session: binding.session.clone(),
+            session: session.clone(),
             backend_node_id: binding.backend_node_id,
             object_id,
             frame_offset: binding.frame_offset,
