@@ -337,6 +337,12 @@ impl Tab {
         lock(&self.state).console.clear();
     }
 
+    /// Why this attachment no longer works (the target closed or crashed, the session was
+    /// detached from outside, the connection dropped), or `None` while it does.
+    pub fn lost(&self) -> Option<String> {
+        lock(&self.state).lost.clone()
+    }
+
     pub(crate) fn check_alive(&self) -> Result<(), BrowserError> {
         match &lock(&self.state).lost {
             Some(reason) => Err(BrowserError::TargetLost { reason: reason.clone() }),
