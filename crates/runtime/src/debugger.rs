@@ -47,8 +47,9 @@ pub struct DebuggerLeaseStatus {
     pub detach_pending: bool,
     /// A detach got no answer; it is retried (a recovery record says so).
     pub detach_failed: bool,
-    /// Attachments made and detaches completed over the lease's life.
+    /// Attachments made over the lease's life.
     pub attaches: u64,
+    /// Detaches completed over the lease's life.
     pub detaches: u64,
 }
 
