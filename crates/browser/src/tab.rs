@@ -139,9 +139,12 @@ impl Tab {
             "Page.javascriptDialogClosed",
         ]);
         // Popups are announced at the browser level, with this tab as their opener.
-        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods(["Target.targetCreated"]));
+        // So is the end of this session, whoever ended it (a detach from outside leaves the tab
+        // open but this attachment dead).
+        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods(["Target.targetCreated", "Target.detachedFromTarget"]));
         let tracked = state.clone();
         let me = target_id.0.clone();
+        let my_session = session.id().map(|id| id.0.clone());
         let events_task = tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -151,6 +154,12 @@ impl Tab {
                         None => break,
                     },
                     item = opened.recv() => match item {
+                        Some(Ok(event)) if event.method == "Target.detachedFromTarget" => {
+                            if my_session.is_some() && event.params.get("sessionId").and_then(serde_json::Value::as_str) == my_session.as_deref() {
+                                lock(&tracked).lost.get_or_insert_with(|| "the debugger session was detached".to_owned());
+                                break;
+                            }
+                        }
                         Some(Ok(event)) => {
                             if let Some(created) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
                                 if created.target_info.opener_id.as_ref().is_some_and(|o| o.0 == me) {

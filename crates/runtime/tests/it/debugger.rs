@@ -186,3 +186,29 @@ async fn a_failed_detach_is_retried_at_disposal() {
     assert!(store.pending_recoveries(&store::SessionId::new(&env.session)).unwrap().is_empty());
     assert_eq!(store.get_resource(&store::ResourceId::new(&resource)).unwrap().state, store::ResourceState::Released);
 }
+
+#[tokio::test]
+async fn a_debugger_detached_from_outside_clears_only_the_attachment_and_the_next_operation_attaches_again() {
+    // `002_…`: "用户手动取消调试只清除 debugger attach 状态，不关闭 Tab、不 release claim、不清除
+    // ownership"; here the session is ended behind the lease's back (as a user's "cancel" does).
+    let env = env_with("debugger-cancelled", true, |c| c.debugger_idle_detach = Duration::from_secs(3600)).await;
+    let s = &env.session;
+    let user = env.runtime.register_user_tab(&env.server.url("/counter.html")).await.unwrap();
+    env.runtime.claim_tab(s, &user).await.unwrap();
+    let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
+    let target = db_target(&env, &user);
+    let browser = env.runtime.connection().browser();
+    browser.send_raw("Target.detachFromTarget", serde_json::json!({ "targetId": target }), Duration::from_secs(5)).await.unwrap();
+    eventually("the lease sees its attachment gone", || !lease(&env).attached).await;
+    let status = env.runtime.status(s).unwrap();
+    assert_eq!((status.tabs[0].ownership.as_str(), status.tabs[0].state.as_str()), ("agent_claimed", "owned"), "claim and ownership stay: {status:?}");
+    assert_eq!(page_targets(&env, "/counter.html").await.0, 1, "the tab stays open");
+    // Attached again on demand; the frame the model holds still acts.
+    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default()).await.unwrap();
+    assert_eq!(lease(&env).attaches, 2);
+}
+
+fn db_target(env: &crate::Env, resource: &str) -> String {
+    let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
+    store.get_resource(&store::ResourceId::new(resource)).unwrap().cdp_target_id.unwrap().to_string()
+}
