@@ -9,6 +9,8 @@
 //! action and [`Tab::act_extended`] one of the extended set (`glovebox.actions/2`: buttons,
 //! click counts, modifiers, held keys, drags, uploads from an [`UploadRoot`], downloads,
 //! dialogs, locators with frame chains); [`Tab::release_input`] lets go of held keys and buttons.
+//! [`Tab::detach`] ends an attachment without closing the tab, and [`Tab::resume`] attaches again
+//! with the [`TabMemory`] of the last one, so a frame observed before still holds after.
 
 mod act;
 mod capture;
@@ -28,4 +30,4 @@ pub use act::{ActOptions, ActOutcome, DownloadInfo, Typing, UploadRefused, Uploa
 pub use error::BrowserError;
 pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
 pub use image::decode_base64;
-pub use tab::{Dialog, Tab};
+pub use tab::{Dialog, Tab, TabMemory};

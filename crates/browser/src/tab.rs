@@ -83,15 +83,49 @@ struct ContextAux {
     frame_id: Option<String>,
 }
 
+/// What a tab remembers across a detach and the next attach to the same target: the latest
+/// observation (its frame id and refs stay valid while the page is unchanged — an action still
+/// checks the document, URL and viewport against it), the text typed as secret (scrubbed from
+/// every later observation), the navigation epoch and the console errors collected so far.
+/// Console errors, dialogs and popups that happen while no session is attached are not seen.
+#[derive(Clone, Default)]
+pub struct TabMemory {
+    latest: Option<Arc<ObservationRecord>>,
+    secrets: policy::SecretRegistry,
+    navigation_epoch: u64,
+    console: ConsoleLog,
+}
+
+impl std::fmt::Debug for TabMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Secrets never reach a log.
+        f.debug_struct("TabMemory")
+            .field("latest", &self.latest.as_ref().map(|r| r.frame_id.as_str().to_owned()))
+            .field("navigation_epoch", &self.navigation_epoch)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Tab {
     /// Starts tracking an attached page session: enables the domains Glovebox needs, installs the
     /// isolated world in every current and future document, and follows child frames.
     pub async fn attach(session: Session) -> Result<Tab, BrowserError> {
+        Tab::resume(session, TabMemory::default()).await
+    }
+
+    /// [`Tab::attach`] to a target this process was attached to before, carrying what the
+    /// earlier attachment remembered (see [`TabMemory`]).
+    pub async fn resume(session: Session, memory: TabMemory) -> Result<Tab, BrowserError> {
         let target_id = session
             .target_id()
             .cloned()
             .ok_or_else(|| BrowserError::Internal { reason: "a tab needs a target session".into() })?;
-        let state = Arc::new(Mutex::new(TabState::default()));
+        let state = Arc::new(Mutex::new(TabState {
+            navigation_epoch: memory.navigation_epoch,
+            secrets: memory.secrets,
+            console: memory.console,
+            ..TabState::default()
+        }));
         // Subscribe before enabling so the initial context announcements are not missed.
         let mut events = session.subscribe(&[
             "Page.frameNavigated",
@@ -108,9 +142,12 @@ impl Tab {
             "Page.javascriptDialogClosed",
         ]);
         // Popups are announced at the browser level, with this tab as their opener.
-        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods(["Target.targetCreated"]));
+        // So is the end of this session, whoever ended it (a detach from outside leaves the tab
+        // open but this attachment dead).
+        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods(["Target.targetCreated", "Target.detachedFromTarget"]));
         let tracked = state.clone();
         let me = target_id.0.clone();
+        let my_session = session.id().map(|id| id.0.clone());
         let events_task = tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -120,6 +157,12 @@ impl Tab {
                         None => break,
                     },
                     item = opened.recv() => match item {
+                        Some(Ok(event)) if event.method == "Target.detachedFromTarget" => {
+                            if my_session.is_some() && event.params.get("sessionId").and_then(serde_json::Value::as_str) == my_session.as_deref() {
+                                lock(&tracked).lost.get_or_insert_with(|| "the debugger session was detached".to_owned());
+                                break;
+                            }
+                        }
                         Some(Ok(event)) => {
                             if let Some(created) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
                                 if created.target_info.opener_id.as_ref().is_some_and(|o| o.0 == me) {
@@ -166,9 +209,72 @@ impl Tab {
             children,
             state,
             barrier: RwLock::new(()),
-            latest: Mutex::new(None),
+            latest: Mutex::new(memory.latest),
             events: events_task,
         })
+    }
+
+    /// The live session of the frame `observed` belonged to: this attachment's own session for
+    /// the tab, the current child session for an out-of-process frame (backend node ids outlive
+    /// sessions; session ids do not). A frame that is gone keeps its dead session, so its
+    /// nodes resolve to `Stale`.
+    pub(crate) fn live_session(&self, observed: &Session) -> Session {
+        if observed.id() == self.session.id() {
+            return observed.clone();
+        }
+        match observed.target_id() {
+            Some(target) if *target == self.target_id => self.session.clone(),
+            Some(target) => self
+                .children
+                .list()
+                .into_iter()
+                .find(|c| c.info.target_id.as_ref() == Some(target))
+                .map_or_else(|| observed.clone(), |c| c.session),
+            None => observed.clone(),
+        }
+    }
+
+    /// What this attachment remembers, for the next [`Tab::resume`] of the same target.
+    pub fn memory(&self) -> TabMemory {
+        let state = lock(&self.state);
+        TabMemory {
+            latest: lock(&self.latest).clone(),
+            secrets: state.secrets.clone(),
+            navigation_epoch: state.navigation_epoch,
+            console: state.console.clone(),
+        }
+    }
+
+    /// Ends this attachment without closing the tab: lets go of held keys and buttons, stops
+    /// Glovebox's world observers (a world outlives its session) and detaches the session, all
+    /// within `deadline`. The page keeps running; [`Tab::resume`] attaches again. A session that
+    /// is already gone (the target closed, the connection dropped) counts as detached.
+    pub async fn detach(&self, deadline: Duration) -> Result<(), BrowserError> {
+        let _ = tokio::time::timeout(deadline, self.release_input()).await;
+        let contexts: Vec<i64> = lock(&self.state).worlds.values().copied().collect();
+        let stops = contexts.into_iter().map(|context| {
+            let session = &self.session;
+            async move {
+                let stop = runtime::Evaluate {
+                    expression: "globalThis.__glovebox && globalThis.__glovebox.stop && globalThis.__glovebox.stop()".into(),
+                    context_id: Some(context),
+                    silent: Some(true),
+                    ..Default::default()
+                };
+                let _ = session.call_with(stop, deadline).await;
+            }
+        });
+        let _ = tokio::time::timeout(deadline, futures_util::future::join_all(stops)).await;
+        let Some(id) = self.session.id().cloned() else { return Ok(()) };
+        let browser = self.session.connection().browser();
+        match browser.call_with(cdp::domains::target::DetachFromTarget { session_id: id }, deadline).await {
+            // `Target.detachFromTarget` answers an error only when it knows no such session (it
+            // detached already, or its target is gone); a closed connection took its sessions
+            // with it. Each of these is detached.
+            Ok(_) | Err(cdp::CdpError::Protocol { .. } | cdp::CdpError::Closed { .. } | cdp::CdpError::Detached { .. }) => Ok(()),
+            // No answer in time: the session may still be attached. The caller keeps a record.
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Creates a new tab (in `browser_context_id` when given), attaches to it and tracks it.
@@ -241,6 +347,12 @@ impl Tab {
     /// Forgets collected console errors (e.g. at a run's start).
     pub fn clear_console(&self) {
         lock(&self.state).console.clear();
+    }
+
+    /// Why this attachment no longer works (the target closed or crashed, the session was
+    /// detached from outside, the connection dropped), or `None` while it does.
+    pub fn lost(&self) -> Option<String> {
+        lock(&self.state).lost.clone()
     }
 
     pub(crate) fn check_alive(&self) -> Result<(), BrowserError> {

@@ -185,6 +185,14 @@ impl Connection {
         Ok(Connection { inner })
     }
 
+    /// Closes the connection from this side: a close frame goes to the browser (which ends
+    /// every session of this connection), and every pending command and event stream ends with
+    /// `Closed` at once. Idempotent. The browser itself keeps running.
+    pub fn close(&self) {
+        let _ = self.inner.outgoing.send(Message::Close(None));
+        fail_all(&self.inner, "closed by Glovebox".to_owned());
+    }
+
     /// The browser-level session (commands without a `sessionId`).
     pub fn browser(&self) -> Session {
         Session::new(self.clone(), None, None)

@@ -401,5 +401,24 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         rt.close_session(&session).await?;
     }
     results.push(("turn end: close 10 agent tabs, release 5 claims".to_owned(), Stats::of(&mut turn_ends)));
+
+    // What an idle detach costs the next operation: observe on an attached tab vs. observe that
+    // must attach first (the tab kept by a mark, detached by the turn's end).
+    let session = rt.create_session().await?;
+    let surface = rt.open_tab(&session, &pages.url("/act")).await?;
+    let (mut attached, mut reattach) = (Vec::new(), Vec::new());
+    for round in 0..30 {
+        let turn = format!("turn_{round}");
+        rt.mark(&session, surface, ::runtime::Mark::Deliverable, &turn)?;
+        rt.end_turn(&session, &turn).await?;
+        let started = Instant::now();
+        rt.observe(&session, None, &Default::default()).await?;
+        reattach.push(started.elapsed());
+        let started = Instant::now();
+        rt.observe(&session, None, &Default::default()).await?;
+        attached.push(started.elapsed());
+    }
+    results.push(("observe, debugger lease attached".to_owned(), Stats::of(&mut attached)));
+    results.push(("observe after a detach (attach + observe)".to_owned(), Stats::of(&mut reattach)));
     Ok(results)
 }

@@ -47,12 +47,15 @@ async fn stop_signal() {
     }
 }
 
+/// How long a stopping server lets tool calls in flight finish before it stops their runs.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `glovebox serve`
 pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    let server = mcp::serve_http(runtime, settings.serve.clone()).await?;
+    let server = mcp::serve_http(runtime.clone(), settings.serve.clone()).await?;
     let _discovery = write_discovery(&data_dir, &server.person)?;
     let url = server.mcp_url();
     let mut headers = json!({});
@@ -75,6 +78,9 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     stop_signal().await;
     eprintln!("glovebox: stopping");
     server.shutdown().await?;
+    // Plugin disposal: calls in flight finish (bounded), every session's tabs get the disposal
+    // cleanup, then the browser connection stops.
+    runtime.shutdown(SHUTDOWN_WAIT).await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -94,10 +100,11 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");
     let options = mcp::McpOptions { person: Some(person.person.clone()), ..settings.serve.mcp.clone() };
     tokio::select! {
-        result = mcp::serve_stdio(runtime, options) => result?,
+        result = mcp::serve_stdio(runtime.clone(), options) => result?,
         _ = stop_signal() => {}
     }
     person.shutdown().await?;
+    runtime.shutdown(SHUTDOWN_WAIT).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -35,11 +35,23 @@ pub struct RuntimeConfig {
     pub share_browser_context: bool,
     /// The only directory uploads may read from (`None`: uploads are refused).
     pub uploads_dir: Option<PathBuf>,
+    /// How long a tab's debugger lease stays attached after its last operation (`002_…`:
+    /// "idle detach 应在可配置的短暂空闲窗口后执行"). An operation inside the window keeps the
+    /// attachment; after it, the next operation attaches again (a few ms) and the tab's latest
+    /// observation still holds.
+    pub debugger_idle_detach: Duration,
+    /// How long a debugger detach may take before it counts as failed (a recovery record).
+    pub debugger_detach_timeout: Duration,
+    /// How long a lifecycle operation (turn end, finalize, reset, disposal) waits for the
+    /// session's operations in flight, and an operation for a lifecycle operation, before
+    /// giving up with `lease_conflict` (disposal cancels the session's runs and goes ahead).
+    pub lifecycle_wait: Duration,
 }
 
 impl RuntimeConfig {
     /// Defaults: launch headless Chromium, no trusted origins, http(s) only, 5 min approvals,
-    /// 60 s leases, 24 h artifact TTL, isolated sessions.
+    /// 60 s leases, 24 h artifact TTL, isolated sessions, debugger idle detach after 5 s,
+    /// 3 s to detach, lifecycle operations wait up to 60 s for operations in flight.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let data_dir = data_dir.into();
         RuntimeConfig {
@@ -52,6 +64,9 @@ impl RuntimeConfig {
             artifact_ttl: Duration::from_secs(24 * 3600),
             share_browser_context: false,
             uploads_dir: None,
+            debugger_idle_detach: Duration::from_secs(5),
+            debugger_detach_timeout: Duration::from_secs(3),
+            lifecycle_wait: Duration::from_secs(60),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Glovebox's runtime: everything alive. Sessions and their tabs (surfaces), the Surface Context
-//! of a turn, write leases, the origin and risk policy at the moment of each action, approvals
+//! of a turn, write leases, debugger leases, the origin and risk policy at the moment of each action, approvals
 //! from a person, the runner loop, cancellation, artifacts and events — and the one place that
 //! sets a run's status. It speaks no wire format; transports call [`Runtime`].
 
@@ -7,6 +7,7 @@ mod approval;
 mod artifacts;
 mod cancel;
 mod config;
+mod debugger;
 mod error;
 mod events;
 mod lease;
@@ -21,6 +22,7 @@ pub use approval::{ApprovalDecision, ApprovalRequest};
 pub use artifacts::Artifacts;
 pub use cancel::Cancel;
 pub use config::{BrowserSource, RuntimeConfig};
+pub use debugger::DebuggerLeaseStatus;
 pub use error::RuntimeError;
 pub use events::{Event, EventKind};
 pub use lease::Lease;

@@ -16,6 +16,7 @@ use browser::Tab;
 use serde::Serialize;
 use store::{Mark, NewRecovery, NewResource, Ownership, RecoveryKind, ResourceKind, ResourceState};
 
+use crate::debugger::{DebuggerLease, DebuggerLeaseStatus, Detach, Retired};
 use crate::runtime::{Runtime, SessionState, TabEntry, now_ms};
 use crate::RuntimeError;
 
@@ -45,6 +46,7 @@ pub struct TabStatus {
     pub mark: String,
     pub mark_turn: Option<String>,
     pub state: String,
+    /// Glovebox holds a DevTools session on the tab right now (its debugger lease).
     pub attached: bool,
     pub url: Option<String>,
     pub title: Option<String>,
@@ -57,6 +59,9 @@ pub struct BrowserStatus {
     pub tools_active: bool,
     pub bridge: String,
     pub tabs: Vec<TabStatus>,
+    /// Debugger leases, recorded apart from the tabs' lifecycle (`002_…`: "Debugger 状态和 Tab
+    /// lifecycle 必须分别记录").
+    pub debugger_leases: Vec<DebuggerLeaseStatus>,
     pub pending_recoveries: usize,
 }
 
@@ -97,37 +102,30 @@ impl Runtime {
         Ok(id)
     }
 
-    /// Re-attaches the session's kept tabs that a turn end detached from (the debugger lease is
-    /// taken again on demand, never in the background).
-    pub async fn reattach(&self, session: &str) -> Result<(), RuntimeError> {
-        let state = self.session(session)?;
-        // A dropped connection is re-established on the next operation (never in a loop).
-        if self.connection().closed_reason().is_some() {
-            let _serial = state.lifecycle.lock().await;
-            if self.connection().closed_reason().is_some() {
-                self.reconnect().await?;
-            }
-        }
-        let attached: Vec<String> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|t| t.resource.clone()).collect();
-        let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
-        for r in resources {
-            let live = matches!(r.state, ResourceState::Owned | ResourceState::Retained) && !r.handle_lost;
-            if live && !attached.contains(&r.id.to_string()) {
-                if let Some(target) = &r.cdp_target_id {
-                    self.attach_entry(&state, r.id.as_str(), target.as_str()).await?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Marks browser tools active for the session (sticky until reset, session end or disposal).
+    /// Only a change is recorded, with an audit entry: activation happens once per activation
+    /// span, never per turn (`002_…`: "后续 turn 直接复用已经激活的工具").
     pub fn activate_tools(&self, session: &str) -> Result<(), RuntimeError> {
         let current = self.inner.store.get_session(&sid(session)).map_err(internal)?;
         if !current.tools_active {
             self.inner.store.set_tools_active(&sid(session), true, now_ms()).map_err(internal)?;
+            self.audit(session, "tools_activated", "{}");
         }
         Ok(())
+    }
+
+    /// Deactivates the session's browser tools (context reset, disposal), with an audit entry.
+    fn deactivate_tools(&self, session: &str, why: &str) -> Result<(), RuntimeError> {
+        let current = self.inner.store.get_session(&sid(session)).map_err(internal)?;
+        if current.tools_active {
+            self.inner.store.set_tools_active(&sid(session), false, now_ms()).map_err(internal)?;
+            self.audit(session, "tools_deactivated", &serde_json::json!({ "by": why }).to_string());
+        }
+        Ok(())
+    }
+
+    fn audit(&self, session: &str, kind: &str, payload: &str) {
+        let _ = self.inner.store.append_audit(&store::NewAudit { at: now_ms(), session_id: &sid(session), run_id: None, resource_id: None, kind, payload });
     }
 
     /// Registers a tab the user has open (the host reports it); it belongs to no session until
@@ -161,40 +159,54 @@ impl Runtime {
 
     /// Claims a user's tab for the session: first claim wins. Returns its surface id.
     pub async fn claim_tab(&self, session: &str, resource: &str) -> Result<u64, RuntimeError> {
-        let state = self.session(session)?;
+        let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
         let record = self.inner.store.claim_resource(&store::ResourceId::new(resource), &sid(session), now_ms()).map_err(|e| match e {
             store::StoreError::AlreadyClaimed { .. } => RuntimeError::LeaseConflict { holder: format!("another session ({e})") },
             other => internal(other),
         })?;
-        let target = record.cdp_target_id.ok_or_else(|| RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab is gone".into() }))?;
-        let surface = self.attach_entry(&state, resource, &target.to_string()).await?;
-        self.activate_tools(session)?;
-        Ok(surface)
+        let attached = match record.cdp_target_id {
+            Some(target) => self.attach_entry(&state, session, resource, target.as_str()).await,
+            None => Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab is gone".into() })),
+        };
+        match attached {
+            Ok(surface) => {
+                self.activate_tools(session)?;
+                Ok(surface)
+            }
+            Err(e) => {
+                // A claim on a tab that cannot be reached is given back at once.
+                let _ = self.inner.store.release_resource(&store::ResourceId::new(resource), &sid(session), now_ms());
+                Err(e)
+            }
+        }
     }
 
-    async fn attach_entry(&self, state: &Arc<SessionState>, resource: &str, target: &str) -> Result<u64, RuntimeError> {
-        let conn = self.connection();
-        let page = conn.browser().attach(&cdp::TargetId(target.to_owned())).await.map_err(browser::BrowserError::from)?;
-        let tab = Arc::new(Tab::attach(page).await?);
+    /// Adds a surface for a tab the session now owns, with its debugger lease; attaching once
+    /// proves the tab is there (the lease then idles like any other).
+    async fn attach_entry(&self, state: &Arc<SessionState>, session: &str, resource: &str, target: &str) -> Result<u64, RuntimeError> {
+        let debugger = DebuggerLease::new(self, session, resource, target);
+        drop(debugger.acquire().await?);
+        state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).push(debugger.clone());
         let surface = self.next_surface();
         state.tabs.lock().unwrap_or_else(|p| p.into_inner()).push(TabEntry {
             surface,
             resource: resource.to_owned(),
-            tab,
+            debugger,
             capabilities: vec![protocol::Capability::Observe, protocol::Capability::Interact, protocol::Capability::Navigate],
         });
         *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(surface);
         Ok(surface)
     }
 
-    /// Gives a claimed tab back to the user (the page stays open).
+    /// Gives a claimed tab back to the user (the page stays open; the debugger detaches).
     pub async fn release_tab(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
-        let state = self.session(session)?;
+        let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
         let entry = self.take_entry(&state, surface)?;
         self.inner.store.release_resource(&store::ResourceId::new(&entry.resource), &sid(session), now_ms()).map_err(internal)?;
-        self.detach(&entry).await;
+        self.inner.leases.invalidate(entry.target());
+        entry.debugger.detach(Some(Retired::Left)).await;
         Ok(())
     }
 
@@ -209,8 +221,9 @@ impl Runtime {
     }
 
     /// The end of a turn (internal; nothing is shown to the model): close unmarked agent tabs,
-    /// release unmarked claims, keep tabs marked in this turn, detach from kept tabs (a later
-    /// operation re-attaches on demand). Tools stay active; the connection stays up.
+    /// release unmarked claims, keep tabs marked in this turn, detach every debugger lease of
+    /// the session, kept tabs included (the next operation attaches again on demand). Tools stay
+    /// active; the connection stays up.
     pub async fn end_turn(&self, session: &str, turn: &str) -> Result<CleanupReport, RuntimeError> {
         self.inner.store.set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms()).map_err(internal)?;
         self.cleanup(session, Some(turn), Boundary::TurnEnd).await
@@ -229,27 +242,76 @@ impl Runtime {
         if !report.ok {
             return Ok(report);
         }
-        self.inner.store.set_tools_active(&sid(session), false, now_ms()).map_err(internal)?;
+        self.deactivate_tools(session, "context_reset")?;
         self.inner.store.set_session_state(&sid(session), store::SessionState::Reset, now_ms()).map_err(internal)?;
         report.tools_active = false;
         Ok(report)
     }
 
     /// Ends a session (MCP disconnect, agent disposal): the disposal cleanup, tools deactivated,
-    /// its browser context disposed. Failures keep their recovery records.
+    /// its browser context disposed unless handed-over pages are still in it. Failures keep
+    /// their recovery records.
     pub async fn close_session(&self, session: &str) -> Result<CleanupReport, RuntimeError> {
         let state = self.session(session)?;
+        state.closing.store(true, std::sync::atomic::Ordering::SeqCst);
         let report = self.cleanup(session, None, Boundary::Disposal).await?;
+        // A detach that failed during the cleanup gets one more try before the session goes;
+        // if it still fails, its recovery record stays in the store.
+        self.retry_failed_detaches(&state).await;
         let _serial = state.lifecycle.lock().await;
-        let _ = self.inner.store.set_tools_active(&sid(session), false, now_ms());
+        let _ = self.deactivate_tools(session, "disposal");
         let _ = self.inner.store.set_session_state(&sid(session), store::SessionState::Disposed, now_ms());
         // Read first: no lock guard may live across the await below (the future must be `Send`).
         let context = state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(context) = context {
-            let _ = self.connection().browser().call(cdp::domains::target::DisposeBrowserContext { browser_context_id: context }).await;
+            // Disposing the context would close every page in it, and handoff and deliverable
+            // pages stay for the user: while any page is left the context stays (it goes with
+            // the connection, being `disposeOnDetach`).
+            let browser = self.connection().browser();
+            let left = match browser.call(cdp::domains::target::GetTargets {}).await {
+                Ok(reply) => reply.target_infos.iter().any(|t| t.target_type == "page" && t.browser_context_id.as_deref() == Some(context.as_str())),
+                Err(_) => false,
+            };
+            if !left {
+                let _ = browser.call(cdp::domains::target::DisposeBrowserContext { browser_context_id: context }).await;
+            }
         }
         self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         Ok(CleanupReport { tools_active: false, ..report })
+    }
+
+    /// Plugin disposal, host exit (`002_…`: "plugin disposal 等待活动请求并停止 Bridge"): no new
+    /// operation starts; operations in flight get up to `wait` to finish, then runs still going
+    /// are stopped; every session gets its disposal cleanup; then the browser connection stops (a
+    /// launched browser is shut down; a remote one keeps running with nothing of ours attached).
+    /// Returns each session's cleanup report. Later operations fail with `backend_unavailable`.
+    pub async fn shutdown(&self, wait: Duration) -> Vec<CleanupReport> {
+        self.inner.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        let sessions: Vec<(String, Arc<SessionState>)> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let deadline = tokio::time::Instant::now() + wait;
+        for (_, state) in &sessions {
+            // Taking the operation lock exclusively means every operation in flight has ended.
+            if tokio::time::timeout_at(deadline, state.ops.clone().write_owned()).await.is_err() {
+                break;
+            }
+        }
+        for (_, cancel) in self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            cancel.cancel();
+        }
+        let mut reports = Vec::new();
+        for (id, _) in &sessions {
+            match self.close_session(id).await {
+                Ok(report) => reports.push(report),
+                Err(e) => tracing::warn!(session = %id, error = %e, "disposal cleanup at shutdown failed"),
+            }
+        }
+        self.inner.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.connection().close();
+        // Dropping a launched browser stops its process group.
+        let launched = self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(launched);
+        reports
     }
 
     /// The pid of the locally launched browser, if the runtime launched one.
@@ -257,10 +319,12 @@ impl Runtime {
         self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(cdp::Browser::pid)
     }
 
-    /// `browser_status`.
+    /// `browser_status`: tool activation, the connection, every tab of the session with its
+    /// ownership and mark, every debugger lease (recorded apart from the tabs), and the pending
+    /// recovery records.
     pub fn status(&self, session: &str) -> Result<BrowserStatus, RuntimeError> {
         let state = self.session(session)?;
-        let attached: Vec<String> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|t| t.resource.clone()).collect();
+        let leases: Vec<DebuggerLeaseStatus> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|l| l.status()).collect();
         let record = self.inner.store.get_session(&sid(session)).map_err(internal)?;
         let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
         let pending = self.inner.store.pending_recoveries(&sid(session)).map_err(internal)?.len();
@@ -271,7 +335,7 @@ impl Runtime {
             tabs: resources
                 .into_iter()
                 .map(|r| TabStatus {
-                    attached: attached.contains(&r.id.to_string()),
+                    attached: leases.iter().any(|l| l.resource == r.id.as_str() && l.attached),
                     resource: r.id.to_string(),
                     ownership: r.ownership.as_str().to_owned(),
                     mark: r.mark.as_str().to_owned(),
@@ -281,11 +345,18 @@ impl Runtime {
                     title: r.title,
                 })
                 .collect(),
+            debugger_leases: leases,
         })
     }
 
     pub(crate) fn bridge_state(&self) -> String {
-        if self.connection().closed_reason().is_none() { "connected".into() } else { "reconnecting".into() }
+        if self.inner.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            "stopped".into()
+        } else if self.connection().closed_reason().is_none() {
+            "connected".into()
+        } else {
+            "reconnecting".into()
+        }
     }
 
     fn take_entry(&self, state: &SessionState, surface: u64) -> Result<TabEntry, RuntimeError> {
@@ -294,17 +365,10 @@ impl Runtime {
         Ok(tabs.remove(index))
     }
 
-    async fn detach(&self, entry: &TabEntry) {
-        self.inner.leases.invalidate(&entry.tab.target_id().0);
-        if let Some(id) = entry.tab.session().id() {
-            let _ = self.connection().browser().call(cdp::domains::target::DetachFromTarget { session_id: id.clone() }).await;
-        }
-    }
-
     /// Closes an agent tab and records the outcome: `released` on success, else
     /// `cleanup_unknown` with a recovery record (ownership kept).
     pub(crate) async fn close_resource(&self, session: &str, entry: &TabEntry) -> bool {
-        let closed = self.close_target(&entry.tab.target_id().0).await;
+        let closed = self.close_target(entry.target()).await;
         self.settle_resource(session, &entry.resource, closed, RecoveryKind::CloseFailed)
     }
 
@@ -357,27 +421,41 @@ impl Runtime {
 
     async fn cleanup(&self, session: &str, turn: Option<&str>, boundary: Boundary) -> Result<CleanupReport, RuntimeError> {
         let state = self.session(session)?;
+        // No operation of the session runs beside a cleanup (and none starts until it is done).
+        let wait = self.inner.config.lifecycle_wait;
+        let _ops = match tokio::time::timeout(wait, state.ops.clone().write_owned()).await {
+            Ok(guard) => Some(guard),
+            Err(_) if boundary == Boundary::Disposal => {
+                // Disposal must not hang on a run: stop the session's runs, wait once more,
+                // then go ahead regardless (`002_…`: "plugin disposal 继续尝试最终 cleanup，但不能阻塞宿主退出").
+                self.cancel_runs(session);
+                tokio::time::timeout(wait, state.ops.clone().write_owned()).await.ok()
+            }
+            Err(_) => return Err(RuntimeError::LeaseConflict { holder: "operations of this session still running".into() }),
+        };
         let _serial = state.lifecycle.lock().await;
         let mut report = CleanupReport { ok: true, closed: Vec::new(), released: Vec::new(), kept: Vec::new(), failed: Vec::new(), tools_active: false, bridge: self.bridge_state() };
-        self.retry_recoveries(session, &mut report).await;
+        // Resources with a pending recovery are retried here and nowhere else in this cleanup:
+        // one record per failure, however often it is retried.
+        let retried = self.retry_recoveries(&state, session, &mut report).await;
         let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut to_close: Vec<(String, Option<TabEntry>, store::Resource)> = Vec::new();
         for resource in resources {
             let id = resource.id.to_string();
-            if matches!(resource.state, ResourceState::Released) {
+            if matches!(resource.state, ResourceState::Released) || retried.contains(&id) {
                 continue;
             }
             let entry = entries.iter().find(|e| e.resource == id).cloned();
             let marked_now = resource.mark != Mark::None && turn.is_some_and(|t| resource.mark_turn_id.as_ref().is_some_and(|m| m.to_string() == t));
             if boundary == Boundary::TurnEnd && marked_now {
                 let _ = self.inner.store.transition(&resource.id, resource.version, ResourceState::Retained, now_ms());
-                if let Some(entry) = &entry {
-                    // The debugger lease goes at every turn end, marks or not.
-                    let surface = entry.surface;
-                    if let Ok(taken) = self.take_entry(&state, surface) {
-                        self.detach(&taken).await;
-                    }
+                // The debugger lease goes at every turn end, marks or not; the tab, its surface
+                // and its ownership stay.
+                if let Some(entry) = &entry
+                    && entry.debugger.detach(None).await == Detach::Failed
+                {
+                    report.failed.push(id.clone());
                 }
                 report.kept.push(id);
                 continue;
@@ -388,20 +466,28 @@ impl Runtime {
                     // Closes run together below: each waits for its tab to go.
                     if let Some(entry) = &entry {
                         let _ = self.take_entry(&state, entry.surface);
-                        self.inner.leases.invalidate(&entry.tab.target_id().0);
+                        self.inner.leases.invalidate(entry.target());
+                        entry.debugger.detach(Some(Retired::Closed)).await;
                     }
                     to_close.push((id, entry, resource));
                 }
                 // A claimed user tab is released, never closed; a marked agent tab at finalize or
                 // disposal stays open and leaves this session's ownership.
                 _ => {
-                    if let Some(entry) = &entry {
-                        if let Ok(taken) = self.take_entry(&state, entry.surface) {
-                            self.detach(&taken).await;
-                        }
+                    let mut detach = Detach::NotAttached;
+                    if let Some(entry) = &entry
+                        && let Ok(taken) = self.take_entry(&state, entry.surface)
+                    {
+                        self.inner.leases.invalidate(taken.target());
+                        detach = taken.debugger.detach(Some(Retired::Left)).await;
                     }
                     match self.inner.store.release_resource(&resource.id, &sid(session), now_ms()) {
-                        Ok(_) => report.released.push(id),
+                        Ok(_) => {
+                            report.released.push(id.clone());
+                            if detach == Detach::Failed {
+                                report.failed.push(id);
+                            }
+                        }
                         Err(_) => {
                             let _ = self.inner.store.add_recovery(&NewRecovery {
                                 session_id: sid(session),
@@ -429,6 +515,7 @@ impl Runtime {
                 report.failed.push(id.clone());
             }
         }
+        state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
         report.ok = report.failed.is_empty();
         report.tools_active = self.inner.store.get_session(&sid(session)).map(|s| s.tools_active).unwrap_or(false);
         let payload = serde_json::to_string(&report).unwrap_or_default();
@@ -447,30 +534,67 @@ impl Runtime {
         Ok(report)
     }
 
+    /// Stops the session's runs (disposal).
+    fn cancel_runs(&self, session: &str) {
+        for (owner, cancel) in self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            if owner == session {
+                cancel.cancel();
+            }
+        }
+    }
+
     /// Closes a tab known only by its recorded handle (detached, or from a lost connection).
     async fn close_by_handle(&self, session: &str, resource: &store::Resource) -> bool {
         let closed = self.close_handle(resource).await;
         self.settle_resource(session, &resource.id.to_string(), closed, RecoveryKind::CloseFailed)
     }
 
-    async fn retry_recoveries(&self, session: &str, report: &mut CleanupReport) {
-        let Ok(pending) = self.inner.store.pending_recoveries(&sid(session)) else { return };
+    /// Retries the session's pending recovery records. Returns the resources whose close or
+    /// release was retried (settled or still failing); failures go into the report.
+    async fn retry_recoveries(&self, state: &SessionState, session: &str, report: &mut CleanupReport) -> Vec<String> {
+        let mut retried = Vec::new();
+        let Ok(pending) = self.inner.store.pending_recoveries(&sid(session)) else { return retried };
         for recovery in pending {
             let Some(resource_id) = recovery.resource_id.clone() else { continue };
+            if recovery.kind == RecoveryKind::DetachFailed {
+                // The lease that failed to detach retries and settles its own record; without one
+                // (the process or the connection that held the attachment is gone) there is
+                // nothing left attached.
+                let lease = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|l| l.resource() == resource_id.as_str() && l.has_failed_detach()).cloned();
+                match lease {
+                    Some(lease) => {
+                        if !lease.retry().await {
+                            report.failed.push(resource_id.to_string());
+                        }
+                    }
+                    None => {
+                        let _ = self.inner.store.record_attempt(recovery.id, None, now_ms());
+                        let _ = self.inner.store.resolve_recovery(recovery.id, now_ms());
+                    }
+                }
+                continue;
+            }
             let Ok(resource) = self.inner.store.get_resource(&resource_id) else { continue };
             let done = match recovery.kind {
                 RecoveryKind::CloseFailed => self.close_handle(&resource).await,
                 _ => self.inner.store.release_resource(&resource_id, &sid(session), now_ms()).is_ok(),
             };
             let _ = self.inner.store.record_attempt(recovery.id, (!done).then_some("still failing"), now_ms());
+            retried.push(resource_id.to_string());
             if done {
                 if let Ok(current) = self.inner.store.get_resource(&resource_id) {
                     let _ = self.inner.store.transition(&resource_id, current.version, ResourceState::Released, now_ms());
                 }
                 let _ = self.inner.store.resolve_recovery(recovery.id, now_ms());
-                report.closed.push(resource_id.to_string());
+                match recovery.kind {
+                    RecoveryKind::CloseFailed => report.closed.push(resource_id.to_string()),
+                    _ => report.released.push(resource_id.to_string()),
+                }
+            } else {
+                report.failed.push(resource_id.to_string());
             }
         }
+        retried
     }
 
     /// Closes a recorded handle; a handle into a browser that is gone counts as closed.
@@ -494,19 +618,26 @@ impl Runtime {
         let sessions: Vec<(String, Arc<SessionState>)> =
             self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for (id, state) in sessions {
-            let entries = std::mem::take(&mut *state.tabs.lock().unwrap_or_else(|p| p.into_inner()));
+            let leases: Vec<Arc<DebuggerLease>> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if relaunched {
                 // A new browser: the old tabs died with the old one. Records stay; handles are lost.
+                let entries = std::mem::take(&mut *state.tabs.lock().unwrap_or_else(|p| p.into_inner()));
                 for entry in &entries {
                     let _ = self.inner.store.clear_handle(&store::ResourceId::new(&entry.resource), now_ms());
                 }
+                for lease in &leases {
+                    lease.detach(Some(Retired::Closed)).await;
+                }
+                state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
                 if state.context_id.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
                     let reply = self.connection().browser().call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
                     *state.context_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(reply.browser_context_id);
                 }
             } else {
-                for entry in entries {
-                    let _ = self.attach_entry(&state, &entry.resource, &entry.tab.target_id().0).await;
+                // The same browser: the tabs live on; their attachments went with the old
+                // connection and come back on demand.
+                for lease in &leases {
+                    lease.connection_replaced();
                 }
             }
             tracing::info!(session = %id, relaunched, "browser connection re-established");

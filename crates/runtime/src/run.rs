@@ -2,9 +2,10 @@
 //! within step and time budgets, cancellable in every phase. Only this module builds a
 //! `RunResult`, and only from its own verification records.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use browser::{ActOptions, ObserveOptions};
+use browser::{ActOptions, ObserveOptions, Tab};
 use protocol::{ArtifactKind, ArtifactRef, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SurfaceKind, SurfaceName, TabId};
 
 use crate::approval::ApprovalDecision;
@@ -77,6 +78,8 @@ struct RunState<'a> {
     runtime: &'a Runtime,
     run_id: String,
     entry: TabEntry,
+    /// The attachment the run holds (through its debugger lease) from start to end.
+    tab: Arc<Tab>,
     lease: crate::lease::Lease,
     key: String,
     cancel: Cancel,
@@ -90,17 +93,52 @@ struct RunState<'a> {
 impl Runtime {
     /// Starts a run in the background. The result comes from the join handle; every ending —
     /// success, failure, cancellation, needs_user, target loss, a panic — goes through one cleanup.
+    /// Refused with `lease_conflict` while a lifecycle operation of the session runs (see
+    /// [`Runtime::run`], which waits for it instead).
     pub fn start_run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
+        if self.inner.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
+        }
+        let state = self.session(session)?;
+        let op = state.ops.clone().try_read_owned().map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
+        if state.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
+        }
+        self.spawn_run(session, request, planner, op)
+    }
+
+    /// Runs to the end and returns the result.
+    pub async fn run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
+        let (_, op) = self.begin(session).await?;
+        let (_, join) = self.spawn_run(session, request, planner, op)?;
+        join.await.map_err(|e| RuntimeError::Internal(e.to_string()))
+    }
+
+    /// A run is one operation of its session: it holds `op` (the session's operation guard) and
+    /// the tab's debugger lease from its start to its end.
+    fn spawn_run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>, op: tokio::sync::OwnedRwLockReadGuard<()>) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
         let run_id = self.fresh_id("run");
         let cancel = Cancel::default();
         let lease = self.acquire(&entry, &run_id)?;
-        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), cancel.clone());
+        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), (session.to_owned(), cancel.clone()));
         let handle = RunHandle { run_id: run_id.clone(), cancel: cancel.clone() };
         let runtime = self.clone();
         let join = tokio::spawn(async move {
+            let _op = op;
+            let attached = match runtime.attach(&entry).await {
+                Ok(attached) => attached,
+                Err(e) => {
+                    let reason = match e.code() {
+                        protocol::ErrorCode::BackendUnavailable => ReasonCode::BackendUnavailable,
+                        _ => ReasonCode::TargetLost,
+                    };
+                    return runtime.finish(&run_id, &entry, None, &lease, Ending::new(reason, e.to_string()), 0, Vec::new(), String::new()).await;
+                }
+            };
             let inner_runtime = runtime.clone();
             let inner_entry = entry.clone();
+            let inner_tab = attached.tab().clone();
             let inner_id = run_id.clone();
             let inner_lease = lease.clone();
             let started = Instant::now();
@@ -109,6 +147,7 @@ impl Runtime {
                     runtime: &inner_runtime,
                     run_id: inner_id,
                     entry: inner_entry,
+                    tab: inner_tab,
                     lease: inner_lease,
                     key,
                     cancel,
@@ -125,32 +164,25 @@ impl Runtime {
                 Ok(done) => done,
                 Err(e) => (Ending::new(ReasonCode::Internal, format!("the run crashed: {e}")), 0, Vec::new(), String::new()),
             };
-            runtime.finish(&run_id, &entry, &lease, ending, steps, artifacts, last_url).await
+            runtime.finish(&run_id, &entry, Some(attached.tab()), &lease, ending, steps, artifacts, last_url).await
         });
         Ok((handle, join))
     }
 
-    /// Runs to the end and returns the result.
-    pub async fn run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
-        self.reattach(session).await?;
-        let (_, join) = self.start_run(session, request, planner)?;
-        join.await.map_err(|e| RuntimeError::Internal(e.to_string()))
-    }
-
     /// The one cleanup of every ending.
     #[allow(clippy::too_many_arguments)]
-    async fn finish(&self, run_id: &str, entry: &TabEntry, lease: &crate::lease::Lease, ending: Ending, steps: u32, artifacts: Vec<ArtifactRef>, last_url: String) -> RunResult {
+    async fn finish(&self, run_id: &str, entry: &TabEntry, tab: Option<&Arc<Tab>>, lease: &crate::lease::Lease, ending: Ending, steps: u32, artifacts: Vec<ArtifactRef>, last_url: String) -> RunResult {
         // Every ending releases whatever keys and buttons the run still holds.
-        if entry.tab.dialog().is_none() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), entry.tab.release_input()).await;
+        if let Some(tab) = tab.filter(|t| t.dialog().is_none()) {
+            let _ = tokio::time::timeout(Duration::from_secs(2), tab.release_input()).await;
         }
-        self.inner.leases.release(&entry.tab.target_id().0, lease);
+        self.inner.leases.release(entry.target(), lease);
         self.inner.approvals.withdraw_run(run_id);
         self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).end_run(run_id);
         self.inner.artifacts.finish_run(run_id);
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id);
         let retained: Vec<ArtifactRef> = artifacts.into_iter().filter(|a| a.retained).collect();
-        let target = TabId::new(entry.tab.target_id().0.clone()).ok().map(|tab_id| RunTarget { kind: SurfaceKind::WebTab, tab_id, url: last_url });
+        let target = TabId::new(entry.target().to_owned()).ok().map(|tab_id| RunTarget { kind: SurfaceKind::WebTab, tab_id, url: last_url });
         let result = if ending.reason == ReasonCode::Verified {
             match target.clone() {
                 Some(target) => RunResult::succeeded(ending.summary.clone(), target, steps, ending.evidence.clone(), retained.clone()),
@@ -192,7 +224,7 @@ impl RunState<'_> {
             }
             // Observe.
             let options = ObserveOptions { screenshot: request.screenshots.then_some(ImageMime::Png), ..Default::default() };
-            let observation = match self.guarded(self.entry.tab.observe(&options)).await {
+            let observation = match self.guarded(self.tab.observe(&options)).await {
                 Ok(Ok(o)) => o,
                 Ok(Err(e)) => return self.browser_ending(e),
                 Err(ending) => return ending,
@@ -205,7 +237,7 @@ impl RunState<'_> {
                 aria_chars: observation.aria_snapshot().chars().count(),
             });
             // A same-tab move to another origin voids the grant for the old one.
-            let now_origin = self.entry.tab.latest_observation().and_then(|r| policy::Origin::parse(r.document_url()).ok());
+            let now_origin = self.tab.latest_observation().and_then(|r| policy::Origin::parse(r.document_url()).ok());
             if let (Some(before), Some(now)) = (&origin, &now_origin) {
                 if before != now {
                     self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).revoke(&self.run_id, before);
@@ -229,7 +261,7 @@ impl RunState<'_> {
             };
             self.runtime.emit(&self.run_id, EventKind::Planned { action: action.kind().as_str().into(), target: target_ref(&action) });
             // Resolve → Approve.
-            let Some(record) = self.entry.tab.latest_observation() else {
+            let Some(record) = self.tab.latest_observation() else {
                 return Ending::new(ReasonCode::Internal, "no observation record");
             };
             let check = match self.runtime.check(&self.entry, &self.key, &record, &action, &self.run_id, false) {
@@ -276,13 +308,13 @@ impl RunState<'_> {
             });
             // The lease must still be this run's: a closed or lost tab is never replaced.
             let leases = &self.runtime.inner.leases;
-            let target = self.entry.tab.target_id().0.clone();
+            let target = self.tab.target_id().0.clone();
             if !leases.is_current(&target, &self.lease, now_ms()) {
                 return Ending::new(ReasonCode::TargetLost, "the tab's lease is gone (closed, hidden or lost)");
             }
             let left = self.deadline.saturating_duration_since(Instant::now());
             let act_options = ActOptions { deadline: left.min(Duration::from_secs(30)), ..Default::default() };
-            let outcome = self.entry.tab.act(&action, &act_options).await;
+            let outcome = self.tab.act(&action, &act_options).await;
             self.steps += 1;
             leases.renew(&target, &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
             match outcome {
@@ -307,7 +339,7 @@ impl RunState<'_> {
     }
 
     async fn initial_navigation(&mut self, url: &str) -> Result<(), Ending> {
-        let observation = match self.guarded(self.entry.tab.observe(&ObserveOptions::default())).await {
+        let observation = match self.guarded(self.tab.observe(&ObserveOptions::default())).await {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return Err(self.browser_ending(e)),
             Err(ending) => return Err(ending),
@@ -316,7 +348,7 @@ impl RunState<'_> {
             "type": "navigate", "expected_frame_id": observation.frame_id().as_str(), "url": url, "intent": "open the task's page"
         }))
         .map_err(|e| Ending::new(ReasonCode::InvalidPlan, e.to_string()))?;
-        let Some(record) = self.entry.tab.latest_observation() else { return Err(Ending::new(ReasonCode::Internal, "no observation")) };
+        let Some(record) = self.tab.latest_observation() else { return Err(Ending::new(ReasonCode::Internal, "no observation")) };
         match self.runtime.check(&self.entry, &self.key, &record, &action, &self.run_id, false) {
             Ok(Check::Allow) => {}
             Ok(Check::Ask(request)) => match self.approval(request).await {
@@ -327,7 +359,7 @@ impl RunState<'_> {
             Err(e @ RuntimeError::CapabilityDenied { .. }) => return Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string())),
             Err(e) => return Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),
         }
-        match self.entry.tab.act(&action, &ActOptions::default()).await {
+        match self.tab.act(&action, &ActOptions::default()).await {
             Ok(_) => Ok(()),
             Err(e) => Err(self.browser_ending(e)),
         }

@@ -3,7 +3,7 @@
 //! that decides whether a side effect may happen.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -18,6 +18,7 @@ use tokio::sync::broadcast;
 use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
 use crate::artifacts::Artifacts;
 use crate::config::{BrowserSource, RuntimeConfig};
+use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
 use crate::lease::{Lease, Leases};
 use crate::RuntimeError;
@@ -33,15 +34,33 @@ pub(crate) struct TabEntry {
     pub(crate) surface: u64,
     /// The durable resource record of this tab (ownership, marks, state).
     pub(crate) resource: String,
-    pub(crate) tab: Arc<Tab>,
+    /// The tab's debugger lease: every DevTools operation holds it (`debugger.rs`).
+    pub(crate) debugger: Arc<DebuggerLease>,
     pub(crate) capabilities: Vec<Capability>,
+}
+
+impl TabEntry {
+    /// The CDP target id of the tab.
+    pub(crate) fn target(&self) -> &str {
+        self.debugger.target()
+    }
 }
 
 pub(crate) struct SessionState {
     pub(crate) context_id: Mutex<Option<String>>,
-    /// Lifecycle operations (turn end, finalize, reset, disposal) run one at a time per session.
+    /// Operations (observe, act, preview, runs, tab changes) hold it shared; lifecycle
+    /// operations (turn end, finalize, reset, disposal) exclusively, so a finalize never runs
+    /// beside a sibling browser call (`002_…` "浏览器工具必须串行执行，或通过 session-local
+    /// operation queue 保护共享状态").
+    pub(crate) ops: Arc<tokio::sync::RwLock<()>>,
+    /// Lifecycle steps that change ownership (cleanup, claim, release) run one at a time.
     pub(crate) lifecycle: tokio::sync::Mutex<()>,
+    /// Set when disposal begins: no new operation of the session starts.
+    pub(crate) closing: AtomicBool,
     pub(crate) tabs: Mutex<Vec<TabEntry>>,
+    /// Every debugger lease of the session, including those of tabs that left it until their
+    /// detach is done (a failed one is retried from here).
+    pub(crate) debuggers: Mutex<Vec<Arc<DebuggerLease>>>,
     pub(crate) focused: Mutex<Option<u64>>,
     /// One-time approvals for direct actions: fingerprints a person approved.
     pub(crate) approved_once: Mutex<Vec<String>>,
@@ -59,7 +78,14 @@ pub(crate) struct Inner {
     pub(crate) approvals: Approvals,
     pub(crate) artifacts: Artifacts,
     pub(crate) events: broadcast::Sender<Event>,
-    pub(crate) runs: Mutex<HashMap<String, crate::Cancel>>,
+    /// Runs in flight: their session and the way to stop them.
+    pub(crate) runs: Mutex<HashMap<String, (String, crate::Cancel)>>,
+    /// One reconnect at a time, whichever session noticed the dropped connection.
+    pub(crate) reconnecting: tokio::sync::Mutex<()>,
+    /// Set by `shutdown`: no new operation starts.
+    pub(crate) stopping: AtomicBool,
+    /// Set once `shutdown` stopped the browser connection.
+    pub(crate) stopped: AtomicBool,
     /// Approvals of direct actions: what a person's decision unlocks.
     pub(crate) direct: Mutex<HashMap<String, DirectApproval>>,
     next_id: AtomicU64,
@@ -109,6 +135,9 @@ impl Runtime {
                 artifacts,
                 events,
                 runs: Mutex::default(),
+                reconnecting: tokio::sync::Mutex::new(()),
+                stopping: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
                 direct: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
@@ -157,8 +186,11 @@ impl Runtime {
         self.inner.store.create_session(&store::SessionId::new(&id), now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let state = Arc::new(SessionState {
             context_id: Mutex::new(context_id),
+            ops: Arc::new(tokio::sync::RwLock::new(())),
             lifecycle: tokio::sync::Mutex::new(()),
+            closing: AtomicBool::new(false),
             tabs: Mutex::default(),
+            debuggers: Mutex::default(),
             focused: Mutex::default(),
             approved_once: Mutex::default(),
         });
@@ -173,7 +205,7 @@ impl Runtime {
     /// Opens an agent-created tab in the session and navigates it to `url` (policy-checked).
     /// Returns its surface id. The new tab gets focus.
     pub async fn open_tab(&self, session: &str, url: &str) -> Result<u64, RuntimeError> {
-        let state = self.session(session)?;
+        let (state, _op) = self.begin(session).await?;
         if url != "about:blank" {
             policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
         }
@@ -184,27 +216,72 @@ impl Runtime {
         }
         let surface = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let resource = self.record_agent_tab(session, &tab, url)?;
-        lock(&state.tabs).push(TabEntry {
-            surface,
-            resource,
-            tab,
-            capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate],
-        });
+        let debugger = DebuggerLease::new(self, session, &resource, &tab.target_id().0);
+        // Attached by its creation; idle from here until an operation holds it.
+        debugger.adopt(tab);
+        lock(&state.debuggers).push(debugger.clone());
+        lock(&state.tabs).push(TabEntry { surface, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] });
         *lock(&state.focused) = Some(surface);
         Ok(surface)
     }
 
     /// Closes one of the session's tabs. Its lease dies with it; later use is `target_lost`.
     pub async fn close_tab(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
-        let state = self.session(session)?;
+        let (state, _op) = self.begin(session).await?;
         let entry = {
             let mut tabs = lock(&state.tabs);
             let index = tabs.iter().position(|t| t.surface == surface).ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
             tabs.remove(index)
         };
-        self.inner.leases.invalidate(&entry.tab.target_id().0);
+        self.inner.leases.invalidate(entry.target());
+        entry.debugger.detach(Some(Retired::Closed)).await;
         self.close_resource(session, &entry).await;
         Ok(())
+    }
+
+    /// Starts an operation of the session: refused while the runtime stops; waits (bounded)
+    /// for a lifecycle operation of the session to finish; re-establishes a dropped browser
+    /// connection (never in a loop); retries debugger detaches that failed. The guard is held
+    /// for the whole operation.
+    pub(crate) async fn begin(&self, session: &str) -> Result<(Arc<SessionState>, tokio::sync::OwnedRwLockReadGuard<()>), RuntimeError> {
+        if self.inner.stopping.load(Ordering::SeqCst) {
+            return Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
+        }
+        let state = self.session(session)?;
+        let op = tokio::time::timeout(self.inner.config.lifecycle_wait, state.ops.clone().read_owned())
+            .await
+            .map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
+        if state.closing.load(Ordering::SeqCst) {
+            return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
+        }
+        self.ensure_connected().await?;
+        self.retry_failed_detaches(&state).await;
+        Ok((state, op))
+    }
+
+    /// A dropped browser connection is re-established by the next operation.
+    pub(crate) async fn ensure_connected(&self) -> Result<(), RuntimeError> {
+        if self.connection().closed_reason().is_some() {
+            let _one = self.inner.reconnecting.lock().await;
+            if self.connection().closed_reason().is_some() {
+                self.reconnect().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Retries the session's failed debugger detaches; leases with nothing left are dropped.
+    pub(crate) async fn retry_failed_detaches(&self, state: &SessionState) {
+        let leases: Vec<Arc<DebuggerLease>> = lock(&state.debuggers).clone();
+        for lease in leases.iter().filter(|l| l.has_failed_detach()) {
+            lease.retry().await;
+        }
+        lock(&state.debuggers).retain(|l| !l.finished());
+    }
+
+    /// Holds the tab's debugger lease for one operation (attaching on demand).
+    pub(crate) async fn attach(&self, entry: &TabEntry) -> Result<Attached, RuntimeError> {
+        entry.debugger.acquire().await
     }
 
     /// Sets which surfaces the user lets the agent use: a surface without `observe` is listed
@@ -242,12 +319,13 @@ impl Runtime {
         Ok((state, tabs[index].clone(), key))
     }
 
-    /// Observes a surface (read barrier; no lease needed).
+    /// Observes a surface (read barrier; no write lease needed).
     pub async fn observe(&self, session: &str, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
-        self.reattach(session).await?;
+        let _op = self.begin(session).await?;
         let (_, entry, key) = self.resolve(session, surface)?;
         require(&entry, Capability::Observe, &key)?;
-        Ok(entry.tab.observe(options).await?)
+        let attached = self.attach(&entry).await?;
+        Ok(attached.tab().observe(options).await?)
     }
 
     /// The approvals waiting for a person.
@@ -283,30 +361,35 @@ impl Runtime {
     /// `NeedsApproval` with the pending approval and does nothing; once a person approves it,
     /// the same action can be sent again.
     pub async fn act(&self, session: &str, surface: Option<&SurfaceName>, action: &Action, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
-        self.reattach(session).await?;
+        let _op = self.begin(session).await?;
+        self.act_v1(session, surface, action, options).await
+    }
+
+    async fn act_v1(&self, session: &str, surface: Option<&SurfaceName>, action: &Action, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
         let (state, entry, key) = self.resolve(session, surface)?;
         let holder = format!("{session}/direct");
         let lease = self.acquire(&entry, &holder)?;
         let result = async {
-            let record = entry.tab.latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
+            let attached = self.attach(&entry).await?;
+            let record = attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
             let fingerprint = serde_json::to_string(action).unwrap_or_default();
             let approved_once = take_once(&state, &fingerprint);
             if let Check::Ask(request) = self.check(&entry, &key, &record, action, session, approved_once)? {
                 return Err(self.defer_approval(&state, session, &record, request, fingerprint));
             }
-            if !self.inner.leases.is_current(&entry.tab.target_id().0, &lease, now_ms()) {
+            if !self.inner.leases.is_current(entry.target(), &lease, now_ms()) {
                 return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease was lost".into() }));
             }
-            Ok(entry.tab.act(action, options).await?)
+            Ok(attached.tab().act(action, options).await?)
         }
         .await;
-        self.inner.leases.release(&entry.tab.target_id().0, &lease);
+        self.inner.leases.release(entry.target(), &lease);
         result
     }
 
     pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<Lease, RuntimeError> {
         let ttl = self.inner.config.lease_ttl.as_millis() as u64;
-        self.inner.leases.acquire(&entry.tab.target_id().0, holder, now_ms(), ttl).map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
+        self.inner.leases.acquire(entry.target(), holder, now_ms(), ttl).map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
     }
 
     /// Capability, origin and risk policy for one action on the observed frame.
@@ -365,15 +448,16 @@ impl Runtime {
     /// capability and policy checks as [`Runtime::act`]. Uploads read only from the configured
     /// upload directory; downloads land in the session's download directory.
     pub async fn act_extended(&self, session: &str, surface: Option<&SurfaceName>, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+        let _op = self.begin(session).await?;
         if let Some(v1) = action.as_v1() {
-            return self.act(session, surface, &v1, options).await;
+            return self.act_v1(session, surface, &v1, options).await;
         }
-        self.reattach(session).await?;
         let (state, entry, key) = self.resolve(session, surface)?;
         let holder = format!("{session}/direct");
         let lease = self.acquire(&entry, &holder)?;
         let result = async {
-            let record = entry.tab.latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
+            let attached = self.attach(&entry).await?;
+            let record = attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
             let fingerprint = serde_json::to_string(action).unwrap_or_default();
             let approved_once = take_once(&state, &fingerprint);
             let intended = Intended::from_extended(action, &record);
@@ -391,10 +475,10 @@ impl Runtime {
                 let _ = std::fs::create_dir_all(&dir);
                 options.downloads = Some(dir);
             }
-            Ok(entry.tab.act_extended(action, &options).await?)
+            Ok(attached.tab().act_extended(action, &options).await?)
         }
         .await;
-        self.inner.leases.release(&entry.tab.target_id().0, &lease);
+        self.inner.leases.release(entry.target(), &lease);
         result
     }
 

@@ -51,8 +51,7 @@ impl Runtime {
     /// The Surface Context of a turn: every tab of the session with its key, aliases and
     /// capabilities; a bounded preview for each one the agent may read; the primary key.
     pub async fn surface_context(&self, session: &str, turn: &str, revision: u64) -> Result<SurfaceContext, RuntimeError> {
-        self.reattach(session).await?;
-        let state = self.session(session)?;
+        let (state, _op) = self.begin(session).await?;
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let focused = *state.focused.lock().unwrap_or_else(|p| p.into_inner());
         let internal = |e: String| RuntimeError::Internal(e);
@@ -64,7 +63,16 @@ impl Runtime {
                 aliases.push(SurfaceAlias::new("focused").map_err(|e| internal(e.to_string()))?);
             }
             // A surface the user closed to the agent is listed, without content.
-            let preview = if controllable(entry) { Some(entry.tab.preview(Duration::from_millis(1500)).await) } else { None };
+            let preview = if controllable(entry) {
+                // A tab that cannot be attached (gone, browser busy) previews as unavailable,
+                // like one that cannot be read: the turn still gets its context.
+                Some(match self.attach(entry).await {
+                    Ok(attached) => attached.tab().preview(Duration::from_millis(1500)).await,
+                    Err(_) => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
+                })
+            } else {
+                None
+            };
             surfaces.push(SurfaceEntry::new(key, aliases, SurfaceKind::WebTab, None, entry.capabilities.clone(), preview).map_err(|e| internal(e.to_string()))?);
         }
         let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(i as u32 + 1));

@@ -93,7 +93,8 @@ impl Tab {
     async fn resolve_binding(&self, element: &ElementRef, binding: RefBinding) -> Result<Resolved, BrowserError> {
         let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
         let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
-        let session = &binding.session;
+        // After a detach and resume the observed session is gone; the same frame's live one serves.
+        let session = &self.live_session(&binding.session);
         let ax_check = async {
             match binding.fingerprint {
                 Some(_) => None,
@@ -119,7 +120,7 @@ impl Tab {
         }
         let resolved = Resolved {
             label: format!("{} {} \"{}\"", element.as_str(), binding.role, binding.name),
-            session: binding.session.clone(),
+            session: session.clone(),
             backend_node_id: binding.backend_node_id,
             object_id,
             frame_offset: binding.frame_offset,

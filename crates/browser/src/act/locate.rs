@@ -103,7 +103,7 @@ impl Tab {
                     let reference = record
                         .refs
                         .iter()
-                        .find(|(_, b)| b.backend_node_id == m.backend && b.session.id() == scope.session.id())
+                        .find(|(_, b)| b.backend_node_id == m.backend && self.live_session(&b.session).id() == scope.session.id())
                         .map(|(r, _)| format!(" [ref={r}]"))
                         .unwrap_or_default();
                     listed.push(format!("{role} \"{name}\" ({dom}){reference}"));

@@ -8,7 +8,11 @@
     'selected', 'open', 'tabindex', 'contenteditable', 'for', 'src', 'alt', 'title', 'placeholder', 'inert',
     'multiple', 'readonly', 'required', 'label', 'action', 'method', 'data-testid']);
   const state = {
-    doc: Math.random().toString(36).slice(2) + Date.now().toString(36),
+    // The document's identity must be the same in every instance of this world: a re-attached
+    // tab gets a new one (worlds belong to a DevTools session), and a frame observed before the
+    // detach must still match the page after it. `timeOrigin` is the document's own start
+    // time, one value per document, read-only and the same in every world.
+    doc: 'd' + performance.timeOrigin.toString(36),
     structural: 0,
     text: 0,
     visual: 0,
@@ -36,6 +40,8 @@
   };
   const observer = new MutationObserver(count);
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  // Called before the session detaches: the world outlives its session, its observer need not.
+  state.stop = () => observer.disconnect();
   state.read = () => {
     // Records queued in this same task have not been delivered yet; count them now.
     count(observer.takeRecords());

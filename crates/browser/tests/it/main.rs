@@ -1,6 +1,7 @@
 //! Observation and preview of real Chromium tabs, against fixtures served on loopback.
 
 mod act;
+mod detach;
 mod extended;
 mod freshness;
 mod observe;

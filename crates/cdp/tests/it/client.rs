@@ -151,3 +151,32 @@ async fn created_targets_are_listed_and_closed() {
     let err = tab.call_with(runtime::Evaluate::value("1"), Duration::from_secs(5)).await.unwrap_err();
     assert!(matches!(err, CdpError::Detached { .. }), "commands to a closed target fail typed and at once: {err:?}");
 }
+
+#[tokio::test]
+async fn close_ends_this_connection_and_its_sessions_but_not_the_browser() {
+    let (browser, conn) = launch_and_connect().await;
+    let tab = conn.browser().create_page("about:blank", None).await.unwrap();
+    let target = tab.target_id().cloned().unwrap();
+    let mut events = tab.subscribe(&[]);
+    conn.close();
+    conn.close();
+    assert!(conn.closed_reason().is_some());
+    assert!(matches!(eval_err(&tab).await, CdpError::Closed { .. }));
+    assert!(tokio::time::timeout(Duration::from_secs(5), events.recv()).await.unwrap().is_none(), "event streams end");
+    // The browser and its tab live on, and nothing is attached to the tab any more.
+    let other = browser.connect(cdp::ConnectionOptions::default()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let targets = other.browser().call(target::GetTargets {}).await.unwrap().target_infos;
+        let page = targets.iter().find(|t| t.target_id.as_ref() == Some(&target)).expect("the tab is still open");
+        if !page.attached {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the closed connection's session is never detached");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn eval_err(session: &cdp::Session) -> CdpError {
+    session.call(runtime::Evaluate::value("1")).await.unwrap_err()
+}

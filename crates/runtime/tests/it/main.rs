@@ -1,9 +1,12 @@
 //! The runtime against real Chromium and fixtures on loopback: one test per acceptance case of
-//! `000_…` §12 that this crate owns.
+//! `000_…` §12 that this crate owns (`cases`), one per lifecycle test of `002_…`'s plan
+//! (`seed_002`), and the debugger-lease rules (`debugger`).
 
 mod cases;
+mod debugger;
 mod direct;
 mod lifecycle;
+mod seed_002;
 mod surfaces;
 
 use std::path::PathBuf;
@@ -29,6 +32,11 @@ pub fn data_dir(name: &str) -> PathBuf {
 
 /// A runtime whose fixture origin is trusted (R1) when `trusted`.
 pub async fn env(name: &str, trusted: bool) -> Env {
+    env_with(name, trusted, |_| {}).await
+}
+
+/// [`env`] with the configuration adjusted by `adjust`.
+pub async fn env_with(name: &str, trusted: bool, adjust: impl FnOnce(&mut RuntimeConfig)) -> Env {
     let server = FixtureServer::start().await.unwrap();
     server.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
     server.dir("/rt", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
@@ -38,6 +46,7 @@ pub async fn env(name: &str, trusted: bool) -> Env {
         config.trust.trusted_origins.push(policy::Origin::parse(&server.origin()).unwrap());
     }
     config.approval_timeout = Duration::from_secs(20);
+    adjust(&mut config);
     let runtime = Runtime::start(config).await.expect("runtime starts");
     let session = runtime.create_session().await.unwrap();
     Env { runtime, server, session, data_dir }
@@ -76,4 +85,35 @@ pub async fn wait_for<F: Fn(&EventKind) -> bool>(events: &mut tokio::sync::broad
     })
     .await
     .expect("the event came");
+}
+
+/// Polls `check` until it holds, for up to 20 s (a deadline, not a timing assertion).
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "never happened: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The browser's own view of page targets whose URL contains `url_part`: (open, attached).
+pub async fn page_targets(env: &Env, url_part: &str) -> (usize, usize) {
+    let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    let pages: Vec<_> = targets.iter().filter(|t| t.target_type == "page" && t.url.contains(url_part)).collect();
+    (pages.len(), pages.iter().filter(|t| t.attached).count())
+}
+
+/// The frame of an observation, and an action on the element named `name` in it.
+pub fn click(observation: &protocol::Observation, name: &str) -> protocol::Action {
+    let element = observation.interactive_elements().iter().find(|e| e.name() == name).unwrap_or_else(|| panic!("no {name:?} in {}", observation.aria_snapshot())).element().as_str().to_owned();
+    protocol::validate_action(&serde_json::json!({"type": "click", "expected_frame_id": observation.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "intent": "test"})).unwrap()
+}
+
+/// Freezes (SIGSTOP) or thaws (SIGCONT) the browser the runtime launched: CDP commands get no
+/// answer while it is frozen — a hung browser, for real.
+pub fn freeze_browser(runtime: &Runtime, frozen: bool) {
+    let pid = runtime.browser_pid().expect("a launched browser");
+    let signal = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
+    // SAFETY: signalling the browser process this test's runtime launched.
+    unsafe { libc::kill(pid as libc::pid_t, signal) };
 }
