@@ -172,13 +172,17 @@ impl Tab {
         let label = r.label.clone();
         let mut attempt = 0u32;
         loop {
+            let checked = Instant::now();
             let last_reason = match self.check_once(r, need, &label, viewport).await? {
                 Pass::Ready(point) => return Ok(point),
                 Pass::Retry(reason) => reason,
             };
             attempt += 1;
             let pause = Duration::from_millis([0, 20, 50, 100, 100, 250][attempt.min(5) as usize]);
-            if Instant::now() + pause >= until {
+            // Stop while there is still time for one more pass and the refusal, so a slow machine
+            // reports why (covered, disabled) rather than running into the action's deadline.
+            let one_pass = checked.elapsed().max(Duration::from_millis(25)) * 2;
+            if Instant::now() + pause + one_pass >= until {
                 return Err(BrowserError::NotActionable { reason: last_reason });
             }
             tokio::time::sleep(pause).await;
