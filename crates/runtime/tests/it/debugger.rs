@@ -195,7 +195,7 @@ async fn a_debugger_detached_from_outside_clears_only_the_attachment_and_the_nex
     let s = &env.session;
     let user = env.runtime.register_user_tab(&env.server.url("/counter.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
-    let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
+    let frame = crate::observe_until(&env.runtime, s, "Add one").await;
     let target = db_target(&env, &user);
     let browser = env.runtime.connection().browser();
     browser.send_raw("Target.detachFromTarget", serde_json::json!({ "targetId": target }), Duration::from_secs(5)).await.unwrap();

@@ -103,6 +103,19 @@ pub async fn page_targets(env: &Env, url_part: &str) -> (usize, usize) {
     (pages.len(), pages.iter().filter(|t| t.attached).count())
 }
 
+/// Observes the primary surface until the element named `name` is in it (a user's tab loads in
+/// its own time: registering it does not wait for the load).
+pub async fn observe_until(runtime: &Runtime, session: &str, name: &str) -> protocol::Observation {
+    for _ in 0..100 {
+        let o = runtime.observe(session, None, &Default::default()).await.unwrap();
+        if o.interactive_elements().iter().any(|e| e.name() == name) {
+            return o;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name:?} never appeared");
+}
+
 /// The frame of an observation, and an action on the element named `name` in it.
 pub fn click(observation: &protocol::Observation, name: &str) -> protocol::Action {
     let element = observation.interactive_elements().iter().find(|e| e.name() == name).unwrap_or_else(|| panic!("no {name:?} in {}", observation.aria_snapshot())).element().as_str().to_owned();
