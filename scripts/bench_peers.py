@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Compare Glovebox's observation with Playwright MCP's `browser_snapshot` on the same pages and
-the same Chromium: snapshot bytes, and whether every interactive element Playwright lists is in
-ours. Installs @playwright/mcp with npm under target/bench-node on first use. No internet beyond
-the npm registry; pages are served on 127.0.0.1.
+"""Compare Glovebox with its peers on the same pages and the same Chromium:
+- snapshot bytes against Playwright MCP's `browser_snapshot`, and whether every interactive element
+  Playwright lists is in ours;
+- the click round trip against Playwright MCP and agent-browser;
+- end to end over stdio, "open fixture + observe + click + observe", Glovebox (`glovebox mcp`) vs
+  Playwright MCP vs Chrome DevTools MCP (MCP servers driven by the same minimal JSON-RPC client) vs
+  agent-browser (its CLI), as medians and ratios.
+Installs the peers with npm under target/bench-node on first use. No internet beyond the npm
+registry; pages are served on 127.0.0.1.
 
 Usage: scripts/bench_peers.py [--glovebox PATH] [--chromium PATH]
 """
@@ -12,6 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "crates/browser/tests/fixtures")
 NODE_DIR = os.path.join(ROOT, "target/bench-node")
 PW_VERSION = "0.0.83"
+CDT_VERSION = "1.11.0"
+E2E_ROUNDS = 20
 INTERACTIVE = {"button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
                "menuitem", "tab", "switch", "slider", "spinbutton", "treeitem"}
 
@@ -81,8 +88,13 @@ class Mcp:
         return "".join(c.get("text", "") for c in result.get("content", []))
 
     def close(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        # Closing stdin is how an MCP client ends a stdio session; terminate only a server that lingers.
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
 
 
 def playwright_snapshot(text):
@@ -106,11 +118,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--glovebox", default=os.path.join(ROOT, "target/release/glovebox"))
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--e2e-only", action="store_true", help="only the end-to-end stdio comparison")
     args = parser.parse_args()
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
+    if args.e2e_only:
+        e2e(args, base)
+        return 0
     cli = ensure_playwright_mcp()
     pw = Mcp(["node", cli, "--headless", "--isolated", "--no-sandbox", "--executable-path", args.chromium])
 
@@ -155,16 +171,170 @@ def main():
     if ab is not None:
         print(f"{'click round trip (median ms)':<36} glovebox {our_click:8.1f}   agent-browser  {ab:8.1f}   ratio {ab / our_click:5.2f}x")
 
+    e2e(args, base)
 
-def agent_browser_click(url, chromium):
-    """agent-browser (npm): `click @ref` then `snapshot`, the same round trip through its CLI."""
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def e2e_glovebox(glovebox, url, origin):
+    # The per-session bound on tool calls (300 a minute by default) is lifted for the benchmark.
+    config = os.path.join(ROOT, "target/bench-node/glovebox-bench.toml")
+    with open(config, "w") as f:
+        f.write("[serve]\ncalls_per_minute = 1000000\n")
+    mcp = Mcp([glovebox, "mcp", "--trust", origin, "--config", config])
+    payload = []
+
+    header = lambda result: json.loads(result["content"][0]["text"])
+    text = lambda result: "".join(c.get("text", "") for c in result["content"])
+
+    # One tab held by the session, navigated each round, as the peers navigate theirs.
+    opened = mcp.call("tools/call", {"name": "tab_open", "arguments": {"url": "about:blank"}})
+    assert not opened.get("isError"), opened
+    frame = [header(mcp.call("tools/call", {"name": "observe", "arguments": {}}))["frame_id"]]
+
+    def act(action):
+        action = dict(action, expected_frame_id=frame[0], intent="bench")
+        acted = mcp.call("tools/call", {"name": "act", "arguments": {"action": action}})
+        assert not acted.get("isError"), acted
+        frame[0] = header(acted)["frame_id"]
+
+    def one_round():
+        act({"type": "navigate", "url": url})
+        observed = mcp.call("tools/call", {"name": "observe", "arguments": {}})
+        frame[0] = header(observed)["frame_id"]
+        button = re.search(r'button "Add one" \[ref=(e\d+)\]', text(observed)).group(1)
+        act({"type": "click", "target": {"kind": "element", "ref": button}})
+        observed = mcp.call("tools/call", {"name": "observe", "arguments": {}})
+        frame[0] = header(observed)["frame_id"]
+        assert "1 clicks" in text(observed), text(observed)
+        payload.append(len(text(observed).encode()))
+
+    return one_round, payload, mcp.close
+
+
+def e2e_playwright(cli, chromium, url):
+    mcp = Mcp(["node", cli, "--headless", "--isolated", "--no-sandbox", "--executable-path", chromium])
+    payload = []
+
+    def one_round():
+        mcp.tool("browser_navigate", {"url": url})
+        snap = mcp.tool("browser_snapshot", {})
+        ref = re.search(r'button "Add one" \[ref=([^\]]+)\]', snap).group(1)
+        mcp.tool("browser_click", {"element": "Add one", "target": ref})
+        after = mcp.tool("browser_snapshot", {})
+        assert "1 clicks" in after, after
+        payload.append(len(after.encode()))
+
+    return one_round, payload, mcp.close
+
+
+def ensure_chrome_devtools_mcp():
+    cli = os.path.join(NODE_DIR, "node_modules/chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js")
+    if not os.path.exists(cli):
+        os.makedirs(NODE_DIR, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", f"chrome-devtools-mcp@{CDT_VERSION}"], cwd=NODE_DIR, check=True,
+                       stdout=subprocess.DEVNULL)
+    return cli
+
+
+def e2e_chrome_devtools(chromium, url):
+    cli = ensure_chrome_devtools_mcp()
+    mcp = Mcp(["node", cli, "--headless", "--isolated", "--executablePath", chromium, "--chromeArg=--no-sandbox",
+               "--chromeArg=--disable-gpu", "--usageStatistics=false"])
+    payload = []
+
+    def one_round():
+        pages = mcp.tool("new_page", {"url": url})
+        page = int(re.findall(r"^(\d+): .*\[selected\]", pages, re.M)[-1])
+        snap = mcp.tool("take_snapshot", {"pageId": page})
+        uid = re.search(r'uid=(\S+) button "Add one"', snap).group(1)
+        mcp.tool("click", {"pageId": page, "uid": uid})
+        after = mcp.tool("take_snapshot", {"pageId": page})
+        assert "1 clicks" in after, after
+        payload.append(len(after.encode()))
+        mcp.tool("close_page", {"pageId": page})
+
+    return one_round, payload, mcp.close
+
+
+def e2e_agent_browser(chromium, url):
+    exe, run = agent_browser(chromium)
+    payload = []
+
+    def one_round():
+        run("open", url)
+        snap = run("snapshot").stdout
+        ref = re.search(r'button "Add one" \[ref=(e\d+)\]', snap).group(1)
+        run("click", "@" + ref)
+        after = run("snapshot").stdout
+        assert "1 clicks" in after, after
+        payload.append(len(after.encode()))
+
+    return one_round, payload, lambda: run("close", "--all")
+
+
+def e2e(args, base):
+    """End to end over stdio: open the counter fixture, observe, click "Add one", observe. Every
+    peer is started first, then the rounds alternate between peers, so a noisy machine's drift
+    hits all of them alike."""
+    url = base + "/counter.html"
+    print()
+    print(f"end to end over stdio: open + observe + click + observe ({E2E_ROUNDS} rounds each, alternating, medians)")
+    starts = [
+        ("glovebox", lambda: e2e_glovebox(args.glovebox, url, base)),
+        ("playwright-mcp", lambda: e2e_playwright(ensure_playwright_mcp(), args.chromium, url)),
+        ("chrome-devtools-mcp", lambda: e2e_chrome_devtools(args.chromium, url)),
+        ("agent-browser", lambda: e2e_agent_browser(args.chromium, url)),
+    ]
+    peers = {}
+    for name, start in starts:
+        try:
+            peers[name] = start()
+        except Exception as e:  # a peer that cannot start here is reported, not fatal
+            print(f"  {name}: skipped ({type(e).__name__}: {str(e)[:200]})")
+    times = {name: [] for name in peers}
+    failed = set()
+    for i in range(E2E_ROUNDS + 2):
+        for name, (one_round, _, _) in peers.items():
+            if name in failed:
+                continue
+            t = time.perf_counter()
+            try:
+                one_round()
+            except Exception as e:
+                print(f"  {name}: failed ({type(e).__name__}: {str(e)[:200]})")
+                failed.add(name)
+                continue
+            if i >= 2:
+                times[name].append((time.perf_counter() - t) * 1000)
+    for name, (_, _, close) in peers.items():
+        try:
+            close()
+        except Exception:
+            pass
+    results = {name: (median(times[name]), median(peers[name][1])) for name in peers if name not in failed}
+    ours = results.get("glovebox")
+    for name, (ms, size) in results.items():
+        ratio = f"   {ms / ours[0]:5.2f}x our time   {size / ours[1]:5.2f}x our last-observation bytes" if ours and name != "glovebox" else ""
+        print(f"  {name:<20} {ms:8.1f} ms   last observation {size:6d} B{ratio}")
+
+
+def agent_browser(chromium):
     exe = os.path.join(NODE_DIR, "node_modules/agent-browser/bin/agent-browser-linux-x64")
     if not os.path.exists(exe):
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "agent-browser@0.41.2"], cwd=NODE_DIR, check=True, stdout=subprocess.DEVNULL)
     os.chmod(exe, 0o755)
     env = dict(os.environ, AGENT_BROWSER_EXECUTABLE_PATH=chromium, AGENT_BROWSER_ARGS="--no-sandbox,--disable-gpu",
                AGENT_BROWSER_SESSION="glovebox-bench")
-    run = lambda *a: subprocess.run([exe, *a], env=env, capture_output=True, text=True, timeout=60)
+    return exe, (lambda *a: subprocess.run([exe, *a], env=env, capture_output=True, text=True, timeout=60))
+
+
+def agent_browser_click(url, chromium):
+    """agent-browser (npm): `click @ref` then `snapshot`, the same round trip through its CLI."""
+    _, run = agent_browser(chromium)
     try:
         run("open", url)
         snap = run("snapshot").stdout

@@ -147,12 +147,15 @@ impl GloveboxMcp {
         let mut header = json!({
             "surface": surface.map_or("primary", SurfaceName::as_str),
             "frame_id": observation.frame_id().as_str(),
-            "interactive_elements": observation.interactive_elements().len(),
-            "viewport": format!(
+        });
+        // The viewport matters for point targets (screenshots) and says where the page is
+        // scrolled or zoomed; at the top, unzoomed and without a screenshot it is left out.
+        if image.is_some() || v.scroll_x != 0.0 || v.scroll_y != 0.0 || v.page_zoom != 1.0 {
+            header["viewport"] = json!(format!(
                 "{}x{} scale {} zoom {} scroll {},{}",
                 v.width, v.height, v.device_scale_factor, v.page_zoom, v.scroll_x, v.scroll_y
-            ),
-        });
+            ));
+        }
         let cut: Vec<&str> = [
             (observation.aria_truncated(), "snapshot"),
             (observation.elements_truncated(), "interactive_elements"),
