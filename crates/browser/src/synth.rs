@@ -73,10 +73,8 @@ pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: 
     let mut ids: HashMap<&str, usize> = HashMap::new();
     let mut labels_for: HashMap<&str, Vec<usize>> = HashMap::new();
     for node in 0..count {
-        if let Some(parent) = view.parent(node) {
-            if parent < count {
-                children[parent].push(node);
-            }
+        if let Some(parent) = view.parent(node).filter(|p| *p < count) {
+            children[parent].push(node);
         }
         if view.node_type(node) == NODE_ELEMENT {
             if let Some(id) = view.attr(node, "id") {
@@ -437,11 +435,10 @@ impl Synth<'_, '_> {
         for child in &self.children[node] {
             let child = *child;
             match view.node_type(child) {
-                NODE_TEXT | NODE_CDATA => {
-                    if view.has_layout(child) && view.visibility_visible(child) {
-                        join_text(out, view.node_value(child));
-                    }
+                NODE_TEXT | NODE_CDATA if view.has_layout(child) && view.visibility_visible(child) => {
+                    join_text(out, view.node_value(child));
                 }
+                NODE_TEXT | NODE_CDATA => {}
                 NODE_ELEMENT => {
                     let tag = view.tag(child);
                     if SKIPPED.contains(&tag.as_str())

@@ -147,16 +147,17 @@ async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
     if global.browser_endpoint.is_some() {
         bail!("`launch` starts a local browser; drop --browser-endpoint");
     }
+    // Handlers first: a signal that arrives while the browser starts, or just after the endpoint
+    // is printed, still stops it cleanly instead of killing glovebox with the browser left behind.
+    let mut stop = crate::serve::StopSignal::install();
     let mut handle = browser::open(global).await?;
     let Some(local) = handle.local.as_mut() else { bail!("no local browser") };
     println!("endpoint: {}", local.ws_url());
     println!("pid: {}", local.pid());
     println!("profile: {}", local.profile_dir().display());
     println!("version: {}", handle.version.product);
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => eprintln!("glovebox: stopping the browser"),
-        _ = terminate.recv() => eprintln!("glovebox: stopping the browser"),
+        _ = stop.recv() => eprintln!("glovebox: stopping the browser"),
         _ = handle.conn.closed() => {
             eprintln!("glovebox: the browser went away");
             return Ok(ExitCode::FAILURE);

@@ -36,14 +36,32 @@ fn write_discovery(data_dir: &Path, person: &mcp::PersonChannel) -> anyhow::Resu
     Ok(Discovery(path))
 }
 
-async fn stop_signal() {
-    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
+/// SIGTERM and SIGINT, listened for from the start, so a signal that arrives while the server
+/// starts or just after it prints where it listens still runs the orderly shutdown.
+pub(crate) struct StopSignal {
+    terminate: Option<tokio::signal::unix::Signal>,
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignal {
+    pub(crate) fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        StopSignal { terminate: signal(SignalKind::terminate()).ok(), interrupt: signal(SignalKind::interrupt()).ok() }
+    }
+
+    pub(crate) async fn recv(&mut self) {
+        async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = one(&mut self.terminate) => {}
+            _ = one(&mut self.interrupt) => {}
+        }
     }
 }
 
@@ -52,6 +70,7 @@ const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `glovebox serve`
 pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut stop = StopSignal::install();
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
@@ -75,7 +94,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     println!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
     println!("Stop with Ctrl-C.");
     std::io::stdout().flush()?;
-    stop_signal().await;
+    stop.recv().await;
     eprintln!("glovebox: stopping");
     server.shutdown().await?;
     // Plugin disposal: calls in flight finish (bounded), every session's tabs get the disposal
@@ -87,6 +106,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
 /// `glovebox mcp`: stdio. The approvals endpoint listens on an ephemeral loopback port; its
 /// MCP side is locked with a random token nobody is given.
 pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
+    let mut stop = StopSignal::install();
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
@@ -101,7 +121,7 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let options = mcp::McpOptions { person: Some(person.person.clone()), ..settings.serve.mcp.clone() };
     tokio::select! {
         result = mcp::serve_stdio(runtime.clone(), options) => result?,
-        _ = stop_signal() => {}
+        _ = stop.recv() => {}
     }
     person.shutdown().await?;
     runtime.shutdown(SHUTDOWN_WAIT).await;
