@@ -48,6 +48,10 @@ pub struct Global {
     /// Hours an orphan run's artifacts are kept before they are swept (default 24).
     #[arg(long, global = true, env = "GLOVEBOX_ARTIFACT_RETENTION_HOURS")]
     pub artifact_retention_hours: Option<u64>,
+    /// Milliseconds a tab's DevTools attachment stays after its last operation before it is
+    /// detached (default 5000; turn end detaches at once).
+    #[arg(long, global = true, env = "GLOVEBOX_DEBUGGER_IDLE_DETACH_MS")]
+    pub debugger_idle_detach_ms: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]

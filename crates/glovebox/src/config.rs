@@ -30,6 +30,8 @@ pub struct FileConfig {
     pub blocked_origins: Option<Vec<String>>,
     /// Hours an orphan run's artifacts are kept.
     pub artifact_retention_hours: Option<u64>,
+    /// Milliseconds an idle tab keeps its DevTools attachment.
+    pub debugger_idle_detach_ms: Option<u64>,
     #[serde(default)]
     pub serve: ServeFile,
 }
@@ -107,6 +109,9 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     if let Some(hours) = global.artifact_retention_hours.or(file.artifact_retention_hours) {
         runtime.artifact_ttl = Duration::from_secs(hours * 3600);
     }
+    if let Some(ms) = global.debugger_idle_detach_ms.or(file.debugger_idle_detach_ms) {
+        runtime.debugger_idle_detach = Duration::from_millis(ms);
+    }
 
     let mut options = mcp::HttpOptions::default();
     if let Some(bind) = serve.and_then(|s| s.bind).or(file.serve.bind) {
@@ -161,6 +166,7 @@ mod tests {
             trusted_origins = ["http://127.0.0.1:5173"]
             blocked_origins = ["https://ads.example"]
             artifact_retention_hours = 2
+            debugger_idle_detach_ms = 1500
             [serve]
             bind = "127.0.0.1:9000"
             calls_per_minute = 60
@@ -173,6 +179,7 @@ mod tests {
         assert_eq!(s.runtime.trust.trusted_origins.len(), 1);
         assert_eq!(s.runtime.navigation.blocked_origins.len(), 1);
         assert_eq!(s.runtime.artifact_ttl, Duration::from_secs(7200));
+        assert_eq!(s.runtime.debugger_idle_detach, Duration::from_millis(1500));
         assert_eq!(s.serve.bind.port(), 9000);
         assert_eq!(s.serve.mcp.rate.per_minute, 60);
 
