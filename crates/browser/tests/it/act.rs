@@ -73,9 +73,11 @@ async fn a_covered_button_is_refused_naming_the_overlay_and_nothing_is_sent() {
     let env = env().await;
     let tab = env.open("/widgets.html").await;
     let o = observe(&tab).await;
-    let options = ActOptions { deadline: Duration::from_secs(3), ..Default::default() };
+    // The overlay never goes away, so each refusal takes the whole deadline: long enough that a
+    // loaded machine (the whole suite at once) still reports the reason, not a timeout.
+    let options = ActOptions { deadline: Duration::from_secs(6), ..Default::default() };
     let err = tab.act(&click(&o, "Buy now"), &options).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidAction);
+    assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
     assert!(err.to_string().contains("covered by div#consent-banner \"Accept cookies\""), "{err}");
     let err = tab.act(&click(&o, "Unavailable"), &options).await.unwrap_err();
     assert!(err.to_string().contains("is disabled"), "{err}");
