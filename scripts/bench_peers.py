@@ -126,6 +126,7 @@ def main():
     base = f"http://127.0.0.1:{server.server_address[1]}"
     if args.e2e_only:
         e2e(args, base)
+        payloads(args, base)
         return 0
     cli = ensure_playwright_mcp()
     pw = Mcp(["node", cli, "--headless", "--isolated", "--no-sandbox", "--executable-path", args.chromium])
@@ -172,6 +173,7 @@ def main():
         print(f"{'click round trip (median ms)':<36} glovebox {our_click:8.1f}   agent-browser  {ab:8.1f}   ratio {ab / our_click:5.2f}x")
 
     e2e(args, base)
+    payloads(args, base)
 
 
 def median(xs):
@@ -320,6 +322,43 @@ def e2e(args, base):
     for name, (ms, size) in results.items():
         ratio = f"   {ms / ours[0]:5.2f}x our time   {size / ours[1]:5.2f}x our last-observation bytes" if ours and name != "glovebox" else ""
         print(f"  {name:<20} {ms:8.1f} ms   last observation {size:6d} B{ratio}")
+
+
+def payloads(args, base):
+    """What each runtime hands the model for one observation of the same fixtures: every byte of
+    the tool's text output (Glovebox: trusted header, untrusted markers, url, title, snapshot)."""
+    pages = ["/counter.html", "/login.html", "/table.html", "/secrets.html", "/tree.html", "/big"]
+    config = os.path.join(ROOT, "target/bench-node/glovebox-bench.toml")
+    gb = Mcp([args.glovebox, "mcp", "--trust", base, "--config", config])
+    gb.call("tools/call", {"name": "tab_open", "arguments": {"url": "about:blank"}})
+    pw = Mcp(["node", ensure_playwright_mcp(), "--headless", "--isolated", "--no-sandbox", "--executable-path", args.chromium])
+    cdt = Mcp(["node", ensure_chrome_devtools_mcp(), "--headless", "--isolated", "--executablePath", args.chromium,
+               "--chromeArg=--no-sandbox", "--chromeArg=--disable-gpu", "--usageStatistics=false"])
+    _, ab = agent_browser(args.chromium)
+    print()
+    print("observation payload, bytes of the tool's whole text output")
+    print(f"{'page':<16} {'glovebox':>9} {'playwright':>11} {'devtools':>9} {'agent-br':>9}   smallest")
+    try:
+        for page in pages:
+            url = base + page
+            text = lambda r: "".join(c.get("text", "") for c in r["content"])
+            frame = json.loads(gb.call("tools/call", {"name": "observe", "arguments": {}})["content"][0]["text"])["frame_id"]
+            gb.call("tools/call", {"name": "act", "arguments": {"action": {"type": "navigate", "url": url, "expected_frame_id": frame, "intent": "bench"}}})
+            ours = len(text(gb.call("tools/call", {"name": "observe", "arguments": {}})).encode())
+            pw.tool("browser_navigate", {"url": url})
+            theirs_pw = len(pw.tool("browser_snapshot", {}).encode())
+            listed = cdt.tool("new_page", {"url": url})
+            page_id = int(re.findall(r"^(\d+): .*\[selected\]", listed, re.M)[-1])
+            theirs_cdt = len(cdt.tool("take_snapshot", {"pageId": page_id}).encode())
+            cdt.tool("close_page", {"pageId": page_id})
+            ab("open", url)
+            theirs_ab = len(ab("snapshot").stdout.encode())
+            sizes = {"glovebox": ours, "playwright": theirs_pw, "devtools": theirs_cdt, "agent-browser": theirs_ab}
+            print(f"{page:<16} {ours:>9} {theirs_pw:>11} {theirs_cdt:>9} {theirs_ab:>9}   {min(sizes, key=sizes.get)}")
+    finally:
+        for m in (gb, pw, cdt):
+            m.close()
+        ab("close", "--all")
 
 
 def agent_browser(chromium):
