@@ -38,14 +38,15 @@ pub(crate) struct WorldState {
     #[serde(default)]
     pub(crate) elements: u64,
     /// The `<dialog>` (index in document order) open as modal, or -1.
-    #[serde(default = "no_dialog")]
+    #[serde(default = "no_index")]
     pub(crate) modal_dialog: i64,
     /// The focused element's index among the document's elements, or -1.
-    #[serde(default = "no_dialog")]
+    #[serde(default = "no_index")]
     pub(crate) focused: i64,
 }
 
-fn no_dialog() -> i64 {
+/// "None" for the element indices the world reports (`-1` in the page).
+fn no_index() -> i64 {
     -1
 }
 

@@ -163,7 +163,8 @@ impl Tab {
         let timeout = session.connection().default_timeout();
         let read = serde_json::json!({ "expression": "globalThis.__glovebox.read()", "contextId": context, "returnByValue": true });
         let snapshot = serde_json::to_value(snapshot_command()).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
-        let first = session.send_raw("Runtime.evaluate", read.clone(), timeout).await?;
+        let first_read = serde_json::json!({ "expression": "globalThis.__glovebox.read(true)", "contextId": context, "returnByValue": true });
+        let first = session.send_raw("Runtime.evaluate", first_read, timeout).await?;
         let elements = first.pointer("/result/value/elements").and_then(serde_json::Value::as_u64).unwrap_or(0);
         let ax = async {
             if elements > DOM_MODEL_ABOVE_ELEMENTS {
@@ -205,7 +206,7 @@ impl Tab {
         };
         // The first read decides the page model: Chromium's AX tree, or for large documents the
         // one derived from the DOM snapshot (`synth.rs`), which skips the AX call's cost.
-        let before = match evaluate_in(session, context, read).await {
+        let before = match evaluate_in(session, context, "globalThis.__glovebox.read(true)").await {
             Ok(b) => decode_world(b)?,
             Err(BrowserError::Internal { .. }) => {
                 forget_context(&self.state, context);

@@ -42,11 +42,11 @@
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   // Called before the session detaches: the world outlives its session, its observer need not.
   state.stop = () => observer.disconnect();
-  state.read = () => {
+  state.read = (facts) => {
     // Records queued in this same task have not been delivered yet; count them now.
     count(observer.takeRecords());
     const vv = window.visualViewport;
-    return {
+    const out = {
       doc: state.doc,
       structural: state.structural,
       text: state.text,
@@ -61,13 +61,17 @@
       scroll_x: window.scrollX,
       scroll_y: window.scrollY,
       scale: vv ? vv.scale : 1,
-      // Decides which page model the capture uses (`synth.rs`); a live collection's length.
-      elements: state.all.length,
-      modal_dialog: modalDialog(),
-      // The focused element's index among the document's elements (document order), or -1.
-      focused: document.activeElement && document.activeElement !== document.body
-        ? Array.prototype.indexOf.call(state.all, document.activeElement) : -1,
     };
+    if (facts) {
+      // For an observation's first read only (not every settle probe): which page model the
+      // capture uses (`synth.rs`), and what the DOM model cannot read from the snapshot.
+      out.elements = state.all.length;
+      out.modal_dialog = modalDialog();
+      // The focused element's index among the document's elements (document order), or -1.
+      out.focused = document.activeElement && document.activeElement !== document.body
+        ? Array.prototype.indexOf.call(state.all, document.activeElement) : -1;
+    }
+    return out;
   };
   globalThis.__glovebox = state;
 })();

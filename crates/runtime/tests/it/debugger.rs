@@ -7,33 +7,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runtime::{DebuggerLeaseStatus, Mark, PlanFuture, PlanInput, Planner, PlannerStep, RunRequest};
+use runtime::{DebuggerLeaseStatus, Mark, RunRequest};
 use store::Store as _;
 use tokio::sync::Notify;
 
-use crate::{click, env_with, eventually, freeze_browser, page_targets};
+use crate::{Gate, click, env_with, eventually, freeze_browser, page_targets};
 
 fn lease(env: &crate::Env) -> DebuggerLeaseStatus {
     let status = env.runtime.status(&env.session).unwrap();
     assert_eq!(status.debugger_leases.len(), 1, "{status:?}");
     status.debugger_leases[0].clone()
-}
-
-/// A planner that holds its run (and so the tab's debugger lease) until told to give up.
-struct Gate {
-    started: Arc<Notify>,
-    release: Arc<Notify>,
-}
-
-impl Planner for Gate {
-    fn next(&mut self, _input: PlanInput) -> PlanFuture<'_> {
-        let (started, release) = (self.started.clone(), self.release.clone());
-        Box::pin(async move {
-            started.notify_one();
-            release.notified().await;
-            Ok(PlannerStep::GiveUp { summary: "released".into() })
-        })
-    }
 }
 
 #[tokio::test]

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runtime::{ApprovalDecision, EventKind, Runtime, RuntimeConfig};
+use runtime::{ApprovalDecision, EventKind, PlanFuture, PlanInput, Planner, PlannerStep, Runtime, RuntimeConfig};
+use tokio::sync::Notify;
 use test_support::FixtureServer;
 
 pub struct Env {
@@ -129,4 +130,22 @@ pub fn freeze_browser(runtime: &Runtime, frozen: bool) {
     let signal = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
     // SAFETY: signalling the browser process this test's runtime launched.
     unsafe { libc::kill(pid as libc::pid_t, signal) };
+}
+
+/// A planner that holds its run (and so its tab's leases) until `release` is notified; it
+/// notifies `started` when the run is under way.
+pub struct Gate {
+    pub started: Arc<Notify>,
+    pub release: Arc<Notify>,
+}
+
+impl Planner for Gate {
+    fn next(&mut self, _input: PlanInput) -> PlanFuture<'_> {
+        let (started, release) = (self.started.clone(), self.release.clone());
+        Box::pin(async move {
+            started.notify_one();
+            release.notified().await;
+            Ok(PlannerStep::GiveUp { summary: "released".into() })
+        })
+    }
 }

@@ -48,11 +48,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::{ErrorCode, SurfaceName};
-use runtime::{BrowserSource, BrowserStatus, Mark, PlanFuture, PlanInput, Planner, PlannerStep, RunRequest, TabStatus};
+use runtime::{BrowserSource, BrowserStatus, Mark, RunRequest, TabStatus};
 use store::Store as _;
 use tokio::sync::Notify;
 
-use crate::{Env, click, env, env_with, page_targets};
+use crate::{Env, Gate, click, env, env_with, page_targets};
 
 fn db(env: &Env) -> store::SqliteStore {
     store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap()
@@ -119,23 +119,6 @@ async fn remote_env(name: &str) -> (Env, cdp::Browser) {
     })
     .await;
     (env, browser)
-}
-
-/// A planner that holds its run until told to give up.
-struct Gate {
-    started: Arc<Notify>,
-    release: Arc<Notify>,
-}
-
-impl Planner for Gate {
-    fn next(&mut self, _input: PlanInput) -> PlanFuture<'_> {
-        let (started, release) = (self.started.clone(), self.release.clone());
-        Box::pin(async move {
-            started.notify_one();
-            release.notified().await;
-            Ok(PlannerStep::GiveUp { summary: "released".into() })
-        })
-    }
 }
 
 // ---- 生命周期单元测试 ----
