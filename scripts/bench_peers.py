@@ -119,11 +119,16 @@ def main():
     parser.add_argument("--glovebox", default=os.path.join(ROOT, "target/release/glovebox"))
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--e2e-only", action="store_true", help="only the end-to-end stdio comparison")
+    parser.add_argument("--payloads-only", action="store_true", help="only the observation payload table")
+    parser.add_argument("--dump", metavar="DIR", help="write each runtime's observation text under DIR")
     args = parser.parse_args()
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
+    if args.payloads_only:
+        payloads(args, base)
+        return 0
     if args.e2e_only:
         e2e(args, base)
         payloads(args, base)
@@ -344,15 +349,21 @@ def payloads(args, base):
             text = lambda r: "".join(c.get("text", "") for c in r["content"])
             frame = json.loads(gb.call("tools/call", {"name": "observe", "arguments": {}})["content"][0]["text"])["frame_id"]
             gb.call("tools/call", {"name": "act", "arguments": {"action": {"type": "navigate", "url": url, "expected_frame_id": frame, "intent": "bench"}}})
-            ours = len(text(gb.call("tools/call", {"name": "observe", "arguments": {}})).encode())
+            outputs = {"glovebox": text(gb.call("tools/call", {"name": "observe", "arguments": {}}))}
             pw.tool("browser_navigate", {"url": url})
-            theirs_pw = len(pw.tool("browser_snapshot", {}).encode())
+            outputs["playwright"] = pw.tool("browser_snapshot", {})
             listed = cdt.tool("new_page", {"url": url})
             page_id = int(re.findall(r"^(\d+): .*\[selected\]", listed, re.M)[-1])
-            theirs_cdt = len(cdt.tool("take_snapshot", {"pageId": page_id}).encode())
+            outputs["devtools"] = cdt.tool("take_snapshot", {"pageId": page_id})
             cdt.tool("close_page", {"pageId": page_id})
             ab("open", url)
-            theirs_ab = len(ab("snapshot").stdout.encode())
+            outputs["agent-browser"] = ab("snapshot").stdout
+            if args.dump:
+                os.makedirs(args.dump, exist_ok=True)
+                for who, out in outputs.items():
+                    with open(os.path.join(args.dump, f"{page.strip('/').replace('.html', '')}.{who}.txt"), "w") as f:
+                        f.write(out)
+            ours, theirs_pw, theirs_cdt, theirs_ab = (len(outputs[k].encode()) for k in ("glovebox", "playwright", "devtools", "agent-browser"))
             sizes = {"glovebox": ours, "playwright": theirs_pw, "devtools": theirs_cdt, "agent-browser": theirs_ab}
             print(f"{page:<16} {ours:>9} {theirs_pw:>11} {theirs_cdt:>9} {theirs_ab:>9}   {min(sizes, key=sizes.get)}")
     finally:

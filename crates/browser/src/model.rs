@@ -460,8 +460,6 @@ fn states(node: &AxNode, role: &str) -> Vec<String> {
     match text("expanded").as_deref() {
         Some("true") => out.push("expanded".into()),
         Some("false") => out.push("collapsed".into()),
-        // A tree item without an expanded state has no children (WAI-ARIA treeitem).
-        _ if role == "treeitem" => out.push("leaf".into()),
         _ => {}
     }
     if prop_true(node, "selected") {

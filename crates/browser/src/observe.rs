@@ -426,13 +426,20 @@ fn render_lines(lines: &[Line], chosen: &[bool], ref_of: &HashMap<usize, Element
     let mut out = String::with_capacity(lines.iter().map(line_cost).sum::<usize>().min(ARIA_SNAPSHOT_MAX_CHARS + 256));
     for (line, _) in lines.iter().zip(chosen).filter(|(_, c)| **c) {
         for _ in 0..line.depth {
-            out.push_str("  ");
+            out.push(' ');
         }
-        out.push_str("- ");
         out.push_str(&line.head);
-        if let Some(r) = line.candidate.and_then(|c| ref_of.get(&c)) {
-            out.push_str(" [ref=");
-            out.push_str(r.as_str());
+        let reference = line.candidate.and_then(|c| ref_of.get(&c));
+        if reference.is_some() || !line.states.is_empty() {
+            out.push_str(" [");
+            let mut words = reference.map(ElementRef::as_str).into_iter().chain(line.states.iter().map(String::as_str));
+            if let Some(first) = words.next() {
+                out.push_str(first);
+            }
+            for word in words {
+                out.push(' ');
+                out.push_str(word);
+            }
             out.push(']');
         }
         out.push_str(&line.tail);

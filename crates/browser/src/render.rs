@@ -1,5 +1,21 @@
 //! From the page model to the model-facing text: one line per node, refs on interactive elements,
 //! and a character budget that keeps what is in or near the viewport when the page is too big.
+//!
+//! The text is built to be small, because a model reads it on every step:
+//!
+//! ```text
+//! main
+//!  heading "Sign in" [level=1]
+//!  "Enter your credentials."
+//!  textbox "Email" [e1]: "ada@example.com"
+//!  checkbox "Remember me" [e2 checked]
+//!  link "Help" [e3] -> /help
+//! ```
+//!
+//! One space of indentation per level; `role "name"`; one bracket with the ref (`eN`) first and
+//! then the states; ` -> ` a link's target; `: ` a value (quoted) or the node's own text. A line
+//! that is a quoted string is text. Text that only repeats the name of the control next to it
+//! (its label) is left out, as is the empty value of an empty field.
 
 use crate::dom::Rect;
 use crate::model::{Item, NodeItem, fold, join_text, text_of};
@@ -9,9 +25,11 @@ use crate::model::{Item, NodeItem, fold, join_text, text_of};
 pub(crate) struct Line {
     pub(crate) depth: usize,
     pub(crate) parent: Option<usize>,
-    /// `role "name"` or `text: …`.
+    /// `role "name"` or `"text"`.
     pub(crate) head: String,
-    /// States, URL, value or inline text, each with its leading separator.
+    /// States, shown after the ref inside one bracket.
+    pub(crate) states: Vec<String>,
+    /// URL, value or inline text, each with its leading separator.
     pub(crate) tail: String,
     pub(crate) candidate: Option<usize>,
     /// Distance from the viewport in CSS pixels (0 = in it); unknown geometry counts as far.
@@ -19,8 +37,8 @@ pub(crate) struct Line {
     pub(crate) heading: bool,
 }
 
-/// Approximate length of ` [ref=eNNN]`, used while choosing lines.
-const REF_COST: usize = 11;
+/// Approximate length of ` [eNNN]`, used while choosing lines.
+const REF_COST: usize = 7;
 const CELL_ROLES: &[&str] = &["cell", "gridcell", "columnheader", "rowheader"];
 
 pub(crate) fn quote(text: &str) -> String {
@@ -30,6 +48,12 @@ pub(crate) fn quote(text: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            // One node per line: a value's line breaks are written as escapes, so a field's
+            // text can never look like the next node (the value stays exact).
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             _ => out.push(c),
         }
     }
@@ -49,37 +73,50 @@ fn distance(bounds: Option<Rect>, inherited: Option<Rect>, viewport: (f64, f64))
 }
 
 fn push_items(items: &[Item], depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
-    let mut pending_text = String::new();
-    let mut pending_bounds: Option<Rect> = None;
-    let flush = |text: &mut String, bounds: &mut Option<Rect>, out: &mut Vec<Line>| {
-        let folded = fold(text);
-        if !folded.is_empty() {
-            out.push(Line {
-                depth,
-                parent,
-                head: format!("text: {folded}"),
-                tail: String::new(),
-                candidate: None,
-                distance: distance(*bounds, inherited, viewport),
-                heading: false,
-            });
-        }
-        text.clear();
-        *bounds = None;
-    };
+    // Runs of text between nodes become one line each.
+    enum Piece<'a> {
+        Text(String, Option<Rect>),
+        Node(&'a NodeItem),
+    }
+    let mut pieces: Vec<Piece<'_>> = Vec::new();
     for item in items {
         match item {
-            Item::Text { text, bounds } => {
-                join_text(&mut pending_text, text);
-                pending_bounds = pending_bounds.or(*bounds);
-            }
-            Item::Node(node) => {
-                flush(&mut pending_text, &mut pending_bounds, out);
-                push_node(node, depth, parent, inherited, viewport, out);
-            }
+            Item::Text { text, bounds } => match pieces.last_mut() {
+                Some(Piece::Text(acc, at)) => {
+                    join_text(acc, text);
+                    *at = at.or(*bounds);
+                }
+                _ => pieces.push(Piece::Text(text.clone(), *bounds)),
+            },
+            Item::Node(node) => pieces.push(Piece::Node(node)),
         }
     }
-    flush(&mut pending_text, &mut pending_bounds, out);
+    // A control's label repeats its name next to it: the name already says it.
+    let labels = |i: usize, text: &str| {
+        let names = |p: Option<&Piece<'_>>| matches!(p, Some(Piece::Node(n)) if n.candidate.is_some() && fold(&n.name) == text);
+        names(i.checked_sub(1).and_then(|j| pieces.get(j))) || names(pieces.get(i + 1))
+    };
+    for (i, piece) in pieces.iter().enumerate() {
+        match piece {
+            Piece::Text(text, bounds) => {
+                let folded = fold(text);
+                if folded.is_empty() || labels(i, &folded) {
+                    continue;
+                }
+                out.push(Line {
+                    depth,
+                    parent,
+                    head: quote(&folded),
+                    states: Vec::new(),
+                    tail: String::new(),
+                    candidate: None,
+                    distance: distance(*bounds, inherited, viewport),
+                    heading: false,
+                });
+            }
+            Piece::Node(node) => push_node(node, depth, parent, inherited, viewport, out),
+        }
+    }
 }
 
 fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
@@ -89,11 +126,6 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         head.push_str(&quote(&node.name));
     }
     let mut tail = String::new();
-    for state in &node.states {
-        tail.push_str(" [");
-        tail.push_str(state);
-        tail.push(']');
-    }
     if let Some(url) = &node.url {
         tail.push_str(" -> ");
         tail.push_str(url);
@@ -102,8 +134,10 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
     let row = (node.role == "row").then(|| row_text(&node.children)).flatten();
     let mut expand_children = true;
     if let Some(value) = &node.value {
-        tail.push_str(": ");
-        tail.push_str(&quote(value));
+        if !value.is_empty() {
+            tail.push_str(": ");
+            tail.push_str(&quote(value));
+        }
         // An editable field's text children repeat its value.
         expand_children = !node.children.iter().any(|c| matches!(c, Item::Node(_)));
         expand_children &= !matches!(node.children.first(), Some(Item::Text { .. }));
@@ -124,6 +158,7 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         depth,
         parent,
         head,
+        states: node.states.clone(),
         tail,
         candidate: node.candidate,
         distance: distance(node.bounds, inherited, viewport),
@@ -152,7 +187,13 @@ fn row_text(children: &[Item]) -> Option<String> {
 }
 
 pub(crate) fn line_cost(line: &Line) -> usize {
-    2 * line.depth + 2 + line.head.chars().count() + line.tail.chars().count() + 1 + if line.candidate.is_some() { REF_COST } else { 0 }
+    let states: usize = line.states.iter().map(|s| s.len() + 1).sum();
+    let bracket = match (line.candidate.is_some(), states) {
+        (true, _) => REF_COST + states,
+        (false, 0) => 0,
+        (false, n) => n + 2,
+    };
+    line.depth + line.head.chars().count() + bracket + line.tail.chars().count() + 1
 }
 
 /// Chooses which lines fit in `budget` characters: everything when it fits, else by priority —

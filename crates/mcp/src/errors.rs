@@ -32,7 +32,7 @@ pub(crate) fn next_step(code: ErrorCode) -> &'static str {
 /// A tool error: a JSON header the runtime wrote (`error`, `next`) and the message, wrapped.
 pub(crate) fn tool_error(untrusted: &Untrusted, code: ErrorCode, message: &str) -> CallToolResult {
     let header = json!({"error": code.as_str(), "next": next_step(code)});
-    CallToolResult::error(vec![Content::text(header.to_string()), Content::text(untrusted.wrap("error message", message))])
+    CallToolResult::error(vec![Content::text(header.to_string()), Content::text(untrusted.wrap(message))])
 }
 
 /// A tool error whose message is the server's own (no page text in it).

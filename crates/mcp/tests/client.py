@@ -44,17 +44,19 @@ async def call(session, name, arguments=None):
     header = json.loads(texts[0]) if texts else {}
     page = None
     for t in texts[1:]:
-        m = re.search(r'<untrusted-page-content nonce="([0-9a-f]+)" what="([^"]+)">\n[^\n]*\n(.*)\n</untrusted-page-content nonce="\1">$', t, re.S)
-        if m and m.group(2) == "observation":
-            # Text for the model: url and title lines, then the snapshot; the frame id is in the header.
-            page = {"aria_snapshot": m.group(3), "frame_id": header.get("frame_id")}
-        elif m and m.group(2) in ("surface context", "tabs"):
-            page = json.loads(m.group(3))
+        m = re.fullmatch(r'<untrusted nonce=([0-9a-f]{12})>\n(.*)\n</untrusted nonce=\1>', t, re.S)
+        if not m:
+            continue
+        if name in ("surfaces", "tabs"):
+            page = json.loads(m.group(2))
+        elif name in ("observe", "act") and not m.group(2).startswith("{"):
+            # Text for the model: the url and title line, then the snapshot; the frame id is in the header.
+            page = {"aria_snapshot": m.group(2), "frame_id": header.get("frame_id")}
     return {"error": bool(result.isError), "header": header, "page": page, "texts": texts, "images": images}
 
 
 def ref(observation, role, name):
-    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(e\d+)\]', observation["aria_snapshot"])
+    m = re.search(rf'^ *{role} "{re.escape(name)}" \[(e\d+)[ \]]', observation["aria_snapshot"], re.M)
     if not m:
         raise SystemExit(f"no {role} {name!r} in:\n{observation['aria_snapshot']}")
     return m.group(1)
@@ -97,7 +99,7 @@ async def scenario_flow(args):
             "stale_error": stale["error"],
             "invalid": invalid["header"],
             "surfaces_header": surfaces["header"],
-            "wrapped_untrusted": all("untrusted-page-content" in t for t in first["texts"][1:]),
+            "wrapped_untrusted": all(t.startswith("<untrusted nonce=") for t in first["texts"][1:]),
         })
 
 

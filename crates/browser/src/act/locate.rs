@@ -104,7 +104,7 @@ impl Tab {
                         .refs
                         .iter()
                         .find(|(_, b)| b.backend_node_id == m.backend && self.live_session(&b.session).id() == scope.session.id())
-                        .map(|(r, _)| format!(" [ref={r}]"))
+                        .map(|(r, _)| format!(" [{r}]"))
                         .unwrap_or_default();
                     listed.push(format!("{role} \"{name}\" ({dom}){reference}"));
                 }

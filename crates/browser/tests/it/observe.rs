@@ -146,8 +146,8 @@ async fn five_thousand_nodes_truncate_every_list_with_exact_flags() {
     // Every ref shown in the text is in the record, and nothing else is.
     let record = tab.latest_observation().unwrap();
     for line in observation.aria_snapshot().lines() {
-        if let Some(at) = line.find("[ref=") {
-            let r = &line[at + 5..line[at..].find(']').unwrap() + at];
+        if let Some(at) = line.find(" [e") {
+            let r = line[at + 2..].split([' ', ']']).next().unwrap();
             assert!(record.refs.contains_key(r), "{r} is bound");
         }
     }

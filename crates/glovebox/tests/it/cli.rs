@@ -71,7 +71,7 @@ fn observe_prints_a_redacted_snapshot_json_and_a_screenshot() {
     assert_eq!(observation["untrusted_content"], true);
     assert!(observation["frame_id"].as_str().unwrap().starts_with("frame_"));
     assert!(!stdout.contains("hunter2") && !stdout.contains("abc123"), "secrets never reach the output");
-    assert!(observation["aria_snapshot"].as_str().unwrap().contains("textbox \"Password\" [ref=e2]: \"[redacted]\""));
+    assert!(observation["aria_snapshot"].as_str().unwrap().contains("textbox \"Password\" [e2]: \"[redacted]\""));
     assert!(observation.get("screenshot").is_none(), "the image goes to the file, not stdout");
     assert_eq!(observation["screenshot_size"]["width"], 1280);
     let png = std::fs::read(&shot).unwrap();

@@ -30,7 +30,7 @@
 //! exactly one `<iframe>` or `<frame>` inside the document the previous step entered (the
 //! page's, for the first), and the locator then searches only the innermost frame's document.
 //! A step names the frame element by element ref (`{"kind":"element","ref":"e7"}`: every
-//! rendered `<iframe>` gets a ref in an observation, shown as `iframe "Title" [ref=e7]`, and
+//! rendered `<iframe>` gets a ref in an observation, shown as `iframe "Title" [e7]`, and
 //! refs are valid across the whole observation, frames included), by `title` (the frame's `title`
 //! attribute, which is its accessible name; `exact` as above) or by `test_id`. The brief's
 //! `{"kind":"frame","ref":…}` is spelled `{"kind":"element","ref":…}` here, so that an

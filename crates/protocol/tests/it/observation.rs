@@ -36,7 +36,7 @@ fn parts() -> ObservationParts {
             scroll_y: 0.0,
         },
         screenshot: None,
-        aria_snapshot: "- main:\n  - button \"Checkout\" [ref=e1]".into(),
+        aria_snapshot: "main\n button \"Checkout\" [e1]".into(),
         interactive_elements: vec![element(1, "Checkout")],
         console_errors: vec!["TypeError: x is undefined".into()],
         cut: ProducerCuts::default(),
