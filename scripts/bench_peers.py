@@ -136,7 +136,7 @@ def main():
     cli = ensure_playwright_mcp()
     pw = Mcp(["node", cli, "--headless", "--isolated", "--no-sandbox", "--executable-path", args.chromium])
 
-    pages = ["/login.html", "/clickables.html", "/paragraph.html", "/tree.html", "/table.html", "/secrets.html", "/big"]
+    pages = ["/login.html", "/clickables.html", "/paragraph.html", "/tree.html", "/table.html", "/secrets.html", "/article.html", "/store.html", "/big"]
     print(f"{'page':<18} {'glovebox B':>10} {'playwright B':>12} {'ratio':>6} {'pw interactive':>14} {'missing in ours':>15}")
     ratios = []
     for page in pages:
@@ -332,7 +332,7 @@ def e2e(args, base):
 def payloads(args, base):
     """What each runtime hands the model for one observation of the same fixtures: every byte of
     the tool's text output (Glovebox: trusted header, untrusted markers, url, title, snapshot)."""
-    pages = ["/counter.html", "/login.html", "/table.html", "/secrets.html", "/tree.html", "/big"]
+    pages = ["/counter.html", "/login.html", "/table.html", "/secrets.html", "/tree.html", "/article.html", "/store.html", "/big"]
     config = os.path.join(ROOT, "target/bench-node/glovebox-bench.toml")
     gb = Mcp([args.glovebox, "mcp", "--trust", base, "--config", config])
     gb.call("tools/call", {"name": "tab_open", "arguments": {"url": "about:blank"}})

@@ -15,7 +15,8 @@
 //! One space of indentation per level; `role "name"`; one bracket with the ref (`eN`) first and
 //! then the states; ` -> ` a link's target; `: ` a value (quoted) or the node's own text. A line
 //! that is a quoted string is text. Text that only repeats the name of the control next to it
-//! (its label) is left out, as is the empty value of an empty field.
+//! (its label), a caption or legend that only repeats its parent's name, and the empty value of
+//! an empty field are left out.
 
 use crate::dom::Rect;
 use crate::model::{Item, NodeItem, fold, join_text, text_of};
@@ -64,7 +65,7 @@ pub(crate) fn quote(text: &str) -> String {
 /// Flattens the item tree to lines in document order.
 pub(crate) fn flatten(items: &[Item], viewport: (f64, f64)) -> Vec<Line> {
     let mut lines = Vec::new();
-    push_items(items, 0, None, None, viewport, &mut lines);
+    push_items(items, "", 0, None, None, viewport, &mut lines);
     lines
 }
 
@@ -72,7 +73,46 @@ fn distance(bounds: Option<Rect>, inherited: Option<Rect>, viewport: (f64, f64))
     bounds.or(inherited).map_or(f64::MAX / 4.0, |b| b.distance_to_viewport(viewport.0, viewport.1))
 }
 
-fn push_items(items: &[Item], depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
+/// Whether a node's subtree holds nothing but text that says `name` (a caption, legend or label
+/// that repeats its parent's name), and nothing a model could act on. Such a node is left out.
+fn only_repeats(node: &NodeItem, name: &str) -> bool {
+    fn inert(items: &[Item]) -> bool {
+        items.iter().all(|i| match i {
+            Item::Text { .. } => true,
+            Item::Node(n) => n.candidate.is_none() && n.value.is_none() && n.url.is_none() && inert(&n.children),
+        })
+    }
+    // Headings stay: they are the outline a model skims (and what the budget keeps first).
+    if name.is_empty() || node.role == "heading" || node.candidate.is_some() || node.value.is_some() || node.url.is_some() || !inert(&node.children) {
+        return false;
+    }
+    if node.children.is_empty() {
+        return fold(&node.name) == name;
+    }
+    let mut text = String::new();
+    all_text(&node.children, &mut text);
+    fold(&text) == name
+}
+
+fn all_text(items: &[Item], out: &mut String) {
+    for item in items {
+        match item {
+            Item::Text { text, .. } => join_text(out, text),
+            Item::Node(n) if n.children.is_empty() => join_text(out, &n.name),
+            Item::Node(n) => all_text(&n.children, out),
+        }
+    }
+}
+
+fn push_items(
+    items: &[Item],
+    parent_name: &str,
+    depth: usize,
+    parent: Option<usize>,
+    inherited: Option<Rect>,
+    viewport: (f64, f64),
+    out: &mut Vec<Line>,
+) {
     // Runs of text between nodes become one line each.
     enum Piece<'a> {
         Text(String, Option<Rect>),
@@ -114,6 +154,7 @@ fn push_items(items: &[Item], depth: usize, parent: Option<usize>, inherited: Op
                     heading: false,
                 });
             }
+            Piece::Node(node) if only_repeats(node, parent_name) => {}
             Piece::Node(node) => push_node(node, depth, parent, inherited, viewport, out),
         }
     }
@@ -165,7 +206,7 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         heading: node.role == "heading",
     });
     if expand_children {
-        push_items(&node.children, depth + 1, Some(index), bounds, viewport, out);
+        push_items(&node.children, &fold(&node.name), depth + 1, Some(index), bounds, viewport, out);
     }
 }
 
@@ -243,4 +284,59 @@ pub(crate) fn choose(lines: &[Line], budget: usize, viewport_height: f64) -> Vec
         }
     }
     chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(role: &str, name: &str, candidate: Option<usize>, children: Vec<Item>) -> Item {
+        Item::Node(NodeItem {
+            role: role.into(),
+            name: name.into(),
+            states: Vec::new(),
+            value: None,
+            url: None,
+            candidate,
+            bounds: None,
+            children,
+        })
+    }
+
+    fn text(t: &str) -> Item {
+        Item::Text { text: t.into(), bounds: None }
+    }
+
+    /// Heads and tails only (refs are added by the observation).
+    fn render(items: &[Item]) -> String {
+        flatten(items, (800.0, 600.0)).iter().map(|l| format!("{}{}{}\n", " ".repeat(l.depth), l.head, l.tail)).collect()
+    }
+
+    #[test]
+    fn labels_and_repeated_captions_are_left_out_but_other_text_stays() {
+        let items = vec![node(
+            "form",
+            "",
+            None,
+            vec![
+                text("Email "),
+                node("textbox", "Email", Some(0), vec![]),
+                text("Subscribe"),
+                node("button", "Send", Some(1), vec![]),
+                node("group", "Size", None, vec![node("Legend", "", None, vec![text("Size")]), node("checkbox", "8", Some(2), vec![])]),
+                node("table", "Plans", None, vec![node("caption", "", None, vec![text("Plans")]), node("heading", "Plans", None, vec![text("Plans")])]),
+                text("Send"), // not next to the button: kept
+                node("paragraph", "", None, vec![text("Send")]),
+            ],
+        )];
+        assert_eq!(
+            render(&items),
+            "form\n textbox \"Email\"\n \"Subscribe\"\n button \"Send\"\n group \"Size\"\n  checkbox \"8\"\n table \"Plans\"\n  heading \"Plans\"\n \"Send\"\n paragraph: Send\n"
+        );
+    }
+
+    #[test]
+    fn quoted_text_cannot_break_the_line_structure() {
+        assert_eq!(quote("a\"b\\c\nd\re\tf\u{7}"), "\"a\\\"b\\\\c\\nd\\re\\tf\\u{7}\"");
+    }
 }

@@ -184,7 +184,7 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
     for path in [
         "/login.html", "/clickables.html", "/paragraph.html", "/tree.html", "/textarea.html", "/table.html", "/dialog.html",
         "/form.html", "/widgets.html", "/secrets.html", "/hidden.html", "/extended-forms.html", "/iframes.html", "/shadow.html",
-        "/counter.html", "/tree-expander.html",
+        "/counter.html", "/tree-expander.html", "/article.html", "/store.html",
     ] {
         let tab = env.open(path).await;
         let ax = tab.observe(&ObserveOptions { model: PageModel::Accessibility, ..Default::default() }).await.unwrap();
