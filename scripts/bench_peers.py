@@ -143,7 +143,7 @@ def main():
         url = base + page
         ours = json.loads(subprocess.run([args.glovebox, "observe", url, "--json"], check=True, capture_output=True, text=True).stdout)
         our_text = ours["aria_snapshot"]
-        our_names = {e["name"] for e in ours["interactive_elements"]} | set(re.findall(r'"((?:[^"\\]|\\.)*)" \[ref=', our_text))
+        our_names = {e["name"] for e in ours["interactive_elements"]} | set(re.findall(r'"((?:[^"\\]|\\.)*)" \[e\d+[ \]]', our_text))
         pw.tool("browser_navigate", {"url": url})
         snap = playwright_snapshot(pw.tool("browser_snapshot", {}))
         wanted = pw_interactive_names(snap)
@@ -212,7 +212,7 @@ def e2e_glovebox(glovebox, url, origin):
         act({"type": "navigate", "url": url})
         observed = mcp.call("tools/call", {"name": "observe", "arguments": {}})
         frame[0] = header(observed)["frame_id"]
-        button = re.search(r'button "Add one" \[ref=(e\d+)\]', text(observed)).group(1)
+        button = re.search(r'button "Add one" \[(e\d+)[ \]]', text(observed)).group(1)
         act({"type": "click", "target": {"kind": "element", "ref": button}})
         observed = mcp.call("tools/call", {"name": "observe", "arguments": {}})
         frame[0] = header(observed)["frame_id"]
