@@ -186,7 +186,7 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
-def e2e_glovebox(glovebox, url, origin):
+def e2e_glovebox(glovebox, url, origin, button, check):
     # The per-session bound on tool calls (300 a minute by default) is lifted for the benchmark.
     config = os.path.join(ROOT, "target/bench-node/glovebox-bench.toml")
     with open(config, "w") as f:
@@ -212,27 +212,27 @@ def e2e_glovebox(glovebox, url, origin):
         act({"type": "navigate", "url": url})
         observed = mcp.call("tools/call", {"name": "observe", "arguments": {}})
         frame[0] = header(observed)["frame_id"]
-        button = re.search(r'button "Add one" \[(e\d+)[ \]]', text(observed)).group(1)
-        act({"type": "click", "target": {"kind": "element", "ref": button}})
+        ref = re.search(rf'button "{button}" \[(e\d+)[ \]]', text(observed)).group(1)
+        act({"type": "click", "target": {"kind": "element", "ref": ref}})
         observed = mcp.call("tools/call", {"name": "observe", "arguments": {}})
         frame[0] = header(observed)["frame_id"]
-        assert "1 clicks" in text(observed), text(observed)
+        assert check in text(observed), text(observed)
         payload.append(len(text(observed).encode()))
 
     return one_round, payload, mcp.close
 
 
-def e2e_playwright(cli, chromium, url):
+def e2e_playwright(cli, chromium, url, button, check):
     mcp = Mcp(["node", cli, "--headless", "--isolated", "--no-sandbox", "--executable-path", chromium])
     payload = []
 
     def one_round():
         mcp.tool("browser_navigate", {"url": url})
         snap = mcp.tool("browser_snapshot", {})
-        ref = re.search(r'button "Add one" \[ref=([^\]]+)\]', snap).group(1)
-        mcp.tool("browser_click", {"element": "Add one", "target": ref})
+        ref = re.search(rf'button "{button}" \[ref=([^\]]+)\]', snap).group(1)
+        mcp.tool("browser_click", {"element": button, "target": ref})
         after = mcp.tool("browser_snapshot", {})
-        assert "1 clicks" in after, after
+        assert check in after, after
         payload.append(len(after.encode()))
 
     return one_round, payload, mcp.close
@@ -247,7 +247,7 @@ def ensure_chrome_devtools_mcp():
     return cli
 
 
-def e2e_chrome_devtools(chromium, url):
+def e2e_chrome_devtools(chromium, url, button, check):
     cli = ensure_chrome_devtools_mcp()
     mcp = Mcp(["node", cli, "--headless", "--isolated", "--executablePath", chromium, "--chromeArg=--no-sandbox",
                "--chromeArg=--disable-gpu", "--usageStatistics=false"])
@@ -257,44 +257,54 @@ def e2e_chrome_devtools(chromium, url):
         pages = mcp.tool("new_page", {"url": url})
         page = int(re.findall(r"^(\d+): .*\[selected\]", pages, re.M)[-1])
         snap = mcp.tool("take_snapshot", {"pageId": page})
-        uid = re.search(r'uid=(\S+) button "Add one"', snap).group(1)
+        uid = re.search(rf'uid=(\S+) button "{button}"', snap).group(1)
         mcp.tool("click", {"pageId": page, "uid": uid})
         after = mcp.tool("take_snapshot", {"pageId": page})
-        assert "1 clicks" in after, after
+        assert check in after, after
         payload.append(len(after.encode()))
         mcp.tool("close_page", {"pageId": page})
 
     return one_round, payload, mcp.close
 
 
-def e2e_agent_browser(chromium, url):
+def e2e_agent_browser(chromium, url, button, check):
     exe, run = agent_browser(chromium)
     payload = []
 
     def one_round():
         run("open", url)
         snap = run("snapshot").stdout
-        ref = re.search(r'button "Add one" \[ref=(e\d+)\]', snap).group(1)
+        ref = re.search(rf'button "{button}" \[ref=(e\d+)\]', snap).group(1)
         run("click", "@" + ref)
         after = run("snapshot").stdout
-        assert "1 clicks" in after, after
+        assert check in after, after
         payload.append(len(after.encode()))
 
     return one_round, payload, lambda: run("close", "--all")
 
 
+# Each scenario: the fixture, the button to click (the first of that name), and the text that shows
+# the click took effect. The counter is the smallest page there is; the store a realistic one.
+E2E_SCENARIOS = [("/counter.html", "Add one", "1 clicks"), ("/store.html", "Add to cart", "Cart (1)")]
+
+
 def e2e(args, base):
-    """End to end over stdio: open the counter fixture, observe, click "Add one", observe. Every
-    peer is started first, then the rounds alternate between peers, so a noisy machine's drift
-    hits all of them alike."""
-    url = base + "/counter.html"
+    for path, button, check in E2E_SCENARIOS:
+        e2e_one(args, base, path, button, check)
+
+
+def e2e_one(args, base, path, button, check):
+    """End to end over stdio: open the fixture, observe, click the button, observe. Every peer is
+    started first, then the rounds alternate between peers, so a noisy machine's drift hits all
+    of them alike."""
+    url = base + path
     print()
-    print(f"end to end over stdio: open + observe + click + observe ({E2E_ROUNDS} rounds each, alternating, medians)")
+    print(f"end to end over stdio on {path}: open + observe + click + observe ({E2E_ROUNDS} rounds each, alternating, medians)")
     starts = [
-        ("glovebox", lambda: e2e_glovebox(args.glovebox, url, base)),
-        ("playwright-mcp", lambda: e2e_playwright(ensure_playwright_mcp(), args.chromium, url)),
-        ("chrome-devtools-mcp", lambda: e2e_chrome_devtools(args.chromium, url)),
-        ("agent-browser", lambda: e2e_agent_browser(args.chromium, url)),
+        ("glovebox", lambda: e2e_glovebox(args.glovebox, url, base, button, check)),
+        ("playwright-mcp", lambda: e2e_playwright(ensure_playwright_mcp(), args.chromium, url, button, check)),
+        ("chrome-devtools-mcp", lambda: e2e_chrome_devtools(args.chromium, url, button, check)),
+        ("agent-browser", lambda: e2e_agent_browser(args.chromium, url, button, check)),
     ]
     peers = {}
     for name, start in starts:
