@@ -37,6 +37,9 @@ pub(crate) struct WorldState {
     /// Elements in the document (not counting shadow trees or frames).
     #[serde(default)]
     pub(crate) elements: u64,
+    /// The document uses `aria-owns` or `aria-activedescendant` (see `synth::dom_model_fits`).
+    #[serde(default)]
+    pub(crate) aria_relations: bool,
     /// The `<dialog>` (index in document order) open as modal, or -1.
     #[serde(default = "no_index")]
     pub(crate) modal_dialog: i64,

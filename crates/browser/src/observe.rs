@@ -32,7 +32,7 @@ use protocol::{
 use crate::capture::{
     SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context,
 };
-use crate::synth::DOM_MODEL_ABOVE_ELEMENTS;
+use crate::synth::dom_model_fits;
 use crate::dom::Rect;
 use crate::image::image_size;
 use crate::model::{HostKey, Walker};
@@ -60,7 +60,7 @@ impl Default for ObserveOptions {
 /// The source of the page model's roles, names and states.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PageModel {
-    /// Chromium's AX tree, or the DOM model above `synth::DOM_MODEL_ABOVE_ELEMENTS` elements.
+    /// The DOM model, except on a small page with ARIA relations (`synth::dom_model_fits`).
     #[default]
     Auto,
     /// Always Chromium's AX tree.
@@ -88,7 +88,7 @@ pub struct RefBinding {
     /// Offset of the node's frame viewport in the top-level viewport (non-zero only for
     /// out-of-process frames, whose coordinates CDP reports frame-local).
     pub frame_offset: (f64, f64),
-    /// Set when the ref came from the DOM model (large pages): its identity is re-checked by
+    /// Set when the ref came from the DOM model (most pages): its identity is re-checked by
     /// this DOM fingerprint instead of Chromium's role and name.
     pub fingerprint: Option<String>,
     /// The node is a frame element (`<iframe>`, `<frame>`): its ref enters the frame in a
@@ -166,8 +166,9 @@ impl Tab {
         let first_read = serde_json::json!({ "expression": "globalThis.__glovebox.read(true)", "contextId": context, "returnByValue": true });
         let first = session.send_raw("Runtime.evaluate", first_read, timeout).await?;
         let elements = first.pointer("/result/value/elements").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let relations = first.pointer("/result/value/aria_relations").and_then(serde_json::Value::as_bool).unwrap_or(false);
         let ax = async {
-            if elements > DOM_MODEL_ABOVE_ELEMENTS {
+            if dom_model_fits(elements, relations) {
                 Ok(serde_json::Value::Null)
             } else {
                 session.send_raw("Accessibility.getFullAXTree", serde_json::json!({}), timeout).await
@@ -215,7 +216,7 @@ impl Tab {
             Err(e) => return Err(e),
         };
         let dom_model = match options.model {
-            PageModel::Auto => before.elements > DOM_MODEL_ABOVE_ELEMENTS,
+            PageModel::Auto => dom_model_fits(before.elements, before.aria_relations),
             PageModel::Accessibility => false,
             PageModel::Dom => true,
         };

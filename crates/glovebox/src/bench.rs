@@ -164,15 +164,23 @@ fn bench_protocol() -> anyhow::Result<Vec<(String, Stats)>> {
     Ok(vec![("validate_action(click) per call".to_owned(), Stats::of(&mut per_call))])
 }
 
+/// A realistic mid-size page: a shop's listing with navigation, filters and twelve products.
+const STORE_PAGE: &str = include_str!("../../browser/tests/fixtures/store.html");
+
 async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
     use ::browser::{ObserveOptions, Tab};
     let pages = crate::pages::LoopbackPages::serve(
-        [("/login".to_owned(), crate::pages::LOGIN_PAGE.to_owned()), ("/big".to_owned(), crate::pages::big_page())].into(),
+        [
+            ("/login".to_owned(), crate::pages::LOGIN_PAGE.to_owned()),
+            ("/store".to_owned(), STORE_PAGE.to_owned()),
+            ("/big".to_owned(), crate::pages::big_page()),
+        ]
+        .into(),
     )
     .await?;
     let handle = browser::open(global).await?;
     let mut results = Vec::new();
-    for (path, n) in [("/login", 60usize), ("/big", 20)] {
+    for (path, n) in [("/login", 60usize), ("/store", 40), ("/big", 20)] {
         let tab = Tab::open(&handle.conn.browser(), None).await?;
         tab.goto(&pages.url(path), Duration::from_secs(30)).await?;
         let options = ObserveOptions::default();
@@ -199,19 +207,22 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         ratios.push((format!("observe {path}: aria_snapshot bytes"), size as f64));
         results.push((format!("observe {path}"), ours));
         results.push((format!("raw CDP calls of observe {path}"), raw));
-        if path == "/big" {
-            // The same page through Chromium's AX tree, for comparison with the DOM model.
-            let options = ObserveOptions { model: ::browser::PageModel::Accessibility, ..ObserveOptions::default() };
-            let mut ax = Vec::new();
-            for i in 0..8 {
-                let started = Instant::now();
-                tab.observe(&options).await?;
-                if i >= 2 {
-                    ax.push(started.elapsed());
-                }
+        // The same page through the other page model, for comparison.
+        let (other, model) = if path == "/big" {
+            ("AX-tree", ::browser::PageModel::Accessibility)
+        } else {
+            ("DOM", ::browser::PageModel::Dom)
+        };
+        let options = ObserveOptions { model, ..ObserveOptions::default() };
+        let mut times = Vec::new();
+        for i in 0..(n / 2).max(8) {
+            let started = Instant::now();
+            tab.observe(&options).await?;
+            if i >= 2 {
+                times.push(started.elapsed());
             }
-            results.push(("observe /big with the AX-tree model (comparison)".to_owned(), Stats::of(&mut ax)));
         }
+        results.push((format!("observe {path} with the {other} model (comparison)"), Stats::of(&mut times)));
         if path == "/login" {
             let mut preview = Vec::new();
             for i in 0..n + 3 {

@@ -66,6 +66,8 @@
       // For an observation's first read only (not every settle probe): which page model the
       // capture uses (`synth.rs`), and what the DOM model cannot read from the snapshot.
       out.elements = state.all.length;
+      // ARIA relations that rebuild the tree or move focus, which only Chromium's AX tree models.
+      out.aria_relations = document.querySelector('[aria-owns], [aria-activedescendant]') !== null;
       out.modal_dialog = modalDialog();
       // The focused element's index among the document's elements (document order), or -1.
       out.focused = document.activeElement && document.activeElement !== document.body

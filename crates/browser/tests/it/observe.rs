@@ -173,9 +173,9 @@ async fn viewport_metadata_is_exact_at_scale_two_with_zoom_and_scroll() {
     assert_eq!((size.width, size.height), (1600, 1200), "viewport-only screenshot at device scale 2");
 }
 
-/// The DOM model (used above `DOM_MODEL_ABOVE_ELEMENTS` elements) lists the same interactive
-/// elements, with the same roles, names, states and values, as Chromium's AX tree on every
-/// fixture — and its refs act.
+/// The DOM model (the automatic choice on most pages, see `page_model_choice`) writes the same
+/// snapshot text and lists the same interactive elements, with the same roles, names, states and
+/// values, as Chromium's AX tree on every fixture — and its refs act.
 #[tokio::test]
 async fn dom_model_agrees_with_the_accessibility_tree() {
     use browser::PageModel;
@@ -184,7 +184,7 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
     for path in [
         "/login.html", "/clickables.html", "/paragraph.html", "/tree.html", "/textarea.html", "/table.html", "/dialog.html",
         "/form.html", "/widgets.html", "/secrets.html", "/hidden.html", "/extended-forms.html", "/iframes.html", "/shadow.html",
-        "/counter.html", "/tree-expander.html", "/article.html", "/store.html",
+        "/counter.html", "/tree-expander.html", "/article.html", "/store.html", "/combobox.html",
     ] {
         let tab = env.open(path).await;
         let ax = tab.observe(&ObserveOptions { model: PageModel::Accessibility, ..Default::default() }).await.unwrap();
@@ -199,6 +199,9 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
                 })
                 .collect()
         };
+        if ax.aria_snapshot() != dom.aria_snapshot() {
+            differences.push(format!("{path}: the texts differ\n--- ax\n{}--- dom\n{}", ax.aria_snapshot(), dom.aria_snapshot()));
+        }
         let (a, d) = (list(&ax), list(&dom));
         if a != d {
             let mut text = format!("{path}:\n");
@@ -219,4 +222,19 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
         }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// The automatic page model: the DOM model, except on a small page with `aria-owns` or
+/// `aria-activedescendant`, which only Chromium's AX tree computes. A ref records which model
+/// issued it (a DOM-model ref carries a fingerprint).
+#[tokio::test]
+async fn page_model_choice() {
+    let env = env().await;
+    for (path, dom) in [("/counter.html", true), ("/store.html", true), ("/combobox.html", false)] {
+        let tab = env.open(path).await;
+        tab.observe(&ObserveOptions::default()).await.unwrap();
+        let record = tab.latest_observation().unwrap();
+        assert!(!record.refs.is_empty(), "{path} has refs");
+        assert!(record.refs.values().all(|b| b.fingerprint.is_some() == dom), "{path}: DOM model expected {dom}");
+    }
 }
