@@ -73,6 +73,9 @@ pub enum Cmd {
     /// A person's decision on a pending approval, sent to the running `serve`/`mcp` (needs a
     /// terminal: a model's shell tool cannot answer the prompt). Without an id, lists what waits.
     Approve(ApproveArgs),
+    /// Open a page as the person's own tab in the running `serve`/`mcp` browser, for an agent
+    /// to claim with `tab_claim`; without a URL, lists the tabs no session owns.
+    UserTab(UserTabArgs),
     /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
     /// on the terminal.
     Demo(DemoArgs),
@@ -99,6 +102,12 @@ pub struct ServeArgs {
     /// A browser Origin allowed to call the server (e.g. a web client). Repeatable.
     #[arg(long = "allow-client-origin", env = "GLOVEBOX_ALLOWED_CLIENT_ORIGINS", value_delimiter = ',')]
     pub allow_client_origin: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UserTabArgs {
+    /// The page to open (http, https or about:blank; the configured origin lists apply).
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Args)]

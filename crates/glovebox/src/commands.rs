@@ -21,6 +21,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Serve(args) => crate::serve::serve(&cli.global, &args).await,
         Cmd::Mcp => crate::serve::stdio(&cli.global).await,
         Cmd::Approve(args) => crate::serve::approve(&cli.global, &args).await,
+        Cmd::UserTab(args) => crate::serve::user_tab(&cli.global, &args),
         Cmd::Demo(args) => {
             let answer = args.answer.as_deref().map(|a| match a {
                 "once" => ::runtime::ApprovalDecision::ApproveOnce,

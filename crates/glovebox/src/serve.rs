@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use runtime::Runtime;
 use serde_json::{Value, json};
 
-use crate::cli::{ApproveArgs, Global, ServeArgs};
+use crate::cli::{ApproveArgs, Global, ServeArgs, UserTabArgs};
 use crate::config;
 
 fn discovery_dir(data_dir: &Path) -> PathBuf {
@@ -146,11 +146,8 @@ fn request(url: &str, token: &str, method: &str, path: &str, body: Option<&Value
     Ok((status, serde_json::from_str(body).unwrap_or(Value::Null)))
 }
 
-/// `glovebox approve [ID] [--for-task|--deny]`
-pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<ExitCode> {
-    if !std::io::stdin().is_terminal() {
-        bail!("`glovebox approve` answers for a person and needs a terminal; a model's tool cannot use it");
-    }
+/// The person channels of the running `serve`/`mcp` processes: (URL, person token).
+fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
     let settings = config::resolve(global, None)?;
     let dir = discovery_dir(&settings.runtime.data_dir);
     let mut servers = Vec::new();
@@ -162,6 +159,38 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
             }
         }
     }
+    Ok(servers)
+}
+
+/// `glovebox user-tab [URL]`: a person's tab for an agent to claim, or the list of them.
+pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode> {
+    let servers: Vec<_> = running_servers(global)?.into_iter().filter(|(url, token)| request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)).collect();
+    let Some(url) = &args.url else {
+        for (server, token) in &servers {
+            let (_, body) = request(server, token, "GET", "/api/user-tabs", None)?;
+            for t in body["user_tabs"].as_array().into_iter().flatten() {
+                println!("{}  {}  {}", t["tab"].as_str().unwrap_or(""), t["url"].as_str().unwrap_or(""), t["title"].as_str().unwrap_or(""));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let [(server, token)] = servers.as_slice() else {
+        bail!("{} Glovebox servers are running; open the tab through the one you mean (POST <its URL>/api/user-tabs)", servers.len());
+    };
+    let (status, body) = request(server, token, "POST", "/api/user-tabs", Some(&json!({"url": url})))?;
+    if status != 200 {
+        bail!("the server refused ({status}): {body}");
+    }
+    println!("{}", body["tab"].as_str().unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `glovebox approve [ID] [--for-task|--deny]`
+pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<ExitCode> {
+    if !std::io::stdin().is_terminal() {
+        bail!("`glovebox approve` answers for a person and needs a terminal; a model's tool cannot use it");
+    }
+    let servers = running_servers(global)?;
     let mut pending = Vec::new();
     for (url, token) in &servers {
         if let Ok((200, body)) = request(url, token, "GET", "/api/approvals", None) {

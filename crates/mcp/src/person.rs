@@ -2,6 +2,10 @@
 //! shown to the person on the terminal and never to the model. `GET /api/approvals` lists what is
 //! pending; `POST /api/approvals/{id}` with `{"decision": "approve_once" | "approve_for_task" |
 //! "deny"}` resolves one. `glovebox approve` is a terminal client of it.
+//!
+//! The same channel is the host's for a person's own tabs: `POST /api/user-tabs` with
+//! `{"url": …}` opens a tab as the person's (no session owns it; a session may claim it with
+//! `tab_claim`), and `GET /api/user-tabs` lists the tabs no session owns.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -60,8 +64,15 @@ struct PersonState {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct DecisionBody {
     decision: PersonDecision,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserTabBody {
+    url: String,
 }
 
 /// The `/api/approvals` routes, guarded by `token`.
@@ -69,6 +80,7 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
     axum::Router::new()
         .route("/api/approvals", get(list))
         .route("/api/approvals/{id}", post(resolve))
+        .route("/api/user-tabs", get(user_tabs).post(open_user_tab))
         .with_state(PersonState { runtime, token })
 }
 
@@ -101,5 +113,31 @@ async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, heade
             Json(json!({"resolved": id, "decision": body.decision})).into_response()
         }
         Err(e) => (StatusCode::NOT_FOUND, Json(json!({"error": e.to_string()}))).into_response(),
+    }
+}
+
+async fn user_tabs(State(state): State<PersonState>, headers: HeaderMap) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.user_tabs() {
+        Ok(tabs) => Json(json!({"user_tabs": tabs})).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response(),
+    }
+}
+
+async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, body: Json<UserTabBody>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.register_user_tab(&body.url).await {
+        Ok(tab) => {
+            tracing::info!(tab = %tab, "a person opened a tab");
+            Json(json!({"tab": tab})).into_response()
+        }
+        Err(e) => {
+            let status = if e.code() == protocol::ErrorCode::OriginDenied { StatusCode::FORBIDDEN } else { StatusCode::BAD_GATEWAY };
+            (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+        }
     }
 }

@@ -83,6 +83,15 @@ impl GloveboxMcp {
         if let Err(wait) = self.session.admit() {
             return crate::errors::rate_limited(wait);
         }
+        match tools::allowed_arguments(name) {
+            None => return own_error(ErrorCode::InvalidAction, &format!("no tool named {name:?}; call tools/list")),
+            Some(allowed) => {
+                if let Some(unknown) = args.keys().find(|k| !allowed.contains(k)) {
+                    let expected = if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") };
+                    return own_error(ErrorCode::InvalidAction, &format!("{name} takes no argument {unknown:?} (its arguments: {expected})"));
+                }
+            }
+        }
         let session = match self.session.id().await {
             Ok(id) => id,
             Err(e) => return self.runtime_error(&e),
@@ -94,6 +103,11 @@ impl GloveboxMcp {
             tools::ACT => self.act(&session, &args, peer).await,
             tools::TAB_OPEN => self.tab_open(&session, &args).await,
             tools::TAB_CLOSE => self.tab_close(&session, &args).await,
+            tools::TAB_CLAIM => self.tab_claim(&session, &args).await,
+            tools::TAB_RELEASE => self.tab_release(&session, &args).await,
+            tools::TAB_MARK => self.tab_mark(&session, &args).await,
+            tools::STATUS => self.status(&session),
+            tools::CLEANUP => self.cleanup(&session).await,
             other => Ok(own_error(ErrorCode::InvalidAction, &format!("no tool named {other:?}; call tools/list"))),
         };
         result.unwrap_or_else(|e| self.runtime_error(&e))
@@ -129,8 +143,14 @@ impl GloveboxMcp {
                 })
             })
             .collect();
-        let header = json!({"tabs": keys(&context), "primary": context.get("primary_surface_key")});
-        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(list))]))
+        let user_tabs = self.runtime.user_tabs()?;
+        let header = json!({
+            "tabs": keys(&context),
+            "primary": context.get("primary_surface_key"),
+            "user_tabs": user_tabs.iter().map(|t| t.tab.as_str()).collect::<Vec<_>>(),
+        });
+        let listed = json!({"tabs": list, "user_tabs": user_tabs});
+        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&listed)]))
     }
 
     async fn observe(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
@@ -320,6 +340,112 @@ impl GloveboxMcp {
             }
         }
         Ok(CallToolResult::success(vec![Content::text(json!({"closed": name}).to_string())]))
+    }
+}
+
+impl GloveboxMcp {
+    /// The surface a `surface` argument names, or the error to return.
+    fn named_surface(&self, args: &Args) -> Result<(String, u64), CallToolResult> {
+        let Some(name) = args.get("surface").and_then(Value::as_str) else {
+            return Err(own_error(ErrorCode::InvalidAction, "`surface` (a key such as s1) is required"));
+        };
+        match lock(&self.session.tabs).lookup(name) {
+            Some(surface) => Ok((name.to_owned(), surface)),
+            None => Err(own_error(ErrorCode::UnknownSurface, &format!("no tab named {name:?} in this session; call `tabs`"))),
+        }
+    }
+
+    /// Drops keys of tabs the session no longer holds (after a release or a cleanup).
+    fn resync(&self, session: &str) -> Result<(), RuntimeError> {
+        let live = self.runtime.surface_ids(session)?;
+        let mut tabs = lock(&self.session.tabs);
+        tabs.order.retain(|s| live.contains(s));
+        if tabs.focused.is_some_and(|f| !live.contains(&f)) {
+            tabs.focused = None;
+        }
+        Ok(())
+    }
+
+    async fn tab_claim(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
+        let Some(tab) = args.get("tab").and_then(Value::as_str) else {
+            return Ok(own_error(ErrorCode::InvalidAction, "`tab` (an id that `tabs` lists under user_tabs) is required"));
+        };
+        let surface = self.runtime.claim_tab(session, tab).await?;
+        let key = {
+            let mut tabs = lock(&self.session.tabs);
+            tabs.order.push(surface);
+            tabs.focused = Some(surface);
+            tabs.key_of(surface)
+        };
+        Ok(CallToolResult::success(vec![Content::text(
+            json!({"claimed": tab, "surface": key, "focused": true, "next": "observe it to get refs and a frame_id; it goes back to its person (open) when this session ends"}).to_string(),
+        )]))
+    }
+
+    async fn tab_release(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
+        let (name, surface) = match self.named_surface(args) {
+            Ok(named) => named,
+            Err(refused) => return Ok(refused),
+        };
+        let claimed = self.runtime.status(session)?.tabs.iter().any(|t| t.surface == Some(surface) && t.ownership == "agent_claimed");
+        if !claimed {
+            return Ok(own_error(ErrorCode::InvalidAction, &format!("{name} is not a claimed tab; tabs this session opened are closed with tab_close")));
+        }
+        self.runtime.release_tab(session, surface).await?;
+        self.resync(session)?;
+        Ok(CallToolResult::success(vec![Content::text(json!({"released": name, "tabs": lock(&self.session.tabs).order.len()}).to_string())]))
+    }
+
+    async fn tab_mark(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
+        let (name, surface) = match self.named_surface(args) {
+            Ok(named) => named,
+            Err(refused) => return Ok(refused),
+        };
+        let mark = match args.get("mark").and_then(Value::as_str) {
+            Some("deliverable") => runtime::Mark::Deliverable,
+            Some("handoff") => runtime::Mark::Handoff,
+            _ => return Ok(own_error(ErrorCode::InvalidAction, "`mark` must be \"deliverable\" or \"handoff\"")),
+        };
+        let turn = format!("turn_mcp{}", self.session.turn.load(Ordering::Relaxed));
+        self.runtime.mark(session, surface, mark, &turn)?;
+        Ok(CallToolResult::success(vec![Content::text(json!({"marked": name, "mark": mark.as_str(), "turn": turn}).to_string())]))
+    }
+
+    fn status(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
+        let status = self.runtime.status(session)?;
+        let tabs = lock(&self.session.tabs);
+        // The runtime's facts in the header; URLs and titles are page-derived, so they go inside
+        // the markers, keyed like the header.
+        let facts: Vec<Value> = status
+            .tabs
+            .iter()
+            .map(|t| {
+                json!({
+                    "tab": t.resource, "surface": t.surface.and_then(|s| tabs.key_of(s)), "ownership": t.ownership,
+                    "mark": t.mark, "state": t.state, "attached": t.attached,
+                })
+            })
+            .collect();
+        let pages: Vec<Value> = status.tabs.iter().map(|t| json!({"tab": t.resource, "url": t.url, "title": t.title})).collect();
+        let header = json!({
+            "tools_active": status.tools_active,
+            "browser": status.bridge,
+            "tabs": facts,
+            "debugger_leases": status.debugger_leases,
+            "pending_recoveries": status.pending_recoveries,
+        });
+        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(pages))]))
+    }
+
+    async fn cleanup(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
+        let report = self.runtime.finalize(session).await?;
+        self.resync(session)?;
+        let header = json!({
+            "ok": report.ok, "closed": report.closed, "released": report.released, "kept": report.kept,
+            "failed": report.failed, "browser": report.bridge,
+            "next": if report.ok { "the task's tabs are finalized; tools stay available" } else { "some tabs could not be cleaned up; they are retried at the next lifecycle operation (see `status`)" },
+        });
+        Ok(CallToolResult::success(vec![Content::text(header.to_string())]))
     }
 }
 

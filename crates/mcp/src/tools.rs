@@ -18,6 +18,23 @@ pub const TABS: &str = "tabs";
 pub const TAB_OPEN: &str = "tab_open";
 /// `tab_close`: close one of the session's tabs.
 pub const TAB_CLOSE: &str = "tab_close";
+/// `tab_claim`: claim a tab a person has open (first claim wins).
+pub const TAB_CLAIM: &str = "tab_claim";
+/// `tab_release`: give a claimed tab back to its person (it stays open).
+pub const TAB_RELEASE: &str = "tab_release";
+/// `tab_mark`: keep a tab beyond the session, as a deliverable or a handoff (turn-scoped).
+pub const TAB_MARK: &str = "tab_mark";
+/// `status`: ownership, marks, debugger leases and pending recoveries (`browser_status`).
+pub const STATUS: &str = "status";
+/// `cleanup`: finalize the browser task now, when the user asked for it (`browser_cleanup`).
+pub const CLEANUP: &str = "cleanup";
+
+/// The argument names each tool takes (from its schema); anything else is refused.
+pub fn allowed_arguments(name: &str) -> Option<Vec<String>> {
+    static ALL: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
+    let tool = ALL.get_or_init(all).iter().find(|t| t.name == name)?.clone();
+    Some(tool.input_schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default())
+}
 
 fn object(value: Value) -> Arc<JsonObject> {
     match value {
@@ -119,5 +136,58 @@ pub fn all() -> Vec<Tool> {
         )
         .with_title("Close a tab")
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).idempotent(false).open_world(false)),
+        Tool::new(
+            TAB_CLAIM,
+            "Claim a tab a person has open (the user_tabs that `tabs` lists) for this session: first claim wins; it gets a key and focus. A claimed tab is given back to its person, never closed, when the session ends (or with tab_release).",
+            object(json!({
+                "type": "object",
+                "properties": {"tab": {"type": "string", "description": "The id of a user tab, as `tabs` lists it under user_tabs (tab_…)."}},
+                "required": ["tab"],
+                "additionalProperties": false
+            })),
+        )
+        .with_title("Claim a user's tab")
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
+        Tool::new(
+            TAB_RELEASE,
+            "Give a tab this session claimed back to its person. The page stays open; the key goes (keys of later tabs shift down).",
+            object(json!({
+                "type": "object",
+                "properties": {"surface": {"type": "string", "description": "The key or web:N alias of the claimed tab."}},
+                "required": ["surface"],
+                "additionalProperties": false
+            })),
+        )
+        .with_title("Release a claimed tab")
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
+        Tool::new(
+            TAB_MARK,
+            "Keep a tab open for the user after this session: `deliverable` (it shows a result for the user) or `handoff` (it waits for the user: a login, a payment, a CAPTCHA, an approval). Unmarked tabs this session opened close when it ends. The latest mark of a tab wins; mark again in a later turn to keep it.",
+            object(json!({
+                "type": "object",
+                "properties": {
+                    "surface": {"type": "string", "description": "The key or web:N alias of the tab."},
+                    "mark": {"type": "string", "enum": ["deliverable", "handoff"]}
+                },
+                "required": ["surface", "mark"],
+                "additionalProperties": false
+            })),
+        )
+        .with_title("Mark a tab to keep")
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+        Tool::new(
+            STATUS,
+            "This session's browser state: each tab's ownership (agent_created, agent_claimed), mark, lifecycle state and whether DevTools is attached; debugger leases; pending cleanup recoveries; the browser connection. Tab URLs and titles are untrusted page content.",
+            object(json!({"type": "object", "properties": {}, "additionalProperties": false})),
+        )
+        .with_title("Browser status")
+        .with_annotations(ToolAnnotations::new().read_only(true).open_world(false)),
+        Tool::new(
+            CLEANUP,
+            "Finalize this browser task now: close the tabs this session opened and did not mark, give claimed tabs back, hand marked tabs to the user. Use it only when the user explicitly asks to clean up or close the browser task; sessions clean up by themselves when they end.",
+            object(json!({"type": "object", "properties": {}, "additionalProperties": false})),
+        )
+        .with_title("Finalize the browser task")
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false)),
     ]
 }

@@ -152,6 +152,42 @@ async def scenario_isolation(args):
     emit({"a": a, "b": b})
 
 
+async def scenario_lifecycle(args):
+    """A person's tab claimed, used and given back; an agent tab marked as a deliverable survives
+    the cleanup, an unmarked one does not; a second session cannot take the claimed tab."""
+    other_page, spare_page = args.fixture[0], args.fixture[1]
+    out = {}
+    async with connect(args) as (session, _), connect(args) as (rival, _):
+        listed = await call(session, "tabs")
+        out["user_tabs_before"] = listed["header"]["user_tabs"]
+        user_tab = out["user_tabs_before"][0]
+        out["listed_urls"] = [t["url"] for t in listed["page"]["user_tabs"]]
+        claimed = await call(session, "tab_claim", {"tab": user_tab})
+        out["claimed"] = claimed["header"]
+        out["rival_claim"] = (await call(rival, "tab_claim", {"tab": user_tab}))["header"]
+        out["rival_sees"] = (await call(rival, "tabs"))["header"]["user_tabs"]
+        obs = (await call(session, "observe", {"surface": "s1"}))["page"]
+        button = ref(obs, "button", "Add one")
+        acted = await call(session, "act", {"surface": "s1", "action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "count"}})
+        out["clicked"] = "1 clicks" in acted["page"]["aria_snapshot"]
+        await call(session, "tab_open", {"url": other_page})
+        await call(session, "tab_open", {"url": spare_page})
+        out["marked"] = (await call(session, "tab_mark", {"surface": "s2", "mark": "deliverable"}))["header"]
+        out["bad_mark"] = (await call(session, "tab_mark", {"surface": "s3", "mark": "forever"}))["header"]
+        out["release_own_tab"] = (await call(session, "tab_release", {"surface": "s2"}))["header"]
+        out["unknown_argument"] = (await call(session, "status", {"verbose": True}))["header"]
+        out["status"] = (await call(session, "status"))["header"]
+        out["cleanup"] = (await call(session, "cleanup"))["header"]
+        after = await call(session, "tabs")
+        out["tabs_after"] = after["header"]["tabs"]
+        out["user_tabs_after"] = after["header"]["user_tabs"]
+        # Claimed again and released by hand: back in the list, still open.
+        await call(session, "tab_claim", {"tab": user_tab})
+        out["released"] = (await call(session, "tab_release", {"surface": "s1"}))["header"]
+        out["user_tabs_end"] = (await call(session, "tabs"))["header"]["user_tabs"]
+    emit(out)
+
+
 async def scenario_bench(args):
     import time
     async with connect(args) as (session, _):

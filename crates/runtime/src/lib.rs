@@ -26,7 +26,7 @@ pub use debugger::DebuggerLeaseStatus;
 pub use error::RuntimeError;
 pub use events::{Event, EventKind};
 pub use lease::Lease;
-pub use lifecycle::{BrowserStatus, CleanupReport, TabStatus};
+pub use lifecycle::{BrowserStatus, CleanupReport, TabStatus, UserTab};
 pub use store::Mark;
 pub use planner::{PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
 pub use run::{RunHandle, RunRequest};

@@ -38,10 +38,21 @@ pub struct CleanupReport {
     pub bridge: String,
 }
 
+/// A tab a person has open that no session owns: what a session may claim
+/// ([`Runtime::claim_tab`]). Its URL (redacted) and title are page-derived.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct UserTab {
+    pub tab: String,
+    pub url: Option<String>,
+    pub title: Option<String>,
+}
+
 /// One tab as `browser_status` reports it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct TabStatus {
     pub resource: String,
+    /// The session's surface id for the tab, while the session holds it.
+    pub surface: Option<u64>,
     pub ownership: String,
     pub mark: String,
     pub mark_turn: Option<String>,
@@ -157,12 +168,39 @@ impl Runtime {
         Ok(id)
     }
 
+    /// The tabs a session may claim: a person's tabs (registered by the host, or released by a
+    /// session) that no session owns and that are open in this browser instance.
+    pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
+        let resources = self.inner.store.list_unowned_resources().map_err(internal)?;
+        Ok(resources
+            .into_iter()
+            .filter(|r| {
+                r.kind == ResourceKind::Tab
+                    && r.ownership == Ownership::User
+                    && r.cdp_target_id.is_some()
+                    && r.instance == Some(self.inner.instance)
+                    && !r.handle_lost
+            })
+            .map(|r| UserTab { tab: r.id.to_string(), url: r.url, title: r.title })
+            .collect())
+    }
+
+    /// The session's surface ids, in registry order (the order of its keys `s1…`).
+    pub fn surface_ids(&self, session: &str) -> Result<Vec<u64>, RuntimeError> {
+        let state = self.session(session)?;
+        let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(tabs.iter().map(|t| t.surface).collect())
+    }
+
     /// Claims a user's tab for the session: first claim wins. Returns its surface id.
     pub async fn claim_tab(&self, session: &str, resource: &str) -> Result<u64, RuntimeError> {
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
         let record = self.inner.store.claim_resource(&store::ResourceId::new(resource), &sid(session), now_ms()).map_err(|e| match e {
             store::StoreError::AlreadyClaimed { .. } => RuntimeError::LeaseConflict { holder: format!("another session ({e})") },
+            store::StoreError::NotFound { .. } | store::StoreError::NotClaimable { .. } => {
+                RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a person's tab that no session owns (see user_tabs)".into() }
+            }
             other => internal(other),
         })?;
         let attached = match record.cdp_target_id {
@@ -328,6 +366,7 @@ impl Runtime {
         let record = self.inner.store.get_session(&sid(session)).map_err(internal)?;
         let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
         let pending = self.inner.store.pending_recoveries(&sid(session)).map_err(internal)?.len();
+        let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         Ok(BrowserStatus {
             tools_active: record.tools_active,
             bridge: self.bridge_state(),
@@ -335,6 +374,7 @@ impl Runtime {
             tabs: resources
                 .into_iter()
                 .map(|r| TabStatus {
+                    surface: entries.iter().find(|e| e.resource == r.id.as_str()).map(|e| e.surface),
                     attached: leases.iter().any(|l| l.resource == r.id.as_str() && l.attached),
                     resource: r.id.to_string(),
                     ownership: r.ownership.as_str().to_owned(),

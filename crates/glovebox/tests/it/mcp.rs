@@ -45,7 +45,7 @@ async fn stdio_initialises_lists_tools_and_drives_a_form() {
     let tools = scenario("tools", &data_dir, &fixtures.origin(), &[]).await;
     assert_eq!(tools["server"], "glovebox");
     let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["surfaces", "observe", "act", "tabs", "tab_open", "tab_close"]);
+    assert_eq!(names, ["surfaces", "observe", "act", "tabs", "tab_open", "tab_close", "tab_claim", "tab_release", "tab_mark", "status", "cleanup"]);
 
     let flow = scenario("flow", &data_dir, &fixtures.origin(), &[fixtures.url("/form.html")]).await;
     assert_eq!(flow["clicked_error"], false, "{flow}");

@@ -1,6 +1,7 @@
 //! MCP over streamable HTTP (`serve`), in process, with the Python SDK as the client.
 
 use crate::{Client, env, over_http, page_count, raw_http, run, until_pages};
+use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_and_list_tools_over_http() {
@@ -131,7 +132,7 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
     let mut transport = over_http(&env);
     transport.extend(["--token".to_owned(), "s3cret".to_owned()]);
     let out = run("tools", &transport, &[]).await;
-    assert_eq!(out["tools"].as_array().map(Vec::len), Some(6));
+    assert_eq!(out["tools"].as_array().map(Vec::len), Some(mcp::tools::all().len()));
     assert_eq!(page_count(&env.runtime).await, baseline, "listing tools opens no tab");
 }
 
@@ -141,4 +142,57 @@ async fn binding_beyond_loopback_needs_a_token() {
     let env = env("bind", false, None).await;
     let err = mcp::serve_http(env.runtime.clone(), runtime_less).await.err().expect("refused without a token");
     assert!(matches!(err, mcp::McpError::TokenRequired { .. }), "{err}");
+}
+
+/// `002_…` over MCP: a person's tab (opened through the person channel) is claimed, used and
+/// given back, never closed; a second session cannot take it; `tab_mark` keeps an agent tab
+/// through `cleanup`, which closes the unmarked one; bad arguments are refused with the closed
+/// codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lifecycle_tools_claim_mark_release_and_clean_up() {
+    let env = env("lifecycle", true, None).await;
+    let addr = env.server.local_addr;
+    let open = |token: &str| {
+        let body = format!(r#"{{"url": "{}"}}"#, env.fixtures.url("/counter.html"));
+        format!(
+            "POST /api/user-tabs HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            addr.port(),
+            body.len()
+        )
+    };
+    assert_eq!(raw_http(addr, &open("not-the-person")).await.0, 401, "only a person opens a person's tab");
+    let (status, body) = raw_http(addr, &open(&env.server.person.token)).await;
+    assert_eq!(status, 200, "{body}");
+    let user_tab = serde_json::from_str::<Value>(&body).unwrap()["tab"].as_str().unwrap().to_owned();
+    let baseline = page_count(&env.runtime).await;
+
+    let out = run("lifecycle", &over_http(&env), &[env.fixtures.url("/table.html"), env.fixtures.url("/form.html")]).await;
+    assert_eq!(out["user_tabs_before"], json!([user_tab.clone()]), "{out}");
+    assert!(out["listed_urls"][0].as_str().unwrap().ends_with("/counter.html"), "{out}");
+    assert_eq!(out["claimed"]["surface"], "s1", "{out}");
+    assert_eq!(out["rival_claim"]["error"], "lease_conflict", "first claim wins: {out}");
+    assert_eq!(out["rival_sees"], json!([]), "a claimed tab is no longer offered: {out}");
+    assert_eq!(out["clicked"], true, "{out}");
+    assert_eq!(out["marked"]["mark"], "deliverable", "{out}");
+    assert_eq!(out["bad_mark"]["error"], "invalid_action", "{out}");
+    assert_eq!(out["release_own_tab"]["error"], "invalid_action", "an agent tab is closed, not released: {out}");
+    assert_eq!(out["unknown_argument"]["error"], "invalid_action", "{out}");
+    let tabs = out["status"]["tabs"].as_array().unwrap();
+    let of = |surface: &str| tabs.iter().find(|t| t["surface"] == surface).unwrap_or_else(|| panic!("{surface} in {out}"));
+    assert_eq!(of("s1")["ownership"], "agent_claimed");
+    assert_eq!(of("s1")["tab"], user_tab.as_str());
+    assert_eq!(of("s2")["ownership"], "agent_created");
+    assert_eq!(of("s2")["mark"], "deliverable");
+    assert_eq!(of("s3")["mark"], "none");
+    let cleanup = &out["cleanup"];
+    assert_eq!(cleanup["ok"], true, "{out}");
+    assert_eq!(cleanup["closed"].as_array().unwrap().len(), 1, "only the unmarked agent tab closes: {out}");
+    assert_eq!(cleanup["released"].as_array().unwrap().len(), 2, "the claim and the deliverable go to the person: {out}");
+    assert_eq!(out["tabs_after"], json!([]), "{out}");
+    let after: Vec<&str> = out["user_tabs_after"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(after.contains(&user_tab.as_str()) && after.len() == 2, "the person has their tab back and the deliverable: {out}");
+    assert_eq!(out["released"]["released"], "s1", "{out}");
+    assert!(out["user_tabs_end"].as_array().unwrap().iter().any(|t| t == user_tab.as_str()), "{out}");
+    // The person's tab and the deliverable are open; the unmarked agent tab is gone.
+    assert_eq!(until_pages(&env.runtime, baseline + 1).await, baseline + 1, "{out}");
 }
