@@ -32,6 +32,9 @@ pub struct FileConfig {
     pub artifact_retention_hours: Option<u64>,
     /// Milliseconds an idle tab keeps its DevTools attachment.
     pub debugger_idle_detach_ms: Option<u64>,
+    /// The planner program and its arguments behind MCP's `computer_use` (e.g.
+    /// `["python3", "/path/planner.py"]`); without it the tool is not offered.
+    pub planner: Option<Vec<String>>,
     #[serde(default)]
     pub serve: ServeFile,
 }
@@ -127,6 +130,9 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     if let Some(per_minute) = file.serve.calls_per_minute {
         options.mcp.rate.per_minute = per_minute;
     }
+    // `GLOVEBOX_PLANNER`: the command, split on whitespace (use the file for arguments with spaces).
+    let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>());
+    options.mcp.planner = from_env.or(file.planner.clone()).filter(|c| !c.is_empty());
     Ok(Settings { runtime, serve: options, source })
 }
 

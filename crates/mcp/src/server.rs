@@ -31,6 +31,9 @@ pub struct McpOptions {
     pub rate: RateLimit,
     /// How long an elicitation waits for the user before the approval is left pending.
     pub elicitation_timeout: Option<Duration>,
+    /// The planner program (and its arguments) behind `computer_use`; without one the tool is
+    /// not offered. See [`runtime::CommandPlanner`] for what it reads and answers.
+    pub planner: Option<Vec<String>>,
 }
 
 /// The handler of one MCP session (= one Glovebox session).
@@ -83,7 +86,8 @@ impl GloveboxMcp {
         if let Err(wait) = self.session.admit() {
             return crate::errors::rate_limited(wait);
         }
-        match tools::allowed_arguments(name) {
+        let offered = name != tools::COMPUTER_USE || self.options.planner.is_some();
+        match tools::allowed_arguments(name).filter(|_| offered) {
             None => return own_error(ErrorCode::InvalidAction, &format!("no tool named {name:?}; call tools/list")),
             Some(allowed) => {
                 if let Some(unknown) = args.keys().find(|k| !allowed.contains(k)) {
@@ -108,6 +112,7 @@ impl GloveboxMcp {
             tools::TAB_MARK => self.tab_mark(&session, &args).await,
             tools::STATUS => self.status(&session),
             tools::CLEANUP => self.cleanup(&session).await,
+            tools::COMPUTER_USE => self.computer_use(&session, &args, peer).await,
             other => Ok(own_error(ErrorCode::InvalidAction, &format!("no tool named {other:?}; call tools/list"))),
         };
         result.unwrap_or_else(|e| self.runtime_error(&e))
@@ -437,6 +442,104 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(pages))]))
     }
 
+    async fn computer_use(&self, session: &str, args: &Args, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+        let Some(command) = self.options.planner.clone() else {
+            return Ok(own_error(ErrorCode::InvalidAction, "no planner is configured for this server"));
+        };
+        let Some(task) = args.get("task").and_then(Value::as_str).filter(|t| !t.trim().is_empty() && t.chars().count() <= 4000) else {
+            return Ok(own_error(ErrorCode::InvalidAction, "`task` (1 to 4,000 characters) is required"));
+        };
+        let bounded = |key: &str, min: u32, max: u32, default: u32| -> Result<u32, CallToolResult> {
+            match args.get(key) {
+                None | Some(Value::Null) => Ok(default),
+                Some(v) => v
+                    .as_u64()
+                    .filter(|n| (u64::from(min)..=u64::from(max)).contains(n))
+                    .map(|n| n as u32)
+                    .ok_or_else(|| own_error(ErrorCode::InvalidAction, &format!("`{key}` must be an integer from {min} to {max}"))),
+            }
+        };
+        use protocol::limits as l;
+        let (max_steps, max_seconds) = match (
+            bounded("max_steps", l::MAX_STEPS_MIN, l::MAX_STEPS_MAX, l::MAX_STEPS_DEFAULT),
+            bounded("max_seconds", l::MAX_SECONDS_MIN, l::MAX_SECONDS_MAX, l::MAX_SECONDS_DEFAULT),
+        ) {
+            (Ok(steps), Ok(seconds)) => (steps, seconds),
+            (Err(refused), _) | (_, Err(refused)) => return Ok(refused),
+        };
+        let assertions: Vec<runtime::Assertion> = match args.get("success_when").cloned().map(serde_json::from_value).transpose() {
+            Ok(a) => a.unwrap_or_default(),
+            Err(e) => return Ok(own_error(ErrorCode::InvalidAction, &format!("`success_when`: {e}"))),
+        };
+        let mut url = match args.get("url") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(u)) => Some(u.clone()),
+            Some(other) => return Ok(own_error(ErrorCode::InvalidAction, &format!("`url` must be a string, not {other}"))),
+        };
+        let surface = surface_arg(args)?;
+        if surface.is_none() && self.runtime.surface_ids(session)?.is_empty() {
+            // No tab yet: the run gets a new one at the URL.
+            let Some(first) = url.take() else {
+                return Ok(own_error(ErrorCode::UnknownSurface, "this session has no tab: give a `url` (or open one with tab_open)"));
+            };
+            let opened = self.runtime.open_tab(session, &first).await?;
+            let mut tabs = lock(&self.session.tabs);
+            tabs.order.push(opened);
+            tabs.focused = Some(opened);
+        }
+        let planner = match runtime::CommandPlanner::start(&command) {
+            Ok(p) => p,
+            Err(e) => return Ok(own_error(ErrorCode::BackendUnavailable, &e.to_string())),
+        };
+        let mut request = runtime::RunRequest::new(task);
+        request.surface = surface;
+        request.url = url;
+        request.max_steps = max_steps;
+        request.max_seconds = max_seconds;
+        request.assertions = assertions;
+        let mut events = self.runtime.subscribe_events();
+        let (handle, mut join) = self.runtime.start_run(session, request, Box::new(planner))?;
+        // A call that goes away (client cancel, disconnect) stops its run.
+        struct StopOnDrop(Option<runtime::RunHandle>);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                if let Some(h) = self.0.take() {
+                    h.cancel();
+                }
+            }
+        }
+        let mut guard = StopOnDrop(Some(handle.clone()));
+        let result = loop {
+            tokio::select! {
+                done = &mut join => break done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
+                event = events.recv() => {
+                    // The run waits for a person: ask through the client when it can.
+                    let Ok(event) = event else { continue };
+                    if event.run_id != handle.run_id {
+                        continue;
+                    }
+                    if let runtime::EventKind::ApprovalRequested { approval_id, .. } = &event.kind {
+                        let request = self.runtime.pending_approvals().into_iter().find(|r| &r.approval_id == approval_id);
+                        if let Asked::Decided(decision) = self.ask_person(peer, request.as_ref(), "an action of the run").await {
+                            let _ = self.runtime.resolve_approval(approval_id, decision);
+                        }
+                    }
+                }
+            }
+        };
+        guard.0 = None;
+        let value = serde_json::to_value(&result).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let header = json!({
+            "run_id": handle.run_id,
+            "status": value["status"],
+            "reason_code": value["reason_code"],
+            "steps_taken": value["steps_taken"],
+            "verified_by": value["completion_evidence"].as_array().map(|e| e.iter().filter_map(|x| x.get("kind").cloned()).collect::<Vec<_>>()),
+        });
+        // The summary is the planner's words and the evidence names page text: both wrapped.
+        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&value)]))
+    }
+
     async fn cleanup(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
         let report = self.runtime.finalize(session).await?;
         self.resync(session)?;
@@ -483,7 +586,7 @@ impl ServerHandler for GloveboxMcp {
     }
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all()))
+        Ok(ListToolsResult::with_all_items(tools::with_planner(self.options.planner.is_some())))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {

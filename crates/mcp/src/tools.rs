@@ -29,10 +29,13 @@ pub const STATUS: &str = "status";
 /// `cleanup`: finalize the browser task now, when the user asked for it (`browser_cleanup`).
 pub const CLEANUP: &str = "cleanup";
 
+/// `computer_use`: a whole task run by the configured planner, verified by the runtime.
+pub const COMPUTER_USE: &str = "computer_use";
+
 /// The argument names each tool takes (from its schema); anything else is refused.
 pub fn allowed_arguments(name: &str) -> Option<Vec<String>> {
     static ALL: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
-    let tool = ALL.get_or_init(all).iter().find(|t| t.name == name)?.clone();
+    let tool = ALL.get_or_init(|| with_planner(true)).iter().find(|t| t.name == name)?.clone();
     Some(tool.input_schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default())
 }
 
@@ -74,7 +77,52 @@ pub fn act_input_schema() -> Value {
     schema
 }
 
-/// Every tool this server offers, in a stable order.
+/// The tools of a server, in a stable order: [`all`], and `computer_use` when a planner is
+/// configured.
+pub fn with_planner(planner: bool) -> Vec<Tool> {
+    let mut tools = all();
+    if planner {
+        tools.push(computer_use());
+    }
+    tools
+}
+
+/// `computer_use(task, surface, url, max_steps, max_seconds, success_when)`.
+pub fn computer_use() -> Tool {
+    let check = json!({
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": ["text_present", "url_contains", "element_value", "element_state"]},
+            "text": {"type": "string", "description": "text_present, url_contains: the text to find."},
+            "name": {"type": "string", "description": "element_value, element_state: the element's name as observations show it."},
+            "value": {"type": "string", "description": "element_value: the exact value."},
+            "state": {"type": "string", "description": "element_state: e.g. checked, expanded, selected."}
+        },
+        "required": ["kind"],
+        "additionalProperties": false
+    });
+    Tool::new(
+        COMPUTER_USE,
+        "Run a whole task in the browser with the planner this server is configured with: it observes and acts step by step on one tab (the surface, or a new tab at url), within max_steps and max_seconds, asking a person for approvals like act does. Only the runtime decides the result: a run succeeds only when every success_when check holds on the page when the planner says it is done; without checks it cannot succeed. Returns the RunResult (status, reason_code, steps_taken, completion_evidence).",
+        object(json!({
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "What to do, in words."},
+                "surface": surface_property(),
+                "url": {"type": "string", "description": "Navigate there first (a new tab when the session has none)."},
+                "max_steps": {"type": "integer", "minimum": protocol::limits::MAX_STEPS_MIN, "maximum": protocol::limits::MAX_STEPS_MAX, "default": protocol::limits::MAX_STEPS_DEFAULT},
+                "max_seconds": {"type": "integer", "minimum": protocol::limits::MAX_SECONDS_MIN, "maximum": protocol::limits::MAX_SECONDS_MAX, "default": protocol::limits::MAX_SECONDS_DEFAULT},
+                "success_when": {"type": "array", "items": check, "maxItems": 16, "description": "What must hold on the page for the run to succeed."}
+            },
+            "required": ["task"],
+            "additionalProperties": false
+        })),
+    )
+    .with_title("Run a task with the planner")
+    .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).idempotent(false).open_world(true))
+}
+
+/// Every tool this server offers without a planner, in a stable order.
 pub fn all() -> Vec<Tool> {
     vec![
         Tool::new(

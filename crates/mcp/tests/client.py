@@ -188,6 +188,19 @@ async def scenario_lifecycle(args):
     emit(out)
 
 
+async def scenario_computer_use(args):
+    form = args.fixture[0]
+    async with connect(args) as (session, _):
+        names = [t.name for t in (await session.list_tools()).tools]
+        checks = [{"kind": "text_present", "text": "Welcome, Ada!"}, {"kind": "element_value", "name": "Name", "value": "Ada"}]
+        run = await call(session, "computer_use", {"task": "Sign up as Ada", "url": form, "max_steps": 6, "max_seconds": 60, "success_when": checks})
+        unverifiable = await call(session, "computer_use", {"task": "Sign up as Ada", "max_steps": 3, "max_seconds": 60})
+        garbage = await call(session, "computer_use", {"task": "answer garbage", "max_steps": 3, "max_seconds": 60})
+        bad = await call(session, "computer_use", {"task": "x", "max_steps": 0})
+        emit({"listed": "computer_use" in names, "run": run["header"], "run_text": run["texts"][1:], "unverifiable": unverifiable["header"],
+              "garbage": garbage["header"], "garbage_text": garbage["texts"][1:], "bad": bad["header"]})
+
+
 async def scenario_bench(args):
     import time
     async with connect(args) as (session, _):

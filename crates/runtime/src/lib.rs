@@ -28,7 +28,7 @@ pub use events::{Event, EventKind};
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, TabStatus, UserTab};
 pub use store::Mark;
-pub use planner::{PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
+pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
 pub use run::{RunHandle, RunRequest};
 pub use runtime::Runtime;
 pub use verify::Assertion;

@@ -127,3 +127,88 @@ impl Planner for ScriptedPlanner {
         })
     }
 }
+
+/// A planner that is another program (a model client, a script): started once per run, it gets
+/// one JSON line per step on its stdin and answers with one JSON line on its stdout.
+///
+/// What it reads: `{"task": …, "step": n, "observation": <the Observation, page content marked
+/// untrusted_content>, "last": null | {"action": …, "receipt": …, "error": {"code", "message"}}}`.
+/// What it answers: `{"action": <one action of the act schema>}`, `{"done": "summary"}` or
+/// `{"give_up": "summary"}`. Its stderr is inherited (logs). It is killed when the run ends.
+/// Whatever it answers is validated like any model output, and only the runtime's own checks
+/// decide how the run ends: `done` is a claim the runtime verifies.
+pub struct CommandPlanner {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl CommandPlanner {
+    /// Starts `command` (program and arguments).
+    pub fn start(command: &[String]) -> Result<Self, PlannerError> {
+        let (program, args) = command.split_first().ok_or_else(|| PlannerError::Failed("the planner command is empty".into()))?;
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| PlannerError::Failed(format!("cannot start the planner {program:?}: {e}")))?;
+        let stdin = child.stdin.take().ok_or_else(|| PlannerError::Failed("the planner has no stdin".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| PlannerError::Failed("the planner has no stdout".into()))?;
+        Ok(CommandPlanner { child, stdin, lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout)) })
+    }
+}
+
+/// One line of a command planner's answer, as it must be (anything else is refused).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    action: Option<serde_json::Value>,
+    done: Option<String>,
+    give_up: Option<String>,
+}
+
+/// The largest answer line a command planner may send.
+const ANSWER_MAX_BYTES: usize = 256 * 1024;
+
+impl Planner for CommandPlanner {
+    fn next(&mut self, input: PlanInput) -> PlanFuture<'_> {
+        Box::pin(async move {
+            use tokio::io::AsyncWriteExt;
+            let last = input.last.as_ref().map(|l| {
+                json!({
+                    "action": l.action,
+                    "receipt": l.receipt,
+                    "error": l.error.as_ref().map(|(code, message)| json!({"code": code.as_str(), "message": message})),
+                })
+            });
+            let line = json!({"task": input.task, "step": input.step, "observation": input.observation, "last": last});
+            let mut text = line.to_string();
+            text.push('\n');
+            let gone = |e: std::io::Error| PlannerError::Failed(format!("the planner stopped reading: {e}"));
+            self.stdin.write_all(text.as_bytes()).await.map_err(gone)?;
+            self.stdin.flush().await.map_err(gone)?;
+            let answer = match self.lines.next_line().await {
+                Ok(Some(answer)) => answer,
+                Ok(None) => {
+                    let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
+                    return Err(PlannerError::Failed(format!("the planner exited without an answer{status}")));
+                }
+                Err(e) => return Err(PlannerError::Failed(format!("the planner's answer is unreadable: {e}"))),
+            };
+            if answer.len() > ANSWER_MAX_BYTES {
+                return Err(PlannerError::Failed(format!("the planner's answer is over {ANSWER_MAX_BYTES} bytes")));
+            }
+            let parsed: Answer = serde_json::from_str(&answer)
+                .map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
+            match parsed {
+                Answer { action: Some(action), done: None, give_up: None } => Ok(PlannerStep::Act(protocol::validate_action(&action)?)),
+                Answer { action: None, done: Some(summary), give_up: None } => Ok(PlannerStep::Done { summary }),
+                Answer { action: None, done: None, give_up: Some(summary) } => Ok(PlannerStep::GiveUp { summary }),
+                _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up".into())),
+            }
+        })
+    }
+}

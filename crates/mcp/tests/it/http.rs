@@ -1,6 +1,6 @@
 //! MCP over streamable HTTP (`serve`), in process, with the Python SDK as the client.
 
-use crate::{Client, env, over_http, page_count, raw_http, run, until_pages};
+use crate::{Client, env, env_with, over_http, page_count, raw_http, run, test_planner, until_pages};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,4 +195,34 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
     assert!(out["user_tabs_end"].as_array().unwrap().iter().any(|t| t == user_tab.as_str()), "{out}");
     // The person's tab and the deliverable are open; the unmarked agent tab is gone.
     assert_eq!(until_pages(&env.runtime, baseline + 1).await, baseline + 1, "{out}");
+}
+
+/// `computer_use` with a configured planner (a program speaking JSON lines): the run signs up on
+/// the form, and only the runtime's checks on the page make it succeed; a run without checks
+/// cannot succeed; a planner that answers nonsense ends the run as `invalid_plan`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn computer_use_runs_the_configured_planner_and_the_runtime_decides() {
+    let env = env_with("computer-use", true, None, Some(test_planner())).await;
+    let out = run("computer_use", &over_http(&env), &[env.fixtures.url("/form.html")]).await;
+    assert_eq!(out["listed"], true, "{out}");
+    assert_eq!(out["run"]["status"], "succeeded", "{out}");
+    assert_eq!(out["run"]["reason_code"], "verified", "{out}");
+    assert_eq!(out["run"]["steps_taken"], 2, "type, click: {out}");
+    assert!(out["run_text"][0].as_str().unwrap().starts_with("<untrusted nonce="), "the planner's summary is wrapped: {out}");
+    assert_eq!(env.fixtures.writes().len(), 1, "the form was submitted once");
+    assert_eq!(out["unverifiable"]["status"], "failed", "{out}");
+    assert_eq!(out["unverifiable"]["reason_code"], "verification_failed", "a planner's word is not enough: {out}");
+    assert_eq!(out["garbage"]["status"], "failed", "{out}");
+    assert_eq!(out["garbage"]["reason_code"], "invalid_plan", "{out}");
+    assert_eq!(out["bad"]["error"], "invalid_action", "{out}");
+    assert_eq!(env.fixtures.writes().len(), 1, "nothing more was submitted");
+}
+
+/// Without a planner the tool is neither listed nor callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn computer_use_needs_a_planner() {
+    let env = env("no-planner", true, None).await;
+    let out = run("tools", &over_http(&env), &[]).await;
+    let names: Vec<&str> = out["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(!names.contains(&"computer_use"), "{names:?}");
 }

@@ -38,6 +38,16 @@ pub struct Env {
 /// A runtime (fixture origin trusted when `trusted`), the browser crate's fixtures and two
 /// cookie pages on loopback, and `serve` on an ephemeral loopback port.
 pub async fn env(name: &str, trusted: bool, token: Option<&str>) -> Env {
+    env_with(name, trusted, token, None).await
+}
+
+/// The test planner (`tests/planner.py`) as a command.
+pub fn test_planner() -> Vec<String> {
+    vec!["python3".into(), PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/planner.py").display().to_string()]
+}
+
+/// [`env`] with a planner command behind `computer_use`.
+pub async fn env_with(name: &str, trusted: bool, token: Option<&str>, planner: Option<Vec<String>>) -> Env {
     let fixtures = FixtureServer::start().await.unwrap();
     fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
     let page = |set: bool| {
@@ -59,7 +69,7 @@ pub async fn env(name: &str, trusted: bool, token: Option<&str>) -> Env {
     let options = HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
         token: token.map(str::to_owned),
-        mcp: McpOptions { elicitation_timeout: Some(Duration::from_secs(20)), ..McpOptions::default() },
+        mcp: McpOptions { elicitation_timeout: Some(Duration::from_secs(20)), planner, ..McpOptions::default() },
         ..HttpOptions::default()
     };
     let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");

@@ -1,0 +1,31 @@
+"""A command planner for the tests (stdlib only): one JSON line in per step, one out.
+
+It signs up on the form fixture: types "Ada" into the empty Name field, clicks "Create account",
+then says it is done. A task that mentions "garbage" gets an answer that is not JSON."""
+import json
+import sys
+
+
+def element(observation, role, name):
+    for e in observation["interactive_elements"]:
+        if e["role"] == role and e["name"] == name:
+            return e
+    return None
+
+
+for line in sys.stdin:
+    step = json.loads(line)
+    observation = step["observation"]
+    frame = observation["frame_id"]
+    if "garbage" in step["task"]:
+        print("this is not an action", flush=True)
+        continue
+    name = element(observation, "textbox", "Name")
+    button = element(observation, "button", "Create account")
+    if name and not name.get("value"):
+        answer = {"action": {"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": name["ref"]}, "text": "Ada", "intent": "fill in the name"}}
+    elif button and "Welcome" not in observation["aria_snapshot"]:
+        answer = {"action": {"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": button["ref"]}, "intent": "create the account"}}
+    else:
+        answer = {"done": "signed up as Ada"}
+    print(json.dumps(answer), flush=True)
