@@ -75,13 +75,13 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         for (name, value) in &ratios {
             object.insert(name.clone(), json!(value));
         }
-        println!("{}", serde_json::Value::Object(object));
+        out!("{}", serde_json::Value::Object(object));
     } else {
         for (name, stats) in &results {
-            println!("{}", stats.line(name));
+            out!("{}", stats.line(name));
         }
         for (name, value) in &ratios {
-            println!("{name:<48} {value:.3}");
+            out!("{name:<48} {value:.3}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -35,27 +35,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     let data_dir = browser::data_dir(global);
-    println!("glovebox {}", env!("CARGO_PKG_VERSION"));
+    out!("glovebox {}", env!("CARGO_PKG_VERSION"));
     let writable = std::fs::create_dir_all(&data_dir).is_ok()
         && tempfile_probe(&data_dir).is_ok();
-    println!("  data dir   {} ({})", data_dir.display(), if writable { "writable" } else { "NOT writable" });
+    out!("  data dir   {} ({})", data_dir.display(), if writable { "writable" } else { "NOT writable" });
     if !writable {
-        println!("fix: choose a writable directory with --data-dir or GLOVEBOX_DATA_DIR");
+        out!("fix: choose a writable directory with --data-dir or GLOVEBOX_DATA_DIR");
         return Ok(ExitCode::FAILURE);
     }
     if let Some(remote) = &global.browser_endpoint {
-        println!("  browser    remote endpoint {remote}");
+        out!("  browser    remote endpoint {remote}");
     } else {
         match cdp::launch::find_chromium(global.chromium.as_deref()) {
-            Ok(path) => println!("  chromium   {}", path.display()),
+            Ok(path) => out!("  chromium   {}", path.display()),
             Err(e) => {
-                println!("  chromium   not found");
-                println!("fix: {e}");
+                out!("  chromium   not found");
+                out!("fix: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         }
         let options = browser::launch_options(global);
-        println!(
+        out!(
             "  mode       {}, sandbox {}",
             if options.headless { "headless" } else { "headed" },
             if options.sandbox { "on" } else { "off (running as root; Chromium's sandbox needs an unprivileged user)" }
@@ -65,22 +65,22 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     let handle = match browser::open(global).await {
         Ok(handle) => handle,
         Err(e) => {
-            println!("  launch     FAILED");
-            println!("fix: {e:#}");
+            out!("  launch     FAILED");
+            out!("fix: {e:#}");
             return Ok(ExitCode::FAILURE);
         }
     };
-    println!("  version    {} (CDP {})", handle.version.product, handle.version.protocol_version);
-    println!("  connect    {} ms from launch to a connected browser", started.elapsed().as_millis());
+    out!("  version    {} (CDP {})", handle.version.product, handle.version.protocol_version);
+    out!("  connect    {} ms from launch to a connected browser", started.elapsed().as_millis());
     let tab = handle.conn.browser().create_page("about:blank", None).await?;
     let two = tab.call(runtime::Evaluate::value("1+1")).await?.result.value;
     tab.close_target().await?;
     if two != Some(serde_json::json!(2)) {
-        println!("  page       evaluation returned {two:?}, expected 2");
+        out!("  page       evaluation returned {two:?}, expected 2");
         return Ok(ExitCode::FAILURE);
     }
-    println!("  page       about:blank opened and evaluated");
-    println!("ok: Glovebox can drive this browser");
+    out!("  page       about:blank opened and evaluated");
+    out!("ok: Glovebox can drive this browser");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -109,7 +109,7 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         tab.goto(&url, Duration::from_secs(args.timeout)).await?;
         if args.preview {
             let preview = tab.preview(Duration::from_secs(5)).await;
-            println!("{}", serde_json::to_string_pretty(&preview)?);
+            out!("{}", serde_json::to_string_pretty(&preview)?);
             return Ok(());
         }
         let options = ObserveOptions {
@@ -124,17 +124,17 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
             std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
         }
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&observation)?);
+            out!("{}", serde_json::to_string_pretty(&observation)?);
         } else {
-            println!("title: {}", observation.title());
-            println!("url: {}", observation.url());
-            println!(
+            out!("title: {}", observation.title());
+            out!("url: {}", observation.url());
+            out!(
                 "frame: {}  elements: {}{}",
                 observation.frame_id().as_str(),
                 observation.interactive_elements().len(),
                 if observation.aria_truncated() { "  (snapshot cut to fit)" } else { "" }
             );
-            print!("{}", observation.aria_snapshot());
+            out_part!("{}", observation.aria_snapshot());
         }
         anyhow::Ok(())
     }
@@ -153,10 +153,10 @@ async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
     let mut stop = crate::serve::StopSignal::install();
     let mut handle = browser::open(global).await?;
     let Some(local) = handle.local.as_mut() else { bail!("no local browser") };
-    println!("endpoint: {}", local.ws_url());
-    println!("pid: {}", local.pid());
-    println!("profile: {}", local.profile_dir().display());
-    println!("version: {}", handle.version.product);
+    out!("endpoint: {}", local.ws_url());
+    out!("pid: {}", local.pid());
+    out!("profile: {}", local.profile_dir().display());
+    out!("version: {}", handle.version.product);
     tokio::select! {
         _ = stop.recv() => eprintln!("glovebox: stopping the browser"),
         _ = handle.conn.closed() => {

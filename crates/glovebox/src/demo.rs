@@ -68,7 +68,7 @@ pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::R
     request.assertions = vec![Assertion::TextPresent { text: "Welcome, Ada!".into() }];
     let result = rt.run(&session, request, Box::new(ScriptedPlanner::new(steps))).await?;
     printer.abort();
-    println!("{}", serde_json::to_string_pretty(&result)?);
+    out!("{}", serde_json::to_string_pretty(&result)?);
     rt.close_session(&session).await?;
     Ok(if result.status() == protocol::RunStatus::Succeeded { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

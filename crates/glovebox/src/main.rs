@@ -1,5 +1,26 @@
 //! The `glovebox` binary: command line, configuration and tracing set-up; no runtime logic of its own.
 
+/// `println!` that never panics: a reader that closed its end of stdout (`glovebox launch | head
+/// -1`, a test that read what it needed) must not kill glovebox with the browser still running.
+macro_rules! out {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout());
+    }};
+    ($($arg:tt)+) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)+);
+    }};
+}
+
+/// `print!` that never panics (see [`out!`]).
+macro_rules! out_part {
+    ($($arg:tt)+) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)+);
+    }};
+}
+
 mod bench;
 mod browser;
 mod cli;

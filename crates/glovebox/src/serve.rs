@@ -82,17 +82,17 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         headers = json!({"Authorization": format!("Bearer {token}")});
     }
     let client = json!({"mcpServers": {"glovebox": {"type": "http", "url": url, "headers": headers}}});
-    println!("Glovebox MCP listening on {url}");
+    out!("Glovebox MCP listening on {url}");
     if let Some(source) = &settings.source {
-        println!("config: {}", source.display());
+        out!("config: {}", source.display());
     }
-    println!();
-    println!("Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):");
-    println!("{}", serde_json::to_string_pretty(&client)?);
-    println!();
-    println!("Approvals (for you, never for the model): glovebox approve <id>");
-    println!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
-    println!("Stop with Ctrl-C.");
+    out!();
+    out!("Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):");
+    out!("{}", serde_json::to_string_pretty(&client)?);
+    out!();
+    out!("Approvals (for you, never for the model): glovebox approve <id>");
+    out!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
+    out!("Stop with Ctrl-C.");
     std::io::stdout().flush()?;
     stop.recv().await;
     eprintln!("glovebox: stopping");
@@ -169,7 +169,7 @@ pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode>
         for (server, token) in &servers {
             let (_, body) = request(server, token, "GET", "/api/user-tabs", None)?;
             for t in body["user_tabs"].as_array().into_iter().flatten() {
-                println!("{}  {}  {}", t["tab"].as_str().unwrap_or(""), t["url"].as_str().unwrap_or(""), t["title"].as_str().unwrap_or(""));
+                out!("{}  {}  {}", t["tab"].as_str().unwrap_or(""), t["url"].as_str().unwrap_or(""), t["title"].as_str().unwrap_or(""));
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -181,7 +181,7 @@ pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode>
     if status != 200 {
         bail!("the server refused ({status}): {body}");
     }
-    println!("{}", body["tab"].as_str().unwrap_or_default());
+    out!("{}", body["tab"].as_str().unwrap_or_default());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -201,10 +201,10 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
     }
     let Some(id) = &args.id else {
         if pending.is_empty() {
-            println!("nothing is waiting for approval");
+            out!("nothing is waiting for approval");
         }
         for (_, _, p) in &pending {
-            println!("{}  {} {} on {} ({}: {})", p["approval_id"].as_str().unwrap_or(""), p["action"].as_str().unwrap_or(""), p["target"], p["origin"].as_str().unwrap_or(""), p["tier"].as_str().unwrap_or(""), p["reason"].as_str().unwrap_or(""));
+            out!("{}  {} {} on {} ({}: {})", p["approval_id"].as_str().unwrap_or(""), p["action"].as_str().unwrap_or(""), p["target"], p["origin"].as_str().unwrap_or(""), p["tier"].as_str().unwrap_or(""), p["reason"].as_str().unwrap_or(""));
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -216,13 +216,13 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if !matches!(answer.trim(), "y" | "Y" | "yes") {
-        println!("left pending");
+        out!("left pending");
         return Ok(ExitCode::FAILURE);
     }
     let (status, body) = request(url, token, "POST", &format!("/api/approvals/{id}"), Some(&json!({"decision": decision})))?;
     if status != 200 {
         bail!("the server refused ({status}): {body}");
     }
-    println!("{decision}: {id}");
+    out!("{decision}: {id}");
     Ok(ExitCode::SUCCESS)
 }

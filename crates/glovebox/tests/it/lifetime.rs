@@ -82,6 +82,27 @@ fn sigterm_stops_the_browser_and_removes_the_profile() {
     assert!(!launched.profile.exists());
 }
 
+/// A reader that closes stdout before glovebox prints (`glovebox launch | true`) does not kill
+/// glovebox mid-start (a panic there once left the browser running): it keeps going and still
+/// stops cleanly.
+#[test]
+fn a_closed_stdout_does_not_stop_launch() {
+    let dir = data_dir("closed-stdout");
+    let mut child = glovebox(&dir).arg("launch").stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    drop(child.stdout.take());
+    // The browser comes up (its profile appears) although nothing reads what launch prints.
+    let until = Instant::now() + Duration::from_secs(30);
+    let profiles = dir.join("profiles");
+    while Instant::now() < until && std::fs::read_dir(&profiles).map_or(true, |mut d| d.next().is_none()) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "launch is still running");
+    // SAFETY: SIGTERM to the glovebox process this test spawned.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn observe_through_a_running_browser_by_http_and_by_ws() {
     let dir = data_dir("endpoint");
