@@ -595,10 +595,6 @@ impl ServerHandler for GloveboxMcp {
     }
 }
 
-/// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
-/// inline), then only what the snapshot does not already say — interactive elements it left out
-/// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
-/// cut) travel in the trusted header; the full `Observation` stays the host API's shape.
 /// The refs the snapshot text shows, read only where the format puts them: the bracket right
 /// after a line's `role "name"` head. Page text is quoted or follows `: `/` -> `, so a page that
 /// writes "[e5]" in its text does not make e5 count as shown.
@@ -632,6 +628,10 @@ fn refs_shown(snapshot: &str) -> std::collections::HashSet<&str> {
     refs
 }
 
+/// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
+/// inline), then only what the snapshot does not already say — interactive elements it left out
+/// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
+/// cut) travel in the trusted header; the full `Observation` stays the host API's shape.
 pub(crate) fn observation_text(o: &Observation) -> String {
     let snapshot = o.aria_snapshot();
     let mut out = String::with_capacity(snapshot.len() + 128);
