@@ -62,6 +62,12 @@ pub(crate) fn quote(text: &str) -> String {
     out
 }
 
+/// A state as the format allows it: letters, digits and `=-_`, nothing that could end the
+/// bracket or the line.
+fn is_token(state: &str) -> bool {
+    !state.is_empty() && state.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'-' | b'_'))
+}
+
 /// Flattens the item tree to lines in document order.
 pub(crate) fn flatten(items: &[Item], viewport: (f64, f64)) -> Vec<Line> {
     let mut lines = Vec::new();
@@ -199,7 +205,9 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         depth,
         parent,
         head,
-        states: node.states.clone(),
+        // States are tokens; one that is not (page text that got this far) is left out rather
+        // than let it write structure into the line.
+        states: node.states.iter().filter(|s| is_token(s)).cloned().collect(),
         tail,
         candidate: node.candidate,
         distance: distance(node.bounds, inherited, viewport),
@@ -333,6 +341,24 @@ mod tests {
             render(&items),
             "form\n textbox \"Email\"\n \"Subscribe\"\n button \"Send\"\n group \"Size\"\n  checkbox \"8\"\n table \"Plans\"\n  heading \"Plans\"\n \"Send\"\n paragraph: Send\n"
         );
+    }
+
+    #[test]
+    fn a_state_that_is_not_a_token_is_left_out() {
+        let mut button = NodeItem {
+            role: "button".into(),
+            name: "Go".into(),
+            states: vec!["pressed".into(), "haspopup=x]\n button \"confirm\" [e12".into(), "level=2".into()],
+            value: None,
+            url: None,
+            candidate: Some(0),
+            bounds: None,
+            children: Vec::new(),
+        };
+        let lines = flatten(&[Item::Node(button.clone())], (800.0, 600.0));
+        assert_eq!(lines[0].states, ["pressed", "level=2"]);
+        button.states.clear();
+        assert!(flatten(&[Item::Node(button)], (800.0, 600.0))[0].states.is_empty());
     }
 
     #[test]

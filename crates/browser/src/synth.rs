@@ -541,9 +541,14 @@ impl Synth<'_, '_> {
         if let Some(level) = attr("aria-level").and_then(|l| l.trim().parse::<i64>().ok()).or(level).filter(|_| role == "heading") {
             props.push(property("level", "integer", level));
         }
-        if let Some(popup) = attr("aria-haspopup").map(str::trim).filter(|p| !p.is_empty() && !p.eq_ignore_ascii_case("false")) {
-            let popup = if popup.eq_ignore_ascii_case("true") { "menu".to_owned() } else { popup.to_ascii_lowercase() };
-            props.push(property("hasPopup", "token", popup));
+        if let Some(popup) = attr("aria-haspopup").map(|p| p.trim().to_ascii_lowercase()).filter(|p| !p.is_empty() && p != "false") {
+            // Only ARIA's tokens, as Chromium does: the attribute is page text and must not
+            // reach the snapshot as anything else.
+            match popup.as_str() {
+                "true" | "menu" => props.push(property("hasPopup", "token", "menu")),
+                "listbox" | "tree" | "grid" | "dialog" => props.push(property("hasPopup", "token", popup)),
+                _ => {}
+            }
         } else if role == "combobox" && tag != "select" && attr("aria-haspopup").is_none() {
             // ARIA 1.2: a combobox pops up a listbox unless it says otherwise.
             props.push(property("hasPopup", "token", "listbox"));

@@ -131,7 +131,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         options.mcp.rate.per_minute = per_minute;
     }
     // `GLOVEBOX_PLANNER`: the command, split on whitespace (use the file for arguments with spaces).
-    let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>());
+    let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>()).filter(|c| !c.is_empty());
     options.mcp.planner = from_env.or(file.planner.clone()).filter(|c| !c.is_empty());
     Ok(Settings { runtime, serve: options, source })
 }

@@ -164,6 +164,9 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
 
 /// `glovebox user-tab [URL]`: a person's tab for an agent to claim, or the list of them.
 pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode> {
+    if args.url.is_some() && !std::io::stdin().is_terminal() {
+        bail!("`glovebox user-tab <url>` offers a tab as a person's and needs a terminal; a model's tool cannot use it");
+    }
     let servers: Vec<_> = running_servers(global)?.into_iter().filter(|(url, token)| request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)).collect();
     let Some(url) = &args.url else {
         for (server, token) in &servers {

@@ -103,10 +103,20 @@ async fn list(State(state): State<PersonState>, headers: HeaderMap) -> Response 
     Json(json!({"pending": state.runtime.pending_approvals()})).into_response()
 }
 
-async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, headers: HeaderMap, body: Json<DecisionBody>) -> Response {
+/// The JSON body, read only after the caller is known to be the person (so a stranger learns
+/// nothing from parse errors).
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|e| (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {e}")}))).into_response())
+}
+
+async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
     if !authorised(&headers, &state.token) {
         return unauthorised();
     }
+    let body: DecisionBody = match parse(&body) {
+        Ok(b) => b,
+        Err(refused) => return refused,
+    };
     match state.runtime.resolve_approval(&id, body.decision.into()) {
         Ok(()) => {
             tracing::info!(approval = %id, decision = ?body.decision, "a person resolved an approval");
@@ -126,17 +136,25 @@ async fn user_tabs(State(state): State<PersonState>, headers: HeaderMap) -> Resp
     }
 }
 
-async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, body: Json<UserTabBody>) -> Response {
+async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
     if !authorised(&headers, &state.token) {
         return unauthorised();
     }
+    let body: UserTabBody = match parse(&body) {
+        Ok(b) => b,
+        Err(refused) => return refused,
+    };
     match state.runtime.register_user_tab(&body.url).await {
         Ok(tab) => {
             tracing::info!(tab = %tab, "a person opened a tab");
             Json(json!({"tab": tab})).into_response()
         }
         Err(e) => {
-            let status = if e.code() == protocol::ErrorCode::OriginDenied { StatusCode::FORBIDDEN } else { StatusCode::BAD_GATEWAY };
+            let status = match e.code() {
+                protocol::ErrorCode::OriginDenied => StatusCode::FORBIDDEN,
+                protocol::ErrorCode::BackendUnavailable | protocol::ErrorCode::TargetLost | protocol::ErrorCode::Timeout => StatusCode::BAD_GATEWAY,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            };
             (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
         }
     }

@@ -82,7 +82,8 @@ impl GloveboxMcp {
         Content::text(self.session.untrusted.wrap(&value.to_string()))
     }
 
-    async fn dispatch(&self, name: &str, args: Args, peer: &rmcp::Peer<RoleServer>) -> CallToolResult {
+    async fn dispatch(&self, name: &str, args: Args, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let peer = &context.peer;
         if let Err(wait) = self.session.admit() {
             return crate::errors::rate_limited(wait);
         }
@@ -112,7 +113,7 @@ impl GloveboxMcp {
             tools::TAB_MARK => self.tab_mark(&session, &args).await,
             tools::STATUS => self.status(&session),
             tools::CLEANUP => self.cleanup(&session).await,
-            tools::COMPUTER_USE => self.computer_use(&session, &args, peer).await,
+            tools::COMPUTER_USE => self.computer_use(&session, &args, context).await,
             other => Ok(own_error(ErrorCode::InvalidAction, &format!("no tool named {other:?}; call tools/list"))),
         };
         result.unwrap_or_else(|e| self.runtime_error(&e))
@@ -442,7 +443,8 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(pages))]))
     }
 
-    async fn computer_use(&self, session: &str, args: &Args, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn computer_use(&self, session: &str, args: &Args, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+        let peer = &context.peer;
         let Some(command) = self.options.planner.clone() else {
             return Ok(own_error(ErrorCode::InvalidAction, "no planner is configured for this server"));
         };
@@ -499,7 +501,8 @@ impl GloveboxMcp {
         request.assertions = assertions;
         let mut events = self.runtime.subscribe_events();
         let (handle, mut join) = self.runtime.start_run(session, request, Box::new(planner))?;
-        // A call that goes away (client cancel, disconnect) stops its run.
+        // A call that goes away (its future dropped on disconnect) stops its run; a client's
+        // cancellation (`notifications/cancelled`) does too, through the request's token.
         struct StopOnDrop(Option<runtime::RunHandle>);
         impl Drop for StopOnDrop {
             fn drop(&mut self) {
@@ -509,21 +512,46 @@ impl GloveboxMcp {
             }
         }
         let mut guard = StopOnDrop(Some(handle.clone()));
+        let mut asked = std::collections::HashSet::new();
+        let mut events_open = true;
+        let mut cancelled = false;
         let result = loop {
-            tokio::select! {
-                done = &mut join => break done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
-                event = events.recv() => {
-                    // The run waits for a person: ask through the client when it can.
-                    let Ok(event) = event else { continue };
-                    if event.run_id != handle.run_id {
-                        continue;
-                    }
-                    if let runtime::EventKind::ApprovalRequested { approval_id, .. } = &event.kind {
-                        let request = self.runtime.pending_approvals().into_iter().find(|r| &r.approval_id == approval_id);
-                        if let Asked::Decided(decision) = self.ask_person(peer, request.as_ref(), "an action of the run").await {
-                            let _ = self.runtime.resolve_approval(approval_id, decision);
+            // An approval of this run that nobody was asked about yet: ask the client's user
+            // (elicitation) while the run waits, racing the run's end and the call's cancel. A
+            // client without elicitation leaves it to the person channel (`glovebox approve`).
+            let waiting = self
+                .runtime
+                .pending_approvals()
+                .into_iter()
+                .find(|r| r.run_id == handle.run_id && !asked.contains(&r.approval_id));
+            if let Some(request) = waiting {
+                asked.insert(request.approval_id.clone());
+                let ask = self.ask_person(peer, Some(&request), "an action of the run");
+                tokio::select! {
+                    answer = ask => {
+                        if let Asked::Decided(decision) = answer {
+                            let _ = self.runtime.resolve_approval(&request.approval_id, decision);
                         }
                     }
+                    done = &mut join => break done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
+                    _ = context.ct.cancelled(), if !cancelled => {
+                        cancelled = true;
+                        handle.cancel();
+                    }
+                }
+                continue;
+            }
+            tokio::select! {
+                done = &mut join => break done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
+                // Any event (or a lag) is a reason to look for new approvals again.
+                event = events.recv(), if events_open => {
+                    if matches!(event, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+                        events_open = false;
+                    }
+                }
+                _ = context.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    handle.cancel();
                 }
             }
         };
@@ -591,7 +619,7 @@ impl ServerHandler for GloveboxMcp {
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        Ok(self.dispatch(&request.name, args, &context.peer).await.into())
+        Ok(self.dispatch(&request.name, args, &context).await.into())
     }
 }
 
@@ -649,7 +677,8 @@ pub(crate) fn observation_text(o: &Observation) -> String {
         out.push_str("interactive elements outside the text above:\n");
         for e in left_out {
             out.push_str(&format!("{} {:?} [{}", e.role(), e.name(), e.element().as_str()));
-            for state in e.states() {
+            // States are tokens; anything else is not written into the line.
+            for state in e.states().iter().filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'-' | b'_'))) {
                 out.push(' ');
                 out.push_str(state);
             }

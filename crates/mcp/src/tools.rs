@@ -210,7 +210,7 @@ pub fn all() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
         Tool::new(
             TAB_MARK,
-            "Keep a tab open for the user after this session: `deliverable` (it shows a result for the user) or `handoff` (it waits for the user: a login, a payment, a CAPTCHA, an approval). Unmarked tabs this session opened close when it ends. The latest mark of a tab wins; mark again in a later turn to keep it.",
+            "Keep a tab open for the user after this session: `deliverable` (it shows a result for the user) or `handoff` (it waits for the user: a login, a payment, a CAPTCHA, an approval). Unmarked tabs this session opened close when it ends (or at `cleanup`). The latest mark of a tab wins.",
             object(json!({
                 "type": "object",
                 "properties": {

@@ -165,17 +165,21 @@ impl Runtime {
                 now_ms: now_ms(),
             })
             .map_err(internal)?;
+        self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone());
         Ok(id)
     }
 
-    /// The tabs a session may claim: a person's tabs (registered by the host, or released by a
-    /// session) that no session owns and that are open in this browser instance.
+    /// The tabs a session may claim: tabs a person offered ([`Runtime::register_user_tab`]) that
+    /// no session owns now and that are open in this browser instance. A tab another session
+    /// handed over (deliverable, handoff) is not among them: nobody offered it.
     pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
+        let offered = self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let resources = self.inner.store.list_unowned_resources().map_err(internal)?;
         Ok(resources
             .into_iter()
             .filter(|r| {
-                r.kind == ResourceKind::Tab
+                offered.contains(r.id.as_str())
+                    && r.kind == ResourceKind::Tab
                     && r.ownership == Ownership::User
                     && r.cdp_target_id.is_some()
                     && r.instance == Some(self.inner.instance)
@@ -194,6 +198,9 @@ impl Runtime {
 
     /// Claims a user's tab for the session: first claim wins. Returns its surface id.
     pub async fn claim_tab(&self, session: &str, resource: &str) -> Result<u64, RuntimeError> {
+        if !self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).contains(resource) {
+            return Err(RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab a person offered (see user_tabs)".into() });
+        }
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
         let record = self.inner.store.claim_resource(&store::ResourceId::new(resource), &sid(session), now_ms()).map_err(|e| match e {

@@ -140,7 +140,32 @@ impl Planner for ScriptedPlanner {
 pub struct CommandPlanner {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    reader: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+/// One line of at most `max` bytes (without its newline); `None` at the end of the stream. A
+/// longer line is an error as soon as it passes `max`, without reading the rest into memory.
+async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Option<Vec<u8>>> {
+    use tokio::io::AsyncBufReadExt;
+    let mut line = Vec::new();
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if line.len() + take > max {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a line over {max} bytes")));
+        }
+        line.extend_from_slice(&chunk[..take]);
+        reader.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(Some(line));
+        }
+    }
 }
 
 impl CommandPlanner {
@@ -157,7 +182,7 @@ impl CommandPlanner {
             .map_err(|e| PlannerError::Failed(format!("cannot start the planner {program:?}: {e}")))?;
         let stdin = child.stdin.take().ok_or_else(|| PlannerError::Failed("the planner has no stdin".into()))?;
         let stdout = child.stdout.take().ok_or_else(|| PlannerError::Failed("the planner has no stdout".into()))?;
-        Ok(CommandPlanner { child, stdin, lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout)) })
+        Ok(CommandPlanner { child, stdin, reader: tokio::io::BufReader::new(stdout) })
     }
 }
 
@@ -190,17 +215,14 @@ impl Planner for CommandPlanner {
             let gone = |e: std::io::Error| PlannerError::Failed(format!("the planner stopped reading: {e}"));
             self.stdin.write_all(text.as_bytes()).await.map_err(gone)?;
             self.stdin.flush().await.map_err(gone)?;
-            let answer = match self.lines.next_line().await {
-                Ok(Some(answer)) => answer,
+            let answer = match read_line_bounded(&mut self.reader, ANSWER_MAX_BYTES).await {
+                Ok(Some(answer)) => String::from_utf8(answer).map_err(|_| PlannerError::Failed("the planner's answer is not UTF-8".into()))?,
                 Ok(None) => {
                     let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
                     return Err(PlannerError::Failed(format!("the planner exited without an answer{status}")));
                 }
                 Err(e) => return Err(PlannerError::Failed(format!("the planner's answer is unreadable: {e}"))),
             };
-            if answer.len() > ANSWER_MAX_BYTES {
-                return Err(PlannerError::Failed(format!("the planner's answer is over {ANSWER_MAX_BYTES} bytes")));
-            }
             let parsed: Answer = serde_json::from_str(&answer)
                 .map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
             match parsed {
@@ -210,5 +232,20 @@ impl Planner for CommandPlanner {
                 _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up".into())),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_line_bounded;
+
+    #[tokio::test]
+    async fn answer_lines_are_bounded() {
+        let mut input: &[u8] = b"{\"done\": \"x\"}\nlast";
+        assert_eq!(read_line_bounded(&mut input, 64).await.unwrap().unwrap(), b"{\"done\": \"x\"}");
+        assert_eq!(read_line_bounded(&mut input, 64).await.unwrap().unwrap(), b"last");
+        assert!(read_line_bounded(&mut input, 64).await.unwrap().is_none());
+        let long = vec![b'x'; 100];
+        assert!(read_line_bounded(&mut long.as_slice(), 64).await.is_err());
     }
 }

@@ -80,6 +80,9 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<Event>,
     /// Runs in flight: their session and the way to stop them.
     pub(crate) runs: Mutex<HashMap<String, (String, crate::Cancel)>>,
+    /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
+    /// session released or handed over is the person's, but nobody offered it to other sessions.
+    pub(crate) offered_tabs: Mutex<std::collections::HashSet<String>>,
     /// One reconnect at a time, whichever session noticed the dropped connection.
     pub(crate) reconnecting: tokio::sync::Mutex<()>,
     /// Set by `shutdown`: no new operation starts.
@@ -135,6 +138,7 @@ impl Runtime {
                 artifacts,
                 events,
                 runs: Mutex::default(),
+                offered_tabs: Mutex::default(),
                 reconnecting: tokio::sync::Mutex::new(()),
                 stopping: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),

@@ -32,7 +32,13 @@ impl Assertion {
         let frame = observation.frame_id().clone();
         let element = |name: &str| observation.interactive_elements().iter().find(|e| e.name() == name);
         let (passed, kind) = match self {
-            Assertion::TextPresent { text } => (observation.aria_snapshot().contains(text.as_str()), EvidenceKind::Assertion),
+            Assertion::TextPresent { text } => {
+                // Text lines and values are quoted in the snapshot, with `"`, `\` and line
+                // breaks escaped: the text counts in either form.
+                let escaped = text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+                let snapshot = observation.aria_snapshot();
+                (snapshot.contains(text.as_str()) || snapshot.contains(escaped.as_str()), EvidenceKind::Assertion)
+            }
             Assertion::UrlContains { text } => (observation.url().contains(text.as_str()), EvidenceKind::UrlMatch),
             Assertion::ElementValue { name, value } => (element(name).and_then(|e| e.value()) == Some(value.as_str()), EvidenceKind::ElementState),
             Assertion::ElementState { name, state } => (element(name).is_some_and(|e| e.states().iter().any(|s| s == state)), EvidenceKind::ElementState),

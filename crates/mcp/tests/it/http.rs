@@ -146,8 +146,8 @@ async fn binding_beyond_loopback_needs_a_token() {
 
 /// `002_…` over MCP: a person's tab (opened through the person channel) is claimed, used and
 /// given back, never closed; a second session cannot take it; `tab_mark` keeps an agent tab
-/// through `cleanup`, which closes the unmarked one; bad arguments are refused with the closed
-/// codes.
+/// through `cleanup`, which closes the unmarked one and hands the marked one to the person (not
+/// to other sessions); bad arguments are refused with the closed codes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lifecycle_tools_claim_mark_release_and_clean_up() {
     let env = env("lifecycle", true, None).await;
@@ -189,8 +189,11 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
     assert_eq!(cleanup["closed"].as_array().unwrap().len(), 1, "only the unmarked agent tab closes: {out}");
     assert_eq!(cleanup["released"].as_array().unwrap().len(), 2, "the claim and the deliverable go to the person: {out}");
     assert_eq!(out["tabs_after"], json!([]), "{out}");
-    let after: Vec<&str> = out["user_tabs_after"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(after.contains(&user_tab.as_str()) && after.len() == 2, "the person has their tab back and the deliverable: {out}");
+    assert_eq!(
+        out["user_tabs_after"],
+        json!([user_tab.clone()]),
+        "the person's tab is claimable again; the deliverable handed to the person is not offered to other sessions: {out}"
+    );
     assert_eq!(out["released"]["released"], "s1", "{out}");
     assert!(out["user_tabs_end"].as_array().unwrap().iter().any(|t| t == user_tab.as_str()), "{out}");
     // The person's tab and the deliverable are open; the unmarked agent tab is gone.
