@@ -177,12 +177,27 @@ impl CommandPlanner {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
+            // Its own process group, so the run's end takes its children too (`sh -c …`).
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| PlannerError::Failed(format!("cannot start the planner {program:?}: {e}")))?;
         let stdin = child.stdin.take().ok_or_else(|| PlannerError::Failed("the planner has no stdin".into()))?;
         let stdout = child.stdout.take().ok_or_else(|| PlannerError::Failed("the planner has no stdout".into()))?;
         Ok(CommandPlanner { child, stdin, reader: tokio::io::BufReader::new(stdout) })
+    }
+}
+
+impl Drop for CommandPlanner {
+    /// The planner's whole process group goes with the run (the child itself is also killed by
+    /// `kill_on_drop`).
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: a signal to the process group this planner was started in (pgid = its pid).
+            unsafe {
+                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
     }
 }
 
