@@ -319,32 +319,19 @@ impl GloveboxMcp {
             return Ok(own_error(ErrorCode::InvalidAction, "`url` (a string) is required"));
         };
         let surface = self.runtime.open_tab(session, url).await?;
-        let key = {
-            let mut tabs = lock(&self.session.tabs);
-            tabs.order.push(surface);
-            tabs.focused = Some(surface);
-            tabs.key_of(surface)
-        };
+        let key = lock(&self.session.tabs).add(surface);
         Ok(CallToolResult::success(vec![Content::text(
             json!({"opened": key, "focused": true, "next": "observe it to get refs and a frame_id"}).to_string(),
         )]))
     }
 
     async fn tab_close(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let Some(name) = args.get("surface").and_then(Value::as_str) else {
-            return Ok(own_error(ErrorCode::InvalidAction, "`surface` (a key such as s1) is required"));
-        };
-        let Some(surface) = lock(&self.session.tabs).lookup(name) else {
-            return Ok(own_error(ErrorCode::UnknownSurface, &format!("no tab named {name:?} in this session")));
+        let (name, surface) = match self.named_surface(args) {
+            Ok(named) => named,
+            Err(refused) => return Ok(refused),
         };
         self.runtime.close_tab(session, surface).await?;
-        {
-            let mut tabs = lock(&self.session.tabs);
-            tabs.order.retain(|s| *s != surface);
-            if tabs.focused == Some(surface) {
-                tabs.focused = None;
-            }
-        }
+        self.resync(session)?;
         Ok(CallToolResult::success(vec![Content::text(json!({"closed": name}).to_string())]))
     }
 }
@@ -377,12 +364,7 @@ impl GloveboxMcp {
             return Ok(own_error(ErrorCode::InvalidAction, "`tab` (an id that `tabs` lists under user_tabs) is required"));
         };
         let surface = self.runtime.claim_tab(session, tab).await?;
-        let key = {
-            let mut tabs = lock(&self.session.tabs);
-            tabs.order.push(surface);
-            tabs.focused = Some(surface);
-            tabs.key_of(surface)
-        };
+        let key = lock(&self.session.tabs).add(surface);
         Ok(CallToolResult::success(vec![Content::text(
             json!({"claimed": tab, "surface": key, "focused": true, "next": "observe it to get refs and a frame_id; it goes back to its person (open) when this session ends"}).to_string(),
         )]))
@@ -485,9 +467,7 @@ impl GloveboxMcp {
                 return Ok(own_error(ErrorCode::UnknownSurface, "this session has no tab: give a `url` (or open one with tab_open)"));
             };
             let opened = self.runtime.open_tab(session, &first).await?;
-            let mut tabs = lock(&self.session.tabs);
-            tabs.order.push(opened);
-            tabs.focused = Some(opened);
+            lock(&self.session.tabs).add(opened);
         }
         let planner = match runtime::CommandPlanner::start(&command) {
             Ok(p) => p,

@@ -27,6 +27,13 @@ impl TabMirror {
         n.checked_sub(1).and_then(|i| self.order.get(i)).copied()
     }
 
+    /// A tab the session just got (opened, claimed): last in order, focused. Returns its key.
+    pub(crate) fn add(&mut self, surface: u64) -> Option<String> {
+        self.order.push(surface);
+        self.focused = Some(surface);
+        self.key_of(surface)
+    }
+
     pub(crate) fn key_of(&self, surface: u64) -> Option<String> {
         self.order.iter().position(|s| *s == surface).map(|i| format!("s{}", i + 1))
     }
