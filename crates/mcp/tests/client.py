@@ -201,6 +201,24 @@ async def scenario_computer_use(args):
               "garbage": garbage["header"], "garbage_text": garbage["texts"][1:], "bad": bad["header"]})
 
 
+async def scenario_cancel_run(args):
+    """Starts a slow computer_use run and cancels the request (notifications/cancelled)."""
+    form = args.fixture[0]
+    async with connect(args) as (session, _):
+        await session.list_tools()
+        request_id = session._request_id  # the id the next request gets
+        task = asyncio.create_task(session.call_tool("computer_use", {"task": "slow sign-up", "url": form, "max_steps": 6, "max_seconds": 60,
+                                                                      "success_when": [{"kind": "text_present", "text": "Welcome"}]}))
+        await asyncio.sleep(1.0)
+        await session.send_notification(types.ClientNotification(types.CancelledNotification(
+            params=types.CancelledNotificationParams(requestId=request_id, reason="the user changed their mind"))))
+        # A cancelled request gets no answer; give it a moment, then leave.
+        done, _ = await asyncio.wait({task}, timeout=3)
+        emit({"cancel_sent": True, "answered": bool(done)})
+        sys.stdin.readline()  # the test checks the run, then lets the client go
+        task.cancel()
+
+
 async def scenario_bench(args):
     import time
     async with connect(args) as (session, _):

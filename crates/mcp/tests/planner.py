@@ -1,9 +1,11 @@
 """A command planner for the tests (stdlib only): one JSON line in per step, one out.
 
 It signs up on the form fixture: types "Ada" into the empty Name field, clicks "Create account",
-then says it is done. A task that mentions "garbage" gets an answer that is not JSON."""
+then says it is done. A task that mentions "garbage" gets an answer that is not JSON; one that
+mentions "slow" thinks two seconds before every answer."""
 import json
 import sys
+import time
 
 
 def element(observation, role, name):
@@ -17,6 +19,8 @@ for line in sys.stdin:
     step = json.loads(line)
     observation = step["observation"]
     frame = observation["frame_id"]
+    if "slow" in step["task"]:
+        time.sleep(2)
     if "garbage" in step["task"]:
         print("this is not an action", flush=True)
         continue

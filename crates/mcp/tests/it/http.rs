@@ -229,3 +229,31 @@ async fn computer_use_needs_a_planner() {
     let names: Vec<&str> = out["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(!names.contains(&"computer_use"), "{names:?}");
 }
+
+/// A client that cancels its `computer_use` request (`notifications/cancelled`) stops the run:
+/// the run ends `cancelled` and the form the planner was about to submit never is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_computer_use_cancels_the_run() {
+    let env = env_with("cancel-run", true, None, Some(test_planner())).await;
+    let mut events = env.runtime.subscribe_events();
+    let mut client = Client::start("cancel_run", &over_http(&env), &[env.fixtures.url("/form.html")]);
+    let sent = client.next().await;
+    assert_eq!(sent["cancel_sent"], true, "{sent}");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            if let Ok(event) = events.recv().await {
+                if let runtime::EventKind::RunEnded { status, reason, .. } = event.kind {
+                    return (status, reason);
+                }
+            }
+        }
+    })
+    .await
+    .expect("the run ends soon after the cancel, not at its 60 s budget");
+    assert_eq!(ended.0, "cancelled", "{ended:?}");
+    // Without the cancel the slow planner would have typed and submitted within ~6 s.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert!(env.fixtures.writes().is_empty(), "nothing was submitted");
+    client.send("done").await;
+    client.finish().await;
+}
