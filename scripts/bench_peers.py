@@ -47,13 +47,17 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def ensure_playwright_mcp():
-    cli = os.path.join(NODE_DIR, "node_modules/@playwright/mcp/cli.js")
-    if not os.path.exists(cli):
+def npm_package(spec, entry):
+    """The path of `entry` inside node_modules, installing `spec` under target/bench-node first."""
+    path = os.path.join(NODE_DIR, "node_modules", entry)
+    if not os.path.exists(path):
         os.makedirs(NODE_DIR, exist_ok=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", f"@playwright/mcp@{PW_VERSION}"], cwd=NODE_DIR, check=True,
-                       stdout=subprocess.DEVNULL)
-    return cli
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", spec], cwd=NODE_DIR, check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def ensure_playwright_mcp():
+    return npm_package(f"@playwright/mcp@{PW_VERSION}", "@playwright/mcp/cli.js")
 
 
 class Mcp:
@@ -239,12 +243,7 @@ def e2e_playwright(cli, chromium, url, button, check):
 
 
 def ensure_chrome_devtools_mcp():
-    cli = os.path.join(NODE_DIR, "node_modules/chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js")
-    if not os.path.exists(cli):
-        os.makedirs(NODE_DIR, exist_ok=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", f"chrome-devtools-mcp@{CDT_VERSION}"], cwd=NODE_DIR, check=True,
-                       stdout=subprocess.DEVNULL)
-    return cli
+    return npm_package(f"chrome-devtools-mcp@{CDT_VERSION}", "chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js")
 
 
 def e2e_chrome_devtools(chromium, url, button, check):
@@ -383,9 +382,7 @@ def payloads(args, base):
 
 
 def agent_browser(chromium):
-    exe = os.path.join(NODE_DIR, "node_modules/agent-browser/bin/agent-browser-linux-x64")
-    if not os.path.exists(exe):
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "agent-browser@0.41.2"], cwd=NODE_DIR, check=True, stdout=subprocess.DEVNULL)
+    exe = npm_package("agent-browser@0.41.2", "agent-browser/bin/agent-browser-linux-x64")
     os.chmod(exe, 0o755)
     env = dict(os.environ, AGENT_BROWSER_EXECUTABLE_PATH=chromium, AGENT_BROWSER_ARGS="--no-sandbox,--disable-gpu",
                AGENT_BROWSER_SESSION="glovebox-bench")

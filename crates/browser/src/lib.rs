@@ -30,4 +30,5 @@ pub use act::{ActOptions, ActOutcome, DownloadInfo, Typing, UploadRefused, Uploa
 pub use error::BrowserError;
 pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
 pub use image::decode_base64;
+pub use render::is_state_token;
 pub use tab::{Dialog, Tab, TabMemory};

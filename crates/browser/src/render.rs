@@ -64,7 +64,7 @@ pub(crate) fn quote(text: &str) -> String {
 
 /// A state as the format allows it: letters, digits and `=-_`, nothing that could end the
 /// bracket or the line.
-fn is_token(state: &str) -> bool {
+pub fn is_state_token(state: &str) -> bool {
     !state.is_empty() && state.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'-' | b'_'))
 }
 
@@ -207,7 +207,7 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         head,
         // States are tokens; one that is not (page text that got this far) is left out rather
         // than let it write structure into the line.
-        states: node.states.iter().filter(|s| is_token(s)).cloned().collect(),
+        states: node.states.iter().filter(|s| is_state_token(s)).cloned().collect(),
         tail,
         candidate: node.candidate,
         distance: distance(node.bounds, inherited, viewport),

@@ -658,7 +658,7 @@ pub(crate) fn observation_text(o: &Observation) -> String {
         for e in left_out {
             out.push_str(&format!("{} {:?} [{}", e.role(), e.name(), e.element().as_str()));
             // States are tokens; anything else is not written into the line.
-            for state in e.states().iter().filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'-' | b'_'))) {
+            for state in e.states().iter().filter(|s| browser::is_state_token(s)) {
                 out.push(' ');
                 out.push_str(state);
             }
