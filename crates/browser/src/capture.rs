@@ -2,10 +2,10 @@
 
 use std::collections::HashMap;
 
+use cdp::Session;
 use cdp::domains::accessibility::{AxNode, GetFullAxTree};
 use cdp::domains::dom_snapshot::{CaptureSnapshot, CaptureSnapshotReply};
 use cdp::domains::{page, runtime};
-use cdp::Session;
 use serde::Deserialize;
 
 use crate::BrowserError;
@@ -126,19 +126,12 @@ pub(crate) struct SessionCapture {
 }
 
 pub(crate) fn snapshot_command() -> CaptureSnapshot {
-    CaptureSnapshot {
-        computed_styles: STYLES.iter().map(|s| (*s).to_owned()).collect(),
-        include_dom_rects: None,
-        include_paint_order: None,
-    }
+    CaptureSnapshot { computed_styles: STYLES.iter().map(|s| (*s).to_owned()).collect(), include_dom_rects: None, include_paint_order: None }
 }
 
 /// A capture built from the DOM snapshot alone: every document's AX-shaped tree synthesised.
 pub(crate) fn dom_model_session(session: Session, snapshot: CaptureSnapshotReply, world: &WorldState) -> SessionCapture {
-    let page = crate::synth::PageFacts {
-        modal_dialog: usize::try_from(world.modal_dialog).ok(),
-        focused: usize::try_from(world.focused).ok(),
-    };
+    let page = crate::synth::PageFacts { modal_dialog: usize::try_from(world.modal_dialog).ok(), focused: usize::try_from(world.focused).ok() };
     let ax = (0..snapshot.documents.len())
         .map(|i| {
             let facts = if i == 0 { page } else { crate::synth::PageFacts::default() };
@@ -149,11 +142,7 @@ pub(crate) fn dom_model_session(session: Session, snapshot: CaptureSnapshotReply
 }
 
 /// Fetches the AX trees of the same-process child documents the snapshot found (the root's is given).
-pub(crate) async fn complete_session(
-    session: Session,
-    snapshot: CaptureSnapshotReply,
-    root_ax: Vec<AxNode>,
-) -> Result<SessionCapture, BrowserError> {
+pub(crate) async fn complete_session(session: Session, snapshot: CaptureSnapshotReply, root_ax: Vec<AxNode>) -> Result<SessionCapture, BrowserError> {
     let mut ax = HashMap::new();
     let frame_of = |i: usize| snapshot.string(snapshot.documents[i].frame_id).to_owned();
     if let Some(first) = snapshot.documents.first() {

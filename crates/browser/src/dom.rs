@@ -69,13 +69,7 @@ impl<'a> DocView<'a> {
         let selected = nodes.option_selected.index.iter().copied().collect();
         let input_value = nodes.input_value.index.iter().copied().zip(nodes.input_value.value.iter().copied()).collect();
         let text_value = nodes.text_value.index.iter().copied().zip(nodes.text_value.value.iter().copied()).collect();
-        let content_doc = nodes
-            .content_document_index
-            .index
-            .iter()
-            .copied()
-            .zip(nodes.content_document_index.value.iter().map(|v| *v as usize))
-            .collect();
+        let content_doc = nodes.content_document_index.index.iter().copied().zip(nodes.content_document_index.value.iter().map(|v| *v as usize)).collect();
         let pseudo = nodes.pseudo_type.index.iter().copied().zip(nodes.pseudo_type.value.iter().copied()).collect();
         let scroll = (doc.scroll_offset_x.unwrap_or(0.0), doc.scroll_offset_y.unwrap_or(0.0));
         Some(DocView {

@@ -49,9 +49,7 @@ impl From<CdpError> for BrowserError {
         match e {
             CdpError::Detached { .. } => BrowserError::TargetLost { reason: e.to_string() },
             CdpError::Closed { .. } | CdpError::Connect { .. } => BrowserError::BackendUnavailable { reason: e.to_string() },
-            CdpError::Timeout { ref method, after } => {
-                BrowserError::Timeout { what: method.clone(), after_ms: after.as_millis() as u64 }
-            }
+            CdpError::Timeout { ref method, after } => BrowserError::Timeout { what: method.clone(), after_ms: after.as_millis() as u64 },
             CdpError::Protocol { .. } | CdpError::Decode { .. } => BrowserError::Internal { reason: e.to_string() },
         }
     }

@@ -82,9 +82,7 @@ mod tests {
     #[test]
     fn png_size_is_read_from_ihdr() {
         // A 3x2 PNG header (signature + IHDR), base64.
-        let png = [
-            0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0,
-        ];
+        let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0];
         let encoded = encode(&png);
         assert_eq!(image_size(&encoded), Some((3, 2)));
     }

@@ -28,7 +28,7 @@ mod tab;
 
 pub use act::{ActOptions, ActOutcome, DownloadInfo, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
-pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
 pub use image::decode_base64;
+pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
 pub use render::is_state_token;
 pub use tab::{Dialog, Tab, TabMemory};

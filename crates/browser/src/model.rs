@@ -12,16 +12,57 @@ use crate::dom::{DocView, Rect};
 
 /// Roles that always get a ref when rendered and visible.
 const INTERACTIVE_ROLES: &[&str] = &[
-    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option", "menuitem",
-    "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider", "spinbutton", "treeitem", "DisclosureTriangle",
-    "ColorWell", "Date", "DateTime", "InputTime", "textField", "PopUpButton", "ToggleButton",
+    "button",
+    "link",
+    "textbox",
+    "searchbox",
+    "checkbox",
+    "radio",
+    "combobox",
+    "listbox",
+    "option",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "tab",
+    "switch",
+    "slider",
+    "spinbutton",
+    "treeitem",
+    "DisclosureTriangle",
+    "ColorWell",
+    "Date",
+    "DateTime",
+    "InputTime",
+    "textField",
+    "PopUpButton",
+    "ToggleButton",
 ];
 
 /// Roles that carry no meaning of their own: their children are shown in their place.
 const TRANSPARENT_ROLES: &[&str] = &[
-    "generic", "none", "presentation", "LabelText", "strong", "emphasis", "mark", "Abbr", "code", "time",
-    "subscript", "superscript", "Ruby", "RubyAnnotation", "Section", "MenuListPopup", "Pre", "deletion", "insertion",
-    "GenericContainer", "Unknown", "rowgroup",
+    "generic",
+    "none",
+    "presentation",
+    "LabelText",
+    "strong",
+    "emphasis",
+    "mark",
+    "Abbr",
+    "code",
+    "time",
+    "subscript",
+    "superscript",
+    "Ruby",
+    "RubyAnnotation",
+    "Section",
+    "MenuListPopup",
+    "Pre",
+    "deletion",
+    "insertion",
+    "GenericContainer",
+    "Unknown",
+    "rowgroup",
 ];
 
 /// Roles whose value is shown.
@@ -226,12 +267,11 @@ impl<'a> Walker<'a> {
             let mut text = String::new();
             all_text(&children, &mut text);
             shown_name = fold(&text);
-            if shown_name.is_empty() {
-                if let Some(inferred) = dom.and_then(|d| infer_name(ctx.view, d)) {
+            if shown_name.is_empty()
+                && let Some(inferred) = dom.and_then(|d| infer_name(ctx.view, d)) {
                     shown_name = inferred;
                     name_inferred = true;
                 }
-            }
         }
         // A named node repeats its name as text; drop the duplicate.
         if !shown_name.is_empty() {
@@ -316,16 +356,7 @@ impl<'a> Walker<'a> {
         } else {
             Vec::new()
         };
-        vec![Item::Node(NodeItem {
-            role: "iframe".into(),
-            name,
-            states: Vec::new(),
-            value: None,
-            url: None,
-            candidate,
-            bounds,
-            children,
-        })]
+        vec![Item::Node(NodeItem { role: "iframe".into(), name, states: Vec::new(), value: None, url: None, candidate, bounds, children })]
     }
 
     fn is_interactive(&self, view: &DocView<'_>, role: &str, node: &AxNode, dom: usize, children: &[Item]) -> bool {
@@ -343,8 +374,7 @@ impl<'a> Walker<'a> {
         }
         let by_listener = view.clickable(dom);
         let by_cursor = view.cursor_pointer(dom) && view.parent(dom).is_none_or(|p| !view.cursor_pointer(p));
-        let by_tabindex = view.attr(dom, "tabindex").and_then(|t| t.trim().parse::<i64>().ok()).is_some_and(|t| t >= 0)
-            && prop_true(node, "focusable");
+        let by_tabindex = view.attr(dom, "tabindex").and_then(|t| t.trim().parse::<i64>().ok()).is_some_and(|t| t >= 0) && prop_true(node, "focusable");
         if !(by_listener || by_cursor || by_tabindex) {
             return false;
         }
@@ -357,14 +387,10 @@ impl<'a> Walker<'a> {
 
     /// The field's value as shown (redacted when secret), and whether the field holds a secret.
     fn value(&self, view: &DocView<'_>, node: &AxNode, role: &str, tag: &str, dom: usize, name: &str) -> (Option<String>, bool) {
-        if !VALUE_ROLES.contains(&role) && !(role == "generic" && prop_true(node, "editable")) {
+        if !(VALUE_ROLES.contains(&role) || role == "generic" && prop_true(node, "editable")) {
             return (None, false);
         }
-        let raw = if tag == "select" {
-            value_text(&node.value)
-        } else {
-            view.input_value(dom).map(str::to_owned).unwrap_or_else(|| value_text(&node.value))
-        };
+        let raw = if tag == "select" { value_text(&node.value) } else { view.input_value(dom).map(str::to_owned).unwrap_or_else(|| value_text(&node.value)) };
         let facts = FieldFacts {
             tag: Some(tag),
             input_type: view.attr(dom, "type"),
@@ -421,7 +447,11 @@ fn link_target(document_url: &str, href: &str) -> String {
     let origin = policy::web_origin(document_url);
     match redacted.strip_prefix(&origin) {
         Some(rest) if !origin.is_empty() && (rest.starts_with('/') || rest.is_empty()) => {
-            if rest.is_empty() { "/".to_owned() } else { rest.to_owned() }
+            if rest.is_empty() {
+                "/".to_owned()
+            } else {
+                rest.to_owned()
+            }
         }
         _ => redacted,
     }
@@ -508,11 +538,10 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
                 return Some(v);
             }
         }
-        if tag == "title" {
-            if let Some(t) = view.descendants(d).map(|t| fold(view.node_value(t))).find(|t| !t.is_empty()) {
+        if tag == "title"
+            && let Some(t) = view.descendants(d).map(|t| fold(view.node_value(t))).find(|t| !t.is_empty()) {
                 return Some(t);
             }
-        }
         let source = match tag.as_str() {
             "img" | "image" | "input" => view.attr(d, "src").or_else(|| view.attr(d, "href")),
             "use" => view.attr(d, "href").or_else(|| view.attr(d, "xlink:href")),
@@ -550,11 +579,10 @@ fn file_stem(source: &str) -> Option<String> {
 fn icon_class(classes: &str) -> Option<String> {
     classes.split_whitespace().find_map(|c| {
         for prefix in ["fa-", "icon-", "bi-", "glyphicon-", "mdi-", "ti-"] {
-            if let Some(rest) = c.strip_prefix(prefix) {
-                if !rest.is_empty() && !matches!(rest, "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x") {
+            if let Some(rest) = c.strip_prefix(prefix)
+                && !rest.is_empty() && !matches!(rest, "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x") {
                     return Some(humanize(rest));
                 }
-            }
         }
         None
     })

@@ -24,21 +24,16 @@ use cdp::domains::accessibility::GetFullAxTree;
 use cdp::domains::dom::DescribeNode;
 use cdp::domains::page::CaptureScreenshot;
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
-use protocol::{
-    ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, TabId,
-    TargetIdentity, Viewport,
-};
+use protocol::{ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, TabId, TargetIdentity, Viewport};
 
-use crate::capture::{
-    SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context,
-};
-use crate::synth::dom_model_fits;
+use crate::BrowserError;
+use crate::capture::{SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context};
 use crate::dom::Rect;
 use crate::image::image_size;
 use crate::model::{HostKey, Walker};
 use crate::render::{Line, choose, flatten, line_cost};
+use crate::synth::dom_model_fits;
 use crate::tab::{Tab, lock};
-use crate::BrowserError;
 
 /// What to capture.
 #[derive(Debug, Clone)]
@@ -174,11 +169,8 @@ impl Tab {
                 session.send_raw("Accessibility.getFullAXTree", serde_json::json!({}), timeout).await
             }
         };
-        let (b, c, d) = tokio::join!(
-            session.send_raw("DOMSnapshot.captureSnapshot", snapshot, timeout),
-            ax,
-            session.send_raw("Runtime.evaluate", read, timeout),
-        );
+        let (b, c, d) =
+            tokio::join!(session.send_raw("DOMSnapshot.captureSnapshot", snapshot, timeout), ax, session.send_raw("Runtime.evaluate", read, timeout),);
         Ok([first, b?, c?, d?].iter().map(|v| v.to_string().len()).sum())
     }
 
@@ -220,9 +212,7 @@ impl Tab {
             PageModel::Accessibility => false,
             PageModel::Dom => true,
         };
-        let ax_tree = async {
-            if dom_model { None } else { Some(session.call(GetFullAxTree { depth: None, frame_id: None }).await) }
-        };
+        let ax_tree = async { if dom_model { None } else { Some(session.call(GetFullAxTree { depth: None, frame_id: None }).await) } };
         // Sent together, processed in order by the renderer: the two reads bracket the capture.
         let (snapshot, ax, shot, after) = tokio::join!(session.call(snapshot_command()), ax_tree, screenshot, evaluate_in(session, context, read));
         let after = match after {
@@ -341,8 +331,7 @@ impl Tab {
         referenced.dedup();
         referenced.sort_by_key(|c| candidates[*c].order);
         listed.sort_by_key(|c| candidates[*c].order);
-        let ref_of: HashMap<usize, ElementRef> =
-            referenced.iter().enumerate().map(|(i, c)| (*c, ElementRef::from_index(i as u32 + 1))).collect();
+        let ref_of: HashMap<usize, ElementRef> = referenced.iter().enumerate().map(|(i, c)| (*c, ElementRef::from_index(i as u32 + 1))).collect();
 
         // Text this tab typed into secret fields never comes back, wherever the page echoes it.
         let secrets = lock(&self.state).secrets.clone();
@@ -350,15 +339,20 @@ impl Tab {
         let mut text = scrub(&render_lines(&lines, &chosen, &ref_of));
         if aria_cut {
             let left_out = chosen.iter().filter(|c| !**c).count();
-            text.push_str(&format!(
-                "- note: {left_out} lines far from the viewport were left out to fit; scroll there and observe again\n"
-            ));
+            text.push_str(&format!("- note: {left_out} lines far from the viewport were left out to fit; scroll there and observe again\n"));
         }
         let interactive_elements = listed
             .iter()
             .map(|c| {
                 let cand = &candidates[*c];
-                InteractiveElement::new(ref_of[c].clone(), &cand.role, scrub(&cand.name), cand.name_inferred, cand.states.clone(), cand.value.as_deref().map(scrub))
+                InteractiveElement::new(
+                    ref_of[c].clone(),
+                    &cand.role,
+                    scrub(&cand.name),
+                    cand.name_inferred,
+                    cand.states.clone(),
+                    cand.value.as_deref().map(scrub),
+                )
             })
             .collect();
         let refs = referenced
@@ -455,11 +449,10 @@ fn iframe_hosts_without_content(capture: &SessionCapture) -> Vec<i64> {
     let with_content: HashSet<usize> = doc.nodes.content_document_index.index.iter().copied().collect();
     for (i, name) in doc.nodes.node_name.iter().enumerate() {
         let tag = capture.snapshot.string(*name);
-        if (tag.eq_ignore_ascii_case("iframe") || tag.eq_ignore_ascii_case("frame")) && !with_content.contains(&i) {
-            if let Some(backend) = doc.nodes.backend_node_id.get(i) {
+        if (tag.eq_ignore_ascii_case("iframe") || tag.eq_ignore_ascii_case("frame")) && !with_content.contains(&i)
+            && let Some(backend) = doc.nodes.backend_node_id.get(i) {
                 hosts.push(*backend);
             }
-        }
     }
     hosts
 }

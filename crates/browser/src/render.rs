@@ -110,15 +110,7 @@ fn all_text(items: &[Item], out: &mut String) {
     }
 }
 
-fn push_items(
-    items: &[Item],
-    parent_name: &str,
-    depth: usize,
-    parent: Option<usize>,
-    inherited: Option<Rect>,
-    viewport: (f64, f64),
-    out: &mut Vec<Line>,
-) {
+fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
     // Runs of text between nodes become one line each.
     enum Piece<'a> {
         Text(String, Option<Rect>),
@@ -299,16 +291,7 @@ mod tests {
     use super::*;
 
     fn node(role: &str, name: &str, candidate: Option<usize>, children: Vec<Item>) -> Item {
-        Item::Node(NodeItem {
-            role: role.into(),
-            name: name.into(),
-            states: Vec::new(),
-            value: None,
-            url: None,
-            candidate,
-            bounds: None,
-            children,
-        })
+        Item::Node(NodeItem { role: role.into(), name: name.into(), states: Vec::new(), value: None, url: None, candidate, bounds: None, children })
     }
 
     fn text(t: &str) -> Item {

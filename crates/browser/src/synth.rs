@@ -50,21 +50,112 @@ const SKIPPED: &[&str] = &["script", "style", "head", "title", "meta", "link", "
 
 /// Roles whose accessible name comes from their content when no label is given.
 const NAME_FROM_CONTENT: &[&str] = &[
-    "button", "link", "heading", "option", "cell", "gridcell", "columnheader", "rowheader", "tab", "menuitem",
-    "menuitemcheckbox", "menuitemradio", "treeitem", "checkbox", "radio", "switch", "DisclosureTriangle", "tooltip",
-    "Caption", "legend",
+    "button",
+    "link",
+    "heading",
+    "option",
+    "cell",
+    "gridcell",
+    "columnheader",
+    "rowheader",
+    "tab",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "treeitem",
+    "checkbox",
+    "radio",
+    "switch",
+    "DisclosureTriangle",
+    "tooltip",
+    "Caption",
+    "legend",
 ];
 
 /// ARIA roles taken as written (Chromium uses the same names, except `img` → `image`).
 const ARIA_ROLES: &[&str] = &[
-    "alert", "alertdialog", "application", "article", "banner", "blockquote", "button", "caption", "cell", "checkbox",
-    "code", "columnheader", "combobox", "complementary", "contentinfo", "definition", "deletion", "dialog", "directory",
-    "document", "emphasis", "feed", "figure", "form", "generic", "grid", "gridcell", "group", "heading", "insertion",
-    "link", "list", "listbox", "listitem", "log", "main", "mark", "marquee", "math", "menu", "menubar", "menuitem",
-    "menuitemcheckbox", "menuitemradio", "meter", "navigation", "none", "note", "option", "paragraph", "presentation",
-    "progressbar", "radio", "radiogroup", "region", "row", "rowgroup", "rowheader", "scrollbar", "search", "searchbox",
-    "separator", "slider", "spinbutton", "status", "strong", "subscript", "superscript", "switch", "tab", "table",
-    "tablist", "tabpanel", "term", "textbox", "time", "timer", "toolbar", "tooltip", "tree", "treegrid", "treeitem",
+    "alert",
+    "alertdialog",
+    "application",
+    "article",
+    "banner",
+    "blockquote",
+    "button",
+    "caption",
+    "cell",
+    "checkbox",
+    "code",
+    "columnheader",
+    "combobox",
+    "complementary",
+    "contentinfo",
+    "definition",
+    "deletion",
+    "dialog",
+    "directory",
+    "document",
+    "emphasis",
+    "feed",
+    "figure",
+    "form",
+    "generic",
+    "grid",
+    "gridcell",
+    "group",
+    "heading",
+    "insertion",
+    "link",
+    "list",
+    "listbox",
+    "listitem",
+    "log",
+    "main",
+    "mark",
+    "marquee",
+    "math",
+    "menu",
+    "menubar",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "meter",
+    "navigation",
+    "none",
+    "note",
+    "option",
+    "paragraph",
+    "presentation",
+    "progressbar",
+    "radio",
+    "radiogroup",
+    "region",
+    "row",
+    "rowgroup",
+    "rowheader",
+    "scrollbar",
+    "search",
+    "searchbox",
+    "separator",
+    "slider",
+    "spinbutton",
+    "status",
+    "strong",
+    "subscript",
+    "superscript",
+    "switch",
+    "tab",
+    "table",
+    "tablist",
+    "tabpanel",
+    "term",
+    "textbox",
+    "time",
+    "timer",
+    "toolbar",
+    "tooltip",
+    "tree",
+    "treegrid",
+    "treeitem",
 ];
 
 /// Builds the AX-shaped tree of snapshot document `doc_index`: node ids are snapshot indices.
@@ -97,9 +188,7 @@ pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: 
             }
         }
     }
-    let modal = facts.modal_dialog.and_then(|n| {
-        (0..count).filter(|i| view.node_type(*i) == NODE_ELEMENT && view.tag(*i) == "dialog").nth(n)
-    });
+    let modal = facts.modal_dialog.and_then(|n| (0..count).filter(|i| view.node_type(*i) == NODE_ELEMENT && view.tag(*i) == "dialog").nth(n));
     // Elements in document order as `getElementsByTagName('*')` counts them: not inside shadow
     // trees or frame documents.
     let focused = facts.focused.and_then(|n| {
@@ -162,12 +251,8 @@ impl Synth<'_, '_> {
         if !live && !self.modal_ancestors.contains(&node) {
             return false;
         }
-        let mut ax = AxNode {
-            node_id: node.to_string(),
-            parent_id: parent.map(|p| p.to_string()),
-            backend_dom_node_id: view.backend(node),
-            ..Default::default()
-        };
+        let mut ax =
+            AxNode { node_id: node.to_string(), parent_id: parent.map(|p| p.to_string()), backend_dom_node_id: view.backend(node), ..Default::default() };
         match kind {
             NODE_TEXT | NODE_CDATA => {
                 let text = view.node_value(node);
@@ -499,7 +584,10 @@ impl Synth<'_, '_> {
         let input_type = attr("type").map(str::to_ascii_lowercase).unwrap_or_default();
         if tag == "input" && matches!(input_type.as_str(), "checkbox" | "radio") {
             props.push(property("checked", "tristate", if view.input_checked(node) { "true" } else { "false" }));
-        } else if let Some(checked) = attr("aria-checked").map(str::trim).filter(|_| matches!(role, "checkbox" | "radio" | "switch" | "menuitemcheckbox" | "menuitemradio" | "option" | "treeitem")) {
+        } else if let Some(checked) = attr("aria-checked")
+            .map(str::trim)
+            .filter(|_| matches!(role, "checkbox" | "radio" | "switch" | "menuitemcheckbox" | "menuitemradio" | "option" | "treeitem"))
+        {
             props.push(property("checked", "tristate", checked.to_ascii_lowercase()));
         }
         if let Some(pressed) = attr("aria-pressed").map(str::trim).filter(|p| !p.eq_ignore_ascii_case("undefined")) {
@@ -666,13 +754,7 @@ pub(crate) fn fingerprint(view: &DocView<'_>, node: usize) -> String {
             units <= 200
         })
         .collect();
-    format!(
-        "{}\u{1}{}\u{1}{}\u{1}{}",
-        view.tag(node),
-        view.attr(node, "role").unwrap_or_default(),
-        view.attr(node, "aria-label").unwrap_or_default(),
-        clipped
-    )
+    format!("{}\u{1}{}\u{1}{}\u{1}{}", view.tag(node), view.attr(node, "role").unwrap_or_default(), view.attr(node, "aria-label").unwrap_or_default(), clipped)
 }
 
 /// The page-side half of [`fingerprint`]: run on the live element with `this` bound to it.

@@ -116,10 +116,7 @@ impl Tab {
     /// [`Tab::attach`] to a target this process was attached to before, carrying what the
     /// earlier attachment remembered (see [`TabMemory`]).
     pub async fn resume(session: Session, memory: TabMemory) -> Result<Tab, BrowserError> {
-        let target_id = session
-            .target_id()
-            .cloned()
-            .ok_or_else(|| BrowserError::Internal { reason: "a tab needs a target session".into() })?;
+        let target_id = session.target_id().cloned().ok_or_else(|| BrowserError::Internal { reason: "a tab needs a target session".into() })?;
         let state = Arc::new(Mutex::new(TabState {
             navigation_epoch: memory.navigation_epoch,
             secrets: memory.secrets,
@@ -164,13 +161,11 @@ impl Tab {
                             }
                         }
                         Some(Ok(event)) => {
-                            if let Some(created) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
-                                if created.target_info.opener_id.as_ref().is_some_and(|o| o.0 == me) {
-                                    if let Some(id) = created.target_info.target_id {
+                            if let Some(created) = event.parse::<cdp::domains::target::TargetInfoEvent>()
+                                && created.target_info.opener_id.as_ref().is_some_and(|o| o.0 == me)
+                                    && let Some(id) = created.target_info.target_id {
                                         lock(&tracked).opened.push(id.0);
                                     }
-                                }
-                            }
                         }
                         Some(Err(_)) => {}
                         None => break,
@@ -194,24 +189,12 @@ impl Tab {
         l?;
         n?;
         session
-            .call(page::AddScriptToEvaluateOnNewDocument {
-                source: WORLD_JS.to_owned(),
-                world_name: Some(WORLD.to_owned()),
-                run_immediately: Some(true),
-            })
+            .call(page::AddScriptToEvaluateOnNewDocument { source: WORLD_JS.to_owned(), world_name: Some(WORLD.to_owned()), run_immediately: Some(true) })
             .await?;
         let tree = session.call(page::GetFrameTree {}).await?;
         lock(&state).main_frame_id = tree.frame_tree.frame.id;
         let children = ChildTargets::enable(&session).await?;
-        Ok(Tab {
-            session,
-            target_id,
-            children,
-            state,
-            barrier: RwLock::new(()),
-            latest: Mutex::new(memory.latest),
-            events: events_task,
-        })
+        Ok(Tab { session, target_id, children, state, barrier: RwLock::new(()), latest: Mutex::new(memory.latest), events: events_task })
     }
 
     /// The live session of the frame `observed` belonged to: this attachment's own session for
@@ -224,12 +207,9 @@ impl Tab {
         }
         match observed.target_id() {
             Some(target) if *target == self.target_id => self.session.clone(),
-            Some(target) => self
-                .children
-                .list()
-                .into_iter()
-                .find(|c| c.info.target_id.as_ref() == Some(target))
-                .map_or_else(|| observed.clone(), |c| c.session),
+            Some(target) => {
+                self.children.list().into_iter().find(|c| c.info.target_id.as_ref() == Some(target)).map_or_else(|| observed.clone(), |c| c.session)
+            }
             None => observed.clone(),
         }
     }
@@ -376,30 +356,27 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
     let mut state = lock(state);
     match event.method.as_str() {
         "Page.frameNavigated" => {
-            if let Some(nav) = event.parse::<page::FrameNavigated>() {
-                if nav.frame.parent_id.is_none() {
+            if let Some(nav) = event.parse::<page::FrameNavigated>()
+                && nav.frame.parent_id.is_none() {
                     state.navigation_epoch += 1;
                     state.main_frame_id = nav.frame.id;
                     state.console.clear();
                 }
-            }
         }
         "Page.navigatedWithinDocument" => {
-            if let Some(nav) = event.parse::<page::NavigatedWithinDocument>() {
-                if nav.frame_id == state.main_frame_id {
+            if let Some(nav) = event.parse::<page::NavigatedWithinDocument>()
+                && nav.frame_id == state.main_frame_id {
                     state.navigation_epoch += 1;
                 }
-            }
         }
         "Runtime.executionContextCreated" => {
-            if let Some(created) = event.parse::<runtime::ExecutionContextCreated>() {
-                if created.context.name == WORLD {
+            if let Some(created) = event.parse::<runtime::ExecutionContextCreated>()
+                && created.context.name == WORLD {
                     let aux = created.context.aux_data.and_then(|a| serde_json::from_value::<ContextAux>(a).ok());
                     if let Some(frame) = aux.and_then(|a| a.frame_id) {
                         state.worlds.insert(frame, created.context.id);
                     }
                 }
-            }
         }
         "Runtime.executionContextDestroyed" => {
             if let Some(destroyed) = event.parse::<runtime::ExecutionContextDestroyed>() {
@@ -408,8 +385,8 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         }
         "Runtime.executionContextsCleared" => state.worlds.clear(),
         "Runtime.consoleAPICalled" => {
-            if let Some(called) = event.parse::<runtime::ConsoleApiCalled>() {
-                if called.kind == "error" || called.kind == "assert" {
+            if let Some(called) = event.parse::<runtime::ConsoleApiCalled>()
+                && (called.kind == "error" || called.kind == "assert") {
                     let text = called
                         .args
                         .iter()
@@ -422,7 +399,6 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                         .join(" ");
                     state.console.push(&text);
                 }
-            }
         }
         "Runtime.exceptionThrown" => {
             if let Some(thrown) = event.parse::<runtime::ExceptionThrown>() {

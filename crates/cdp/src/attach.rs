@@ -50,8 +50,7 @@ impl ChildTargets {
         let task = tokio::spawn(async move {
             while let Some(item) = events.recv().await {
                 let Ok(event) = item else { continue };
-                let ours = event.session_id.as_ref() == root.id()
-                    || event.session_id.as_ref().is_some_and(|s| lock(&tracked).contains_key(s));
+                let ours = event.session_id.as_ref() == root.id() || event.session_id.as_ref().is_some_and(|s| lock(&tracked).contains_key(s));
                 if !ours {
                     continue;
                 }
@@ -63,9 +62,7 @@ impl ChildTargets {
                         lock(&tracked).insert(attached.session_id, child);
                         let waiting = attached.waiting_for_debugger;
                         tokio::spawn(async move {
-                            let _ = session
-                                .call(SetAutoAttach { auto_attach: true, wait_for_debugger_on_start: true, flatten: true })
-                                .await;
+                            let _ = session.call(SetAutoAttach { auto_attach: true, wait_for_debugger_on_start: true, flatten: true }).await;
                             if waiting {
                                 let _ = session.call(RunIfWaitingForDebugger {}).await;
                             }

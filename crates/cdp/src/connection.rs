@@ -32,11 +32,7 @@ pub struct ConnectionOptions {
 
 impl Default for ConnectionOptions {
     fn default() -> Self {
-        ConnectionOptions {
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
-            connect_timeout: Duration::from_secs(10),
-            event_capacity: 1024,
-        }
+        ConnectionOptions { command_timeout: DEFAULT_COMMAND_TIMEOUT, connect_timeout: Duration::from_secs(10), event_capacity: 1024 }
     }
 }
 
@@ -121,10 +117,7 @@ impl Connection {
             Ok(Ok(ok)) => ok,
             Ok(Err(e)) => return Err(CdpError::Connect { endpoint: ws_url.to_owned(), reason: e.to_string() }),
             Err(_) => {
-                return Err(CdpError::Connect {
-                    endpoint: ws_url.to_owned(),
-                    reason: format!("no WebSocket handshake within {:?}", options.connect_timeout),
-                });
+                return Err(CdpError::Connect { endpoint: ws_url.to_owned(), reason: format!("no WebSocket handshake within {:?}", options.connect_timeout) });
             }
         };
         let (mut sink, mut stream) = socket.split();
@@ -334,8 +327,7 @@ fn fail_session(inner: &Inner, session: &SessionId) {
             pending.detached.clear();
         }
         pending.detached.insert(session.clone());
-        let ids: Vec<u64> =
-            pending.waiting.iter().filter(|(_, w)| w.session.as_ref() == Some(session)).map(|(id, _)| *id).collect();
+        let ids: Vec<u64> = pending.waiting.iter().filter(|(_, w)| w.session.as_ref() == Some(session)).map(|(id, _)| *id).collect();
         ids.into_iter().filter_map(|id| pending.waiting.remove(&id)).collect()
     };
     for waiting in failed {

@@ -35,8 +35,7 @@ pub async fn resolve(endpoint: &str, deadline: Duration) -> Result<String, CdpEr
         .await
         .map_err(|_| err(format!("no answer from /json/version within {deadline:?}")))?
         .map_err(|e| err(format!("GET /json/version failed: {e}")))?;
-    let info: VersionInfo =
-        serde_json::from_str(&body).map_err(|e| err(format!("/json/version did not return JSON: {e}")))?;
+    let info: VersionInfo = serde_json::from_str(&body).map_err(|e| err(format!("/json/version did not return JSON: {e}")))?;
     let ws = info.web_socket_debugger_url.ok_or_else(|| err("/json/version has no webSocketDebuggerUrl".into()))?;
     Ok(rewrite_loopback_host(&ws, authority))
 }
@@ -45,11 +44,7 @@ fn rewrite_loopback_host(ws: &str, authority: &str) -> String {
     let Some(rest) = ws.strip_prefix("ws://") else { return ws.to_owned() };
     let (host_port, path) = rest.split_once('/').unwrap_or((rest, ""));
     let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
-    if matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "0.0.0.0") {
-        format!("ws://{authority}/{path}")
-    } else {
-        ws.to_owned()
-    }
+    if matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "0.0.0.0") { format!("ws://{authority}/{path}") } else { ws.to_owned() }
 }
 
 /// A minimal HTTP/1.1 GET for one small JSON document; not a general client.
@@ -133,10 +128,7 @@ mod tests {
 
     #[test]
     fn loopback_ws_host_is_replaced_by_the_host_the_user_gave() {
-        assert_eq!(
-            rewrite_loopback_host("ws://127.0.0.1:9222/devtools/browser/abc", "pool.internal:3000"),
-            "ws://pool.internal:3000/devtools/browser/abc"
-        );
+        assert_eq!(rewrite_loopback_host("ws://127.0.0.1:9222/devtools/browser/abc", "pool.internal:3000"), "ws://pool.internal:3000/devtools/browser/abc");
         assert_eq!(rewrite_loopback_host("ws://10.0.0.5:9222/devtools/browser/abc", "x:1"), "ws://10.0.0.5:9222/devtools/browser/abc");
     }
 

@@ -153,16 +153,13 @@ impl Browser {
     pub async fn launch(options: &LaunchOptions) -> Result<Browser, LaunchError> {
         let executable = find_chromium(options.executable.as_deref())?;
         let profiles = options.data_dir.join("profiles");
-        std::fs::create_dir_all(&profiles)
-            .map_err(|source| LaunchError::Io { context: format!("cannot create {}", profiles.display()), source })?;
+        std::fs::create_dir_all(&profiles).map_err(|source| LaunchError::Io { context: format!("cannot create {}", profiles.display()), source })?;
         sweep_dead_profiles(&profiles);
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let profile_dir = profiles.join(format!("chromium-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&profile_dir)
-            .map_err(|source| LaunchError::Io { context: format!("cannot create {}", profile_dir.display()), source })?;
+        std::fs::create_dir_all(&profile_dir).map_err(|source| LaunchError::Io { context: format!("cannot create {}", profile_dir.display()), source })?;
         let log_path = profile_dir.join("chromium.log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(|source| LaunchError::Io { context: format!("cannot create {}", log_path.display()), source })?;
+        let log = std::fs::File::create(&log_path).map_err(|source| LaunchError::Io { context: format!("cannot create {}", log_path.display()), source })?;
 
         let mut command = Command::new(&executable);
         if options.headless {
@@ -195,11 +192,10 @@ impl Browser {
             tick.tick().await;
             if let Ok(text) = std::fs::read_to_string(&port_file) {
                 let mut lines = text.lines();
-                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                    if port.parse::<u16>().is_ok() && path.starts_with('/') {
+                if let (Some(port), Some(path)) = (lines.next(), lines.next())
+                    && port.parse::<u16>().is_ok() && path.starts_with('/') {
                         return Ok(format!("ws://127.0.0.1:{port}{path}"));
                     }
-                }
             }
             match self.child.try_wait() {
                 Ok(Some(status)) => return Err(LaunchError::Exited { status, log_tail: self.log_tail() }),
@@ -337,10 +333,6 @@ fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
         std::sync::Mutex::new(tx)
     });
     let (reply_tx, reply_rx) = std_mpsc::channel();
-    sender
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .send((command, reply_tx))
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    sender.lock().unwrap_or_else(|p| p.into_inner()).send((command, reply_tx)).map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
     reply_rx.recv().map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }

@@ -83,8 +83,7 @@ impl Session {
 
     /// Sends a typed command with an explicit deadline.
     pub async fn call_with<C: Command>(&self, command: C, timeout: Duration) -> Result<C::Response, CdpError> {
-        let params = serde_json::to_value(&command)
-            .map_err(|e| CdpError::Decode { method: C::METHOD.to_owned(), reason: e.to_string() })?;
+        let params = serde_json::to_value(&command).map_err(|e| CdpError::Decode { method: C::METHOD.to_owned(), reason: e.to_string() })?;
         let value = self.send_raw(C::METHOD, params, timeout).await?;
         serde_json::from_value(value).map_err(|e| CdpError::Decode { method: C::METHOD.to_owned(), reason: e.to_string() })
     }
@@ -111,9 +110,7 @@ impl Session {
     /// throttle timers, skip animation frames and defer dialogs, which would stall parallel runs.
     /// Only targets created or attached this way are ever touched; other tabs of the browser are not.
     pub async fn create_page(&self, url: &str, browser_context_id: Option<String>) -> Result<Session, CdpError> {
-        let created = self
-            .call(target::CreateTarget { url: url.to_owned(), browser_context_id, new_window: Some(true), background: None })
-            .await?;
+        let created = self.call(target::CreateTarget { url: url.to_owned(), browser_context_id, new_window: Some(true), background: None }).await?;
         self.attach(&created.target_id).await
     }
 

@@ -43,9 +43,7 @@ pub async fn open(global: &Global) -> anyhow::Result<BrowserHandle> {
     let (conn, local) = match &global.browser_endpoint {
         Some(remote) => {
             let ws = endpoint::resolve(remote, Duration::from_secs(10)).await?;
-            let conn = Connection::connect(&ws, ConnectionOptions::default())
-                .await
-                .with_context(|| format!("cannot connect to the browser at {remote}"))?;
+            let conn = Connection::connect(&ws, ConnectionOptions::default()).await.with_context(|| format!("cannot connect to the browser at {remote}"))?;
             (conn, None)
         }
         None => {

@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "glovebox", version, about = "A computer-use runtime for AI agents: bounded observations, strict actions, leases and permissions on a real browser.")]
+#[command(
+    name = "glovebox",
+    version,
+    about = "A computer-use runtime for AI agents: bounded observations, strict actions, leases and permissions on a real browser."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,

@@ -36,8 +36,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     let data_dir = browser::data_dir(global);
     out!("glovebox {}", env!("CARGO_PKG_VERSION"));
-    let writable = std::fs::create_dir_all(&data_dir).is_ok()
-        && tempfile_probe(&data_dir).is_ok();
+    let writable = std::fs::create_dir_all(&data_dir).is_ok() && tempfile_probe(&data_dir).is_ok();
     out!("  data dir   {} ({})", data_dir.display(), if writable { "writable" } else { "NOT writable" });
     if !writable {
         out!("fix: choose a writable directory with --data-dir or GLOVEBOX_DATA_DIR");

@@ -189,7 +189,8 @@ mod tests {
         assert_eq!(s.serve.bind.port(), 9000);
         assert_eq!(s.serve.mcp.rate.per_minute, 60);
 
-        let s = settings(&["--data-dir", "/tmp/gb-flag", "--trust", "http://localhost:3000", "--viewport", "800x600", "serve", "--bind", "127.0.0.1:9100"], file);
+        let s =
+            settings(&["--data-dir", "/tmp/gb-flag", "--trust", "http://localhost:3000", "--viewport", "800x600", "serve", "--bind", "127.0.0.1:9100"], file);
         assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-flag"));
         assert_eq!(s.runtime.trust.trusted_origins[0].serialize_web(), "http://localhost:3000");
         let BrowserSource::Launch(launch) = &s.runtime.browser else { panic!("expected a launch") };

@@ -59,11 +59,7 @@ pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::R
             }
         }
     });
-    let steps = vec![
-        Scripted::Type("Name".into(), "Ada".into()),
-        Scripted::Click("Create account".into()),
-        Scripted::Done("signed up Ada".into()),
-    ];
+    let steps = vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::Click("Create account".into()), Scripted::Done("signed up Ada".into())];
     let mut request = RunRequest::new("Sign up as Ada");
     request.assertions = vec![Assertion::TextPresent { text: "Welcome, Ada!".into() }];
     let result = rt.run(&session, request, Box::new(ScriptedPlanner::new(steps))).await?;

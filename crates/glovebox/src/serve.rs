@@ -110,11 +110,7 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    let person_side = mcp::HttpOptions {
-        bind: "127.0.0.1:0".parse()?,
-        token: Some(mcp::random_token(24)),
-        ..settings.serve.clone()
-    };
+    let person_side = mcp::HttpOptions { bind: "127.0.0.1:0".parse()?, token: Some(mcp::random_token(24)), ..settings.serve.clone() };
     let person = mcp::serve_http(runtime.clone(), person_side).await?;
     let _discovery = write_discovery(&data_dir, &person.person)?;
     tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");
@@ -153,11 +149,10 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
     let mut servers = Vec::new();
     for entry in std::fs::read_dir(&dir).with_context(|| format!("no running Glovebox server found ({} is missing)", dir.display()))? {
         let text = std::fs::read_to_string(entry?.path())?;
-        if let Ok(v) = serde_json::from_str::<Value>(&text) {
-            if let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str()) {
+        if let Ok(v) = serde_json::from_str::<Value>(&text)
+            && let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str()) {
                 servers.push((url.to_owned(), token.to_owned()));
             }
-        }
     }
     Ok(servers)
 }
@@ -167,7 +162,8 @@ pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode>
     if args.url.is_some() && !std::io::stdin().is_terminal() {
         bail!("`glovebox user-tab <url>` offers a tab as a person's and needs a terminal; a model's tool cannot use it");
     }
-    let servers: Vec<_> = running_servers(global)?.into_iter().filter(|(url, token)| request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)).collect();
+    let servers: Vec<_> =
+        running_servers(global)?.into_iter().filter(|(url, token)| request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)).collect();
     let Some(url) = &args.url else {
         for (server, token) in &servers {
             let (_, body) = request(server, token, "GET", "/api/user-tabs", None)?;
@@ -207,15 +203,35 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
             out!("nothing is waiting for approval");
         }
         for (_, _, p) in &pending {
-            out!("{}  {} {} on {} ({}: {})", p["approval_id"].as_str().unwrap_or(""), p["action"].as_str().unwrap_or(""), p["target"], p["origin"].as_str().unwrap_or(""), p["tier"].as_str().unwrap_or(""), p["reason"].as_str().unwrap_or(""));
+            out!(
+                "{}  {} {} on {} ({}: {})",
+                p["approval_id"].as_str().unwrap_or(""),
+                p["action"].as_str().unwrap_or(""),
+                p["target"],
+                p["origin"].as_str().unwrap_or(""),
+                p["tier"].as_str().unwrap_or(""),
+                p["reason"].as_str().unwrap_or("")
+            );
         }
         return Ok(ExitCode::SUCCESS);
     };
     let Some((url, token, p)) = pending.iter().find(|(_, _, p)| p["approval_id"].as_str() == Some(id)) else {
         bail!("no pending approval {id} (run `glovebox approve` to list them)");
     };
-    let decision = if args.deny { "deny" } else if args.for_task { "approve_for_task" } else { "approve_once" };
-    eprint!("{decision}: {} {} on {} ({})? [y/N] ", p["action"].as_str().unwrap_or(""), p["target"], p["origin"].as_str().unwrap_or(""), p["tier"].as_str().unwrap_or(""));
+    let decision = if args.deny {
+        "deny"
+    } else if args.for_task {
+        "approve_for_task"
+    } else {
+        "approve_once"
+    };
+    eprint!(
+        "{decision}: {} {} on {} ({})? [y/N] ",
+        p["action"].as_str().unwrap_or(""),
+        p["target"],
+        p["origin"].as_str().unwrap_or(""),
+        p["tier"].as_str().unwrap_or("")
+    );
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if !matches!(answer.trim(), "y" | "Y" | "yes") {

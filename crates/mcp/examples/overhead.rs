@@ -30,7 +30,8 @@ async fn main() {
     let serving = tokio::spawn(mcp::stdio::serve_io(
         runtime.clone(),
         mcp::McpOptions { rate: mcp::RateLimit { burst: 10_000, per_minute: 1_000_000 }, ..Default::default() },
-        (server_read, server_write)));
+        (server_read, server_write),
+    ));
     let (client_read, mut client_write) = tokio::io::split(client_io);
     let mut lines = tokio::io::BufReader::new(client_read).lines();
     let mut next_id = 0;
@@ -79,7 +80,6 @@ async fn main() {
     paired.sort_by(f64::total_cmp);
     direct.sort_by(f64::total_cmp);
     stdio.sort_by(f64::total_cmp);
-    drop(rpc);
     // Both halves gone: the server reads end of stream and closes its session.
     drop(client_write);
     drop(lines);
@@ -102,7 +102,11 @@ async fn main() {
     println!("  via MCP (byte stream as stdio, raw JSON-RPC client)  median {stdio_median:.2} ms  p90 {:.2} ms", stdio[stdio.len() * 9 / 10]);
     println!("  MCP server overhead (median difference)  {:.2} ms", stdio_median - median);
     println!("  MCP server overhead (median of paired differences)  {:.2} ms", paired[paired.len() / 2]);
-    println!("  via MCP (HTTP, Python SDK client)  median {:.2} ms  p90 {:.2} ms", mcp["observe_ms_median"].as_f64().unwrap(), mcp["observe_ms_p90"].as_f64().unwrap());
+    println!(
+        "  via MCP (HTTP, Python SDK client)  median {:.2} ms  p90 {:.2} ms",
+        mcp["observe_ms_median"].as_f64().unwrap(),
+        mcp["observe_ms_p90"].as_f64().unwrap()
+    );
     println!("  MCP overhead seen by the Python SDK over HTTP (median difference)  {:.2} ms", mcp["observe_ms_median"].as_f64().unwrap() - median);
     server.shutdown().await.unwrap();
 }

@@ -15,9 +15,9 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use runtime::Runtime;
 use tokio::task::JoinHandle;
 
+use crate::McpError;
 use crate::person::PersonChannel;
 use crate::server::{GloveboxMcp, McpOptions};
-use crate::McpError;
 
 /// How `serve` listens.
 #[derive(Debug, Clone)]
@@ -115,7 +115,7 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     let headers: &HeaderMap = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(host_name);
     match host {
-        Some(h) if guard.hosts.iter().any(|a| *a == h) => {}
+        Some(h) if guard.hosts.contains(&h) => {}
         _ => {
             tracing::warn!(host = ?headers.get(header::HOST), "refused a request with a foreign Host header");
             return refuse(StatusCode::FORBIDDEN, "Host not allowed (DNS rebinding protection); add it with --allow-host");
@@ -123,20 +123,19 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default().trim_end_matches('/').to_ascii_lowercase();
-        if !guard.origins.iter().any(|o| *o == origin) {
+        if !guard.origins.contains(&origin) {
             tracing::warn!(%origin, "refused a request from a foreign Origin");
             return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-origin");
         }
     }
     // The person channel has its own token; the bearer token guards MCP.
-    if request.uri().path().starts_with("/mcp") {
-        if let Some(token) = &guard.token {
+    if request.uri().path().starts_with("/mcp")
+        && let Some(token) = &guard.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
             if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
                 return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
             }
         }
-    }
     next.run(request).await
 }
 

@@ -105,8 +105,9 @@ async fn list(State(state): State<PersonState>, headers: HeaderMap) -> Response 
 
 /// The JSON body, read only after the caller is known to be the person (so a stranger learns
 /// nothing from parse errors).
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
-    serde_json::from_slice(body).map_err(|e| (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {e}")}))).into_response())
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Box<Response>> {
+    serde_json::from_slice(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {e}")}))).into_response().into())
 }
 
 async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
@@ -115,7 +116,7 @@ async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, heade
     }
     let body: DecisionBody = match parse(&body) {
         Ok(b) => b,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     match state.runtime.resolve_approval(&id, body.decision.into()) {
         Ok(()) => {
@@ -142,7 +143,7 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
     }
     let body: UserTabBody = match parse(&body) {
         Ok(b) => b,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     match state.runtime.register_user_tab(&body.url).await {
         Ok(tab) => {

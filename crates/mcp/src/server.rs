@@ -179,10 +179,8 @@ impl GloveboxMcp {
         // The viewport matters for point targets (screenshots) and says where the page is
         // scrolled or zoomed; at the top, unzoomed and without a screenshot it is left out.
         if image.is_some() || v.scroll_x != 0.0 || v.scroll_y != 0.0 || v.page_zoom != 1.0 {
-            header["viewport"] = json!(format!(
-                "{}x{} scale {} zoom {} scroll {},{}",
-                v.width, v.height, v.device_scale_factor, v.page_zoom, v.scroll_x, v.scroll_y
-            ));
+            header["viewport"] =
+                json!(format!("{}x{} scale {} zoom {} scroll {},{}", v.width, v.height, v.device_scale_factor, v.page_zoom, v.scroll_x, v.scroll_y));
         }
         let cut: Vec<&str> = [
             (observation.aria_truncated(), "snapshot"),
@@ -320,9 +318,7 @@ impl GloveboxMcp {
         };
         let surface = self.runtime.open_tab(session, url).await?;
         let key = lock(&self.session.tabs).add(surface);
-        Ok(CallToolResult::success(vec![Content::text(
-            json!({"opened": key, "focused": true, "next": "observe it to get refs and a frame_id"}).to_string(),
-        )]))
+        Ok(CallToolResult::success(vec![Content::text(json!({"opened": key, "focused": true, "next": "observe it to get refs and a frame_id"}).to_string())]))
     }
 
     async fn tab_close(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
@@ -499,11 +495,7 @@ impl GloveboxMcp {
             // An approval of this run that nobody was asked about yet: ask the client's user
             // (elicitation) while the run waits, racing the run's end and the call's cancel. A
             // client without elicitation leaves it to the person channel (`glovebox approve`).
-            let waiting = self
-                .runtime
-                .pending_approvals()
-                .into_iter()
-                .find(|r| r.run_id == handle.run_id && !asked.contains(&r.approval_id));
+            let waiting = self.runtime.pending_approvals().into_iter().find(|r| r.run_id == handle.run_id && !asked.contains(&r.approval_id));
             if let Some(request) = waiting {
                 asked.insert(request.approval_id.clone());
                 let ask = self.ask_person(peer, Some(&request), "an action of the run");

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use runtime::Runtime;
 
-use crate::server::{GloveboxMcp, McpOptions};
 use crate::McpError;
+use crate::server::{GloveboxMcp, McpOptions};
 
 /// Serves one MCP session on stdio until the client disconnects; then closes its Glovebox session.
 pub async fn serve_stdio(runtime: Runtime, options: McpOptions) -> Result<(), McpError> {

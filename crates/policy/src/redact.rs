@@ -55,9 +55,7 @@ pub fn redact_url(url: &str) -> String {
 
     let mut out = String::with_capacity(cleaned.len());
     match parts.body {
-        Body::Authority {
-            host, port, path, ..
-        } => {
+        Body::Authority { host, port, path, .. } => {
             let special = is_special(scheme);
             let host = if special && !host.is_empty() {
                 normalise_special_host(host)
@@ -86,10 +84,7 @@ pub fn redact_url(url: &str) -> String {
                 if !path.starts_with(['/', '\\']) {
                     out.push('/');
                 }
-                let path: String = path
-                    .chars()
-                    .map(|c| if c == '\\' { '/' } else { c })
-                    .collect();
+                let path: String = path.chars().map(|c| if c == '\\' { '/' } else { c }).collect();
                 push_path(&path, &mut out);
             } else {
                 push_path(path, &mut out);
@@ -162,10 +157,7 @@ fn push_query_keys(query: &str, out: &mut String) {
 
 /// `about:` names such as `blank`, `srcdoc`, `newtab`.
 fn is_plain_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 32
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// A fragment that only names a place in the page. See the module docs.
@@ -212,9 +204,7 @@ pub(crate) fn looks_opaque(s: &str) -> bool {
             return true;
         }
     }
-    let only_hex_and_separators = s
-        .bytes()
-        .all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    let only_hex_and_separators = s.bytes().all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b'_' | b'.' | b':'));
     let hex_digits = s.bytes().filter(u8::is_ascii_hexdigit).count();
     only_hex_and_separators && hex_digits >= 16 && s.bytes().any(|b| b.is_ascii_digit())
 }

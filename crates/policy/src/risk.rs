@@ -198,20 +198,16 @@ pub struct Request<'a> {
 /// under a grant for (run, origin) or a one-time approval of this action, else asks; R3 asks
 /// every time unless this very action was approved once.
 pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPolicy, now: u64) -> Decision {
-    if let Some(origin) = request.origin {
-        if let Err(e) = crate::navigation::check_origin(origin, navigation) {
+    if let Some(origin) = request.origin
+        && let Err(e) = crate::navigation::check_origin(origin, navigation) {
             return Decision::Deny { reason: e.to_string() };
         }
-    }
     match request.tier {
         RiskTier::R0 | RiskTier::R1 => Decision::Allow,
         RiskTier::R2 if request.approved_once => Decision::Allow,
         RiskTier::R2 => match request.origin {
             Some(origin) if grants.covers(request.run, origin, now) => Decision::Allow,
-            Some(origin) => Decision::Ask {
-                tier: RiskTier::R2,
-                reason: format!("first action on {} in this task", origin.serialize_web()),
-            },
+            Some(origin) => Decision::Ask { tier: RiskTier::R2, reason: format!("first action on {} in this task", origin.serialize_web()) },
             None => Decision::Ask { tier: RiskTier::R2, reason: "the page has no web origin".into() },
         },
         RiskTier::R3 if request.approved_once => Decision::Allow,
@@ -273,12 +269,18 @@ mod tests {
         assert_eq!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Allow);
         assert!(matches!(ask(&grants, &sub, RiskTier::R2, 10), Decision::Ask { .. }), "no suffix matching");
         assert!(matches!(ask(&grants, &shop, RiskTier::R3, 10), Decision::Ask { .. }), "R3 asks every time");
-        assert!(matches!(decide(&Request { run: "run_2", tier: RiskTier::R2, origin: Some(&shop), approved_once: false }, &grants, &nav, 10), Decision::Ask { .. }), "grants are per run");
+        assert!(
+            matches!(decide(&Request { run: "run_2", tier: RiskTier::R2, origin: Some(&shop), approved_once: false }, &grants, &nav, 10), Decision::Ask { .. }),
+            "grants are per run"
+        );
         assert!(matches!(ask(&grants, &shop, RiskTier::R2, 1000), Decision::Ask { .. }), "expired");
         grants.grant(Grant { run: "run_1".into(), origin: shop.clone(), expires_at: None });
         grants.revoke("run_1", &shop);
         assert!(matches!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Ask { .. }), "revoked");
         let blocked = NavigationPolicy { blocked_origins: vec![shop.clone()], ..Default::default() };
-        assert!(matches!(decide(&Request { run: "run_1", tier: RiskTier::R0, origin: Some(&shop), approved_once: false }, &grants, &blocked, 0), Decision::Deny { .. }));
+        assert!(matches!(
+            decide(&Request { run: "run_1", tier: RiskTier::R0, origin: Some(&shop), approved_once: false }, &grants, &blocked, 0),
+            Decision::Deny { .. }
+        ));
     }
 }

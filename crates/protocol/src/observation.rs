@@ -31,10 +31,7 @@ pub struct TargetIdentity {
 impl TargetIdentity {
     /// A web tab.
     pub fn web_tab(tab_id: TabId) -> Self {
-        Self {
-            kind: SurfaceKind::WebTab,
-            tab_id,
-        }
+        Self { kind: SurfaceKind::WebTab, tab_id }
     }
 }
 
@@ -92,10 +89,7 @@ pub struct Screenshot {
 impl Screenshot {
     /// The image size.
     pub fn size(&self) -> ImageSize {
-        ImageSize {
-            width: self.width,
-            height: self.height,
-        }
+        ImageSize { width: self.width, height: self.height }
     }
 }
 

@@ -51,9 +51,7 @@ impl Artifacts {
 
     /// True when the run still has any file that is not retained (for tests and the sweep).
     pub fn has_unretained(&self, run_id: &str) -> bool {
-        std::fs::read_dir(self.run_dir(run_id))
-            .map(|entries| entries.flatten().any(|e| e.file_name() != RETAINED))
-            .unwrap_or(false)
+        std::fs::read_dir(self.run_dir(run_id)).map(|entries| entries.flatten().any(|e| e.file_name() != RETAINED)).unwrap_or(false)
     }
 
     /// Start-up sweep: run directories untouched for longer than `ttl` lose their unretained files.
@@ -65,11 +63,7 @@ impl Artifacts {
             if live_runs.contains(&name) {
                 continue;
             }
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .map(|t| SystemTime::now().duration_since(t).unwrap_or_default() >= ttl)
-                .unwrap_or(true);
+            let old = entry.metadata().and_then(|m| m.modified()).map(|t| SystemTime::now().duration_since(t).unwrap_or_default() >= ttl).unwrap_or(true);
             if old {
                 remove_unretained(&entry.path());
                 swept += 1;

@@ -18,14 +18,51 @@ pub struct Event {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
-    RunStarted { surface: String, task_chars: usize, max_steps: u32, max_seconds: u32 },
-    Observed { frame_id: String, elements: usize, aria_chars: usize },
-    Planned { action: String, target: Option<String> },
-    ActionSummary { action: String, target: Option<String>, text_chars: Option<usize>, secret: bool },
-    ApprovalRequested { approval_id: String, tier: String, origin: String, what: String },
-    ApprovalResolved { approval_id: String, outcome: String },
+    RunStarted {
+        surface: String,
+        task_chars: usize,
+        max_steps: u32,
+        max_seconds: u32,
+    },
+    Observed {
+        frame_id: String,
+        elements: usize,
+        aria_chars: usize,
+    },
+    Planned {
+        action: String,
+        target: Option<String>,
+    },
+    ActionSummary {
+        action: String,
+        target: Option<String>,
+        text_chars: Option<usize>,
+        secret: bool,
+    },
+    ApprovalRequested {
+        approval_id: String,
+        tier: String,
+        origin: String,
+        what: String,
+    },
+    ApprovalResolved {
+        approval_id: String,
+        outcome: String,
+    },
     /// `action` is the kind as sent (`click`, `drag`, …), as the receipt names it.
-    Receipt { action: String, state: String, effect_uncertain: bool, detail: Option<String> },
-    Verified { assertion: String, passed: bool },
-    RunEnded { status: String, reason: String, steps: u32 },
+    Receipt {
+        action: String,
+        state: String,
+        effect_uncertain: bool,
+        detail: Option<String>,
+    },
+    Verified {
+        assertion: String,
+        passed: bool,
+    },
+    RunEnded {
+        status: String,
+        reason: String,
+        steps: u32,
+    },
 }

@@ -28,11 +28,10 @@ impl Leases {
     /// Takes the tab's lease for `holder`, or names the live holder. An expired lease is taken over.
     pub(crate) fn acquire(&self, target: &str, holder: &str, now: u64, ttl_ms: u64) -> Result<Lease, LeaseHeld> {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(existing) = table.get(target) {
-            if existing.holder != holder && existing.expires_at > now {
+        if let Some(existing) = table.get(target)
+            && existing.holder != holder && existing.expires_at > now {
                 return Err(LeaseHeld { holder: existing.holder.clone() });
             }
-        }
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let lease = Lease { holder: holder.to_owned(), generation, expires_at: now + ttl_ms };
         table.insert(target.to_owned(), lease.clone());

@@ -16,9 +16,9 @@ use browser::Tab;
 use serde::Serialize;
 use store::{Mark, NewRecovery, NewResource, Ownership, RecoveryKind, ResourceKind, ResourceState};
 
+use crate::RuntimeError;
 use crate::debugger::{DebuggerLease, DebuggerLeaseStatus, Detach, Retired};
 use crate::runtime::{Runtime, SessionState, TabEntry, now_ms};
-use crate::RuntimeError;
 
 /// The compact result of a cleanup (`browser_cleanup`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -408,7 +408,10 @@ impl Runtime {
 
     fn take_entry(&self, state: &SessionState, surface: u64) -> Result<TabEntry, RuntimeError> {
         let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
-        let index = tabs.iter().position(|t| t.surface == surface).ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+        let index = tabs
+            .iter()
+            .position(|t| t.surface == surface)
+            .ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
         Ok(tabs.remove(index))
     }
 
@@ -426,7 +429,8 @@ impl Runtime {
         let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
         // Destruction events flow only with target discovery on (idempotent).
         let _ = browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }).await;
-        let reply = tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
+        let reply =
+            tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
         match reply {
             Ok(Ok(_)) => {}
             // A target that no longer exists is closed.
@@ -435,11 +439,10 @@ impl Runtime {
         }
         let gone = tokio::time::timeout(Duration::from_secs(5), async {
             while let Some(event) = destroyed.recv().await {
-                if let Ok(event) = event {
-                    if event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target) {
+                if let Ok(event) = event
+                    && event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target) {
                         return true;
                     }
-                }
             }
             false
         })
@@ -481,7 +484,15 @@ impl Runtime {
             Err(_) => return Err(RuntimeError::LeaseConflict { holder: "operations of this session still running".into() }),
         };
         let _serial = state.lifecycle.lock().await;
-        let mut report = CleanupReport { ok: true, closed: Vec::new(), released: Vec::new(), kept: Vec::new(), failed: Vec::new(), tools_active: false, bridge: self.bridge_state() };
+        let mut report = CleanupReport {
+            ok: true,
+            closed: Vec::new(),
+            released: Vec::new(),
+            kept: Vec::new(),
+            failed: Vec::new(),
+            tools_active: false,
+            bridge: self.bridge_state(),
+        };
         // Resources with a pending recovery are retried here and nowhere else in this cleanup:
         // one record per failure, however often it is retried.
         let retried = self.retry_recoveries(&state, session, &mut report).await;
@@ -607,7 +618,13 @@ impl Runtime {
                 // The lease that failed to detach retries and settles its own record; without one
                 // (the process or the connection that held the attachment is gone) there is
                 // nothing left attached.
-                let lease = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|l| l.resource() == resource_id.as_str() && l.has_failed_detach()).cloned();
+                let lease = state
+                    .debuggers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .find(|l| l.resource() == resource_id.as_str() && l.has_failed_detach())
+                    .cloned();
                 match lease {
                     Some(lease) => {
                         if !lease.retry().await {
@@ -677,7 +694,12 @@ impl Runtime {
                 }
                 state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
                 if state.context_id.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-                    let reply = self.connection().browser().call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
+                    let reply = self
+                        .connection()
+                        .browser()
+                        .call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(true) })
+                        .await
+                        .map_err(browser::BrowserError::from)?;
                     *state.context_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(reply.browser_context_id);
                 }
             } else {

@@ -114,10 +114,18 @@ impl Planner for ScriptedPlanner {
                     Scripted::Done(summary) => return Ok(PlannerStep::Done { summary }),
                     Scripted::GiveUp(summary) => return Ok(PlannerStep::GiveUp { summary }),
                     Scripted::Raw(value) => value,
-                    Scripted::Click(name) => json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "intent": format!("click {name}")}),
-                    Scripted::Type(name, text) => json!({"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "text": text, "intent": format!("type into {name}")}),
-                    Scripted::Press(name, key) => json!({"type": "press", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "key": key, "intent": format!("press {key}")}),
-                    Scripted::Select(name, value) => json!({"type": "select", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "value": value, "intent": format!("choose {value}")}),
+                    Scripted::Click(name) => {
+                        json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "intent": format!("click {name}")})
+                    }
+                    Scripted::Type(name, text) => {
+                        json!({"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "text": text, "intent": format!("type into {name}")})
+                    }
+                    Scripted::Press(name, key) => {
+                        json!({"type": "press", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "key": key, "intent": format!("press {key}")})
+                    }
+                    Scripted::Select(name, value) => {
+                        json!({"type": "select", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "value": value, "intent": format!("choose {value}")})
+                    }
                     Scripted::Navigate(url) => json!({"type": "navigate", "expected_frame_id": frame, "url": url, "intent": "open the page"}),
                     Scripted::Scroll(dy) => json!({"type": "scroll", "expected_frame_id": frame, "delta_y": dy, "intent": "scroll"}),
                     Scripted::Wait(ms) => json!({"type": "wait", "expected_frame_id": frame, "duration_ms": ms, "intent": "wait"}),

@@ -95,12 +95,21 @@ impl Runtime {
     /// success, failure, cancellation, needs_user, target loss, a panic — goes through one cleanup.
     /// Refused with `lease_conflict` while a lifecycle operation of the session runs (see
     /// [`Runtime::run`], which waits for it instead).
-    pub fn start_run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
+    pub fn start_run(
+        &self,
+        session: &str,
+        request: RunRequest,
+        planner: Box<dyn Planner>,
+    ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         if self.inner.stopping.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
         }
         let state = self.session(session)?;
-        let op = state.ops.clone().try_read_owned().map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
+        let op = state
+            .ops
+            .clone()
+            .try_read_owned()
+            .map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
         if state.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
         }
@@ -116,7 +125,13 @@ impl Runtime {
 
     /// A run is one operation of its session: it holds `op` (the session's operation guard) and
     /// the tab's debugger lease from its start to its end.
-    fn spawn_run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>, op: tokio::sync::OwnedRwLockReadGuard<()>) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
+    fn spawn_run(
+        &self,
+        session: &str,
+        request: RunRequest,
+        planner: Box<dyn Planner>,
+        op: tokio::sync::OwnedRwLockReadGuard<()>,
+    ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
         let run_id = self.fresh_id("run");
         let cancel = Cancel::default();
@@ -171,7 +186,17 @@ impl Runtime {
 
     /// The one cleanup of every ending.
     #[allow(clippy::too_many_arguments)]
-    async fn finish(&self, run_id: &str, entry: &TabEntry, tab: Option<&Arc<Tab>>, lease: &crate::lease::Lease, ending: Ending, steps: u32, artifacts: Vec<ArtifactRef>, last_url: String) -> RunResult {
+    async fn finish(
+        &self,
+        run_id: &str,
+        entry: &TabEntry,
+        tab: Option<&Arc<Tab>>,
+        lease: &crate::lease::Lease,
+        ending: Ending,
+        steps: u32,
+        artifacts: Vec<ArtifactRef>,
+        last_url: String,
+    ) -> RunResult {
         // Every ending releases whatever keys and buttons the run still holds.
         if let Some(tab) = tab.filter(|t| t.dialog().is_none()) {
             let _ = tokio::time::timeout(Duration::from_secs(2), tab.release_input()).await;
@@ -195,24 +220,29 @@ impl Runtime {
             RunResult::ended(ReasonCode::Internal, format!("the result could not be built: {e}"), target, steps, Vec::new(), retained)
                 .expect("an internal-error result without evidence is always valid")
         });
-        self.emit(run_id, EventKind::RunEnded { status: format!("{:?}", result.status()).to_lowercase(), reason: format!("{:?}", result.reason_code()), steps });
+        self.emit(
+            run_id,
+            EventKind::RunEnded { status: format!("{:?}", result.status()).to_lowercase(), reason: format!("{:?}", result.reason_code()), steps },
+        );
         result
     }
 }
 
 impl RunState<'_> {
     async fn drive(&mut self, request: &RunRequest, mut planner: Box<dyn Planner>) -> Ending {
-        self.runtime.emit(&self.run_id, EventKind::RunStarted {
-            surface: self.key.clone(),
-            task_chars: request.task.chars().count(),
-            max_steps: request.max_steps,
-            max_seconds: request.max_seconds,
-        });
-        if let Some(url) = &request.url {
-            if let Err(ending) = self.initial_navigation(url).await {
+        self.runtime.emit(
+            &self.run_id,
+            EventKind::RunStarted {
+                surface: self.key.clone(),
+                task_chars: request.task.chars().count(),
+                max_steps: request.max_steps,
+                max_seconds: request.max_seconds,
+            },
+        );
+        if let Some(url) = &request.url
+            && let Err(ending) = self.initial_navigation(url).await {
                 return ending;
             }
-        }
         let mut last: Option<StepReport> = None;
         let mut origin: Option<policy::Origin> = None;
         loop {
@@ -231,18 +261,20 @@ impl RunState<'_> {
             };
             let observation = self.keep_screenshot(observation, request.retain_screenshots);
             self.last_url = observation.url().to_owned();
-            self.runtime.emit(&self.run_id, EventKind::Observed {
-                frame_id: observation.frame_id().as_str().to_owned(),
-                elements: observation.interactive_elements().len(),
-                aria_chars: observation.aria_snapshot().chars().count(),
-            });
+            self.runtime.emit(
+                &self.run_id,
+                EventKind::Observed {
+                    frame_id: observation.frame_id().as_str().to_owned(),
+                    elements: observation.interactive_elements().len(),
+                    aria_chars: observation.aria_snapshot().chars().count(),
+                },
+            );
             // A same-tab move to another origin voids the grant for the old one.
             let now_origin = self.tab.latest_observation().and_then(|r| policy::Origin::parse(r.document_url()).ok());
-            if let (Some(before), Some(now)) = (&origin, &now_origin) {
-                if before != now {
+            if let (Some(before), Some(now)) = (&origin, &now_origin)
+                && before != now {
                     self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).revoke(&self.run_id, before);
                 }
-            }
             origin = now_origin;
             if self.steps >= request.max_steps {
                 return Ending::new(ReasonCode::StepLimit, format!("the step budget of {} ran out", request.max_steps));
@@ -297,15 +329,18 @@ impl RunState<'_> {
                 return Ending::new(ReasonCode::Timeout, "the time budget ran out");
             }
             // Act.
-            self.runtime.emit(&self.run_id, EventKind::ActionSummary {
-                action: action.kind().as_str().into(),
-                target: target_ref(&action),
-                text_chars: match &action {
-                    protocol::Action::Type { text, .. } => Some(text.as_str().chars().count()),
-                    _ => None,
+            self.runtime.emit(
+                &self.run_id,
+                EventKind::ActionSummary {
+                    action: action.kind().as_str().into(),
+                    target: target_ref(&action),
+                    text_chars: match &action {
+                        protocol::Action::Type { text, .. } => Some(text.as_str().chars().count()),
+                        _ => None,
+                    },
+                    secret: matches!(&action, protocol::Action::Type { target, .. } if record.binding(&target.element).is_some_and(|b| b.secret_field)),
                 },
-                secret: matches!(&action, protocol::Action::Type { target, .. } if record.binding(&target.element).is_some_and(|b| b.secret_field)),
-            });
+            );
             // The lease must still be this run's: a closed or lost tab is never replaced.
             let leases = &self.runtime.inner.leases;
             let target = self.tab.target_id().0.clone();
@@ -319,12 +354,15 @@ impl RunState<'_> {
             leases.renew(&target, &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
             match outcome {
                 Ok(outcome) => {
-                    self.runtime.emit(&self.run_id, EventKind::Receipt {
-                        action: outcome.receipt.action().as_str().into(),
-                        state: format!("{:?}", outcome.receipt.state()).to_lowercase(),
-                        effect_uncertain: outcome.receipt.effect_uncertain(),
-                        detail: outcome.receipt.detail().map(str::to_owned),
-                    });
+                    self.runtime.emit(
+                        &self.run_id,
+                        EventKind::Receipt {
+                            action: outcome.receipt.action().as_str().into(),
+                            state: format!("{:?}", outcome.receipt.state()).to_lowercase(),
+                            effect_uncertain: outcome.receipt.effect_uncertain(),
+                            detail: outcome.receipt.detail().map(str::to_owned),
+                        },
+                    );
                     if !outcome.opened.is_empty() {
                         return Ending::new(ReasonCode::NewSurfaceCreated, "the page opened a new tab or window; a person must link it before it can be used");
                     }
@@ -370,12 +408,15 @@ impl RunState<'_> {
     async fn approval(&mut self, request: crate::approval::ApprovalRequest) -> Result<(), Option<Ending>> {
         let approval_id = request.approval_id.clone();
         let origin = policy::Origin::parse(&request.origin).ok();
-        self.runtime.emit(&self.run_id, EventKind::ApprovalRequested {
-            approval_id: approval_id.clone(),
-            tier: request.tier.clone(),
-            origin: request.origin.clone(),
-            what: format!("{} {}", request.action, request.target),
-        });
+        self.runtime.emit(
+            &self.run_id,
+            EventKind::ApprovalRequested {
+                approval_id: approval_id.clone(),
+                tier: request.tier.clone(),
+                origin: request.origin.clone(),
+                what: format!("{} {}", request.action, request.target),
+            },
+        );
         let expires = Duration::from_millis(request.expires_at.saturating_sub(request.requested_at));
         let rx = self.runtime.inner.approvals.open(request);
         let wait = tokio::time::timeout(expires, rx);
@@ -403,7 +444,11 @@ impl RunState<'_> {
             ApprovalDecision::ApproveOnce => Ok(()),
             ApprovalDecision::ApproveForTask => {
                 if let Some(origin) = origin {
-                    self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(policy::Grant { run: self.run_id.clone(), origin, expires_at: None });
+                    self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(policy::Grant {
+                        run: self.run_id.clone(),
+                        origin,
+                        expires_at: None,
+                    });
                 }
                 Ok(())
             }
@@ -453,15 +498,14 @@ impl RunState<'_> {
     }
 
     fn keep_screenshot(&mut self, mut observation: Observation, retain: bool) -> Observation {
-        if let Some(shot) = observation.take_screenshot() {
-            if let Some(bytes) = browser::decode_base64(&shot.data) {
+        if let Some(shot) = observation.take_screenshot()
+            && let Some(bytes) = browser::decode_base64(&shot.data) {
                 self.artifact_seq += 1;
                 match self.runtime.inner.artifacts.store(&self.run_id, ArtifactKind::Screenshot, &bytes, retain, self.artifact_seq) {
                     Ok(artifact) => self.artifacts.push(artifact),
                     Err(e) => tracing::warn!(error = %e, "cannot store a screenshot artifact"),
                 }
             }
-        }
         observation
     }
 }

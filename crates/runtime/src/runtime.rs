@@ -10,18 +10,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use browser::{ActOptions, ActOutcome, ObservationRecord, ObserveOptions, Tab};
 use cdp::domains::target;
 use cdp::{Browser, Connection, ConnectionOptions};
-use store::Store as _;
 use policy::{Decision, Effect, Grant, Grants, RiskFacts, RiskTier};
 use protocol::{Action, ActionKind, AnyTarget, Capability, ExtendedAction, Observation, SurfaceName};
+use store::Store as _;
 use tokio::sync::broadcast;
 
+use crate::RuntimeError;
 use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
 use crate::artifacts::Artifacts;
 use crate::config::{BrowserSource, RuntimeConfig};
 use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
 use crate::lease::{Lease, Leases};
-use crate::RuntimeError;
 
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -115,7 +115,8 @@ impl Runtime {
     /// Starts the runtime: launches or connects to the browser and sweeps orphan artifacts.
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
         let (conn, local) = open_browser(&config.browser).await?;
-        let store = store::SqliteStore::open(config.data_dir.join("glovebox.sqlite")).map_err(|e| RuntimeError::Internal(format!("cannot open the store: {e}")))?;
+        let store =
+            store::SqliteStore::open(config.data_dir.join("glovebox.sqlite")).map_err(|e| RuntimeError::Internal(format!("cannot open the store: {e}")))?;
         // A new instance: handles recorded by an earlier process are known to be gone.
         let instance = store.begin_instance(now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let artifacts = Artifacts::new(&config.data_dir);
@@ -184,7 +185,8 @@ impl Runtime {
         let context_id = if self.inner.config.share_browser_context {
             None
         } else {
-            let reply = self.connection().browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
+            let reply =
+                self.connection().browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
             Some(reply.browser_context_id)
         };
         self.inner.store.create_session(&store::SessionId::new(&id), now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
@@ -234,7 +236,10 @@ impl Runtime {
         let (state, _op) = self.begin(session).await?;
         let entry = {
             let mut tabs = lock(&state.tabs);
-            let index = tabs.iter().position(|t| t.surface == surface).ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+            let index = tabs
+                .iter()
+                .position(|t| t.surface == surface)
+                .ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
             tabs.remove(index)
         };
         self.inner.leases.invalidate(entry.target());
@@ -298,7 +303,10 @@ impl Runtime {
         capabilities.dedup();
         let state = self.session(session)?;
         let mut tabs = lock(&state.tabs);
-        let entry = tabs.iter_mut().find(|t| t.surface == surface).ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+        let entry = tabs
+            .iter_mut()
+            .find(|t| t.surface == surface)
+            .ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
         entry.capabilities = capabilities;
         Ok(())
     }
@@ -316,7 +324,8 @@ impl Runtime {
         let focused = *lock(&state.focused);
         let known = || crate::surface::names(&tabs, focused).join(", ");
         let index = match name {
-            Some(name) => crate::surface::lookup(&tabs, focused, name.as_str()).ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
+            Some(name) => crate::surface::lookup(&tabs, focused, name.as_str())
+                .ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
             None => crate::surface::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
         };
         let key = format!("s{}", index + 1);
@@ -375,7 +384,8 @@ impl Runtime {
         let lease = self.acquire(&entry, &holder)?;
         let result = async {
             let attached = self.attach(&entry).await?;
-            let record = attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
+            let record =
+                attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
             let fingerprint = serde_json::to_string(action).unwrap_or_default();
             let approved_once = take_once(&state, &fingerprint);
             if let Check::Ask(request) = self.check(&entry, &key, &record, action, session, approved_once)? {
@@ -397,12 +407,28 @@ impl Runtime {
     }
 
     /// Capability, origin and risk policy for one action on the observed frame.
-    pub(crate) fn check(&self, entry: &TabEntry, key: &str, record: &ObservationRecord, action: &Action, run: &str, approved_once: bool) -> Result<Check, RuntimeError> {
+    pub(crate) fn check(
+        &self,
+        entry: &TabEntry,
+        key: &str,
+        record: &ObservationRecord,
+        action: &Action,
+        run: &str,
+        approved_once: bool,
+    ) -> Result<Check, RuntimeError> {
         let intended = Intended::from_v1(action, record);
         self.check_intended(entry, key, record, &intended, run, approved_once)
     }
 
-    pub(crate) fn check_intended(&self, entry: &TabEntry, key: &str, record: &ObservationRecord, intended: &Intended, run: &str, approved_once: bool) -> Result<Check, RuntimeError> {
+    pub(crate) fn check_intended(
+        &self,
+        entry: &TabEntry,
+        key: &str,
+        record: &ObservationRecord,
+        intended: &Intended,
+        run: &str,
+        approved_once: bool,
+    ) -> Result<Check, RuntimeError> {
         match intended.effect {
             Effect::Navigate => require(entry, Capability::Navigate, key)?,
             Effect::Read => require(entry, Capability::Observe, key)?,
@@ -451,7 +477,13 @@ impl Runtime {
     /// One extended action (`glovebox.actions/2`) outside a run, with the same binding, lease,
     /// capability and policy checks as [`Runtime::act`]. Uploads read only from the configured
     /// upload directory; downloads land in the session's download directory.
-    pub async fn act_extended(&self, session: &str, surface: Option<&SurfaceName>, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+    pub async fn act_extended(
+        &self,
+        session: &str,
+        surface: Option<&SurfaceName>,
+        action: &ExtendedAction,
+        options: &ActOptions,
+    ) -> Result<ActOutcome, RuntimeError> {
         let _op = self.begin(session).await?;
         if let Some(v1) = action.as_v1() {
             return self.act_v1(session, surface, &v1, options).await;
@@ -461,7 +493,8 @@ impl Runtime {
         let lease = self.acquire(&entry, &holder)?;
         let result = async {
             let attached = self.attach(&entry).await?;
-            let record = attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
+            let record =
+                attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
             let fingerprint = serde_json::to_string(action).unwrap_or_default();
             let approved_once = take_once(&state, &fingerprint);
             let intended = Intended::from_extended(action, &record);
@@ -469,11 +502,10 @@ impl Runtime {
                 return Err(self.defer_approval(&state, session, &record, request, fingerprint));
             }
             let mut options = options.clone();
-            if options.uploads.is_none() {
-                if let Some(dir) = &self.inner.config.uploads_dir {
+            if options.uploads.is_none()
+                && let Some(dir) = &self.inner.config.uploads_dir {
                     options.uploads = browser::UploadRoot::new(dir).ok();
                 }
-            }
             if options.downloads.is_none() {
                 let dir = self.inner.config.data_dir.join("downloads").join(session);
                 let _ = std::fs::create_dir_all(&dir);
@@ -488,7 +520,14 @@ impl Runtime {
 
     /// Opens an approval for a direct action and returns the error the caller reports; a person's
     /// later "approve" unlocks exactly this action (once) or the origin (for the task).
-    fn defer_approval(&self, state: &Arc<SessionState>, session: &str, record: &ObservationRecord, request: ApprovalRequest, fingerprint: String) -> RuntimeError {
+    fn defer_approval(
+        &self,
+        state: &Arc<SessionState>,
+        session: &str,
+        record: &ObservationRecord,
+        request: ApprovalRequest,
+        fingerprint: String,
+    ) -> RuntimeError {
         let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
         let approval_id = request.approval_id.clone();
         drop(self.inner.approvals.open(request));

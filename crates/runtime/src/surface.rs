@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use protocol::{Capability, ContextId, ProviderRequestId, SurfaceAlias, SurfaceContext, SurfaceEntry, SurfaceKey, SurfaceKind, TurnId};
 
-use crate::runtime::{Runtime, TabEntry, now_ms};
 use crate::RuntimeError;
+use crate::runtime::{Runtime, TabEntry, now_ms};
 
 fn controllable(entry: &TabEntry) -> bool {
     entry.capabilities.contains(&Capability::Observe)
@@ -73,7 +73,8 @@ impl Runtime {
             } else {
                 None
             };
-            surfaces.push(SurfaceEntry::new(key, aliases, SurfaceKind::WebTab, None, entry.capabilities.clone(), preview).map_err(|e| internal(e.to_string()))?);
+            surfaces
+                .push(SurfaceEntry::new(key, aliases, SurfaceKind::WebTab, None, entry.capabilities.clone(), preview).map_err(|e| internal(e.to_string()))?);
         }
         let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(i as u32 + 1));
         SurfaceContext::new(

@@ -69,8 +69,5 @@ pub fn percentiles(samples: &[Duration]) -> Option<Percentiles> {
         let r = (p * sorted.len()).div_ceil(100).max(1);
         sorted[r - 1]
     };
-    Some(Percentiles {
-        median: rank(50),
-        p99: rank(99),
-    })
+    Some(Percentiles { median: rank(50), p99: rank(99) })
 }

@@ -70,12 +70,7 @@ pub trait Store: Send + Sync {
     fn set_tools_active(&self, id: &SessionId, active: bool, now_ms: u64) -> Result<Session>;
 
     /// Records the session's lifecycle state.
-    fn set_session_state(
-        &self,
-        id: &SessionId,
-        state: SessionState,
-        now_ms: u64,
-    ) -> Result<Session>;
+    fn set_session_state(&self, id: &SessionId, state: SessionState, now_ms: u64) -> Result<Session>;
 
     /// Records the session's latest turn.
     fn set_last_turn(&self, id: &SessionId, turn: &TurnId, now_ms: u64) -> Result<Session>;
@@ -103,39 +98,20 @@ pub trait Store: Send + Sync {
     /// (ownership `agent_claimed`, state `owned`, `claimed_at = now_ms`). `AlreadyClaimed` if
     /// any session (including this one) owns it, `NotClaimable` if it is unowned but not a
     /// user tab, `NotFound` if the resource or session is unknown.
-    fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64)
-    -> Result<Resource>;
+    fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource>;
 
     /// Only the owner may release: the resource becomes an unowned `user` resource in state
     /// `released`, its mark cleared, `released_at = now_ms`; provenance is kept. `NotOwner`
     /// otherwise.
-    fn release_resource(
-        &self,
-        id: &ResourceId,
-        session: &SessionId,
-        now_ms: u64,
-    ) -> Result<Resource>;
+    fn release_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource>;
 
     /// Only the owner may mark. Marks are turn-scoped and the latest write wins: this
     /// overwrites both the mark and its turn. `NotOwner` otherwise.
-    fn set_mark(
-        &self,
-        id: &ResourceId,
-        session: &SessionId,
-        mark: Mark,
-        turn: &TurnId,
-        now_ms: u64,
-    ) -> Result<Resource>;
+    fn set_mark(&self, id: &ResourceId, session: &SessionId, mark: Mark, turn: &TurnId, now_ms: u64) -> Result<Resource>;
 
     /// Compare-and-swap of the lifecycle state: succeeds only while the resource is at
     /// `expected_version`, and returns the new version. `Conflict` when it moved.
-    fn transition(
-        &self,
-        id: &ResourceId,
-        expected_version: u64,
-        state: ResourceState,
-        now_ms: u64,
-    ) -> Result<u64>;
+    fn transition(&self, id: &ResourceId, expected_version: u64, state: ResourceState, now_ms: u64) -> Result<u64>;
 
     /// Records the last confirmed URL and title, as given (the caller redacts). This does not
     /// move the version: no lifecycle decision may read a title or URL (`002_…` "Tab 分类").
@@ -144,13 +120,7 @@ pub trait Store: Send + Sync {
     /// Records the resource's live handle in `instance`, clearing `handle_lost`.
     /// `StaleInstance` unless `instance` is the current one; `HandleInUse` if another
     /// resource holds the same target id.
-    fn attach_handle(
-        &self,
-        id: &ResourceId,
-        target: &TargetId,
-        instance: InstanceId,
-        now_ms: u64,
-    ) -> Result<Resource>;
+    fn attach_handle(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource>;
 
     /// Forgets the resource's live handle (the target closed or was detached for good).
     fn clear_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
@@ -168,12 +138,7 @@ pub trait Store: Send + Sync {
 
     /// Counts one more attempt, replacing the detail when one is given. `AlreadyResolved` if
     /// the record is resolved.
-    fn record_attempt(
-        &self,
-        id: RecoveryId,
-        detail: Option<&str>,
-        now_ms: u64,
-    ) -> Result<RecoveryRecord>;
+    fn record_attempt(&self, id: RecoveryId, detail: Option<&str>, now_ms: u64) -> Result<RecoveryRecord>;
 
     /// Marks the record resolved. Idempotent: resolving again keeps the first `resolved_at`.
     fn resolve_recovery(&self, id: RecoveryId, now_ms: u64) -> Result<RecoveryRecord>;
@@ -185,10 +150,5 @@ pub trait Store: Send + Sync {
     fn append_audit(&self, entry: &NewAudit<'_>) -> Result<AuditSeq>;
 
     /// The session's entries with `seq > after`, in order, at most `limit` of them.
-    fn audit_since(
-        &self,
-        session: &SessionId,
-        after: AuditSeq,
-        limit: usize,
-    ) -> Result<Vec<AuditEntry>>;
+    fn audit_since(&self, session: &SessionId, after: AuditSeq, limit: usize) -> Result<Vec<AuditEntry>>;
 }

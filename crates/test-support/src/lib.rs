@@ -163,11 +163,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 16 << 20).await.map(|b| b.to_vec()).unwrap_or_default();
     let path = parts.uri.path().to_owned();
-    let headers = parts
-        .headers
-        .iter()
-        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_owned(), v.to_owned())))
-        .collect();
+    let headers = parts.headers.iter().filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_owned(), v.to_owned()))).collect();
     lock(&shared.log).push(RequestRecord {
         method: parts.method.as_str().to_owned(),
         path: path.clone(),

@@ -101,10 +101,7 @@ impl Tab {
                 None => Some(session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }).await),
             }
         };
-        let (object, ax) = tokio::join!(
-            session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }),
-            ax_check,
-        );
+        let (object, ax) = tokio::join!(session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }), ax_check,);
         let object = object.map_err(|_| gone("is no longer in the page"))?;
         let object_id = object.object.object_id.ok_or_else(|| gone("is no longer in the page"))?;
         if let Some(ax) = ax {
@@ -206,13 +203,13 @@ impl Tab {
         let (ox, oy) = r.frame_offset;
         // Stable: where it was when observed (an earlier frame), or the same box across two
         // animation frames now.
-        let unmoved = r.observed_bounds.is_some_and(|[bx, by, bw, bh]| {
-            (first.0 + ox - (bx + bw / 2.0)).abs() <= 0.5 && (first.1 + oy - (by + bh / 2.0)).abs() <= 0.5
-        });
+        let unmoved =
+            r.observed_bounds.is_some_and(|[bx, by, bw, bh]| (first.0 + ox - (bx + bw / 2.0)).abs() <= 0.5 && (first.1 + oy - (by + bh / 2.0)).abs() <= 0.5);
         let second = if unmoved {
             first
         } else {
-            self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true).await?;
+            self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true)
+                .await?;
             let Some(second) = self.quad_centre(r).await? else { return Ok(Pass::Retry(format!("{label} is not visible"))) };
             if (first.0 - second.0).abs() > 0.5 || (first.1 - second.1).abs() > 0.5 {
                 return Ok(Pass::Retry(format!("{label} is moving")));
@@ -229,7 +226,12 @@ impl Tab {
             // The hit test takes document coordinates of the node's own frame.
             let (hx, hy) = (second.0 + facts.scroll_x, second.1 + facts.scroll_y);
             let hit = match session
-                .call(GetNodeForLocation { x: hx.round() as i64, y: hy.round() as i64, include_user_agent_shadow_dom: Some(false), ignore_pointer_events_none: Some(false) })
+                .call(GetNodeForLocation {
+                    x: hx.round() as i64,
+                    y: hy.round() as i64,
+                    include_user_agent_shadow_dom: Some(false),
+                    ignore_pointer_events_none: Some(false),
+                })
                 .await
             {
                 Ok(hit) => hit,
@@ -250,7 +252,12 @@ impl Tab {
                     .await?;
                 if inside.result.value != Some(Value::Bool(true)) {
                     let described = session
-                        .call(CallFunctionOn { function_declaration: DESCRIBE_JS.to_owned(), object_id: Some(hit_id), return_by_value: Some(true), ..Default::default() })
+                        .call(CallFunctionOn {
+                            function_declaration: DESCRIBE_JS.to_owned(),
+                            object_id: Some(hit_id),
+                            return_by_value: Some(true),
+                            ..Default::default()
+                        })
                         .await?;
                     let covering = described.result.value.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "another element".into());
                     return Ok(Pass::Retry(format!("{label} is covered by {covering}")));
@@ -279,15 +286,21 @@ pub(super) fn is_settable_input(facts: &Facts) -> bool {
 
 /// The binding of a ref of `record`, or `Stale` when that observation did not issue it.
 fn binding_of(record: &ObservationRecord, element: &ElementRef) -> Result<RefBinding, BrowserError> {
-    record.binding(element).cloned().ok_or_else(|| BrowserError::Stale {
-        reason: format!("{} is not a ref of frame {}", element.as_str(), record.frame_id.as_str()),
-    })
+    record
+        .binding(element)
+        .cloned()
+        .ok_or_else(|| BrowserError::Stale { reason: format!("{} is not a ref of frame {}", element.as_str(), record.frame_id.as_str()) })
 }
 
 /// Describes any element object for a message (`div#consent-banner "Accept cookies"`).
 pub(super) async fn describe(session: &Session, object_id: &str) -> String {
     let described = session
-        .call(CallFunctionOn { function_declaration: DESCRIBE_JS.to_owned(), object_id: Some(object_id.to_owned()), return_by_value: Some(true), ..Default::default() })
+        .call(CallFunctionOn {
+            function_declaration: DESCRIBE_JS.to_owned(),
+            object_id: Some(object_id.to_owned()),
+            return_by_value: Some(true),
+            ..Default::default()
+        })
         .await;
     described.ok().and_then(|d| d.result.value).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "an element".into())
 }

@@ -83,7 +83,8 @@ impl Tab {
                 };
                 let settle_until = if capture.is_some() { (Instant::now() + DOWNLOAD_SETTLE).min(until) } else { until };
                 let (pressed, bits) = self.modifiers_down(&a.modifiers).await?;
-                let clicked = self.click_and_verify(element.as_ref(), point, button(a.button), a.click_count.get(), bits, &mut nav, settle_until, frame.clone()).await;
+                let clicked =
+                    self.click_and_verify(element.as_ref(), point, button(a.button), a.click_count.get(), bits, &mut nav, settle_until, frame.clone()).await;
                 let released = self.modifiers_up(&pressed, bits).await;
                 let receipt = clicked?;
                 released?;
@@ -150,7 +151,14 @@ impl Tab {
                 if (dx == 0.0 && dy == 0.0) || self.scrolled(now, element.as_ref(), &before, until).await? {
                     return Ok(Receipt::confirmed(kind, frame).into());
                 }
-                Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "nothing scrolled (already at its end, or nothing scrollable under the pointer)").into())
+                Ok(Receipt::failed(
+                    kind,
+                    frame,
+                    protocol::ErrorCode::InvalidAction,
+                    true,
+                    "nothing scrolled (already at its end, or nothing scrollable under the pointer)",
+                )
+                .into())
             }
             ExtendedAction::Select(a) => {
                 let resolved = self.resolve_spec(record, &a.target).await?;
@@ -190,7 +198,14 @@ impl Tab {
                     DragMode::Html5 => {
                         if !self.drag_html5(from, &via, to, until).await? {
                             self.settle(&mut nav, until).await;
-                            return Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "the page started no HTML5 drag from the source (is it draggable?)").into());
+                            return Ok(Receipt::failed(
+                                kind,
+                                frame,
+                                protocol::ErrorCode::InvalidAction,
+                                true,
+                                "the page started no HTML5 drag from the source (is it draggable?)",
+                            )
+                            .into());
                         }
                     }
                 }

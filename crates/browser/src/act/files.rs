@@ -128,7 +128,9 @@ pub(super) enum DownloadEnd {
     Completed(DownloadInfo),
     Canceled,
     /// None began, or it did not finish, before the deadline.
-    NotFinished { began: bool },
+    NotFinished {
+        began: bool,
+    },
 }
 
 /// A download capture armed before the click that starts it.
@@ -282,7 +284,13 @@ impl Tab {
                         "completed" => {
                             let path = capture.dir.join(guid);
                             let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-                            break DownloadEnd::Completed(DownloadInfo { guid: guid.clone(), suggested_filename: suggested.clone(), path, size, url: url.clone() });
+                            break DownloadEnd::Completed(DownloadInfo {
+                                guid: guid.clone(),
+                                suggested_filename: suggested.clone(),
+                                path,
+                                size,
+                                url: url.clone(),
+                            });
                         }
                         "canceled" => break DownloadEnd::Canceled,
                         _ => {}

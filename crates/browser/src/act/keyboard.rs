@@ -76,16 +76,16 @@ impl Tab {
         // Read the held modifiers first: a lock guard must not live across the await below.
         let held = lock(&self.state).held.modifiers();
         self.input(DispatchKeyEvent {
-                event_type: event_type.into(),
-                modifiers: Some(modifiers | held),
-                text: if with_text { def.text.clone() } else { None },
-                unmodified_text: if with_text { def.text.clone() } else { None },
-                key: Some(def.key.clone()),
-                code: Some(def.code.clone()),
-                windows_virtual_key_code: Some(def.key_code),
-                ..Default::default()
-            })
-            .await
+            event_type: event_type.into(),
+            modifiers: Some(modifiers | held),
+            text: if with_text { def.text.clone() } else { None },
+            unmodified_text: if with_text { def.text.clone() } else { None },
+            key: Some(def.key.clone()),
+            code: Some(def.code.clone()),
+            windows_virtual_key_code: Some(def.key_code),
+            ..Default::default()
+        })
+        .await
     }
 
     pub(super) async fn press_chord(&self, chord: &Chord) -> Result<(), BrowserError> {
@@ -274,9 +274,10 @@ impl Tab {
     /// interception that a cancelled upload left on is turned off too.
     pub async fn release_input(&self) -> Result<(), BrowserError> {
         // Never interleaved with an action: a cancelled action has dropped the barrier already.
-        let _write = tokio::time::timeout(RELEASE_WAIT, self.barrier.write())
-            .await
-            .map_err(|_| BrowserError::Timeout { what: "waiting for the tab's write barrier to release input".into(), after_ms: RELEASE_WAIT.as_millis() as u64 })?;
+        let _write = tokio::time::timeout(RELEASE_WAIT, self.barrier.write()).await.map_err(|_| BrowserError::Timeout {
+            what: "waiting for the tab's write barrier to release input".into(),
+            after_ms: RELEASE_WAIT.as_millis() as u64,
+        })?;
         self.stop_intercepting_choosers().await;
         let (keys, buttons) = {
             let mut state = lock(&self.state);
@@ -321,6 +322,7 @@ impl Tab {
 const SELECT_ALL_JS: &str = "function () { if (typeof this.select === 'function') { this.select(); return; } \
     if (this.isContentEditable) { const r = document.createRange(); r.selectNodeContents(this); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }";
 const CHANGE_JS: &str = "function () { if (!this.isContentEditable) this.dispatchEvent(new Event('change', { bubbles: true })); }";
-const SET_VALUE_JS: &str = "function (v) { this.value = v; this.dispatchEvent(new Event('input', { bubbles: true })); this.dispatchEvent(new Event('change', { bubbles: true })); }";
+const SET_VALUE_JS: &str =
+    "function (v) { this.value = v; this.dispatchEvent(new Event('input', { bubbles: true })); this.dispatchEvent(new Event('change', { bubbles: true })); }";
 const ATTRS_JS: &str = "function () { const a = (n) => this.getAttribute ? this.getAttribute(n) : null; \
     return { tag: (this.tagName || '').toLowerCase(), type: a('type'), autocomplete: a('autocomplete'), name: a('name'), id: a('id'), aria_label: a('aria-label'), placeholder: a('placeholder') }; }";

@@ -173,7 +173,12 @@ impl Tab {
             .find(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
             .ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} has not loaded yet") })?;
         let quads = session.call(GetContentQuads { backend_node_id: Some(backend), object_id: None }).await?;
-        let corner = quads.quads.first().filter(|q| q.len() == 8).map(|q| (q[0], q[1])).ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} is not visible") })?;
+        let corner = quads
+            .quads
+            .first()
+            .filter(|q| q.len() == 8)
+            .map(|q| (q[0], q[1]))
+            .ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} is not visible") })?;
         let document = document_object(&child.session).await?;
         Ok(Scope { session: child.session, document, offset: (offset.0 + corner.0, offset.1 + corner.1), within })
     }

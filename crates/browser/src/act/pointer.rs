@@ -220,11 +220,12 @@ impl Tab {
 fn steps(from: (f64, f64), to: (f64, f64)) -> Vec<(f64, f64)> {
     let distance = (to.0 - from.0).hypot(to.1 - from.1);
     let n = ((distance / DRAG_STEP_PX).ceil() as usize).clamp(DRAG_STEPS.0, DRAG_STEPS.1);
-    (1..=n).map(|i| {
-        let t = i as f64 / n as f64;
-        (from.0 + (to.0 - from.0) * t, from.1 + (to.1 - from.1) * t)
-    })
-    .collect()
+    (1..=n)
+        .map(|i| {
+            let t = i as f64 / n as f64;
+            (from.0 + (to.0 - from.0) * t, from.1 + (to.1 - from.1) * t)
+        })
+        .collect()
 }
 
 #[cfg(test)]

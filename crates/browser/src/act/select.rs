@@ -44,9 +44,7 @@ impl Tab {
             Choice::One(value) => self.call_on(resolved, SELECT_JS, vec![json!(value)], false).await?,
             Choice::Many(values) => {
                 if values.len() > 1 && !facts.multiple {
-                    return Err(BrowserError::NotActionable {
-                        reason: format!("{} takes one option, not {}; give one value", resolved.label, values.len()),
-                    });
+                    return Err(BrowserError::NotActionable { reason: format!("{} takes one option, not {}; give one value", resolved.label, values.len()) });
                 }
                 self.call_on(resolved, SELECT_MANY_JS, vec![json!(values)], false).await?
             }

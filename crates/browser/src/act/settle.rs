@@ -93,9 +93,8 @@ impl Tab {
         let quiet_until = Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
         let Ok(context) = world_context(self).await else { return };
         let read = |delay_ms: u32| {
-            let expression = format!(
-                "new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))"
-            );
+            let expression =
+                format!("new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))");
             tokio::time::timeout(
                 Duration::from_millis(200),
                 self.session.call(cdp::domains::runtime::Evaluate {

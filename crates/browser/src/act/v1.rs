@@ -19,7 +19,14 @@ use crate::observe::ObservationRecord;
 use crate::tab::Tab;
 
 impl Tab {
-    pub(super) async fn dispatch(&self, action: &Action, record: &ObservationRecord, now: &WorldState, options: &ActOptions, until: Instant) -> Result<Receipt, BrowserError> {
+    pub(super) async fn dispatch(
+        &self,
+        action: &Action,
+        record: &ObservationRecord,
+        now: &WorldState,
+        options: &ActOptions,
+        until: Instant,
+    ) -> Result<Receipt, BrowserError> {
         let kind = action.kind();
         let frame = action.expected_frame_id().clone();
         let viewport = (now.width, now.height);
@@ -64,7 +71,13 @@ impl Tab {
                 if delta_y.get() == 0 || self.scrolled(now, None, &serde_json::Value::Null, until).await? {
                     Ok(Receipt::confirmed(kind, frame))
                 } else {
-                    Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "the page did not scroll (already at its end, or nothing scrollable under the centre)"))
+                    Ok(Receipt::failed(
+                        kind,
+                        frame,
+                        protocol::ErrorCode::InvalidAction,
+                        true,
+                        "the page did not scroll (already at its end, or nothing scrollable under the centre)",
+                    ))
                 }
             }
             Action::Select { target, value, .. } => {
@@ -125,14 +138,13 @@ impl Tab {
         moved?;
         clicked?;
         self.settle(nav, until).await;
-        if let (Some(r), Some(was)) = (element, checked_before) {
-            if let Ok(facts) = self.facts(r).await {
+        if let (Some(r), Some(was)) = (element, checked_before)
+            && let Ok(facts) = self.facts(r).await {
                 if facts.checked == Some(!was) || (facts.checked == Some(true) && facts.input_type == "radio") {
                     return Ok(Receipt::confirmed(kind, frame));
                 }
                 return Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "clicked, but the control's checked state did not change"));
             }
-        }
         Ok(Receipt::dispatched(kind, frame))
     }
 
@@ -154,11 +166,19 @@ impl Tab {
         self.register_secret_if_needed(resolved, text).await;
         let value = self.enter_text(resolved, &facts, text, typing).await?;
         self.settle(nav, until).await;
-        if value.as_deref() == Some(text) || (facts.editable && facts.tag != "input" && facts.tag != "textarea" && value.as_deref().map(str::trim_end) == Some(text.trim_end())) {
+        if value.as_deref() == Some(text)
+            || (facts.editable && facts.tag != "input" && facts.tag != "textarea" && value.as_deref().map(str::trim_end) == Some(text.trim_end()))
+        {
             Ok(Receipt::confirmed(kind, frame))
         } else {
             let got = value.map_or(0, |v| v.chars().count());
-            Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, format!("the field holds {got} characters after typing, not the {} typed", text.chars().count())))
+            Ok(Receipt::failed(
+                kind,
+                frame,
+                protocol::ErrorCode::InvalidAction,
+                true,
+                format!("the field holds {got} characters after typing, not the {} typed", text.chars().count()),
+            ))
         }
     }
 

@@ -25,11 +25,15 @@ fn action(value: serde_json::Value) -> Action {
 }
 
 fn click(frame: &Observation, name: &str) -> Action {
-    action(json!({"type": "click", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "intent": "test"}))
+    action(
+        json!({"type": "click", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "intent": "test"}),
+    )
 }
 
 fn type_into(frame: &Observation, name: &str, text: &str) -> Action {
-    action(json!({"type": "type", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "text": text, "intent": "test"}))
+    action(
+        json!({"type": "type", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "text": text, "intent": "test"}),
+    )
 }
 
 async fn title(tab: &Tab) -> String {
@@ -48,7 +52,9 @@ async fn fill_a_form_submit_with_enter_and_see_the_success_message() {
     let outcome = tab.act(&click(&o, "I accept the terms"), &ActOptions::default()).await.unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "the checkbox toggled");
     let o = outcome.observation.unwrap();
-    let press = action(json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Name")}, "key": "Enter", "intent": "submit"}));
+    let press = action(
+        json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Name")}, "key": "Enter", "intent": "submit"}),
+    );
     let outcome = tab.act(&press, &ActOptions::default()).await.unwrap();
     let o = outcome.observation.unwrap();
     assert!(o.aria_snapshot().contains("Welcome, Ada Lovelace!"), "{}", o.aria_snapshot());
@@ -124,7 +130,9 @@ async fn native_select_by_value_or_label_and_a_custom_listbox_is_explained() {
     let tab = env.open("/widgets.html").await;
     let o = observe(&tab).await;
     let select = |o: &Observation, name: &str, value: &str| {
-        action(json!({"type": "select", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, name)}, "value": value, "intent": "choose"}))
+        action(
+            json!({"type": "select", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, name)}, "value": value, "intent": "choose"}),
+        )
     };
     let outcome = tab.act(&select(&o, "Country", "Japan"), &ActOptions::default()).await.unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
@@ -146,7 +154,9 @@ async fn press_chords_and_enter_in_a_search_field() {
     let o = observe(&tab).await;
     let o = tab.act(&type_into(&o, "Search", "glovebox"), &ActOptions::default()).await.unwrap().observation.unwrap();
     let press = |o: &Observation, key: &str| {
-        action(json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, "Search")}, "key": key, "intent": "key"}))
+        action(
+            json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, "Search")}, "key": key, "intent": "key"}),
+        )
     };
     let o = tab.act(&press(&o, "Enter"), &ActOptions::default()).await.unwrap().observation.unwrap();
     assert_eq!(title(&tab).await, "searched:glovebox");
@@ -198,15 +208,13 @@ async fn a_node_replaced_under_the_same_frame_is_stale_not_retargeted() {
 async fn a_canvas_is_clicked_by_point_at_scale_two_with_zoom_and_scroll_and_old_frames_are_refused() {
     let env = env().await;
     let tab = env.open("/canvas.html").await;
-    tab.session()
-        .call(cdp::domains::emulation::SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false })
-        .await
-        .unwrap();
+    tab.session().call(cdp::domains::emulation::SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false }).await.unwrap();
     observe_eval(&tab, "window.scrollTo(0, 300)").await;
     let o = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
     assert_eq!(o.screenshot_size().map(|s| (s.width, s.height)), Some((1600, 1200)));
     // The red square is at page (100..150, 400..450): in the viewport at (125, 125) CSS pixels.
-    let point = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 125, "y": 125}, "intent": "square"}));
+    let point =
+        action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 125, "y": 125}, "intent": "square"}));
     tab.act(&point, &ActOptions::default()).await.unwrap();
     assert_eq!(title(&tab).await, "clicked 125,125 page 125,425");
     // After a scroll, the old frame's point is refused.
@@ -263,7 +271,9 @@ async fn navigate_scroll_hover_and_wait() {
     assert!(o.viewport().scroll_y > 0.0);
     let wait = action(json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 50, "intent": "settle"}));
     let o = tab.act(&wait, &ActOptions::default()).await.unwrap().observation.unwrap();
-    let hover = action(json!({"type": "hover", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Far button")}, "intent": "look"}));
+    let hover = action(
+        json!({"type": "hover", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Far button")}, "intent": "look"}),
+    );
     let o = tab.act(&hover, &ActOptions::default()).await.unwrap().observation.unwrap();
     let navigate = action(json!({"type": "navigate", "expected_frame_id": o.frame_id().as_str(), "url": env.server.url("/login.html"), "intent": "go"}));
     let outcome = tab.act(&navigate, &ActOptions::default()).await.unwrap();

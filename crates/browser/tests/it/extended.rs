@@ -399,7 +399,12 @@ async fn locators_by_role_label_text_and_test_id_match_exactly_one() {
     let err = refused(&tab, click(&o, role("button", "Delete")), &options).await;
     let message = err.to_string();
     assert!(message.contains("2 elements match role button named \"Delete\""), "{message}");
-    let delete_refs: Vec<_> = o.interactive_elements().iter().filter(|e| e.name() == "Delete").map(|e| format!("button \"Delete\" (button \"Delete\") [{}]", e.element().as_str())).collect();
+    let delete_refs: Vec<_> = o
+        .interactive_elements()
+        .iter()
+        .filter(|e| e.name() == "Delete")
+        .map(|e| format!("button \"Delete\" (button \"Delete\") [{}]", e.element().as_str()))
+        .collect();
     assert_eq!(delete_refs.len(), 2);
     for listed in &delete_refs {
         assert!(message.contains(listed.as_str()), "{message} lists {listed}");

@@ -158,10 +158,7 @@ async fn viewport_metadata_is_exact_at_scale_two_with_zoom_and_scroll() {
     let env = env().await;
     let tab = env.open("/scroll.html").await;
     tab.session().call(SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false }).await.unwrap();
-    tab.session()
-        .send_raw("Emulation.setPageScaleFactor", serde_json::json!({ "pageScaleFactor": 1.25 }), Duration::from_secs(5))
-        .await
-        .unwrap();
+    tab.session().send_raw("Emulation.setPageScaleFactor", serde_json::json!({ "pageScaleFactor": 1.25 }), Duration::from_secs(5)).await.unwrap();
     crate::observe_eval(&tab, "window.scrollTo(150, 700)").await;
     let observation = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
     let v = observation.viewport();
@@ -182,9 +179,25 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
     let env = env().await;
     let mut differences = Vec::new();
     for path in [
-        "/login.html", "/clickables.html", "/paragraph.html", "/tree.html", "/textarea.html", "/table.html", "/dialog.html",
-        "/form.html", "/widgets.html", "/secrets.html", "/hidden.html", "/extended-forms.html", "/iframes.html", "/shadow.html",
-        "/counter.html", "/tree-expander.html", "/article.html", "/store.html", "/combobox.html",
+        "/login.html",
+        "/clickables.html",
+        "/paragraph.html",
+        "/tree.html",
+        "/textarea.html",
+        "/table.html",
+        "/dialog.html",
+        "/form.html",
+        "/widgets.html",
+        "/secrets.html",
+        "/hidden.html",
+        "/extended-forms.html",
+        "/iframes.html",
+        "/shadow.html",
+        "/counter.html",
+        "/tree-expander.html",
+        "/article.html",
+        "/store.html",
+        "/combobox.html",
     ] {
         let tab = env.open(path).await;
         let ax = tab.observe(&ObserveOptions { model: PageModel::Accessibility, ..Default::default() }).await.unwrap();

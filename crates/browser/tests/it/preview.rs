@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use protocol::PreviewStatus;
-use protocol::limits::{PREVIEW_LANDMARKS_MAX, PREVIEW_LANDMARK_NAME_MAX_CHARS, PREVIEW_PAYLOAD_MAX_BYTES, PREVIEW_TEXT_MAX_CHARS};
+use protocol::limits::{PREVIEW_LANDMARK_NAME_MAX_CHARS, PREVIEW_LANDMARKS_MAX, PREVIEW_PAYLOAD_MAX_BYTES, PREVIEW_TEXT_MAX_CHARS};
 use protocol::text::char_count;
 
 use crate::env;
@@ -19,12 +19,15 @@ async fn preview_of_the_login_page() {
     let json = serde_json::to_string(&preview).unwrap();
     assert!(!json.contains("ref="), "no refs in a preview");
     assert!(!json.contains("hunter2"));
-    insta::assert_snapshot!(serde_json::to_string_pretty(&serde_json::json!({
-        "text": preview.visible_text_excerpt(),
-        "landmarks": preview.aria_landmarks(),
-        "interactive_count": preview.interactive_count(),
-        "flags": [preview.text_truncated(), preview.landmarks_truncated(), preview.payload_truncated()],
-    })).unwrap());
+    insta::assert_snapshot!(
+        serde_json::to_string_pretty(&serde_json::json!({
+            "text": preview.visible_text_excerpt(),
+            "landmarks": preview.aria_landmarks(),
+            "interactive_count": preview.interactive_count(),
+            "flags": [preview.text_truncated(), preview.landmarks_truncated(), preview.payload_truncated()],
+        }))
+        .unwrap()
+    );
 }
 
 #[tokio::test]
@@ -67,11 +70,14 @@ async fn preview_is_unavailable_when_the_page_cannot_be_read_in_time() {
     let env = env().await;
     let tab = env.open("/login.html").await;
     // A page stuck in a long synchronous loop cannot answer before the local deadline.
-    let _ = tab.session().send_raw(
-        "Runtime.evaluate",
-        serde_json::json!({ "expression": "setTimeout(() => { const end = Date.now() + 1500; while (Date.now() < end) {} }, 0)" }),
-        Duration::from_secs(5),
-    ).await;
+    let _ = tab
+        .session()
+        .send_raw(
+            "Runtime.evaluate",
+            serde_json::json!({ "expression": "setTimeout(() => { const end = Date.now() + 1500; while (Date.now() < end) {} }, 0)" }),
+            Duration::from_secs(5),
+        )
+        .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let preview = tab.preview(Duration::from_millis(300)).await;
     assert_eq!(preview.preview_status(), PreviewStatus::Unavailable);

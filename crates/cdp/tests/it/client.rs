@@ -111,7 +111,11 @@ async fn out_of_process_iframes_attach_as_their_own_flattened_sessions() {
     assert!(found, "the cross-site iframe attached: {:?}", children.list());
     let frame = children.list().into_iter().find(|c| c.info.target_type == "iframe").unwrap();
     assert_eq!(frame.parent.as_ref(), tab.id());
-    let text = eval(&frame.session, "new Promise(r => { const f = () => document.getElementById('c') ? r(document.getElementById('c').textContent) : setTimeout(f, 10); f(); })").await;
+    let text = eval(
+        &frame.session,
+        "new Promise(r => { const f = () => document.getElementById('c') ? r(document.getElementById('c').textContent) : setTimeout(f, 10); f(); })",
+    )
+    .await;
     assert_eq!(text, "inside");
     // The page session itself cannot see into the other process's document.
     assert_eq!(eval(&tab, "document.title").await, "parent");

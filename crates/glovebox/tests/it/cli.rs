@@ -16,11 +16,7 @@ fn doctor_finds_launches_and_reports() {
 
 #[test]
 fn doctor_names_the_fix_when_chromium_is_missing() {
-    let out = glovebox(&data_dir("doctor-missing"))
-        .args(["doctor", "--chromium", "/nonexistent/chromium"])
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
+    let out = glovebox(&data_dir("doctor-missing")).args(["doctor", "--chromium", "/nonexistent/chromium"]).env("PATH", "/nonexistent").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     // On machines with Chromium at a fixed location it is still found; otherwise the fix is named.
     if !out.status.success() {

@@ -241,11 +241,10 @@ async fn cancelling_computer_use_cancels_the_run() {
     assert_eq!(sent["cancel_sent"], true, "{sent}");
     let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
         loop {
-            if let Ok(event) = events.recv().await {
-                if let runtime::EventKind::RunEnded { status, reason, .. } = event.kind {
+            if let Ok(event) = events.recv().await
+                && let runtime::EventKind::RunEnded { status, reason, .. } = event.kind {
                     return (status, reason);
                 }
-            }
         }
     })
     .await

@@ -17,11 +17,7 @@ fn welcome(name: &str) -> Vec<Assertion> {
 }
 
 fn sign_up(name: &str) -> Vec<Scripted> {
-    vec![
-        Scripted::Type("Name".into(), name.into()),
-        Scripted::Click("Create account".into()),
-        Scripted::Done(format!("signed up {name}")),
-    ]
+    vec![Scripted::Type("Name".into(), name.into()), Scripted::Click("Create account".into()), Scripted::Done(format!("signed up {name}"))]
 }
 
 #[tokio::test]
@@ -82,7 +78,8 @@ async fn case_25_external_origin_asks_denial_writes_nothing_task_approval_asks_o
     let seen = person(&env.runtime, vec![ApprovalDecision::Deny]);
     let mut request = RunRequest::new("sign up");
     request.assertions = welcome("Ada");
-    let result = env.runtime.run(&env.session, request, script(vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::GiveUp("denied".into())])).await.unwrap();
+    let result =
+        env.runtime.run(&env.session, request, script(vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::GiveUp("denied".into())])).await.unwrap();
     assert_eq!(result.status(), RunStatus::Failed);
     assert!(env.server.writes().is_empty());
     let asked = seen.lock().unwrap().clone();
@@ -244,7 +241,11 @@ async fn case_18_unregistered_localhost_is_not_trusted() {
     let env = env("case18", false).await;
     env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
     let seen = person(&env.runtime, vec![ApprovalDecision::Deny]);
-    let result = env.runtime.run(&env.session, RunRequest::new("t"), script(vec![Scripted::Type("Name".into(), "x".into()), Scripted::GiveUp("no".into())])).await.unwrap();
+    let result = env
+        .runtime
+        .run(&env.session, RunRequest::new("t"), script(vec![Scripted::Type("Name".into(), "x".into()), Scripted::GiveUp("no".into())]))
+        .await
+        .unwrap();
     assert_eq!(result.status(), RunStatus::Failed);
     assert_eq!(seen.lock().unwrap().len(), 1, "127.0.0.1 without registration asks like any external origin");
     env_trusted_equivalent().await;
@@ -284,7 +285,9 @@ async fn case_20_and_31_artifacts_are_deleted_on_every_ending_and_swept_after_a_
     let env = env("case20", true).await;
     env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
     let mut events = env.runtime.subscribe_events();
-    for (steps, retain) in [(vec![Scripted::GiveUp("x".into())], false), (vec![Scripted::Think(Duration::from_secs(10))], false), (vec![Scripted::GiveUp("x".into())], true)] {
+    for (steps, retain) in
+        [(vec![Scripted::GiveUp("x".into())], false), (vec![Scripted::Think(Duration::from_secs(10))], false), (vec![Scripted::GiveUp("x".into())], true)]
+    {
         let mut request = RunRequest::new("t");
         request.screenshots = true;
         request.retain_screenshots = retain;

@@ -139,7 +139,10 @@ async fn failed_detach(name: &str) -> (crate::Env, String) {
     assert_eq!(status.tabs[0].state, "retained", "the tab's lifecycle is recorded apart and untouched");
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
     let pending = store.pending_recoveries(&store::SessionId::new(s)).unwrap();
-    assert_eq!((pending[0].kind.clone(), pending[0].resource_id.as_ref().map(|r| r.to_string())), (store::RecoveryKind::DetachFailed, Some(report.kept[0].clone())));
+    assert_eq!(
+        (pending[0].kind.clone(), pending[0].resource_id.as_ref().map(|r| r.to_string())),
+        (store::RecoveryKind::DetachFailed, Some(report.kept[0].clone()))
+    );
     let resource = report.kept[0].clone();
     (env, resource)
 }

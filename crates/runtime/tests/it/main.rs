@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runtime::{ApprovalDecision, EventKind, PlanFuture, PlanInput, Planner, PlannerStep, Runtime, RuntimeConfig};
-use tokio::sync::Notify;
 use test_support::FixtureServer;
+use tokio::sync::Notify;
 
 pub struct Env {
     pub runtime: Runtime,
@@ -119,7 +119,14 @@ pub async fn observe_until(runtime: &Runtime, session: &str, name: &str) -> prot
 
 /// The frame of an observation, and an action on the element named `name` in it.
 pub fn click(observation: &protocol::Observation, name: &str) -> protocol::Action {
-    let element = observation.interactive_elements().iter().find(|e| e.name() == name).unwrap_or_else(|| panic!("no {name:?} in {}", observation.aria_snapshot())).element().as_str().to_owned();
+    let element = observation
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == name)
+        .unwrap_or_else(|| panic!("no {name:?} in {}", observation.aria_snapshot()))
+        .element()
+        .as_str()
+        .to_owned();
     protocol::validate_action(&serde_json::json!({"type": "click", "expected_frame_id": observation.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "intent": "test"})).unwrap()
 }
 

@@ -60,7 +60,13 @@ fn db(env: &Env) -> store::SqliteStore {
 
 /// The session's audit entries of `kind`, oldest first (payloads).
 fn audit(env: &Env, session: &str, kind: &str) -> Vec<String> {
-    db(env).audit_since(&store::SessionId::new(session), store::AuditSeq(0), usize::MAX).unwrap().into_iter().filter(|e| e.kind == kind).map(|e| e.payload).collect()
+    db(env)
+        .audit_since(&store::SessionId::new(session), store::AuditSeq(0), usize::MAX)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.payload)
+        .collect()
 }
 
 /// `tools_activated` / `tools_deactivated` entries of the session, in order.
@@ -411,12 +417,8 @@ async fn unit_14_concurrent_finalize_checkpoint_and_disposal_are_serialised_per_
         env.runtime.open_tab(&s, &env.server.url("/form.html")).await.unwrap();
     }
     let options = browser::ObserveOptions::default();
-    let (r1, r2, r3, b) = tokio::join!(
-        env.runtime.finalize(&s),
-        env.runtime.end_turn(&s, "turn_9"),
-        env.runtime.close_session(&s),
-        env.runtime.observe(&other, None, &options),
-    );
+    let (r1, r2, r3, b) =
+        tokio::join!(env.runtime.finalize(&s), env.runtime.end_turn(&s, "turn_9"), env.runtime.close_session(&s), env.runtime.observe(&other, None, &options),);
     let reports = [r1.unwrap(), r2.unwrap(), r3.unwrap()];
     assert!(reports.iter().all(|r| r.ok && r.failed.is_empty()), "{reports:?}");
     let mut closed: Vec<String> = reports.iter().flat_map(|r| r.closed.clone()).collect();
@@ -548,7 +550,10 @@ async fn integration_08_sibling_calls_never_run_beside_finalize() {
     env.server.slow("/slow", Duration::from_millis(1500), "<title>Slow</title><p>arrived</p>");
     env.runtime.open_tab(&s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(&s, None, &Default::default()).await.unwrap();
-    let navigate = protocol::validate_action(&serde_json::json!({"type": "navigate", "expected_frame_id": frame.frame_id().as_str(), "url": env.server.url("/slow"), "intent": "test"})).unwrap();
+    let navigate = protocol::validate_action(
+        &serde_json::json!({"type": "navigate", "expected_frame_id": frame.frame_id().as_str(), "url": env.server.url("/slow"), "intent": "test"}),
+    )
+    .unwrap();
     let acting = env.runtime.clone();
     let session = s.clone();
     let act = tokio::spawn(async move { acting.act(&session, None, &navigate, &Default::default()).await });
@@ -720,7 +725,11 @@ async fn acceptance_8_cleanup_retried_after_a_bridge_drop_keeps_ownership() {
     let failed = env.runtime.finalize(s).await.unwrap();
     assert!(!failed.ok && failed.failed == vec![temp.clone()], "{failed:?}");
     let record = resource(&env, &temp);
-    assert_eq!((record.state, record.ownership), (store::ResourceState::CleanupUnknown, store::Ownership::AgentCreated), "ownership kept while the bridge is down");
+    assert_eq!(
+        (record.state, record.ownership),
+        (store::ResourceState::CleanupUnknown, store::Ownership::AgentCreated),
+        "ownership kept while the bridge is down"
+    );
     assert_eq!(record.session_id.map(|s| s.to_string()).as_deref(), Some(s.as_str()));
     env.runtime.reconnect().await.unwrap();
     let retried = env.runtime.finalize(s).await.unwrap();

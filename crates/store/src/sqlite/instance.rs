@@ -26,6 +26,5 @@ pub(super) fn begin(conn: &mut Connection, now_ms: u64) -> Result<InstanceId> {
 /// The latest instance.
 pub(super) fn current(conn: &Connection) -> Result<Option<InstanceId>> {
     let id: Option<i64> = conn.query_row("SELECT MAX(id) FROM instances", [], |r| r.get(0))?;
-    id.map(|id| uint(id, "instances.id").map(InstanceId))
-        .transpose()
+    id.map(|id| uint(id, "instances.id").map(InstanceId)).transpose()
 }

@@ -7,16 +7,13 @@ use crate::error::{Entity, Result, StoreError};
 use crate::id::{RecoveryId, ResourceId, SessionId};
 use crate::recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
 
-const COLUMNS: &str =
-    "id, session_id, resource_id, kind, detail, attempts, created_at, last_attempt_at, resolved_at";
+const COLUMNS: &str = "id, session_id, resource_id, kind, detail, attempts, created_at, last_attempt_at, resolved_at";
 
 fn decode(row: &Row<'_>) -> Result<RecoveryRecord> {
     Ok(RecoveryRecord {
         id: RecoveryId(get_uint(row, "id")?),
         session_id: SessionId::new(row.get::<_, String>("session_id")?),
-        resource_id: row
-            .get::<_, Option<String>>("resource_id")?
-            .map(ResourceId::new),
+        resource_id: row.get::<_, Option<String>>("resource_id")?.map(ResourceId::new),
         kind: RecoveryKind::parse(&row.get::<_, String>("kind")?),
         detail: row.get("detail")?,
         attempts: get_uint(row, "attempts")?,
@@ -27,10 +24,7 @@ fn decode(row: &Row<'_>) -> Result<RecoveryRecord> {
 }
 
 fn not_found(id: RecoveryId) -> StoreError {
-    StoreError::NotFound {
-        what: Entity::Recovery,
-        id: id.to_string(),
-    }
+    StoreError::NotFound { what: Entity::Recovery, id: id.to_string() }
 }
 
 pub(super) fn add(conn: &mut Connection, new: &NewRecovery) -> Result<RecoveryId> {
@@ -44,13 +38,7 @@ pub(super) fn add(conn: &mut Connection, new: &NewRecovery) -> Result<RecoveryId
         "INSERT INTO recovery_records
              (session_id, resource_id, kind, detail, attempts, created_at, last_attempt_at)
          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
-        params![
-            new.session_id.as_str(),
-            new.resource_id.as_ref().map(ResourceId::as_str),
-            new.kind.as_str(),
-            new.detail,
-            now,
-        ],
+        params![new.session_id.as_str(), new.resource_id.as_ref().map(ResourceId::as_str), new.kind.as_str(), new.detail, now,],
     )?;
     let id = tx.last_insert_rowid();
     tx.commit()?;
@@ -58,13 +46,7 @@ pub(super) fn add(conn: &mut Connection, new: &NewRecovery) -> Result<RecoveryId
 }
 
 pub(super) fn get(conn: &Connection, id: RecoveryId) -> Result<RecoveryRecord> {
-    query_opt(
-        conn,
-        &format!("SELECT {COLUMNS} FROM recovery_records WHERE id = ?1"),
-        [int(id.0, "recovery id")?],
-        decode,
-    )?
-    .ok_or_else(|| not_found(id))
+    query_opt(conn, &format!("SELECT {COLUMNS} FROM recovery_records WHERE id = ?1"), [int(id.0, "recovery id")?], decode)?.ok_or_else(|| not_found(id))
 }
 
 pub(super) fn pending(conn: &Connection, session: &SessionId) -> Result<Vec<RecoveryRecord>> {
@@ -79,12 +61,7 @@ pub(super) fn pending(conn: &Connection, session: &SessionId) -> Result<Vec<Reco
     )
 }
 
-pub(super) fn record_attempt(
-    conn: &mut Connection,
-    id: RecoveryId,
-    detail: Option<&str>,
-    now_ms: u64,
-) -> Result<RecoveryRecord> {
+pub(super) fn record_attempt(conn: &mut Connection, id: RecoveryId, detail: Option<&str>, now_ms: u64) -> Result<RecoveryRecord> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     let updated = query_opt(
@@ -106,17 +83,10 @@ pub(super) fn record_attempt(
     Ok(record)
 }
 
-pub(super) fn resolve(
-    conn: &mut Connection,
-    id: RecoveryId,
-    now_ms: u64,
-) -> Result<RecoveryRecord> {
+pub(super) fn resolve(conn: &mut Connection, id: RecoveryId, now_ms: u64) -> Result<RecoveryRecord> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
-    tx.execute(
-        "UPDATE recovery_records SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL",
-        params![int(id.0, "recovery id")?, now],
-    )?;
+    tx.execute("UPDATE recovery_records SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL", params![int(id.0, "recovery id")?, now])?;
     let record = get(&tx, id)?;
     tx.commit()?;
     Ok(record)

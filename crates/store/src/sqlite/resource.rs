@@ -15,34 +15,23 @@ const COLUMNS: &str = "id, session_id, kind, cdp_target_id, instance, handle_los
 
 fn parse<T>(row: &Row<'_>, column: &'static str, parse: fn(&str) -> Option<T>) -> Result<T> {
     let text: String = row.get(column)?;
-    parse(&text).ok_or(StoreError::Corrupt {
-        what: column,
-        value: text,
-    })
+    parse(&text).ok_or(StoreError::Corrupt { what: column, value: text })
 }
 
 fn decode(row: &Row<'_>) -> Result<Resource> {
     Ok(Resource {
         id: ResourceId::new(row.get::<_, String>("id")?),
-        session_id: row
-            .get::<_, Option<String>>("session_id")?
-            .map(SessionId::new),
+        session_id: row.get::<_, Option<String>>("session_id")?.map(SessionId::new),
         kind: parse(row, "kind", ResourceKind::parse)?,
-        cdp_target_id: row
-            .get::<_, Option<String>>("cdp_target_id")?
-            .map(TargetId::new),
+        cdp_target_id: row.get::<_, Option<String>>("cdp_target_id")?.map(TargetId::new),
         instance: opt_uint(row, "instance")?.map(InstanceId),
         handle_lost: row.get("handle_lost")?,
         ownership: parse(row, "ownership", Ownership::parse)?,
-        created_by_run: row
-            .get::<_, Option<String>>("created_by_run")?
-            .map(RunId::new),
+        created_by_run: row.get::<_, Option<String>>("created_by_run")?.map(RunId::new),
         claimed_at: opt_uint(row, "claimed_at")?,
         released_at: opt_uint(row, "released_at")?,
         mark: parse(row, "mark", Mark::parse)?,
-        mark_turn_id: row
-            .get::<_, Option<String>>("mark_turn_id")?
-            .map(TurnId::new),
+        mark_turn_id: row.get::<_, Option<String>>("mark_turn_id")?.map(TurnId::new),
         state: parse(row, "state", ResourceState::parse)?,
         url: row.get("url")?,
         title: row.get("title")?,
@@ -54,19 +43,11 @@ fn decode(row: &Row<'_>) -> Result<Resource> {
 }
 
 fn not_found(id: &ResourceId) -> StoreError {
-    StoreError::NotFound {
-        what: Entity::Resource,
-        id: id.to_string(),
-    }
+    StoreError::NotFound { what: Entity::Resource, id: id.to_string() }
 }
 
 fn find(conn: &Connection, id: &ResourceId) -> Result<Option<Resource>> {
-    query_opt(
-        conn,
-        &format!("SELECT {COLUMNS} FROM resources WHERE id = ?1"),
-        [id.as_str()],
-        decode,
-    )
+    query_opt(conn, &format!("SELECT {COLUMNS} FROM resources WHERE id = ?1"), [id.as_str()], decode)
 }
 
 pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
@@ -74,29 +55,15 @@ pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
 }
 
 /// Checks that `instance` is current and that no other resource holds `target`.
-fn check_handle(
-    conn: &Connection,
-    id: &ResourceId,
-    target: &TargetId,
-    instance: InstanceId,
-) -> Result<()> {
+fn check_handle(conn: &Connection, id: &ResourceId, target: &TargetId, instance: InstanceId) -> Result<()> {
     let current = super::instance::current(conn)?;
     if current != Some(instance) {
-        return Err(StoreError::StaleInstance {
-            given: instance,
-            current,
-        });
+        return Err(StoreError::StaleInstance { given: instance, current });
     }
-    let holder: Option<String> = query_opt(
-        conn,
-        "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2",
-        params![target.as_str(), id.as_str()],
-        |r| Ok(r.get(0)?),
-    )?;
+    let holder: Option<String> =
+        query_opt(conn, "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2", params![target.as_str(), id.as_str()], |r| Ok(r.get(0)?))?;
     match holder {
-        Some(by) => Err(StoreError::HandleInUse {
-            by: ResourceId::new(by),
-        }),
+        Some(by) => Err(StoreError::HandleInUse { by: ResourceId::new(by) }),
         None => Ok(()),
     }
 }
@@ -105,10 +72,7 @@ pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resourc
     let now = int(new.now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     if find(&tx, &new.id)?.is_some() {
-        return Err(StoreError::AlreadyExists {
-            what: Entity::Resource,
-            id: new.id.to_string(),
-        });
+        return Err(StoreError::AlreadyExists { what: Entity::Resource, id: new.id.to_string() });
     }
     if let Some(session) = &new.session_id {
         session::require(&tx, session)?;
@@ -154,23 +118,11 @@ pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resourc
 }
 
 pub(super) fn list_owned(conn: &Connection, session: &SessionId) -> Result<Vec<Resource>> {
-    query_all(
-        conn,
-        &format!("SELECT {COLUMNS} FROM resources WHERE session_id = ?1 ORDER BY created_at, id"),
-        [session.as_str()],
-        decode,
-    )
+    query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE session_id = ?1 ORDER BY created_at, id"), [session.as_str()], decode)
 }
 
 pub(super) fn list_unowned(conn: &Connection) -> Result<Vec<Resource>> {
-    query_all(
-        conn,
-        &format!(
-            "SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"
-        ),
-        [],
-        decode,
-    )
+    query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"), [], decode)
 }
 
 pub(super) fn find_by_handle(conn: &Connection, target: &TargetId) -> Result<Option<Resource>> {
@@ -187,12 +139,7 @@ pub(super) fn find_by_handle(conn: &Connection, target: &TargetId) -> Result<Opt
     )
 }
 
-pub(super) fn claim(
-    conn: &mut Connection,
-    id: &ResourceId,
-    session: &SessionId,
-    now_ms: u64,
-) -> Result<Resource> {
+pub(super) fn claim(conn: &mut Connection, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     session::require(&tx, session)?;
@@ -212,9 +159,7 @@ pub(super) fn claim(
         let current = get(&tx, id)?;
         return Err(match current.session_id {
             Some(by) => StoreError::AlreadyClaimed { by },
-            None => StoreError::NotClaimable {
-                ownership: current.ownership,
-            },
+            None => StoreError::NotClaimable { ownership: current.ownership },
         });
     };
     tx.commit()?;
@@ -224,21 +169,12 @@ pub(super) fn claim(
 /// Why an owner-only write matched no row.
 fn not_owner(conn: &Connection, id: &ResourceId, session: &SessionId) -> StoreError {
     match get(conn, id) {
-        Ok(current) => StoreError::NotOwner {
-            resource: id.clone(),
-            session: session.clone(),
-            owner: current.session_id,
-        },
+        Ok(current) => StoreError::NotOwner { resource: id.clone(), session: session.clone(), owner: current.session_id },
         Err(e) => e,
     }
 }
 
-pub(super) fn release(
-    conn: &mut Connection,
-    id: &ResourceId,
-    session: &SessionId,
-    now_ms: u64,
-) -> Result<Resource> {
+pub(super) fn release(conn: &mut Connection, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     let released = query_opt(
@@ -261,14 +197,7 @@ pub(super) fn release(
     Ok(resource)
 }
 
-pub(super) fn set_mark(
-    conn: &mut Connection,
-    id: &ResourceId,
-    session: &SessionId,
-    mark: Mark,
-    turn: &TurnId,
-    now_ms: u64,
-) -> Result<Resource> {
+pub(super) fn set_mark(conn: &mut Connection, id: &ResourceId, session: &SessionId, mark: Mark, turn: &TurnId, now_ms: u64) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     let marked = query_opt(
@@ -279,13 +208,7 @@ pub(super) fn set_mark(
               WHERE id = ?1 AND session_id = ?2
              RETURNING {COLUMNS}"
         ),
-        params![
-            id.as_str(),
-            session.as_str(),
-            mark.as_str(),
-            turn.as_str(),
-            now
-        ],
+        params![id.as_str(), session.as_str(), mark.as_str(), turn.as_str(), now],
         decode,
     )?;
     let Some(resource) = marked else {
@@ -295,13 +218,7 @@ pub(super) fn set_mark(
     Ok(resource)
 }
 
-pub(super) fn transition(
-    conn: &mut Connection,
-    id: &ResourceId,
-    expected_version: u64,
-    state: ResourceState,
-    now_ms: u64,
-) -> Result<u64> {
+pub(super) fn transition(conn: &mut Connection, id: &ResourceId, expected_version: u64, state: ResourceState, now_ms: u64) -> Result<u64> {
     let now = int(now_ms, "now_ms")?;
     let expected = int(expected_version, "expected_version")?;
     let tx = write_tx(conn)?;
@@ -315,22 +232,13 @@ pub(super) fn transition(
     )?;
     let Some(version) = moved else {
         let current = get(&tx, id)?;
-        return Err(StoreError::Conflict {
-            expected_version,
-            actual: current.version,
-        });
+        return Err(StoreError::Conflict { expected_version, actual: current.version });
     };
     tx.commit()?;
     uint(version, "version")
 }
 
-pub(super) fn update_location(
-    conn: &Connection,
-    id: &ResourceId,
-    url: &str,
-    title: &str,
-    now_ms: u64,
-) -> Result<()> {
+pub(super) fn update_location(conn: &Connection, id: &ResourceId, url: &str, title: &str, now_ms: u64) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
     let changed = conn
         .prepare_cached(
@@ -344,13 +252,7 @@ pub(super) fn update_location(
     Ok(())
 }
 
-pub(super) fn attach_handle(
-    conn: &mut Connection,
-    id: &ResourceId,
-    target: &TargetId,
-    instance: InstanceId,
-    now_ms: u64,
-) -> Result<Resource> {
+pub(super) fn attach_handle(conn: &mut Connection, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     check_handle(&tx, id, target, instance)?;
@@ -363,12 +265,7 @@ pub(super) fn attach_handle(
               WHERE id = ?1
              RETURNING {COLUMNS}"
         ),
-        params![
-            id.as_str(),
-            target.as_str(),
-            int(instance.0, "instance")?,
-            now
-        ],
+        params![id.as_str(), target.as_str(), int(instance.0, "instance")?, now],
         decode,
     )?
     .ok_or_else(|| not_found(id))?;
