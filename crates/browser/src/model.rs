@@ -268,10 +268,11 @@ impl<'a> Walker<'a> {
             all_text(&children, &mut text);
             shown_name = fold(&text);
             if shown_name.is_empty()
-                && let Some(inferred) = dom.and_then(|d| infer_name(ctx.view, d)) {
-                    shown_name = inferred;
-                    name_inferred = true;
-                }
+                && let Some(inferred) = dom.and_then(|d| infer_name(ctx.view, d))
+            {
+                shown_name = inferred;
+                name_inferred = true;
+            }
         }
         // A named node repeats its name as text; drop the duplicate.
         if !shown_name.is_empty() {
@@ -539,9 +540,10 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
             }
         }
         if tag == "title"
-            && let Some(t) = view.descendants(d).map(|t| fold(view.node_value(t))).find(|t| !t.is_empty()) {
-                return Some(t);
-            }
+            && let Some(t) = view.descendants(d).map(|t| fold(view.node_value(t))).find(|t| !t.is_empty())
+        {
+            return Some(t);
+        }
         let source = match tag.as_str() {
             "img" | "image" | "input" => view.attr(d, "src").or_else(|| view.attr(d, "href")),
             "use" => view.attr(d, "href").or_else(|| view.attr(d, "xlink:href")),
@@ -580,9 +582,11 @@ fn icon_class(classes: &str) -> Option<String> {
     classes.split_whitespace().find_map(|c| {
         for prefix in ["fa-", "icon-", "bi-", "glyphicon-", "mdi-", "ti-"] {
             if let Some(rest) = c.strip_prefix(prefix)
-                && !rest.is_empty() && !matches!(rest, "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x") {
-                    return Some(humanize(rest));
-                }
+                && !rest.is_empty()
+                && !matches!(rest, "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x")
+            {
+                return Some(humanize(rest));
+            }
         }
         None
     })

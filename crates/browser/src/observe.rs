@@ -449,10 +449,12 @@ fn iframe_hosts_without_content(capture: &SessionCapture) -> Vec<i64> {
     let with_content: HashSet<usize> = doc.nodes.content_document_index.index.iter().copied().collect();
     for (i, name) in doc.nodes.node_name.iter().enumerate() {
         let tag = capture.snapshot.string(*name);
-        if (tag.eq_ignore_ascii_case("iframe") || tag.eq_ignore_ascii_case("frame")) && !with_content.contains(&i)
-            && let Some(backend) = doc.nodes.backend_node_id.get(i) {
-                hosts.push(*backend);
-            }
+        if (tag.eq_ignore_ascii_case("iframe") || tag.eq_ignore_ascii_case("frame"))
+            && !with_content.contains(&i)
+            && let Some(backend) = doc.nodes.backend_node_id.get(i)
+        {
+            hosts.push(*backend);
+        }
     }
     hosts
 }

@@ -357,26 +357,29 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
     match event.method.as_str() {
         "Page.frameNavigated" => {
             if let Some(nav) = event.parse::<page::FrameNavigated>()
-                && nav.frame.parent_id.is_none() {
-                    state.navigation_epoch += 1;
-                    state.main_frame_id = nav.frame.id;
-                    state.console.clear();
-                }
+                && nav.frame.parent_id.is_none()
+            {
+                state.navigation_epoch += 1;
+                state.main_frame_id = nav.frame.id;
+                state.console.clear();
+            }
         }
         "Page.navigatedWithinDocument" => {
             if let Some(nav) = event.parse::<page::NavigatedWithinDocument>()
-                && nav.frame_id == state.main_frame_id {
-                    state.navigation_epoch += 1;
-                }
+                && nav.frame_id == state.main_frame_id
+            {
+                state.navigation_epoch += 1;
+            }
         }
         "Runtime.executionContextCreated" => {
             if let Some(created) = event.parse::<runtime::ExecutionContextCreated>()
-                && created.context.name == WORLD {
-                    let aux = created.context.aux_data.and_then(|a| serde_json::from_value::<ContextAux>(a).ok());
-                    if let Some(frame) = aux.and_then(|a| a.frame_id) {
-                        state.worlds.insert(frame, created.context.id);
-                    }
+                && created.context.name == WORLD
+            {
+                let aux = created.context.aux_data.and_then(|a| serde_json::from_value::<ContextAux>(a).ok());
+                if let Some(frame) = aux.and_then(|a| a.frame_id) {
+                    state.worlds.insert(frame, created.context.id);
                 }
+            }
         }
         "Runtime.executionContextDestroyed" => {
             if let Some(destroyed) = event.parse::<runtime::ExecutionContextDestroyed>() {
@@ -386,19 +389,20 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         "Runtime.executionContextsCleared" => state.worlds.clear(),
         "Runtime.consoleAPICalled" => {
             if let Some(called) = event.parse::<runtime::ConsoleApiCalled>()
-                && (called.kind == "error" || called.kind == "assert") {
-                    let text = called
-                        .args
-                        .iter()
-                        .map(|a| match &a.value {
-                            Some(serde_json::Value::String(s)) => s.clone(),
-                            Some(other) => other.to_string(),
-                            None => a.description.clone().unwrap_or_default(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    state.console.push(&text);
-                }
+                && (called.kind == "error" || called.kind == "assert")
+            {
+                let text = called
+                    .args
+                    .iter()
+                    .map(|a| match &a.value {
+                        Some(serde_json::Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => a.description.clone().unwrap_or_default(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                state.console.push(&text);
+            }
         }
         "Runtime.exceptionThrown" => {
             if let Some(thrown) = event.parse::<runtime::ExceptionThrown>() {

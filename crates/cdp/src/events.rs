@@ -50,9 +50,10 @@ impl EventFilter {
 
     pub(crate) fn matches(&self, event: &Event) -> bool {
         if let Some(session) = &self.session
-            && session != &event.session_id {
-                return false;
-            }
+            && session != &event.session_id
+        {
+            return false;
+        }
         self.methods.is_empty() || self.methods.iter().any(|m| m == &event.method)
     }
 }

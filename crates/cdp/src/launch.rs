@@ -193,9 +193,11 @@ impl Browser {
             if let Ok(text) = std::fs::read_to_string(&port_file) {
                 let mut lines = text.lines();
                 if let (Some(port), Some(path)) = (lines.next(), lines.next())
-                    && port.parse::<u16>().is_ok() && path.starts_with('/') {
-                        return Ok(format!("ws://127.0.0.1:{port}{path}"));
-                    }
+                    && port.parse::<u16>().is_ok()
+                    && path.starts_with('/')
+                {
+                    return Ok(format!("ws://127.0.0.1:{port}{path}"));
+                }
             }
             match self.child.try_wait() {
                 Ok(Some(status)) => return Err(LaunchError::Exited { status, log_tail: self.log_tail() }),

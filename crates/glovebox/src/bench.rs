@@ -256,7 +256,7 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
             "target": {"kind": "element", "ref": find(&observation, "Add one")?}, "intent": "count"
         }))?;
         let started = Instant::now();
-        let outcome = tab.act(&action, &options).await?;
+        let outcome = tab.act(&action.into(), &options).await?;
         let took = started.elapsed();
         observation = outcome.observation.ok_or_else(|| anyhow::anyhow!("no observation after the click"))?;
         if i >= 3 {
@@ -272,7 +272,7 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
             "target": {"kind": "element", "ref": find(&observation, "Notes")?}, "text": format!("{i:02}{}", &text[2..]), "intent": "note"
         }))?;
         let started = Instant::now();
-        let outcome = tab.act(&action, &options).await?;
+        let outcome = tab.act(&action.into(), &options).await?;
         let took = started.elapsed();
         anyhow::ensure!(outcome.receipt.state() == protocol::ReceiptState::Confirmed, "typing was verified");
         observation = outcome.observation.ok_or_else(|| anyhow::anyhow!("no observation after typing"))?;
@@ -342,7 +342,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
             let o = rt.observe(&tab_session, None, &Default::default()).await?;
             if direct.len() < usize::MAX {
                 let wait = protocol::validate_action(&json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 0, "intent": "w"}))?;
-                rt.act(&tab_session, None, &wait, &Default::default()).await?;
+                rt.act(&tab_session, None, &wait.into(), &Default::default(), std::time::Duration::ZERO).await?;
             }
         }
         direct.push(started.elapsed() / 21);
@@ -415,7 +415,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     let (mut attached, mut reattach) = (Vec::new(), Vec::new());
     for round in 0..30 {
         let turn = format!("turn_{round}");
-        rt.mark(&session, surface, ::runtime::Mark::Deliverable, &turn)?;
+        rt.mark(&session, surface, ::runtime::Mark::Deliverable, &turn).await?;
         rt.end_turn(&session, &turn).await?;
         let started = Instant::now();
         rt.observe(&session, None, &Default::default()).await?;

@@ -150,9 +150,10 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
     for entry in std::fs::read_dir(&dir).with_context(|| format!("no running Glovebox server found ({} is missing)", dir.display()))? {
         let text = std::fs::read_to_string(entry?.path())?;
         if let Ok(v) = serde_json::from_str::<Value>(&text)
-            && let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str()) {
-                servers.push((url.to_owned(), token.to_owned()));
-            }
+            && let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str())
+        {
+            servers.push((url.to_owned(), token.to_owned()));
+        }
     }
     Ok(servers)
 }

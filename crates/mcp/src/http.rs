@@ -130,12 +130,13 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     }
     // The person channel has its own token; the bearer token guards MCP.
     if request.uri().path().starts_with("/mcp")
-        && let Some(token) = &guard.token {
-            let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-            if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
-                return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
-            }
+        && let Some(token) = &guard.token
+    {
+        let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+            return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
         }
+    }
     next.run(request).await
 }
 

@@ -106,8 +106,9 @@ async fn list(State(state): State<PersonState>, headers: HeaderMap) -> Response 
 /// The JSON body, read only after the caller is known to be the person (so a stranger learns
 /// nothing from parse errors).
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Box<Response>> {
-    serde_json::from_slice(body)
-        .map_err(|e| (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {e}")}))).into_response().into())
+    serde_json::from_slice(body).map_err(|e| {
+        (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {e}")}))).into_response().into()
+    })
 }
 
 async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, headers: HeaderMap, body: axum::body::Bytes) -> Response {

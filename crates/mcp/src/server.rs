@@ -41,6 +41,8 @@ pub struct GloveboxMcp {
     runtime: Runtime,
     options: Arc<McpOptions>,
     session: Arc<SessionSlot>,
+    /// Approvals this session's user was already asked about (each is asked once).
+    asked: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// What a person answers through the client's elicitation form.
@@ -60,7 +62,7 @@ impl GloveboxMcp {
     /// A handler with a session of its own (created on the first tool call).
     pub fn new(runtime: Runtime, options: Arc<McpOptions>) -> Self {
         let session = Arc::new(SessionSlot::new(runtime.clone(), options.rate));
-        GloveboxMcp { runtime, options, session }
+        GloveboxMcp { runtime, options, session, asked: Default::default() }
     }
 
     /// Ends the Glovebox session now (stdio calls this when the client goes away).
@@ -219,69 +221,101 @@ impl GloveboxMcp {
             Ok(action) => action,
             Err(e) => return Ok(tool_error(&self.session.untrusted, ErrorCode::InvalidAction, &e.to_string())),
         };
-        let mut asked = false;
-        // A person's approval reaches the runtime asynchronously; a re-ask right after an
-        // approval is that race, not a new question (see the report: `resolve_approval` should
-        // apply the decision before it returns).
-        for _attempt in 0..4 {
-            match self.runtime.act_extended(session, surface.as_ref(), &action, &ActOptions::default()).await {
-                Ok(outcome) => {
-                    let mut receipt = serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null);
-                    if !outcome.opened.is_empty() {
-                        receipt["opened_tabs"] = json!(outcome.opened.len());
-                    }
-                    if let Some(dialog) = &outcome.dialog {
-                        receipt["dialog"] = json!(format!("{dialog:?}"));
-                    }
-                    let observation = match outcome.observation {
-                        Some(o) => o,
-                        None => self.runtime.observe(session, surface.as_ref(), &ObserveOptions::default()).await?,
-                    };
-                    return Ok(self.observation_result(surface.as_ref(), Some(receipt), observation));
+        // A client that can ask its user: the call waits while the user is asked (elicitation).
+        // Otherwise it returns the pending approval at once, and the same action sent again after
+        // a person approved proceeds exactly once (the runtime keeps the decision).
+        let wait = if can_elicit(peer) { self.elicitation_wait() } else { Duration::ZERO };
+        let options = ActOptions::default();
+        let acting = self.runtime.act(session, surface.as_ref(), &action, &options, wait);
+        let outcome = match self.asking_person(session, acting, peer, true).await {
+            Driven::Done(outcome) => outcome,
+            Driven::NotAsked(request) => return Ok(self.pending(&request.approval_id, "", Some(&request))),
+        };
+        match outcome {
+            Ok(outcome) => {
+                let mut receipt = serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null);
+                if !outcome.opened.is_empty() {
+                    receipt["opened_tabs"] = json!(outcome.opened.len());
                 }
-                Err(RuntimeError::NeedsApproval { approval_id, summary }) => {
-                    let request = self.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id);
-                    if asked {
-                        // Withdraw the duplicate: the person already decided on this action.
-                        let _ = self.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny);
-                        settle().await;
-                        continue;
-                    }
-                    match self.ask_person(peer, request.as_ref(), &summary).await {
+                if let Some(dialog) = &outcome.dialog {
+                    receipt["dialog"] = json!({"kind": dialog.kind, "message": dialog.message});
+                }
+                let observation = match outcome.observation {
+                    Some(o) => o,
+                    None => self.runtime.observe(session, surface.as_ref(), &ObserveOptions::default()).await?,
+                };
+                Ok(self.observation_result(surface.as_ref(), Some(receipt), observation))
+            }
+            Err(RuntimeError::NeedsApproval { approval_id, summary }) => {
+                let request = self.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id);
+                Ok(self.pending(&approval_id, &summary, request.as_ref()))
+            }
+            Err(RuntimeError::ApprovalDenied { summary }) => {
+                Ok(tool_error(&self.session.untrusted, ErrorCode::ApprovalDenied, &format!("a person denied: {summary}")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// How long a call may wait for the client's user to answer an approval.
+    fn elicitation_wait(&self) -> Duration {
+        self.options.elicitation_timeout.unwrap_or(Duration::from_secs(300))
+    }
+
+    /// Drives `work` to its end while asking the client's user (elicitation) about each approval
+    /// of this session that nobody asked yet — the one way this transport brings a person in, for
+    /// `act` and `computer_use` alike. The person's answer goes to `Runtime::resolve_approval`;
+    /// the runtime's waiting step then proceeds (or not) by itself. With `stop_if_not_asked`, an
+    /// approval the client could not ask about ends the wait (the approval stays pending for a
+    /// person channel, and `work` — parked before any side effect — is dropped).
+    async fn asking_person<F: Future>(&self, session: &str, work: F, peer: &rmcp::Peer<RoleServer>, stop_if_not_asked: bool) -> Driven<F::Output> {
+        let mut events = self.runtime.subscribe_events();
+        let mut work = std::pin::pin!(work);
+        let mut events_open = true;
+        loop {
+            let waiting = self.runtime.pending_approvals().into_iter().find(|r| r.session == session && lock(&self.asked).insert(r.approval_id.clone()));
+            if let Some(request) = waiting {
+                if !can_elicit(peer) {
+                    continue;
+                }
+                tokio::select! {
+                    answer = self.ask_person(peer, &request) => match answer {
                         Asked::Decided(decision) => {
-                            let _ = self.runtime.resolve_approval(&approval_id, decision);
-                            if decision == ApprovalDecision::Deny {
-                                return Ok(tool_error(&self.session.untrusted, ErrorCode::ApprovalDenied, &format!("a person denied: {summary}")));
-                            }
-                            asked = true;
-                            settle().await;
+                            let _ = self.runtime.resolve_approval(&request.approval_id, decision);
                         }
-                        Asked::NotAsked => return Ok(self.pending(&approval_id, &summary, request.as_ref())),
+                        Asked::NotAsked if stop_if_not_asked => return Driven::NotAsked(Box::new(request)),
+                        Asked::NotAsked => {}
+                    },
+                    out = &mut work => return Driven::Done(out),
+                }
+                continue;
+            }
+            tokio::select! {
+                out = &mut work => return Driven::Done(out),
+                // Any event (or a lag) is a reason to look for new approvals again.
+                event = events.recv(), if events_open => {
+                    if matches!(event, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+                        events_open = false;
                     }
                 }
-                Err(e) => return Err(e),
             }
         }
-        Ok(own_error(ErrorCode::Internal, "the approval was granted but did not reach the runtime in time; send the same action again"))
     }
 
     /// Asks the client's user through elicitation, when the client supports it.
-    async fn ask_person(&self, peer: &rmcp::Peer<RoleServer>, request: Option<&ApprovalRequest>, summary: &str) -> Asked {
-        if peer.supported_elicitation_modes().is_empty() {
+    async fn ask_person(&self, peer: &rmcp::Peer<RoleServer>, r: &ApprovalRequest) -> Asked {
+        if !can_elicit(peer) {
             return Asked::NotAsked;
         }
-        let message = match request {
-            Some(r) => format!(
-                "Glovebox asks you (not the model): allow {} on {} at {}? Tier {}: {}.{}",
-                r.action,
-                r.target,
-                r.origin,
-                r.tier,
-                r.reason,
-                r.text_chars.map(|n| format!(" It types {n} characters.")).unwrap_or_default()
-            ),
-            None => format!("Glovebox asks you (not the model): allow {summary}?"),
-        };
+        let message = format!(
+            "Glovebox asks you (not the model): allow {} on {} at {}? Tier {}: {}.{}",
+            r.action,
+            r.target,
+            r.origin,
+            r.tier,
+            r.reason,
+            r.text_chars.map(|n| format!(" It types {n} characters.")).unwrap_or_default()
+        );
         match peer.elicit_with_timeout::<ApprovalForm>(message, self.options.elicitation_timeout).await {
             Ok(Some(form)) => Asked::Decided(match (form.approve, form.for_this_site) {
                 (false, _) => ApprovalDecision::Deny,
@@ -303,7 +337,7 @@ impl GloveboxMcp {
             "approval_id": approval_id,
             "action": request.map(|r| r.action.clone()),
             "origin": request.map(|r| r.origin.clone()),
-            "tier": request.map(|r| r.tier.clone()),
+            "tier": request.map(|r| r.tier),
             "expires_at": request.map(|r| r.expires_at),
             "how_a_person_grants": how,
             "next": "Nothing was done. Tell the user what is pending and how to grant it; you cannot approve it yourself. After a person approves, send the same action again (same expected_frame_id).",
@@ -391,7 +425,7 @@ impl GloveboxMcp {
             _ => return Ok(own_error(ErrorCode::InvalidAction, "`mark` must be \"deliverable\" or \"handoff\"")),
         };
         let turn = format!("turn_mcp{}", self.session.turn.load(Ordering::Relaxed));
-        self.runtime.mark(session, surface, mark, &turn)?;
+        self.runtime.mark(session, surface, mark, &turn).await?;
         Ok(CallToolResult::success(vec![Content::text(json!({"marked": name, "mark": mark.as_str(), "turn": turn}).to_string())]))
     }
 
@@ -475,7 +509,6 @@ impl GloveboxMcp {
         request.max_steps = max_steps;
         request.max_seconds = max_seconds;
         request.assertions = assertions;
-        let mut events = self.runtime.subscribe_events();
         let (handle, mut join) = self.runtime.start_run(session, request, Box::new(planner))?;
         // A call that goes away (its future dropped on disconnect) stops its run; a client's
         // cancellation (`notifications/cancelled`) does too, through the request's token.
@@ -488,44 +521,20 @@ impl GloveboxMcp {
             }
         }
         let mut guard = StopOnDrop(Some(handle.clone()));
-        let mut asked = std::collections::HashSet::new();
-        let mut events_open = true;
-        let mut cancelled = false;
-        let result = loop {
-            // An approval of this run that nobody was asked about yet: ask the client's user
-            // (elicitation) while the run waits, racing the run's end and the call's cancel. A
-            // client without elicitation leaves it to the person channel (`glovebox approve`).
-            let waiting = self.runtime.pending_approvals().into_iter().find(|r| r.run_id == handle.run_id && !asked.contains(&r.approval_id));
-            if let Some(request) = waiting {
-                asked.insert(request.approval_id.clone());
-                let ask = self.ask_person(peer, Some(&request), "an action of the run");
-                tokio::select! {
-                    answer = ask => {
-                        if let Asked::Decided(decision) = answer {
-                            let _ = self.runtime.resolve_approval(&request.approval_id, decision);
-                        }
-                    }
-                    done = &mut join => break done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
-                    _ = context.ct.cancelled(), if !cancelled => {
-                        cancelled = true;
-                        handle.cancel();
-                    }
-                }
-                continue;
-            }
+        let (cancel, stop) = (context.ct.clone(), handle.clone());
+        let run = async move {
             tokio::select! {
-                done = &mut join => break done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
-                // Any event (or a lag) is a reason to look for new approvals again.
-                event = events.recv(), if events_open => {
-                    if matches!(event, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
-                        events_open = false;
-                    }
-                }
-                _ = context.ct.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    handle.cancel();
+                done = &mut join => done,
+                _ = cancel.cancelled() => {
+                    stop.cancel();
+                    join.await
                 }
             }
+        };
+        // Without elicitation the run waits for a person channel (`glovebox approve`).
+        let result = match self.asking_person(session, run, peer, false).await {
+            Driven::Done(done) => done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
+            Driven::NotAsked(_) => return Err(RuntimeError::Internal("the run's approvals were left to a person channel".into())),
         };
         guard.0 = None;
         let value = serde_json::to_value(&result).map_err(|e| RuntimeError::Internal(e.to_string()))?;
@@ -557,11 +566,15 @@ enum Asked {
     NotAsked,
 }
 
-/// Lets the runtime's approval task run before the action is sent again (bounded, no sleep).
-async fn settle() {
-    for _ in 0..64 {
-        tokio::task::yield_now().await;
-    }
+/// How [`GloveboxMcp::asking_person`] ended.
+enum Driven<T> {
+    Done(T),
+    /// An approval the client could not ask its user about.
+    NotAsked(Box<ApprovalRequest>),
+}
+
+fn can_elicit(peer: &rmcp::Peer<RoleServer>) -> bool {
+    !peer.supported_elicitation_modes().is_empty()
 }
 
 fn surface_arg(args: &Args) -> Result<Option<SurfaceName>, RuntimeError> {

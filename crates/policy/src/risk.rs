@@ -24,6 +24,17 @@ pub enum RiskTier {
     R3,
 }
 
+impl std::fmt::Display for RiskTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RiskTier::R0 => "R0",
+            RiskTier::R1 => "R1",
+            RiskTier::R2 => "R2",
+            RiskTier::R3 => "R3",
+        })
+    }
+}
+
 /// What an action does, as the runtime classifies it from the action and its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
@@ -190,27 +201,24 @@ pub struct Request<'a> {
     pub tier: RiskTier,
     /// The origin acted on.
     pub origin: Option<&'a Origin>,
-    /// A person approved exactly this action once.
-    pub approved_once: bool,
 }
 
 /// The decision for `request`: blocked origins are denied; R0 and R1 go ahead; R2 goes ahead
-/// under a grant for (run, origin) or a one-time approval of this action, else asks; R3 asks
-/// every time unless this very action was approved once.
+/// under a grant for (run, origin), else asks; R3 asks every time. (A person's one-time approval
+/// of an exact action is the runtime's record, consumed after `Ask`.)
 pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPolicy, now: u64) -> Decision {
     if let Some(origin) = request.origin
-        && let Err(e) = crate::navigation::check_origin(origin, navigation) {
-            return Decision::Deny { reason: e.to_string() };
-        }
+        && let Err(e) = crate::navigation::check_origin(origin, navigation)
+    {
+        return Decision::Deny { reason: e.to_string() };
+    }
     match request.tier {
         RiskTier::R0 | RiskTier::R1 => Decision::Allow,
-        RiskTier::R2 if request.approved_once => Decision::Allow,
         RiskTier::R2 => match request.origin {
             Some(origin) if grants.covers(request.run, origin, now) => Decision::Allow,
             Some(origin) => Decision::Ask { tier: RiskTier::R2, reason: format!("first action on {} in this task", origin.serialize_web()) },
             None => Decision::Ask { tier: RiskTier::R2, reason: "the page has no web origin".into() },
         },
-        RiskTier::R3 if request.approved_once => Decision::Allow,
         RiskTier::R3 => Decision::Ask { tier: RiskTier::R3, reason: "high-impact action: approval is needed every time".into() },
     }
 }
@@ -263,14 +271,14 @@ mod tests {
         let sub = origin("https://evil.shop.example");
         let nav = NavigationPolicy::default();
         let mut grants = Grants::default();
-        let ask = |g: &Grants, o: &Origin, tier, now| decide(&Request { run: "run_1", tier, origin: Some(o), approved_once: false }, g, &nav, now);
+        let ask = |g: &Grants, o: &Origin, tier, now| decide(&Request { run: "run_1", tier, origin: Some(o) }, g, &nav, now);
         assert!(matches!(ask(&grants, &shop, RiskTier::R2, 0), Decision::Ask { .. }));
         grants.grant(Grant { run: "run_1".into(), origin: shop.clone(), expires_at: Some(1000) });
         assert_eq!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Allow);
         assert!(matches!(ask(&grants, &sub, RiskTier::R2, 10), Decision::Ask { .. }), "no suffix matching");
         assert!(matches!(ask(&grants, &shop, RiskTier::R3, 10), Decision::Ask { .. }), "R3 asks every time");
         assert!(
-            matches!(decide(&Request { run: "run_2", tier: RiskTier::R2, origin: Some(&shop), approved_once: false }, &grants, &nav, 10), Decision::Ask { .. }),
+            matches!(decide(&Request { run: "run_2", tier: RiskTier::R2, origin: Some(&shop) }, &grants, &nav, 10), Decision::Ask { .. }),
             "grants are per run"
         );
         assert!(matches!(ask(&grants, &shop, RiskTier::R2, 1000), Decision::Ask { .. }), "expired");
@@ -278,9 +286,6 @@ mod tests {
         grants.revoke("run_1", &shop);
         assert!(matches!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Ask { .. }), "revoked");
         let blocked = NavigationPolicy { blocked_origins: vec![shop.clone()], ..Default::default() };
-        assert!(matches!(
-            decide(&Request { run: "run_1", tier: RiskTier::R0, origin: Some(&shop), approved_once: false }, &grants, &blocked, 0),
-            Decision::Deny { .. }
-        ));
+        assert!(matches!(decide(&Request { run: "run_1", tier: RiskTier::R0, origin: Some(&shop) }, &grants, &blocked, 0), Decision::Deny { .. }));
     }
 }

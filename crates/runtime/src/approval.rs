@@ -1,26 +1,38 @@
 //! Approvals: an exact statement of what will happen, pending until a person approves (once or for
 //! the task), denies, or it expires. Resolved only through person channels (CLI prompt, console,
-//! host API) — the runtime exposes no approval to the tools a model can call.
+//! host API, a client's own user through MCP elicitation) — the runtime exposes no approval to the
+//! tools a model can call.
+//!
+//! This is the one approval mechanism: runs and direct calls (a direct call is a run of one step)
+//! ask here with the exact action they are about to perform (its `key`). A caller either waits
+//! for the decision or returns `needs_approval` at once; a decision nobody was waiting for is kept
+//! until it expires, and the identical action sent again consumes it — exactly once. Every entry
+//! has an enforced expiry, and a session's end, a run's end and shutdown withdraw theirs.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use policy::{Origin, RiskTier};
 use serde::Serialize;
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 
 /// What a person is asked to allow.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ApprovalRequest {
     pub approval_id: String,
+    /// The session whose model asked for the action.
+    pub session: String,
+    /// The run the action belongs to; a direct call's scope is its session.
     pub run_id: String,
-    /// The action kind (`click`, `type`, `navigate`, …).
+    /// The action kind as sent (`click`, `type`, `navigate`, `drag`, …).
     pub action: String,
     /// The element's role and name as observed (page text, untrusted), or the destination.
     pub target: String,
-    /// The origin acted on, or navigated to.
+    /// The origin the side effect reaches (for a navigation: the destination). "Allow for this
+    /// site" grants exactly this origin.
     pub origin: String,
     /// `R2` or `R3`.
-    pub tier: String,
+    pub tier: RiskTier,
     /// Why approval is needed.
     pub reason: String,
     /// For typing: the length of the text, never the text.
@@ -40,46 +52,223 @@ pub enum ApprovalDecision {
     Deny,
 }
 
+impl ApprovalDecision {
+    /// The closed snake_case name (events, logs).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalDecision::ApproveOnce => "approve_once",
+            ApprovalDecision::ApproveForTask => "approve_for_task",
+            ApprovalDecision::Deny => "deny",
+        }
+    }
+}
+
+/// Why a decision cannot be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotPending {
+    /// No such approval, or it was withdrawn (its session or run ended).
+    Unknown,
+    /// It expired before the person answered.
+    Expired,
+    /// A person already decided it.
+    Decided,
+}
+
+enum State {
+    /// Waiting for a person; waiters watch the sender.
+    Pending(watch::Sender<Option<ApprovalDecision>>),
+    /// A person decided; the first taker (the waiting call, or the identical action sent again)
+    /// consumes it. Kept until `until`.
+    Decided { decision: ApprovalDecision, until: u64 },
+}
+
+struct Entry {
+    request: ApprovalRequest,
+    /// The exact action (session, tab, action JSON with its frame id) the approval is for.
+    key: String,
+    /// What "allow for this site" grants: exactly the origin the person was shown.
+    grant: Option<Origin>,
+    state: State,
+}
+
+/// The result of asking.
+pub(crate) enum Asked {
+    /// A person already decided this exact action (the decision is consumed).
+    Decided(ApprovalDecision),
+    /// Waiting for a person.
+    Pending { approval_id: String, decision: watch::Receiver<Option<ApprovalDecision>>, request: Box<ApprovalRequest>, fresh: bool },
+}
+
+/// What resolving changed, for the caller to apply.
+pub(crate) struct Resolved {
+    pub(crate) run_id: String,
+    pub(crate) session: String,
+    pub(crate) grant: Option<Origin>,
+}
+
 #[derive(Default)]
 pub(crate) struct Approvals {
-    pending: Mutex<HashMap<String, (ApprovalRequest, oneshot::Sender<ApprovalDecision>)>>,
+    entries: Mutex<HashMap<String, Entry>>,
 }
 
 impl Approvals {
-    pub(crate) fn open(&self, request: ApprovalRequest) -> oneshot::Receiver<ApprovalDecision> {
-        let (tx, rx) = oneshot::channel();
-        self.lock().insert(request.approval_id.clone(), (request, tx));
-        rx
+    /// Asks for `request` on the exact action `key`. A decision already given for the same action
+    /// is consumed; an approval already pending for it is shared (never asked twice).
+    pub(crate) fn ask(&self, request: ApprovalRequest, key: String, grant: Option<Origin>, now: u64) -> Asked {
+        let mut entries = self.lock();
+        expire(&mut entries, now);
+        let same = entries.iter().find(|(_, e)| e.key == key).map(|(id, _)| id.clone());
+        if let Some(id) = same {
+            match &entries[&id].state {
+                State::Decided { decision, .. } => {
+                    let decision = *decision;
+                    entries.remove(&id);
+                    return Asked::Decided(decision);
+                }
+                State::Pending(tx) => {
+                    let request = Box::new(entries[&id].request.clone());
+                    return Asked::Pending { approval_id: id, decision: tx.subscribe(), request, fresh: false };
+                }
+            }
+        }
+        let (tx, rx) = watch::channel(None);
+        let approval_id = request.approval_id.clone();
+        let boxed = Box::new(request.clone());
+        entries.insert(approval_id.clone(), Entry { request, key, grant, state: State::Pending(tx) });
+        Asked::Pending { approval_id, decision: rx, request: boxed, fresh: true }
     }
 
-    pub(crate) fn list(&self) -> Vec<ApprovalRequest> {
-        let mut list: Vec<_> = self.lock().values().map(|(r, _)| r.clone()).collect();
+    /// The approvals waiting for a person (never expired or withdrawn ones), oldest first.
+    pub(crate) fn list(&self, now: u64) -> Vec<ApprovalRequest> {
+        let mut entries = self.lock();
+        expire(&mut entries, now);
+        let mut list: Vec<_> = entries.values().filter(|e| matches!(e.state, State::Pending(_))).map(|e| e.request.clone()).collect();
         list.sort_by_key(|r| r.requested_at);
         list
     }
 
-    /// Delivers a person's decision; `false` if no such approval is pending.
-    pub(crate) fn resolve(&self, approval_id: &str, decision: ApprovalDecision) -> bool {
-        match self.lock().remove(approval_id) {
-            Some((_, tx)) => {
-                // A direct action's approval has no waiter; its decision is applied by the caller.
-                let _ = tx.send(decision);
-                true
+    /// Records a person's decision on a pending, unexpired approval; the decision waits for its
+    /// taker until `now + keep_ms`.
+    pub(crate) fn resolve(&self, approval_id: &str, decision: ApprovalDecision, now: u64, keep_ms: u64) -> Result<Resolved, NotPending> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(approval_id).ok_or(NotPending::Unknown)?;
+        if entry.request.expires_at <= now {
+            entries.remove(approval_id);
+            return Err(NotPending::Expired);
+        }
+        let State::Pending(tx) = &entry.state else { return Err(NotPending::Decided) };
+        // Waiters hear it after the state changed: whoever takes it finds the decision.
+        let tx = tx.clone();
+        entry.state = State::Decided { decision, until: now + keep_ms };
+        let resolved = Resolved { run_id: entry.request.run_id.clone(), session: entry.request.session.clone(), grant: entry.grant.clone() };
+        let _ = tx.send(Some(decision));
+        Ok(resolved)
+    }
+
+    /// Consumes the decision of `approval_id` (the waiting call's side); `None` if another
+    /// taker had it first, or it was withdrawn.
+    pub(crate) fn take(&self, approval_id: &str) -> Option<ApprovalDecision> {
+        let mut entries = self.lock();
+        match entries.get(approval_id).map(|e| &e.state) {
+            Some(State::Decided { decision, .. }) => {
+                let decision = *decision;
+                entries.remove(approval_id);
+                Some(decision)
             }
-            None => false,
+            _ => None,
         }
     }
 
-    /// Withdraws every pending approval of a run (its end).
-    pub(crate) fn withdraw_run(&self, run_id: &str) {
-        self.lock().retain(|_, (r, _)| r.run_id != run_id);
-    }
-
+    /// Withdraws one approval (its waiter gave up: cancelled, out of time).
     pub(crate) fn withdraw(&self, approval_id: &str) {
         self.lock().remove(approval_id);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (ApprovalRequest, oneshot::Sender<ApprovalDecision>)>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    /// Withdraws every approval of a run (its end).
+    pub(crate) fn withdraw_run(&self, run_id: &str) {
+        self.lock().retain(|_, e| e.request.run_id != run_id);
+    }
+
+    /// Withdraws every approval of a session (its disposal).
+    pub(crate) fn withdraw_session(&self, session: &str) {
+        self.lock().retain(|_, e| e.request.session != session);
+    }
+
+    /// Withdraws everything (shutdown).
+    pub(crate) fn withdraw_all(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Drops pending approvals past their expiry and decisions nobody took in time.
+fn expire(entries: &mut HashMap<String, Entry>, now: u64) {
+    entries.retain(|_, e| match e.state {
+        State::Pending(_) => e.request.expires_at > now,
+        State::Decided { until, .. } => until > now,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: &str, session: &str, run: &str, now: u64) -> ApprovalRequest {
+        ApprovalRequest {
+            approval_id: id.into(),
+            session: session.into(),
+            run_id: run.into(),
+            action: "click".into(),
+            target: "button \"Save\"".into(),
+            origin: "https://shop.example".into(),
+            tier: RiskTier::R2,
+            reason: "test".into(),
+            text_chars: None,
+            requested_at: now,
+            expires_at: now + 100,
+        }
+    }
+
+    #[test]
+    fn an_expired_approval_is_neither_listed_nor_approvable() {
+        let approvals = Approvals::default();
+        let _ = approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0);
+        assert_eq!(approvals.list(50).len(), 1);
+        assert!(approvals.list(100).is_empty(), "expired at 100");
+        let _ = approvals.ask(request("a2", "s", "s", 200), "k2".into(), None, 200);
+        assert_eq!(approvals.resolve("a2", ApprovalDecision::ApproveOnce, 300, 100).err(), Some(NotPending::Expired));
+    }
+
+    #[test]
+    fn a_decision_is_consumed_exactly_once_by_the_identical_action() {
+        let approvals = Approvals::default();
+        let Asked::Pending { approval_id, .. } = approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0) else { panic!("asks") };
+        approvals.resolve(&approval_id, ApprovalDecision::ApproveOnce, 10, 100).unwrap();
+        assert!(approvals.list(10).is_empty(), "decided approvals are not listed");
+        assert!(matches!(approvals.ask(request("a2", "s", "s", 20), "k".into(), None, 20), Asked::Decided(ApprovalDecision::ApproveOnce)));
+        assert!(matches!(approvals.ask(request("a3", "s", "s", 30), "k".into(), None, 30), Asked::Pending { fresh: true, .. }), "used up");
+    }
+
+    #[test]
+    fn the_same_action_asked_twice_shares_one_pending_approval() {
+        let approvals = Approvals::default();
+        let _ = approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0);
+        assert!(matches!(approvals.ask(request("a2", "s", "s", 1), "k".into(), None, 1), Asked::Pending { fresh: false, .. }));
+        assert_eq!(approvals.list(2).len(), 1);
+    }
+
+    #[test]
+    fn withdrawal_by_session_and_run() {
+        let approvals = Approvals::default();
+        let _ = approvals.ask(request("a1", "s1", "s1", 0), "k1".into(), None, 0);
+        let _ = approvals.ask(request("a2", "s2", "run_1", 0), "k2".into(), None, 0);
+        approvals.withdraw_session("s1");
+        assert_eq!(approvals.list(1).iter().map(|r| r.approval_id.as_str()).collect::<Vec<_>>(), ["a2"]);
+        approvals.withdraw_run("run_1");
+        assert!(approvals.list(1).is_empty());
+        assert_eq!(approvals.resolve("a1", ApprovalDecision::ApproveOnce, 1, 100).err(), Some(NotPending::Unknown));
     }
 }

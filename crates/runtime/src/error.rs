@@ -29,8 +29,8 @@ pub enum RuntimeError {
     Browser(#[from] BrowserError),
     #[error("invalid action: {0}")]
     InvalidAction(String),
-    #[error("unknown approval {0}")]
-    UnknownApproval(String),
+    #[error("approval {approval_id} cannot be decided: {why}")]
+    UnknownApproval { approval_id: String, why: &'static str },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -49,7 +49,8 @@ impl RuntimeError {
             RuntimeError::Cancelled => ErrorCode::Cancelled,
             RuntimeError::Browser(e) => e.code(),
             RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
-            RuntimeError::UnknownApproval(_) | RuntimeError::Internal(_) => ErrorCode::Internal,
+            RuntimeError::UnknownApproval { .. } => ErrorCode::InvalidAction,
+            RuntimeError::Internal(_) => ErrorCode::Internal,
         }
     }
 }

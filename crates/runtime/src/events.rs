@@ -1,5 +1,6 @@
-//! Structured run events for logs and the console: never typed text, only its length, target
-//! and sensitivity.
+//! Structured events of runs and direct calls (a direct call's `run_id` is its session) for logs
+//! and the console: never typed text, only its length, target and sensitivity. Every status,
+//! reason, state and decision is serialised as its closed snake_case code.
 
 use serde::Serialize;
 
@@ -41,18 +42,18 @@ pub enum EventKind {
     },
     ApprovalRequested {
         approval_id: String,
-        tier: String,
+        tier: policy::RiskTier,
         origin: String,
         what: String,
     },
     ApprovalResolved {
         approval_id: String,
-        outcome: String,
+        outcome: crate::ApprovalDecision,
     },
     /// `action` is the kind as sent (`click`, `drag`, …), as the receipt names it.
     Receipt {
         action: String,
-        state: String,
+        state: protocol::ReceiptState,
         effect_uncertain: bool,
         detail: Option<String>,
     },
@@ -61,8 +62,8 @@ pub enum EventKind {
         passed: bool,
     },
     RunEnded {
-        status: String,
-        reason: String,
+        status: protocol::RunStatus,
+        reason: protocol::ReasonCode,
         steps: u32,
     },
 }

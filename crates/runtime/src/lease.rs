@@ -22,6 +22,8 @@ pub(crate) struct LeaseHeld {
 pub(crate) struct Leases {
     table: Mutex<HashMap<String, Lease>>,
     generation: std::sync::atomic::AtomicU64,
+    /// Woken whenever a lease is released or dropped.
+    freed: tokio::sync::Notify,
 }
 
 impl Leases {
@@ -29,9 +31,11 @@ impl Leases {
     pub(crate) fn acquire(&self, target: &str, holder: &str, now: u64, ttl_ms: u64) -> Result<Lease, LeaseHeld> {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(existing) = table.get(target)
-            && existing.holder != holder && existing.expires_at > now {
-                return Err(LeaseHeld { holder: existing.holder.clone() });
-            }
+            && existing.holder != holder
+            && existing.expires_at > now
+        {
+            return Err(LeaseHeld { holder: existing.holder.clone() });
+        }
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let lease = Lease { holder: holder.to_owned(), generation, expires_at: now + ttl_ms };
         table.insert(target.to_owned(), lease.clone());
@@ -62,10 +66,21 @@ impl Leases {
         if table.get(target).is_some_and(|l| l.generation == lease.generation) {
             table.remove(target);
         }
+        drop(table);
+        self.freed.notify_waiters();
     }
 
     /// Drops every lease of a closed tab: its next side effect is `target_lost`.
     pub(crate) fn invalidate(&self, target: &str) {
         self.table.lock().unwrap_or_else(|p| p.into_inner()).remove(target);
+        self.freed.notify_waiters();
+    }
+
+    /// Completes at the next release. Take it before trying to acquire, so a release between
+    /// the try and the wait is not missed.
+    pub(crate) fn released(&self) -> std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>> {
+        let mut notified = Box::pin(self.freed.notified());
+        notified.as_mut().enable();
+        notified
     }
 }

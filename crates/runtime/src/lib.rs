@@ -15,6 +15,7 @@ mod lifecycle;
 mod planner;
 mod run;
 mod runtime;
+mod step;
 mod surface;
 mod verify;
 

@@ -256,9 +256,11 @@ impl Runtime {
     }
 
     /// Marks a tab `deliverable` or `handoff` for the current turn (the latest mark wins; it must
-    /// be renewed to survive another turn).
-    pub fn mark(&self, session: &str, surface: u64, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
-        let state = self.session(session)?;
+    /// be renewed to survive another turn). A mark is an operation of the session: it never runs
+    /// beside a turn end, so it either lands before the turn end reads the marks or finds the
+    /// tab already gone — it is never silently lost.
+    pub async fn mark(&self, session: &str, surface: u64, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
+        let (state, _op) = self.begin(session).await?;
         let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
         let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
         self.inner.store.set_mark(&store::ResourceId::new(&resource), &sid(session), mark, &store::TurnId::new(turn), now_ms()).map_err(internal)?;
@@ -299,6 +301,10 @@ impl Runtime {
     pub async fn close_session(&self, session: &str) -> Result<CleanupReport, RuntimeError> {
         let state = self.session(session)?;
         state.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Nothing the session asked a person about can be approved once it is gone, and what a
+        // person allowed for it ends with it.
+        self.inner.approvals.withdraw_session(session);
+        self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).end_run(session);
         let report = self.cleanup(session, None, Boundary::Disposal).await?;
         // A detach that failed during the cleanup gets one more try before the session goes;
         // if it still fails, its recovery record stays in the store.
@@ -351,6 +357,7 @@ impl Runtime {
                 Err(e) => tracing::warn!(session = %id, error = %e, "disposal cleanup at shutdown failed"),
             }
         }
+        self.inner.approvals.withdraw_all();
         self.inner.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
         self.connection().close();
         // Dropping a launched browser stops its process group.
@@ -440,9 +447,10 @@ impl Runtime {
         let gone = tokio::time::timeout(Duration::from_secs(5), async {
             while let Some(event) = destroyed.recv().await {
                 if let Ok(event) = event
-                    && event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target) {
-                        return true;
-                    }
+                    && event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target)
+                {
+                    return true;
+                }
             }
             false
         })

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use protocol::{Action, ActionError, ErrorCode, Observation, Receipt};
+use protocol::{ActionError, ErrorCode, ExtendedAction, Observation, Receipt};
 use serde_json::json;
 
 /// What the planner sees each step (owned, so planners may hold it across awaits).
@@ -31,7 +31,7 @@ pub struct StepReport {
 #[derive(Debug, Clone)]
 pub enum PlannerStep {
     /// Perform this action (one state-changing action per step).
-    Act(Action),
+    Act(ExtendedAction),
     /// The planner believes the task is done. The runtime verifies before anything succeeds.
     Done { summary: String },
     /// The planner cannot continue.
@@ -130,7 +130,7 @@ impl Planner for ScriptedPlanner {
                     Scripted::Scroll(dy) => json!({"type": "scroll", "expected_frame_id": frame, "delta_y": dy, "intent": "scroll"}),
                     Scripted::Wait(ms) => json!({"type": "wait", "expected_frame_id": frame, "duration_ms": ms, "intent": "wait"}),
                 };
-                return Ok(PlannerStep::Act(protocol::validate_action(&value)?));
+                return Ok(PlannerStep::Act(protocol::validate_extended_action(&value)?));
             }
         })
     }
@@ -249,7 +249,7 @@ impl Planner for CommandPlanner {
             let parsed: Answer = serde_json::from_str(&answer)
                 .map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
             match parsed {
-                Answer { action: Some(action), done: None, give_up: None } => Ok(PlannerStep::Act(protocol::validate_action(&action)?)),
+                Answer { action: Some(action), done: None, give_up: None } => Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?)),
                 Answer { action: None, done: Some(summary), give_up: None } => Ok(PlannerStep::Done { summary }),
                 Answer { action: None, done: None, give_up: Some(summary) } => Ok(PlannerStep::GiveUp { summary }),
                 _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up".into())),

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use browser::{ActOptions, ObserveOptions, Tab};
-use protocol::{ArtifactKind, ArtifactRef, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SurfaceKind, SurfaceName, TabId};
+use protocol::{ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SurfaceKind, SurfaceName, TabId};
 
-use crate::approval::ApprovalDecision;
 use crate::events::EventKind;
 use crate::planner::{PlanInput, Planner, PlannerStep, StepReport};
-use crate::runtime::{Check, Runtime, TabEntry, now_ms};
+use crate::runtime::{Runtime, TabEntry, now_ms};
+use crate::step::{ApprovalWait, StepAt};
 use crate::verify::Assertion;
 use crate::{Cancel, RuntimeError};
 
@@ -76,6 +76,7 @@ impl Ending {
 
 struct RunState<'a> {
     runtime: &'a Runtime,
+    session: String,
     run_id: String,
     entry: TabEntry,
     /// The attachment the run holds (through its debugger lease) from start to end.
@@ -138,6 +139,7 @@ impl Runtime {
         let lease = self.acquire(&entry, &run_id)?;
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), (session.to_owned(), cancel.clone()));
         let handle = RunHandle { run_id: run_id.clone(), cancel: cancel.clone() };
+        let session_id = session.to_owned();
         let runtime = self.clone();
         let join = tokio::spawn(async move {
             let _op = op;
@@ -155,11 +157,13 @@ impl Runtime {
             let inner_entry = entry.clone();
             let inner_tab = attached.tab().clone();
             let inner_id = run_id.clone();
+            let inner_session = session_id;
             let inner_lease = lease.clone();
             let started = Instant::now();
             let body = tokio::spawn(async move {
                 let mut state = RunState {
                     runtime: &inner_runtime,
+                    session: inner_session,
                     run_id: inner_id,
                     entry: inner_entry,
                     tab: inner_tab,
@@ -220,10 +224,7 @@ impl Runtime {
             RunResult::ended(ReasonCode::Internal, format!("the result could not be built: {e}"), target, steps, Vec::new(), retained)
                 .expect("an internal-error result without evidence is always valid")
         });
-        self.emit(
-            run_id,
-            EventKind::RunEnded { status: format!("{:?}", result.status()).to_lowercase(), reason: format!("{:?}", result.reason_code()), steps },
-        );
+        self.emit(run_id, EventKind::RunEnded { status: result.status(), reason: result.reason_code(), steps });
         result
     }
 }
@@ -240,9 +241,10 @@ impl RunState<'_> {
             },
         );
         if let Some(url) = &request.url
-            && let Err(ending) = self.initial_navigation(url).await {
-                return ending;
-            }
+            && let Err(ending) = self.initial_navigation(url).await
+        {
+            return ending;
+        }
         let mut last: Option<StepReport> = None;
         let mut origin: Option<policy::Origin> = None;
         loop {
@@ -272,9 +274,10 @@ impl RunState<'_> {
             // A same-tab move to another origin voids the grant for the old one.
             let now_origin = self.tab.latest_observation().and_then(|r| policy::Origin::parse(r.document_url()).ok());
             if let (Some(before), Some(now)) = (&origin, &now_origin)
-                && before != now {
-                    self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).revoke(&self.run_id, before);
-                }
+                && before != now
+            {
+                self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).revoke(&self.run_id, before);
+            }
             origin = now_origin;
             if self.steps >= request.max_steps {
                 return Ending::new(ReasonCode::StepLimit, format!("the step budget of {} ran out", request.max_steps));
@@ -291,88 +294,58 @@ impl RunState<'_> {
                 PlannerStep::GiveUp { summary } => return Ending::new(ReasonCode::ActionFailed, summary),
                 PlannerStep::Act(action) => action,
             };
-            self.runtime.emit(&self.run_id, EventKind::Planned { action: action.kind().as_str().into(), target: target_ref(&action) });
-            // Resolve → Approve.
-            let Some(record) = self.tab.latest_observation() else {
-                return Ending::new(ReasonCode::Internal, "no observation record");
-            };
-            let check = match self.runtime.check(&self.entry, &self.key, &record, &action, &self.run_id, false) {
-                Ok(check) => check,
-                Err(e @ RuntimeError::CapabilityDenied { .. }) => return Ending::new(ReasonCode::CapabilityDenied, e.to_string()),
-                Err(e @ RuntimeError::OriginDenied { .. }) => {
-                    last = Some(StepReport { action: action.kind().as_str().into(), receipt: None, error: Some((e.code(), e.to_string())) });
-                    self.steps += 1;
-                    continue;
-                }
-                Err(e) => return Ending::new(ReasonCode::Internal, e.to_string()),
-            };
-            if let Check::Ask(request_) = check {
-                match self.approval(request_).await {
-                    Ok(()) => {}
-                    Err(Some(ending)) => return ending,
-                    Err(None) => {
-                        // Denied: the action never happens; the planner hears it and decides.
-                        last = Some(StepReport {
-                            action: action.kind().as_str().into(),
-                            receipt: None,
-                            error: Some((protocol::ErrorCode::ApprovalDenied, "a person denied this action".into())),
-                        });
-                        self.steps += 1;
-                        continue;
-                    }
-                }
-            }
-            if self.cancel.is_cancelled() {
-                return Ending::new(ReasonCode::Cancelled, "stopped before the action");
-            }
-            if Instant::now() >= self.deadline {
-                return Ending::new(ReasonCode::Timeout, "the time budget ran out");
-            }
-            // Act.
             self.runtime.emit(
                 &self.run_id,
-                EventKind::ActionSummary {
-                    action: action.kind().as_str().into(),
-                    target: target_ref(&action),
-                    text_chars: match &action {
-                        protocol::Action::Type { text, .. } => Some(text.as_str().chars().count()),
-                        _ => None,
-                    },
-                    secret: matches!(&action, protocol::Action::Type { target, .. } if record.binding(&target.element).is_some_and(|b| b.secret_field)),
-                },
+                EventKind::Planned { action: action.kind().as_str().into(), target: action.targets().next().map(|t| crate::step::describe_ref(&t)) },
             );
-            // The lease must still be this run's: a closed or lost tab is never replaced.
-            let leases = &self.runtime.inner.leases;
-            let target = self.tab.target_id().0.clone();
-            if !leases.is_current(&target, &self.lease, now_ms()) {
-                return Ending::new(ReasonCode::TargetLost, "the tab's lease is gone (closed, hidden or lost)");
-            }
+            // Resolve → Approve → Act, on the one path every side effect takes (`step.rs`).
             let left = self.deadline.saturating_duration_since(Instant::now());
             let act_options = ActOptions { deadline: left.min(Duration::from_secs(30)), ..Default::default() };
-            let outcome = self.tab.act(&action, &act_options).await;
+            let outcome = self.step(&action, &act_options).await;
             self.steps += 1;
-            leases.renew(&target, &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
+            let leases = &self.runtime.inner.leases;
+            leases.renew(self.entry.target(), &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
             match outcome {
                 Ok(outcome) => {
-                    self.runtime.emit(
-                        &self.run_id,
-                        EventKind::Receipt {
-                            action: outcome.receipt.action().as_str().into(),
-                            state: format!("{:?}", outcome.receipt.state()).to_lowercase(),
-                            effect_uncertain: outcome.receipt.effect_uncertain(),
-                            detail: outcome.receipt.detail().map(str::to_owned),
-                        },
-                    );
                     if !outcome.opened.is_empty() {
                         return Ending::new(ReasonCode::NewSurfaceCreated, "the page opened a new tab or window; a person must link it before it can be used");
                     }
                     last = Some(StepReport { action: outcome.receipt.action().as_str().into(), receipt: Some(outcome.receipt), error: None });
                 }
-                Err(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => return self.browser_ending(e),
-                Err(e) => {
-                    last = Some(StepReport { action: action.kind().as_str().into(), receipt: None, error: Some((e.code(), e.to_string())) });
-                }
+                Err(e) => match self.step_ending(e) {
+                    Ok(report) => last = Some(StepReport { action: action.kind().as_str().into(), receipt: None, error: Some(report) }),
+                    Err(ending) => return ending,
+                },
             }
+        }
+    }
+
+    /// One step of this run on the one path, waiting for a person within the run's deadline.
+    async fn step(&self, action: &ExtendedAction, options: &ActOptions) -> Result<browser::ActOutcome, RuntimeError> {
+        let at = StepAt {
+            session: &self.session,
+            scope: &self.run_id,
+            entry: &self.entry,
+            key: &self.key,
+            tab: &self.tab,
+            lease: &self.lease,
+            cancel: Some(&self.cancel),
+            wait: ApprovalWait::Until(self.deadline),
+        };
+        self.runtime.step(&at, action, options).await
+    }
+
+    /// What a refused step means for the run: `Ok` = the planner hears it and decides what next
+    /// (policy refused, a person denied, a stale or unactionable target); `Err` = the run ends.
+    fn step_ending(&self, e: RuntimeError) -> Result<(protocol::ErrorCode, String), Ending> {
+        match e {
+            RuntimeError::Cancelled => Err(Ending::new(ReasonCode::Cancelled, "stopped")),
+            RuntimeError::NeedsApproval { .. } => Err(Ending::new(ReasonCode::NeedsApproval, "no person answered the approval within the run's time")),
+            e @ RuntimeError::CapabilityDenied { .. } => Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string())),
+            RuntimeError::Browser(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => {
+                Err(self.browser_ending(e))
+            }
+            e => Ok((e.code(), e.to_string())),
         }
     }
 
@@ -382,77 +355,16 @@ impl RunState<'_> {
             Ok(Err(e)) => return Err(self.browser_ending(e)),
             Err(ending) => return Err(ending),
         };
-        let action = protocol::validate_action(&serde_json::json!({
+        let action = protocol::validate_extended_action(&serde_json::json!({
             "type": "navigate", "expected_frame_id": observation.frame_id().as_str(), "url": url, "intent": "open the task's page"
         }))
         .map_err(|e| Ending::new(ReasonCode::InvalidPlan, e.to_string()))?;
-        let Some(record) = self.tab.latest_observation() else { return Err(Ending::new(ReasonCode::Internal, "no observation")) };
-        match self.runtime.check(&self.entry, &self.key, &record, &action, &self.run_id, false) {
-            Ok(Check::Allow) => {}
-            Ok(Check::Ask(request)) => match self.approval(request).await {
-                Ok(()) => {}
-                Err(Some(ending)) => return Err(ending),
-                Err(None) => return Err(Ending::new(ReasonCode::ApprovalDenied, "a person denied opening the task's page")),
-            },
-            Err(e @ RuntimeError::CapabilityDenied { .. }) => return Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string())),
-            Err(e) => return Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),
-        }
-        match self.tab.act(&action, &ActOptions::default()).await {
+        match self.step(&action, &ActOptions::default()).await {
             Ok(_) => Ok(()),
-            Err(e) => Err(self.browser_ending(e)),
-        }
-    }
-
-    /// Waits for a person inside the run's deadline, cancellable. `Ok` = approved; `Err(None)` =
-    /// denied (the planner decides what next); `Err(Some)` = the run ends.
-    async fn approval(&mut self, request: crate::approval::ApprovalRequest) -> Result<(), Option<Ending>> {
-        let approval_id = request.approval_id.clone();
-        let origin = policy::Origin::parse(&request.origin).ok();
-        self.runtime.emit(
-            &self.run_id,
-            EventKind::ApprovalRequested {
-                approval_id: approval_id.clone(),
-                tier: request.tier.clone(),
-                origin: request.origin.clone(),
-                what: format!("{} {}", request.action, request.target),
-            },
-        );
-        let expires = Duration::from_millis(request.expires_at.saturating_sub(request.requested_at));
-        let rx = self.runtime.inner.approvals.open(request);
-        let wait = tokio::time::timeout(expires, rx);
-        let decision = tokio::select! {
-            d = wait => d,
-            _ = self.cancel.cancelled() => {
-                self.runtime.inner.approvals.withdraw(&approval_id);
-                return Err(Some(Ending::new(ReasonCode::Cancelled, "stopped while waiting for approval")));
-            }
-            _ = tokio::time::sleep_until(self.deadline.into()) => {
-                self.runtime.inner.approvals.withdraw(&approval_id);
-                return Err(Some(Ending::new(ReasonCode::NeedsApproval, "the run's time ran out waiting for a person's approval")));
-            }
-        };
-        let outcome = match decision {
-            Ok(Ok(d)) => d,
-            Ok(Err(_)) | Err(_) => {
-                self.runtime.inner.approvals.withdraw(&approval_id);
-                self.runtime.emit(&self.run_id, EventKind::ApprovalResolved { approval_id, outcome: "expired".into() });
-                return Err(Some(Ending::new(ReasonCode::NeedsApproval, "no person answered the approval in time")));
-            }
-        };
-        self.runtime.emit(&self.run_id, EventKind::ApprovalResolved { approval_id, outcome: format!("{outcome:?}") });
-        match outcome {
-            ApprovalDecision::ApproveOnce => Ok(()),
-            ApprovalDecision::ApproveForTask => {
-                if let Some(origin) = origin {
-                    self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(policy::Grant {
-                        run: self.run_id.clone(),
-                        origin,
-                        expires_at: None,
-                    });
-                }
-                Ok(())
-            }
-            ApprovalDecision::Deny => Err(None),
+            Err(RuntimeError::ApprovalDenied { .. }) => Err(Ending::new(ReasonCode::ApprovalDenied, "a person denied opening the task's page")),
+            Err(e @ RuntimeError::OriginDenied { .. }) => Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),
+            Err(RuntimeError::Browser(e)) => Err(self.browser_ending(e)),
+            Err(e) => Err(self.step_ending(e).err().unwrap_or_else(|| Ending::new(ReasonCode::ActionFailed, "the task's page could not be opened"))),
         }
     }
 
@@ -499,20 +411,14 @@ impl RunState<'_> {
 
     fn keep_screenshot(&mut self, mut observation: Observation, retain: bool) -> Observation {
         if let Some(shot) = observation.take_screenshot()
-            && let Some(bytes) = browser::decode_base64(&shot.data) {
-                self.artifact_seq += 1;
-                match self.runtime.inner.artifacts.store(&self.run_id, ArtifactKind::Screenshot, &bytes, retain, self.artifact_seq) {
-                    Ok(artifact) => self.artifacts.push(artifact),
-                    Err(e) => tracing::warn!(error = %e, "cannot store a screenshot artifact"),
-                }
+            && let Some(bytes) = browser::decode_base64(&shot.data)
+        {
+            self.artifact_seq += 1;
+            match self.runtime.inner.artifacts.store(&self.run_id, ArtifactKind::Screenshot, &bytes, retain, self.artifact_seq) {
+                Ok(artifact) => self.artifacts.push(artifact),
+                Err(e) => tracing::warn!(error = %e, "cannot store a screenshot artifact"),
             }
+        }
         observation
     }
-}
-
-fn target_ref(action: &protocol::Action) -> Option<String> {
-    action.target().map(|t| match t {
-        protocol::AnyTarget::Element(e) => e.element.as_str().to_owned(),
-        protocol::AnyTarget::Point(p) => format!("({}, {})", p.x, p.y),
-    })
 }

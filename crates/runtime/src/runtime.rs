@@ -5,23 +5,24 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use browser::{ActOptions, ActOutcome, ObservationRecord, ObserveOptions, Tab};
+use browser::{ActOptions, ActOutcome, ObserveOptions, Tab};
 use cdp::domains::target;
 use cdp::{Browser, Connection, ConnectionOptions};
-use policy::{Decision, Effect, Grant, Grants, RiskFacts, RiskTier};
-use protocol::{Action, ActionKind, AnyTarget, Capability, ExtendedAction, Observation, SurfaceName};
+use policy::Grants;
+use protocol::{Capability, ExtendedAction, Observation, SurfaceName};
 use store::Store as _;
 use tokio::sync::broadcast;
 
 use crate::RuntimeError;
-use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
+use crate::approval::Approvals;
 use crate::artifacts::Artifacts;
 use crate::config::{BrowserSource, RuntimeConfig};
 use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
 use crate::lease::{Lease, Leases};
+use crate::step::{ApprovalWait, StepAt};
 
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -62,8 +63,6 @@ pub(crate) struct SessionState {
     /// detach is done (a failed one is retried from here).
     pub(crate) debuggers: Mutex<Vec<Arc<DebuggerLease>>>,
     pub(crate) focused: Mutex<Option<u64>>,
-    /// One-time approvals for direct actions: fingerprints a person approved.
-    pub(crate) approved_once: Mutex<Vec<String>>,
 }
 
 pub(crate) struct Inner {
@@ -89,8 +88,6 @@ pub(crate) struct Inner {
     pub(crate) stopping: AtomicBool,
     /// Set once `shutdown` stopped the browser connection.
     pub(crate) stopped: AtomicBool,
-    /// Approvals of direct actions: what a person's decision unlocks.
-    pub(crate) direct: Mutex<HashMap<String, DirectApproval>>,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -143,7 +140,6 @@ impl Runtime {
                 reconnecting: tokio::sync::Mutex::new(()),
                 stopping: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
-                direct: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
             }),
@@ -198,7 +194,6 @@ impl Runtime {
             tabs: Mutex::default(),
             debuggers: Mutex::default(),
             focused: Mutex::default(),
-            approved_once: Mutex::default(),
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
         Ok(id)
@@ -341,60 +336,30 @@ impl Runtime {
         Ok(attached.tab().observe(options).await?)
     }
 
-    /// The approvals waiting for a person.
-    pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
-        self.inner.approvals.list()
-    }
-
-    /// A person's decision on a pending approval. Only person channels (console, host API, CLI
-    /// prompt) call this; no tool a model can call reaches it.
-    /// A direct action's approval takes effect before this returns, so the action can be sent
-    /// again at once.
-    pub fn resolve_approval(&self, approval_id: &str, decision: ApprovalDecision) -> Result<(), RuntimeError> {
-        if !self.inner.approvals.resolve(approval_id, decision) {
-            return Err(RuntimeError::UnknownApproval(approval_id.into()));
-        }
-        if let Some(direct) = lock(&self.inner.direct).remove(approval_id) {
-            match decision {
-                ApprovalDecision::ApproveOnce => lock(&direct.state.approved_once).push(direct.fingerprint),
-                ApprovalDecision::ApproveForTask => {
-                    if let Some(origin) = direct.origin {
-                        lock(&self.inner.grants).grant(Grant { run: direct.run, origin, expires_at: None });
-                    }
-                    lock(&direct.state.approved_once).push(direct.fingerprint);
-                }
-                ApprovalDecision::Deny => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// One action outside a run (the MCP `act` tool): exact binding, a lease for the call,
-    /// capability, origin and risk policy. An action that needs a person returns
-    /// `NeedsApproval` with the pending approval and does nothing; once a person approves it,
-    /// the same action can be sent again.
-    pub async fn act(&self, session: &str, surface: Option<&SurfaceName>, action: &Action, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+    /// One action outside a run (the MCP `act` tool, the host API): a run of one step. The exact
+    /// tab is bound, its write lease taken for this call alone (another direct call of the same
+    /// session on the same tab is waited for, within the action's deadline; a run's lease is a
+    /// conflict), then [`Runtime::step`] checks freshness, capability, origin and tier. An action
+    /// that needs a person waits up to `wait_for_person` (zero: returns `needs_approval` at once;
+    /// once a person decided, the identical action sent again proceeds exactly once).
+    pub async fn act(
+        &self,
+        session: &str,
+        surface: Option<&SurfaceName>,
+        action: &ExtendedAction,
+        options: &ActOptions,
+        wait_for_person: Duration,
+    ) -> Result<ActOutcome, RuntimeError> {
         let _op = self.begin(session).await?;
-        self.act_v1(session, surface, action, options).await
-    }
-
-    async fn act_v1(&self, session: &str, surface: Option<&SurfaceName>, action: &Action, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
-        let (state, entry, key) = self.resolve(session, surface)?;
-        let holder = format!("{session}/direct");
-        let lease = self.acquire(&entry, &holder)?;
+        let (_, entry, key) = self.resolve(session, surface)?;
+        let direct = format!("{session}/act/");
+        let holder = format!("{direct}{}", self.next_surface());
+        let lease = self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?;
         let result = async {
             let attached = self.attach(&entry).await?;
-            let record =
-                attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
-            let fingerprint = serde_json::to_string(action).unwrap_or_default();
-            let approved_once = take_once(&state, &fingerprint);
-            if let Check::Ask(request) = self.check(&entry, &key, &record, action, session, approved_once)? {
-                return Err(self.defer_approval(&state, session, &record, request, fingerprint));
-            }
-            if !self.inner.leases.is_current(entry.target(), &lease, now_ms()) {
-                return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease was lost".into() }));
-            }
-            Ok(attached.tab().act(action, options).await?)
+            let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
+            let at = StepAt { session, scope: session, entry: &entry, key: &key, tab: attached.tab(), lease: &lease, cancel: None, wait };
+            self.step(&at, action, options).await
         }
         .await;
         self.inner.leases.release(entry.target(), &lease);
@@ -406,262 +371,20 @@ impl Runtime {
         self.inner.leases.acquire(entry.target(), holder, now_ms(), ttl).map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
     }
 
-    /// Capability, origin and risk policy for one action on the observed frame.
-    pub(crate) fn check(
-        &self,
-        entry: &TabEntry,
-        key: &str,
-        record: &ObservationRecord,
-        action: &Action,
-        run: &str,
-        approved_once: bool,
-    ) -> Result<Check, RuntimeError> {
-        let intended = Intended::from_v1(action, record);
-        self.check_intended(entry, key, record, &intended, run, approved_once)
-    }
-
-    pub(crate) fn check_intended(
-        &self,
-        entry: &TabEntry,
-        key: &str,
-        record: &ObservationRecord,
-        intended: &Intended,
-        run: &str,
-        approved_once: bool,
-    ) -> Result<Check, RuntimeError> {
-        match intended.effect {
-            Effect::Navigate => require(entry, Capability::Navigate, key)?,
-            Effect::Read => require(entry, Capability::Observe, key)?,
-            _ => require(entry, Capability::Interact, key)?,
-        }
-        let page_origin = policy::Origin::parse(record.document_url()).ok();
-        let origin = match &intended.navigate_to {
-            Some(url) => {
-                policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
-                policy::Origin::parse(url).ok()
-            }
-            None => page_origin,
-        };
-        let field = if intended.secret_field { policy::Sensitivity::Secret(policy::SecretKind::Password) } else { policy::Sensitivity::Public };
-        let facts = RiskFacts {
-            effect: intended.effect,
-            origin: origin.as_ref(),
-            element_role: intended.role.as_deref(),
-            element_name: intended.name.as_deref(),
-            field,
-        };
-        let tier = policy::classify(&facts, &self.inner.config.trust);
-        let request = policy::Request { run, tier, origin: origin.as_ref(), approved_once };
-        let decision = policy::decide(&request, &lock(&self.inner.grants), &self.inner.config.navigation, now_ms());
-        Ok(match decision {
-            Decision::Allow => Check::Allow,
-            Decision::Deny { reason } => return Err(RuntimeError::OriginDenied { reason }),
-            Decision::Ask { tier, reason } => {
-                let now = now_ms();
-                Check::Ask(ApprovalRequest {
-                    approval_id: self.fresh_id("approval"),
-                    run_id: run.to_owned(),
-                    action: intended.kind.clone(),
-                    target: intended.target.clone(),
-                    origin: origin.map_or_else(|| "(no origin)".to_owned(), |o| o.serialize_web()),
-                    tier: tier_name(tier).into(),
-                    reason,
-                    text_chars: intended.text_chars,
-                    requested_at: now,
-                    expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
-                })
-            }
-        })
-    }
-
-    /// One extended action (`glovebox.actions/2`) outside a run, with the same binding, lease,
-    /// capability and policy checks as [`Runtime::act`]. Uploads read only from the configured
-    /// upload directory; downloads land in the session's download directory.
-    pub async fn act_extended(
-        &self,
-        session: &str,
-        surface: Option<&SurfaceName>,
-        action: &ExtendedAction,
-        options: &ActOptions,
-    ) -> Result<ActOutcome, RuntimeError> {
-        let _op = self.begin(session).await?;
-        if let Some(v1) = action.as_v1() {
-            return self.act_v1(session, surface, &v1, options).await;
-        }
-        let (state, entry, key) = self.resolve(session, surface)?;
-        let holder = format!("{session}/direct");
-        let lease = self.acquire(&entry, &holder)?;
-        let result = async {
-            let attached = self.attach(&entry).await?;
-            let record =
-                attached.tab().latest_observation().ok_or_else(|| browser::BrowserError::Stale { reason: "this surface has not been observed yet".into() })?;
-            let fingerprint = serde_json::to_string(action).unwrap_or_default();
-            let approved_once = take_once(&state, &fingerprint);
-            let intended = Intended::from_extended(action, &record);
-            if let Check::Ask(request) = self.check_intended(&entry, &key, &record, &intended, session, approved_once)? {
-                return Err(self.defer_approval(&state, session, &record, request, fingerprint));
-            }
-            let mut options = options.clone();
-            if options.uploads.is_none()
-                && let Some(dir) = &self.inner.config.uploads_dir {
-                    options.uploads = browser::UploadRoot::new(dir).ok();
+    /// Takes the tab's lease, waiting (up to `patience`) while a holder whose name starts with
+    /// `queue` has it: direct calls of one session queue behind each other instead of taking
+    /// each other's lease.
+    async fn acquire_waiting(&self, entry: &TabEntry, holder: &str, queue: &str, patience: Duration) -> Result<Lease, RuntimeError> {
+        let until = Instant::now() + patience;
+        loop {
+            let released = self.inner.leases.released();
+            match self.acquire(entry, holder) {
+                Err(RuntimeError::LeaseConflict { holder: held }) if held.starts_with(queue) && Instant::now() < until => {
+                    let _ = tokio::time::timeout_at(until.into(), released).await;
                 }
-            if options.downloads.is_none() {
-                let dir = self.inner.config.data_dir.join("downloads").join(session);
-                let _ = std::fs::create_dir_all(&dir);
-                options.downloads = Some(dir);
-            }
-            Ok(attached.tab().act_extended(action, &options).await?)
-        }
-        .await;
-        self.inner.leases.release(entry.target(), &lease);
-        result
-    }
-
-    /// Opens an approval for a direct action and returns the error the caller reports; a person's
-    /// later "approve" unlocks exactly this action (once) or the origin (for the task).
-    fn defer_approval(
-        &self,
-        state: &Arc<SessionState>,
-        session: &str,
-        record: &ObservationRecord,
-        request: ApprovalRequest,
-        fingerprint: String,
-    ) -> RuntimeError {
-        let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
-        let approval_id = request.approval_id.clone();
-        drop(self.inner.approvals.open(request));
-        lock(&self.inner.direct).insert(
-            approval_id.clone(),
-            DirectApproval { state: state.clone(), run: session.to_owned(), origin: policy::Origin::parse(record.document_url()).ok(), fingerprint },
-        );
-        RuntimeError::NeedsApproval { approval_id, summary }
-    }
-}
-
-/// What a person's answer to a direct action's approval unlocks.
-pub(crate) struct DirectApproval {
-    state: Arc<SessionState>,
-    run: String,
-    origin: Option<policy::Origin>,
-    fingerprint: String,
-}
-
-fn take_once(state: &SessionState, fingerprint: &str) -> bool {
-    let mut once = lock(&state.approved_once);
-    match once.iter().position(|f| f == fingerprint) {
-        Some(i) => {
-            once.remove(i);
-            true
-        }
-        None => false,
-    }
-}
-
-/// What an action is about to do, as policy sees it.
-pub(crate) struct Intended {
-    pub(crate) kind: String,
-    pub(crate) effect: Effect,
-    pub(crate) navigate_to: Option<String>,
-    /// `role "name"` of the target (page text), or a description.
-    pub(crate) target: String,
-    pub(crate) role: Option<String>,
-    pub(crate) name: Option<String>,
-    pub(crate) secret_field: bool,
-    pub(crate) text_chars: Option<usize>,
-}
-
-impl Intended {
-    fn from_v1(action: &Action, record: &ObservationRecord) -> Intended {
-        let binding = action.target().and_then(|t| match t {
-            AnyTarget::Element(e) => record.binding(&e.element).cloned(),
-            AnyTarget::Point(_) => None,
-        });
-        let effect = match action {
-            Action::Navigate { .. } => Effect::Navigate,
-            Action::Scroll { .. } | Action::Hover { .. } | Action::Wait { .. } => Effect::Read,
-            _ => Effect::Interact,
-        };
-        let target = match (&binding, action) {
-            (Some(b), _) => format!("{} \"{}\"", b.role, b.name),
-            (None, Action::Navigate { url, .. }) => policy::redact_url(url.as_str()),
-            (None, _) => match action.target() {
-                Some(AnyTarget::Point(p)) => format!("point ({}, {})", p.x, p.y),
-                _ => "the page".into(),
-            },
-        };
-        Intended {
-            kind: action.kind().as_str().to_owned(),
-            effect,
-            navigate_to: match action {
-                Action::Navigate { url, .. } => Some(url.as_str().to_owned()),
-                _ => None,
-            },
-            target,
-            role: binding.as_ref().map(|b| b.role.clone()),
-            name: binding.as_ref().map(|b| b.name.clone()),
-            secret_field: binding.as_ref().is_some_and(|b| b.secret_field) && action.kind() == ActionKind::Type,
-            text_chars: match action {
-                Action::Type { text, .. } => Some(text.as_str().chars().count()),
-                _ => None,
-            },
-        }
-    }
-
-    fn from_extended(action: &ExtendedAction, record: &ObservationRecord) -> Intended {
-        use protocol::extended::TargetRef;
-        let kind = action.kind();
-        let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
-        if let Some(first) = action.targets().next() {
-            match first {
-                TargetRef::Ref(e) => {
-                    if let Some(b) = record.binding(&e.element) {
-                        target = format!("{} \"{}\"", b.role, b.name);
-                        role = Some(b.role.clone());
-                        name = Some(b.name.clone());
-                        secret = b.secret_field;
-                    }
-                }
-                TargetRef::Locator(locator) => {
-                    // Resolved only when the action runs: classify by what the locator names
-                    // (page text can only raise the tier).
-                    let (r, n) = locator_words(locator);
-                    target = format!("{} {:?}", r.clone().unwrap_or_else(|| "element".into()), n.clone().unwrap_or_default());
-                    role = r;
-                    name = n;
-                }
-                TargetRef::Point(p) => target = format!("point ({}, {})", p.x, p.y),
+                other => return other,
             }
         }
-        let effect = match action {
-            ExtendedAction::Upload(_) => Effect::Upload,
-            ExtendedAction::Click(click) if click.expect_download => Effect::Download,
-            ExtendedAction::Navigate(_) => Effect::Navigate,
-            ExtendedAction::Scroll(_) | ExtendedAction::Hover(_) | ExtendedAction::Wait(_) => Effect::Read,
-            _ => Effect::Interact,
-        };
-        Intended {
-            kind: kind.as_str().to_owned(),
-            effect,
-            navigate_to: None,
-            target,
-            role,
-            name,
-            secret_field: secret && matches!(action, ExtendedAction::Type(_)),
-            text_chars: match action {
-                ExtendedAction::Type(t) => Some(t.text.as_str().chars().count()),
-                _ => None,
-            },
-        }
-    }
-}
-
-fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {
-    use protocol::extended::Locator;
-    match locator {
-        Locator::Role { role, name, .. } => (Some(role.as_str().to_owned()), name.as_ref().map(|n| n.as_str().to_owned())),
-        Locator::Label { text, .. } | Locator::Text { text, .. } => (None, Some(text.as_str().to_owned())),
-        Locator::TestId { id, .. } => (None, Some(id.as_str().to_owned())),
     }
 }
 
@@ -678,20 +401,6 @@ pub(crate) async fn open_browser(source: &BrowserSource) -> Result<(Connection, 
             let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
             Ok((Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None))
         }
-    }
-}
-
-pub(crate) enum Check {
-    Allow,
-    Ask(ApprovalRequest),
-}
-
-pub(crate) fn tier_name(tier: RiskTier) -> &'static str {
-    match tier {
-        RiskTier::R0 => "R0",
-        RiskTier::R1 => "R1",
-        RiskTier::R2 => "R2",
-        RiskTier::R3 => "R3",
     }
 }
 

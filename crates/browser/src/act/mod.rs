@@ -1,4 +1,4 @@
-//! `Tab::act` and `Tab::act_extended`: one protocol action, executed only against the element
+//! `Tab::act`: one protocol action (the extended set; v1 actions arrive converted), executed only against the element
 //! or point the model saw (or a locator resolved afresh), on the frame it saw, after
 //! Playwright-style actionability checks; then settle, verify, receipt, and a fresh observation.
 //!
@@ -12,26 +12,26 @@
 //! the viewport, and receiving the pointer at the click point) is retried within the action's
 //! deadline; a covered element is refused with the covering element named.
 //!
-//! Files: `mod.rs` (entry points, freshness), `v1.rs` (the eight v1 actions and shared
-//! bodies), `extended.rs` (the extended set), `element.rs` (refs and actionability),
+//! Files: `mod.rs` (entry point, freshness), `dispatch.rs` (which body runs an action),
+//! `basic.rs` (navigate, wait, click, type and press bodies), `element.rs` (refs and actionability),
 //! `locate.rs` (locators and frame chains), `pointer.rs`, `keyboard.rs`, `select.rs`,
 //! `files.rs` (uploads and downloads), `settle.rs`.
 
+mod basic;
+mod dispatch;
 mod element;
-mod extended;
 mod files;
 mod keyboard;
 mod locate;
 mod pointer;
 mod select;
 mod settle;
-mod v1;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use protocol::extended::{DialogAction, DialogResponse};
-use protocol::{Action, ExtendedAction, ExtendedKind, FrameId, Observation, PointTarget, Receipt};
+use protocol::{ExtendedAction, ExtendedKind, FrameId, Observation, PointTarget, Receipt};
 
 pub use files::{DownloadInfo, UploadRefused, UploadRoot};
 pub(crate) use keyboard::Held;
@@ -70,8 +70,6 @@ pub struct ActOptions {
     pub deadline: Duration,
     /// The observation taken after the action.
     pub observe: ObserveOptions,
-    /// How a v1 `type` enters text (an extended `type` says so itself with `mode`).
-    pub typing: Typing,
     /// The files this run may upload; `None`: every `upload` is refused.
     pub uploads: Option<UploadRoot>,
     /// Where a `click` with `expect_download` saves the file; `None`: such clicks are refused.
@@ -80,7 +78,7 @@ pub struct ActOptions {
 
 impl Default for ActOptions {
     fn default() -> Self {
-        ActOptions { deadline: Duration::from_secs(10), observe: ObserveOptions::default(), typing: Typing::Auto, uploads: None, downloads: None }
+        ActOptions { deadline: Duration::from_secs(10), observe: ObserveOptions::default(), uploads: None, downloads: None }
     }
 }
 
@@ -112,34 +110,19 @@ impl From<Receipt> for Dispatched {
     }
 }
 
-enum Step<'a> {
-    V1(&'a Action),
-    Extended(&'a ExtendedAction),
-}
-
 impl Tab {
-    /// Runs one v1 action. `Err` means nothing was sent (stale frame, stale ref, not actionable,
-    /// invalid); `Ok` carries a receipt that says what happened after dispatch.
-    pub async fn act(&self, action: &Action, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
-        self.run(Step::V1(action), action.expected_frame_id(), action.kind().as_str(), options).await
-    }
-
-    /// Runs one action of the extended set (`glovebox.actions/2`), with the same rules as
-    /// [`Tab::act`]: `Err` means nothing was sent, `Ok` carries a receipt. Actions that have a
-    /// v1 form ([`ExtendedAction::as_v1`]) take the v1 path unchanged.
-    pub async fn act_extended(&self, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
-        if let Some(v1) = action.as_v1() {
-            let mut outcome = self.act(&v1, options).await?;
-            outcome.action = action.kind();
-            return Ok(outcome);
-        }
+    /// Runs one action. `Err` means nothing was sent (stale frame, stale ref, not actionable,
+    /// invalid); `Ok` carries a receipt that says what happened after dispatch. A v1 action is
+    /// converted first (`ExtendedAction::from`): there is one path.
+    pub async fn act(&self, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
         if let ExtendedAction::Dialog(answer) = action {
             return self.answer_dialog(answer, options).await;
         }
-        self.run(Step::Extended(action), action.expected_frame_id(), action.kind().as_str(), options).await
+        self.run(action, options).await
     }
 
-    async fn run(&self, step: Step<'_>, expected: &FrameId, what: &str, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+    async fn run(&self, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+        let what = action.kind().as_str();
         self.check_alive()?;
         let started = Instant::now();
         let until = started + options.deadline;
@@ -152,16 +135,10 @@ impl Tab {
                 });
             }
             let record = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
-            check_frame(&record.frame_id, expected)?;
+            check_frame(&record.frame_id, action.expected_frame_id())?;
             let now = self.read_world_now().await?;
             check_world(&record, &now)?;
-            let dispatch = async {
-                match step {
-                    Step::V1(action) => self.dispatch(action, &record, &now, options, until).await.map(Dispatched::from),
-                    Step::Extended(action) => self.dispatch_extended(action, &record, &now, options, until).await,
-                }
-            };
-            let dispatched = tokio::time::timeout_at(until.into(), dispatch).await;
+            let dispatched = tokio::time::timeout_at(until.into(), self.dispatch(action, &record, &now, options, until)).await;
             // An upload through a file chooser intercepts choosers only while it waits for one;
             // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
             self.stop_intercepting_choosers().await;
@@ -170,11 +147,7 @@ impl Tab {
                 Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
             }
         };
-        let kind = match step {
-            Step::V1(action) => action.kind().into(),
-            Step::Extended(action) => action.kind(),
-        };
-        Ok(self.finish(kind, dispatched, opened_before, options).await)
+        Ok(self.finish(action.kind(), dispatched, opened_before, options).await)
     }
 
     /// The outcome: what the action opened, and a fresh observation unless a dialog blocks it.

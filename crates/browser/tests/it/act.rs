@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use browser::{ActOptions, BrowserError, ObserveOptions, Tab, Typing};
-use protocol::{Action, ErrorCode, ImageMime, Observation, ReceiptState};
+use browser::{ActOptions, BrowserError, ObserveOptions, Tab};
+use protocol::{ErrorCode, ExtendedAction, ImageMime, Observation, ReceiptState};
 use serde_json::json;
 
 use crate::{env, observe, observe_eval};
@@ -20,17 +20,18 @@ fn ref_of(observation: &Observation, name: &str) -> String {
         .to_owned()
 }
 
-fn action(value: serde_json::Value) -> Action {
-    protocol::validate_action(&value).expect("a valid action")
+/// A v1 action, converted as every transport converts it.
+fn action(value: serde_json::Value) -> ExtendedAction {
+    protocol::validate_action(&value).expect("a valid action").into()
 }
 
-fn click(frame: &Observation, name: &str) -> Action {
+fn click(frame: &Observation, name: &str) -> ExtendedAction {
     action(
         json!({"type": "click", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "intent": "test"}),
     )
 }
 
-fn type_into(frame: &Observation, name: &str, text: &str) -> Action {
+fn type_into(frame: &Observation, name: &str, text: &str) -> ExtendedAction {
     action(
         json!({"type": "type", "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(frame, name)}, "text": text, "intent": "test"}),
     )
@@ -118,8 +119,12 @@ async fn contenteditable_dates_times_and_key_listening_fields() {
     // Paste only, on the field that wants keys: the value does not take, and the receipt says so.
     observe_eval(&tab, "sawKey = false").await;
     let o = observe(&tab).await;
-    let options = ActOptions { typing: Typing::Paste, ..Default::default() };
-    let outcome = tab.act(&type_into(&o, "Keyed", "pasted"), &options).await.unwrap();
+    let paste = protocol::validate_extended_action(&json!({
+        "type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Keyed")},
+        "text": "pasted", "mode": "paste", "intent": "test"
+    }))
+    .unwrap();
+    let outcome = tab.act(&paste, &ActOptions::default()).await.unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Failed);
     assert!(outcome.receipt.effect_uncertain());
 }

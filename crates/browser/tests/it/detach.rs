@@ -5,18 +5,18 @@
 use std::time::Duration;
 
 use browser::{ActOptions, Tab};
-use protocol::{Action, ErrorCode, Observation, ReceiptState};
+use protocol::{ErrorCode, ExtendedAction, Observation, ReceiptState};
 use serde_json::json;
 
 use crate::{env, observe, observe_eval};
 
-fn act_on(frame: &Observation, kind: &str, name: &str, text: Option<&str>) -> Action {
+fn act_on(frame: &Observation, kind: &str, name: &str, text: Option<&str>) -> ExtendedAction {
     let element = frame.interactive_elements().iter().find(|e| e.name() == name).unwrap_or_else(|| panic!("no {name:?}")).element().as_str().to_owned();
     let mut value = json!({"type": kind, "expected_frame_id": frame.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "intent": "test"});
     if let Some(text) = text {
         value["text"] = json!(text);
     }
-    protocol::validate_action(&value).expect("a valid action")
+    protocol::validate_action(&value).expect("a valid action").into()
 }
 
 async fn detach_and_resume(env: &crate::Env, tab: Tab) -> Tab {

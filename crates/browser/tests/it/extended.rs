@@ -32,13 +32,13 @@ fn text(text: &str) -> Value {
 
 /// Runs an action that must succeed; returns the outcome and its fresh observation.
 async fn act(tab: &Tab, action: ExtendedAction, options: &ActOptions) -> (ActOutcome, Option<Observation>) {
-    let mut outcome = tab.act_extended(&action, options).await.unwrap_or_else(|e| panic!("{action:?} failed: {e}"));
+    let mut outcome = tab.act(&action, options).await.unwrap_or_else(|e| panic!("{action:?} failed: {e}"));
     let observation = outcome.observation.take();
     (outcome, observation)
 }
 
 async fn refused(tab: &Tab, action: ExtendedAction, options: &ActOptions) -> BrowserError {
-    tab.act_extended(&action, options).await.expect_err("the action is refused")
+    tab.act(&action, options).await.expect_err("the action is refused")
 }
 
 fn strings(value: Value) -> Vec<String> {

@@ -30,9 +30,10 @@ async fn a_page_that_changes_while_its_other_frames_are_read_is_discarded_then_u
 async fn tab_has_child_frame(tab: &browser::Tab) -> bool {
     for _ in 0..100 {
         if let Ok(o) = tab.observe(&ObserveOptions::default()).await
-            && o.aria_snapshot().contains("cross-site frame") {
-                return true;
-            }
+            && o.aria_snapshot().contains("cross-site frame")
+        {
+            return true;
+        }
         if tab.child_frame_count() > 0 {
             return true;
         }

@@ -242,14 +242,15 @@ async fn cancelling_computer_use_cancels_the_run() {
     let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
         loop {
             if let Ok(event) = events.recv().await
-                && let runtime::EventKind::RunEnded { status, reason, .. } = event.kind {
-                    return (status, reason);
-                }
+                && let runtime::EventKind::RunEnded { status, reason, .. } = event.kind
+            {
+                return (status, reason);
+            }
         }
     })
     .await
     .expect("the run ends soon after the cancel, not at its 60 s budget");
-    assert_eq!(ended.0, "cancelled", "{ended:?}");
+    assert_eq!(ended.0, protocol::RunStatus::Cancelled, "{ended:?}");
     // Without the cancel the slow planner would have typed and submitted within ~6 s.
     tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     assert!(env.fixtures.writes().is_empty(), "nothing was submitted");

@@ -85,7 +85,7 @@ async fn case_25_external_origin_asks_denial_writes_nothing_task_approval_asks_o
     let asked = seen.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
     let ask = &asked[0];
-    assert_eq!((ask.action.as_str(), ask.target.as_str(), ask.tier.as_str()), ("type", "textbox \"Name\"", "R2"));
+    assert_eq!((ask.action.as_str(), ask.target.as_str(), ask.tier), ("type", "textbox \"Name\"", policy::RiskTier::R2));
     assert_eq!(ask.origin, env.server.origin());
     assert_eq!(ask.text_chars, Some(3), "the text's length, never the text");
     let observed = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
@@ -150,7 +150,7 @@ async fn case_28_prompt_injection_changes_no_permission_task_or_target() {
     // The page's "approval" button approved nothing: the next write asked again, and a
     // delete-like button is high-impact whatever the page says.
     assert_eq!(asked.len(), 3, "{asked:?}");
-    assert_eq!(asked[2].tier, "R3");
+    assert_eq!(asked[2].tier, policy::RiskTier::R3);
     assert!(env.server.writes().is_empty(), "the wipe never happened");
     assert!(env.runtime.pending_approvals().is_empty());
     assert!(!env.server.requests().iter().any(|r| r.path.contains("steal")));
@@ -326,7 +326,7 @@ async fn case_31_typed_secrets_never_reach_events() {
     let seen = person(&env.runtime, vec![ApprovalDecision::ApproveOnce]);
     let steps = vec![Scripted::Type("Password".into(), "hunter2-very-secret".into()), Scripted::GiveUp("done".into())];
     let result = env.runtime.run(&env.session, RunRequest::new("t"), script(steps)).await.unwrap();
-    assert_eq!(seen.lock().unwrap()[0].tier, "R3", "typing a password asks every time");
+    assert_eq!(seen.lock().unwrap()[0].tier, policy::RiskTier::R3, "typing a password asks every time");
     let mut all = String::new();
     while let Ok(event) = events.try_recv() {
         all.push_str(&serde_json::to_string(&event).unwrap());

@@ -60,7 +60,7 @@ async fn an_idle_lease_detaches_after_the_window_and_the_next_operation_attaches
     assert_eq!(status.tabs[0].state, "owned", "the tab's lifecycle is untouched: {status:?}");
     assert!(!status.tabs[0].attached);
     // The model acts on what it saw before the detach: attached on demand, the frame holds.
-    let outcome = env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default()).await.unwrap();
+    let outcome = env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert!(outcome.observation.unwrap().aria_snapshot().contains("1 clicks"));
     assert_eq!(lease(&env).attaches, 2);
 }
@@ -104,7 +104,7 @@ async fn turn_end_detaches_marked_tabs_too_and_keeps_them_open_and_owned() {
     let s = &env.session;
     let kept = env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
     let report = env.runtime.end_turn(s, "turn_1").await.unwrap();
     assert!(report.ok && report.kept.len() == 1, "{report:?}");
     let detached = lease(&env);
@@ -113,7 +113,10 @@ async fn turn_end_detaches_marked_tabs_too_and_keeps_them_open_and_owned() {
     let status = env.runtime.status(s).unwrap();
     assert_eq!((status.tabs[0].state.as_str(), status.tabs[0].ownership.as_str()), ("retained", "agent_created"));
     // Next turn: the same surface, attached on demand, and the frame seen last turn still holds.
-    env.runtime.act(s, Some(&protocol::SurfaceName::new("s1").unwrap()), &click(&frame, "Add one"), &Default::default()).await.unwrap();
+    env.runtime
+        .act(s, Some(&protocol::SurfaceName::new("s1").unwrap()), &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(lease(&env).attaches, 2);
 }
 
@@ -126,7 +129,7 @@ async fn failed_detach(name: &str) -> (crate::Env, String) {
     let s = &env.session;
     let kept = env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
     env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").await.unwrap();
     freeze_browser(&env.runtime, true);
     let report = env.runtime.end_turn(s, "turn_1").await;
     freeze_browser(&env.runtime, false);
@@ -190,7 +193,7 @@ async fn a_debugger_detached_from_outside_clears_only_the_attachment_and_the_nex
     assert_eq!((status.tabs[0].ownership.as_str(), status.tabs[0].state.as_str()), ("agent_claimed", "owned"), "claim and ownership stay: {status:?}");
     assert_eq!(page_targets(&env, "/counter.html").await.0, 1, "the tab stays open");
     // Attached again on demand; the frame the model holds still acts.
-    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default()).await.unwrap();
+    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert_eq!(lease(&env).attaches, 2);
 }
 

@@ -16,8 +16,8 @@ async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves()
     let env = env("direct-approval", false).await;
     env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
     let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
-    let action = protocol::validate_action(&json!({"type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o, "Name")}, "text": "Ada", "intent": "name"})).unwrap();
-    let err = env.runtime.act(&env.session, None, &action, &Default::default()).await.unwrap_err();
+    let action = protocol::validate_extended_action(&json!({"type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o, "Name")}, "text": "Ada", "intent": "name"})).unwrap();
+    let err = env.runtime.act(&env.session, None, &action, &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::NeedsApproval);
     let pending = env.runtime.pending_approvals();
     assert_eq!(pending.len(), 1);
@@ -27,12 +27,12 @@ async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves()
     // A person approves this one action; sent again, it runs once.
     env.runtime.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let outcome = env.runtime.act(&env.session, None, &action, &Default::default()).await.unwrap();
+    let outcome = env.runtime.act(&env.session, None, &action, &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
     // The approval is used up: the next write asks again.
     let o3 = outcome.observation.unwrap();
-    let next = protocol::validate_action(&json!({"type": "click", "expected_frame_id": o3.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o3, "Create account")}, "intent": "submit"})).unwrap();
-    assert_eq!(env.runtime.act(&env.session, None, &next, &Default::default()).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    let next = protocol::validate_extended_action(&json!({"type": "click", "expected_frame_id": o3.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o3, "Create account")}, "intent": "submit"})).unwrap();
+    assert_eq!(env.runtime.act(&env.session, None, &next, &Default::default(), std::time::Duration::ZERO).await.unwrap_err().code(), ErrorCode::NeedsApproval);
     assert!(env.server.writes().is_empty());
     assert!(env.runtime.resolve_approval("approval_forged", ApprovalDecision::ApproveForTask).is_err());
 }
@@ -48,15 +48,15 @@ async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_a
     }))
     .unwrap();
     // Uploads are R3: a person is asked every time, even on a trusted origin.
-    let err = env.runtime.act_extended(&env.session, None, &upload, &Default::default()).await.unwrap_err();
+    let err = env.runtime.act(&env.session, None, &upload, &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
     assert!(env.server.writes().is_empty());
     let pending = env.runtime.pending_approvals();
-    assert_eq!(pending[0].tier, "R3");
+    assert_eq!(pending[0].tier, policy::RiskTier::R3);
     env.runtime.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     // No upload directory is configured: the upload is refused and nothing is sent.
-    let err = env.runtime.act_extended(&env.session, None, &upload, &Default::default()).await.unwrap_err();
+    let err = env.runtime.act(&env.session, None, &upload, &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
     assert!(env.server.writes().is_empty());
     // A locator-targeted click on a trusted origin runs without approval.
@@ -65,7 +65,7 @@ async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_a
         "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "test_id", "id": "save-btn"}, "intent": "save"
     }))
     .unwrap();
-    let outcome = env.runtime.act_extended(&env.session, None, &save, &Default::default()).await.unwrap();
+    let outcome = env.runtime.act(&env.session, None, &save, &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert!(outcome.observation.unwrap().aria_snapshot().contains("saved"));
     // A delete-like locator is high-impact whatever the origin.
     let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
@@ -73,7 +73,10 @@ async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_a
         "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "role", "role": "button", "name": "Delete"}, "intent": "delete"
     }))
     .unwrap();
-    assert_eq!(env.runtime.act_extended(&env.session, None, &delete, &Default::default()).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_eq!(
+        env.runtime.act(&env.session, None, &delete, &Default::default(), std::time::Duration::ZERO).await.unwrap_err().code(),
+        ErrorCode::NeedsApproval
+    );
 }
 
 #[tokio::test]
@@ -87,7 +90,7 @@ async fn a_drag_receipt_says_drag_and_a_v1_click_receipt_says_click() {
         "end_offset": {"x": 0, "y": 8}, "intent": "reorder"
     }))
     .unwrap();
-    let outcome = env.runtime.act_extended(&env.session, None, &drag, &Default::default()).await.unwrap();
+    let outcome = env.runtime.act(&env.session, None, &drag, &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert_eq!(outcome.receipt.action(), protocol::ExtendedKind::Drag);
     assert_eq!(outcome.receipt.v1_action(), None);
     let wire = serde_json::to_value(&outcome.receipt).unwrap();
@@ -98,7 +101,7 @@ async fn a_drag_receipt_says_drag_and_a_v1_click_receipt_says_click() {
         "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o, "Clicker")}, "intent": "click"
     }))
     .unwrap();
-    let outcome = env.runtime.act_extended(&env.session, None, &click, &Default::default()).await.unwrap();
+    let outcome = env.runtime.act(&env.session, None, &click, &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert_eq!(outcome.receipt.v1_action(), Some(protocol::ActionKind::Click));
     assert_eq!(serde_json::to_value(&outcome.receipt).unwrap()["action"], "click");
 }

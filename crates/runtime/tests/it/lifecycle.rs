@@ -19,9 +19,9 @@ async fn a_mark_lasts_one_turn_and_must_be_renewed_to_keep_the_tab() {
     let env = env("lifecycle-marks", true).await;
     let s = &env.session;
     let kept = env.runtime.open_tab(s, &env.server.url("/login.html")).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").await.unwrap();
     // The latest mark in a turn wins.
-    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
     let report = env.runtime.end_turn(s, "turn_1").await.unwrap();
     assert_eq!(report.kept.len(), 1, "{report:?}");
     let status = env.runtime.status(s).unwrap();
@@ -39,7 +39,7 @@ async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     let env = env("lifecycle-restart", true).await;
     let s = env.session.clone();
     let surface = env.runtime.open_tab(&s, &env.server.url("/form.html")).await.unwrap();
-    env.runtime.mark(&s, surface, Mark::Deliverable, "turn_1").unwrap();
+    env.runtime.mark(&s, surface, Mark::Deliverable, "turn_1").await.unwrap();
     drop(env.runtime);
     let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir)).await.unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();

@@ -118,7 +118,7 @@ pub async fn observe_until(runtime: &Runtime, session: &str, name: &str) -> prot
 }
 
 /// The frame of an observation, and an action on the element named `name` in it.
-pub fn click(observation: &protocol::Observation, name: &str) -> protocol::Action {
+pub fn click(observation: &protocol::Observation, name: &str) -> protocol::ExtendedAction {
     let element = observation
         .interactive_elements()
         .iter()
@@ -127,7 +127,7 @@ pub fn click(observation: &protocol::Observation, name: &str) -> protocol::Actio
         .element()
         .as_str()
         .to_owned();
-    protocol::validate_action(&serde_json::json!({"type": "click", "expected_frame_id": observation.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "intent": "test"})).unwrap()
+    protocol::validate_extended_action(&serde_json::json!({"type": "click", "expected_frame_id": observation.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "intent": "test"})).unwrap()
 }
 
 /// Freezes (SIGSTOP) or thaws (SIGCONT) the browser the runtime launched: CDP commands get no

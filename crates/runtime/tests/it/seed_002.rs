@@ -225,16 +225,16 @@ async fn unit_05_handoff_and_deliverable_tabs_are_always_kept() {
     let deliverable = env.runtime.open_tab(s, &env.server.url("/table.html")).await.unwrap();
     let deliverable_id = newest(&env, s);
     for turn in ["turn_1", "turn_2"] {
-        env.runtime.mark(s, handoff, Mark::Handoff, turn).unwrap();
-        env.runtime.mark(s, deliverable, Mark::Deliverable, turn).unwrap();
+        env.runtime.mark(s, handoff, Mark::Handoff, turn).await.unwrap();
+        env.runtime.mark(s, deliverable, Mark::Deliverable, turn).await.unwrap();
         let report = env.runtime.end_turn(s, turn).await.unwrap();
         assert_eq!(report.kept, vec![handoff_id.clone(), deliverable_id.clone()], "{report:?}");
         assert!(report.closed.is_empty());
         assert_eq!(tab(&status(&env, s), &handoff_id).state, "retained");
     }
     // Finalize keeps the pages and hands them to the user (the old session's metadata goes).
-    env.runtime.mark(s, handoff, Mark::Handoff, "turn_3").unwrap();
-    env.runtime.mark(s, deliverable, Mark::Deliverable, "turn_3").unwrap();
+    env.runtime.mark(s, handoff, Mark::Handoff, "turn_3").await.unwrap();
+    env.runtime.mark(s, deliverable, Mark::Deliverable, "turn_3").await.unwrap();
     let report = env.runtime.finalize(s).await.unwrap();
     assert_eq!((report.closed.len(), report.released.len()), (0, 2), "{report:?}");
     assert_eq!(page_targets(&env, "/login.html").await.0, 1);
@@ -243,7 +243,7 @@ async fn unit_05_handoff_and_deliverable_tabs_are_always_kept() {
     // Disposal too.
     let other = env.runtime.create_session().await.unwrap();
     let kept = env.runtime.open_tab(&other, &env.server.url("/tree.html")).await.unwrap();
-    env.runtime.mark(&other, kept, Mark::Deliverable, "turn_1").unwrap();
+    env.runtime.mark(&other, kept, Mark::Deliverable, "turn_1").await.unwrap();
     assert_eq!(env.runtime.close_session(&other).await.unwrap().released.len(), 1);
     assert_eq!(page_targets(&env, "/tree.html").await.0, 1);
 }
@@ -256,7 +256,7 @@ async fn unit_06_a_mixed_ownership_group_is_never_closed_as_a_whole() {
     let b = env.runtime.create_session().await.unwrap();
     env.runtime.open_tab(a, &env.server.url("/form.html")).await.unwrap();
     let marked = env.runtime.open_tab(a, &env.server.url("/counter.html")).await.unwrap();
-    env.runtime.mark(a, marked, Mark::Deliverable, "turn_1").unwrap();
+    env.runtime.mark(a, marked, Mark::Deliverable, "turn_1").await.unwrap();
     let claimed = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(a, &claimed).await.unwrap();
     env.runtime.register_user_tab(&env.server.url("/tree.html")).await.unwrap();
@@ -446,7 +446,7 @@ async fn integration_01_tools_are_activated_once_across_turns() {
         let turn = format!("turn_{turn}");
         env.runtime.surface_context(s, &turn, 1).await.unwrap();
         env.runtime.observe(s, None, &Default::default()).await.unwrap();
-        env.runtime.mark(s, surface, Mark::Deliverable, &turn).unwrap();
+        env.runtime.mark(s, surface, Mark::Deliverable, &turn).await.unwrap();
         env.runtime.end_turn(s, &turn).await.unwrap();
     }
     assert_eq!(audit(&env, s, "tools_activated").len(), 1, "activated once, reused by every later turn");
@@ -477,12 +477,12 @@ async fn integration_04_after_a_context_reset_the_old_snapshot_is_refused() {
     let kept_id = newest(&env, s);
     let context = env.runtime.surface_context(s, "turn_1", 1).await.unwrap();
     let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
     assert!(env.runtime.context_reset(s).await.unwrap().ok);
     // The snapshot the model still holds — its surface key and its frame — executes nothing.
     let key = context.surfaces()[0].surface_key().as_str().to_owned();
     for surface in [Some(name(&key)), Some(name("web:1")), None] {
-        let err = env.runtime.act(s, surface.as_ref(), &click(&frame, "Add one"), &Default::default()).await.unwrap_err();
+        let err = env.runtime.act(s, surface.as_ref(), &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
         assert!(matches!(err.code(), ErrorCode::UnknownSurface | ErrorCode::AmbiguousSurface), "{err}");
         assert!(env.runtime.observe(s, surface.as_ref(), &Default::default()).await.is_err());
     }
@@ -500,7 +500,7 @@ async fn integration_05_a_session_switch_runs_the_final_cleanup_and_keeps_failed
     let old = env.session.clone();
     env.runtime.open_tab(&old, &env.server.url("/form.html")).await.unwrap();
     let kept = env.runtime.open_tab(&old, &env.server.url("/login.html")).await.unwrap();
-    env.runtime.mark(&old, kept, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(&old, kept, Mark::Handoff, "turn_1").await.unwrap();
     // The switch: the old session is disposed, a new one takes over.
     env.runtime.close_session(&old).await.unwrap();
     let new = env.runtime.create_session().await.unwrap();
@@ -550,13 +550,13 @@ async fn integration_08_sibling_calls_never_run_beside_finalize() {
     env.server.slow("/slow", Duration::from_millis(1500), "<title>Slow</title><p>arrived</p>");
     env.runtime.open_tab(&s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(&s, None, &Default::default()).await.unwrap();
-    let navigate = protocol::validate_action(
+    let navigate = protocol::validate_extended_action(
         &serde_json::json!({"type": "navigate", "expected_frame_id": frame.frame_id().as_str(), "url": env.server.url("/slow"), "intent": "test"}),
     )
     .unwrap();
     let acting = env.runtime.clone();
     let session = s.clone();
-    let act = tokio::spawn(async move { acting.act(&session, None, &navigate, &Default::default()).await });
+    let act = tokio::spawn(async move { acting.act(&session, None, &navigate, &Default::default(), std::time::Duration::ZERO).await });
     crate::eventually("the navigation is in flight", || !env.server.requests_to("/slow").is_empty()).await;
     let report = env.runtime.finalize(&s).await.unwrap();
     // The finalize waited: the sibling call finished on an open tab, then the tab closed.
@@ -575,7 +575,7 @@ async fn integration_09_tools_are_deactivated_only_by_reset_or_disposal() {
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     let claimed = env.runtime.claim_tab(&s, &user).await.unwrap();
     env.runtime.release_tab(&s, claimed).await.unwrap();
-    env.runtime.mark(&s, surface, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(&s, surface, Mark::Handoff, "turn_1").await.unwrap();
     env.runtime.end_turn(&s, "turn_1").await.unwrap();
     env.runtime.finalize(&s).await.unwrap();
     env.runtime.open_tab(&s, &env.server.url("/form.html")).await.unwrap();
@@ -603,7 +603,7 @@ async fn acceptance_1_and_2_no_tools_until_the_browser_is_asked_for_then_activat
     assert!(tool_changes(&env, s).is_empty());
     env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default()).await.unwrap();
+    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap();
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
     env.runtime.open_tab(s, &env.server.url("/form.html")).await.unwrap();
@@ -623,9 +623,9 @@ async fn acceptance_3_one_tab_across_turns_stays_usable() {
         let context = env.runtime.surface_context(s, &format!("turn_{turn}"), turn).await.unwrap();
         assert_eq!(context.surfaces().len(), 1);
         let frame = env.runtime.observe(s, Some(&name("s1")), &Default::default()).await.unwrap();
-        let outcome = env.runtime.act(s, Some(&name("s1")), &click(&frame, "Add one"), &Default::default()).await.unwrap();
+        let outcome = env.runtime.act(s, Some(&name("s1")), &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap();
         assert!(outcome.observation.unwrap().aria_snapshot().contains(&format!("{turn} clicks")));
-        env.runtime.mark(s, surface, Mark::Deliverable, &format!("turn_{turn}")).unwrap();
+        env.runtime.mark(s, surface, Mark::Deliverable, &format!("turn_{turn}")).await.unwrap();
         let report = env.runtime.end_turn(s, &format!("turn_{turn}")).await.unwrap();
         assert_eq!((report.kept.clone(), report.bridge.as_str(), report.tools_active), (vec![id.clone()], "connected", true));
     }
@@ -643,7 +643,7 @@ async fn acceptance_4_turn_end_closes_releases_and_detaches_without_transcript_n
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
     env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
     assert!(status(&env, s).debugger_leases.iter().all(|l| l.attached), "attached before the turn ends");
     let report = env.runtime.end_turn(s, "turn_1").await.unwrap();
     assert!(report.ok && report.closed.len() == 1 && report.released == vec![user] && report.kept.len() == 1, "{report:?}");
@@ -662,7 +662,7 @@ async fn acceptance_5_finalize_handles_resources_by_ownership_and_tools_stay_usa
     let temp = newest(&env, s);
     let kept = env.runtime.open_tab(s, &env.server.url("/login.html")).await.unwrap();
     let kept_id = newest(&env, s);
-    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").await.unwrap();
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
     let report = env.runtime.finalize(s).await.unwrap();
@@ -675,7 +675,7 @@ async fn acceptance_5_finalize_handles_resources_by_ownership_and_tools_stay_usa
     assert!(report.ok && report.tools_active);
     env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default()).await.unwrap();
+    env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert_eq!(tool_changes(&env, s), vec!["activated"]);
 }
 
@@ -701,7 +701,7 @@ async fn acceptance_7_disposal_without_finalize_cleans_up() {
     let s = &env.session;
     env.runtime.open_tab(s, &env.server.url("/form.html")).await.unwrap();
     let kept = env.runtime.open_tab(s, &env.server.url("/login.html")).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").unwrap();
+    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
     let report = env.runtime.close_session(s).await.unwrap();
@@ -751,7 +751,7 @@ async fn acceptance_9_one_session_cannot_clean_up_another() {
     // Both work at once while a cleans up every way it can.
     let frame = env.runtime.observe(&b, Some(&name("s1")), &Default::default()).await.unwrap();
     let (s1, add_one, options) = (name("s1"), click(&frame, "Add one"), browser::ActOptions::default());
-    let (turn, b_act) = tokio::join!(env.runtime.end_turn(&a, "turn_1"), env.runtime.act(&b, Some(&s1), &add_one, &options));
+    let (turn, b_act) = tokio::join!(env.runtime.end_turn(&a, "turn_1"), env.runtime.act(&b, Some(&s1), &add_one, &options, std::time::Duration::ZERO));
     b_act.unwrap();
     assert_eq!(turn.unwrap().closed.len(), 1);
     env.runtime.finalize(&a).await.unwrap();

@@ -1,8 +1,9 @@
-//! The extended set's own dispatch (`glovebox.actions/2` beyond v1): clicks with buttons,
-//! counts, modifiers and download capture; hover with modifiers; typing modes; keys held
-//! down; two-axis and element scrolls; multi-selects; drags; uploads (into a file input, or
-//! through the file chooser a control opens). Targets may be refs or locators. Everything that
-//! can fail without touching the page is checked first.
+//! Dispatch of every action (the extended set, `glovebox.actions/2`; a v1 action arrives
+//! converted): clicks with buttons, counts, modifiers and download capture; hover with
+//! modifiers; typing modes; keys held down; two-axis and element scrolls; multi-selects; drags;
+//! uploads (into a file input, or through the file chooser a control opens); navigation and
+//! waits. Targets may be refs or locators. Everything that can fail without touching the page
+//! is checked first. Dialog answers go through `answer_dialog` (`mod.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -11,11 +12,11 @@ use protocol::extended::{DragMode, MouseButton, SelectChoice};
 use protocol::{ActionKind, ExtendedAction, ExtendedKind, Receipt, Target};
 use serde_json::Value;
 
+use super::basic::chord;
 use super::element::{Need, Resolved};
 use super::files::{DownloadEnd, files_receipt};
 use super::keyboard::single_key;
 use super::select::Choice;
-use super::v1::chord;
 use super::{ActOptions, Dispatched, point_target};
 use crate::BrowserError;
 use crate::capture::WorldState;
@@ -28,7 +29,7 @@ const DOWNLOAD_SETTLE: Duration = Duration::from_millis(300);
 const DOWNLOAD_MARGIN: Duration = Duration::from_millis(250);
 
 impl Tab {
-    pub(super) async fn dispatch_extended(
+    pub(super) async fn dispatch(
         &self,
         action: &ExtendedAction,
         record: &ObservationRecord,
@@ -231,10 +232,8 @@ impl Tab {
                 self.settle(&mut nav, until).await;
                 Ok(files_receipt(names, &paths, frame).into())
             }
-            ExtendedAction::Navigate(_) | ExtendedAction::Wait(_) => match action.as_v1() {
-                Some(v1) => Ok(self.dispatch(&v1, record, now, options, until).await?.into()),
-                None => Err(BrowserError::Internal { reason: "navigate and wait always have a v1 form".into() }),
-            },
+            ExtendedAction::Navigate(a) => Ok(self.navigate(a.url.as_str(), until, frame).await?.into()),
+            ExtendedAction::Wait(a) => Ok(self.wait(Duration::from_millis(u64::from(a.duration_ms.get())), until, frame).await.into()),
             ExtendedAction::Dialog(_) => Err(BrowserError::Internal { reason: "dialog answers go through answer_dialog".into() }),
         }
     }

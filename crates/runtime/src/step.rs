@@ -1,0 +1,355 @@
+//! The one path of every side effect (design invariant 3): a direct call is a run of one step, and
+//! a run performs each of its steps here. The caller has already bound the exact tab and holds its
+//! write lease; this checks, in order, the fresh frame, the capability, origin and tier, asks a
+//! person when policy says so (`approval.rs`), re-checks cancellation and the lease, then acts.
+//! It is not the runner's loop (see `run.rs`) nor the policy rules (see `policy`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use browser::{ActOptions, ActOutcome, ObservationRecord, Tab};
+use policy::{Decision, Effect, Grant, RiskFacts};
+use protocol::extended::TargetRef;
+use protocol::{Capability, ExtendedAction};
+
+use crate::approval::{ApprovalDecision, ApprovalRequest, Asked};
+use crate::events::EventKind;
+use crate::lease::Lease;
+use crate::runtime::{Runtime, TabEntry, now_ms, require};
+use crate::{Cancel, RuntimeError};
+
+/// How long a step may wait for a person.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ApprovalWait {
+    /// Until this instant (a run's deadline, or a direct call whose client asks its user).
+    Until(Instant),
+    /// Not at all: the call returns `needs_approval`, the approval stays pending until it
+    /// expires, and the identical action sent again after a person decided proceeds once.
+    No,
+}
+
+/// Where one step acts: the exact tab, held by `lease`, as part of `scope` (a run id, or the
+/// session for a direct call: grants and approvals are scoped by it).
+pub(crate) struct StepAt<'a> {
+    pub(crate) session: &'a str,
+    pub(crate) scope: &'a str,
+    pub(crate) entry: &'a TabEntry,
+    pub(crate) key: &'a str,
+    pub(crate) tab: &'a Arc<Tab>,
+    pub(crate) lease: &'a Lease,
+    pub(crate) cancel: Option<&'a Cancel>,
+    pub(crate) wait: ApprovalWait,
+}
+
+impl Runtime {
+    /// Performs one action on the tab `at` names. `Err` means nothing was sent (refused, stale,
+    /// denied, still waiting for a person, cancelled); `Ok` carries the receipt.
+    pub(crate) async fn step(&self, at: &StepAt<'_>, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+        // Fresh frame first: an approval is never asked for an element of a frame the action
+        // cannot act on (a stale ref would name another element of a renumbered observation).
+        let record = fresh_record(at.tab, action)?;
+        let intended = Intended::of(action, &record);
+        if let Some(request) = self.judge(at, &record, &intended)? {
+            self.approval(at, action, request).await?;
+        }
+        if at.cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(RuntimeError::Cancelled);
+        }
+        if !self.inner.leases.is_current(at.entry.target(), at.lease, now_ms()) {
+            return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease is gone (closed, hidden or lost)".into() }));
+        }
+        self.emit(
+            at.scope,
+            EventKind::ActionSummary {
+                action: intended.kind.clone(),
+                target: action.targets().next().map(|t| describe_ref(&t)),
+                text_chars: intended.text_chars,
+                secret: intended.secret_field,
+            },
+        );
+        let options = self.step_options(at.session, options);
+        let outcome = at.tab.act(action, &options).await?;
+        self.emit(
+            at.scope,
+            EventKind::Receipt {
+                action: outcome.receipt.action().as_str().into(),
+                state: outcome.receipt.state(),
+                effect_uncertain: outcome.receipt.effect_uncertain(),
+                detail: outcome.receipt.detail().map(str::to_owned),
+            },
+        );
+        Ok(outcome)
+    }
+
+    /// Uploads read only from the configured upload directory; downloads land in the session's
+    /// download directory.
+    fn step_options(&self, session: &str, options: &ActOptions) -> ActOptions {
+        let mut options = options.clone();
+        if options.uploads.is_none()
+            && let Some(dir) = &self.inner.config.uploads_dir
+        {
+            options.uploads = browser::UploadRoot::new(dir).ok();
+        }
+        if options.downloads.is_none() {
+            let dir = self.inner.config.data_dir.join("downloads").join(session);
+            let _ = std::fs::create_dir_all(&dir);
+            options.downloads = Some(dir);
+        }
+        options
+    }
+
+    /// Capability, origin and tier: `None` to go ahead, `Some(request)` when a person must decide,
+    /// `Err` when policy refuses.
+    fn judge(&self, at: &StepAt<'_>, record: &ObservationRecord, intended: &Intended) -> Result<Option<ApprovalRequest>, RuntimeError> {
+        match intended.effect {
+            Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
+            Effect::Read => require(at.entry, Capability::Observe, at.key)?,
+            _ => require(at.entry, Capability::Interact, at.key)?,
+        }
+        let origin = match &intended.navigate_to {
+            Some(url) => {
+                policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+                policy::Origin::parse(url).ok()
+            }
+            None => policy::Origin::parse(record.document_url()).ok(),
+        };
+        let field = if intended.secret_field { policy::Sensitivity::Secret(policy::SecretKind::Password) } else { policy::Sensitivity::Public };
+        let facts = RiskFacts {
+            effect: intended.effect,
+            origin: origin.as_ref(),
+            element_role: intended.role.as_deref(),
+            element_name: intended.name.as_deref(),
+            field,
+        };
+        let tier = policy::classify(&facts, &self.inner.config.trust);
+        let now = now_ms();
+        let request = policy::Request { run: at.scope, tier, origin: origin.as_ref() };
+        let decision = policy::decide(&request, &self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()), &self.inner.config.navigation, now);
+        match decision {
+            Decision::Allow => Ok(None),
+            Decision::Deny { reason } => Err(RuntimeError::OriginDenied { reason }),
+            Decision::Ask { tier, reason } => Ok(Some(ApprovalRequest {
+                approval_id: self.fresh_id("approval"),
+                session: at.session.to_owned(),
+                run_id: at.scope.to_owned(),
+                action: intended.kind.clone(),
+                target: intended.target.clone(),
+                origin: origin.map_or_else(|| "(no origin)".to_owned(), |o| o.serialize_web()),
+                tier,
+                reason,
+                text_chars: intended.text_chars,
+                requested_at: now,
+                expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
+            })),
+        }
+    }
+
+    /// Asks a person about exactly this action and waits as `at.wait` allows. `Ok` = approved.
+    async fn approval(&self, at: &StepAt<'_>, action: &ExtendedAction, request: ApprovalRequest) -> Result<(), RuntimeError> {
+        let key = format!("{}\u{0}{}\u{0}{}", at.session, at.entry.target(), serde_json::to_string(action).unwrap_or_default());
+        let grant = policy::Origin::parse(&request.origin).ok();
+        let summary = format!("{} {} on {} ({:?})", request.action, request.target, request.origin, request.tier);
+        let expires_at = request.expires_at;
+        let (approval_id, mut decision) = match self.inner.approvals.ask(request, key, grant, now_ms()) {
+            Asked::Decided(decision) => return decided(decision, &summary),
+            Asked::Pending { approval_id, decision, request, fresh } => {
+                if fresh {
+                    self.emit(
+                        at.scope,
+                        EventKind::ApprovalRequested {
+                            approval_id: approval_id.clone(),
+                            tier: request.tier,
+                            origin: request.origin.clone(),
+                            what: format!("{} {}", request.action, request.target),
+                        },
+                    );
+                }
+                (approval_id, decision)
+            }
+        };
+        let pending = || RuntimeError::NeedsApproval { approval_id: approval_id.clone(), summary: summary.clone() };
+        let ApprovalWait::Until(deadline) = at.wait else { return Err(pending()) };
+        // No longer than the approval itself lives.
+        let deadline = deadline.min(Instant::now() + std::time::Duration::from_millis(expires_at.saturating_sub(now_ms())));
+        let answered = async {
+            loop {
+                if decision.borrow_and_update().is_some() {
+                    return true;
+                }
+                if decision.changed().await.is_err() {
+                    return false; // withdrawn
+                }
+            }
+        };
+        let cancelled = async {
+            match at.cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            answered = answered => answered,
+            _ = cancelled => {
+                self.inner.approvals.withdraw(&approval_id);
+                return Err(RuntimeError::Cancelled);
+            }
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                // Out of this caller's time: the approval stays pending (until it expires) for
+                // the identical action sent again.
+                return Err(pending());
+            }
+        };
+        if !outcome {
+            return Err(pending());
+        }
+        match self.inner.approvals.take(&approval_id) {
+            Some(decision) => {
+                self.emit(at.scope, EventKind::ApprovalResolved { approval_id: approval_id.clone(), outcome: decision });
+                decided(decision, &summary)
+            }
+            // The identical action, sent again meanwhile, used the decision.
+            None => Err(pending()),
+        }
+    }
+
+    /// A person's decision on a pending approval. Only person channels (console, host API, CLI
+    /// prompt, a client's own user through elicitation) call this; no tool a model can call
+    /// reaches it. The decision takes effect before this returns: "allow for this site" grants
+    /// exactly the origin the person was shown, and the waiting call (or the identical action
+    /// sent again) proceeds once.
+    pub fn resolve_approval(&self, approval_id: &str, decision: ApprovalDecision) -> Result<(), RuntimeError> {
+        let keep = self.inner.config.approval_timeout.as_millis() as u64;
+        let resolved = self.inner.approvals.resolve(approval_id, decision, now_ms(), keep).map_err(|why| RuntimeError::UnknownApproval {
+            approval_id: approval_id.to_owned(),
+            why: match why {
+                crate::approval::NotPending::Unknown => "no such approval is pending (its session or run may have ended)",
+                crate::approval::NotPending::Expired => "it expired before it was answered; the model must ask again",
+                crate::approval::NotPending::Decided => "a person already decided it",
+            },
+        })?;
+        if decision == ApprovalDecision::ApproveForTask
+            && let Some(origin) = resolved.grant
+        {
+            self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(Grant { run: resolved.run_id.clone(), origin, expires_at: None });
+        }
+        tracing::info!(approval = approval_id, session = %resolved.session, decision = decision.as_str(), "a person resolved an approval");
+        Ok(())
+    }
+
+    /// The approvals waiting for a person (never expired or withdrawn ones).
+    pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
+        self.inner.approvals.list(now_ms())
+    }
+}
+
+fn decided(decision: ApprovalDecision, summary: &str) -> Result<(), RuntimeError> {
+    match decision {
+        ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveForTask => Ok(()),
+        ApprovalDecision::Deny => Err(RuntimeError::ApprovalDenied { summary: summary.to_owned() }),
+    }
+}
+
+/// The tab's latest observation, if `action` was planned against it.
+fn fresh_record(tab: &Tab, action: &ExtendedAction) -> Result<Arc<ObservationRecord>, RuntimeError> {
+    let stale = |reason: String| RuntimeError::Browser(browser::BrowserError::Stale { reason });
+    let record = tab.latest_observation().ok_or_else(|| stale("this surface has not been observed yet".into()))?;
+    if &record.frame_id != action.expected_frame_id() {
+        return Err(stale(format!(
+            "frame {} is not the latest observation of this tab (that is {}); observe again",
+            action.expected_frame_id().as_str(),
+            record.frame_id.as_str()
+        )));
+    }
+    for target in action.targets() {
+        if let TargetRef::Ref(e) = target
+            && record.binding(&e.element).is_none()
+        {
+            return Err(stale(format!("{} is not a ref of frame {}", e.element.as_str(), record.frame_id.as_str())));
+        }
+    }
+    Ok(record)
+}
+
+pub(crate) fn describe_ref(target: &TargetRef<'_>) -> String {
+    match target {
+        TargetRef::Ref(e) => e.element.as_str().to_owned(),
+        TargetRef::Point(p) => format!("({}, {})", p.x, p.y),
+        TargetRef::Locator(_) => "locator".to_owned(),
+    }
+}
+
+/// What an action is about to do, as policy sees it.
+struct Intended {
+    kind: String,
+    effect: Effect,
+    navigate_to: Option<String>,
+    /// `role "name"` of the target (page text), or a description.
+    target: String,
+    role: Option<String>,
+    name: Option<String>,
+    secret_field: bool,
+    text_chars: Option<usize>,
+}
+
+impl Intended {
+    fn of(action: &ExtendedAction, record: &ObservationRecord) -> Intended {
+        let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
+        if let Some(first) = action.targets().next() {
+            match first {
+                TargetRef::Ref(e) => {
+                    if let Some(b) = record.binding(&e.element) {
+                        target = format!("{} \"{}\"", b.role, b.name);
+                        role = Some(b.role.clone());
+                        name = Some(b.name.clone());
+                        secret = b.secret_field;
+                    }
+                }
+                TargetRef::Locator(locator) => {
+                    // Resolved only when the action runs: classify by what the locator names
+                    // (page text can only raise the tier).
+                    let (r, n) = locator_words(locator);
+                    target = format!("{} {:?}", r.clone().unwrap_or_else(|| "element".into()), n.clone().unwrap_or_default());
+                    role = r;
+                    name = n;
+                }
+                TargetRef::Point(p) => target = format!("point ({}, {})", p.x, p.y),
+            }
+        }
+        let navigate_to = match action {
+            ExtendedAction::Navigate(a) => Some(a.url.as_str().to_owned()),
+            _ => None,
+        };
+        if let Some(url) = &navigate_to {
+            target = policy::redact_url(url);
+        }
+        let effect = match action {
+            ExtendedAction::Upload(_) => Effect::Upload,
+            ExtendedAction::Click(click) if click.expect_download => Effect::Download,
+            ExtendedAction::Navigate(_) => Effect::Navigate,
+            ExtendedAction::Scroll(_) | ExtendedAction::Hover(_) | ExtendedAction::Wait(_) => Effect::Read,
+            _ => Effect::Interact,
+        };
+        Intended {
+            kind: action.kind().as_str().to_owned(),
+            effect,
+            navigate_to,
+            target,
+            role,
+            name,
+            secret_field: secret && matches!(action, ExtendedAction::Type(_)),
+            text_chars: match action {
+                ExtendedAction::Type(t) => Some(t.text.as_str().chars().count()),
+                _ => None,
+            },
+        }
+    }
+}
+
+fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {
+    use protocol::extended::Locator;
+    match locator {
+        Locator::Role { role, name, .. } => (Some(role.as_str().to_owned()), name.as_ref().map(|n| n.as_str().to_owned())),
+        Locator::Label { text, .. } | Locator::Text { text, .. } => (None, Some(text.as_str().to_owned())),
+        Locator::TestId { id, .. } => (None, Some(id.as_str().to_owned())),
+    }
+}
