@@ -341,6 +341,7 @@ impl Tab {
             let left_out = chosen.iter().filter(|c| !**c).count();
             text.push_str(&format!("- note: {left_out} lines far from the viewport were left out to fit; scroll there and observe again\n"));
         }
+        let shown: std::collections::HashSet<usize> = lines.iter().zip(&chosen).filter(|(_, c)| **c).filter_map(|(l, _)| l.candidate).collect();
         let interactive_elements = listed
             .iter()
             .map(|c| {
@@ -353,6 +354,7 @@ impl Tab {
                     cand.states.clone(),
                     cand.value.as_deref().map(scrub),
                 )
+                .shown_in_snapshot(shown.contains(c))
             })
             .collect();
         let refs = referenced

@@ -62,6 +62,71 @@ pub(crate) fn quote(text: &str) -> String {
     out
 }
 
+/// The page's own text in a snapshot, one entry per piece — quoted text lines, names and values
+/// unescaped, and a node's inline text — without the format's syntax (indentation, roles, the
+/// ref and state bracket, link targets). The inverse of the writer above, kept beside it so one
+/// module knows the format; used to check text on a page without matching `button` or `[e1]`.
+pub fn snapshot_text(snapshot: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in snapshot.lines() {
+        let line = line.trim_start_matches(' ');
+        if line.starts_with('"') {
+            if let Some((text, _)) = unquote(line) {
+                out.push(text);
+            }
+            continue;
+        }
+        // `role`, then an optional quoted name, bracket, link target and `: ` tail.
+        let role_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).unwrap_or(line.len());
+        let mut rest = &line[role_end..];
+        if let Some(quoted) = rest.strip_prefix(' ').filter(|r| r.starts_with('"'))
+            && let Some((name, after)) = unquote(quoted)
+        {
+            out.push(name);
+            rest = after;
+        }
+        if let Some(bracket) = rest.strip_prefix(" [")
+            && let Some(end) = bracket.find(']')
+        {
+            rest = &bracket[end + 1..];
+        }
+        if let Some(link) = rest.strip_prefix(" -> ") {
+            rest = link.find(": ").map_or("", |i| &link[i..]);
+        }
+        if let Some(tail) = rest.strip_prefix(": ") {
+            match unquote(tail) {
+                Some((value, "")) => out.push(value),
+                _ => out.push(tail.to_owned()),
+            }
+        }
+    }
+    out
+}
+
+/// A quoted string at the start of `text` (as `quote` writes it), unescaped, and what follows.
+fn unquote(text: &str) -> Option<(String, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                'u' => {
+                    let hex: String = chars.by_ref().map(|(_, c)| c).skip(1).take_while(|c| *c != '}').collect();
+                    out.push(u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)?);
+                }
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
 /// A state as the format allows it: letters, digits and `=-_`, nothing that could end the
 /// bracket or the line.
 pub fn is_state_token(state: &str) -> bool {
@@ -342,6 +407,19 @@ mod tests {
         assert_eq!(lines[0].states, ["pressed", "level=2"]);
         button.states.clear();
         assert!(flatten(&[Item::Node(button)], (800.0, 600.0))[0].states.is_empty());
+    }
+
+    #[test]
+    fn snapshot_text_reads_back_the_page_text_and_none_of_the_syntax() {
+        let text = format!(
+            "main\n heading {} [level=1]\n {}\n button \"Save\" [e1]\n textbox \"Bio\" [e2 focused]: {}\n link \"Help\" [e3] -> /help\n paragraph: see the [e6] notes\n",
+            quote("Sign \"in\""),
+            quote("two\nlines\u{7}"),
+            quote("a\\b")
+        );
+        let got = snapshot_text(&text);
+        assert_eq!(got, ["Sign \"in\"", "two\nlines\u{7}", "Save", "Bio", "a\\b", "Help", "see the [e6] notes"]);
+        assert!(!got.iter().any(|t| t.contains("button") || t.contains("[e1]") || t.contains("/help")));
     }
 
     #[test]

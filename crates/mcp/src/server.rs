@@ -608,39 +608,6 @@ impl ServerHandler for GloveboxMcp {
     }
 }
 
-/// The refs the snapshot text shows, read only where the format puts them: the bracket right
-/// after a line's `role "name"` head. Page text is quoted or follows `: `/` -> `, so a page that
-/// writes "[e5]" in its text does not make e5 count as shown.
-fn refs_shown(snapshot: &str) -> std::collections::HashSet<&str> {
-    let mut refs = std::collections::HashSet::new();
-    for line in snapshot.lines() {
-        let line = line.trim_start_matches(' ');
-        let role_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).unwrap_or(line.len());
-        if role_end == 0 {
-            continue; // a text line
-        }
-        let mut rest = &line[role_end..];
-        if let Some(quoted) = rest.strip_prefix(" \"") {
-            let mut escaped = false;
-            let Some(end) = quoted.char_indices().find_map(|(i, c)| {
-                let close = c == '"' && !escaped;
-                escaped = c == '\\' && !escaped;
-                close.then_some(i)
-            }) else {
-                continue;
-            };
-            rest = &quoted[end + 1..];
-        }
-        if let Some(bracket) = rest.strip_prefix(" [") {
-            let word = bracket.split([' ', ']']).next().unwrap_or("");
-            if word.len() > 1 && word.starts_with('e') && word[1..].bytes().all(|b| b.is_ascii_digit()) {
-                refs.insert(word);
-            }
-        }
-    }
-    refs
-}
-
 /// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
 /// inline), then only what the snapshot does not already say — interactive elements it left out
 /// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
@@ -656,8 +623,7 @@ pub(crate) fn observation_text(o: &Observation) -> String {
     }
     out.push('\n');
     out.push_str(snapshot);
-    let shown = refs_shown(snapshot);
-    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !shown.contains(e.element().as_str())).collect();
+    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !e.in_snapshot()).collect();
     if !left_out.is_empty() {
         out.push_str("interactive elements outside the text above:\n");
         for e in left_out {
@@ -685,17 +651,4 @@ pub(crate) fn observation_text(o: &Observation) -> String {
         out.pop();
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::refs_shown;
-
-    #[test]
-    fn refs_are_read_only_where_the_format_puts_them() {
-        let snapshot = "main\n heading \"Title [e9]\" [level=1]\n button \"Say \\\"hi\\\" [e8]\" [e1]\n \"text [e7]\"\n paragraph: see [e6]\n checkbox \"Keep\" [e2 checked]\n link \"x\" [e3] -> /[e5]\n";
-        let mut shown: Vec<_> = refs_shown(snapshot).into_iter().collect();
-        shown.sort();
-        assert_eq!(shown, ["e1", "e2", "e3"]);
-    }
 }

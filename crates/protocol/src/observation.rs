@@ -109,6 +109,10 @@ pub struct InteractiveElement {
     value: Option<String>,
     #[serde(skip_serializing_if = "is_false")]
     value_truncated: bool,
+    /// The ARIA snapshot text shows this element's ref (the producer knows; nobody parses the
+    /// text back). Not on the wire: a reader of the whole observation has both.
+    #[serde(skip)]
+    in_snapshot: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -145,7 +149,19 @@ impl InteractiveElement {
             states,
             value_truncated: value.as_ref().is_some_and(|v| v.truncated),
             value: value.map(|v| v.text),
+            in_snapshot: false,
         }
+    }
+
+    /// The same element, recorded as shown (`true`) or not shown in the ARIA snapshot text.
+    pub fn shown_in_snapshot(self, shown: bool) -> Self {
+        Self { in_snapshot: shown, ..self }
+    }
+
+    /// Whether the ARIA snapshot text shows this element's ref (then a transport need not list
+    /// it again).
+    pub fn in_snapshot(&self) -> bool {
+        self.in_snapshot
     }
 
     /// The element's ref.
@@ -279,6 +295,13 @@ impl Observation {
         let title = BoundedText::new(title, TITLE_MAX_CHARS);
         let origin = BoundedText::new(origin, URL_MAX_CHARS).text;
         let aria = BoundedText::new(aria_snapshot, ARIA_SNAPSHOT_MAX_CHARS);
+        if aria.truncated {
+            // Cut here, not by the producer: which refs the kept text shows is not known, so
+            // none counts as shown (a transport then lists them all).
+            for e in &mut interactive_elements {
+                e.in_snapshot = false;
+            }
+        }
         let elements_truncated = truncate_list(&mut interactive_elements, INTERACTIVE_ELEMENTS_MAX) | cut.elements;
         let mut console_truncated = truncate_list(&mut console_errors, CONSOLE_ERRORS_MAX) | cut.console;
         for e in &mut console_errors {

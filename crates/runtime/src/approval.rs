@@ -107,8 +107,18 @@ pub(crate) struct Resolved {
 }
 
 #[derive(Default)]
+struct Table {
+    entries: HashMap<String, Entry>,
+    /// Recently expired pending approvals (bounded), so a late answer hears "expired".
+    expired: std::collections::VecDeque<String>,
+}
+
+/// How many expired approval ids are remembered for that message.
+const EXPIRED_REMEMBERED: usize = 256;
+
+#[derive(Default)]
 pub(crate) struct Approvals {
-    entries: Mutex<HashMap<String, Entry>>,
+    table: Mutex<Table>,
 }
 
 impl Approvals {
@@ -151,11 +161,10 @@ impl Approvals {
     /// taker until `now + keep_ms`.
     pub(crate) fn resolve(&self, approval_id: &str, decision: ApprovalDecision, now: u64, keep_ms: u64) -> Result<Resolved, NotPending> {
         let mut entries = self.lock();
-        let entry = entries.get_mut(approval_id).ok_or(NotPending::Unknown)?;
-        if entry.request.expires_at <= now {
-            entries.remove(approval_id);
-            return Err(NotPending::Expired);
-        }
+        expire(&mut entries, now);
+        let Some(entry) = entries.entries.get_mut(approval_id) else {
+            return Err(if entries.expired.iter().any(|id| id == approval_id) { NotPending::Expired } else { NotPending::Unknown });
+        };
         let State::Pending(tx) = &entry.state else { return Err(NotPending::Decided) };
         // Waiters hear it after the state changed: whoever takes it finds the decision.
         let tx = tx.clone();
@@ -199,17 +208,43 @@ impl Approvals {
         self.lock().clear();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl std::ops::Deref for Table {
+    type Target = HashMap<String, Entry>;
+    fn deref(&self) -> &Self::Target {
+        &self.entries
+    }
+}
+
+impl std::ops::DerefMut for Table {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.entries
     }
 }
 
 /// Drops pending approvals past their expiry and decisions nobody took in time.
-fn expire(entries: &mut HashMap<String, Entry>, now: u64) {
-    entries.retain(|_, e| match e.state {
-        State::Pending(_) => e.request.expires_at > now,
-        State::Decided { until, .. } => until > now,
+fn expire(table: &mut Table, now: u64) {
+    let mut gone = Vec::new();
+    table.entries.retain(|id, e| {
+        let live = match e.state {
+            State::Pending(_) => e.request.expires_at > now,
+            State::Decided { until, .. } => until > now,
+        };
+        if !live && matches!(e.state, State::Pending(_)) {
+            gone.push(id.clone());
+        }
+        live
     });
+    for id in gone {
+        if table.expired.len() == EXPIRED_REMEMBERED {
+            table.expired.pop_front();
+        }
+        table.expired.push_back(id);
+    }
 }
 
 #[cfg(test)]

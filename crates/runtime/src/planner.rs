@@ -29,6 +29,7 @@ pub struct StepReport {
 
 /// One proposal.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one step exists at a time; boxing it buys nothing
 pub enum PlannerStep {
     /// Perform this action (one state-changing action per step).
     Act(ExtendedAction),

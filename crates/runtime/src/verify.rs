@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Assertion {
-    /// This text appears in the page's snapshot.
+    /// This text appears in the page's text as observed (not in the snapshot's syntax).
     TextPresent { text: String },
     /// The (redacted) URL contains this.
     UrlContains { text: String },
@@ -33,11 +33,12 @@ impl Assertion {
         let element = |name: &str| observation.interactive_elements().iter().find(|e| e.name() == name);
         let (passed, kind) = match self {
             Assertion::TextPresent { text } => {
-                // Text lines and values are quoted in the snapshot, with `"`, `\` and line
-                // breaks escaped: the text counts in either form.
-                let escaped = text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-                let snapshot = observation.aria_snapshot();
-                (snapshot.contains(text.as_str()) || snapshot.contains(escaped.as_str()), EvidenceKind::Assertion)
+                // The page's text only — names, text lines, values, inline text, unescaped —
+                // never the snapshot's syntax (`button`, `[e1]`), whitespace folded as the
+                // snapshot folds it.
+                let wanted = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let page = browser::snapshot_text(observation.aria_snapshot());
+                (!wanted.is_empty() && page.iter().any(|t| t.contains(wanted.as_str())), EvidenceKind::Assertion)
             }
             Assertion::UrlContains { text } => (observation.url().contains(text.as_str()), EvidenceKind::UrlMatch),
             Assertion::ElementValue { name, value } => (element(name).and_then(|e| e.value()) == Some(value.as_str()), EvidenceKind::ElementState),

@@ -26,7 +26,6 @@ async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves()
     assert!(o2.aria_snapshot().contains("textbox \"Name\" [e1]\n"), "nothing was typed");
     // A person approves this one action; sent again, it runs once.
     env.runtime.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let outcome = env.runtime.act(&env.session, None, &action, &Default::default(), std::time::Duration::ZERO).await.unwrap();
     assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
     // The approval is used up: the next write asks again.
@@ -54,7 +53,6 @@ async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_a
     let pending = env.runtime.pending_approvals();
     assert_eq!(pending[0].tier, policy::RiskTier::R3);
     env.runtime.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     // No upload directory is configured: the upload is refused and nothing is sent.
     let err = env.runtime.act(&env.session, None, &upload, &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");

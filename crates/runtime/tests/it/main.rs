@@ -6,6 +6,7 @@ mod cases;
 mod debugger;
 mod direct;
 mod lifecycle;
+mod one_path;
 mod seed_002;
 mod surfaces;
 

@@ -1,0 +1,206 @@
+//! One path for every side effect (issue 13): direct calls and runs share one approval mechanism
+//! and one action path. Each test is named after what the two mechanisms got wrong.
+
+use std::time::Duration;
+
+use protocol::ErrorCode;
+use runtime::{ApprovalDecision, Assertion, EventKind, Mark};
+use serde_json::json;
+use test_support::FixtureServer;
+
+use crate::{click, env, env_with, eventually, wait_for};
+
+fn navigate(o: &protocol::Observation, url: &str) -> protocol::ExtendedAction {
+    protocol::validate_extended_action(&json!({"type": "navigate", "expected_frame_id": o.frame_id().as_str(), "url": url, "intent": "go"})).unwrap()
+}
+
+fn type_name(o: &protocol::Observation, text: &str) -> protocol::ExtendedAction {
+    let element = o.interactive_elements().iter().find(|e| e.name() == "Name").unwrap().element().as_str().to_owned();
+    protocol::validate_extended_action(
+        &json!({"type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "text": text, "intent": "name"}),
+    )
+    .unwrap()
+}
+
+async fn fixture_origin() -> FixtureServer {
+    let other = FixtureServer::start().await.unwrap();
+    other.dir("/", std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    other
+}
+
+const NOW: Duration = Duration::ZERO;
+
+/// The old direct path granted the page's origin when a person allowed a navigation "for this
+/// site"; the person had been shown the destination.
+#[tokio::test]
+async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page_left() {
+    let env = env("one-path-grant", false).await;
+    let other = fixture_origin().await;
+    let (s, rt) = (&env.session, &env.runtime);
+    rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    let go = navigate(&o, &other.url("/counter.html"));
+    let err = rt.act(s, None, &go, &Default::default(), NOW).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
+    let pending = rt.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].origin, other.origin(), "the person is shown the destination");
+    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveForTask).unwrap();
+    // The decision applied before resolve returned: the same action proceeds at once, no sleep.
+    rt.act(s, None, &go, &Default::default(), NOW).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    assert_eq!(o.origin(), other.origin());
+    rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.expect("the destination is granted");
+    assert!(rt.pending_approvals().is_empty());
+    // The origin the tab left was never granted.
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    let back = navigate(&o, &env.server.url("/counter.html"));
+    assert_eq!(rt.act(s, None, &back, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    let id = rt.pending_approvals()[0].approval_id.clone();
+    assert_eq!(rt.pending_approvals()[0].origin, env.server.origin());
+    rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).unwrap();
+    rt.act(s, None, &back, &Default::default(), NOW).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    assert_eq!(rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+}
+
+/// Direct approvals carried an `expires_at` nobody enforced: they stayed listed and approvable.
+#[tokio::test]
+async fn an_expired_approval_is_neither_listed_nor_approvable() {
+    let env = env_with("one-path-expiry", false, |c| c.approval_timeout = Duration::from_millis(400)).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    rt.open_tab(s, &env.server.url("/form.html")).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    let action = type_name(&o, "Ada");
+    assert_eq!(rt.act(s, None, &action, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    let id = rt.pending_approvals()[0].approval_id.clone();
+    eventually("the approval expires", || rt.pending_approvals().is_empty()).await;
+    let err = rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).unwrap_err();
+    assert!(err.to_string().contains("expired"), "{err}");
+    // Sent again, the action asks afresh (a new approval), and nothing was typed.
+    assert_eq!(rt.act(s, None, &action, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_ne!(rt.pending_approvals()[0].approval_id, id);
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    assert!(o.interactive_elements().iter().find(|e| e.name() == "Name").unwrap().value().is_none_or(str::is_empty));
+}
+
+/// `glovebox approve` listed the requests of dead sessions, approvable hours later.
+#[tokio::test]
+async fn a_closed_sessions_approvals_are_withdrawn() {
+    let env = env("one-path-dead-session", false).await;
+    let rt = &env.runtime;
+    let gone = rt.create_session().await.unwrap();
+    rt.open_tab(&gone, &env.server.url("/form.html")).await.unwrap();
+    let o = rt.observe(&gone, None, &Default::default()).await.unwrap();
+    assert_eq!(rt.act(&gone, None, &type_name(&o, "Ada"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    let id = rt.pending_approvals()[0].approval_id.clone();
+    assert_eq!(rt.pending_approvals()[0].session, gone);
+    rt.close_session(&gone).await.unwrap();
+    assert!(rt.pending_approvals().is_empty(), "{:?}", rt.pending_approvals());
+    assert!(rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).is_err());
+}
+
+/// Approval was asked before the frame's freshness was checked, so a person could be asked about
+/// an element of a frame the action could never act on.
+#[tokio::test]
+async fn no_approval_is_asked_for_a_stale_frame() {
+    let env = env("one-path-stale", false).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    rt.open_tab(s, &env.server.url("/form.html")).await.unwrap();
+    let old = rt.observe(s, None, &Default::default()).await.unwrap();
+    // A newer observation (its screenshot is part of its frame id) makes `old` stale.
+    let options = browser::ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..Default::default() };
+    let new = rt.observe(s, None, &options).await.unwrap();
+    assert_ne!(old.frame_id(), new.frame_id());
+    let err = rt.act(s, None, &type_name(&old, "Ada"), &Default::default(), NOW).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    assert!(rt.pending_approvals().is_empty(), "nobody is asked about a stale frame");
+}
+
+/// Concurrent direct acts of one session shared the lease holder `{session}/direct`: the second
+/// took the first's lease and one reported `target_lost`.
+#[tokio::test]
+async fn two_direct_acts_of_one_session_queue_for_the_tab() {
+    let env = env("one-path-concurrent", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    let add = click(&o, "Add one");
+    let options = browser::ActOptions::default();
+    let (a, b) = tokio::join!(rt.act(s, None, &add, &options, NOW), rt.act(s, None, &add, &options, NOW));
+    let mut done = 0;
+    for result in [a, b] {
+        match result {
+            Ok(_) => done += 1,
+            // The second may find the page changed by the first: stale, never lost.
+            Err(e) => assert_eq!(e.code(), ErrorCode::StaleObservation, "{e}"),
+        }
+    }
+    assert!(done >= 1);
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    assert!(o.aria_snapshot().contains(&format!("{done} clicks")), "{}", o.aria_snapshot());
+}
+
+/// A call that waits for a person proceeds exactly once when the person approves, with no retry.
+#[tokio::test]
+async fn a_waiting_call_proceeds_once_when_a_person_approves() {
+    let env = env("one-path-waiting", false).await;
+    let (s, rt) = (env.session.clone(), env.runtime.clone());
+    rt.open_tab(&s, &env.server.url("/form.html")).await.unwrap();
+    let o = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let action = type_name(&o, "Ada");
+    let mut events = rt.subscribe_events();
+    let acting = {
+        let (rt, s, action) = (rt.clone(), s.clone(), action.clone());
+        tokio::spawn(async move { rt.act(&s, None, &action, &Default::default(), Duration::from_secs(20)).await })
+    };
+    wait_for(&mut events, |e| matches!(e, EventKind::ApprovalRequested { .. })).await;
+    let pending = rt.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    let outcome = acting.await.unwrap().expect("the waiting call proceeds");
+    assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
+    assert!(rt.pending_approvals().is_empty());
+    // The decision was used by that call: the same action again asks again.
+    let again = rt.act(&s, None, &type_name(&outcome.observation.unwrap(), "Ada"), &Default::default(), NOW).await.unwrap_err();
+    assert_eq!(again.code(), ErrorCode::NeedsApproval);
+}
+
+/// A mark took no lock, so it could land after a turn end had read the marks and be lost.
+#[tokio::test]
+async fn a_mark_never_races_a_turn_end() {
+    let env = env("one-path-mark", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    for round in 0..3 {
+        let surface = rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+        let turn = format!("turn_{round}");
+        let (marked, ended) = tokio::join!(rt.mark(s, surface, Mark::Deliverable, &turn), rt.end_turn(s, &turn));
+        ended.unwrap();
+        let open = rt.surface_ids(s).unwrap().contains(&surface);
+        match marked {
+            // Marked before the turn end read the marks: the tab is kept.
+            Ok(()) => assert!(open, "round {round}: a mark that succeeded was lost"),
+            // The turn end came first and closed the tab: the mark says so.
+            Err(e) => {
+                assert!(!open);
+                assert_eq!(e.code(), ErrorCode::UnknownSurface, "{e}");
+            }
+        }
+        rt.finalize(s).await.unwrap();
+    }
+}
+
+/// `text_present` matched the snapshot's syntax, so "button" passed on any page with a button.
+#[tokio::test]
+async fn text_present_matches_page_text_not_snapshot_syntax() {
+    let env = env("one-path-text", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    assert!(o.aria_snapshot().contains("button \"Add one\" [e1]"), "{}", o.aria_snapshot());
+    let holds = |text: &str| Assertion::TextPresent { text: text.into() }.check(&o).0;
+    assert!(holds("Add one") && holds("0 clicks") && holds("Counter"));
+    for syntax in ["button", "[e1]", "e1", "heading", "\"Add one\"", "level=1"] {
+        assert!(!holds(syntax), "{syntax:?} is syntax, not page text");
+    }
+}
