@@ -125,7 +125,7 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
         let origin = origin.to_str().unwrap_or_default().trim_end_matches('/').to_ascii_lowercase();
         if !guard.origins.contains(&origin) {
             tracing::warn!(%origin, "refused a request from a foreign Origin");
-            return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-origin");
+            return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-client-origin (GLOVEBOX_ALLOWED_CLIENT_ORIGINS)");
         }
     }
     // The person channel has its own token; the bearer token guards MCP.

@@ -7,6 +7,7 @@
 //! One MCP session is one Glovebox session with its own browser context; the session is created
 //! on the first tool call and closed (`Runtime::close_session`) when the MCP session ends.
 
+mod args;
 mod errors;
 pub mod http;
 pub mod person;

@@ -58,6 +58,8 @@ rmcp::elicit_safe!(ApprovalForm);
 
 type Args = Map<String, Value>;
 
+use crate::args::{ActArgs, Call, ComputerUseArgs, ObserveArgs, SurfaceArgs, TabClaimArgs, TabMarkArgs, TabOpenArgs};
+
 impl GloveboxMcp {
     /// A handler with a session of its own (created on the first tool call).
     pub fn new(runtime: Runtime, options: Arc<McpOptions>) -> Self {
@@ -89,34 +91,29 @@ impl GloveboxMcp {
         if let Err(wait) = self.session.admit() {
             return crate::errors::rate_limited(wait);
         }
-        let offered = name != tools::COMPUTER_USE || self.options.planner.is_some();
-        match tools::allowed_arguments(name).filter(|_| offered) {
-            None => return own_error(ErrorCode::InvalidAction, &format!("no tool named {name:?}; call tools/list")),
-            Some(allowed) => {
-                if let Some(unknown) = args.keys().find(|k| !allowed.contains(k)) {
-                    let expected = if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") };
-                    return own_error(ErrorCode::InvalidAction, &format!("{name} takes no argument {unknown:?} (its arguments: {expected})"));
-                }
-            }
-        }
+        // The argument types are the parser and the schema: unknown or ill-typed arguments are
+        // refused before anything runs.
+        let call = match Call::read(name, args, self.options.planner.is_some()) {
+            Ok(call) => call,
+            Err(refused) => return own_error(ErrorCode::InvalidAction, &refused),
+        };
         let session = match self.session.id().await {
             Ok(id) => id,
             Err(e) => return self.runtime_error(&e),
         };
-        let result = match name {
-            tools::SURFACES => self.surfaces(&session).await,
-            tools::TABS => self.tabs(&session).await,
-            tools::OBSERVE => self.observe(&session, &args).await,
-            tools::ACT => self.act(&session, &args, peer).await,
-            tools::TAB_OPEN => self.tab_open(&session, &args).await,
-            tools::TAB_CLOSE => self.tab_close(&session, &args).await,
-            tools::TAB_CLAIM => self.tab_claim(&session, &args).await,
-            tools::TAB_RELEASE => self.tab_release(&session, &args).await,
-            tools::TAB_MARK => self.tab_mark(&session, &args).await,
-            tools::STATUS => self.status(&session),
-            tools::CLEANUP => self.cleanup(&session).await,
-            tools::COMPUTER_USE => self.computer_use(&session, &args, context).await,
-            other => Ok(own_error(ErrorCode::InvalidAction, &format!("no tool named {other:?}; call tools/list"))),
+        let result = match call {
+            Call::Surfaces => self.surfaces(&session).await,
+            Call::Tabs => self.tabs(&session).await,
+            Call::Observe(args) => self.observe(&session, args).await,
+            Call::Act(args) => self.act(&session, args, peer).await,
+            Call::TabOpen(args) => self.tab_open(&session, args).await,
+            Call::TabClose(args) => self.tab_close(&session, args).await,
+            Call::TabClaim(args) => self.tab_claim(&session, args).await,
+            Call::TabRelease(args) => self.tab_release(&session, args).await,
+            Call::TabMark(args) => self.tab_mark(&session, args).await,
+            Call::Status => self.status(&session),
+            Call::Cleanup => self.cleanup(&session).await,
+            Call::ComputerUse(args) => self.computer_use(&session, *args, context).await,
         };
         result.unwrap_or_else(|e| self.runtime_error(&e))
     }
@@ -161,12 +158,10 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&listed)]))
     }
 
-    async fn observe(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let surface = surface_arg(args)?;
-        let screenshot = args.get("screenshot").and_then(Value::as_bool).unwrap_or(false);
-        let options = ObserveOptions { screenshot: screenshot.then_some(ImageMime::Png), ..ObserveOptions::default() };
-        let observation = self.runtime.observe(session, surface.as_ref(), &options).await?;
-        Ok(self.observation_result(surface.as_ref(), None, observation))
+    async fn observe(&self, session: &str, args: ObserveArgs) -> Result<CallToolResult, RuntimeError> {
+        let options = ObserveOptions { screenshot: args.screenshot.then_some(ImageMime::Png), ..ObserveOptions::default() };
+        let observation = self.runtime.observe(session, args.surface.as_ref(), &options).await?;
+        Ok(self.observation_result(args.surface.as_ref(), None, observation))
     }
 
     fn observation_result(&self, surface: Option<&SurfaceName>, receipt: Option<Value>, mut observation: Observation) -> CallToolResult {
@@ -211,13 +206,11 @@ impl GloveboxMcp {
         CallToolResult::success(content)
     }
 
-    async fn act(&self, session: &str, args: &Args, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
-        let surface = surface_arg(args)?;
-        let Some(raw) = args.get("action") else {
-            return Ok(own_error(ErrorCode::InvalidAction, "`action` is required"));
-        };
-        // The extended set (`glovebox.actions/2`) is a superset of the seed's eight actions.
-        let action = match protocol::validate_extended_action(raw) {
+    async fn act(&self, session: &str, args: ActArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+        let surface = args.surface;
+        // The extended set (`glovebox.actions/2`) is a superset of the seed's eight actions; its
+        // validator reports every problem with its JSON path.
+        let action = match protocol::validate_extended_action(&args.action) {
             Ok(action) => action,
             Err(e) => return Ok(tool_error(&self.session.untrusted, ErrorCode::InvalidAction, &e.to_string())),
         };
@@ -346,92 +339,50 @@ impl GloveboxMcp {
         CallToolResult::error(vec![Content::text(header.to_string()), self.wrap(&detail)])
     }
 
-    async fn tab_open(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let Some(url) = args.get("url").and_then(Value::as_str) else {
-            return Ok(own_error(ErrorCode::InvalidAction, "`url` (a string) is required"));
-        };
-        let surface = self.runtime.open_tab(session, url).await?;
-        let key = lock(&self.session.tabs).add(surface);
+    async fn tab_open(&self, session: &str, args: TabOpenArgs) -> Result<CallToolResult, RuntimeError> {
+        let surface = self.runtime.open_tab(session, &args.url).await?;
+        let key = self.runtime.surface_key(session, surface);
         Ok(CallToolResult::success(vec![Content::text(json!({"opened": key, "focused": true, "next": "observe it to get refs and a frame_id"}).to_string())]))
     }
 
-    async fn tab_close(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let (name, surface) = match self.named_surface(args) {
-            Ok(named) => named,
-            Err(refused) => return Ok(refused),
-        };
+    async fn tab_close(&self, session: &str, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
+        let surface = self.runtime.surface_id(session, &args.surface)?;
         self.runtime.close_tab(session, surface).await?;
-        self.resync(session)?;
-        Ok(CallToolResult::success(vec![Content::text(json!({"closed": name}).to_string())]))
+        Ok(CallToolResult::success(vec![Content::text(json!({"closed": args.surface.as_str()}).to_string())]))
     }
 }
 
 impl GloveboxMcp {
-    /// The surface a `surface` argument names, or the error to return.
-    fn named_surface(&self, args: &Args) -> Result<(String, u64), CallToolResult> {
-        let Some(name) = args.get("surface").and_then(Value::as_str) else {
-            return Err(own_error(ErrorCode::InvalidAction, "`surface` (a key such as s1) is required"));
-        };
-        match lock(&self.session.tabs).lookup(name) {
-            Some(surface) => Ok((name.to_owned(), surface)),
-            None => Err(own_error(ErrorCode::UnknownSurface, &format!("no tab named {name:?} in this session; call `tabs`"))),
-        }
-    }
-
-    /// Drops keys of tabs the session no longer holds (after a release or a cleanup).
-    fn resync(&self, session: &str) -> Result<(), RuntimeError> {
-        let live = self.runtime.surface_ids(session)?;
-        let mut tabs = lock(&self.session.tabs);
-        tabs.order.retain(|s| live.contains(s));
-        if tabs.focused.is_some_and(|f| !live.contains(&f)) {
-            tabs.focused = None;
-        }
-        Ok(())
-    }
-
-    async fn tab_claim(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let Some(tab) = args.get("tab").and_then(Value::as_str) else {
-            return Ok(own_error(ErrorCode::InvalidAction, "`tab` (an id that `tabs` lists under user_tabs) is required"));
-        };
-        let surface = self.runtime.claim_tab(session, tab).await?;
-        let key = lock(&self.session.tabs).add(surface);
+    async fn tab_claim(&self, session: &str, args: TabClaimArgs) -> Result<CallToolResult, RuntimeError> {
+        let surface = self.runtime.claim_tab(session, &args.tab).await?;
+        let key = self.runtime.surface_key(session, surface);
         Ok(CallToolResult::success(vec![Content::text(
-            json!({"claimed": tab, "surface": key, "focused": true, "next": "observe it to get refs and a frame_id; it goes back to its person (open) when this session ends"}).to_string(),
+            json!({"claimed": args.tab, "surface": key, "focused": true, "next": "observe it to get refs and a frame_id; it goes back to its person (open) when this session ends"}).to_string(),
         )]))
     }
 
-    async fn tab_release(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let (name, surface) = match self.named_surface(args) {
-            Ok(named) => named,
-            Err(refused) => return Ok(refused),
-        };
-        let claimed = self.runtime.status(session)?.tabs.iter().any(|t| t.surface == Some(surface) && t.ownership == "agent_claimed");
+    async fn tab_release(&self, session: &str, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
+        let name = args.surface.as_str();
+        let surface = self.runtime.surface_id(session, &args.surface)?;
+        let claimed = self.runtime.status(session)?.tabs.iter().any(|t| t.surface == Some(surface) && t.ownership == runtime::Ownership::AgentClaimed);
         if !claimed {
             return Ok(own_error(ErrorCode::InvalidAction, &format!("{name} is not a claimed tab; tabs this session opened are closed with tab_close")));
         }
         self.runtime.release_tab(session, surface).await?;
-        self.resync(session)?;
-        Ok(CallToolResult::success(vec![Content::text(json!({"released": name, "tabs": lock(&self.session.tabs).order.len()}).to_string())]))
+        let left = self.runtime.surface_ids(session)?.len();
+        Ok(CallToolResult::success(vec![Content::text(json!({"released": name, "tabs": left}).to_string())]))
     }
 
-    async fn tab_mark(&self, session: &str, args: &Args) -> Result<CallToolResult, RuntimeError> {
-        let (name, surface) = match self.named_surface(args) {
-            Ok(named) => named,
-            Err(refused) => return Ok(refused),
-        };
-        let mark = match args.get("mark").and_then(Value::as_str) {
-            Some("deliverable") => runtime::Mark::Deliverable,
-            Some("handoff") => runtime::Mark::Handoff,
-            _ => return Ok(own_error(ErrorCode::InvalidAction, "`mark` must be \"deliverable\" or \"handoff\"")),
-        };
+    async fn tab_mark(&self, session: &str, args: TabMarkArgs) -> Result<CallToolResult, RuntimeError> {
+        let surface = self.runtime.surface_id(session, &args.surface)?;
+        let mark = runtime::Mark::from(args.mark);
         let turn = format!("turn_mcp{}", self.session.turn.load(Ordering::Relaxed));
         self.runtime.mark(session, surface, mark, &turn).await?;
-        Ok(CallToolResult::success(vec![Content::text(json!({"marked": name, "mark": mark.as_str(), "turn": turn}).to_string())]))
+        Ok(CallToolResult::success(vec![Content::text(json!({"marked": args.surface.as_str(), "mark": mark.as_str(), "turn": turn}).to_string())]))
     }
 
     fn status(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
         let status = self.runtime.status(session)?;
-        let tabs = lock(&self.session.tabs);
         // The runtime's facts in the header; URLs and titles are page-derived, so they go inside
         // the markers, keyed like the header.
         let facts: Vec<Value> = status
@@ -439,7 +390,7 @@ impl GloveboxMcp {
             .iter()
             .map(|t| {
                 json!({
-                    "tab": t.resource, "surface": t.surface.and_then(|s| tabs.key_of(s)), "ownership": t.ownership,
+                    "tab": t.resource, "surface": t.surface.and_then(|s| self.runtime.surface_key(session, s)), "ownership": t.ownership,
                     "mark": t.mark, "state": t.state, "attached": t.attached,
                 })
             })
@@ -455,60 +406,30 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(pages))]))
     }
 
-    async fn computer_use(&self, session: &str, args: &Args, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn computer_use(&self, session: &str, args: ComputerUseArgs, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
         let peer = &context.peer;
         let Some(command) = self.options.planner.clone() else {
             return Ok(own_error(ErrorCode::InvalidAction, "no planner is configured for this server"));
         };
-        let Some(task) = args.get("task").and_then(Value::as_str).filter(|t| !t.trim().is_empty() && t.chars().count() <= 4000) else {
-            return Ok(own_error(ErrorCode::InvalidAction, "`task` (1 to 4,000 characters) is required"));
-        };
-        let bounded = |key: &str, min: u32, max: u32, default: u32| -> Result<u32, CallToolResult> {
-            match args.get(key) {
-                None | Some(Value::Null) => Ok(default),
-                Some(v) => v
-                    .as_u64()
-                    .filter(|n| (u64::from(min)..=u64::from(max)).contains(n))
-                    .map(|n| n as u32)
-                    .ok_or_else(|| own_error(ErrorCode::InvalidAction, &format!("`{key}` must be an integer from {min} to {max}"))),
-            }
-        };
-        use protocol::limits as l;
-        let (max_steps, max_seconds) = match (
-            bounded("max_steps", l::MAX_STEPS_MIN, l::MAX_STEPS_MAX, l::MAX_STEPS_DEFAULT),
-            bounded("max_seconds", l::MAX_SECONDS_MIN, l::MAX_SECONDS_MAX, l::MAX_SECONDS_DEFAULT),
-        ) {
-            (Ok(steps), Ok(seconds)) => (steps, seconds),
-            (Err(refused), _) | (_, Err(refused)) => return Ok(refused),
-        };
-        let assertions: Vec<runtime::Assertion> = match args.get("success_when").cloned().map(serde_json::from_value).transpose() {
-            Ok(a) => a.unwrap_or_default(),
-            Err(e) => return Ok(own_error(ErrorCode::InvalidAction, &format!("`success_when`: {e}"))),
-        };
-        let mut url = match args.get("url") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(u)) => Some(u.clone()),
-            Some(other) => return Ok(own_error(ErrorCode::InvalidAction, &format!("`url` must be a string, not {other}"))),
-        };
-        let surface = surface_arg(args)?;
+        let mut url = args.url.map(|u| u.as_str().to_owned());
+        let surface = args.surface;
         if surface.is_none() && self.runtime.surface_ids(session)?.is_empty() {
             // No tab yet: the run gets a new one at the URL.
             let Some(first) = url.take() else {
                 return Ok(own_error(ErrorCode::UnknownSurface, "this session has no tab: give a `url` (or open one with tab_open)"));
             };
-            let opened = self.runtime.open_tab(session, &first).await?;
-            lock(&self.session.tabs).add(opened);
+            self.runtime.open_tab(session, &first).await?;
         }
         let planner = match runtime::CommandPlanner::start(&command) {
             Ok(p) => p,
             Err(e) => return Ok(own_error(ErrorCode::BackendUnavailable, &e.to_string())),
         };
-        let mut request = runtime::RunRequest::new(task);
+        let mut request = runtime::RunRequest::new(args.task.as_str());
         request.surface = surface;
         request.url = url;
-        request.max_steps = max_steps;
-        request.max_seconds = max_seconds;
-        request.assertions = assertions;
+        request.max_steps = args.max_steps.get();
+        request.max_seconds = args.max_seconds.get();
+        request.assertions = args.success_when;
         let (handle, mut join) = self.runtime.start_run(session, request, Box::new(planner))?;
         // A call that goes away (its future dropped on disconnect) stops its run; a client's
         // cancellation (`notifications/cancelled`) does too, through the request's token.
@@ -551,7 +472,6 @@ impl GloveboxMcp {
 
     async fn cleanup(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
         let report = self.runtime.finalize(session).await?;
-        self.resync(session)?;
         let header = json!({
             "ok": report.ok, "closed": report.closed, "released": report.released, "kept": report.kept,
             "failed": report.failed, "browser": report.bridge,
@@ -575,14 +495,6 @@ enum Driven<T> {
 
 fn can_elicit(peer: &rmcp::Peer<RoleServer>) -> bool {
     !peer.supported_elicitation_modes().is_empty()
-}
-
-fn surface_arg(args: &Args) -> Result<Option<SurfaceName>, RuntimeError> {
-    match args.get("surface") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => SurfaceName::new(s.clone()).map(Some).map_err(|e| RuntimeError::UnknownSurface { name: s.clone(), known: e.to_string() }),
-        Some(other) => Err(RuntimeError::InvalidAction(format!("`surface` must be a string, not {other}"))),
-    }
 }
 
 fn keys(context: &Value) -> Vec<Value> {

@@ -9,41 +9,10 @@ use runtime::{Runtime, RuntimeError};
 use crate::rate::{Bucket, RateLimit};
 use crate::wrap::Untrusted;
 
-/// The tabs this MCP session opened, in registry order, and the focused one. The runtime numbers
-/// keys `s1…` in the same order; this mirror only maps a key back to the surface id
-/// `Runtime::close_tab` takes (the runtime has no public name → id lookup yet).
-#[derive(Debug, Default)]
-pub(crate) struct TabMirror {
-    pub(crate) order: Vec<u64>,
-    pub(crate) focused: Option<u64>,
-}
-
-impl TabMirror {
-    pub(crate) fn lookup(&self, name: &str) -> Option<u64> {
-        if name == "focused" {
-            return self.focused;
-        }
-        let n: usize = name.strip_prefix("web:").or_else(|| name.strip_prefix('s'))?.parse().ok()?;
-        n.checked_sub(1).and_then(|i| self.order.get(i)).copied()
-    }
-
-    /// A tab the session just got (opened, claimed): last in order, focused. Returns its key.
-    pub(crate) fn add(&mut self, surface: u64) -> Option<String> {
-        self.order.push(surface);
-        self.focused = Some(surface);
-        self.key_of(surface)
-    }
-
-    pub(crate) fn key_of(&self, surface: u64) -> Option<String> {
-        self.order.iter().position(|s| *s == surface).map(|i| format!("s{}", i + 1))
-    }
-}
-
 pub(crate) struct SessionSlot {
     runtime: Runtime,
     id: tokio::sync::Mutex<Option<String>>,
     pub(crate) untrusted: Untrusted,
-    pub(crate) tabs: Mutex<TabMirror>,
     pub(crate) turn: std::sync::atomic::AtomicU64,
     rate: Mutex<Bucket>,
     limit: RateLimit,
@@ -59,7 +28,6 @@ impl SessionSlot {
             runtime,
             id: tokio::sync::Mutex::new(None),
             untrusted: Untrusted::new(),
-            tabs: Mutex::default(),
             turn: std::sync::atomic::AtomicU64::new(0),
             rate: Mutex::new(Bucket::new(limit, Instant::now())),
             limit,

@@ -85,6 +85,8 @@ async def scenario_flow(args):
         clicked = await call(session, "act", {"action": {"type": "click", "expected_frame_id": after_type["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "submit"}})
         stale = await call(session, "act", {"surface": "s1", "action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": name_ref}, "intent": "stale"}})
         invalid = await call(session, "act", {"action": {"type": "click"}})
+        ill_typed = await call(session, "observe", {"screenshot": "yes"})
+        unknown = await call(session, "tab_mark", {"surface": "s1", "mark": "deliverable", "forever": True})
         surfaces = await call(session, "surfaces")
         emit({
             "opened": opened["header"],
@@ -98,6 +100,8 @@ async def scenario_flow(args):
             "stale": stale["header"],
             "stale_error": stale["error"],
             "invalid": invalid["header"],
+            "ill_typed": ill_typed["header"],
+            "unknown": unknown["header"],
             "surfaces_header": surfaces["header"],
             "wrapped_untrusted": all(t.startswith("<untrusted nonce=") for t in first["texts"][1:]),
         })

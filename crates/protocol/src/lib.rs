@@ -27,7 +27,7 @@ pub mod text;
 pub mod tool;
 pub mod validate;
 
-pub use action::{Action, ActionKind, AnyTarget, ElementTarget, Intent, PointTarget};
+pub use action::{Action, ActionKind, AnyTarget, ElementTarget, HttpUrl, Intent, MaxSeconds, MaxSteps, PointTarget, TaskText};
 pub use error::{ActionError, ErrorCode, Problem};
 pub use extended::{
     EXTENDED_ACTIONS_VERSION, ElementSpec, ExtendedAction, ExtendedKind, Locator, Target, TargetRef, extended_action_schema, extended_action_tool_schema,

@@ -53,10 +53,10 @@ pub struct TabStatus {
     pub resource: String,
     /// The session's surface id for the tab, while the session holds it.
     pub surface: Option<u64>,
-    pub ownership: String,
-    pub mark: String,
+    pub ownership: store::Ownership,
+    pub mark: Mark,
     pub mark_turn: Option<String>,
-    pub state: String,
+    pub state: store::ResourceState,
     /// Glovebox holds a DevTools session on the tab right now (its debugger lease).
     pub attached: bool,
     pub url: Option<String>,
@@ -391,10 +391,10 @@ impl Runtime {
                     surface: entries.iter().find(|e| e.resource == r.id.as_str()).map(|e| e.surface),
                     attached: leases.iter().any(|l| l.resource == r.id.as_str() && l.attached),
                     resource: r.id.to_string(),
-                    ownership: r.ownership.as_str().to_owned(),
-                    mark: r.mark.as_str().to_owned(),
+                    ownership: r.ownership,
+                    mark: r.mark,
                     mark_turn: r.mark_turn_id.map(|t| t.to_string()),
-                    state: r.state.as_str().to_owned(),
+                    state: r.state,
                     url: r.url,
                     title: r.title,
                 })

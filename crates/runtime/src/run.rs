@@ -47,6 +47,29 @@ impl RunRequest {
     }
 }
 
+impl RunRequest {
+    /// The request within its limits (the task's length, the steps and seconds, the checks):
+    /// every transport's request is held to the same bounds here.
+    pub(crate) fn check(&self) -> Result<(), RuntimeError> {
+        use protocol::limits as l;
+        let invalid = |why: String| Err(RuntimeError::InvalidAction(why));
+        let task = self.task.chars().count();
+        if self.task.trim().is_empty() || task > protocol::limits::TASK_MAX_CHARS {
+            return invalid(format!("the task must have 1 to {} characters (it has {task})", l::TASK_MAX_CHARS));
+        }
+        if !(l::MAX_STEPS_MIN..=l::MAX_STEPS_MAX).contains(&self.max_steps) {
+            return invalid(format!("max_steps must be {} to {}", l::MAX_STEPS_MIN, l::MAX_STEPS_MAX));
+        }
+        if !(l::MAX_SECONDS_MIN..=l::MAX_SECONDS_MAX).contains(&self.max_seconds) {
+            return invalid(format!("max_seconds must be {} to {}", l::MAX_SECONDS_MIN, l::MAX_SECONDS_MAX));
+        }
+        if self.assertions.len() > crate::verify::ASSERTIONS_MAX {
+            return invalid(format!("success_when has {} checks (at most {})", self.assertions.len(), crate::verify::ASSERTIONS_MAX));
+        }
+        self.assertions.iter().try_for_each(|a| a.check_bounds().map_err(RuntimeError::InvalidAction))
+    }
+}
+
 /// A started run: its id, and the way to stop it.
 #[derive(Debug, Clone)]
 pub struct RunHandle {
@@ -133,6 +156,7 @@ impl Runtime {
         planner: Box<dyn Planner>,
         op: tokio::sync::OwnedRwLockReadGuard<()>,
     ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
+        request.check()?;
         let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
         let run_id = self.fresh_id("run");
         let cancel = Cancel::default();

@@ -327,6 +327,19 @@ impl Runtime {
         Ok((state, tabs[index].clone(), key))
     }
 
+    /// The surface id a key or alias names in this session, as `resolve` reads it (the one
+    /// lookup every transport uses; none keeps its own copy of the session's tabs).
+    pub fn surface_id(&self, session: &str, name: &SurfaceName) -> Result<u64, RuntimeError> {
+        Ok(self.resolve(session, Some(name))?.1.surface)
+    }
+
+    /// The key (`s1`, …) a surface of this session has now.
+    pub fn surface_key(&self, session: &str, surface: u64) -> Option<String> {
+        let state = self.session(session).ok()?;
+        let tabs = lock(&state.tabs);
+        tabs.iter().position(|t| t.surface == surface).map(|i| format!("s{}", i + 1))
+    }
+
     /// Observes a surface (read barrier; no write lease needed).
     pub async fn observe(&self, session: &str, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
         let _op = self.begin(session).await?;

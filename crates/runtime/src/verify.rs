@@ -4,8 +4,8 @@ use protocol::{CompletionEvidence, EvidenceKind, Observation};
 use serde::{Deserialize, Serialize};
 
 /// Something that must hold on the page for a run to succeed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Assertion {
     /// This text appears in the page's text as observed (not in the snapshot's syntax).
     TextPresent { text: String },
@@ -17,7 +17,33 @@ pub enum Assertion {
     ElementState { name: String, state: String },
 }
 
+/// The most checks one run may carry.
+pub const ASSERTIONS_MAX: usize = 16;
+/// The longest text (or name, value, state) a check may name, in characters.
+pub const ASSERTION_TEXT_MAX_CHARS: usize = 1_000;
+
 impl Assertion {
+    /// Within the limits: at most [`ASSERTION_TEXT_MAX_CHARS`] per text, none empty.
+    pub(crate) fn check_bounds(&self) -> Result<(), String> {
+        let texts: &[&String] = match self {
+            Assertion::TextPresent { text } | Assertion::UrlContains { text } => &[text],
+            Assertion::ElementValue { name, value } => &[name, value],
+            Assertion::ElementState { name, state } => &[name, state],
+        };
+        for text in texts {
+            let n = text.chars().count();
+            if n > ASSERTION_TEXT_MAX_CHARS {
+                return Err(format!("a success_when text has {n} characters (at most {ASSERTION_TEXT_MAX_CHARS})"));
+            }
+        }
+        if let Assertion::TextPresent { text } | Assertion::UrlContains { text } = self
+            && text.trim().is_empty()
+        {
+            return Err("a success_when text is empty".into());
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         match self {
             Assertion::TextPresent { text } => format!("text {text:?} is on the page"),

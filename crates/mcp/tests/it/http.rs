@@ -30,6 +30,11 @@ async fn open_observe_type_click_and_a_stale_frame_is_refused() {
     assert_eq!(out["stale"]["error"], "stale_observation");
     assert!(out["stale"]["next"].as_str().unwrap().contains("observe again"), "{out}");
     assert_eq!(out["invalid"]["error"], "invalid_action");
+    // The argument types are the parser: a wrong type is refused, never read as a default.
+    assert_eq!(out["ill_typed"]["error"], "invalid_action", "{out}");
+    assert!(out["ill_typed"]["message"].as_str().unwrap().contains("expected a boolean"), "{out}");
+    assert_eq!(out["unknown"]["error"], "invalid_action", "{out}");
+    assert!(out["unknown"]["message"].as_str().unwrap().contains("unknown field `forever`"), "{out}");
     assert_eq!(out["surfaces_header"]["surfaces"], serde_json::json!(["s1"]));
 }
 

@@ -57,7 +57,7 @@ async fn an_idle_lease_detaches_after_the_window_and_the_next_operation_attaches
     eventually("the idle detach", || lease(&env).detaches == 1).await;
     assert_eq!(page_targets(&env, "/counter.html").await, (1, 0));
     let status = env.runtime.status(s).unwrap();
-    assert_eq!(status.tabs[0].state, "owned", "the tab's lifecycle is untouched: {status:?}");
+    assert_eq!(status.tabs[0].state.as_str(), "owned", "the tab's lifecycle is untouched: {status:?}");
     assert!(!status.tabs[0].attached);
     // The model acts on what it saw before the detach: attached on demand, the frame holds.
     let outcome = env.runtime.act(s, None, &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap();
@@ -139,7 +139,7 @@ async fn failed_detach(name: &str) -> (crate::Env, String) {
     let status = env.runtime.status(s).unwrap();
     assert!(status.debugger_leases[0].detach_failed && !status.debugger_leases[0].attached, "{status:?}");
     assert_eq!(status.pending_recoveries, 1);
-    assert_eq!(status.tabs[0].state, "retained", "the tab's lifecycle is recorded apart and untouched");
+    assert_eq!(status.tabs[0].state.as_str(), "retained", "the tab's lifecycle is recorded apart and untouched");
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
     let pending = store.pending_recoveries(&store::SessionId::new(s)).unwrap();
     assert_eq!(

@@ -90,7 +90,7 @@ fn tab<'a>(status: &'a BrowserStatus, resource: &str) -> &'a TabStatus {
 
 /// What a tab's lifecycle record says (not whether it is attached right now, which idles on).
 fn records(tabs: &[TabStatus]) -> Vec<(String, String, String, String)> {
-    tabs.iter().map(|t| (t.resource.clone(), t.ownership.clone(), t.mark.clone(), t.state.clone())).collect()
+    tabs.iter().map(|t| (t.resource.clone(), t.ownership.to_string(), t.mark.to_string(), t.state.to_string())).collect()
 }
 
 fn resource(env: &Env, id: &str) -> store::Resource {
@@ -230,7 +230,7 @@ async fn unit_05_handoff_and_deliverable_tabs_are_always_kept() {
         let report = env.runtime.end_turn(s, turn).await.unwrap();
         assert_eq!(report.kept, vec![handoff_id.clone(), deliverable_id.clone()], "{report:?}");
         assert!(report.closed.is_empty());
-        assert_eq!(tab(&status(&env, s), &handoff_id).state, "retained");
+        assert_eq!(tab(&status(&env, s), &handoff_id).state.as_str(), "retained");
     }
     // Finalize keeps the pages and hands them to the user (the old session's metadata goes).
     env.runtime.mark(s, handoff, Mark::Handoff, "turn_3").await.unwrap();
@@ -761,7 +761,7 @@ async fn acceptance_9_one_session_cannot_clean_up_another() {
     assert_eq!(env.runtime.claim_tab(&a, &b_user).await.unwrap_err().code(), ErrorCode::LeaseConflict);
     env.runtime.close_session(&a).await.unwrap();
     let b_status = status(&env, &b);
-    assert!(b_status.tabs.iter().all(|t| t.state == "owned"), "{b_status:?}");
+    assert!(b_status.tabs.iter().all(|t| t.state == runtime::ResourceState::Owned), "{b_status:?}");
     assert_eq!(page_targets(&env, "/counter.html").await.0, 1);
     assert_eq!(page_targets(&env, "/table.html").await.0, 1);
     assert!(env.runtime.observe(&b, Some(&name("s1")), &Default::default()).await.unwrap().aria_snapshot().contains("1 clicks"));
