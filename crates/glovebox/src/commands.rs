@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ::browser::{ObserveOptions, Tab};
+use ::browser::ObserveOptions;
 use anyhow::{Context, bail};
-use cdp::domains::{runtime, target};
+use cdp::domains::runtime;
 use protocol::ImageMime;
 
 use crate::browser;
@@ -90,6 +90,8 @@ fn tempfile_probe(dir: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// `observe`: open a page in a fresh tab of its own browser context and print what a model would see.
+/// `glovebox observe URL`: one session of the runtime, as every transport uses it — the configured
+/// browser, the configured allowed and blocked origins, the same observation.
 async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode> {
     let demo = if args.demo { Some(LoopbackPages::serve([("/".to_owned(), DEMO_PAGE.to_owned())].into()).await?) } else { None };
     let url = match (&demo, args.url) {
@@ -97,18 +99,21 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         (None, Some(url)) => url,
         (None, None) => bail!("give a URL or --demo"),
     };
-    if let Err(e) = policy::check_navigation(&url, &policy::NavigationPolicy { allow_about_blank: true, ..Default::default() }) {
+    let settings = crate::config::resolve(global, None)?;
+    // The runtime's own rule, with its configured lists, checked before a browser starts.
+    if url != "about:blank"
+        && let Err(e) = policy::check_navigation(&url, &settings.runtime.navigation)
+    {
         bail!("refusing to open {}: {e}", policy::redact_url(&url));
     }
-    let handle = browser::open(global).await?;
-    let session = handle.conn.browser();
-    let context = session.call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await?.browser_context_id;
+    let rt = ::runtime::Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     let result = async {
-        let tab = Tab::open(&session, Some(context.clone())).await?;
-        tab.goto(&url, Duration::from_secs(args.timeout)).await?;
+        let session = rt.create_session().await?;
+        rt.open_tab(&session, &url).await.with_context(|| format!("cannot open {}", policy::redact_url(&url)))?;
         if args.preview {
-            let preview = tab.preview(Duration::from_secs(5)).await;
-            out!("{}", serde_json::to_string_pretty(&preview)?);
+            let context = rt.surface_context(&session, "turn_cli", 1).await?;
+            let preview = context.surfaces().first().and_then(|s| s.preview()).context("no preview came back")?;
+            out!("{}", serde_json::to_string_pretty(preview)?);
             return Ok(());
         }
         let options = ObserveOptions {
@@ -116,7 +121,7 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
             deadline: Duration::from_secs(args.timeout),
             ..ObserveOptions::default()
         };
-        let mut observation = tab.observe(&options).await?;
+        let mut observation = rt.observe(&session, None, &options).await?;
         if let Some(path) = &args.screenshot {
             let shot = observation.take_screenshot().context("no screenshot came back")?;
             let bytes = ::browser::decode_base64(&shot.data).context("the screenshot is not valid base64")?;
@@ -138,7 +143,7 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         anyhow::Ok(())
     }
     .await;
-    let _ = session.call(target::DisposeBrowserContext { browser_context_id: context }).await;
+    rt.shutdown(Duration::from_secs(2)).await;
     result?;
     Ok(ExitCode::SUCCESS)
 }

@@ -60,12 +60,12 @@ pub fn action_schema() -> &'static Value {
     SCHEMA.get_or_init(generate::<Action>)
 }
 
-/// The strict branch of one kind, with the shared `$defs` attached so its `$ref`s resolve.
-pub(crate) fn action_branch_schema(kind: ActionKind) -> Value {
-    let strict = action_schema();
+/// The branch of `kind` (its `type` const) in a strict `oneOf` schema, with the shared `$defs`
+/// attached so its `$ref`s resolve. Both action sets use it.
+pub(crate) fn branch_of(strict: &Value, kind: &str) -> Value {
     let mut branch = strict["oneOf"]
         .as_array()
-        .and_then(|branches| branches.iter().find(|b| b["properties"]["type"]["const"] == json!(kind.as_str())))
+        .and_then(|branches| branches.iter().find(|b| b["properties"]["type"]["const"] == json!(kind)))
         .cloned()
         .unwrap_or(Value::Bool(false));
     if let Value::Object(map) = &mut branch {
@@ -74,9 +74,8 @@ pub(crate) fn action_branch_schema(kind: ActionKind) -> Value {
     branch
 }
 
-/// The strict schema of one `$defs` entry (e.g. `elementTarget`), with the `$defs` attached.
-pub(crate) fn action_def_schema(name: &str) -> Value {
-    let strict = action_schema();
+/// The schema of one `$defs` entry of `strict` (e.g. `elementTarget`), with the `$defs` attached.
+pub(crate) fn def_of(strict: &Value, name: &str) -> Value {
     json!({"$defs": strict["$defs"].clone(), "$ref": format!("#/$defs/{name}")})
 }
 

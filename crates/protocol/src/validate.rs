@@ -18,7 +18,7 @@ use crate::action::{Action, ActionKind};
 use crate::error::{ActionError, ErrorCode, Problem};
 use crate::ids::SurfaceName;
 use crate::limits::{PROBLEM_MESSAGE_MAX_CHARS, PROBLEMS_MAX};
-use crate::schema::{action_branch_schema, action_def_schema, computer_use_base_schema};
+use crate::schema::{action_schema, branch_of, computer_use_base_schema, def_of};
 use crate::text::{char_count, truncate_chars};
 use crate::tool::ComputerUseInput;
 
@@ -51,7 +51,7 @@ fn validators() -> &'static Validators {
         let branches = ActionKind::ALL
             .into_iter()
             .map(|kind| {
-                let schema = action_branch_schema(kind);
+                let schema = branch_of(action_schema(), kind.as_str());
                 let mut fields = property_names(&schema);
                 // Published order: type, expected_frame_id, …, intent.
                 fields.sort_by_key(|f| field_rank(f));
@@ -61,8 +61,8 @@ fn validators() -> &'static Validators {
         let computer_use_schema = computer_use_base_schema();
         Validators {
             branches,
-            element: compile(&action_def_schema("elementTarget")),
-            point: compile(&action_def_schema("pointTarget")),
+            element: compile(&def_of(action_schema(), "elementTarget")),
+            point: compile(&def_of(action_schema(), "pointTarget")),
             computer_use: compile(computer_use_schema),
             computer_use_fields: property_names(computer_use_schema),
         }

@@ -38,6 +38,20 @@ async fn observe_prints_title_and_url_of_a_fixture_page() {
     assert_eq!(server.requests_to("/page").len(), 1);
 }
 
+/// `glovebox observe` bypassed the runtime and ignored the configured origin lists.
+#[tokio::test]
+async fn observe_keeps_to_the_configured_blocked_origins() {
+    let server = FixtureServer::start().await.unwrap();
+    server.html("/page", "<title>Blocked</title><p>hello</p>");
+    let (url, origin) = (server.url("/page"), server.origin());
+    let dir = data_dir("observe-blocked");
+    let out = tokio::task::spawn_blocking(move || glovebox(&dir).args(["--block-origin", &origin, "observe", &url]).output().unwrap()).await.unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("refusing to open"), "{stderr}");
+    assert!(server.requests_to("/page").is_empty(), "nothing was loaded");
+}
+
 #[test]
 fn observe_refuses_forbidden_schemes_before_starting_a_browser() {
     for url in ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "chrome://settings"] {

@@ -76,26 +76,6 @@ pub fn extended_action_schema() -> &'static Value {
     })
 }
 
-/// The strict branch of one kind, with the shared `$defs` attached so its `$ref`s resolve.
-pub(crate) fn extended_branch_schema(kind: ExtendedKind) -> Value {
-    let strict = extended_action_schema();
-    let mut branch = strict["oneOf"]
-        .as_array()
-        .and_then(|branches| branches.iter().find(|b| b["properties"]["type"]["const"] == json!(kind.as_str())))
-        .cloned()
-        .unwrap_or(Value::Bool(false));
-    if let Value::Object(map) = &mut branch {
-        map.insert("$defs".into(), strict["$defs"].clone());
-    }
-    branch
-}
-
-/// The strict schema of one `$defs` entry (e.g. `roleLocator`), with the `$defs` attached.
-pub(crate) fn extended_def_schema(name: &str) -> Value {
-    let strict = extended_action_schema();
-    json!({"$defs": strict["$defs"].clone(), "$ref": format!("#/$defs/{name}")})
-}
-
 /// The property names of one `$defs` entry, for "allowed fields" messages.
 pub(crate) fn extended_def_fields(name: &str) -> Vec<String> {
     extended_action_schema()["$defs"][name]["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()

@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 use crate::error::{ActionError, ErrorCode, Problem};
 use crate::extended::action::{ExtendedAction, ExtendedKind};
 use crate::extended::fields::UploadName;
-use crate::extended::schema::{extended_branch_schema, extended_def_fields, extended_def_schema};
+use crate::extended::schema::{extended_action_schema, extended_def_fields};
+use crate::schema::{branch_of, def_of};
 use crate::validate::{collect_where, compile, field_rank, finish, json_type, property_names, quote, read};
 
 /// A compiled schema and the allowed fields of the object it checks, in published order.
@@ -31,7 +32,7 @@ fn checker(schema: &Value, mut fields: Vec<String>) -> Checker {
 }
 
 fn def_checker(name: &str) -> Checker {
-    checker(&extended_def_schema(name), extended_def_fields(name))
+    checker(&def_of(extended_action_schema(), name), extended_def_fields(name))
 }
 
 struct Validators {
@@ -49,7 +50,7 @@ fn validators() -> &'static Validators {
         branches: ExtendedKind::ALL
             .into_iter()
             .map(|kind| {
-                let schema = extended_branch_schema(kind);
+                let schema = branch_of(extended_action_schema(), kind.as_str());
                 let fields = property_names(&schema);
                 (kind, checker(&schema, fields))
             })
