@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use browser::{ActOptions, ObserveOptions};
-use protocol::{ErrorCode, ImageMime, Observation, SurfaceName};
+use protocol::{ErrorCode, ImageMime, Observation, SessionId, SurfaceName};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig,
@@ -118,12 +118,12 @@ impl GloveboxMcp {
         result.unwrap_or_else(|e| self.runtime_error(&e))
     }
 
-    async fn context(&self, session: &str) -> Result<protocol::SurfaceContext, RuntimeError> {
+    async fn context(&self, session: &SessionId) -> Result<protocol::SurfaceContext, RuntimeError> {
         let revision = self.session.turn.fetch_add(1, Ordering::Relaxed) + 1;
         self.runtime.surface_context(session, &format!("turn_mcp{revision}"), revision).await
     }
 
-    async fn surfaces(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
+    async fn surfaces(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
         let context = serde_json::to_value(self.context(session).await?).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let header = json!({
             "surfaces": keys(&context),
@@ -132,7 +132,7 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&context)]))
     }
 
-    async fn tabs(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
+    async fn tabs(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
         let context = serde_json::to_value(self.context(session).await?).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let list: Vec<Value> = context["surfaces"]
             .as_array()
@@ -158,7 +158,7 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&listed)]))
     }
 
-    async fn observe(&self, session: &str, args: ObserveArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn observe(&self, session: &SessionId, args: ObserveArgs) -> Result<CallToolResult, RuntimeError> {
         let options = ObserveOptions { screenshot: args.screenshot.then_some(ImageMime::Png), ..ObserveOptions::default() };
         let observation = self.runtime.observe(session, args.surface.as_ref(), &options).await?;
         Ok(self.observation_result(args.surface.as_ref(), None, observation))
@@ -206,7 +206,7 @@ impl GloveboxMcp {
         CallToolResult::success(content)
     }
 
-    async fn act(&self, session: &str, args: ActArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn act(&self, session: &SessionId, args: ActArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
         let surface = args.surface;
         // The extended set (`glovebox.actions/2`) is a superset of the seed's eight actions; its
         // validator reports every problem with its JSON path.
@@ -261,12 +261,13 @@ impl GloveboxMcp {
     /// the runtime's waiting step then proceeds (or not) by itself. With `stop_if_not_asked`, an
     /// approval the client could not ask about ends the wait (the approval stays pending for a
     /// person channel, and `work` — parked before any side effect — is dropped).
-    async fn asking_person<F: Future>(&self, session: &str, work: F, peer: &rmcp::Peer<RoleServer>, stop_if_not_asked: bool) -> Driven<F::Output> {
+    async fn asking_person<F: Future>(&self, session: &SessionId, work: F, peer: &rmcp::Peer<RoleServer>, stop_if_not_asked: bool) -> Driven<F::Output> {
         let mut events = self.runtime.subscribe_events();
         let mut work = std::pin::pin!(work);
         let mut events_open = true;
         loop {
-            let waiting = self.runtime.pending_approvals().into_iter().find(|r| r.session == session && lock(&self.asked).insert(r.approval_id.clone()));
+            let waiting =
+                self.runtime.pending_approvals().into_iter().find(|r| r.session == session.as_str() && lock(&self.asked).insert(r.approval_id.clone()));
             if let Some(request) = waiting {
                 if !can_elicit(peer) {
                     continue;
@@ -339,13 +340,13 @@ impl GloveboxMcp {
         CallToolResult::error(vec![Content::text(header.to_string()), self.wrap(&detail)])
     }
 
-    async fn tab_open(&self, session: &str, args: TabOpenArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_open(&self, session: &SessionId, args: TabOpenArgs) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.open_tab(session, &args.url).await?;
         let key = self.runtime.surface_key(session, surface);
         Ok(CallToolResult::success(vec![Content::text(json!({"opened": key, "focused": true, "next": "observe it to get refs and a frame_id"}).to_string())]))
     }
 
-    async fn tab_close(&self, session: &str, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_close(&self, session: &SessionId, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.surface_id(session, &args.surface)?;
         self.runtime.close_tab(session, surface).await?;
         Ok(CallToolResult::success(vec![Content::text(json!({"closed": args.surface.as_str()}).to_string())]))
@@ -353,7 +354,7 @@ impl GloveboxMcp {
 }
 
 impl GloveboxMcp {
-    async fn tab_claim(&self, session: &str, args: TabClaimArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_claim(&self, session: &SessionId, args: TabClaimArgs) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.claim_tab(session, &args.tab).await?;
         let key = self.runtime.surface_key(session, surface);
         Ok(CallToolResult::success(vec![Content::text(
@@ -361,7 +362,7 @@ impl GloveboxMcp {
         )]))
     }
 
-    async fn tab_release(&self, session: &str, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_release(&self, session: &SessionId, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
         let name = args.surface.as_str();
         let surface = self.runtime.surface_id(session, &args.surface)?;
         let claimed = self.runtime.status(session)?.tabs.iter().any(|t| t.surface == Some(surface) && t.ownership == runtime::Ownership::AgentClaimed);
@@ -373,7 +374,7 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(json!({"released": name, "tabs": left}).to_string())]))
     }
 
-    async fn tab_mark(&self, session: &str, args: TabMarkArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_mark(&self, session: &SessionId, args: TabMarkArgs) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.surface_id(session, &args.surface)?;
         let mark = runtime::Mark::from(args.mark);
         let turn = format!("turn_mcp{}", self.session.turn.load(Ordering::Relaxed));
@@ -381,7 +382,7 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(json!({"marked": args.surface.as_str(), "mark": mark.as_str(), "turn": turn}).to_string())]))
     }
 
-    fn status(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
+    fn status(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
         let status = self.runtime.status(session)?;
         // The runtime's facts in the header; URLs and titles are page-derived, so they go inside
         // the markers, keyed like the header.
@@ -406,7 +407,7 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(pages))]))
     }
 
-    async fn computer_use(&self, session: &str, args: ComputerUseArgs, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn computer_use(&self, session: &SessionId, args: ComputerUseArgs, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
         let peer = &context.peer;
         let Some(command) = self.options.planner.clone() else {
             return Ok(own_error(ErrorCode::InvalidAction, "no planner is configured for this server"));
@@ -470,7 +471,7 @@ impl GloveboxMcp {
         Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&value)]))
     }
 
-    async fn cleanup(&self, session: &str) -> Result<CallToolResult, RuntimeError> {
+    async fn cleanup(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
         let report = self.runtime.finalize(session).await?;
         let header = json!({
             "ok": report.ok, "closed": report.closed, "released": report.released, "kept": report.kept,

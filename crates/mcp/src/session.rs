@@ -11,7 +11,7 @@ use crate::wrap::Untrusted;
 
 pub(crate) struct SessionSlot {
     runtime: Runtime,
-    id: tokio::sync::Mutex<Option<String>>,
+    id: tokio::sync::Mutex<Option<protocol::SessionId>>,
     pub(crate) untrusted: Untrusted,
     pub(crate) turn: std::sync::atomic::AtomicU64,
     rate: Mutex<Bucket>,
@@ -35,7 +35,7 @@ impl SessionSlot {
     }
 
     /// The Glovebox session id, created on first use.
-    pub(crate) async fn id(&self) -> Result<String, RuntimeError> {
+    pub(crate) async fn id(&self) -> Result<protocol::SessionId, RuntimeError> {
         let mut id = self.id.lock().await;
         if let Some(id) = &*id {
             return Ok(id.clone());
@@ -63,12 +63,12 @@ impl SessionSlot {
 /// Runs the cleanup on a blocking thread of the current Tokio runtime: the cleanup future is not
 /// `Send` (it holds a lock guard across an await), so it cannot be `tokio::spawn`ed, and it must
 /// also run after the handler is gone.
-fn close_detached(runtime: Runtime, id: String) -> tokio::task::JoinHandle<()> {
+fn close_detached(runtime: Runtime, id: protocol::SessionId) -> tokio::task::JoinHandle<()> {
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || handle.block_on(close(&runtime, &id)))
 }
 
-async fn close(runtime: &Runtime, id: &str) {
+async fn close(runtime: &Runtime, id: &protocol::SessionId) {
     match runtime.close_session(id).await {
         Ok(_) => tracing::info!(session = %id, "MCP session ended; Glovebox session closed"),
         Err(e) => tracing::warn!(session = %id, error = %e, "closing the Glovebox session failed"),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use browser::Tab;
+use protocol::SessionId;
 use serde::Serialize;
 use store::{Mark, NewRecovery, NewResource, Ownership, RecoveryKind, ResourceKind, ResourceState};
 
@@ -109,14 +110,18 @@ impl Runtime {
                 now_ms: now_ms(),
             })
             .map_err(internal)?;
-        self.activate_tools(session)?;
+        self.activate(session)?;
         Ok(id)
     }
 
     /// Marks browser tools active for the session (sticky until reset, session end or disposal).
     /// Only a change is recorded, with an audit entry: activation happens once per activation
     /// span, never per turn (`002_…`: "后续 turn 直接复用已经激活的工具").
-    pub fn activate_tools(&self, session: &str) -> Result<(), RuntimeError> {
+    pub fn activate_tools(&self, session: &SessionId) -> Result<(), RuntimeError> {
+        self.activate(session.as_str())
+    }
+
+    pub(crate) fn activate(&self, session: &str) -> Result<(), RuntimeError> {
         let current = self.inner.store.get_session(&sid(session)).map_err(internal)?;
         if !current.tools_active {
             self.inner.store.set_tools_active(&sid(session), true, now_ms()).map_err(internal)?;
@@ -190,14 +195,16 @@ impl Runtime {
     }
 
     /// The session's surface ids, in registry order (the order of its keys `s1…`).
-    pub fn surface_ids(&self, session: &str) -> Result<Vec<u64>, RuntimeError> {
+    pub fn surface_ids(&self, session: &SessionId) -> Result<Vec<u64>, RuntimeError> {
+        let session = session.as_str();
         let state = self.session(session)?;
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
         Ok(tabs.iter().map(|t| t.surface).collect())
     }
 
     /// Claims a user's tab for the session: first claim wins. Returns its surface id.
-    pub async fn claim_tab(&self, session: &str, resource: &str) -> Result<u64, RuntimeError> {
+    pub async fn claim_tab(&self, session: &SessionId, resource: &str) -> Result<u64, RuntimeError> {
+        let session = session.as_str();
         if !self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).contains(resource) {
             return Err(RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab a person offered (see user_tabs)".into() });
         }
@@ -216,7 +223,7 @@ impl Runtime {
         };
         match attached {
             Ok(surface) => {
-                self.activate_tools(session)?;
+                self.activate(session)?;
                 Ok(surface)
             }
             Err(e) => {
@@ -245,7 +252,8 @@ impl Runtime {
     }
 
     /// Gives a claimed tab back to the user (the page stays open; the debugger detaches).
-    pub async fn release_tab(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
+    pub async fn release_tab(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
+        let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
         let entry = self.take_entry(&state, surface)?;
@@ -259,7 +267,8 @@ impl Runtime {
     /// be renewed to survive another turn). A mark is an operation of the session: it never runs
     /// beside a turn end, so it either lands before the turn end reads the marks or finds the
     /// tab already gone — it is never silently lost.
-    pub async fn mark(&self, session: &str, surface: u64, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
+    pub async fn mark(&self, session: &SessionId, surface: u64, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
+        let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
         let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
@@ -271,20 +280,23 @@ impl Runtime {
     /// release unmarked claims, keep tabs marked in this turn, detach every debugger lease of
     /// the session, kept tabs included (the next operation attaches again on demand). Tools stay
     /// active; the connection stays up.
-    pub async fn end_turn(&self, session: &str, turn: &str) -> Result<CleanupReport, RuntimeError> {
+    pub async fn end_turn(&self, session: &SessionId, turn: &str) -> Result<CleanupReport, RuntimeError> {
+        let session = session.as_str();
         self.inner.store.set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms()).map_err(internal)?;
         self.cleanup(session, Some(turn), Boundary::TurnEnd).await
     }
 
     /// `browser_cleanup`: the explicit task finalize a user asked for. Marked tabs stay open but
     /// leave this session's ownership; tools stay active.
-    pub async fn finalize(&self, session: &str) -> Result<CleanupReport, RuntimeError> {
+    pub async fn finalize(&self, session: &SessionId) -> Result<CleanupReport, RuntimeError> {
+        let session = session.as_str();
         self.cleanup(session, None, Boundary::Finalize).await
     }
 
     /// `browser_context_reset`: finalize first; only if that succeeded, clear the trackers and
     /// deactivate the session's browser tools. A failed finalize clears nothing.
-    pub async fn context_reset(&self, session: &str) -> Result<CleanupReport, RuntimeError> {
+    pub async fn context_reset(&self, session: &SessionId) -> Result<CleanupReport, RuntimeError> {
+        let session = session.as_str();
         let mut report = self.cleanup(session, None, Boundary::Finalize).await?;
         if !report.ok {
             return Ok(report);
@@ -298,7 +310,8 @@ impl Runtime {
     /// Ends a session (MCP disconnect, agent disposal): the disposal cleanup, tools deactivated,
     /// its browser context disposed unless handed-over pages are still in it. Failures keep
     /// their recovery records.
-    pub async fn close_session(&self, session: &str) -> Result<CleanupReport, RuntimeError> {
+    pub async fn close_session(&self, session: &SessionId) -> Result<CleanupReport, RuntimeError> {
+        let session = session.as_str();
         let state = self.session(session)?;
         state.closing.store(true, std::sync::atomic::Ordering::SeqCst);
         // Nothing the session asked a person about can be approved once it is gone, and what a
@@ -352,7 +365,8 @@ impl Runtime {
         }
         let mut reports = Vec::new();
         for (id, _) in &sessions {
-            match self.close_session(id).await {
+            let Ok(typed) = SessionId::new(id.clone()) else { continue };
+            match self.close_session(&typed).await {
                 Ok(report) => reports.push(report),
                 Err(e) => tracing::warn!(session = %id, error = %e, "disposal cleanup at shutdown failed"),
             }
@@ -374,7 +388,8 @@ impl Runtime {
     /// `browser_status`: tool activation, the connection, every tab of the session with its
     /// ownership and mark, every debugger lease (recorded apart from the tabs), and the pending
     /// recovery records.
-    pub fn status(&self, session: &str) -> Result<BrowserStatus, RuntimeError> {
+    pub fn status(&self, session: &SessionId) -> Result<BrowserStatus, RuntimeError> {
+        let session = session.as_str();
         let state = self.session(session)?;
         let leases: Vec<DebuggerLeaseStatus> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|l| l.status()).collect();
         let record = self.inner.store.get_session(&sid(session)).map_err(internal)?;

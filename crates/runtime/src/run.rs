@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use browser::{ActOptions, ObserveOptions, Tab};
-use protocol::{ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SurfaceKind, SurfaceName, TabId};
+use protocol::{
+    ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SessionId, SurfaceKind, SurfaceName, TabId,
+};
 
 use crate::events::EventKind;
 use crate::planner::{PlanInput, Planner, PlannerStep, StepReport};
@@ -121,10 +123,11 @@ impl Runtime {
     /// [`Runtime::run`], which waits for it instead).
     pub fn start_run(
         &self,
-        session: &str,
+        session: &SessionId,
         request: RunRequest,
         planner: Box<dyn Planner>,
     ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
+        let session = session.as_str();
         if self.inner.stopping.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
         }
@@ -141,7 +144,8 @@ impl Runtime {
     }
 
     /// Runs to the end and returns the result.
-    pub async fn run(&self, session: &str, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
+    pub async fn run(&self, session: &SessionId, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
+        let session = session.as_str();
         let (_, op) = self.begin(session).await?;
         let (_, join) = self.spawn_run(session, request, planner, op)?;
         join.await.map_err(|e| RuntimeError::Internal(e.to_string()))

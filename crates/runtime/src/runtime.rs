@@ -11,7 +11,7 @@ use browser::{ActOptions, ActOutcome, ObserveOptions, Tab};
 use cdp::domains::target;
 use cdp::{Browser, Connection, ConnectionOptions};
 use policy::Grants;
-use protocol::{Capability, ExtendedAction, Observation, SurfaceName};
+use protocol::{Capability, ExtendedAction, Observation, SessionId, SurfaceName};
 use store::Store as _;
 use tokio::sync::broadcast;
 
@@ -176,7 +176,7 @@ impl Runtime {
     }
 
     /// A new session with its own browser context (cookies and storage), unless configured to share.
-    pub async fn create_session(&self) -> Result<String, RuntimeError> {
+    pub async fn create_session(&self) -> Result<SessionId, RuntimeError> {
         let id = self.fresh_id("session");
         let context_id = if self.inner.config.share_browser_context {
             None
@@ -196,7 +196,7 @@ impl Runtime {
             focused: Mutex::default(),
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
-        Ok(id)
+        SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))
     }
 
     pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
@@ -205,7 +205,8 @@ impl Runtime {
 
     /// Opens an agent-created tab in the session and navigates it to `url` (policy-checked).
     /// Returns its surface id. The new tab gets focus.
-    pub async fn open_tab(&self, session: &str, url: &str) -> Result<u64, RuntimeError> {
+    pub async fn open_tab(&self, session: &SessionId, url: &str) -> Result<u64, RuntimeError> {
+        let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         if url != "about:blank" {
             policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
@@ -227,7 +228,8 @@ impl Runtime {
     }
 
     /// Closes one of the session's tabs. Its lease dies with it; later use is `target_lost`.
-    pub async fn close_tab(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
+    pub async fn close_tab(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
+        let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let entry = {
             let mut tabs = lock(&state.tabs);
@@ -290,7 +292,8 @@ impl Runtime {
 
     /// Sets which surfaces the user lets the agent use: a surface without `observe` is listed
     /// but shows no content; `interact` and `navigate` need `observe`.
-    pub fn set_capabilities(&self, session: &str, surface: u64, mut capabilities: Vec<Capability>) -> Result<(), RuntimeError> {
+    pub fn set_capabilities(&self, session: &SessionId, surface: u64, mut capabilities: Vec<Capability>) -> Result<(), RuntimeError> {
+        let session = session.as_str();
         if capabilities.iter().any(|c| *c != Capability::Observe) && !capabilities.contains(&Capability::Observe) {
             return Err(RuntimeError::InvalidAction("interact and navigate need observe".into()));
         }
@@ -307,7 +310,8 @@ impl Runtime {
     }
 
     /// Moves focus (affects the next turn's aliases, never a running lease).
-    pub fn focus(&self, session: &str, surface: u64) -> Result<(), RuntimeError> {
+    pub fn focus(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
+        let session = session.as_str();
         *lock(&self.session(session)?.focused) = Some(surface);
         Ok(())
     }
@@ -329,19 +333,22 @@ impl Runtime {
 
     /// The surface id a key or alias names in this session, as `resolve` reads it (the one
     /// lookup every transport uses; none keeps its own copy of the session's tabs).
-    pub fn surface_id(&self, session: &str, name: &SurfaceName) -> Result<u64, RuntimeError> {
+    pub fn surface_id(&self, session: &SessionId, name: &SurfaceName) -> Result<u64, RuntimeError> {
+        let session = session.as_str();
         Ok(self.resolve(session, Some(name))?.1.surface)
     }
 
     /// The key (`s1`, …) a surface of this session has now.
-    pub fn surface_key(&self, session: &str, surface: u64) -> Option<String> {
+    pub fn surface_key(&self, session: &SessionId, surface: u64) -> Option<String> {
+        let session = session.as_str();
         let state = self.session(session).ok()?;
         let tabs = lock(&state.tabs);
         tabs.iter().position(|t| t.surface == surface).map(|i| format!("s{}", i + 1))
     }
 
     /// Observes a surface (read barrier; no write lease needed).
-    pub async fn observe(&self, session: &str, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
+    pub async fn observe(&self, session: &SessionId, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
+        let session = session.as_str();
         let _op = self.begin(session).await?;
         let (_, entry, key) = self.resolve(session, surface)?;
         require(&entry, Capability::Observe, &key)?;
@@ -357,12 +364,13 @@ impl Runtime {
     /// once a person decided, the identical action sent again proceeds exactly once).
     pub async fn act(
         &self,
-        session: &str,
+        session: &SessionId,
         surface: Option<&SurfaceName>,
         action: &ExtendedAction,
         options: &ActOptions,
         wait_for_person: Duration,
     ) -> Result<ActOutcome, RuntimeError> {
+        let session = session.as_str();
         let _op = self.begin(session).await?;
         let (_, entry, key) = self.resolve(session, surface)?;
         let direct = format!("{session}/act/");

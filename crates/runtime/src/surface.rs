@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use protocol::{Capability, ContextId, ProviderRequestId, SurfaceAlias, SurfaceContext, SurfaceEntry, SurfaceKey, SurfaceKind, TurnId};
+use protocol::{Capability, ContextId, ProviderRequestId, SessionId, SurfaceAlias, SurfaceContext, SurfaceEntry, SurfaceKey, SurfaceKind, TurnId};
 
 use crate::RuntimeError;
 use crate::runtime::{Runtime, TabEntry, now_ms};
@@ -50,7 +50,8 @@ pub(crate) fn primary(tabs: &[TabEntry], focused: Option<u64>) -> Option<usize> 
 impl Runtime {
     /// The Surface Context of a turn: every tab of the session with its key, aliases and
     /// capabilities; a bounded preview for each one the agent may read; the primary key.
-    pub async fn surface_context(&self, session: &str, turn: &str, revision: u64) -> Result<SurfaceContext, RuntimeError> {
+    pub async fn surface_context(&self, session: &SessionId, turn: &str, revision: u64) -> Result<SurfaceContext, RuntimeError> {
+        let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let focused = *state.focused.lock().unwrap_or_else(|p| p.into_inner());

@@ -141,7 +141,7 @@ async fn failed_detach(name: &str) -> (crate::Env, String) {
     assert_eq!(status.pending_recoveries, 1);
     assert_eq!(status.tabs[0].state.as_str(), "retained", "the tab's lifecycle is recorded apart and untouched");
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
-    let pending = store.pending_recoveries(&store::SessionId::new(s)).unwrap();
+    let pending = store.pending_recoveries(&store::SessionId::new(s.as_str())).unwrap();
     assert_eq!(
         (pending[0].kind.clone(), pending[0].resource_id.as_ref().map(|r| r.to_string())),
         (store::RecoveryKind::DetachFailed, Some(report.kept[0].clone()))
@@ -162,7 +162,7 @@ async fn a_failed_detach_leaves_a_recovery_record_that_the_next_operation_retrie
     assert!(!lease.detach_failed && lease.attached);
     assert_eq!((lease.attaches, lease.detaches), (2, 1), "the retry detached the old session before the new attach");
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
-    assert!(store.pending_recoveries(&store::SessionId::new(s)).unwrap().is_empty());
+    assert!(store.pending_recoveries(&store::SessionId::new(s.as_str())).unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -172,7 +172,7 @@ async fn a_failed_detach_is_retried_at_disposal() {
     assert!(report.ok, "{report:?}");
     assert_eq!(page_targets(&env, "/counter.html").await, (1, 0), "the kept tab stays open, handed over and detached");
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
-    assert!(store.pending_recoveries(&store::SessionId::new(&env.session)).unwrap().is_empty());
+    assert!(store.pending_recoveries(&store::SessionId::new(env.session.as_str())).unwrap().is_empty());
     assert_eq!(store.get_resource(&store::ResourceId::new(&resource)).unwrap().state, store::ResourceState::Released);
 }
 

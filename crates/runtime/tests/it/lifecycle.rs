@@ -44,7 +44,7 @@ async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir)).await.unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
     use store::Store as _;
-    let resources = store.list_resources(&store::SessionId::new(&s)).unwrap();
+    let resources = store.list_resources(&store::SessionId::new(s.as_str())).unwrap();
     assert_eq!(resources.len(), 1);
     assert_eq!(resources[0].mark, store::Mark::Deliverable, "the record survived");
     assert!(resources[0].handle_lost, "the old browser's handle is known gone");

@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 pub struct Env {
     pub runtime: Runtime,
     pub server: FixtureServer,
-    pub session: String,
+    pub session: protocol::SessionId,
     pub data_dir: PathBuf,
 }
 
@@ -107,7 +107,7 @@ pub async fn page_targets(env: &Env, url_part: &str) -> (usize, usize) {
 
 /// Observes the primary surface until the element named `name` is in it (a user's tab loads in
 /// its own time: registering it does not wait for the load).
-pub async fn observe_until(runtime: &Runtime, session: &str, name: &str) -> protocol::Observation {
+pub async fn observe_until(runtime: &Runtime, session: &protocol::SessionId, name: &str) -> protocol::Observation {
     for _ in 0..100 {
         let o = runtime.observe(session, None, &Default::default()).await.unwrap();
         if o.interactive_elements().iter().any(|e| e.name() == name) {

@@ -94,7 +94,7 @@ async fn a_closed_sessions_approvals_are_withdrawn() {
     let o = rt.observe(&gone, None, &Default::default()).await.unwrap();
     assert_eq!(rt.act(&gone, None, &type_name(&o, "Ada"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
     let id = rt.pending_approvals()[0].approval_id.clone();
-    assert_eq!(rt.pending_approvals()[0].session, gone);
+    assert_eq!(rt.pending_approvals()[0].session, gone.as_str());
     rt.close_session(&gone).await.unwrap();
     assert!(rt.pending_approvals().is_empty(), "{:?}", rt.pending_approvals());
     assert!(rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).is_err());

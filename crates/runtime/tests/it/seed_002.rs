@@ -59,9 +59,9 @@ fn db(env: &Env) -> store::SqliteStore {
 }
 
 /// The session's audit entries of `kind`, oldest first (payloads).
-fn audit(env: &Env, session: &str, kind: &str) -> Vec<String> {
+fn audit(env: &Env, session: &protocol::SessionId, kind: &str) -> Vec<String> {
     db(env)
-        .audit_since(&store::SessionId::new(session), store::AuditSeq(0), usize::MAX)
+        .audit_since(&store::SessionId::new(session.as_str()), store::AuditSeq(0), usize::MAX)
         .unwrap()
         .into_iter()
         .filter(|e| e.kind == kind)
@@ -70,9 +70,9 @@ fn audit(env: &Env, session: &str, kind: &str) -> Vec<String> {
 }
 
 /// `tools_activated` / `tools_deactivated` entries of the session, in order.
-fn tool_changes(env: &Env, session: &str) -> Vec<String> {
+fn tool_changes(env: &Env, session: &protocol::SessionId) -> Vec<String> {
     db(env)
-        .audit_since(&store::SessionId::new(session), store::AuditSeq(0), usize::MAX)
+        .audit_since(&store::SessionId::new(session.as_str()), store::AuditSeq(0), usize::MAX)
         .unwrap()
         .into_iter()
         .filter(|e| e.kind.starts_with("tools_"))
@@ -80,7 +80,7 @@ fn tool_changes(env: &Env, session: &str) -> Vec<String> {
         .collect()
 }
 
-fn status(env: &Env, session: &str) -> BrowserStatus {
+fn status(env: &Env, session: &protocol::SessionId) -> BrowserStatus {
     env.runtime.status(session).unwrap()
 }
 
@@ -98,7 +98,7 @@ fn resource(env: &Env, id: &str) -> store::Resource {
 }
 
 /// The resource id of a surface (the newest tab of the session).
-fn newest(env: &Env, session: &str) -> String {
+fn newest(env: &Env, session: &protocol::SessionId) -> String {
     status(env, session).tabs.last().unwrap().resource.clone()
 }
 
@@ -296,7 +296,7 @@ async fn unit_08_only_a_successful_context_reset_deactivates_tools() {
     let failed = env.runtime.context_reset(s).await.unwrap();
     assert!(!failed.ok && failed.tools_active, "{failed:?}");
     assert!(status(&env, s).tools_active, "a failed reset deactivates nothing");
-    assert_eq!(db(&env).get_session(&store::SessionId::new(s)).unwrap().state, store::SessionState::Active);
+    assert_eq!(db(&env).get_session(&store::SessionId::new(s.as_str())).unwrap().state, store::SessionState::Active);
     env.runtime.reconnect().await.unwrap();
     let done = env.runtime.context_reset(s).await.unwrap();
     assert!(done.ok && !done.tools_active, "{done:?}");
@@ -319,7 +319,7 @@ async fn unit_09_a_failed_cleanup_keeps_ownership_activation_and_a_recovery_reco
     let current = status(&env, s);
     assert!(current.tools_active);
     assert_eq!((current.pending_recoveries, current.bridge.as_str()), (1, "reconnecting"));
-    let pending = db(&env).pending_recoveries(&store::SessionId::new(s)).unwrap();
+    let pending = db(&env).pending_recoveries(&store::SessionId::new(s.as_str())).unwrap();
     assert_eq!((pending[0].kind.clone(), pending[0].resource_id.clone()), (store::RecoveryKind::CloseFailed, Some(store::ResourceId::new(&id))));
 }
 
@@ -334,7 +334,7 @@ async fn unit_10_and_integration_06_released_only_after_a_retry_succeeds() {
     // Retrying while the browser is still away fails again and changes nothing.
     assert!(!env.runtime.finalize(s).await.unwrap().ok);
     assert_eq!(resource(&env, &id).state, store::ResourceState::CleanupUnknown);
-    let pending = db(&env).pending_recoveries(&store::SessionId::new(s)).unwrap();
+    let pending = db(&env).pending_recoveries(&store::SessionId::new(s.as_str())).unwrap();
     assert_eq!(pending.len(), 1, "one record, retried: {pending:?}");
     assert_eq!(pending[0].attempts, 2);
     // Once it can succeed, it does, and only then is the tab released.
@@ -427,7 +427,7 @@ async fn unit_14_concurrent_finalize_checkpoint_and_disposal_are_serialised_per_
     assert_eq!((closed.len(), reports.iter().map(|r| r.closed.len()).sum::<usize>()), (3, 3), "each tab closed exactly once: {reports:?}");
     assert_eq!(page_targets(&env, "/form.html").await.0, 0);
     // Each cleanup ran whole: the audit has one complete entry per operation.
-    let entries = db(&env).audit_since(&store::SessionId::new(&s), store::AuditSeq(0), usize::MAX).unwrap();
+    let entries = db(&env).audit_since(&store::SessionId::new(s.as_str()), store::AuditSeq(0), usize::MAX).unwrap();
     let kinds: Vec<&str> = entries.iter().map(|e| e.kind.as_str()).filter(|k| ["finalize", "turn_end", "disposal"].contains(k)).collect();
     assert_eq!(kinds.len(), 3, "{kinds:?}");
     // The other session was never blocked or touched.
@@ -516,7 +516,7 @@ async fn integration_05_a_session_switch_runs_the_final_cleanup_and_keeps_failed
     env.runtime.reconnect().await.unwrap();
     let third = env.runtime.create_session().await.unwrap();
     env.runtime.open_tab(&third, &env.server.url("/login.html")).await.unwrap();
-    let kept_records = db(&env).pending_recoveries(&store::SessionId::new(&new)).unwrap();
+    let kept_records = db(&env).pending_recoveries(&store::SessionId::new(new.as_str())).unwrap();
     assert_eq!(kept_records.len(), 1, "the old session's record survives the switch");
     assert_eq!(kept_records[0].kind, store::RecoveryKind::CloseFailed);
 }
@@ -689,7 +689,7 @@ async fn acceptance_6_context_reset_resets_tool_state_as_asked() {
     let current = status(&env, s);
     assert!(!current.tools_active && current.debugger_leases.is_empty());
     assert_eq!(current.bridge, "connected", "the bridge stays unless asked otherwise");
-    assert_eq!(db(&env).get_session(&store::SessionId::new(s)).unwrap().state, store::SessionState::Reset);
+    assert_eq!(db(&env).get_session(&store::SessionId::new(s.as_str())).unwrap().state, store::SessionState::Reset);
     // Asking for the browser again is a new, explicit activation.
     env.runtime.open_tab(s, &env.server.url("/login.html")).await.unwrap();
     assert_eq!(tool_changes(&env, s).len(), 3);
@@ -709,8 +709,8 @@ async fn acceptance_7_disposal_without_finalize_cleans_up() {
     assert_eq!(page_targets(&env, "/form.html").await.0, 0);
     assert_eq!(page_targets(&env, "/login.html").await, (1, 0));
     assert_eq!(page_targets(&env, "/table.html").await, (1, 0));
-    assert!(db(&env).list_resources(&store::SessionId::new(s)).unwrap().iter().all(|r| r.state == store::ResourceState::Released));
-    assert_eq!(db(&env).get_session(&store::SessionId::new(s)).unwrap().state, store::SessionState::Disposed);
+    assert!(db(&env).list_resources(&store::SessionId::new(s.as_str())).unwrap().iter().all(|r| r.state == store::ResourceState::Released));
+    assert_eq!(db(&env).get_session(&store::SessionId::new(s.as_str())).unwrap().state, store::SessionState::Disposed);
 }
 
 #[tokio::test]
