@@ -31,8 +31,16 @@ pub enum RuntimeError {
     InvalidAction(String),
     #[error("approval {approval_id} cannot be decided: {why}")]
     UnknownApproval { approval_id: String, why: &'static str },
+    #[error("the store failed: {0}")]
+    Store(#[source] std::sync::Arc<store::StoreError>),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<store::StoreError> for RuntimeError {
+    fn from(e: store::StoreError) -> Self {
+        RuntimeError::Store(std::sync::Arc::new(e))
+    }
 }
 
 impl RuntimeError {
@@ -50,7 +58,7 @@ impl RuntimeError {
             RuntimeError::Browser(e) => e.code(),
             RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
             RuntimeError::UnknownApproval { .. } => ErrorCode::InvalidAction,
-            RuntimeError::Internal(_) => ErrorCode::Internal,
+            RuntimeError::Store(_) | RuntimeError::Internal(_) => ErrorCode::Internal,
         }
     }
 }

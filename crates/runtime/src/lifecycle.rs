@@ -109,7 +109,7 @@ impl Runtime {
                 title: None,
                 now_ms: now_ms(),
             })
-            .map_err(internal)?;
+            .map_err(RuntimeError::from)?;
         self.activate(session)?;
         Ok(id)
     }
@@ -122,9 +122,9 @@ impl Runtime {
     }
 
     pub(crate) fn activate(&self, session: &str) -> Result<(), RuntimeError> {
-        let current = self.inner.store.get_session(&sid(session)).map_err(internal)?;
+        let current = self.inner.store.get_session(&sid(session)).map_err(RuntimeError::from)?;
         if !current.tools_active {
-            self.inner.store.set_tools_active(&sid(session), true, now_ms()).map_err(internal)?;
+            self.inner.store.set_tools_active(&sid(session), true, now_ms()).map_err(RuntimeError::from)?;
             self.audit(session, "tools_activated", "{}");
         }
         Ok(())
@@ -132,9 +132,9 @@ impl Runtime {
 
     /// Deactivates the session's browser tools (context reset, disposal), with an audit entry.
     fn deactivate_tools(&self, session: &str, why: &str) -> Result<(), RuntimeError> {
-        let current = self.inner.store.get_session(&sid(session)).map_err(internal)?;
+        let current = self.inner.store.get_session(&sid(session)).map_err(RuntimeError::from)?;
         if current.tools_active {
-            self.inner.store.set_tools_active(&sid(session), false, now_ms()).map_err(internal)?;
+            self.inner.store.set_tools_active(&sid(session), false, now_ms()).map_err(RuntimeError::from)?;
             self.audit(session, "tools_deactivated", &serde_json::json!({ "by": why }).to_string());
         }
         Ok(())
@@ -169,7 +169,7 @@ impl Runtime {
                 title: None,
                 now_ms: now_ms(),
             })
-            .map_err(internal)?;
+            .map_err(RuntimeError::from)?;
         self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone());
         Ok(id)
     }
@@ -179,7 +179,7 @@ impl Runtime {
     /// handed over (deliverable, handoff) is not among them: nobody offered it.
     pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
         let offered = self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let resources = self.inner.store.list_unowned_resources().map_err(internal)?;
+        let resources = self.inner.store.list_unowned_resources().map_err(RuntimeError::from)?;
         Ok(resources
             .into_iter()
             .filter(|r| {
@@ -257,7 +257,7 @@ impl Runtime {
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
         let entry = self.take_entry(&state, surface)?;
-        self.inner.store.release_resource(&store::ResourceId::new(&entry.resource), &sid(session), now_ms()).map_err(internal)?;
+        self.inner.store.release_resource(&store::ResourceId::new(&entry.resource), &sid(session), now_ms()).map_err(RuntimeError::from)?;
         self.inner.leases.invalidate(entry.target());
         entry.debugger.detach(Some(Retired::Left)).await;
         Ok(())
@@ -272,7 +272,7 @@ impl Runtime {
         let (state, _op) = self.begin(session).await?;
         let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
         let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
-        self.inner.store.set_mark(&store::ResourceId::new(&resource), &sid(session), mark, &store::TurnId::new(turn), now_ms()).map_err(internal)?;
+        self.inner.store.set_mark(&store::ResourceId::new(&resource), &sid(session), mark, &store::TurnId::new(turn), now_ms()).map_err(RuntimeError::from)?;
         Ok(())
     }
 
@@ -282,7 +282,7 @@ impl Runtime {
     /// active; the connection stays up.
     pub async fn end_turn(&self, session: &SessionId, turn: &str) -> Result<CleanupReport, RuntimeError> {
         let session = session.as_str();
-        self.inner.store.set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms()).map_err(internal)?;
+        self.inner.store.set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms()).map_err(RuntimeError::from)?;
         self.cleanup(session, Some(turn), Boundary::TurnEnd).await
     }
 
@@ -302,7 +302,7 @@ impl Runtime {
             return Ok(report);
         }
         self.deactivate_tools(session, "context_reset")?;
-        self.inner.store.set_session_state(&sid(session), store::SessionState::Reset, now_ms()).map_err(internal)?;
+        self.inner.store.set_session_state(&sid(session), store::SessionState::Reset, now_ms()).map_err(RuntimeError::from)?;
         report.tools_active = false;
         Ok(report)
     }
@@ -392,9 +392,9 @@ impl Runtime {
         let session = session.as_str();
         let state = self.session(session)?;
         let leases: Vec<DebuggerLeaseStatus> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|l| l.status()).collect();
-        let record = self.inner.store.get_session(&sid(session)).map_err(internal)?;
-        let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
-        let pending = self.inner.store.pending_recoveries(&sid(session)).map_err(internal)?.len();
+        let record = self.inner.store.get_session(&sid(session)).map_err(RuntimeError::from)?;
+        let resources = self.inner.store.list_resources(&sid(session)).map_err(RuntimeError::from)?;
+        let pending = self.inner.store.pending_recoveries(&sid(session)).map_err(RuntimeError::from)?.len();
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         Ok(BrowserStatus {
             tools_active: record.tools_active,
@@ -455,8 +455,12 @@ impl Runtime {
             tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
         match reply {
             Ok(Ok(_)) => {}
-            // A target that no longer exists is closed.
-            Ok(Err(cdp::CdpError::Protocol { message, .. })) if message.contains("No target") => return true,
+            // Refused: closed only if the browser no longer lists the target (a fact, not the
+            // wording of its error).
+            Ok(Err(cdp::CdpError::Protocol { .. })) => {
+                let listed = tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::GetTargets {})).await;
+                return matches!(listed, Ok(Ok(reply)) if !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|id| id.0 == target)));
+            }
             _ => return false,
         }
         let gone = tokio::time::timeout(Duration::from_secs(5), async {
@@ -519,7 +523,7 @@ impl Runtime {
         // Resources with a pending recovery are retried here and nowhere else in this cleanup:
         // one record per failure, however often it is retried.
         let retried = self.retry_recoveries(&state, session, &mut report).await;
-        let resources = self.inner.store.list_resources(&sid(session)).map_err(internal)?;
+        let resources = self.inner.store.list_resources(&sid(session)).map_err(RuntimeError::from)?;
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut to_close: Vec<(String, Option<TabEntry>, store::Resource)> = Vec::new();
         for resource in resources {

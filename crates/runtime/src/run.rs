@@ -423,11 +423,11 @@ impl RunState<'_> {
         let mut failed = Vec::new();
         for assertion in assertions {
             let (passed, record) = assertion.check(observation);
-            self.runtime.emit(&self.run_id, EventKind::Verified { assertion: format!("{assertion:?}"), passed });
+            self.runtime.emit(&self.run_id, EventKind::Verified { assertion: assertion.describe(), passed });
             if passed {
                 evidence.push(record);
             } else {
-                failed.push(format!("{assertion:?}"));
+                failed.push(assertion.describe());
             }
         }
         if failed.is_empty() {

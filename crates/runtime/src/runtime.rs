@@ -112,10 +112,9 @@ impl Runtime {
     /// Starts the runtime: launches or connects to the browser and sweeps orphan artifacts.
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
         let (conn, local) = open_browser(&config.browser).await?;
-        let store =
-            store::SqliteStore::open(config.data_dir.join("glovebox.sqlite")).map_err(|e| RuntimeError::Internal(format!("cannot open the store: {e}")))?;
+        let store = store::SqliteStore::open(config.data_dir.join("glovebox.sqlite"))?;
         // A new instance: handles recorded by an earlier process are known to be gone.
-        let instance = store.begin_instance(now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let instance = store.begin_instance(now_ms())?;
         let artifacts = Artifacts::new(&config.data_dir);
         let swept = artifacts.sweep(config.artifact_ttl, &[]);
         if swept > 0 {
@@ -185,7 +184,7 @@ impl Runtime {
                 self.connection().browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
             Some(reply.browser_context_id)
         };
-        self.inner.store.create_session(&store::SessionId::new(&id), now_ms()).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        self.inner.store.create_session(&store::SessionId::new(&id), now_ms())?;
         let state = Arc::new(SessionState {
             context_id: Mutex::new(context_id),
             ops: Arc::new(tokio::sync::RwLock::new(())),

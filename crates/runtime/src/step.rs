@@ -148,7 +148,7 @@ impl Runtime {
     async fn approval(&self, at: &StepAt<'_>, action: &ExtendedAction, request: ApprovalRequest) -> Result<(), RuntimeError> {
         let key = format!("{}\u{0}{}\u{0}{}", at.session, at.entry.target(), serde_json::to_string(action).unwrap_or_default());
         let grant = policy::Origin::parse(&request.origin).ok();
-        let summary = format!("{} {} on {} ({:?})", request.action, request.target, request.origin, request.tier);
+        let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
         let expires_at = request.expires_at;
         let (approval_id, mut decision) = match self.inner.approvals.ask(request, key, grant, now_ms()) {
             Asked::Decided(decision) => return decided(decision, &summary),

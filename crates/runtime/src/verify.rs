@@ -44,7 +44,8 @@ impl Assertion {
         Ok(())
     }
 
-    fn describe(&self) -> String {
+    /// What the check says, in words (events, summaries): never Rust's debug text.
+    pub fn describe(&self) -> String {
         match self {
             Assertion::TextPresent { text } => format!("text {text:?} is on the page"),
             Assertion::UrlContains { text } => format!("the URL contains {text:?}"),
