@@ -308,7 +308,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     let mut results = Vec::new();
 
     // Stop → no further side effect: from the cancel request to the run's end.
-    rt.open_tab(&session, &pages.url("/act")).await?;
+    rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO).await?;
     let mut stops = Vec::new();
     let mut events = rt.subscribe_events();
     for _ in 0..30 {
@@ -332,7 +332,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     let mut through_runtime = Vec::new();
     let mut direct = Vec::new();
     let tab_session = rt.create_session().await?;
-    rt.open_tab(&tab_session, &pages.url("/act")).await?;
+    rt.open_tab(&tab_session, &pages.url("/act"), std::time::Duration::ZERO).await?;
     for _ in 0..8 {
         let started = Instant::now();
         rt.run(&tab_session, RunRequest::new("wait"), Box::new(ScriptedPlanner::new(step_script()))).await?;
@@ -356,7 +356,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     // 8 tabs × the same 20-step task: in parallel vs one after another.
     let parallel_session = rt.create_session().await?;
     for _ in 0..8 {
-        rt.open_tab(&parallel_session, &pages.url("/act")).await?;
+        rt.open_tab(&parallel_session, &pages.url("/act"), std::time::Duration::ZERO).await?;
     }
     let task = || {
         let mut steps: Vec<Scripted> = (0..19).map(|_| Scripted::Click("Add one".into())).collect();
@@ -394,7 +394,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     for round in 0..5 {
         let session = rt.create_session().await?;
         for _ in 0..10 {
-            rt.open_tab(&session, &pages.url("/act")).await?;
+            rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO).await?;
         }
         for _ in 0..5 {
             let user = rt.register_user_tab(&pages.url("/act")).await?;
@@ -411,7 +411,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     // What an idle detach costs the next operation: observe on an attached tab vs. observe that
     // must attach first (the tab kept by a mark, detached by the turn's end).
     let session = rt.create_session().await?;
-    let surface = rt.open_tab(&session, &pages.url("/act")).await?;
+    let surface = rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO).await?;
     let (mut attached, mut reattach) = (Vec::new(), Vec::new());
     for round in 0..30 {
         let turn = format!("turn_{round}");

@@ -109,7 +109,16 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
     let rt = ::runtime::Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     let result = async {
         let session = rt.create_session().await?;
-        rt.open_tab(&session, &url).await.with_context(|| format!("cannot open {}", policy::redact_url(&url)))?;
+        // The person typed this URL on their own command line: that is their approval of opening
+        // it (the origin lists still apply, and nothing else is approved).
+        let opened = match rt.open_tab(&session, &url, Duration::ZERO).await {
+            Err(::runtime::RuntimeError::NeedsApproval { approval_id, .. }) => {
+                rt.resolve_approval(&approval_id, ::runtime::ApprovalDecision::ApproveOnce)?;
+                rt.open_tab(&session, &url, Duration::ZERO).await
+            }
+            other => other,
+        };
+        opened.with_context(|| format!("cannot open {}", policy::redact_url(&url)))?;
         if args.preview {
             let context = rt.surface_context(&session, "turn_cli", 1).await?;
             let preview = context.surfaces().first().and_then(|s| s.preview()).context("no preview came back")?;

@@ -24,7 +24,6 @@ pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::R
     };
     let rt = Runtime::start(config).await?;
     let session = rt.create_session().await?;
-    rt.open_tab(&session, &pages.url("/")).await?;
     eprintln!("demo: signing up \"Ada\" on {} (an origin nobody trusted yet, so a person is asked)", pages.url("/"));
 
     let mut events = rt.subscribe_events();
@@ -59,6 +58,8 @@ pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::R
             }
         }
     });
+    // Opening the page is a navigation to an untrusted origin: the person is asked first.
+    rt.open_tab(&session, &pages.url("/"), Duration::from_secs(300)).await?;
     let steps = vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::Click("Create account".into()), Scripted::Done("signed up Ada".into())];
     let mut request = RunRequest::new("Sign up as Ada");
     request.assertions = vec![Assertion::TextPresent { text: "Welcome, Ada!".into() }];

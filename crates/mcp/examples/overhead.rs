@@ -22,7 +22,7 @@ async fn main() {
     let runtime = Runtime::start(RuntimeConfig::new(&data_dir)).await.expect("runtime");
 
     let session = runtime.create_session().await.unwrap();
-    runtime.open_tab(&session, &fixtures.url("/form.html")).await.unwrap();
+    runtime.open_tab(&session, &fixtures.url("/form.html"), std::time::Duration::ZERO).await.unwrap();
 
     // The same over MCP on an in-process byte stream (as stdio carries it), raw JSON-RPC lines.
     let (client_io, server_io) = tokio::io::duplex(1 << 22);

@@ -106,7 +106,7 @@ impl GloveboxMcp {
             Call::Tabs => self.tabs(&session).await,
             Call::Observe(args) => self.observe(&session, args).await,
             Call::Act(args) => self.act(&session, args, peer).await,
-            Call::TabOpen(args) => self.tab_open(&session, args).await,
+            Call::TabOpen(args) => self.tab_open(&session, args, peer).await,
             Call::TabClose(args) => self.tab_close(&session, args).await,
             Call::TabClaim(args) => self.tab_claim(&session, args).await,
             Call::TabRelease(args) => self.tab_release(&session, args).await,
@@ -217,7 +217,7 @@ impl GloveboxMcp {
         // A client that can ask its user: the call waits while the user is asked (elicitation).
         // Otherwise it returns the pending approval at once, and the same action sent again after
         // a person approved proceeds exactly once (the runtime keeps the decision).
-        let wait = if can_elicit(peer) { self.elicitation_wait() } else { Duration::ZERO };
+        let wait = self.person_wait(peer);
         let options = ActOptions::default();
         let acting = self.runtime.act(session, surface.as_ref(), &action, &options, wait);
         let outcome = match self.asking_person(session, acting, peer, true).await {
@@ -239,14 +239,7 @@ impl GloveboxMcp {
                 };
                 Ok(self.observation_result(surface.as_ref(), Some(receipt), observation))
             }
-            Err(RuntimeError::NeedsApproval { approval_id, summary }) => {
-                let request = self.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id);
-                Ok(self.pending(&approval_id, &summary, request.as_ref()))
-            }
-            Err(RuntimeError::ApprovalDenied { summary }) => {
-                Ok(tool_error(&self.session.untrusted, ErrorCode::ApprovalDenied, &format!("a person denied: {summary}")))
-            }
-            Err(e) => Err(e),
+            Err(e) => self.refusal(e),
         }
     }
 
@@ -340,10 +333,45 @@ impl GloveboxMcp {
         CallToolResult::error(vec![Content::text(header.to_string()), self.wrap(&detail)])
     }
 
-    async fn tab_open(&self, session: &SessionId, args: TabOpenArgs) -> Result<CallToolResult, RuntimeError> {
-        let surface = self.runtime.open_tab(session, &args.url).await?;
+    async fn tab_open(&self, session: &SessionId, args: TabOpenArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+        let surface = match self.open(session, &args.url, peer).await? {
+            Ok(surface) => surface,
+            Err(refused) => return Ok(refused),
+        };
         let key = self.runtime.surface_key(session, surface);
         Ok(CallToolResult::success(vec![Content::text(json!({"opened": key, "focused": true, "next": "observe it to get refs and a frame_id"}).to_string())]))
+    }
+
+    /// Opens a tab at `url` the way `act` navigates: a page that needs a person is asked about
+    /// through the client, or left pending. `Ok(Err(result))` is the result to return instead.
+    async fn open(&self, session: &SessionId, url: &str, peer: &rmcp::Peer<RoleServer>) -> Result<Result<u64, CallToolResult>, RuntimeError> {
+        let opening = self.runtime.open_tab(session, url, self.person_wait(peer));
+        match self.asking_person(session, opening, peer, true).await {
+            Driven::Done(Ok(surface)) => Ok(Ok(surface)),
+            Driven::Done(Err(e)) => self.refusal(e).map(Err),
+            Driven::NotAsked(request) => Ok(Err(self.pending(&request.approval_id, "", Some(&request)))),
+        }
+    }
+
+    /// How long a call may wait for a person: while the client can ask its user, that long;
+    /// otherwise not at all (the approval is returned pending).
+    fn person_wait(&self, peer: &rmcp::Peer<RoleServer>) -> Duration {
+        if can_elicit(peer) { self.elicitation_wait() } else { Duration::ZERO }
+    }
+
+    /// The tool result of a refusal that involves a person (pending, denied); other errors stay
+    /// errors.
+    fn refusal(&self, e: RuntimeError) -> Result<CallToolResult, RuntimeError> {
+        match e {
+            RuntimeError::NeedsApproval { approval_id, summary } => {
+                let request = self.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id);
+                Ok(self.pending(&approval_id, &summary, request.as_ref()))
+            }
+            RuntimeError::ApprovalDenied { summary } => {
+                Ok(tool_error(&self.session.untrusted, ErrorCode::ApprovalDenied, &format!("a person denied: {summary}")))
+            }
+            e => Err(e),
+        }
     }
 
     async fn tab_close(&self, session: &SessionId, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
@@ -419,7 +447,9 @@ impl GloveboxMcp {
             let Some(first) = url.take() else {
                 return Ok(own_error(ErrorCode::UnknownSurface, "this session has no tab: give a `url` (or open one with tab_open)"));
             };
-            self.runtime.open_tab(session, &first).await?;
+            if let Err(refused) = self.open(session, &first, peer).await? {
+                return Ok(refused);
+            }
         }
         let planner = match runtime::CommandPlanner::start(&command) {
             Ok(p) => p,

@@ -110,6 +110,10 @@ async def scenario_flow(args):
 async def scenario_approval(args):
     form = args.fixture[0]
     async with connect(args) as (session, _):
+        # Opening a page on an origin nobody trusts is a navigation a person approves.
+        opening = await call(session, "tab_open", {"url": form})
+        emit({"open_error": opening["error"], "open": opening["header"]})
+        sys.stdin.readline()  # the person allows the page
         await call(session, "tab_open", {"url": form})
         obs = (await call(session, "observe"))["page"]
         button = ref(obs, "button", "Create account")

@@ -359,6 +359,7 @@ impl RunState<'_> {
             lease: &self.lease,
             cancel: Some(&self.cancel),
             wait: ApprovalWait::Until(self.deadline),
+            approval_key: None,
         };
         self.runtime.step(&at, action, options).await
     }

@@ -202,46 +202,107 @@ impl Runtime {
         lock(&self.inner.sessions).get(session).cloned().ok_or_else(|| RuntimeError::UnknownSession(session.into()))
     }
 
-    /// Opens an agent-created tab in the session and navigates it to `url` (policy-checked).
-    /// Returns its surface id. The new tab gets focus.
-    pub async fn open_tab(&self, session: &SessionId, url: &str) -> Result<u64, RuntimeError> {
+    /// Opens an agent-created tab in the session and loads `url` in it; returns its surface id.
+    /// The new tab gets focus. Loading the page is a `navigate` on the one path ([`Runtime::step`]):
+    /// the same scheme, origin lists, tier and approval as any navigation, judged by the
+    /// destination. A page that needs a person waits up to `wait_for_person` (zero: returns
+    /// `needs_approval` at once; once a person decided, the same `open_tab` proceeds once). A tab
+    /// whose page is refused, denied or fails to load is closed again: nothing is left behind.
+    pub async fn open_tab(&self, session: &SessionId, url: &str, wait_for_person: Duration) -> Result<u64, RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
-        if url != "about:blank" {
+        let first = if url == "about:blank" {
+            None
+        } else {
             policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
-        }
+            // Invalid (too long, not http/https) before any tab exists.
+            let probe = serde_json::json!({"type": "navigate", "expected_frame_id": "frame_0", "url": url, "intent": "open the tab's page"});
+            protocol::validate_extended_action(&probe).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
+            Some(probe)
+        };
         let context = lock(&state.context_id).clone();
         let tab = Arc::new(Tab::open(&self.connection().browser(), context).await?);
-        if url != "about:blank" {
-            tab.goto(url, Duration::from_secs(30)).await?;
-        }
         let surface = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let resource = self.record_agent_tab(session, &tab, url)?;
         let debugger = DebuggerLease::new(self, session, &resource, &tab.target_id().0);
         // Attached by its creation; idle from here until an operation holds it.
         debugger.adopt(tab);
         lock(&state.debuggers).push(debugger.clone());
-        lock(&state.tabs).push(TabEntry { surface, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] });
+        let entry = TabEntry { surface, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] };
+        lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
-        Ok(surface)
+        let Some(mut navigate) = first else { return Ok(surface) };
+        let loaded = async {
+            let holder = format!("{session}/act/{}", self.next_surface());
+            let lease = self.acquire(&entry, &holder)?;
+            let result = async {
+                let attached = self.attach(&entry).await?;
+                let blank = attached.tab().observe(&ObserveOptions::default()).await?;
+                navigate["expected_frame_id"] = serde_json::json!(blank.frame_id().as_str());
+                let action = protocol::validate_extended_action(&navigate).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
+                let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
+                // The decision is for opening this URL in this session, whichever tab asks again.
+                let key = format!("{session}\u{0}open\u{0}{url}");
+                let at = StepAt {
+                    session,
+                    scope: session,
+                    entry: &entry,
+                    key: "the new tab",
+                    tab: attached.tab(),
+                    lease: &lease,
+                    cancel: None,
+                    wait,
+                    approval_key: Some(key),
+                };
+                let options = ActOptions { deadline: Duration::from_secs(30), ..ActOptions::default() };
+                self.step(&at, &action, &options).await
+            }
+            .await;
+            self.inner.leases.release(entry.target(), &lease);
+            let outcome = result?;
+            match outcome.receipt.state() {
+                protocol::ReceiptState::Failed => Err(RuntimeError::Browser(browser::BrowserError::NotActionable {
+                    reason: outcome.receipt.detail().unwrap_or("the page did not load").to_owned(),
+                })),
+                _ => Ok(()),
+            }
+        }
+        .await;
+        match loaded {
+            Ok(()) => Ok(surface),
+            Err(e) => {
+                self.remove_tab(session, &state, surface).await;
+                Err(e)
+            }
+        }
     }
 
     /// Closes one of the session's tabs. Its lease dies with it; later use is `target_lost`.
     pub async fn close_tab(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
+        if self.remove_tab(session, &state, surface).await {
+            Ok(())
+        } else {
+            Err(RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })
+        }
+    }
+
+    /// Takes a tab out of the session and closes it (inside an operation); `false` if the
+    /// session has no such tab.
+    async fn remove_tab(&self, session: &str, state: &SessionState, surface: u64) -> bool {
         let entry = {
             let mut tabs = lock(&state.tabs);
-            let index = tabs
-                .iter()
-                .position(|t| t.surface == surface)
-                .ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+            let Some(index) = tabs.iter().position(|t| t.surface == surface) else { return false };
             tabs.remove(index)
         };
+        if lock(&state.focused).is_some_and(|f| f == surface) {
+            *lock(&state.focused) = None;
+        }
         self.inner.leases.invalidate(entry.target());
         entry.debugger.detach(Some(Retired::Closed)).await;
         self.close_resource(session, &entry).await;
-        Ok(())
+        true
     }
 
     /// Starts an operation of the session: refused while the runtime stops; waits (bounded)
@@ -378,7 +439,7 @@ impl Runtime {
         let result = async {
             let attached = self.attach(&entry).await?;
             let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
-            let at = StepAt { session, scope: session, entry: &entry, key: &key, tab: attached.tab(), lease: &lease, cancel: None, wait };
+            let at = StepAt { session, scope: session, entry: &entry, key: &key, tab: attached.tab(), lease: &lease, cancel: None, wait, approval_key: None };
             self.step(&at, action, options).await
         }
         .await;

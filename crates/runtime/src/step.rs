@@ -39,6 +39,9 @@ pub(crate) struct StepAt<'a> {
     pub(crate) lease: &'a Lease,
     pub(crate) cancel: Option<&'a Cancel>,
     pub(crate) wait: ApprovalWait,
+    /// What a person's decision is bound to, when not this exact action on this exact tab (a
+    /// tab's first page: the URL opened in this session).
+    pub(crate) approval_key: Option<String>,
 }
 
 impl Runtime {
@@ -146,7 +149,10 @@ impl Runtime {
 
     /// Asks a person about exactly this action and waits as `at.wait` allows. `Ok` = approved.
     async fn approval(&self, at: &StepAt<'_>, action: &ExtendedAction, request: ApprovalRequest) -> Result<(), RuntimeError> {
-        let key = format!("{}\u{0}{}\u{0}{}", at.session, at.entry.target(), serde_json::to_string(action).unwrap_or_default());
+        let key = at
+            .approval_key
+            .clone()
+            .unwrap_or_else(|| format!("{}\u{0}{}\u{0}{}", at.session, at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
         let grant = policy::Origin::parse(&request.origin).ok();
         let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
         let expires_at = request.expires_at;

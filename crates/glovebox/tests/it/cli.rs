@@ -105,9 +105,11 @@ fn demo_runs_a_verified_task_and_asks_the_person_on_the_terminal() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"d\nd\n").unwrap();
+    // Opening the page is asked about first (a navigation to an untrusted origin): once.
+    child.stdin.take().unwrap().write_all(b"o\nd\nd\n").unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("approve navigate http://127.0.0.1:"), "{stderr}");
     assert!(stderr.contains("approve type textbox \"Name\""), "{stderr}");
     assert!(!out.status.success());
     let result: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();

@@ -42,6 +42,13 @@ async fn open_observe_type_click_and_a_stale_frame_is_refused() {
 async fn an_action_needing_approval_waits_for_a_person() {
     let env = env("approval", false, None).await;
     let mut client = Client::start("approval", &over_http(&env), &[env.fixtures.url("/form.html")]);
+    let opening = client.next().await;
+    assert_eq!(opening["open_error"], true, "{opening}");
+    assert_eq!((opening["open"]["error"].as_str(), opening["open"]["action"].as_str()), (Some("needs_approval"), Some("navigate")), "{opening}");
+    assert!(env.fixtures.requests_to("/form.html").is_empty(), "the page was not loaded before a person decided");
+    let open_id = opening["open"]["approval_id"].as_str().unwrap().to_owned();
+    env.runtime.resolve_approval(&open_id, runtime::ApprovalDecision::ApproveOnce).unwrap();
+    client.send("allowed").await;
     let first = client.next().await;
     assert_eq!(first["pending_error"], true);
     let pending = &first["pending"];
@@ -83,8 +90,11 @@ async fn a_client_that_supports_elicitation_asks_its_user() {
     let env = env("elicit", false, None).await;
     let out = run("elicit", &over_http(&env), &[env.fixtures.url("/form.html")]).await;
     let asked = out["asked"].as_array().unwrap();
-    assert_eq!(asked.len(), 1, "{out}");
-    assert!(asked[0].as_str().unwrap().contains("not the model"), "{out}");
+    // Opening the page (a navigation to an untrusted origin), then the click.
+    assert_eq!(asked.len(), 2, "{out}");
+    assert!(asked.iter().all(|a| a.as_str().unwrap().contains("not the model")), "{out}");
+    assert!(asked[0].as_str().unwrap().contains("allow navigate"), "{out}");
+    assert!(asked[1].as_str().unwrap().contains("allow click"), "{out}");
     assert_eq!(out["error"], false, "{out}");
     assert!(out["welcome"].as_bool().unwrap(), "{out}");
     assert_eq!(env.fixtures.writes().len(), 1);

@@ -23,7 +23,7 @@ fn sign_up(name: &str) -> Vec<Scripted> {
 #[tokio::test]
 async fn case_21_local_dom_flow_succeeds_only_when_verified() {
     let env = env("case21", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let mut request = RunRequest::new("sign up as Ada");
     request.assertions = welcome("Ada");
     let result = env.runtime.run(&env.session, request, script(sign_up("Ada"))).await.unwrap();
@@ -36,8 +36,8 @@ async fn case_21_local_dom_flow_succeeds_only_when_verified() {
 #[tokio::test]
 async fn case_24_two_tabs_in_parallel_and_a_second_writer_is_refused() {
     let env = env("case24", true).await;
-    let a = env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
-    let _b = env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    let a = crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    let _b = crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let s1 = protocol::SurfaceName::new("s1").unwrap();
     let s2 = protocol::SurfaceName::new("s2").unwrap();
     let mut first = RunRequest::new("sign up Ada");
@@ -73,7 +73,7 @@ async fn case_24_two_tabs_in_parallel_and_a_second_writer_is_refused() {
 #[tokio::test]
 async fn case_25_external_origin_asks_denial_writes_nothing_task_approval_asks_once() {
     let env = env("case25", false).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     // Denied: nothing is typed, nothing is sent.
     let seen = person(&env.runtime, vec![ApprovalDecision::Deny]);
     let mut request = RunRequest::new("sign up");
@@ -104,7 +104,7 @@ async fn case_25_external_origin_asks_denial_writes_nothing_task_approval_asks_o
 #[tokio::test]
 async fn case_26_a_redirect_to_another_origin_voids_the_grant() {
     let env = env("case26", false).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/rt/leave.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/rt/leave.html")).await.unwrap();
     let seen = person(&env.runtime, vec![ApprovalDecision::ApproveForTask, ApprovalDecision::Deny]);
     let steps = vec![
         Scripted::Type("Name".into(), "first".into()),
@@ -123,7 +123,7 @@ async fn case_26_a_redirect_to_another_origin_voids_the_grant() {
 #[tokio::test]
 async fn case_15_and_26_a_popup_ends_the_run_needs_user_new_surface_created() {
     let env = env("case15", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/widgets.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/widgets.html")).await.unwrap();
     let steps = vec![Scripted::Click("Open help".into()), Scripted::Wait(300), Scripted::Done("done".into())];
     let result = env.runtime.run(&env.session, RunRequest::new("open help"), script(steps)).await.unwrap();
     assert_eq!(result.status(), RunStatus::NeedsUser, "{result:?}");
@@ -133,7 +133,7 @@ async fn case_15_and_26_a_popup_ends_the_run_needs_user_new_surface_created() {
 #[tokio::test]
 async fn case_28_prompt_injection_changes_no_permission_task_or_target() {
     let env = env("case28", false).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/rt/inject.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/rt/inject.html")).await.unwrap();
     let observed = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
     assert!(observed.untrusted_content());
     let seen = person(&env.runtime, vec![ApprovalDecision::ApproveOnce, ApprovalDecision::Deny, ApprovalDecision::Deny]);
@@ -159,7 +159,7 @@ async fn case_28_prompt_injection_changes_no_permission_task_or_target() {
 #[tokio::test]
 async fn case_29_stop_in_each_phase_prevents_any_further_side_effect() {
     let env = env("case29", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let mut events = env.runtime.subscribe_events();
     // During a planner call.
     let steps = vec![Scripted::Think(Duration::from_secs(10)), Scripted::Click("Create account".into())];
@@ -196,7 +196,7 @@ async fn case_29_stop_in_each_phase_prevents_any_further_side_effect() {
 #[tokio::test]
 async fn case_30_no_failure_kind_ever_yields_succeeded() {
     let env = env("case30", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let run = |steps: Vec<Scripted>, max_steps: u32, max_seconds: u32, assertions: Vec<Assertion>| {
         let runtime = env.runtime.clone();
         let session = env.session.clone();
@@ -226,7 +226,7 @@ async fn case_30_no_failure_kind_ever_yields_succeeded() {
 #[tokio::test]
 async fn case_12_observe_only_surface_answers_but_refuses_writes() {
     let env = env("case12", true).await;
-    let surface = env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    let surface = crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     env.runtime.set_capabilities(&env.session, surface, vec![protocol::Capability::Observe]).unwrap();
     let observed = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
     assert!(observed.aria_snapshot().contains("Create account"));
@@ -239,7 +239,7 @@ async fn case_12_observe_only_surface_answers_but_refuses_writes() {
 #[tokio::test]
 async fn case_18_unregistered_localhost_is_not_trusted() {
     let env = env("case18", false).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let seen = person(&env.runtime, vec![ApprovalDecision::Deny]);
     let result = env
         .runtime
@@ -254,7 +254,7 @@ async fn case_18_unregistered_localhost_is_not_trusted() {
 /// The same page with its origin registered needs no approval (case 18's other half).
 async fn env_trusted_equivalent() {
     let env = env("case18b", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let seen = person(&env.runtime, vec![]);
     let mut request = RunRequest::new("t");
     request.assertions = welcome("x");
@@ -266,8 +266,8 @@ async fn env_trusted_equivalent() {
 #[tokio::test]
 async fn case_8_a_closed_tab_is_target_lost_and_no_other_tab_is_picked() {
     let env = env("case8", true).await;
-    let first = env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    let first = crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     env.runtime.focus(&env.session, first).unwrap();
     let mut events = env.runtime.subscribe_events();
     let steps = vec![Scripted::Think(Duration::from_millis(500)), Scripted::Type("Name".into(), "x".into()), Scripted::Done("d".into())];
@@ -283,7 +283,7 @@ async fn case_8_a_closed_tab_is_target_lost_and_no_other_tab_is_picked() {
 #[tokio::test]
 async fn case_20_and_31_artifacts_are_deleted_on_every_ending_and_swept_after_a_crash() {
     let env = env("case20", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let mut events = env.runtime.subscribe_events();
     for (steps, retain) in
         [(vec![Scripted::GiveUp("x".into())], false), (vec![Scripted::Think(Duration::from_secs(10))], false), (vec![Scripted::GiveUp("x".into())], true)]
@@ -321,7 +321,7 @@ async fn case_20_and_31_artifacts_are_deleted_on_every_ending_and_swept_after_a_
 #[tokio::test]
 async fn case_31_typed_secrets_never_reach_events() {
     let env = env("case31", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let mut events = env.runtime.subscribe_events();
     let seen = person(&env.runtime, vec![ApprovalDecision::ApproveOnce]);
     let steps = vec![Scripted::Type("Password".into(), "hunter2-very-secret".into()), Scripted::GiveUp("done".into())];

@@ -23,7 +23,7 @@ fn lease(env: &crate::Env) -> DebuggerLeaseStatus {
 async fn the_reference_count_keeps_one_attachment_across_overlapping_operations() {
     let env = env_with("debugger-refcount", true, |c| c.debugger_idle_detach = Duration::from_millis(100)).await;
     let s = &env.session;
-    env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(&env.runtime, s, &env.server.url("/counter.html")).await.unwrap();
     let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (_, run) = env.runtime.start_run(s, RunRequest::new("hold"), Box::new(Gate { started: started.clone(), release: release.clone() })).unwrap();
     started.notified().await;
@@ -51,7 +51,7 @@ async fn the_reference_count_keeps_one_attachment_across_overlapping_operations(
 async fn an_idle_lease_detaches_after_the_window_and_the_next_operation_attaches_again_with_its_frame() {
     let env = env_with("debugger-idle", true, |c| c.debugger_idle_detach = Duration::from_millis(200)).await;
     let s = &env.session;
-    env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(&env.runtime, s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
     assert!(lease(&env).idle_since_ms.is_some(), "idle, detach pending");
     eventually("the idle detach", || lease(&env).detaches == 1).await;
@@ -69,7 +69,7 @@ async fn an_idle_lease_detaches_after_the_window_and_the_next_operation_attaches
 async fn an_operation_inside_the_idle_window_cancels_the_detach() {
     let env = env_with("debugger-window", true, |c| c.debugger_idle_detach = Duration::from_secs(2)).await;
     let s = &env.session;
-    env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(&env.runtime, s, &env.server.url("/counter.html")).await.unwrap();
     // Operations 400 ms apart for well over one window: each lands inside the window the
     // previous one opened, so the first window's detach never happens.
     let started = tokio::time::Instant::now();
@@ -87,7 +87,7 @@ async fn an_operation_inside_the_idle_window_cancels_the_detach() {
 async fn racing_operations_on_a_detached_tab_attach_it_once() {
     let env = env_with("debugger-race", true, |c| c.debugger_idle_detach = Duration::from_millis(100)).await;
     let s = &env.session;
-    env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(&env.runtime, s, &env.server.url("/counter.html")).await.unwrap();
     eventually("the idle detach", || !lease(&env).attached).await;
     let options = browser::ObserveOptions::default();
     let observes = (0..8).map(|_| env.runtime.observe(s, None, &options));
@@ -102,7 +102,7 @@ async fn turn_end_detaches_marked_tabs_too_and_keeps_them_open_and_owned() {
     // An hour of idle window: only the turn end can detach here.
     let env = env_with("debugger-turn", true, |c| c.debugger_idle_detach = Duration::from_secs(3600)).await;
     let s = &env.session;
-    let kept = env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    let kept = crate::open(&env.runtime, s, &env.server.url("/counter.html")).await.unwrap();
     let frame = env.runtime.observe(s, None, &Default::default()).await.unwrap();
     env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
     let report = env.runtime.end_turn(s, "turn_1").await.unwrap();
@@ -127,7 +127,7 @@ async fn failed_detach(name: &str) -> (crate::Env, String) {
     })
     .await;
     let s = &env.session;
-    let kept = env.runtime.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    let kept = crate::open(&env.runtime, s, &env.server.url("/counter.html")).await.unwrap();
     env.runtime.observe(s, None, &Default::default()).await.unwrap();
     env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").await.unwrap();
     freeze_browser(&env.runtime, true);

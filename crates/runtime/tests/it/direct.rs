@@ -14,7 +14,7 @@ fn first_ref(o: &protocol::Observation, name: &str) -> String {
 #[tokio::test]
 async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves() {
     let env = env("direct-approval", false).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
     let action = protocol::validate_extended_action(&json!({"type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o, "Name")}, "text": "Ada", "intent": "name"})).unwrap();
     let err = env.runtime.act(&env.session, None, &action, &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
@@ -39,7 +39,7 @@ async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves()
 #[tokio::test]
 async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_allowed_directory() {
     let env = env("direct-extended", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/extended-forms.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/extended-forms.html")).await.unwrap();
     let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
     let upload = protocol::validate_extended_action(&json!({
         "type": "upload", "expected_frame_id": o.frame_id().as_str(),
@@ -80,7 +80,7 @@ async fn extended_actions_go_through_the_same_policy_and_uploads_only_from_the_a
 #[tokio::test]
 async fn a_drag_receipt_says_drag_and_a_v1_click_receipt_says_click() {
     let env = env("direct-receipts", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/pointer.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/pointer.html")).await.unwrap();
     let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
     let drag = protocol::validate_extended_action(&json!({
         "type": "drag", "expected_frame_id": o.frame_id().as_str(),

@@ -18,7 +18,7 @@ async fn page_open(env: &crate::Env, target_count_of: &str) -> usize {
 async fn a_mark_lasts_one_turn_and_must_be_renewed_to_keep_the_tab() {
     let env = env("lifecycle-marks", true).await;
     let s = &env.session;
-    let kept = env.runtime.open_tab(s, &env.server.url("/login.html")).await.unwrap();
+    let kept = crate::open(&env.runtime, s, &env.server.url("/login.html")).await.unwrap();
     env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").await.unwrap();
     // The latest mark in a turn wins.
     env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
@@ -38,7 +38,7 @@ async fn a_mark_lasts_one_turn_and_must_be_renewed_to_keep_the_tab() {
 async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     let env = env("lifecycle-restart", true).await;
     let s = env.session.clone();
-    let surface = env.runtime.open_tab(&s, &env.server.url("/form.html")).await.unwrap();
+    let surface = crate::open(&env.runtime, &s, &env.server.url("/form.html")).await.unwrap();
     env.runtime.mark(&s, surface, Mark::Deliverable, "turn_1").await.unwrap();
     drop(env.runtime);
     let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir)).await.unwrap();

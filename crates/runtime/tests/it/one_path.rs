@@ -37,7 +37,7 @@ async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page
     let env = env("one-path-grant", false).await;
     let other = fixture_origin().await;
     let (s, rt) = (&env.session, &env.runtime);
-    rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let go = navigate(&o, &other.url("/counter.html"));
     let err = rt.act(s, None, &go, &Default::default(), NOW).await.unwrap_err();
@@ -69,7 +69,7 @@ async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page
 async fn an_expired_approval_is_neither_listed_nor_approvable() {
     let env = env_with("one-path-expiry", false, |c| c.approval_timeout = Duration::from_millis(400)).await;
     let (s, rt) = (&env.session, &env.runtime);
-    rt.open_tab(s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let action = type_name(&o, "Ada");
     assert_eq!(rt.act(s, None, &action, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
@@ -90,7 +90,7 @@ async fn a_closed_sessions_approvals_are_withdrawn() {
     let env = env("one-path-dead-session", false).await;
     let rt = &env.runtime;
     let gone = rt.create_session().await.unwrap();
-    rt.open_tab(&gone, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, &gone, &env.server.url("/form.html")).await.unwrap();
     let o = rt.observe(&gone, None, &Default::default()).await.unwrap();
     assert_eq!(rt.act(&gone, None, &type_name(&o, "Ada"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
     let id = rt.pending_approvals()[0].approval_id.clone();
@@ -106,7 +106,7 @@ async fn a_closed_sessions_approvals_are_withdrawn() {
 async fn no_approval_is_asked_for_a_stale_frame() {
     let env = env("one-path-stale", false).await;
     let (s, rt) = (&env.session, &env.runtime);
-    rt.open_tab(s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
     let old = rt.observe(s, None, &Default::default()).await.unwrap();
     // A newer observation (its screenshot is part of its frame id) makes `old` stale.
     let options = browser::ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..Default::default() };
@@ -123,7 +123,7 @@ async fn no_approval_is_asked_for_a_stale_frame() {
 async fn two_direct_acts_of_one_session_queue_for_the_tab() {
     let env = env("one-path-concurrent", true).await;
     let (s, rt) = (&env.session, &env.runtime);
-    rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let add = click(&o, "Add one");
     let options = browser::ActOptions::default();
@@ -146,7 +146,7 @@ async fn two_direct_acts_of_one_session_queue_for_the_tab() {
 async fn a_waiting_call_proceeds_once_when_a_person_approves() {
     let env = env("one-path-waiting", false).await;
     let (s, rt) = (env.session.clone(), env.runtime.clone());
-    rt.open_tab(&s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&rt, &s, &env.server.url("/form.html")).await.unwrap();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
     let action = type_name(&o, "Ada");
     let mut events = rt.subscribe_events();
@@ -172,7 +172,7 @@ async fn a_mark_never_races_a_turn_end() {
     let env = env("one-path-mark", true).await;
     let (s, rt) = (&env.session, &env.runtime);
     for round in 0..3 {
-        let surface = rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+        let surface = crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
         let turn = format!("turn_{round}");
         let (marked, ended) = tokio::join!(rt.mark(s, surface, Mark::Deliverable, &turn), rt.end_turn(s, &turn));
         ended.unwrap();
@@ -195,7 +195,7 @@ async fn a_mark_never_races_a_turn_end() {
 async fn text_present_matches_page_text_not_snapshot_syntax() {
     let env = env("one-path-text", true).await;
     let (s, rt) = (&env.session, &env.runtime);
-    rt.open_tab(s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     assert!(o.aria_snapshot().contains("button \"Add one\" [e1]"), "{}", o.aria_snapshot());
     let holds = |text: &str| Assertion::TextPresent { text: text.into() }.check(&o).0;
@@ -203,4 +203,43 @@ async fn text_present_matches_page_text_not_snapshot_syntax() {
     for syntax in ["button", "[e1]", "e1", "heading", "\"Add one\"", "level=1"] {
         assert!(!holds(syntax), "{syntax:?} is syntax, not page text");
     }
+}
+
+/// `tab_open` loaded any origin at once while `act navigate` to it asked: opening a tab is now a
+/// navigation on the one path, judged by its destination.
+#[tokio::test]
+async fn opening_a_tab_is_judged_like_navigating_to_its_page() {
+    let env = env("one-path-open", false).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    let url = env.server.url("/form.html");
+    let blank_before = crate::page_targets(&env, "about:blank").await.0;
+    let err = rt.open_tab(s, &url, NOW).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
+    let pending = rt.pending_approvals();
+    assert_eq!((pending[0].action.as_str(), pending[0].origin.as_str()), ("navigate", env.server.origin().as_str()));
+    assert!(env.server.requests_to("/form.html").is_empty(), "nothing was loaded before a person decided");
+    assert!(rt.surface_ids(s).unwrap().is_empty(), "the waiting tab was closed again");
+    assert_eq!(crate::page_targets(&env, "about:blank").await.0, blank_before, "no tab left behind");
+    // Denied: the same open is refused, and again nothing is left.
+    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::Deny).unwrap();
+    assert_eq!(rt.open_tab(s, &url, NOW).await.unwrap_err().code(), ErrorCode::ApprovalDenied);
+    assert!(rt.surface_ids(s).unwrap().is_empty());
+    // Approved once: the same open proceeds, once.
+    assert_eq!(rt.open_tab(s, &url, NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    rt.resolve_approval(&rt.pending_approvals()[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    let surface = rt.open_tab(s, &url, NOW).await.unwrap();
+    assert_eq!(rt.surface_ids(s).unwrap(), [surface]);
+    assert_eq!(env.server.requests_to("/form.html").len(), 1);
+    // Too long a URL is refused before any tab exists (navigate's own limit).
+    let long = format!("{}?q={}", env.server.url("/form.html"), "x".repeat(3000));
+    assert_eq!(rt.open_tab(s, &long, NOW).await.unwrap_err().code(), ErrorCode::InvalidAction);
+    assert_eq!(rt.surface_ids(s).unwrap(), [surface]);
+}
+
+/// On a trusted origin a tab opens without asking, as a navigation there would.
+#[tokio::test]
+async fn opening_a_tab_on_a_trusted_origin_asks_nobody() {
+    let env = env("one-path-open-trusted", true).await;
+    env.runtime.open_tab(&env.session, &env.server.url("/form.html"), NOW).await.unwrap();
+    assert!(env.runtime.pending_approvals().is_empty());
 }

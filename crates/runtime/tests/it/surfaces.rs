@@ -9,8 +9,8 @@ async fn keys_aliases_primary_and_ambiguity() {
     let env = env("surfaces", true).await;
     let err = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::AmbiguousSurface, "no surface at all");
-    let first = env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
-    let second = env.runtime.open_tab(&env.session, &env.server.url("/login.html")).await.unwrap();
+    let first = crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    let second = crate::open(&env.runtime, &env.session, &env.server.url("/login.html")).await.unwrap();
     let context = env.runtime.surface_context(&env.session, "turn_1", 1).await.unwrap();
     let json = serde_json::to_value(&context).unwrap();
     assert_eq!(json["primary_surface_key"], "s2", "the focused tab (the newest) is primary");
@@ -34,9 +34,9 @@ async fn keys_aliases_primary_and_ambiguity() {
 #[tokio::test]
 async fn sessions_are_isolated_browser_contexts() {
     let env = env("isolation", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let other = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&other, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &other, &env.server.url("/form.html")).await.unwrap();
     let conn = env.runtime.connection();
     let targets = conn.browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
     let contexts: std::collections::HashSet<_> = targets.iter().filter(|t| t.target_type == "page").filter_map(|t| t.browser_context_id.clone()).collect();
