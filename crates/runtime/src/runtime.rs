@@ -242,7 +242,7 @@ impl Runtime {
                 let action = protocol::validate_extended_action(&navigate).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
                 let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
                 // The decision is for opening this URL in this session, whichever tab asks again.
-                let key = format!("{session}\u{0}open\u{0}{url}");
+                let key = format!("open\u{0}{url}");
                 let at = StepAt {
                     session,
                     scope: session,

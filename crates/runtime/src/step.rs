@@ -149,10 +149,9 @@ impl Runtime {
 
     /// Asks a person about exactly this action and waits as `at.wait` allows. `Ok` = approved.
     async fn approval(&self, at: &StepAt<'_>, action: &ExtendedAction, request: ApprovalRequest) -> Result<(), RuntimeError> {
-        let key = at
-            .approval_key
-            .clone()
-            .unwrap_or_else(|| format!("{}\u{0}{}\u{0}{}", at.session, at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
+        // Bound to who asks (a run, or the session's direct calls) and to exactly what.
+        let what = at.approval_key.clone().unwrap_or_else(|| format!("{}\u{0}{}", at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
+        let key = format!("{}\u{0}{}\u{0}{what}", at.session, at.scope);
         let grant = policy::Origin::parse(&request.origin).ok();
         let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
         let expires_at = request.expires_at;

@@ -243,3 +243,62 @@ async fn opening_a_tab_on_a_trusted_origin_asks_nobody() {
     env.runtime.open_tab(&env.session, &env.server.url("/form.html"), NOW).await.unwrap();
     assert!(env.runtime.pending_approvals().is_empty());
 }
+
+/// One decision table for direct calls and runs: the same action on the same page asks (or not),
+/// at the same tier, whichever way it is sent — there is one path.
+#[tokio::test]
+async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
+    use runtime::{RunRequest, Scripted, ScriptedPlanner};
+    const PAGE: &str = "<!doctype html><title>Table</title><main><button onclick=\"this.textContent='Added'\">Add one</button>\
+        <button>Delete everything</button><label>Password <input type=password></label>\
+        <div style=\"height:3000px\">tall</div></main>";
+    // (trusted origin, step, the tier a person is asked at; None: nobody is asked)
+    let cases: Vec<(bool, Scripted, Option<policy::RiskTier>)> = vec![
+        (false, Scripted::Scroll(200), None),
+        (true, Scripted::Scroll(200), None),
+        (false, Scripted::Click("Add one".into()), Some(policy::RiskTier::R2)),
+        (true, Scripted::Click("Add one".into()), None),
+        (false, Scripted::Click("Delete everything".into()), Some(policy::RiskTier::R3)),
+        (true, Scripted::Click("Delete everything".into()), Some(policy::RiskTier::R3)),
+        (true, Scripted::Type("Password".into(), "hunter2".into()), Some(policy::RiskTier::R3)),
+    ];
+    for trusted in [false, true] {
+        let env = env(if trusted { "one-path-table-trusted" } else { "one-path-table" }, trusted).await;
+        env.server.html("/table", PAGE);
+        let (s, rt) = (&env.session, &env.runtime);
+        crate::open(rt, s, &env.server.url("/table")).await.unwrap();
+        for (case, (_, step, want)) in cases.iter().enumerate().filter(|(_, c)| c.0 == trusted) {
+            // Direct: the step as one action on the latest frame; a pending approval is denied.
+            let o = rt.observe(s, None, &Default::default()).await.unwrap();
+            let mut planner = ScriptedPlanner::new([step.clone()]);
+            let input = runtime::PlanInput { task: "t".into(), observation: o, step: 0, last: None };
+            let runtime::PlannerStep::Act(action) = runtime::Planner::next(&mut planner, input).await.unwrap() else { panic!("a step") };
+            let direct = match rt.act(s, None, &action, &Default::default(), NOW).await {
+                Err(e) if e.code() == ErrorCode::NeedsApproval => {
+                    let pending = rt.pending_approvals();
+                    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::Deny).unwrap();
+                    Some(pending[0].tier)
+                }
+                Ok(_) => None,
+                Err(e) => panic!("case {case}: {e}"),
+            };
+            // A run of the same step; the test is the person, and denies.
+            let mut events = rt.subscribe_events();
+            let planner = Box::new(ScriptedPlanner::new([step.clone(), Scripted::GiveUp("end".into())]));
+            let (handle, join) = rt.start_run(s, RunRequest::new("t"), planner).unwrap();
+            let mut run = None;
+            while let Ok(event) = events.recv().await {
+                match event.kind {
+                    EventKind::ApprovalRequested { approval_id, tier, .. } if event.run_id == handle.run_id => {
+                        run = Some(tier);
+                        rt.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+                    }
+                    EventKind::RunEnded { .. } if event.run_id == handle.run_id => break,
+                    _ => {}
+                }
+            }
+            assert_ne!(join.await.unwrap().status(), protocol::RunStatus::Succeeded);
+            assert_eq!((direct, run), (*want, *want), "case {case} (trusted {trusted}): direct and run decide alike");
+        }
+    }
+}
