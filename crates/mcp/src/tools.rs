@@ -122,7 +122,7 @@ pub fn all() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(true)),
         Tool::new(
             TAB_CLOSE,
-            "Close one of this session's tabs by key or alias (s1, web:2). Keys of later tabs shift down; call tabs again afterwards.",
+            "Close one of this session's tabs by key or alias (s1, web:2). Keys are stable: the other tabs keep theirs, and a closed tab's key names nothing afterwards.",
             object(schema::<SurfaceArgs>()),
         )
         .with_title("Close a tab")
@@ -136,7 +136,7 @@ pub fn all() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
         Tool::new(
             TAB_RELEASE,
-            "Give a tab this session claimed back to its person. The page stays open; the key goes (keys of later tabs shift down).",
+            "Give a tab this session claimed back to its person. The page stays open; its key goes (the other tabs keep theirs).",
             object(schema::<SurfaceArgs>()),
         )
         .with_title("Release a claimed tab")

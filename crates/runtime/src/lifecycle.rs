@@ -243,6 +243,7 @@ impl Runtime {
         let surface = self.next_surface();
         state.tabs.lock().unwrap_or_else(|p| p.into_inner()).push(TabEntry {
             surface,
+            key: state.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             resource: resource.to_owned(),
             debugger,
             capabilities: vec![protocol::Capability::Observe, protocol::Capability::Interact, protocol::Capability::Navigate],

@@ -31,8 +31,12 @@ pub(crate) fn now_ms() -> u64 {
 /// One tab of a session, as a surface.
 #[derive(Clone)]
 pub(crate) struct TabEntry {
-    /// Stable registry id within the session (`s<id>` keys are per turn).
+    /// Stable registry id within the runtime.
     pub(crate) surface: u64,
+    /// The tab's key number in its session (`s<key>`, alias `web:<key>`): given once, never
+    /// reused, so a key never comes to name another tab — not after a close, not after a browser
+    /// relaunch.
+    pub(crate) key: u32,
     /// The durable resource record of this tab (ownership, marks, state).
     pub(crate) resource: String,
     /// The tab's debugger lease: every DevTools operation holds it (`debugger.rs`).
@@ -63,6 +67,8 @@ pub(crate) struct SessionState {
     /// detach is done (a failed one is retried from here).
     pub(crate) debuggers: Mutex<Vec<Arc<DebuggerLease>>>,
     pub(crate) focused: Mutex<Option<u64>>,
+    /// The next tab's key number (`s1`, `s2`, …; never reused in the session).
+    pub(crate) next_key: std::sync::atomic::AtomicU32,
 }
 
 pub(crate) struct Inner {
@@ -193,6 +199,7 @@ impl Runtime {
             tabs: Mutex::default(),
             debuggers: Mutex::default(),
             focused: Mutex::default(),
+            next_key: std::sync::atomic::AtomicU32::new(1),
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
         SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))
@@ -228,7 +235,8 @@ impl Runtime {
         // Attached by its creation; idle from here until an operation holds it.
         debugger.adopt(tab);
         lock(&state.debuggers).push(debugger.clone());
-        let entry = TabEntry { surface, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] };
+        let key = state.next_key.fetch_add(1, Ordering::Relaxed);
+        let entry = TabEntry { surface, key, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
         let Some(mut navigate) = first else { return Ok(surface) };
@@ -387,7 +395,7 @@ impl Runtime {
                 .ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
             None => crate::surface::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
         };
-        let key = format!("s{}", index + 1);
+        let key = format!("s{}", tabs[index].key);
         Ok((state, tabs[index].clone(), key))
     }
 
@@ -403,7 +411,7 @@ impl Runtime {
         let session = session.as_str();
         let state = self.session(session).ok()?;
         let tabs = lock(&state.tabs);
-        tabs.iter().position(|t| t.surface == surface).map(|i| format!("s{}", i + 1))
+        tabs.iter().find(|t| t.surface == surface).map(|t| format!("s{}", t.key))
     }
 
     /// Observes a surface (read barrier; no write lease needed).

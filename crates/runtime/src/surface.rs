@@ -1,6 +1,7 @@
-//! Surfaces of a turn: canonical keys `s1…`, aliases (`web:N` in registry order, `focused`), the
-//! primary surface, capabilities, and bounded previews. Aliases resolve only against the tab list
-//! they were made from.
+//! Surfaces of a turn: canonical keys `s1…`, aliases (`web:N`, `focused`), the primary surface,
+//! capabilities, and bounded previews. A tab's key number is given once when the session gets the
+//! tab and never reused (`TabEntry::key`): `sN` and `web:N` name that tab for its whole life and
+//! nothing after it — a closed tab's key is `unknown_surface`, never its neighbour.
 
 use std::time::Duration;
 
@@ -16,9 +17,9 @@ fn controllable(entry: &TabEntry) -> bool {
 /// All names that resolve right now, for error messages.
 pub(crate) fn names(tabs: &[TabEntry], focused: Option<u64>) -> Vec<String> {
     let mut names = Vec::new();
-    for (i, t) in tabs.iter().enumerate() {
-        names.push(format!("s{}", i + 1));
-        names.push(format!("web:{}", i + 1));
+    for t in tabs {
+        names.push(format!("s{}", t.key));
+        names.push(format!("web:{}", t.key));
         if Some(t.surface) == focused {
             names.push("focused".into());
         }
@@ -31,8 +32,8 @@ pub(crate) fn lookup(tabs: &[TabEntry], focused: Option<u64>, name: &str) -> Opt
     if name == "focused" {
         return tabs.iter().position(|t| Some(t.surface) == focused && controllable(t));
     }
-    let n: usize = name.strip_prefix('s').or_else(|| name.strip_prefix("web:"))?.parse().ok()?;
-    (1..=tabs.len()).contains(&n).then(|| n - 1)
+    let n: u32 = name.strip_prefix('s').or_else(|| name.strip_prefix("web:"))?.parse().ok()?;
+    tabs.iter().position(|t| t.key == n)
 }
 
 /// The focused controllable tab, else the only controllable one, else none (ambiguous).
@@ -57,9 +58,9 @@ impl Runtime {
         let focused = *state.focused.lock().unwrap_or_else(|p| p.into_inner());
         let internal = |e: String| RuntimeError::Internal(e);
         let mut surfaces = Vec::new();
-        for (i, entry) in tabs.iter().enumerate() {
-            let key = SurfaceKey::from_index(i as u32 + 1);
-            let mut aliases = vec![SurfaceAlias::new(format!("web:{}", i + 1)).map_err(|e| internal(e.to_string()))?];
+        for entry in &tabs {
+            let key = SurfaceKey::from_index(entry.key);
+            let mut aliases = vec![SurfaceAlias::new(format!("web:{}", entry.key)).map_err(|e| internal(e.to_string()))?];
             if Some(entry.surface) == focused && controllable(entry) {
                 aliases.push(SurfaceAlias::new("focused").map_err(|e| internal(e.to_string()))?);
             }
@@ -77,7 +78,7 @@ impl Runtime {
             surfaces
                 .push(SurfaceEntry::new(key, aliases, SurfaceKind::WebTab, None, entry.capabilities.clone(), preview).map_err(|e| internal(e.to_string()))?);
         }
-        let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(i as u32 + 1));
+        let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(tabs[i].key));
         SurfaceContext::new(
             ContextId::new(format!("ctx_{session}_{revision}")).map_err(|e| internal(e.to_string()))?,
             revision,

@@ -31,6 +31,30 @@ async fn keys_aliases_primary_and_ambiguity() {
     assert_ne!(first, second);
 }
 
+/// Keys were positions: after closing `s1`, the tab that was `s3` became `s2`, and a command for
+/// `s2` reached another tab. A key names one tab for its whole life, and nothing after it.
+#[tokio::test]
+async fn tab_keys_stay_stable_across_a_close() {
+    let env = env("surfaces-stable", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    let name = |n: &str| SurfaceName::new(n).unwrap();
+    let first = crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/login.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/table.html")).await.unwrap();
+    let title = |o: protocol::Observation| o.title().to_owned();
+    let third = title(rt.observe(s, Some(&name("s3")), &Default::default()).await.unwrap());
+    rt.close_tab(s, first).await.unwrap();
+    assert_eq!(title(rt.observe(s, Some(&name("s3")), &Default::default()).await.unwrap()), third, "s3 is still the third tab");
+    assert_eq!(title(rt.observe(s, Some(&name("web:3")), &Default::default()).await.unwrap()), third, "and so is its alias");
+    assert_eq!(rt.observe(s, Some(&name("s1")), &Default::default()).await.unwrap_err().code(), ErrorCode::UnknownSurface, "a closed tab's key names nothing");
+    let fourth = crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
+    assert_eq!(rt.surface_key(s, fourth).as_deref(), Some("s4"), "keys are never reused");
+    let context = serde_json::to_value(rt.surface_context(s, "turn_1", 1).await.unwrap()).unwrap();
+    let keys: Vec<_> = context["surfaces"].as_array().unwrap().iter().map(|e| e["surface_key"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(keys, ["s2", "s3", "s4"]);
+    assert_eq!(context["alias_map"]["web:3"], "s3");
+}
+
 #[tokio::test]
 async fn sessions_are_isolated_browser_contexts() {
     let env = env("isolation", true).await;
