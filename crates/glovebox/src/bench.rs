@@ -316,7 +316,7 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         let (handle, join) = rt.start_run(&session, RunRequest::new("stop me"), Box::new(ScriptedPlanner::new(steps)))?;
         loop {
             let event = events.recv().await?;
-            if event.run_id == handle.run_id && matches!(event.kind, ::runtime::EventKind::Observed { .. }) {
+            if event.run_id == handle.run_id.as_str() && matches!(event.kind, ::runtime::EventKind::Observed { .. }) {
                 break;
             }
         }

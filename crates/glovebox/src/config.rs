@@ -133,6 +133,8 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     // `GLOVEBOX_PLANNER`: the command, split on whitespace (use the file for arguments with spaces).
     let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>()).filter(|c| !c.is_empty());
     options.mcp.planner = from_env.or(file.planner.clone()).filter(|c| !c.is_empty());
+    // MCP clients are told the version `glovebox --version` prints.
+    options.mcp.version = Some(env!("CARGO_PKG_VERSION").to_owned());
     Ok(Settings { runtime, serve: options, source })
 }
 
@@ -188,6 +190,8 @@ mod tests {
         assert_eq!(s.runtime.debugger_idle_detach, Duration::from_millis(1500));
         assert_eq!(s.serve.bind.port(), 9000);
         assert_eq!(s.serve.mcp.rate.per_minute, 60);
+        // MCP's `initialize` reports the binary's version, not the library crate's 0.0.0.
+        assert_eq!(s.serve.mcp.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
 
         let s =
             settings(&["--data-dir", "/tmp/gb-flag", "--trust", "http://localhost:3000", "--viewport", "800x600", "serve", "--bind", "127.0.0.1:9100"], file);

@@ -142,12 +142,20 @@ fn request(url: &str, token: &str, method: &str, path: &str, body: Option<&Value
     Ok((status, serde_json::from_str(body).unwrap_or(Value::Null)))
 }
 
-/// The person channels of the running `serve`/`mcp` processes: (URL, person token).
+/// The person channels of the running `serve`/`mcp` processes: (URL, person token). Only
+/// servers that use the same data directory are found (each writes its discovery file there).
 fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
     let settings = config::resolve(global, None)?;
     let dir = discovery_dir(&settings.runtime.data_dir);
     let mut servers = Vec::new();
-    for entry in std::fs::read_dir(&dir).with_context(|| format!("no running Glovebox server found ({} is missing)", dir.display()))? {
+    let entries = std::fs::read_dir(&dir).with_context(|| {
+        format!(
+            "no running Glovebox server uses the data directory {} ({} is missing); a server started with another --data-dir (or GLOVEBOX_DATA_DIR) is found only with the same one",
+            settings.runtime.data_dir.display(),
+            dir.display()
+        )
+    })?;
+    for entry in entries {
         let text = std::fs::read_to_string(entry?.path())?;
         if let Ok(v) = serde_json::from_str::<Value>(&text)
             && let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str())
@@ -201,7 +209,10 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
     }
     let Some(id) = &args.id else {
         if pending.is_empty() {
-            out!("nothing is waiting for approval");
+            out!(
+                "nothing is waiting for approval on the {} server(s) using this data directory (servers started with another --data-dir are not seen)",
+                servers.len()
+            );
         }
         for (_, _, p) in &pending {
             out!(

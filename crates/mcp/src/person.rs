@@ -119,6 +119,9 @@ async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, heade
         Ok(b) => b,
         Err(refused) => return *refused,
     };
+    let Ok(id) = protocol::ApprovalId::new(id) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"error": "no such approval (approval ids look like approval_…)"}))).into_response();
+    };
     match state.runtime.resolve_approval(&id, body.decision.into()) {
         Ok(()) => {
             tracing::info!(approval = %id, decision = ?body.decision, "a person resolved an approval");

@@ -190,8 +190,10 @@ async def scenario_lifecycle(args):
         out["tabs_after"] = after["header"]["tabs"]
         out["user_tabs_after"] = after["header"]["user_tabs"]
         # Claimed again and released by hand: back in the list, still open.
-        await call(session, "tab_claim", {"tab": user_tab})
-        out["released"] = (await call(session, "tab_release", {"surface": "s1"}))["header"]
+        # Keys are never reused: the claim gets a new key, and the old one names nothing.
+        reclaimed = (await call(session, "tab_claim", {"tab": user_tab}))["header"]
+        out["old_key"] = (await call(session, "observe", {"surface": "s1"}))["header"]
+        out["released"] = (await call(session, "tab_release", {"surface": reclaimed["surface"]}))["header"]
         out["user_tabs_end"] = (await call(session, "tabs"))["header"]["user_tabs"]
     emit(out)
 

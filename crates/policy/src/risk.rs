@@ -216,7 +216,10 @@ pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPol
         RiskTier::R0 | RiskTier::R1 => Decision::Allow,
         RiskTier::R2 => match request.origin {
             Some(origin) if grants.covers(request.run, origin, now) => Decision::Allow,
-            Some(origin) => Decision::Ask { tier: RiskTier::R2, reason: format!("first action on {} in this task", origin.serialize_web()) },
+            Some(origin) => Decision::Ask {
+                tier: RiskTier::R2,
+                reason: format!("{} is not a trusted origin and nothing there is allowed for this task yet", origin.serialize_web()),
+            },
             None => Decision::Ask { tier: RiskTier::R2, reason: "the page has no web origin".into() },
         },
         RiskTier::R3 => Decision::Ask { tier: RiskTier::R3, reason: "high-impact action: approval is needed every time".into() },

@@ -304,6 +304,10 @@ prefixed_id!(
     RunId, "run id", "run_"
 );
 prefixed_id!(
+    /// An approval a person decides, e.g. `approval_19a…`.
+    ApprovalId, "approval id", "approval_"
+);
+prefixed_id!(
     /// A write lease on one tab.
     LeaseId, "lease id", "lease_"
 );

@@ -34,8 +34,8 @@ pub use extended::{
     validate_extended_action,
 };
 pub use ids::{
-    ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId, ProviderRequestId, RunId, SessionId, SurfaceAlias, SurfaceKey, SurfaceName, TabId,
-    ToolCallId, TurnId,
+    ApprovalId, ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId, ProviderRequestId, RunId, SessionId, SurfaceAlias, SurfaceKey,
+    SurfaceName, TabId, ToolCallId, TurnId,
 };
 pub use observation::{
     ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, SurfaceKind, TargetIdentity, Viewport,

@@ -13,13 +13,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use policy::{Origin, RiskTier};
+use protocol::ApprovalId;
 use serde::Serialize;
 use tokio::sync::watch;
 
 /// What a person is asked to allow.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ApprovalRequest {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// The session whose model asked for the action.
     pub session: String,
     /// The run the action belongs to; a direct call's scope is its session.
@@ -96,7 +97,7 @@ pub(crate) enum Asked {
     /// A person already decided this exact action (the decision is consumed).
     Decided(ApprovalDecision),
     /// Waiting for a person.
-    Pending { approval_id: String, decision: watch::Receiver<Option<ApprovalDecision>>, request: Box<ApprovalRequest>, fresh: bool },
+    Pending { approval_id: ApprovalId, decision: watch::Receiver<Option<ApprovalDecision>>, request: Box<ApprovalRequest>, fresh: bool },
 }
 
 /// What resolving changed, for the caller to apply.
@@ -108,9 +109,9 @@ pub(crate) struct Resolved {
 
 #[derive(Default)]
 struct Table {
-    entries: HashMap<String, Entry>,
+    entries: HashMap<ApprovalId, Entry>,
     /// Recently expired pending approvals (bounded), so a late answer hears "expired".
-    expired: std::collections::VecDeque<String>,
+    expired: std::collections::VecDeque<ApprovalId>,
 }
 
 /// How many expired approval ids are remembered for that message.
@@ -159,7 +160,7 @@ impl Approvals {
 
     /// Records a person's decision on a pending, unexpired approval; the decision waits for its
     /// taker until `now + keep_ms`.
-    pub(crate) fn resolve(&self, approval_id: &str, decision: ApprovalDecision, now: u64, keep_ms: u64) -> Result<Resolved, NotPending> {
+    pub(crate) fn resolve(&self, approval_id: &ApprovalId, decision: ApprovalDecision, now: u64, keep_ms: u64) -> Result<Resolved, NotPending> {
         let mut entries = self.lock();
         expire(&mut entries, now);
         let Some(entry) = entries.entries.get_mut(approval_id) else {
@@ -176,7 +177,7 @@ impl Approvals {
 
     /// Consumes the decision of `approval_id` (the waiting call's side); `None` if another
     /// taker had it first, or it was withdrawn.
-    pub(crate) fn take(&self, approval_id: &str) -> Option<ApprovalDecision> {
+    pub(crate) fn take(&self, approval_id: &ApprovalId) -> Option<ApprovalDecision> {
         let mut entries = self.lock();
         match entries.get(approval_id).map(|e| &e.state) {
             Some(State::Decided { decision, .. }) => {
@@ -189,7 +190,7 @@ impl Approvals {
     }
 
     /// Withdraws one approval (its waiter gave up: cancelled, out of time).
-    pub(crate) fn withdraw(&self, approval_id: &str) {
+    pub(crate) fn withdraw(&self, approval_id: &ApprovalId) {
         self.lock().remove(approval_id);
     }
 
@@ -214,7 +215,7 @@ impl Approvals {
 }
 
 impl std::ops::Deref for Table {
-    type Target = HashMap<String, Entry>;
+    type Target = HashMap<ApprovalId, Entry>;
     fn deref(&self) -> &Self::Target {
         &self.entries
     }
@@ -251,9 +252,13 @@ fn expire(table: &mut Table, now: u64) {
 mod tests {
     use super::*;
 
-    fn request(id: &str, session: &str, run: &str, now: u64) -> ApprovalRequest {
+    fn id(id: &str) -> ApprovalId {
+        ApprovalId::new(format!("approval_{id}")).unwrap()
+    }
+
+    fn request(name: &str, session: &str, run: &str, now: u64) -> ApprovalRequest {
         ApprovalRequest {
-            approval_id: id.into(),
+            approval_id: id(name),
             session: session.into(),
             run_id: run.into(),
             action: "click".into(),
@@ -274,7 +279,7 @@ mod tests {
         assert_eq!(approvals.list(50).len(), 1);
         assert!(approvals.list(100).is_empty(), "expired at 100");
         let _ = approvals.ask(request("a2", "s", "s", 200), "k2".into(), None, 200);
-        assert_eq!(approvals.resolve("a2", ApprovalDecision::ApproveOnce, 300, 100).err(), Some(NotPending::Expired));
+        assert_eq!(approvals.resolve(&id("a2"), ApprovalDecision::ApproveOnce, 300, 100).err(), Some(NotPending::Expired));
     }
 
     #[test]
@@ -301,9 +306,9 @@ mod tests {
         let _ = approvals.ask(request("a1", "s1", "s1", 0), "k1".into(), None, 0);
         let _ = approvals.ask(request("a2", "s2", "run_1", 0), "k2".into(), None, 0);
         approvals.withdraw_session("s1");
-        assert_eq!(approvals.list(1).iter().map(|r| r.approval_id.as_str()).collect::<Vec<_>>(), ["a2"]);
+        assert_eq!(approvals.list(1).iter().map(|r| r.approval_id.clone()).collect::<Vec<_>>(), [id("a2")]);
         approvals.withdraw_run("run_1");
         assert!(approvals.list(1).is_empty());
-        assert_eq!(approvals.resolve("a1", ApprovalDecision::ApproveOnce, 1, 100).err(), Some(NotPending::Unknown));
+        assert_eq!(approvals.resolve(&id("a1"), ApprovalDecision::ApproveOnce, 1, 100).err(), Some(NotPending::Unknown));
     }
 }

@@ -20,7 +20,7 @@ pub enum RuntimeError {
     #[error("policy refuses this: {reason}")]
     OriginDenied { reason: String },
     #[error("this needs a person's approval ({approval_id}): {summary}")]
-    NeedsApproval { approval_id: String, summary: String },
+    NeedsApproval { approval_id: protocol::ApprovalId, summary: String },
     #[error("a person denied this action: {summary}")]
     ApprovalDenied { summary: String },
     #[error("the run was cancelled")]
@@ -30,7 +30,7 @@ pub enum RuntimeError {
     #[error("invalid action: {0}")]
     InvalidAction(String),
     #[error("approval {approval_id} cannot be decided: {why}")]
-    UnknownApproval { approval_id: String, why: &'static str },
+    UnknownApproval { approval_id: protocol::ApprovalId, why: &'static str },
     #[error("the store failed: {0}")]
     Store(#[source] std::sync::Arc<store::StoreError>),
     #[error("internal error: {0}")]

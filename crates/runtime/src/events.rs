@@ -41,13 +41,13 @@ pub enum EventKind {
         secret: bool,
     },
     ApprovalRequested {
-        approval_id: String,
+        approval_id: protocol::ApprovalId,
         tier: policy::RiskTier,
         origin: String,
         what: String,
     },
     ApprovalResolved {
-        approval_id: String,
+        approval_id: protocol::ApprovalId,
         outcome: crate::ApprovalDecision,
     },
     /// `action` is the kind as sent (`click`, `drag`, …), as the receipt names it.

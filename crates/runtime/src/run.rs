@@ -75,7 +75,7 @@ impl RunRequest {
 /// A started run: its id, and the way to stop it.
 #[derive(Debug, Clone)]
 pub struct RunHandle {
-    pub run_id: String,
+    pub run_id: protocol::RunId,
     cancel: Cancel,
 }
 
@@ -163,10 +163,11 @@ impl Runtime {
         request.check()?;
         let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
         let run_id = self.fresh_id("run");
+        let typed = protocol::RunId::new(run_id.clone()).map_err(|e| RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}")))?;
         let cancel = Cancel::default();
         let lease = self.acquire(&entry, &run_id)?;
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), (session.to_owned(), cancel.clone()));
-        let handle = RunHandle { run_id: run_id.clone(), cancel: cancel.clone() };
+        let handle = RunHandle { run_id: typed, cancel: cancel.clone() };
         let session_id = session.to_owned();
         let runtime = self.clone();
         let join = tokio::spawn(async move {

@@ -132,7 +132,8 @@ impl Runtime {
             Decision::Allow => Ok(None),
             Decision::Deny { reason } => Err(RuntimeError::OriginDenied { reason }),
             Decision::Ask { tier, reason } => Ok(Some(ApprovalRequest {
-                approval_id: self.fresh_id("approval"),
+                approval_id: protocol::ApprovalId::new(self.fresh_id("approval"))
+                    .map_err(|e| RuntimeError::Internal(format!("an approval id the runtime made is invalid: {e}")))?,
                 session: at.session.to_owned(),
                 run_id: at.scope.to_owned(),
                 action: intended.kind.clone(),
@@ -222,10 +223,10 @@ impl Runtime {
     /// reaches it. The decision takes effect before this returns: "allow for this site" grants
     /// exactly the origin the person was shown, and the waiting call (or the identical action
     /// sent again) proceeds once.
-    pub fn resolve_approval(&self, approval_id: &str, decision: ApprovalDecision) -> Result<(), RuntimeError> {
+    pub fn resolve_approval(&self, approval_id: &protocol::ApprovalId, decision: ApprovalDecision) -> Result<(), RuntimeError> {
         let keep = self.inner.config.approval_timeout.as_millis() as u64;
         let resolved = self.inner.approvals.resolve(approval_id, decision, now_ms(), keep).map_err(|why| RuntimeError::UnknownApproval {
-            approval_id: approval_id.to_owned(),
+            approval_id: approval_id.clone(),
             why: match why {
                 crate::approval::NotPending::Unknown => "no such approval is pending (its session or run may have ended)",
                 crate::approval::NotPending::Expired => "it expired before it was answered; the model must ask again",
@@ -237,7 +238,7 @@ impl Runtime {
         {
             self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(Grant { run: resolved.run_id.clone(), origin, expires_at: None });
         }
-        tracing::info!(approval = approval_id, session = %resolved.session, decision = decision.as_str(), "a person resolved an approval");
+        tracing::info!(approval = %approval_id, session = %resolved.session, decision = decision.as_str(), "a person resolved an approval");
         Ok(())
     }
 

@@ -46,7 +46,7 @@ async fn an_action_needing_approval_waits_for_a_person() {
     assert_eq!(opening["open_error"], true, "{opening}");
     assert_eq!((opening["open"]["error"].as_str(), opening["open"]["action"].as_str()), (Some("needs_approval"), Some("navigate")), "{opening}");
     assert!(env.fixtures.requests_to("/form.html").is_empty(), "the page was not loaded before a person decided");
-    let open_id = opening["open"]["approval_id"].as_str().unwrap().to_owned();
+    let open_id = protocol::ApprovalId::new(opening["open"]["approval_id"].as_str().unwrap()).unwrap();
     env.runtime.resolve_approval(&open_id, runtime::ApprovalDecision::ApproveOnce).unwrap();
     client.send("allowed").await;
     let first = client.next().await;
@@ -209,7 +209,8 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
         json!([user_tab.clone()]),
         "the person's tab is claimable again; the deliverable handed to the person is not offered to other sessions: {out}"
     );
-    assert_eq!(out["released"]["released"], "s1", "{out}");
+    assert_eq!(out["released"]["released"], "s4", "a new key for the new claim: {out}");
+    assert_eq!(out["old_key"]["error"], "unknown_surface", "the old key names nothing: {out}");
     assert!(out["user_tabs_end"].as_array().unwrap().iter().any(|t| t == user_tab.as_str()), "{out}");
     // The person's tab and the deliverable are open; the unmarked agent tab is gone.
     assert_eq!(until_pages(&env.runtime, baseline + 1).await, baseline + 1, "{out}");

@@ -51,7 +51,7 @@ async fn case_24_two_tabs_in_parallel_and_a_second_writer_is_refused() {
     again.surface = Some(s1.clone());
     let err = env.runtime.start_run(&env.session, again, script(vec![])).unwrap_err();
     assert_eq!(err.code(), protocol::ErrorCode::LeaseConflict, "{err}");
-    assert!(err.to_string().contains(&h1.run_id));
+    assert!(err.to_string().contains(h1.run_id.as_str()));
     let mut second = RunRequest::new("sign up Bob");
     second.surface = Some(s2);
     second.assertions = welcome("Bob");
@@ -298,10 +298,10 @@ async fn case_20_and_31_artifacts_are_deleted_on_every_ending_and_swept_after_a_
             handle.cancel();
         }
         let result = join.await.unwrap();
-        assert!(!env.runtime.artifacts().has_unretained(&handle.run_id), "{:?}", result);
+        assert!(!env.runtime.artifacts().has_unretained(handle.run_id.as_str()), "{:?}", result);
         assert_eq!(result.artifacts().len(), usize::from(retain), "only retained artifacts are listed");
         if let Some(artifact) = result.artifacts().first() {
-            let bytes = env.runtime.artifacts().read(&handle.run_id, &artifact.artifact_id).unwrap();
+            let bytes = env.runtime.artifacts().read(handle.run_id.as_str(), &artifact.artifact_id).unwrap();
             assert!(bytes.starts_with(b"\x89PNG"));
             assert!(!serde_json::to_string(&result).unwrap().contains(env.data_dir.to_str().unwrap()), "no paths leave the runtime");
         }

@@ -21,7 +21,7 @@ async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves()
     assert_eq!(err.code(), ErrorCode::NeedsApproval);
     let pending = env.runtime.pending_approvals();
     assert_eq!(pending.len(), 1);
-    assert!(err.to_string().contains(&pending[0].approval_id));
+    assert!(err.to_string().contains(pending[0].approval_id.as_str()));
     let o2 = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
     assert!(o2.aria_snapshot().contains("textbox \"Name\" [e1]\n"), "nothing was typed");
     // A person approves this one action; sent again, it runs once.
@@ -33,7 +33,7 @@ async fn a_direct_action_needing_approval_does_nothing_until_a_person_approves()
     let next = protocol::validate_extended_action(&json!({"type": "click", "expected_frame_id": o3.frame_id().as_str(), "target": {"kind": "element", "ref": first_ref(&o3, "Create account")}, "intent": "submit"})).unwrap();
     assert_eq!(env.runtime.act(&env.session, None, &next, &Default::default(), std::time::Duration::ZERO).await.unwrap_err().code(), ErrorCode::NeedsApproval);
     assert!(env.server.writes().is_empty());
-    assert!(env.runtime.resolve_approval("approval_forged", ApprovalDecision::ApproveForTask).is_err());
+    assert!(env.runtime.resolve_approval(&protocol::ApprovalId::new("approval_forged").unwrap(), ApprovalDecision::ApproveForTask).is_err());
 }
 
 #[tokio::test]

@@ -289,11 +289,11 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
             let mut run = None;
             while let Ok(event) = events.recv().await {
                 match event.kind {
-                    EventKind::ApprovalRequested { approval_id, tier, .. } if event.run_id == handle.run_id => {
+                    EventKind::ApprovalRequested { approval_id, tier, .. } if event.run_id == handle.run_id.as_str() => {
                         run = Some(tier);
                         rt.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
                     }
-                    EventKind::RunEnded { .. } if event.run_id == handle.run_id => break,
+                    EventKind::RunEnded { .. } if event.run_id == handle.run_id.as_str() => break,
                     _ => {}
                 }
             }
