@@ -25,6 +25,9 @@ pub(super) const NAVIGATION_EVENTS: &[&str] = &[
 const REQUEST_SETTLE: Duration = Duration::from_millis(500);
 /// How long settling waits for the DOM to go quiet when nothing navigates.
 const DOM_SETTLE: Duration = Duration::from_millis(300);
+/// After requests the action started have finished: the page's own delay before the first
+/// quiet check, so the code awaiting their responses has run.
+const RESPONSE_GRACE_MS: u32 = 50;
 
 impl Tab {
     /// After dispatch: follow a navigation the action requested to its load; else wait for the
@@ -71,6 +74,7 @@ impl Tab {
             return;
         }
         let requests_until = Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        let requested = !in_flight.is_empty();
         while !in_flight.is_empty() {
             let left = requests_until.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, events.recv()).await {
@@ -83,13 +87,15 @@ impl Tab {
                 Ok(None) | Err(_) => break,
             }
         }
-        self.dom_quiet(until).await;
+        // A request's end reaches us from the network side before the page has run the code that
+        // waits on it (`await fetch(…)` then a DOM update): give the page that moment first.
+        self.dom_quiet(until, if requested { RESPONSE_GRACE_MS } else { 0 }).await;
     }
 
     /// Waits until neither structure nor text changed across one trip through the page's task
     /// queue (a zero-delay timer), at most 300 ms. Later asynchronous work is covered by the
     /// request tracking before it; anything slower shows up in the next observation.
-    pub(super) async fn dom_quiet(&self, until: Instant) {
+    pub(super) async fn dom_quiet(&self, until: Instant, first_delay_ms: u32) {
         let quiet_until = Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
         let Ok(context) = world_context(self).await else { return };
         let read = |delay_ms: u32| {
@@ -106,7 +112,7 @@ impl Tab {
                 }),
             )
         };
-        let Ok(Ok(first)) = read(0).await else { return };
+        let Ok(Ok(first)) = read(first_delay_ms).await else { return };
         let mut last = first.result.value;
         while Instant::now() < quiet_until {
             if lock(&self.state).dialog.is_some() {
