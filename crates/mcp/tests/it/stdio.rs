@@ -61,7 +61,7 @@ async fn every_request_with_an_id_is_answered_over_stdio() {
     assert_eq!(first["id"], 0, "{first}");
     client_out.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").await.unwrap();
 
-    let mut rng = Lcg(0x5eed_0f_91a55);
+    let mut rng = Lcg(0x05ee_d0f9_1a55);
     let (mut with_id, mut null_ids) = (HashSet::new(), 0usize);
     let sender = {
         let mut lines = Vec::new();
