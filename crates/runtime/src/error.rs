@@ -13,6 +13,8 @@ pub enum RuntimeError {
     UnknownSurface { name: String, known: String },
     #[error("no surface named and no single primary one; name one of: {known}")]
     AmbiguousSurface { known: String },
+    #[error("this session has no tab (a closed or lost tab is gone for good): open one with tab_open, or claim a person's tab")]
+    NoSurface,
     #[error("surface {surface} lacks the {capability} capability")]
     CapabilityDenied { surface: String, capability: String },
     #[error("the tab is leased to run {holder}; wait for it to finish or stop it")]
@@ -48,7 +50,7 @@ impl RuntimeError {
     pub fn code(&self) -> ErrorCode {
         match self {
             RuntimeError::UnknownSession(_) | RuntimeError::UnknownSurface { .. } => ErrorCode::UnknownSurface,
-            RuntimeError::AmbiguousSurface { .. } => ErrorCode::AmbiguousSurface,
+            RuntimeError::AmbiguousSurface { .. } | RuntimeError::NoSurface => ErrorCode::AmbiguousSurface,
             RuntimeError::CapabilityDenied { .. } => ErrorCode::CapabilityDenied,
             RuntimeError::LeaseConflict { .. } => ErrorCode::LeaseConflict,
             RuntimeError::OriginDenied { .. } => ErrorCode::OriginDenied,

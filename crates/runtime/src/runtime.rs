@@ -393,6 +393,7 @@ impl Runtime {
         let index = match name {
             Some(name) => crate::surface::lookup(&tabs, focused, name.as_str())
                 .ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
+            None if tabs.is_empty() => return Err(RuntimeError::NoSurface),
             None => crate::surface::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
         };
         let key = format!("s{}", tabs[index].key);
@@ -418,10 +419,33 @@ impl Runtime {
     pub async fn observe(&self, session: &SessionId, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
         let session = session.as_str();
         let _op = self.begin(session).await?;
-        let (_, entry, key) = self.resolve(session, surface)?;
+        let (state, entry, key) = self.resolve(session, surface)?;
         require(&entry, Capability::Observe, &key)?;
-        let attached = self.attach(&entry).await?;
-        Ok(attached.tab().observe(options).await?)
+        let observed = async { Ok(self.attach(&entry).await?.tab().observe(options).await?) }.await;
+        self.forget_if_lost(session, &state, &entry, observed).await
+    }
+
+    /// Passes `result` on; when it says the tab is lost and the browser no longer lists the tab
+    /// (closed from outside, crashed), the session lets the tab go first: it leaves the surface
+    /// list and its record is released, so nothing describes a dead tab as alive. A tab the
+    /// browser still lists is never touched here.
+    pub(crate) async fn forget_if_lost<T>(
+        &self,
+        session: &str,
+        state: &SessionState,
+        entry: &TabEntry,
+        result: Result<T, RuntimeError>,
+    ) -> Result<T, RuntimeError> {
+        if result.as_ref().err().is_some_and(|e| e.code() == protocol::ErrorCode::TargetLost) {
+            let listed = tokio::time::timeout(Duration::from_secs(5), self.connection().browser().call(target::GetTargets {})).await;
+            if let Ok(Ok(reply)) = listed
+                && !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|id| id.0 == entry.target()))
+            {
+                tracing::info!(session, resource = %entry.resource, "a tab of the session is gone; it leaves the session");
+                self.remove_tab(session, state, entry.surface).await;
+            }
+        }
+        result
     }
 
     /// One action outside a run (the MCP `act` tool, the host API): a run of one step. The exact
@@ -440,7 +464,7 @@ impl Runtime {
     ) -> Result<ActOutcome, RuntimeError> {
         let session = session.as_str();
         let _op = self.begin(session).await?;
-        let (_, entry, key) = self.resolve(session, surface)?;
+        let (state, entry, key) = self.resolve(session, surface)?;
         let direct = format!("{session}/act/");
         let holder = format!("{direct}{}", self.next_surface());
         let lease = self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?;
@@ -452,7 +476,7 @@ impl Runtime {
         }
         .await;
         self.inner.leases.release(entry.target(), &lease);
-        result
+        self.forget_if_lost(session, &state, &entry, result).await
     }
 
     pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<Lease, RuntimeError> {

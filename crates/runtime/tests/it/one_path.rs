@@ -302,3 +302,37 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
         }
     }
 }
+
+/// An unreachable page was `internal` ("report it if it repeats") and left its tab behind: it is
+/// a navigation failure the model can act on, named by the browser's net error, and the tab goes.
+#[tokio::test]
+async fn an_unreachable_page_is_a_named_navigation_failure_and_leaves_no_tab() {
+    let env = env("one-path-unreachable", false).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    // A port nothing listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let err = crate::open(rt, s, &format!("http://127.0.0.1:{port}/")).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
+    assert!(err.to_string().contains("ERR_CONNECTION_REFUSED"), "{err}");
+    assert!(rt.surface_ids(s).unwrap().is_empty(), "the tab was closed again");
+}
+
+/// A tab closed from outside (a person, a crash) was still listed as owned, and the next call
+/// said `ambiguous_surface` with an empty list of names.
+#[tokio::test]
+async fn a_tab_closed_from_outside_leaves_the_session_and_is_not_described_as_alive() {
+    let env = env("one-path-outside-close", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    let surface = crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    let target = o.target().tab_id.as_str().to_owned();
+    rt.connection().browser().call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target) }).await.unwrap();
+    let err = rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TargetLost, "{err}");
+    assert!(!rt.surface_ids(s).unwrap().contains(&surface), "the dead tab left the session");
+    let status = rt.status(s).unwrap();
+    assert!(status.tabs.iter().all(|t| t.state != runtime::ResourceState::Owned), "nothing dead is owned: {status:?}");
+    // The next call says what to do, not "name one of: " with nothing after it.
+    let err = rt.observe(s, None, &Default::default()).await.unwrap_err();
+    assert!(err.to_string().contains("tab_open"), "{err}");
+}
