@@ -5,10 +5,10 @@
 //! A [`Tab`] wraps one attached page session. [`Tab::observe`] captures the accessibility tree
 //! and DOM snapshot of every frame (same-process and out-of-process) in one consistent frame and
 //! renders them as compact text with refs; [`Tab::preview`] reads the viewport's text and
-//! landmarks in one synchronous turn of Glovebox's isolated world. [`Tab::act`] runs one v1
-//! action and [`Tab::act_extended`] one of the extended set (`glovebox.actions/2`: buttons,
-//! click counts, modifiers, held keys, drags, uploads from an [`UploadRoot`], downloads,
-//! dialogs, locators with frame chains); [`Tab::release_input`] lets go of held keys and buttons.
+//! landmarks in one synchronous turn of Glovebox's isolated world. [`Tab::act`] runs one action of
+//! the extended set (`glovebox.actions/2`, the one action type; a v1 action arrives converted:
+//! buttons, click counts, modifiers, held keys, drags, uploads from an [`UploadRoot`],
+//! downloads, dialogs, locators with frame chains); [`Tab::release_input`] lets go of held keys and buttons.
 //! [`Tab::detach`] ends an attachment without closing the tab, and [`Tab::resume`] attaches again
 //! with the [`TabMemory`] of the last one, so a frame observed before still holds after.
 

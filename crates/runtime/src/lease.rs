@@ -84,3 +84,23 @@ impl Leases {
         notified
     }
 }
+
+/// A lease let go when this is dropped: a call cancelled part-way (its future dropped while it
+/// waits for a person, say) still releases the tab.
+pub(crate) struct HeldLease<'a> {
+    leases: &'a Leases,
+    target: String,
+    pub(crate) lease: Lease,
+}
+
+impl<'a> HeldLease<'a> {
+    pub(crate) fn new(leases: &'a Leases, target: &str, lease: Lease) -> Self {
+        HeldLease { leases, target: target.to_owned(), lease }
+    }
+}
+
+impl Drop for HeldLease<'_> {
+    fn drop(&mut self) {
+        self.leases.release(&self.target, &self.lease);
+    }
+}

@@ -21,7 +21,7 @@ use crate::artifacts::Artifacts;
 use crate::config::{BrowserSource, RuntimeConfig};
 use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
-use crate::lease::{Lease, Leases};
+use crate::lease::{HeldLease, Lease, Leases};
 use crate::step::{ApprovalWait, StepAt};
 
 pub(crate) fn now_ms() -> u64 {
@@ -240,9 +240,12 @@ impl Runtime {
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
         let Some(mut navigate) = first else { return Ok(surface) };
+        // A call dropped while its page waits for a person leaves no blank tab behind.
+        let mut unless_loaded = CloseUnlessKept { runtime: self.clone(), session: session.to_owned(), state: state.clone(), surface: Some(surface) };
         let loaded = async {
             let holder = format!("{session}/act/{}", self.next_surface());
-            let lease = self.acquire(&entry, &holder)?;
+            let held = HeldLease::new(&self.inner.leases, entry.target(), self.acquire(&entry, &holder)?);
+            let lease = &held.lease;
             let result = async {
                 let attached = self.attach(&entry).await?;
                 let blank = attached.tab().observe(&ObserveOptions::default()).await?;
@@ -257,7 +260,7 @@ impl Runtime {
                     entry: &entry,
                     key: "the new tab",
                     tab: attached.tab(),
-                    lease: &lease,
+                    lease,
                     cancel: None,
                     wait,
                     approval_key: Some(key),
@@ -266,7 +269,7 @@ impl Runtime {
                 self.step(&at, &action, &options).await
             }
             .await;
-            self.inner.leases.release(entry.target(), &lease);
+            drop(held);
             let outcome = result?;
             match outcome.receipt.state() {
                 protocol::ReceiptState::Failed => Err(RuntimeError::Browser(browser::BrowserError::NotActionable {
@@ -276,6 +279,7 @@ impl Runtime {
             }
         }
         .await;
+        unless_loaded.surface = None;
         match loaded {
             Ok(()) => Ok(surface),
             Err(e) => {
@@ -467,15 +471,16 @@ impl Runtime {
         let (state, entry, key) = self.resolve(session, surface)?;
         let direct = format!("{session}/act/");
         let holder = format!("{direct}{}", self.next_surface());
-        let lease = self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?;
+        let held = HeldLease::new(&self.inner.leases, entry.target(), self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?);
         let result = async {
             let attached = self.attach(&entry).await?;
             let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
-            let at = StepAt { session, scope: session, entry: &entry, key: &key, tab: attached.tab(), lease: &lease, cancel: None, wait, approval_key: None };
+            let at =
+                StepAt { session, scope: session, entry: &entry, key: &key, tab: attached.tab(), lease: &held.lease, cancel: None, wait, approval_key: None };
             self.step(&at, action, options).await
         }
         .await;
-        self.inner.leases.release(entry.target(), &lease);
+        drop(held);
         self.forget_if_lost(session, &state, &entry, result).await
     }
 
@@ -497,6 +502,27 @@ impl Runtime {
                 }
                 other => return other,
             }
+        }
+    }
+}
+
+/// Closes a tab that `open_tab` made, unless the open got as far as deciding about its page
+/// (then the open itself keeps or closes it): its future may be dropped while it waits.
+struct CloseUnlessKept {
+    runtime: Runtime,
+    session: String,
+    state: Arc<SessionState>,
+    surface: Option<u64>,
+}
+
+impl Drop for CloseUnlessKept {
+    fn drop(&mut self) {
+        let Some(surface) = self.surface.take() else { return };
+        let (runtime, session, state) = (self.runtime.clone(), std::mem::take(&mut self.session), self.state.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                runtime.remove_tab(&session, &state, surface).await;
+            });
         }
     }
 }

@@ -336,3 +336,35 @@ async fn a_tab_closed_from_outside_leaves_the_session_and_is_not_described_as_al
     let err = rt.observe(s, None, &Default::default()).await.unwrap_err();
     assert!(err.to_string().contains("tab_open"), "{err}");
 }
+
+/// A call dropped while it waits for a person (a client that went away) still lets the tab's
+/// lease go, and an open leaves no blank tab behind.
+#[tokio::test]
+async fn a_call_dropped_while_it_waits_for_a_person_leaves_nothing_held() {
+    let env = env("one-path-dropped", false).await;
+    let (s, rt) = (env.session.clone(), env.runtime.clone());
+    crate::open(&rt, &s, &env.server.url("/form.html")).await.unwrap();
+    let o = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let action = type_name(&o, "Ada");
+    let mut events = rt.subscribe_events();
+    let waiting = {
+        let (rt, s, action) = (rt.clone(), s.clone(), action.clone());
+        tokio::spawn(async move { rt.act(&s, None, &action, &Default::default(), Duration::from_secs(60)).await })
+    };
+    wait_for(&mut events, |e| matches!(e, EventKind::ApprovalRequested { .. })).await;
+    waiting.abort();
+    let _ = waiting.await;
+    // The lease went with the call: the same action finds its approval pending, not the tab held.
+    let again = rt.act(&s, None, &action, &Default::default(), NOW).await.unwrap_err();
+    assert_eq!(again.code(), ErrorCode::NeedsApproval, "{again}");
+
+    let opening = {
+        let (rt, s, url) = (rt.clone(), s.clone(), env.server.url("/login.html"));
+        tokio::spawn(async move { rt.open_tab(&s, &url, Duration::from_secs(60)).await })
+    };
+    wait_for(&mut events, |e| matches!(e, EventKind::ApprovalRequested { .. })).await;
+    assert_eq!(rt.surface_ids(&s).unwrap().len(), 2, "the new tab waits for its page");
+    opening.abort();
+    let _ = opening.await;
+    crate::eventually("the waiting tab is closed", || rt.surface_ids(&s).unwrap().len() == 1).await;
+}
