@@ -123,10 +123,21 @@ pub(crate) struct ComputerUseArgs {
     pub(crate) success_when: Vec<runtime::Assertion>,
 }
 
-/// Reads a tool's arguments; the error says what is wrong in serde's words (unknown field and the
-/// expected ones, a wrong type, a value out of range).
-pub(crate) fn parse<T: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<T, String> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| format!("{tool}: {e}"))
+/// Why a tool call was refused before it ran.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    /// No such tool on this server.
+    #[error("no tool named {0:?}; call tools/list")]
+    NoSuchTool(String),
+    /// The arguments do not fit the tool's types (serde's words: an unknown field and the
+    /// expected ones, a wrong type, a value out of range).
+    #[error("{tool}: {source}")]
+    Arguments { tool: String, source: serde_json::Error },
+}
+
+/// Reads a tool's arguments.
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<T, Refused> {
+    serde_json::from_value(Value::Object(args)).map_err(|source| Refused::Arguments { tool: tool.to_owned(), source })
 }
 
 /// The input schema of `T`: an object at the root (several clients reject anything else),
@@ -181,7 +192,7 @@ pub(crate) enum Call {
 impl Call {
     /// Reads a call of tool `name`; `computer_use` exists only with a planner. `Err` says what is
     /// wrong (no such tool, an unknown or ill-typed argument).
-    pub(crate) fn read(name: &str, args: Map<String, Value>, planner: bool) -> Result<Call, String> {
+    pub(crate) fn read(name: &str, args: Map<String, Value>, planner: bool) -> Result<Call, Refused> {
         use crate::tools as t;
         Ok(match name {
             t::SURFACES => parse::<NoArgs>(name, args).map(|_| Call::Surfaces)?,
@@ -196,7 +207,7 @@ impl Call {
             t::STATUS => parse::<NoArgs>(name, args).map(|_| Call::Status)?,
             t::CLEANUP => parse::<NoArgs>(name, args).map(|_| Call::Cleanup)?,
             t::COMPUTER_USE if planner => Call::ComputerUse(Box::new(parse(name, args)?)),
-            other => return Err(format!("no tool named {other:?}; call tools/list")),
+            other => return Err(Refused::NoSuchTool(other.to_owned())),
         })
     }
 }

@@ -97,7 +97,7 @@ impl GloveboxMcp {
         // refused before anything runs.
         let call = match Call::read(name, args, self.options.planner.is_some()) {
             Ok(call) => call,
-            Err(refused) => return own_error(ErrorCode::InvalidAction, &refused),
+            Err(refused) => return own_error(ErrorCode::InvalidAction, &refused.to_string()),
         };
         let session = match self.session.id().await {
             Ok(id) => id,

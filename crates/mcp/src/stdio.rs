@@ -61,7 +61,7 @@ async fn read_in<R: AsyncRead + Unpin>(input: R, mut to_rmcp: tokio::io::DuplexS
             Ok(None) | Err(_) => break,
         };
         let refusal = match line {
-            Line::TooLong => Some(error_line(&Value::Null, -32600, format!("Invalid Request: the line is longer than {LINE_MAX_BYTES} bytes"))),
+            Line::TooLong => Some(error_line(&Value::Null, -32600, format!("Invalid Request: the line is longer than {LINE_MAX_BYTES} bytes")).0),
             Line::Text(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
             Line::Text(bytes) => match check(&bytes) {
                 Ok(()) => {
@@ -70,7 +70,7 @@ async fn read_in<R: AsyncRead + Unpin>(input: R, mut to_rmcp: tokio::io::DuplexS
                     }
                     None
                 }
-                Err(refusal) => Some(refusal),
+                Err(refusal) => Some(refusal.0),
             },
         };
         if let Some(refusal) = refusal
@@ -159,8 +159,12 @@ async fn next_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> std::io::R
     }
 }
 
-/// `Ok` for a line rmcp may read; else the JSON-RPC error line that answers it.
-fn check(bytes: &[u8]) -> Result<(), String> {
+/// A line the guard answers itself: the JSON-RPC error line to send back.
+#[derive(Debug)]
+struct Answer(String);
+
+/// `Ok` for a line rmcp may read; else the JSON-RPC error that answers it.
+fn check(bytes: &[u8]) -> Result<(), Answer> {
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(value) => value,
         Err(e) => return Err(error_line(&Value::Null, -32700, format!("Parse error: {e}"))),
@@ -197,8 +201,8 @@ fn check(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-fn error_line(id: &Value, code: i64, message: String) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+fn error_line(id: &Value, code: i64, message: String) -> Answer {
+    Answer(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string())
 }
 
 #[cfg(test)]
@@ -207,7 +211,8 @@ mod tests {
 
     #[test]
     fn malformed_lines_are_answered_with_the_spec_codes() {
-        let code = |line: &str| check(line.as_bytes()).err().map(|e| serde_json::from_str::<serde_json::Value>(&e).unwrap()["error"]["code"].as_i64().unwrap());
+        let code =
+            |line: &str| check(line.as_bytes()).err().map(|e| serde_json::from_str::<serde_json::Value>(&e.0).unwrap()["error"]["code"].as_i64().unwrap());
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), None);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"s":"\ud800"}}"#), Some(-32700), "lone surrogate");
         assert_eq!(code(&format!("{}1{}", "[".repeat(200), "]".repeat(200))), Some(-32700), "too deep");
@@ -218,7 +223,7 @@ mod tests {
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":3}}"#), Some(-32602));
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}"#), Some(-32602));
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"observe","arguments":{}}}"#), None);
-        let answered = check(br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{}}"#).unwrap_err();
+        let answered = check(br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{}}"#).unwrap_err().0;
         assert!(answered.contains(r#""id":"abc""#), "the request's own id: {answered}");
     }
 }

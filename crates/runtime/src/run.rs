@@ -68,7 +68,7 @@ impl RunRequest {
         if self.assertions.len() > crate::verify::ASSERTIONS_MAX {
             return invalid(format!("success_when has {} checks (at most {})", self.assertions.len(), crate::verify::ASSERTIONS_MAX));
         }
-        self.assertions.iter().try_for_each(|a| a.check_bounds().map_err(RuntimeError::InvalidAction))
+        self.assertions.iter().try_for_each(Assertion::check_bounds)
     }
 }
 

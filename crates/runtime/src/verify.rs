@@ -24,7 +24,7 @@ pub const ASSERTION_TEXT_MAX_CHARS: usize = 1_000;
 
 impl Assertion {
     /// Within the limits: at most [`ASSERTION_TEXT_MAX_CHARS`] per text, none empty.
-    pub(crate) fn check_bounds(&self) -> Result<(), String> {
+    pub(crate) fn check_bounds(&self) -> Result<(), crate::RuntimeError> {
         let texts: &[&String] = match self {
             Assertion::TextPresent { text } | Assertion::UrlContains { text } => &[text],
             Assertion::ElementValue { name, value } => &[name, value],
@@ -33,13 +33,13 @@ impl Assertion {
         for text in texts {
             let n = text.chars().count();
             if n > ASSERTION_TEXT_MAX_CHARS {
-                return Err(format!("a success_when text has {n} characters (at most {ASSERTION_TEXT_MAX_CHARS})"));
+                return Err(crate::RuntimeError::InvalidAction(format!("a success_when text has {n} characters (at most {ASSERTION_TEXT_MAX_CHARS})")));
             }
         }
         if let Assertion::TextPresent { text } | Assertion::UrlContains { text } = self
             && text.trim().is_empty()
         {
-            return Err("a success_when text is empty".into());
+            return Err(crate::RuntimeError::InvalidAction("a success_when text is empty".into()));
         }
         Ok(())
     }
