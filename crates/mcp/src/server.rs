@@ -346,7 +346,7 @@ impl GloveboxMcp {
 
     /// Opens a tab at `url` the way `act` navigates: a page that needs a person is asked about
     /// through the client, or left pending. `Ok(Err(result))` is the result to return instead.
-    async fn open(&self, session: &SessionId, url: &str, peer: &rmcp::Peer<RoleServer>) -> Result<Result<u64, CallToolResult>, RuntimeError> {
+    async fn open(&self, session: &SessionId, url: &str, peer: &rmcp::Peer<RoleServer>) -> Result<Result<runtime::SurfaceId, CallToolResult>, RuntimeError> {
         let opening = self.runtime.open_tab(session, url, self.person_wait(peer));
         match self.asking_person(session, opening, peer, true).await {
             Driven::Done(Ok(surface)) => Ok(Ok(surface)),

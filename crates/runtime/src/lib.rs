@@ -30,6 +30,6 @@ pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, TabStatus, UserTab};
 pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
 pub use run::{RunHandle, RunRequest};
-pub use runtime::Runtime;
+pub use runtime::{Runtime, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
 pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion};

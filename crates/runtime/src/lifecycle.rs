@@ -19,7 +19,7 @@ use store::{Mark, NewRecovery, NewResource, Ownership, RecoveryKind, ResourceKin
 
 use crate::RuntimeError;
 use crate::debugger::{DebuggerLease, DebuggerLeaseStatus, Detach, Retired};
-use crate::runtime::{Runtime, SessionState, TabEntry, now_ms};
+use crate::runtime::{Runtime, SessionState, SurfaceId, TabEntry, now_ms};
 
 /// The compact result of a cleanup (`browser_cleanup`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub struct UserTab {
 pub struct TabStatus {
     pub resource: String,
     /// The session's surface id for the tab, while the session holds it.
-    pub surface: Option<u64>,
+    pub surface: Option<SurfaceId>,
     pub ownership: store::Ownership,
     pub mark: Mark,
     pub mark_turn: Option<String>,
@@ -195,7 +195,7 @@ impl Runtime {
     }
 
     /// The session's surface ids, in registry order (the order of its keys `s1…`).
-    pub fn surface_ids(&self, session: &SessionId) -> Result<Vec<u64>, RuntimeError> {
+    pub fn surface_ids(&self, session: &SessionId) -> Result<Vec<SurfaceId>, RuntimeError> {
         let session = session.as_str();
         let state = self.session(session)?;
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
@@ -203,7 +203,7 @@ impl Runtime {
     }
 
     /// Claims a user's tab for the session: first claim wins. Returns its surface id.
-    pub async fn claim_tab(&self, session: &SessionId, resource: &str) -> Result<u64, RuntimeError> {
+    pub async fn claim_tab(&self, session: &SessionId, resource: &str) -> Result<SurfaceId, RuntimeError> {
         let session = session.as_str();
         if !self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).contains(resource) {
             return Err(RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab a person offered (see user_tabs)".into() });
@@ -236,11 +236,11 @@ impl Runtime {
 
     /// Adds a surface for a tab the session now owns, with its debugger lease; attaching once
     /// proves the tab is there (the lease then idles like any other).
-    async fn attach_entry(&self, state: &Arc<SessionState>, session: &str, resource: &str, target: &str) -> Result<u64, RuntimeError> {
+    async fn attach_entry(&self, state: &Arc<SessionState>, session: &str, resource: &str, target: &str) -> Result<SurfaceId, RuntimeError> {
         let debugger = DebuggerLease::new(self, session, resource, target);
         drop(debugger.acquire().await?);
         state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).push(debugger.clone());
-        let surface = self.next_surface();
+        let surface = SurfaceId(self.next_surface());
         state.tabs.lock().unwrap_or_else(|p| p.into_inner()).push(TabEntry {
             surface,
             key: state.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -253,7 +253,7 @@ impl Runtime {
     }
 
     /// Gives a claimed tab back to the user (the page stays open; the debugger detaches).
-    pub async fn release_tab(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
+    pub async fn release_tab(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
@@ -268,7 +268,7 @@ impl Runtime {
     /// be renewed to survive another turn). A mark is an operation of the session: it never runs
     /// beside a turn end, so it either lands before the turn end reads the marks or finds the
     /// tab already gone — it is never silently lost.
-    pub async fn mark(&self, session: &SessionId, surface: u64, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
+    pub async fn mark(&self, session: &SessionId, surface: SurfaceId, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
@@ -429,7 +429,7 @@ impl Runtime {
         }
     }
 
-    fn take_entry(&self, state: &SessionState, surface: u64) -> Result<TabEntry, RuntimeError> {
+    fn take_entry(&self, state: &SessionState, surface: SurfaceId) -> Result<TabEntry, RuntimeError> {
         let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
         let index = tabs
             .iter()

@@ -28,11 +28,23 @@ pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A surface (a tab of a session) as the runtime names it: opaque, stable for the tab's life,
+/// never reused. Transports show the model its key (`s1`, …) instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct SurfaceId(pub(crate) u64);
+
+impl std::fmt::Display for SurfaceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "surface {}", self.0)
+    }
+}
+
 /// One tab of a session, as a surface.
 #[derive(Clone)]
 pub(crate) struct TabEntry {
     /// Stable registry id within the runtime.
-    pub(crate) surface: u64,
+    pub(crate) surface: SurfaceId,
     /// The tab's key number in its session (`s<key>`, alias `web:<key>`): given once, never
     /// reused, so a key never comes to name another tab — not after a close, not after a browser
     /// relaunch.
@@ -66,7 +78,7 @@ pub(crate) struct SessionState {
     /// Every debugger lease of the session, including those of tabs that left it until their
     /// detach is done (a failed one is retried from here).
     pub(crate) debuggers: Mutex<Vec<Arc<DebuggerLease>>>,
-    pub(crate) focused: Mutex<Option<u64>>,
+    pub(crate) focused: Mutex<Option<SurfaceId>>,
     /// The next tab's key number (`s1`, `s2`, …; never reused in the session).
     pub(crate) next_key: std::sync::atomic::AtomicU32,
 }
@@ -215,7 +227,7 @@ impl Runtime {
     /// destination. A page that needs a person waits up to `wait_for_person` (zero: returns
     /// `needs_approval` at once; once a person decided, the same `open_tab` proceeds once). A tab
     /// whose page is refused, denied or fails to load is closed again: nothing is left behind.
-    pub async fn open_tab(&self, session: &SessionId, url: &str, wait_for_person: Duration) -> Result<u64, RuntimeError> {
+    pub async fn open_tab(&self, session: &SessionId, url: &str, wait_for_person: Duration) -> Result<SurfaceId, RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let first = if url == "about:blank" {
@@ -229,7 +241,7 @@ impl Runtime {
         };
         let context = lock(&state.context_id).clone();
         let tab = Arc::new(Tab::open(&self.connection().browser(), context).await?);
-        let surface = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let surface = SurfaceId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let resource = self.record_agent_tab(session, &tab, url)?;
         let debugger = DebuggerLease::new(self, session, &resource, &tab.target_id().0);
         // Attached by its creation; idle from here until an operation holds it.
@@ -290,7 +302,7 @@ impl Runtime {
     }
 
     /// Closes one of the session's tabs. Its lease dies with it; later use is `target_lost`.
-    pub async fn close_tab(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
+    pub async fn close_tab(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         if self.remove_tab(session, &state, surface).await {
@@ -302,7 +314,7 @@ impl Runtime {
 
     /// Takes a tab out of the session and closes it (inside an operation); `false` if the
     /// session has no such tab.
-    async fn remove_tab(&self, session: &str, state: &SessionState, surface: u64) -> bool {
+    async fn remove_tab(&self, session: &str, state: &SessionState, surface: SurfaceId) -> bool {
         let entry = {
             let mut tabs = lock(&state.tabs);
             let Some(index) = tabs.iter().position(|t| t.surface == surface) else { return false };
@@ -364,7 +376,7 @@ impl Runtime {
 
     /// Sets which surfaces the user lets the agent use: a surface without `observe` is listed
     /// but shows no content; `interact` and `navigate` need `observe`.
-    pub fn set_capabilities(&self, session: &SessionId, surface: u64, mut capabilities: Vec<Capability>) -> Result<(), RuntimeError> {
+    pub fn set_capabilities(&self, session: &SessionId, surface: SurfaceId, mut capabilities: Vec<Capability>) -> Result<(), RuntimeError> {
         let session = session.as_str();
         if capabilities.iter().any(|c| *c != Capability::Observe) && !capabilities.contains(&Capability::Observe) {
             return Err(RuntimeError::InvalidAction("interact and navigate need observe".into()));
@@ -382,7 +394,7 @@ impl Runtime {
     }
 
     /// Moves focus (affects the next turn's aliases, never a running lease).
-    pub fn focus(&self, session: &SessionId, surface: u64) -> Result<(), RuntimeError> {
+    pub fn focus(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
         let session = session.as_str();
         *lock(&self.session(session)?.focused) = Some(surface);
         Ok(())
@@ -406,13 +418,13 @@ impl Runtime {
 
     /// The surface id a key or alias names in this session, as `resolve` reads it (the one
     /// lookup every transport uses; none keeps its own copy of the session's tabs).
-    pub fn surface_id(&self, session: &SessionId, name: &SurfaceName) -> Result<u64, RuntimeError> {
+    pub fn surface_id(&self, session: &SessionId, name: &SurfaceName) -> Result<SurfaceId, RuntimeError> {
         let session = session.as_str();
         Ok(self.resolve(session, Some(name))?.1.surface)
     }
 
     /// The key (`s1`, …) a surface of this session has now.
-    pub fn surface_key(&self, session: &SessionId, surface: u64) -> Option<String> {
+    pub fn surface_key(&self, session: &SessionId, surface: SurfaceId) -> Option<String> {
         let session = session.as_str();
         let state = self.session(session).ok()?;
         let tabs = lock(&state.tabs);
@@ -512,7 +524,7 @@ struct CloseUnlessKept {
     runtime: Runtime,
     session: String,
     state: Arc<SessionState>,
-    surface: Option<u64>,
+    surface: Option<SurfaceId>,
 }
 
 impl Drop for CloseUnlessKept {

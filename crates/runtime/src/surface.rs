@@ -15,7 +15,7 @@ fn controllable(entry: &TabEntry) -> bool {
 }
 
 /// All names that resolve right now, for error messages.
-pub(crate) fn names(tabs: &[TabEntry], focused: Option<u64>) -> Vec<String> {
+pub(crate) fn names(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> Vec<String> {
     let mut names = Vec::new();
     for t in tabs {
         names.push(format!("s{}", t.key));
@@ -28,7 +28,7 @@ pub(crate) fn names(tabs: &[TabEntry], focused: Option<u64>) -> Vec<String> {
 }
 
 /// The index of the tab a key or alias names.
-pub(crate) fn lookup(tabs: &[TabEntry], focused: Option<u64>, name: &str) -> Option<usize> {
+pub(crate) fn lookup(tabs: &[TabEntry], focused: Option<crate::SurfaceId>, name: &str) -> Option<usize> {
     if name == "focused" {
         return tabs.iter().position(|t| Some(t.surface) == focused && controllable(t));
     }
@@ -37,7 +37,7 @@ pub(crate) fn lookup(tabs: &[TabEntry], focused: Option<u64>, name: &str) -> Opt
 }
 
 /// The focused controllable tab, else the only controllable one, else none (ambiguous).
-pub(crate) fn primary(tabs: &[TabEntry], focused: Option<u64>) -> Option<usize> {
+pub(crate) fn primary(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> Option<usize> {
     if let Some(i) = tabs.iter().position(|t| Some(t.surface) == focused && controllable(t)) {
         return Some(i);
     }

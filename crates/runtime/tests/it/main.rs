@@ -160,7 +160,7 @@ impl Planner for Gate {
 
 /// Opens a tab as the tests' person allows it: on an origin nobody trusts, loading the page is a
 /// navigation a person approves (once; later actions there still ask).
-pub async fn open(runtime: &Runtime, session: &protocol::SessionId, url: &str) -> Result<u64, runtime::RuntimeError> {
+pub async fn open(runtime: &Runtime, session: &protocol::SessionId, url: &str) -> Result<runtime::SurfaceId, runtime::RuntimeError> {
     match runtime.open_tab(session, url, Duration::ZERO).await {
         Err(runtime::RuntimeError::NeedsApproval { approval_id, .. }) => {
             runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce)?;

@@ -756,7 +756,8 @@ async fn acceptance_9_one_session_cannot_clean_up_another() {
     assert_eq!(turn.unwrap().closed.len(), 1);
     env.runtime.finalize(&a).await.unwrap();
     // a names b's surfaces in vain: surface names are per session.
-    assert_eq!(env.runtime.close_tab(&a, 1_000_000).await.unwrap_err().code(), ErrorCode::UnknownSurface);
+    let b_surface = env.runtime.surface_id(&b, &name("s1")).unwrap();
+    assert_eq!(env.runtime.close_tab(&a, b_surface).await.unwrap_err().code(), ErrorCode::UnknownSurface);
     assert!(env.runtime.observe(&a, Some(&name("s1")), &Default::default()).await.is_err());
     assert_eq!(env.runtime.claim_tab(&a, &b_user).await.unwrap_err().code(), ErrorCode::LeaseConflict);
     env.runtime.close_session(&a).await.unwrap();
