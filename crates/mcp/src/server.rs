@@ -193,8 +193,16 @@ impl GloveboxMcp {
             header["truncated"] = json!(cut);
         }
         let mut content = Vec::new();
+        // An action that was sent but did not take (a scroll at the page's end, a checkbox that
+        // did not change) is the tool's error, with its receipt and the fresh page: a model must
+        // not read it as done.
+        let failed = receipt.as_ref().is_some_and(|r| r.get("state") == Some(&json!("failed")));
         if let Some(receipt) = &receipt {
             header["receipt_state"] = receipt.get("state").cloned().unwrap_or(Value::Null);
+        }
+        if failed {
+            header["error"] = json!(receipt.as_ref().and_then(|r| r.get("error")).cloned().unwrap_or(json!(ErrorCode::InvalidAction.as_str())));
+            header["next"] = json!("the action was sent but did not take effect (see the receipt); look at the fresh page and choose again");
         }
         content.push(Content::text(header.to_string()));
         if let Some(receipt) = receipt {
@@ -205,7 +213,7 @@ impl GloveboxMcp {
             let mime = serde_json::to_value(image.mime).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "image/png".into());
             content.push(Content::image(image.data, mime));
         }
-        CallToolResult::success(content)
+        if failed { CallToolResult::error(content) } else { CallToolResult::success(content) }
     }
 
     async fn act(&self, session: &SessionId, args: ActArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {

@@ -88,7 +88,11 @@ async def scenario_flow(args):
         ill_typed = await call(session, "observe", {"screenshot": "yes"})
         unknown = await call(session, "tab_mark", {"surface": "s1", "mark": "deliverable", "forever": True})
         surfaces = await call(session, "surfaces")
+        top = (await call(session, "observe"))["page"]
+        scrolled_up = await call(session, "act", {"action": {"type": "scroll", "expected_frame_id": top["frame_id"], "delta_y": -300, "intent": "up at the top"}})
         emit({
+            "scroll_at_top_error": scrolled_up["error"],
+            "scroll_at_top": scrolled_up["header"],
             "opened": opened["header"],
             "observe_header": first["header"],
             "observe_images": first["images"],

@@ -36,6 +36,9 @@ async fn open_observe_type_click_and_a_stale_frame_is_refused() {
     assert_eq!(out["unknown"]["error"], "invalid_action", "{out}");
     assert!(out["unknown"]["message"].as_str().unwrap().contains("unknown field `forever`"), "{out}");
     assert_eq!(out["surfaces_header"]["surfaces"], serde_json::json!(["s1"]));
+    // A scroll that moved nothing was a tool success whose receipt said `failed`: it is an error.
+    assert_eq!(out["scroll_at_top_error"], true, "{out}");
+    assert_eq!((out["scroll_at_top"]["receipt_state"].as_str(), out["scroll_at_top"]["error"].as_str()), (Some("failed"), Some("invalid_action")), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
