@@ -89,6 +89,11 @@ impl HttpServer {
 #[derive(Clone)]
 struct Guard {
     hosts: Arc<Vec<String>>,
+    /// The port this server listens on: a `Host` must name it (or an `--allow-host` with its
+    /// own port), so a page served on another local port cannot reach this one by name.
+    port: u16,
+    /// `--allow-host` entries that name their port (`name:port`), lowercased.
+    host_ports: Arc<Vec<String>>,
     origins: Arc<Vec<String>>,
     token: Option<Arc<String>>,
 }
@@ -107,18 +112,30 @@ fn host_name(value: &str) -> String {
     value.rsplit_once(':').map_or(value.clone(), |(h, _)| h.to_owned())
 }
 
+/// The port of a `Host` header value, if it names one (`[::1]:80` → 80, `a` → none).
+fn host_port(value: &str) -> Option<u16> {
+    let value = value.trim();
+    let after_host = if value.starts_with('[') { value.split_once(']').map(|(_, rest)| rest)? } else { value };
+    after_host.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
+}
+
 fn refuse(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(serde_json::json!({"error": message}))).into_response()
 }
 
 async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let headers: &HeaderMap = request.headers();
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(host_name);
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(|v| (host_name(v), host_port(v), v.trim().to_ascii_lowercase()));
     match host {
-        Some(h) if guard.hosts.contains(&h) => {}
+        // The name is ours and so is the port (HTTP leaves out port 80), or an allowed host:port.
+        Some((name, port, _)) if guard.hosts.contains(&name) && port.unwrap_or(80) == guard.port => {}
+        Some((_, _, whole)) if guard.host_ports.contains(&whole) => {}
         _ => {
             tracing::warn!(host = ?headers.get(header::HOST), "refused a request with a foreign Host header");
-            return refuse(StatusCode::FORBIDDEN, "Host not allowed (DNS rebinding protection); add it with --allow-host");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "Host not allowed (DNS rebinding protection): it must name this server and its port; add another with --allow-host",
+            );
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -176,7 +193,8 @@ pub async fn serve_http(runtime: Runtime, mut options: HttpOptions) -> Result<Ht
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let guard_state = Guard { hosts: Arc::new(hosts), origins: Arc::new(origins), token: options.token.map(Arc::new) };
+    let host_ports: Vec<String> = options.allowed_hosts.iter().filter(|h| host_port(h).is_some()).map(|h| h.trim().to_ascii_lowercase()).collect();
+    let guard_state = Guard { hosts: Arc::new(hosts), port, host_ports: Arc::new(host_ports), origins: Arc::new(origins), token: options.token.map(Arc::new) };
     let app = axum::Router::new()
         .route_service("/mcp", service)
         .merge(crate::person::router(runtime, person_token))

@@ -133,6 +133,10 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
     let local = format!("127.0.0.1:{}", addr.port());
     let (status, _) = raw_http(addr, &request("evil.example", "Authorization: Bearer s3cret\r\n")).await;
     assert_eq!(status, 403, "DNS rebinding: a foreign Host is refused");
+    // Our name on another port (a page served there) is not us.
+    let other_port = format!("127.0.0.1:{}", if addr.port() == 65535 { 1 } else { addr.port() + 1 });
+    let (status, _) = raw_http(addr, &request(&other_port, "Authorization: Bearer s3cret\r\n")).await;
+    assert_eq!(status, 403, "a Host with another port is refused");
     let (status, _) = raw_http(addr, &request(&local, "Authorization: Bearer s3cret\r\nOrigin: https://evil.example\r\n")).await;
     assert_eq!(status, 403, "a foreign Origin is refused");
     let (status, _) = raw_http(addr, &request(&local, "")).await;
