@@ -235,9 +235,9 @@ impl Runtime {
         } else {
             policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
             // Invalid (too long, not http/https) before any tab exists.
-            let probe = serde_json::json!({"type": "navigate", "expected_frame_id": "frame_0", "url": url, "intent": "open the tab's page"});
-            protocol::validate_extended_action(&probe).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
-            Some(probe)
+            // The frame id is the blank tab's, filled in once it is observed.
+            let navigate = serde_json::json!({"type": "navigate", "expected_frame_id": "frame_0", "url": url, "intent": "open the tab's page"});
+            Some(protocol::validate_extended_action(&navigate).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?)
         };
         let context = lock(&state.context_id).clone();
         let tab = Arc::new(Tab::open(&self.connection().browser(), context).await?);
@@ -251,7 +251,7 @@ impl Runtime {
         let entry = TabEntry { surface, key, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
-        let Some(mut navigate) = first else { return Ok(surface) };
+        let Some(mut action) = first else { return Ok(surface) };
         // A call dropped while its page waits for a person leaves no blank tab behind.
         let mut unless_loaded = CloseUnlessKept { runtime: self.clone(), session: session.to_owned(), state: state.clone(), surface: Some(surface) };
         let loaded = async {
@@ -261,8 +261,9 @@ impl Runtime {
             let result = async {
                 let attached = self.attach(&entry).await?;
                 let blank = attached.tab().observe(&ObserveOptions::default()).await?;
-                navigate["expected_frame_id"] = serde_json::json!(blank.frame_id().as_str());
-                let action = protocol::validate_extended_action(&navigate).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
+                if let ExtendedAction::Navigate(navigate) = &mut action {
+                    navigate.expected_frame_id = blank.frame_id().clone();
+                }
                 let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
                 // The decision is for opening this URL in this session, whichever tab asks again.
                 let key = format!("open\u{0}{url}");
@@ -270,7 +271,7 @@ impl Runtime {
                     session,
                     scope: session,
                     entry: &entry,
-                    key: "the new tab",
+                    key: &format!("s{}", entry.key),
                     tab: attached.tab(),
                     lease,
                     cancel: None,
