@@ -92,9 +92,9 @@ impl Tab {
         viewport: (f64, f64),
         nav: &mut EventStream,
         until: Instant,
-        kind: ActionKind,
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
+        let kind = ActionKind::Type;
         self.actionable_point(resolved, Need::Edit, viewport, until).await?;
         let facts = self.facts(resolved).await?;
         self.register_secret_if_needed(resolved, text).await;
@@ -117,7 +117,6 @@ impl Tab {
     }
 
     /// Focuses the element and presses a key or chord.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn press_key(
         &self,
         resolved: &Resolved,
@@ -125,9 +124,9 @@ impl Tab {
         viewport: (f64, f64),
         nav: &mut EventStream,
         until: Instant,
-        kind: ActionKind,
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
+        let kind = ActionKind::Press;
         self.actionable_point(resolved, Need::Focus, viewport, until).await?;
         self.focus(resolved).await?;
         self.press_chord(chord).await?;

@@ -114,12 +114,12 @@ impl Tab {
             }
             ExtendedAction::Type(a) => {
                 let resolved = self.resolve_spec(record, &a.target).await?;
-                Ok(self.type_text(&resolved, a.text.as_str(), a.mode.into(), viewport, &mut nav, until, ActionKind::Type, frame).await?.into())
+                Ok(self.type_text(&resolved, a.text.as_str(), a.mode.into(), viewport, &mut nav, until, frame).await?.into())
             }
             ExtendedAction::Press(a) => {
                 let chord = chord(a.key.as_str())?;
                 let resolved = self.resolve_spec(record, &a.target).await?;
-                Ok(self.press_key(&resolved, &chord, viewport, &mut nav, until, ActionKind::Press, frame).await?.into())
+                Ok(self.press_key(&resolved, &chord, viewport, &mut nav, until, frame).await?.into())
             }
             ExtendedAction::KeyDown(a) | ExtendedAction::KeyUp(a) => {
                 let def = key.ok_or_else(|| BrowserError::Internal { reason: "a key action without its key".into() })?;
@@ -167,7 +167,7 @@ impl Tab {
                     SelectChoice::One(value) => Choice::One(value.as_str()),
                     SelectChoice::Many(values) => Choice::Many(values.as_slice().iter().map(|v| v.as_str()).collect()),
                 };
-                Ok(self.select_options(&resolved, choice, viewport, &mut nav, until, ActionKind::Select, frame).await?.into())
+                Ok(self.select_options(&resolved, choice, viewport, &mut nav, until, frame).await?.into())
             }
             ExtendedAction::Drag(a) => {
                 let source = self.resolve_target(record, &a.source).await?;

@@ -22,7 +22,6 @@ pub(super) enum Choice<'a> {
 impl Tab {
     /// Chooses options of a native `<select>` and verifies that they stay chosen. A missing
     /// option is an error listing the options; several values for a single-choice list too.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn select_options(
         &self,
         resolved: &Resolved,
@@ -30,9 +29,9 @@ impl Tab {
         viewport: (f64, f64),
         nav: &mut EventStream,
         until: Instant,
-        kind: ActionKind,
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
+        let kind = ActionKind::Select;
         self.actionable_point(resolved, Need::Focus, viewport, until).await?;
         let facts = self.facts(resolved).await?;
         if facts.tag != "select" {
