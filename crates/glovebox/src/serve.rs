@@ -26,10 +26,54 @@ impl Drop for Discovery {
     }
 }
 
+/// Whether a process with this pid exists (a discovery file of a dead server is stale).
+fn alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// The pid a discovery file names (`<pid>.json`).
+fn discovery_pid(path: &Path) -> Option<u32> {
+    path.extension().filter(|e| *e == "json")?;
+    path.file_stem()?.to_str()?.parse().ok()
+}
+
+/// Removes the discovery files of servers that died without removing theirs (SIGKILL, a
+/// crash): each holds a person token for a URL nobody serves any more.
+fn sweep_discovery(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if let Some(pid) = discovery_pid(&path)
+            && pid != std::process::id()
+            && !alive(pid)
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// What the start found of earlier servers that ended without cleaning up, for the person.
+fn reconciled_line(runtime: &Runtime) -> Option<String> {
+    let r = runtime.reconciliation();
+    (!r.is_empty()).then(|| {
+        format!(
+            "reconciled {} earlier server(s) that ended without cleaning up: {} session(s) abandoned, {} tab(s) closed, {} given back, {} kept for the person, {} approval(s) abandoned ({} ms)",
+            r.instances, r.sessions, r.closed, r.released, r.kept, r.approvals, r.took_ms
+        )
+    })
+}
+
 fn write_discovery(data_dir: &Path, person: &mcp::PersonChannel) -> anyhow::Result<Discovery> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = discovery_dir(data_dir);
     std::fs::create_dir_all(&dir)?;
+    let swept = sweep_discovery(&dir);
+    if swept > 0 {
+        tracing::info!(swept, "removed the approvals discovery files of servers that are gone");
+    }
     let path = dir.join(format!("{}.json", std::process::id()));
     let mut file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&path)?;
     file.write_all(json!({"url": person.base_url, "token": person.token, "pid": std::process::id()}).to_string().as_bytes())?;
@@ -86,6 +130,9 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     if let Some(source) = &settings.source {
         out!("config: {}", source.display());
     }
+    if let Some(line) = reconciled_line(&runtime) {
+        out!("{line}");
+    }
     out!();
     out!("Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):");
     out!("{}", serde_json::to_string_pretty(&client)?);
@@ -114,6 +161,9 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let person = mcp::serve_http(runtime.clone(), person_side).await?;
     let _discovery = write_discovery(&data_dir, &person.person)?;
     tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");
+    if let Some(line) = reconciled_line(&runtime) {
+        tracing::info!("{line}");
+    }
     let options = mcp::McpOptions { person: Some(person.person.clone()), ..settings.serve.mcp.clone() };
     tokio::select! {
         result = mcp::serve_stdio(runtime.clone(), options) => result?,
@@ -156,7 +206,11 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
         )
     })?;
     for entry in entries {
-        let text = std::fs::read_to_string(entry?.path())?;
+        let path = entry?.path();
+        if discovery_pid(&path).is_some_and(|pid| !alive(pid)) {
+            continue; // a server that died without removing its file
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
         if let Ok(v) = serde_json::from_str::<Value>(&text)
             && let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str())
         {

@@ -259,6 +259,22 @@ async def scenario_bench(args):
         emit({"observe_ms_median": times[len(times) // 2], "observe_ms_p90": times[int(len(times) * 0.9)], "n": len(times)})
 
 
+async def scenario_hold(args):
+    """Leaves records mid-task, then waits to be killed with its server: a claimed person's
+    tab, a deliverable, an unmarked agent tab and an approval nobody answered."""
+    kept, temp, untrusted = args.fixture[0], args.fixture[1], args.fixture[2]
+    out = {}
+    async with connect(args) as (session, _):
+        user_tab = (await call(session, "tabs"))["header"]["user_tabs"][0]
+        out["claimed"] = (await call(session, "tab_claim", {"tab": user_tab}))["header"]
+        out["kept"] = (await call(session, "tab_open", {"url": kept}))["header"]
+        out["marked"] = (await call(session, "tab_mark", {"surface": out["kept"]["opened"], "mark": "deliverable"}))["header"]
+        out["temp"] = (await call(session, "tab_open", {"url": temp}))["header"]
+        out["pending"] = (await call(session, "tab_open", {"url": untrusted}))["header"]
+        emit(out)
+        sys.stdin.readline()  # killed here
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

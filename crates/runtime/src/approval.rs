@@ -120,9 +120,32 @@ const EXPIRED_REMEMBERED: usize = 256;
 #[derive(Default)]
 pub(crate) struct Approvals {
     table: Mutex<Table>,
+    /// Where each approval and its outcome is recorded (the runtime's store and instance);
+    /// `None` in unit tests.
+    record: Option<(std::sync::Arc<dyn store::Store>, store::InstanceId)>,
 }
 
 impl Approvals {
+    /// Approvals recorded in `store` as asked by `instance`: each request when it is first
+    /// asked, each outcome (a decision, a withdrawal) when it happens. The record is written
+    /// after the table is updated and outside its lock; a failed write is logged, never
+    /// allowed to change the decision.
+    pub(crate) fn recorded(store: std::sync::Arc<dyn store::Store>, instance: store::InstanceId) -> Self {
+        Approvals { table: Mutex::default(), record: Some((store, instance)) }
+    }
+
+    fn note(&self, what: impl FnOnce(&dyn store::Store, store::InstanceId) -> store::Result<()>) {
+        if let Some((store, instance)) = &self.record
+            && let Err(e) = what(store.as_ref(), *instance)
+        {
+            tracing::warn!(error = %e, "could not record an approval");
+        }
+    }
+
+    fn note_scope(&self, scope: store::ApprovalScope<'_>) {
+        self.note(|store, _| store.settle_approvals(scope, store::ApprovalOutcome::Withdrawn, crate::runtime::now_ms()).map(drop));
+    }
+
     /// Asks for `request` on the exact action `key`. A decision already given for the same action
     /// is consumed; an approval already pending for it is shared (never asked twice).
     pub(crate) fn ask(&self, request: ApprovalRequest, key: String, grant: Option<Origin>, now: u64) -> Asked {
@@ -146,6 +169,20 @@ impl Approvals {
         let approval_id = request.approval_id.clone();
         let boxed = Box::new(request.clone());
         entries.insert(approval_id.clone(), Entry { request, key, grant, state: State::Pending(tx) });
+        drop(entries);
+        self.note(|store, instance| {
+            store.record_approval(&store::NewApproval {
+                id: boxed.approval_id.to_string(),
+                session_id: store::SessionId::new(&boxed.session),
+                instance,
+                run_id: store::RunId::new(&boxed.run_id),
+                action: boxed.action.clone(),
+                origin: boxed.origin.clone(),
+                tier: boxed.tier.to_string(),
+                requested_at: boxed.requested_at,
+                expires_at: boxed.expires_at,
+            })
+        });
         Asked::Pending { approval_id, decision: rx, request: boxed, fresh: true }
     }
 
@@ -172,6 +209,13 @@ impl Approvals {
         entry.state = State::Decided { decision, until: now + keep_ms };
         let resolved = Resolved { run_id: entry.request.run_id.clone(), session: entry.request.session.clone(), grant: entry.grant.clone() };
         let _ = tx.send(Some(decision));
+        drop(entries);
+        let outcome = match decision {
+            ApprovalDecision::ApproveOnce => store::ApprovalOutcome::ApproveOnce,
+            ApprovalDecision::ApproveForTask => store::ApprovalOutcome::ApproveForTask,
+            ApprovalDecision::Deny => store::ApprovalOutcome::Deny,
+        };
+        self.note(|store, _| store.settle_approval(approval_id.as_str(), outcome, now).map(drop));
         Ok(resolved)
     }
 
@@ -192,21 +236,27 @@ impl Approvals {
     /// Withdraws one approval (its waiter gave up: cancelled, out of time).
     pub(crate) fn withdraw(&self, approval_id: &ApprovalId) {
         self.lock().remove(approval_id);
+        self.note(|store, _| store.settle_approval(approval_id.as_str(), store::ApprovalOutcome::Withdrawn, crate::runtime::now_ms()).map(drop));
     }
 
     /// Withdraws every approval of a run (its end).
     pub(crate) fn withdraw_run(&self, run_id: &str) {
         self.lock().retain(|_, e| e.request.run_id != run_id);
+        self.note_scope(store::ApprovalScope::Run(&store::RunId::new(run_id)));
     }
 
     /// Withdraws every approval of a session (its disposal).
     pub(crate) fn withdraw_session(&self, session: &str) {
         self.lock().retain(|_, e| e.request.session != session);
+        self.note_scope(store::ApprovalScope::Session(&store::SessionId::new(session)));
     }
 
     /// Withdraws everything (shutdown).
     pub(crate) fn withdraw_all(&self) {
         self.lock().clear();
+        if let Some((_, instance)) = &self.record {
+            self.note_scope(store::ApprovalScope::Instance(*instance));
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {

@@ -33,6 +33,8 @@ pub enum RuntimeError {
     InvalidAction(String),
     #[error("approval {approval_id} cannot be decided: {why}")]
     UnknownApproval { approval_id: protocol::ApprovalId, why: &'static str },
+    #[error("the data directory cannot be used: {path}: {why}")]
+    DataDir { path: String, why: String },
     #[error("the store failed: {0}")]
     Store(#[source] std::sync::Arc<store::StoreError>),
     #[error("internal error: {0}")]
@@ -60,6 +62,7 @@ impl RuntimeError {
             RuntimeError::Browser(e) => e.code(),
             RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
             RuntimeError::UnknownApproval { .. } => ErrorCode::InvalidAction,
+            RuntimeError::DataDir { .. } => ErrorCode::BackendUnavailable,
             RuntimeError::Store(_) | RuntimeError::Internal(_) => ErrorCode::Internal,
         }
     }

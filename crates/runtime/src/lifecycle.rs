@@ -60,6 +60,9 @@ pub struct TabStatus {
     pub state: store::ResourceState,
     /// Glovebox holds a DevTools session on the tab right now (its debugger lease).
     pub attached: bool,
+    /// The tab exists in the browser as far as Glovebox knows: this process holds a live
+    /// handle to it. `false` after the browser died or relaunched, or for a closed tab.
+    pub live: bool,
     pub url: Option<String>,
     pub title: Option<String>,
 }
@@ -75,6 +78,10 @@ pub struct BrowserStatus {
     /// lifecycle 必须分别记录").
     pub debugger_leases: Vec<DebuggerLeaseStatus>,
     pub pending_recoveries: usize,
+    /// What this server's start reconciled of earlier servers that ended without cleaning up
+    /// (absent when it found none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconciled: Option<crate::Reconciliation>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -373,6 +380,11 @@ impl Runtime {
             }
         }
         self.inner.approvals.withdraw_all();
+        // This instance ends: whatever a failed disposal left is reconciled now, not by the next start.
+        match self.inner.store.end_instance(self.inner.instance, store::InstanceEnd::Stopped, now_ms()) {
+            Ok(_) => self.inner.lock.remove(),
+            Err(e) => tracing::warn!(error = %e, "could not record this instance's end; the next start reconciles it"),
+        }
         self.inner.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
         self.connection().close();
         // Dropping a launched browser stops its process group.
@@ -406,6 +418,7 @@ impl Runtime {
                 .map(|r| TabStatus {
                     surface: entries.iter().find(|e| e.resource == r.id.as_str()).map(|e| e.surface),
                     attached: leases.iter().any(|l| l.resource == r.id.as_str() && l.attached),
+                    live: r.cdp_target_id.is_some() && !r.handle_lost && r.state != store::ResourceState::Released,
                     resource: r.id.to_string(),
                     ownership: r.ownership,
                     mark: r.mark,
@@ -416,6 +429,7 @@ impl Runtime {
                 })
                 .collect(),
             debugger_leases: leases,
+            reconciled: Some(self.reconciliation()).filter(|r| !r.is_empty()),
         })
     }
 

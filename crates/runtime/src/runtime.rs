@@ -106,6 +106,10 @@ pub(crate) struct Inner {
     pub(crate) stopping: AtomicBool,
     /// Set once `shutdown` stopped the browser connection.
     pub(crate) stopped: AtomicBool,
+    /// This process's lock under the data directory (its instance is alive while it is held).
+    pub(crate) lock: crate::incarnation::InstanceLock,
+    /// What this start reconciled of processes that died without cleaning up.
+    pub(crate) reconciled: Mutex<crate::incarnation::Reconciliation>,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -127,29 +131,45 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Runtime {
-    /// Starts the runtime: launches or connects to the browser and sweeps orphan artifacts.
+    /// Starts the runtime: takes this process's lock in the data directory and opens the store
+    /// (first, so a full or read-only disk is named as such), launches or connects to the
+    /// browser, reconciles the records of earlier processes that died without cleaning up
+    /// (`incarnation.rs`) and sweeps orphan artifacts.
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
-        let (conn, local) = open_browser(&config.browser).await?;
-        let store = store::SqliteStore::open(config.data_dir.join("glovebox.sqlite"))?;
-        // A new instance: handles recorded by an earlier process are known to be gone.
-        let instance = store.begin_instance(now_ms())?;
+        let instance_lock = crate::incarnation::take_lock(&config.data_dir)?;
+        let db = config.data_dir.join("glovebox.sqlite");
+        let store = store::SqliteStore::open(&db).map_err(|e| match &e {
+            _ if e.is_disk_full() => crate::incarnation::data_dir_error(&db, &std::io::ErrorKind::StorageFull.into()),
+            store::StoreError::Io(io) => crate::incarnation::data_dir_error(&db, io),
+            _ => e.into(),
+        })?;
+        let instance = store.begin_instance(now_ms(), Some(&instance_lock.name))?;
+        let (conn, local) = match open_browser(&config.browser).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());
+                instance_lock.remove();
+                return Err(e);
+            }
+        };
         let artifacts = Artifacts::new(&config.data_dir);
         let swept = artifacts.sweep(config.artifact_ttl, &[]);
         if swept > 0 {
             tracing::info!(swept, "removed unretained artifacts of orphan runs");
         }
         let (events, _) = broadcast::channel(4096);
-        Ok(Runtime {
+        let store: Arc<dyn store::Store> = Arc::new(store);
+        let runtime = Runtime {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
                 browser_process: Mutex::new(local),
-                store: Arc::new(store),
+                approvals: Approvals::recorded(store.clone(), instance),
+                store,
                 instance,
                 config,
                 sessions: Mutex::default(),
                 leases: Leases::default(),
                 grants: Mutex::default(),
-                approvals: Approvals::default(),
                 artifacts,
                 events,
                 runs: Mutex::default(),
@@ -157,10 +177,15 @@ impl Runtime {
                 reconnecting: tokio::sync::Mutex::new(()),
                 stopping: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
+                lock: instance_lock,
+                reconciled: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
             }),
-        })
+        };
+        let reconciled = runtime.reconcile_dead_instances().await?;
+        *lock(&runtime.inner.reconciled) = reconciled;
+        Ok(runtime)
     }
 
     pub(crate) fn next_surface(&self) -> u64 {

@@ -18,7 +18,7 @@ pub fn bench_ownership_changes(path: &Path, n: usize) -> Result<Vec<Duration>> {
     let store = SqliteStore::open(path)?;
     // Logical time: the store needs `now_ms` only to record it.
     let mut now = 1_u64;
-    let instance = store.begin_instance(now)?;
+    let instance = store.begin_instance(now, None)?;
     let session = SessionId::new(format!("bench-session-{instance}"));
     let resource = ResourceId::new(format!("bench-tab-{instance}"));
     store.create_session(&session, now)?;

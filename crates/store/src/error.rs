@@ -16,6 +16,10 @@ pub enum Entity {
     Resource,
     /// A recovery record.
     Recovery,
+    /// A process instance.
+    Instance,
+    /// An approval record.
+    Approval,
 }
 
 impl std::fmt::Display for Entity {
@@ -24,6 +28,8 @@ impl std::fmt::Display for Entity {
             Entity::Session => "session",
             Entity::Resource => "resource",
             Entity::Recovery => "recovery record",
+            Entity::Instance => "instance",
+            Entity::Approval => "approval",
         })
     }
 }
@@ -77,12 +83,12 @@ pub enum StoreError {
         /// The version now stored.
         actual: u64,
     },
-    /// A handle was offered for an instance that is not the current one.
-    #[error("instance {given} is not the current instance ({current:?})")]
+    /// A handle was offered for an instance that has ended (or never began).
+    #[error("instance {given} has ended or never began (latest: {current:?})")]
     StaleInstance {
         /// The instance given.
         given: InstanceId,
-        /// The current instance, if any has begun.
+        /// The latest instance, if any has begun.
         current: Option<InstanceId>,
     },
     /// Another resource already holds this live handle.
@@ -134,4 +140,15 @@ pub enum StoreError {
     /// SQLite failed.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+}
+
+impl StoreError {
+    /// The disk under the store is full.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StoreError::Io(e) => e.kind() == std::io::ErrorKind::StorageFull,
+            StoreError::Sqlite(e) => e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
+            _ => false,
+        }
+    }
 }

@@ -10,27 +10,33 @@
 //! measures latency.
 //!
 //! Handles of a previous process (CDP target ids) are never reused: every process start calls
-//! [`Store::begin_instance`], which clears the handles that older instances recorded and marks
-//! those resources `handle_lost`, keeping their ownership, marks and state.
+//! [`Store::begin_instance`], holding a lock file while it lives; when an instance ends (its
+//! own shutdown, or a later process that finds its lock free) [`Store::end_instance`] clears
+//! its handles, marks those resources `handle_lost` and brings every record it left to a
+//! terminal or recoverable state.
 
 #![warn(missing_docs)]
 
 #[macro_use]
 mod text_enum;
 
+pub mod approval;
 pub mod audit;
 pub mod bench;
 pub mod error;
 pub mod id;
+pub mod instance;
 mod migrate;
 pub mod recovery;
 pub mod resource;
 pub mod session;
 pub mod sqlite;
 
+pub use approval::{ApprovalOutcome, ApprovalRecord, ApprovalScope, NewApproval};
 pub use audit::{AuditEntry, NewAudit};
 pub use error::{Entity, Result, StoreError};
 pub use id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
+pub use instance::{EndReport, InstanceEnd, InstanceRecord};
 pub use migrate::{MIGRATIONS, Migration};
 pub use recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
 pub use resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
@@ -47,17 +53,34 @@ pub trait Store: Send + Sync {
     // --- process instances ---
 
     /// Records a process start at `now_ms` and returns its id, greater than every earlier one.
-    /// Every resource whose live handle belongs to an older instance loses it: the target id
-    /// and instance are cleared, `handle_lost` is set and the version moves; ownership, mark
-    /// and state are kept.
-    fn begin_instance(&self, now_ms: u64) -> Result<InstanceId>;
+    /// `lock_name` names the lock file the process holds while it lives (the caller's
+    /// convention; a lock that can be taken means the process is gone). Sessions this store
+    /// creates from now on belong to this instance. Other instances' handles are left alone:
+    /// their processes may still run.
+    fn begin_instance(&self, now_ms: u64, lock_name: Option<&str>) -> Result<InstanceId>;
 
     /// The latest instance, if any process has started against this store.
     fn current_instance(&self) -> Result<Option<InstanceId>>;
 
+    /// Instances that have not ended (the caller's own among them), oldest first.
+    fn open_instances(&self) -> Result<Vec<InstanceRecord>>;
+
+    /// The resources whose live handle the instance recorded.
+    fn instance_handles(&self, id: InstanceId) -> Result<Vec<Resource>>;
+
+    /// Ends an instance and, in one transaction, reconciles every record it left: its sessions
+    /// still `active` become `abandoned` with tools inactive; of their tabs, agent tabs without
+    /// a mark are `released` (closed), marked agent tabs `retained` (kept for the person, handle
+    /// lost: what a restore starts from), claimed user tabs go back to the person; their
+    /// pending recovery records are resolved; every other handle of the instance is lost; its
+    /// pending approvals are `withdrawn` (stopped) or `abandoned`; each abandoned session gets
+    /// an `abandoned` audit entry. Idempotent: an ended instance reports nothing.
+    fn end_instance(&self, id: InstanceId, how: InstanceEnd, now_ms: u64) -> Result<EndReport>;
+
     // --- sessions ---
 
-    /// Creates an `active` session with tools inactive. `AlreadyExists` if the id is taken.
+    /// Creates an `active` session with tools inactive, belonging to the instance this store
+    /// began (if any). `AlreadyExists` if the id is taken.
     fn create_session(&self, id: &SessionId, now_ms: u64) -> Result<Session>;
 
     /// One session, or `NotFound`.
@@ -90,8 +113,8 @@ pub trait Store: Send + Sync {
     /// The resources no session owns (user tabs, released tabs), oldest first.
     fn list_unowned_resources(&self) -> Result<Vec<Resource>>;
 
-    /// The resource whose live handle is `target` in the current instance. A handle recorded
-    /// by an older instance is never returned.
+    /// The resource whose live handle is `target` in this store's instance (the latest, if it
+    /// began none). A handle recorded by another instance is never returned.
     fn find_by_handle(&self, target: &TargetId) -> Result<Option<Resource>>;
 
     /// First claim wins: one conditional write gives an unowned `user` resource to `session`
@@ -151,4 +174,18 @@ pub trait Store: Send + Sync {
 
     /// The session's entries with `seq > after`, in order, at most `limit` of them.
     fn audit_since(&self, session: &SessionId, after: AuditSeq, limit: usize) -> Result<Vec<AuditEntry>>;
+
+    // --- approvals ---
+
+    /// Records an approval a person is being asked for (pending). `AlreadyExists` if the id is taken.
+    fn record_approval(&self, new: &NewApproval) -> Result<()>;
+
+    /// Records how a pending approval ended; `false` if it was not pending (already settled or unknown).
+    fn settle_approval(&self, id: &str, outcome: ApprovalOutcome, now_ms: u64) -> Result<bool>;
+
+    /// Ends every pending approval of a run, session or instance with `outcome`; returns how many.
+    fn settle_approvals(&self, scope: ApprovalScope<'_>, outcome: ApprovalOutcome, now_ms: u64) -> Result<u64>;
+
+    /// The session's approvals, oldest first.
+    fn list_approvals(&self, session: &SessionId) -> Result<Vec<ApprovalRecord>>;
 }

@@ -19,7 +19,10 @@ pub struct Migration {
 }
 
 /// Every migration this binary knows, in order. Append only.
-pub const MIGRATIONS: &[Migration] = &[Migration { version: 1, name: "init", sql: include_str!("../migrations/0001_init.sql") }];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "init", sql: include_str!("../migrations/0001_init.sql") },
+    Migration { version: 2, name: "incarnations", sql: include_str!("../migrations/0002_incarnations.sql") },
+];
 
 const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,

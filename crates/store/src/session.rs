@@ -1,7 +1,7 @@
 //! Session records: tool activation, lifecycle state and the latest turn. Not the rules for
 //! when those change (that is the runtime's lifecycle, `002_…` "工具激活状态").
 
-use crate::id::{SessionId, TurnId};
+use crate::id::{InstanceId, SessionId, TurnId};
 
 text_enum!(
     /// A session's lifecycle state as the runtime last recorded it.
@@ -12,6 +12,9 @@ text_enum!(
         Reset => "reset",
         /// The agent/session was disposed.
         Disposed => "disposed",
+        /// Its process ended without cleaning up; a later process reconciled its records
+        /// ([`crate::Store::end_instance`]).
+        Abandoned => "abandoned",
     }
 );
 
@@ -30,4 +33,7 @@ pub struct Session {
     pub state: SessionState,
     /// The latest turn recorded, if any.
     pub last_turn_id: Option<TurnId>,
+    /// The process instance that created it (`None` for sessions recorded before instances
+    /// were tracked, or by a store that began none).
+    pub instance: Option<InstanceId>,
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::Value;
 use test_support::FixtureServer;
 
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh");
     let out = Command::new(script).output().expect("run ensure-python-mcp.sh");
     assert!(out.status.success(), "ensure-python-mcp.sh failed: {}", String::from_utf8_lossy(&out.stderr));

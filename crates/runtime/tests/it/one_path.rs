@@ -62,6 +62,21 @@ async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page
     rt.act(s, None, &back, &Default::default(), NOW).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     assert_eq!(rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    // Every approval leaves a durable trace with its outcome (never the text typed); the one
+    // still waiting is withdrawn when the session ends.
+    rt.close_session(s).await.unwrap();
+    let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
+    let records = store::Store::list_approvals(&store, &store::SessionId::new(s.as_str())).unwrap();
+    let trace: Vec<_> = records.iter().map(|r| (r.request.action.as_str(), r.request.origin.clone(), r.outcome.map(|o| o.as_str()))).collect();
+    assert_eq!(
+        trace[trace.len() - 3..],
+        [
+            ("navigate", other.origin(), Some("approve_for_task")),
+            ("navigate", env.server.origin(), Some("approve_once")),
+            ("click", env.server.origin(), Some("withdrawn")),
+        ],
+        "{trace:?}"
+    );
 }
 
 /// Direct approvals carried an `expires_at` nobody enforced: they stayed listed and approvable.

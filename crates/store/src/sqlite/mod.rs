@@ -9,6 +9,7 @@
 //! tab, and they change a handful of times per turn, so one fsync per commit is affordable;
 //! `bench::bench_ownership_changes` measures the cost.
 
+mod approval;
 mod audit;
 mod instance;
 mod recovery;
@@ -22,9 +23,11 @@ use std::time::Duration;
 use rusqlite::{Connection, Params, Row};
 
 use crate::Store;
+use crate::approval::{ApprovalOutcome, ApprovalRecord, ApprovalScope, NewApproval};
 use crate::audit::{AuditEntry, NewAudit};
 use crate::error::{Result, StoreError};
 use crate::id::{AuditSeq, InstanceId, RecoveryId, ResourceId, SessionId, TargetId, TurnId};
+use crate::instance::{EndReport, InstanceEnd, InstanceRecord};
 use crate::migrate::migrate;
 use crate::recovery::{NewRecovery, RecoveryRecord};
 use crate::resource::{Mark, NewResource, Resource, ResourceState};
@@ -38,6 +41,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The instance `begin_instance` recorded for this process.
+    instance: Mutex<Option<InstanceId>>,
 }
 
 impl SqliteStore {
@@ -70,7 +75,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrate(&mut conn)?;
-        Ok(Self { conn: Mutex::new(conn) })
+        Ok(Self { conn: Mutex::new(conn), instance: Mutex::new(None) })
     }
 
     /// The connection, for this process's one writer at a time. A poisoned lock is taken
@@ -133,16 +138,31 @@ pub(crate) fn write_tx(conn: &mut Connection) -> Result<rusqlite::Transaction<'_
 }
 
 impl Store for SqliteStore {
-    fn begin_instance(&self, now_ms: u64) -> Result<InstanceId> {
-        instance::begin(&mut self.conn(), now_ms)
+    fn begin_instance(&self, now_ms: u64, lock_name: Option<&str>) -> Result<InstanceId> {
+        let id = instance::begin(&mut self.conn(), now_ms, lock_name)?;
+        *self.instance.lock().unwrap_or_else(PoisonError::into_inner) = Some(id);
+        Ok(id)
     }
 
     fn current_instance(&self) -> Result<Option<InstanceId>> {
         instance::current(&self.conn())
     }
 
+    fn open_instances(&self) -> Result<Vec<InstanceRecord>> {
+        instance::open(&self.conn())
+    }
+
+    fn instance_handles(&self, id: InstanceId) -> Result<Vec<Resource>> {
+        resource::with_instance(&self.conn(), id)
+    }
+
+    fn end_instance(&self, id: InstanceId, how: InstanceEnd, now_ms: u64) -> Result<EndReport> {
+        instance::end(&mut self.conn(), id, how, now_ms)
+    }
+
     fn create_session(&self, id: &SessionId, now_ms: u64) -> Result<Session> {
-        session::create(&mut self.conn(), id, now_ms)
+        let instance = *self.instance.lock().unwrap_or_else(PoisonError::into_inner);
+        session::create(&mut self.conn(), id, instance, now_ms)
     }
 
     fn get_session(&self, id: &SessionId) -> Result<Session> {
@@ -182,7 +202,8 @@ impl Store for SqliteStore {
     }
 
     fn find_by_handle(&self, target: &TargetId) -> Result<Option<Resource>> {
-        resource::find_by_handle(&self.conn(), target)
+        let instance = *self.instance.lock().unwrap_or_else(PoisonError::into_inner);
+        resource::find_by_handle(&self.conn(), target, instance)
     }
 
     fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
@@ -239,5 +260,21 @@ impl Store for SqliteStore {
 
     fn audit_since(&self, session: &SessionId, after: AuditSeq, limit: usize) -> Result<Vec<AuditEntry>> {
         audit::since(&self.conn(), session, after, limit)
+    }
+
+    fn record_approval(&self, new: &NewApproval) -> Result<()> {
+        approval::record(&self.conn(), new)
+    }
+
+    fn settle_approval(&self, id: &str, outcome: ApprovalOutcome, now_ms: u64) -> Result<bool> {
+        approval::settle(&self.conn(), id, outcome, now_ms)
+    }
+
+    fn settle_approvals(&self, scope: ApprovalScope<'_>, outcome: ApprovalOutcome, now_ms: u64) -> Result<u64> {
+        approval::settle_scope(&self.conn(), scope, outcome, now_ms)
+    }
+
+    fn list_approvals(&self, session: &SessionId) -> Result<Vec<ApprovalRecord>> {
+        approval::list(&self.conn(), session)
     }
 }

@@ -56,9 +56,11 @@ pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
 
 /// Checks that `instance` is current and that no other resource holds `target`.
 fn check_handle(conn: &Connection, id: &ResourceId, target: &TargetId, instance: InstanceId) -> Result<()> {
-    let current = super::instance::current(conn)?;
-    if current != Some(instance) {
-        return Err(StoreError::StaleInstance { given: instance, current });
+    // Only an instance that has not ended records handles (several may run at once: each
+    // process holds its own).
+    let open: bool = conn.prepare_cached("SELECT 1 FROM instances WHERE id = ?1 AND ended_at IS NULL")?.exists([int(instance.0, "instance")?])?;
+    if !open {
+        return Err(StoreError::StaleInstance { given: instance, current: super::instance::current(conn)? });
     }
     let holder: Option<String> =
         query_opt(conn, "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2", params![target.as_str(), id.as_str()], |r| Ok(r.get(0)?))?;
@@ -125,18 +127,22 @@ pub(super) fn list_unowned(conn: &Connection) -> Result<Vec<Resource>> {
     query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"), [], decode)
 }
 
-pub(super) fn find_by_handle(conn: &Connection, target: &TargetId) -> Result<Option<Resource>> {
-    // `begin_instance` already cleared older handles; the instance condition also guards
-    // against a handle written by an older process that is somehow still running.
+pub(super) fn find_by_handle(conn: &Connection, target: &TargetId, instance: Option<InstanceId>) -> Result<Option<Resource>> {
+    let instance = instance.map(|i| int(i.0, "instance")).transpose()?;
     query_opt(
         conn,
         &format!(
             "SELECT {COLUMNS} FROM resources
-              WHERE cdp_target_id = ?1 AND instance = (SELECT MAX(id) FROM instances)"
+              WHERE cdp_target_id = ?1 AND instance = COALESCE(?2, (SELECT MAX(id) FROM instances))"
         ),
-        [target.as_str()],
+        params![target.as_str(), instance],
         decode,
     )
+}
+
+/// The resources whose live handle `instance` recorded.
+pub(super) fn with_instance(conn: &Connection, instance: InstanceId) -> Result<Vec<Resource>> {
+    query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE instance = ?1 ORDER BY created_at, id"), [int(instance.0, "instance")?], decode)
 }
 
 pub(super) fn claim(conn: &mut Connection, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {

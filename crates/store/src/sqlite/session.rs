@@ -2,12 +2,12 @@
 
 use rusqlite::{Connection, Row, params};
 
-use super::{get_uint, int, query_all, query_opt, write_tx};
+use super::{get_uint, int, opt_uint, query_all, query_opt, write_tx};
 use crate::error::{Entity, Result, StoreError};
-use crate::id::{SessionId, TurnId};
+use crate::id::{InstanceId, SessionId, TurnId};
 use crate::session::{Session, SessionState};
 
-const COLUMNS: &str = "id, created_at, updated_at, tools_active, state, last_turn_id";
+const COLUMNS: &str = "id, created_at, updated_at, tools_active, state, last_turn_id, instance";
 
 fn decode(row: &Row<'_>) -> Result<Session> {
     let state: String = row.get("state")?;
@@ -18,6 +18,7 @@ fn decode(row: &Row<'_>) -> Result<Session> {
         tools_active: row.get("tools_active")?,
         state: SessionState::parse(&state).ok_or(StoreError::Corrupt { what: "sessions.state", value: state })?,
         last_turn_id: row.get::<_, Option<String>>("last_turn_id")?.map(TurnId::new),
+        instance: opt_uint(row, "instance")?.map(InstanceId),
     })
 }
 
@@ -35,7 +36,7 @@ pub(super) fn require(conn: &Connection, id: &SessionId) -> Result<()> {
     if exists(conn, id)? { Ok(()) } else { Err(not_found(id)) }
 }
 
-pub(super) fn create(conn: &mut Connection, id: &SessionId, now_ms: u64) -> Result<Session> {
+pub(super) fn create(conn: &mut Connection, id: &SessionId, instance: Option<InstanceId>, now_ms: u64) -> Result<Session> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     if exists(&tx, id)? {
@@ -44,10 +45,10 @@ pub(super) fn create(conn: &mut Connection, id: &SessionId, now_ms: u64) -> Resu
     let session = query_opt(
         &tx,
         &format!(
-            "INSERT INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2)
+            "INSERT INTO sessions (id, created_at, updated_at, instance) VALUES (?1, ?2, ?2, ?3)
              RETURNING {COLUMNS}"
         ),
-        params![id.as_str(), now],
+        params![id.as_str(), now, instance.map(|i| int(i.0, "instance")).transpose()?],
         decode,
     )?
     .ok_or_else(|| not_found(id))?;

@@ -76,7 +76,7 @@ fn kill_9_keeps_every_committed_seq() {
 /// The child: claim, audit, release, print, until killed or the bound is reached.
 fn child(path: &Path) {
     let store = SqliteStore::open(path).expect("child open");
-    store.begin_instance(2).expect("child instance");
+    store.begin_instance(2, None).expect("child instance");
     let s = SessionId::new("s1");
     let tab = ResourceId::new("u1");
     let mut out = std::io::stdout().lock();

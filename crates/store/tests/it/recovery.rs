@@ -75,7 +75,7 @@ fn pending_recoveries_survive_session_state_changes_and_reopen() {
         (s, id)
     };
     let store = SqliteStore::open(&path).expect("reopen");
-    store.begin_instance(4).expect("instance");
+    store.begin_instance(4, None).expect("instance");
     let pending = store.pending_recoveries(&s).expect("pending");
     assert_eq!(pending.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
 }

@@ -12,7 +12,7 @@ fn store() -> SqliteStore {
 fn resource_round_trips_every_field() {
     let store = store();
     let s = session(&store, "s1", 1);
-    let instance = store.begin_instance(2).expect("instance");
+    let instance = store.begin_instance(2, None).expect("instance");
     let new = NewResource {
         created_by_run: Some(RunId::new("run_1")),
         handle: Some((TargetId::new("T1"), instance)),
@@ -184,9 +184,10 @@ fn location_updates_are_stored_as_given_without_moving_the_version() {
 #[test]
 fn handles_attach_to_the_current_instance_only_and_once() {
     let store = store();
-    let old = store.begin_instance(1).expect("instance");
-    let current = store.begin_instance(2).expect("instance");
+    let old = store.begin_instance(1, None).expect("instance");
+    let current = store.begin_instance(2, None).expect("instance");
     assert!(current > old);
+    store.end_instance(old, store::InstanceEnd::Abandoned, 2).expect("end the old one");
     let a = user_tab(&store, "a", 3);
     let b = user_tab(&store, "b", 3);
     let t = TargetId::new("TARGET");

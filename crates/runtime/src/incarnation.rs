@@ -1,0 +1,168 @@
+//! Process incarnations. Each runtime holds a lock file under `<data-dir>/instances/` for as
+//! long as it lives and records its instance in the store under that name. At start it looks
+//! at every instance that has not ended: one whose lock it can take died without cleaning up
+//! (SIGKILL, a crash, power loss), and its records are reconciled into terminal or recoverable
+//! states (`Store::end_instance`): sessions `abandoned` with tools inactive, unmarked agent tabs
+//! closed, claimed tabs given back, marked tabs kept for a restore, pending approvals
+//! `abandoned`. Several runtimes may share a data directory (`serve` beside `observe`): a lock
+//! that is held belongs to a live process and is left alone. `shutdown` ends its own instance.
+
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use store::{InstanceEnd, Mark, Ownership, ResourceState};
+
+use crate::RuntimeError;
+use crate::runtime::{Runtime, now_ms};
+
+/// The lock this process holds while it lives; the lock goes with the process, however it ends.
+#[derive(Debug)]
+pub(crate) struct InstanceLock {
+    _file: File,
+    path: PathBuf,
+    pub(crate) name: String,
+}
+
+impl InstanceLock {
+    /// Removes the lock file (orderly shutdown; the instance has ended).
+    pub(crate) fn remove(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn lock_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("instances")
+}
+
+/// A data-directory failure in words a person can act on (a full disk says so).
+pub(crate) fn data_dir_error(path: &Path, e: &std::io::Error) -> RuntimeError {
+    let why = if e.kind() == std::io::ErrorKind::StorageFull {
+        "the disk is full (no space left on device); free some space or use another --data-dir".to_owned()
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        "permission denied; use a directory you can write (--data-dir)".to_owned()
+    } else {
+        e.to_string()
+    };
+    RuntimeError::DataDir { path: path.display().to_string(), why }
+}
+
+/// Takes this process's lock under the data directory.
+pub(crate) fn take_lock(data_dir: &Path) -> Result<InstanceLock, RuntimeError> {
+    use std::io::Write as _;
+    let dir = lock_dir(data_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| data_dir_error(&dir, &e))?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let name = format!("{}-{nanos}.lock", std::process::id());
+    let path = dir.join(&name);
+    let mut file = File::create(&path).map_err(|e| data_dir_error(&path, &e))?;
+    file.try_lock().map_err(|e| RuntimeError::DataDir { path: path.display().to_string(), why: format!("cannot lock: {e}") })?;
+    writeln!(file, "{}", std::process::id()).and_then(|()| file.sync_all()).map_err(|e| data_dir_error(&path, &e))?;
+    Ok(InstanceLock { _file: file, path, name })
+}
+
+/// Whether the process that holds (or held) this lock is gone.
+fn is_dead(data_dir: &Path, lock_name: Option<&str>) -> bool {
+    // Instances recorded before locks existed cannot be running beside a binary that has them.
+    let Some(name) = lock_name else { return true };
+    if name.contains('/') || name.contains("..") {
+        return false; // not ours to judge
+    }
+    match File::open(lock_dir(data_dir).join(name)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(_) => false,
+        Ok(file) => match file.try_lock() {
+            Ok(()) => true,
+            Err(TryLockError::WouldBlock) => false,
+            Err(TryLockError::Error(_)) => false,
+        },
+    }
+}
+
+/// What a start found of processes that ended without cleaning up, and what it did with their
+/// records (`browser_status` reports it; `serve` prints it).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Reconciliation {
+    /// Earlier processes found dead.
+    pub instances: usize,
+    /// Their sessions that were still active, now `abandoned`.
+    pub sessions: usize,
+    /// Their unmarked agent tabs, recorded closed (closed now if the browser still had them).
+    pub closed: usize,
+    /// Claimed tabs given back to the person.
+    pub released: usize,
+    /// Marked tabs kept for the person (`retained`, waiting for a restore).
+    pub kept: usize,
+    /// Approvals that were still waiting, now `abandoned`.
+    pub approvals: u64,
+    /// Milliseconds the reconciliation took.
+    pub took_ms: u64,
+}
+
+impl Reconciliation {
+    /// Nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.instances == 0
+    }
+}
+
+impl Runtime {
+    /// Reconciles the records of every earlier process that died without ending its instance.
+    pub(crate) async fn reconcile_dead_instances(&self) -> Result<Reconciliation, RuntimeError> {
+        let started = std::time::Instant::now();
+        let store = &self.inner.store;
+        let data_dir = &self.inner.config.data_dir;
+        let mut done = Reconciliation::default();
+        let remote = self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).is_none();
+        for instance in store.open_instances()? {
+            if instance.id == self.inner.instance || !is_dead(data_dir, instance.lock_name.as_deref()) {
+                continue;
+            }
+            // A launched browser died with its process group; a remote one may still show the
+            // dead process's tabs: close the ones nobody keeps before forgetting their handles.
+            if remote {
+                for resource in store.instance_handles(instance.id)? {
+                    let abandoned =
+                        resource.session_id.as_ref().and_then(|s| store.get_session(s).ok()).is_some_and(|s| s.state == store::SessionState::Active);
+                    if abandoned
+                        && resource.ownership == Ownership::AgentCreated
+                        && resource.mark == Mark::None
+                        && resource.state != ResourceState::Released
+                        && let Some(target) = &resource.cdp_target_id
+                        && !self.close_target(target.as_str()).await
+                    {
+                        tracing::warn!(resource = %resource.id, "a tab of a dead process could not be closed; it stays in the remote browser");
+                    }
+                }
+            }
+            let report = store.end_instance(instance.id, InstanceEnd::Abandoned, now_ms())?;
+            if let Some(name) = &instance.lock_name
+                && !name.contains('/')
+            {
+                let _ = std::fs::remove_file(lock_dir(data_dir).join(name));
+            }
+            tracing::info!(
+                instance = instance.id.0,
+                sessions = report.sessions.len(),
+                closed = report.closed.len(),
+                released = report.released.len(),
+                kept = report.kept.len(),
+                approvals = report.approvals,
+                "reconciled the records of a process that ended without cleaning up"
+            );
+            done.instances += 1;
+            done.sessions += report.sessions.len();
+            done.closed += report.closed.len();
+            done.released += report.released.len();
+            done.kept += report.kept.len();
+            done.approvals += report.approvals;
+        }
+        done.took_ms = started.elapsed().as_millis() as u64;
+        Ok(done)
+    }
+
+    /// What this start reconciled of earlier processes that ended without cleaning up.
+    pub fn reconciliation(&self) -> Reconciliation {
+        self.inner.reconciled.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
