@@ -1,7 +1,10 @@
 //! `glovebox serve`: MCP over streamable HTTP at `/mcp`, and the person channel at
 //! `/api/approvals`, on one listener. Loopback by default; a Host allowlist (DNS rebinding), an
 //! Origin check, a bearer token (required off loopback), body size limits, and the per-session
-//! rate bound of the handler.
+//! rate bound of the handler. A POST to `/mcp` is checked as a JSON-RPC message before rmcp
+//! reads it (`jsonrpc.rs`): malformed JSON is 400 with -32700, a message that is not a request
+//! 400 with -32600, a malformed `tools/call` 400 with -32602; a declared or actual body over the
+//! limit is 413 at once, before the body is read.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -96,6 +99,8 @@ struct Guard {
     host_ports: Arc<Vec<String>>,
     origins: Arc<Vec<String>>,
     token: Option<Arc<String>>,
+    /// The largest `/mcp` body read.
+    max_body_bytes: usize,
 }
 
 /// Compares secrets without an early exit on the first differing byte.
@@ -154,7 +159,36 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
         }
     }
+    if request.method() == axum::http::Method::POST && request.uri().path() == "/mcp" {
+        return match checked(request, guard.max_body_bytes).await {
+            Ok(request) => next.run(request).await,
+            Err(refused) => refused,
+        };
+    }
     next.run(request).await
+}
+
+/// A JSON-RPC error as an HTTP answer.
+fn jsonrpc_refusal(status: StatusCode, answer: crate::jsonrpc::Answer) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], answer.0).into_response()
+}
+
+/// The request with its body read (bounded) and checked as one JSON-RPC message.
+async fn checked(request: Request, max: usize) -> Result<Request, Response> {
+    let too_large = || {
+        jsonrpc_refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            crate::jsonrpc::error_line(&serde_json::Value::Null, -32600, format!("Invalid Request: the body is larger than {max} bytes")),
+        )
+    };
+    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| too_large())?;
+    crate::jsonrpc::check(&bytes).map_err(|answer| jsonrpc_refusal(StatusCode::BAD_REQUEST, answer))?;
+    Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
 }
 
 /// Binds and serves; returns once listening.
@@ -194,7 +228,14 @@ pub async fn serve_http(runtime: Runtime, mut options: HttpOptions) -> Result<Ht
         config,
     );
     let host_ports: Vec<String> = options.allowed_hosts.iter().filter(|h| host_port(h).is_some()).map(|h| h.trim().to_ascii_lowercase()).collect();
-    let guard_state = Guard { hosts: Arc::new(hosts), port, host_ports: Arc::new(host_ports), origins: Arc::new(origins), token: options.token.map(Arc::new) };
+    let guard_state = Guard {
+        hosts: Arc::new(hosts),
+        port,
+        host_ports: Arc::new(host_ports),
+        origins: Arc::new(origins),
+        token: options.token.map(Arc::new),
+        max_body_bytes: options.max_body_bytes,
+    };
     let app = axum::Router::new()
         .route_service("/mcp", service)
         .merge(crate::person::router(runtime, person_token))

@@ -10,6 +10,7 @@
 mod args;
 mod errors;
 pub mod http;
+mod jsonrpc;
 pub mod person;
 mod rate;
 mod server;

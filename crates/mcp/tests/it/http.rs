@@ -150,6 +150,31 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
     )
     .await;
     assert_eq!(status, 413, "bodies over the limit are refused");
+    // A declared length over the limit is refused before any of the body is sent.
+    let (status, body) = raw_http(
+        addr,
+        &format!("POST /mcp HTTP/1.1\r\nHost: {local}\r\nAuthorization: Bearer s3cret\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 999999999\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("-32600"), "{body}");
+    // Malformed JSON-RPC gets 400 with the spec's code, never a 415 or no answer.
+    for (message, code) in [
+        (r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"#.to_owned(), "-32700"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"s":"\ud800"}}"#.to_owned(), "-32700"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":1e400}}"#.to_owned(), "-32700"),
+        (format!("{}1{}", "[".repeat(200), "]".repeat(200)), "-32700"),
+        ("[1, 2]".to_owned(), "-32600"),
+        (r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":3}}"#.to_owned(), "-32602"),
+    ] {
+        let (status, body) = raw_http(
+            addr,
+            &format!("POST /mcp HTTP/1.1\r\nHost: {local}\r\nAuthorization: Bearer s3cret\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{message}", message.len()),
+        )
+        .await;
+        assert_eq!(status, 400, "{message}: {body}");
+        assert!(body.contains(code), "{message}: {body}");
+    }
     // The client with the token works end to end.
     let mut transport = over_http(&env);
     transport.extend(["--token".to_owned(), "s3cret".to_owned()]);
