@@ -91,6 +91,10 @@ enum Boundary {
     Disposal,
 }
 
+/// The longest one tab's close may take, every step included; past it the close counts as
+/// failed (a recovery record, retried at the next lifecycle operation).
+const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
+
 fn internal(e: impl std::fmt::Display) -> RuntimeError {
     RuntimeError::Internal(e.to_string())
 }
@@ -462,23 +466,27 @@ impl Runtime {
     /// Closes a target and waits (bounded) until the browser reports it destroyed: `closeTarget`
     /// answers before the tab is gone, and "closed" must mean closed.
     pub(crate) async fn close_target(&self, target: &str) -> bool {
+        // One deadline for the whole close, whatever state the browser is in (a frozen browser
+        // answers nothing; without it each step would wait out the default command timeout).
+        let deadline = tokio::time::Instant::now() + CLOSE_DEADLINE;
         let browser = self.connection().browser();
         let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
         // Destruction events flow only with target discovery on (idempotent).
-        let _ = browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }).await;
-        let reply =
-            tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
+        if tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::SetDiscoverTargets { discover: true })).await.is_err() {
+            return false;
+        }
+        let reply = tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
         match reply {
             Ok(Ok(_)) => {}
             // Refused: closed only if the browser no longer lists the target (a fact, not the
             // wording of its error).
             Ok(Err(cdp::CdpError::Protocol { .. })) => {
-                let listed = tokio::time::timeout(Duration::from_secs(5), browser.call(cdp::domains::target::GetTargets {})).await;
+                let listed = tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::GetTargets {})).await;
                 return matches!(listed, Ok(Ok(reply)) if !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|id| id.0 == target)));
             }
             _ => return false,
         }
-        let gone = tokio::time::timeout(Duration::from_secs(5), async {
+        let gone = tokio::time::timeout_at(deadline, async {
             while let Some(event) = destroyed.recv().await {
                 if let Ok(event) = event
                     && event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target)
@@ -616,6 +624,9 @@ impl Runtime {
             }
         }
         state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
+        // A tab whose detach and close both failed is named once.
+        let mut seen = std::collections::HashSet::new();
+        report.failed.retain(|id| seen.insert(id.clone()));
         report.ok = report.failed.is_empty();
         report.tools_active = self.inner.store.get_session(&sid(session)).map(|s| s.tools_active).unwrap_or(false);
         let payload = serde_json::to_string(&report).unwrap_or_default();

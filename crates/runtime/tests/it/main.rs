@@ -5,6 +5,7 @@
 mod cases;
 mod debugger;
 mod direct;
+mod faults;
 mod lifecycle;
 mod one_path;
 mod seed_002;
