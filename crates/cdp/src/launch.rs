@@ -80,7 +80,8 @@ pub struct LaunchOptions {
     pub sandbox: bool,
     /// Glovebox's data directory; profiles go under `<data_dir>/profiles/`.
     pub data_dir: PathBuf,
-    /// Initial window size in CSS pixels.
+    /// The page viewport size in CSS pixels. Chromium starts with a window of this size; the
+    /// runtime then fits each agent tab's window so that the page itself has this size.
     pub window_size: (u32, u32),
     /// Extra command-line flags.
     pub extra_args: Vec<String>,

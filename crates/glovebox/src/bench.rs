@@ -294,14 +294,10 @@ fn bench_store(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
 }
 
 async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
-    use ::runtime::{RunRequest, Runtime, RuntimeConfig, Scripted, ScriptedPlanner};
+    use ::runtime::{RunRequest, Runtime, Scripted, ScriptedPlanner};
     let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
-    let mut config = RuntimeConfig::new(browser::data_dir(global));
-    if let Some(endpoint) = &global.browser_endpoint {
-        config.browser = ::runtime::BrowserSource::Endpoint(endpoint.clone());
-    } else {
-        config.browser = ::runtime::BrowserSource::Launch(browser::launch_options(global));
-    }
+    // The configured browser, viewport and lists (one resolution for every command).
+    let mut config = crate::config::resolve(global, None)?.runtime;
     config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
     let rt = Runtime::start(config).await?;
     let session = rt.create_session().await?;

@@ -30,12 +30,13 @@ pub fn data_dir(global: &Global) -> PathBuf {
     }
 }
 
-/// The launch options the global flags describe.
-pub fn launch_options(global: &Global) -> LaunchOptions {
-    let mut options = LaunchOptions::new(data_dir(global));
-    options.executable = global.chromium.clone();
-    options.headless = !global.headed;
-    options
+/// The launch options the configuration describes (file, env and flags: the same resolution
+/// `serve` uses, so `--viewport` and the rest mean the same everywhere).
+pub fn launch_options(global: &Global) -> anyhow::Result<LaunchOptions> {
+    Ok(match crate::config::resolve(global, None)?.runtime.browser {
+        ::runtime::BrowserSource::Launch(options) => options,
+        ::runtime::BrowserSource::Endpoint(_) => LaunchOptions::new(data_dir(global)),
+    })
 }
 
 /// Launches Chromium, or connects to `--browser-endpoint` when given.
@@ -47,7 +48,7 @@ pub async fn open(global: &Global) -> anyhow::Result<BrowserHandle> {
             (conn, None)
         }
         None => {
-            let browser = Browser::launch(&launch_options(global)).await?;
+            let browser = Browser::launch(&launch_options(global)?).await?;
             let conn = browser.connect(ConnectionOptions::default()).await?;
             (conn, Some(browser))
         }

@@ -53,7 +53,7 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        let options = browser::launch_options(global);
+        let options = browser::launch_options(global)?;
         out!(
             "  mode       {}, sandbox {}",
             if options.headless { "headless" } else { "headed" },

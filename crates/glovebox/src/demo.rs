@@ -5,10 +5,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ::runtime::{ApprovalDecision, Assertion, EventKind, RunRequest, Runtime, RuntimeConfig, Scripted, ScriptedPlanner};
+use ::runtime::{ApprovalDecision, Assertion, EventKind, RunRequest, Runtime, Scripted, ScriptedPlanner};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::browser;
 use crate::cli::Global;
 use crate::pages::LoopbackPages;
 
@@ -17,11 +16,7 @@ const FORM_PAGE: &str = include_str!("../../browser/tests/fixtures/form.html");
 /// Runs the demo task. `answer` decides approvals without asking (`None` = ask on the terminal).
 pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::Result<ExitCode> {
     let pages = LoopbackPages::serve([("/".to_owned(), FORM_PAGE.to_owned())].into()).await?;
-    let mut config = RuntimeConfig::new(browser::data_dir(global));
-    config.browser = match &global.browser_endpoint {
-        Some(endpoint) => ::runtime::BrowserSource::Endpoint(endpoint.clone()),
-        None => ::runtime::BrowserSource::Launch(browser::launch_options(global)),
-    };
+    let config = crate::config::resolve(global, None)?.runtime;
     let rt = Runtime::start(config).await?;
     let session = rt.create_session().await?;
     eprintln!("demo: signing up \"Ada\" on {} (an origin nobody trusted yet, so a person is asked)", pages.url("/"));

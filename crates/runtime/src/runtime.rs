@@ -242,6 +242,41 @@ impl Runtime {
         SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))
     }
 
+    /// Sizes a new tab's window so that its page viewport (`innerWidth` × `innerHeight`) is the
+    /// configured size: a window's size includes the browser's own frame (about 87 px in headless
+    /// Chromium), so a point computed from the configured size would miss. Done on the blank tab,
+    /// before its first observation, and once per window (later tabs of the window fit already).
+    /// Best effort: a browser that refuses keeps its size, and observations report the real one.
+    async fn fit_viewport(&self, tab: &Tab) {
+        let BrowserSource::Launch(options) = &self.inner.config.browser else { return };
+        let (want_w, want_h) = (i64::from(options.window_size.0), i64::from(options.window_size.1));
+        let inner = || async {
+            let reply = tab.session().call(cdp::domains::runtime::Evaluate::value("[innerWidth, innerHeight]")).await.ok()?;
+            let v = reply.result.value?;
+            Some((v.get(0)?.as_i64()?, v.get(1)?.as_i64()?))
+        };
+        let Some((w, h)) = inner().await else { return };
+        if (w, h) == (want_w, want_h) {
+            return;
+        }
+        let browser = self.connection().browser();
+        let Ok(window) = browser.call(cdp::domains::browser::GetWindowForTarget { target_id: tab.target_id().clone() }).await else { return };
+        let (Some(bw), Some(bh)) = (window.bounds.width, window.bounds.height) else { return };
+        let bounds = cdp::domains::browser::Bounds { width: Some(bw + want_w - w), height: Some(bh + want_h - h), ..Default::default() };
+        if let Err(e) = browser.call(cdp::domains::browser::SetWindowBounds { window_id: window.window_id, bounds }).await {
+            tracing::debug!(error = %e, "the browser kept its window size");
+            return;
+        }
+        // The resize lands asynchronously; the first observation must see the final size.
+        for _ in 0..50 {
+            if inner().await == Some((want_w, want_h)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tracing::debug!(want_w, want_h, "the page viewport did not reach the configured size");
+    }
+
     pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
         lock(&self.inner.sessions).get(session).cloned().ok_or_else(|| RuntimeError::UnknownSession(session.into()))
     }
@@ -266,6 +301,7 @@ impl Runtime {
         };
         let context = lock(&state.context_id).clone();
         let tab = Arc::new(Tab::open(&self.connection().browser(), context).await?);
+        self.fit_viewport(&tab).await;
         let surface = SurfaceId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let resource = self.record_agent_tab(session, &tab, url)?;
         let debugger = DebuggerLease::new(self, session, &resource, &tab.target_id().0);

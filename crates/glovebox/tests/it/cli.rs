@@ -84,8 +84,19 @@ fn observe_prints_a_redacted_snapshot_json_and_a_screenshot() {
     assert!(observation["aria_snapshot"].as_str().unwrap().contains("textbox \"Password\" [e2]: \"[redacted]\""));
     assert!(observation.get("screenshot").is_none(), "the image goes to the file, not stdout");
     assert_eq!(observation["screenshot_size"]["width"], 1280);
+    // The configured size is the page's viewport, not the window's (which includes the frame).
+    assert_eq!((observation["viewport"]["width"].as_f64(), observation["viewport"]["height"].as_f64()), (Some(1280.0), Some(720.0)));
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+}
+
+#[test]
+fn observe_honours_the_configured_viewport() {
+    let out = glovebox(&data_dir("observe-viewport")).args(["--viewport", "1000x700", "observe", "--demo", "--json"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let observation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!((observation["viewport"]["width"].as_f64(), observation["viewport"]["height"].as_f64()), (Some(1000.0), Some(700.0)));
 }
 
 #[test]
