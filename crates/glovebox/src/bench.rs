@@ -290,7 +290,17 @@ fn bench_store(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
     let path = browser::data_dir(global).join("bench").join(format!("store-{}.sqlite", std::process::id()));
     let mut samples = store::bench::bench_ownership_changes(&path, 2000)?;
     let _ = std::fs::remove_file(&path);
-    Ok(vec![("store: ownership change (claim or release), fsynced".to_owned(), Stats::of(&mut samples))])
+    let reconcile_path = path.with_extension("reconcile.sqlite");
+    let mut reconcile = store::bench::bench_reconcile(&reconcile_path, 20)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = reconcile_path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    Ok(vec![
+        ("store: ownership change (claim or release), fsynced".to_owned(), Stats::of(&mut samples)),
+        ("restart: reconcile 100 tab records + 25 approvals of a dead instance".to_owned(), Stats::of(&mut reconcile)),
+    ])
 }
 
 async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
@@ -422,5 +432,27 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     }
     results.push(("observe, debugger lease attached".to_owned(), Stats::of(&mut attached)));
     results.push(("observe after a detach (attach + observe)".to_owned(), Stats::of(&mut reattach)));
+
+    // Browser death → the first structured error: kill the launched browser, then observe at
+    // once; the time until the call fails with its code. Then reconnect for the next round.
+    if rt.browser_pid().is_some() {
+        let mut death = Vec::new();
+        for _ in 0..10 {
+            let session = rt.create_session().await?;
+            rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO).await?;
+            rt.observe(&session, None, &Default::default()).await?;
+            let pid = rt.browser_pid().unwrap_or_default();
+            let started = Instant::now();
+            std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status()?;
+            let failed = rt.observe(&session, None, &Default::default()).await;
+            death.push(started.elapsed());
+            if failed.is_ok() {
+                anyhow::bail!("an observe after the browser died succeeded");
+            }
+            rt.reconnect().await?;
+            let _ = rt.close_session(&session).await;
+        }
+        results.push(("browser killed → first structured error (observe)".to_owned(), Stats::of(&mut death)));
+    }
     Ok(results)
 }

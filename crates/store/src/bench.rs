@@ -71,3 +71,66 @@ pub fn percentiles(samples: &[Duration]) -> Option<Percentiles> {
     };
     Some(Percentiles { median: rank(50), p99: rank(99) })
 }
+
+/// Reconciling a dead instance: `rounds` times, a fresh database at `path` gets an instance that
+/// leaves 25 active sessions with 4 tab records each (a claimed tab, a deliverable, two unmarked
+/// agent tabs: 100 tab records) and an approval each; a second instance then ends the first
+/// (`end_instance`, one fsynced transaction). Returns one duration per round.
+pub fn bench_reconcile(path: &Path, rounds: usize) -> Result<Vec<Duration>> {
+    use crate::instance::InstanceEnd;
+    use crate::resource::Mark;
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+        let dead = {
+            let store = SqliteStore::open(path)?;
+            let dead = store.begin_instance(1, None)?;
+            for s in 0..25 {
+                let session = SessionId::new(format!("s{s}"));
+                store.create_session(&session, 2)?;
+                let tab = |id: String, ownership: Ownership, owner: Option<&SessionId>| NewResource {
+                    id: ResourceId::new(id),
+                    session_id: owner.cloned(),
+                    kind: ResourceKind::Tab,
+                    ownership,
+                    state: ResourceState::Owned,
+                    created_by_run: None,
+                    handle: None,
+                    url: None,
+                    title: None,
+                    now_ms: 3,
+                };
+                let user = store.insert_resource(&tab(format!("u{s}"), Ownership::User, None))?;
+                store.claim_resource(&user.id, &session, 4)?;
+                let kept = store.insert_resource(&tab(format!("k{s}"), Ownership::AgentCreated, Some(&session)))?;
+                store.set_mark(&kept.id, &session, Mark::Deliverable, &crate::id::TurnId::new("t"), 5)?;
+                for t in 0..2 {
+                    store.insert_resource(&tab(format!("a{s}-{t}"), Ownership::AgentCreated, Some(&session)))?;
+                }
+                store.record_approval(&crate::approval::NewApproval {
+                    id: format!("ap{s}"),
+                    session_id: session.clone(),
+                    instance: dead,
+                    run_id: crate::id::RunId::new(session.as_str()),
+                    action: "click".into(),
+                    origin: "https://example.test".into(),
+                    tier: "R2".into(),
+                    requested_at: 6,
+                    expires_at: 1_000_000,
+                })?;
+            }
+            dead
+        };
+        let store = SqliteStore::open(path)?;
+        store.begin_instance(10, None)?;
+        let start = Instant::now();
+        let report = store.end_instance(dead, InstanceEnd::Abandoned, 11)?;
+        samples.push(start.elapsed());
+        debug_assert_eq!(report.closed.len() + report.released.len() + report.kept.len(), 100);
+    }
+    Ok(samples)
+}
