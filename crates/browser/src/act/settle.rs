@@ -41,6 +41,10 @@ impl Tab {
             let id = event.params.get("requestId").and_then(Value::as_str).map(str::to_owned);
             match event.method.as_str() {
                 "Page.javascriptDialogOpening" => return true,
+                // A navigation requested into another tab or window (a Ctrl-, Shift- or middle-click
+                // on a link: disposition newTab/newWindow), or a download, leaves this page as it
+                // is: waiting for its load here stalled the action until its deadline.
+                "Page.frameRequestedNavigation" if event.params.get("disposition").and_then(Value::as_str).is_some_and(|d| d != "currentTab") => {}
                 "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
                     *navigating |= event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
                 }

@@ -531,3 +531,31 @@ async fn a_nested_frame_is_entered_through_its_parent_frame_by_refs() {
     let (_, o) = act(&tab, on(&o, press(json!([{"kind": "element", "ref": middle}, {"kind": "element", "ref": deep}]))), &options).await;
     assert!(o.unwrap().aria_snapshot().contains("button \"Pressed\""));
 }
+
+/// A Ctrl-, Shift- or middle-click on a link opens the page elsewhere and leaves this one as it
+/// is: the action settles without waiting for a navigation of this tab that never comes, and
+/// the receipt never claims a failure. (Headless Chromium opens such tabs without an opener, so
+/// the receipt cannot yet name the tab: issue 15 keeps that open.)
+#[tokio::test]
+async fn modifier_and_middle_clicks_on_links_settle_without_waiting_for_this_tab() {
+    let env = env().await;
+    let tab = env.open("/links.html").await;
+    // A deadline far past any settling, with a hang detector below it.
+    let options = ActOptions { deadline: Duration::from_secs(60), ..ActOptions::default() };
+    let mut o = observe(&tab).await;
+    for (i, click) in [
+        json!({"type": "click", "target": role("link", "Counter page"), "modifiers": ["Control"]}),
+        json!({"type": "click", "target": role("link", "Form page"), "button": "middle"}),
+        json!({"type": "click", "target": role("link", "Counter page"), "modifiers": ["Shift"]}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (outcome, next) = tokio::time::timeout(Duration::from_secs(20), act(&tab, on(&o, click.clone()), &options)).await.expect("settles, no stall");
+        // The effect is in another tab: dispatched, not confirmed on this page, never failed.
+        assert_ne!(outcome.receipt.state(), ReceiptState::Failed, "{click}: {:?}", outcome.receipt);
+        assert!(outcome.opened.len() <= 1, "{click} ({i})");
+        o = next.unwrap();
+        assert!(o.url().ends_with("/links.html"), "this tab stayed: {}", o.url());
+    }
+}
