@@ -384,10 +384,14 @@ impl Runtime {
             }
         }
         self.inner.approvals.withdraw_all();
-        // This instance ends: whatever a failed disposal left is reconciled now, not by the next start.
-        match self.inner.store.end_instance(self.inner.instance, store::InstanceEnd::Stopped, now_ms()) {
-            Ok(_) => self.inner.lock.remove(),
-            Err(e) => tracing::warn!(error = %e, "could not record this instance's end; the next start reconciles it"),
+        // This instance ends in order only if every disposal succeeded. Otherwise it stays open:
+        // its lock goes with the process, and the next start reconciles it (closing what a
+        // remote browser still shows first) rather than recording tabs closed that are not.
+        if reports.len() == sessions.len() && reports.iter().all(|r| r.ok) {
+            match self.inner.store.end_instance(self.inner.instance, store::InstanceEnd::Stopped, now_ms()) {
+                Ok(_) => self.inner.lock.remove(),
+                Err(e) => tracing::warn!(error = %e, "could not record this instance's end; the next start reconciles it"),
+            }
         }
         self.inner.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
         self.connection().close();
