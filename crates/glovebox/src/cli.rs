@@ -80,6 +80,11 @@ pub enum Cmd {
     /// Open a page as the person's own tab in the running `serve`/`mcp` browser, for an agent
     /// to claim with `tab_claim`; without a URL, lists the tabs no session owns.
     UserTab(UserTabArgs),
+    /// End the current turn of the running servers' MCP sessions (or of one session): their
+    /// unmarked agent tabs close, claimed tabs go back, marks of the turn expire. For a client's
+    /// turn-complete hook (Claude Code `Stop`, Codex `notify`); with no server running it does
+    /// nothing. Exits 1 when a cleanup failed (its tabs keep their owner and a recovery record).
+    TurnEnd(TurnEndArgs),
     /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
     /// on the terminal.
     Demo(DemoArgs),
@@ -106,6 +111,16 @@ pub struct ServeArgs {
     /// A browser Origin allowed to call the server (e.g. a web client). Repeatable.
     #[arg(long = "allow-client-origin", env = "GLOVEBOX_ALLOWED_CLIENT_ORIGINS", value_delimiter = ',')]
     pub allow_client_origin: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TurnEndArgs {
+    /// Only this Glovebox session (`session_…`, as `status` and GET /api/sessions name it).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// What a client hook passes (Codex appends its notification as JSON): a notification
+    /// whose `type` is not `agent-turn-complete` ends nothing.
+    pub notification: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use runtime::Runtime;
 use serde_json::{Value, json};
 
-use crate::cli::{ApproveArgs, Global, ServeArgs, UserTabArgs};
+use crate::cli::{ApproveArgs, Global, ServeArgs, TurnEndArgs, UserTabArgs};
 use crate::config;
 
 fn discovery_dir(data_dir: &Path) -> PathBuf {
@@ -218,6 +218,53 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
         }
     }
     Ok(servers)
+}
+
+/// `glovebox turn-end [--session ID] [NOTIFICATION]`: the turn end of a client hook.
+pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode> {
+    if let Some(note) = &args.notification
+        && let Ok(v) = serde_json::from_str::<Value>(note)
+        && let Some(kind) = v.get("type").and_then(Value::as_str)
+        && kind != "agent-turn-complete"
+    {
+        return Ok(ExitCode::SUCCESS); // another notification: not a turn's end
+    }
+    // No data directory of servers, or none running: nothing to end (a hook must not fail).
+    let servers = running_servers(global).unwrap_or_default();
+    let body = match &args.session {
+        Some(s) => json!({"session": s}),
+        None => json!({}),
+    };
+    let mut failed = false;
+    let mut found = args.session.is_none();
+    for (url, token) in &servers {
+        let (status, reply) = request(url, token, "POST", "/api/turn-end", Some(&body))?;
+        match status {
+            200 => {
+                found = true;
+                for t in reply["ended"].as_array().into_iter().flatten() {
+                    let r = &t["report"];
+                    let count = |k: &str| r[k].as_array().map_or(0, Vec::len);
+                    out!(
+                        "{} {}: {} closed, {} released, {} kept{}",
+                        t["session"].as_str().unwrap_or(""),
+                        t["turn"].as_str().unwrap_or(""),
+                        count("closed"),
+                        count("released"),
+                        count("kept"),
+                        if r["ok"] == json!(true) { String::new() } else { format!(", {} FAILED (kept with a recovery record)", count("failed")) }
+                    );
+                    failed |= r["ok"] != json!(true);
+                }
+            }
+            404 if args.session.is_some() => {}
+            _ => bail!("{url} refused the turn end ({status}): {reply}"),
+        }
+    }
+    if !found {
+        bail!("no running server has the session {}", args.session.as_deref().unwrap_or_default());
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// `glovebox user-tab [URL]`: a person's tab for an agent to claim, or the list of them.

@@ -186,6 +186,8 @@ pub(crate) enum Call {
     TabMark(TabMarkArgs),
     Status,
     Cleanup,
+    ContextReset,
+    Activate,
     ComputerUse(Box<ComputerUseArgs>),
 }
 
@@ -206,6 +208,8 @@ impl Call {
             t::TAB_MARK => Call::TabMark(parse(name, args)?),
             t::STATUS => parse::<NoArgs>(name, args).map(|_| Call::Status)?,
             t::CLEANUP => parse::<NoArgs>(name, args).map(|_| Call::Cleanup)?,
+            t::CONTEXT_RESET => parse::<NoArgs>(name, args).map(|_| Call::ContextReset)?,
+            t::ACTIVATE => parse::<NoArgs>(name, args).map(|_| Call::Activate)?,
             t::COMPUTER_USE if planner => Call::ComputerUse(Box::new(parse(name, args)?)),
             other => return Err(Refused::NoSuchTool(other.to_owned())),
         })

@@ -6,6 +6,12 @@
 //! The same channel is the host's for a person's own tabs: `POST /api/user-tabs` with
 //! `{"url": …}` opens a tab as the person's (no session owns it; a session may claim it with
 //! `tab_claim`), and `GET /api/user-tabs` lists the tabs no session owns.
+//!
+//! Turns: `GET /api/sessions` lists the sessions with their current turn; `POST /api/turn-end`
+//! with `{}` (or `{"session": …}`) ends the current turn of every session whose client ends its
+//! own turns (MCP, CLI; not host chat sessions), or of the one named: unmarked agent tabs close,
+//! claims go back, marks of that turn expire at the next one. `glovebox turn-end` is its client,
+//! for a client's turn-complete hook.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -69,6 +75,13 @@ struct DecisionBody {
     decision: PersonDecision,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TurnEndBody {
+    #[serde(default)]
+    session: Option<String>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UserTabBody {
@@ -81,6 +94,8 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/approvals", get(list))
         .route("/api/approvals/{id}", post(resolve))
         .route("/api/user-tabs", get(user_tabs).post(open_user_tab))
+        .route("/api/sessions", get(sessions))
+        .route("/api/turn-end", post(turn_end))
         .with_state(PersonState { runtime, token })
 }
 
@@ -160,6 +175,42 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
                 protocol::ErrorCode::BackendUnavailable | protocol::ErrorCode::TargetLost | protocol::ErrorCode::Timeout => StatusCode::BAD_GATEWAY,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
+            (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+        }
+    }
+}
+
+async fn sessions(State(state): State<PersonState>, headers: HeaderMap) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    Json(json!({"sessions": state.runtime.sessions()})).into_response()
+}
+
+async fn turn_end(State(state): State<PersonState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    let body: TurnEndBody = if body.iter().all(u8::is_ascii_whitespace) {
+        TurnEndBody::default()
+    } else {
+        match parse(&body) {
+            Ok(b) => b,
+            Err(refused) => return *refused,
+        }
+    };
+    let only = match body.session.map(protocol::SessionId::new).transpose() {
+        Ok(only) => only,
+        Err(e) => return (StatusCode::NOT_FOUND, Json(json!({"error": "unknown_surface", "message": format!("no such session: {e}")}))).into_response(),
+    };
+    match state.runtime.end_turns(only.as_ref()).await {
+        Ok(ended) => {
+            let ok = ended.iter().all(|t| t.report.ok);
+            tracing::info!(sessions = ended.len(), ok, "turn end");
+            Json(json!({"ok": ok, "ended": ended})).into_response()
+        }
+        Err(e) => {
+            let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::INTERNAL_SERVER_ERROR };
             (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
         }
     }

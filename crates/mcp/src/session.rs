@@ -13,7 +13,8 @@ pub(crate) struct SessionSlot {
     runtime: Runtime,
     id: tokio::sync::Mutex<Option<protocol::SessionId>>,
     pub(crate) untrusted: Untrusted,
-    pub(crate) turn: std::sync::atomic::AtomicU64,
+    /// The revision of the session's surface contexts (each `surfaces`/`tabs` call is one).
+    pub(crate) revision: std::sync::atomic::AtomicU64,
     rate: Mutex<Bucket>,
     limit: RateLimit,
 }
@@ -28,7 +29,7 @@ impl SessionSlot {
             runtime,
             id: tokio::sync::Mutex::new(None),
             untrusted: Untrusted::new(),
-            turn: std::sync::atomic::AtomicU64::new(0),
+            revision: std::sync::atomic::AtomicU64::new(0),
             rate: Mutex::new(Bucket::new(limit, Instant::now())),
             limit,
         }
@@ -44,6 +45,11 @@ impl SessionSlot {
         tracing::info!(session = %created, "MCP session started a Glovebox session");
         *id = Some(created.clone());
         Ok(created)
+    }
+
+    /// The Glovebox session id if one was created (never creates one).
+    pub(crate) async fn existing(&self) -> Option<protocol::SessionId> {
+        self.id.lock().await.clone()
     }
 
     /// Takes one tool call from the bucket, or says how long to wait.

@@ -32,6 +32,13 @@ pub const STATUS: &str = "status";
 /// `cleanup`: finalize the browser task now, when the user asked for it (`browser_cleanup`).
 pub const CLEANUP: &str = "cleanup";
 
+/// `context_reset`: finalize and switch the browser tools off, when the user asked for it
+/// (`browser_context_reset`).
+pub const CONTEXT_RESET: &str = "context_reset";
+/// `browser_activate`: switch the browser tools on again after a context reset (the only tool
+/// listed while they are off).
+pub const ACTIVATE: &str = "browser_activate";
+
 /// `computer_use`: a whole task run by the configured planner, verified by the runtime.
 pub const COMPUTER_USE: &str = "computer_use";
 
@@ -69,6 +76,20 @@ pub fn with_planner(planner: bool) -> Vec<Tool> {
         tools.push(computer_use());
     }
     tools
+}
+
+/// What a session lists after a context reset switched its browser tools off: only the way to
+/// switch them on again.
+pub fn inactive() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            ACTIVATE,
+            "Switch this session's browser tools on again. They were switched off by a context reset; call this only when the user asks for the browser again. The tool list changes (tools/list_changed).",
+            object(schema::<NoArgs>()),
+        )
+        .with_title("Switch the browser tools on")
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+    ]
 }
 
 /// `computer_use(task, surface, url, max_steps, max_seconds, success_when)`.
@@ -161,6 +182,13 @@ pub fn all() -> Vec<Tool> {
             object(schema::<NoArgs>()),
         )
         .with_title("Finalize the browser task")
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false)),
+        Tool::new(
+            CONTEXT_RESET,
+            "Reset this session's browser context: finalize the task like `cleanup`, then switch the browser tools off (the tool list changes; calls with the old tools are refused) until the user asks for the browser again. Use it only when the user explicitly asks to reset or clear the browser context. A reset whose cleanup did not fully succeed changes nothing and is an error.",
+            object(schema::<NoArgs>()),
+        )
+        .with_title("Reset the browser context")
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false)),
     ]
 }

@@ -22,17 +22,18 @@ def emit(obj):
 
 
 @asynccontextmanager
-async def connect(args, elicit=None):
+async def connect(args, elicit=None, on_message=None):
+    extra = {"message_handler": on_message} if on_message else {}
     if args.url:
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
         async with streamablehttp_client(args.url, headers=headers) as (read, write, _):
-            async with ClientSession(read, write, elicitation_callback=elicit) as session:
+            async with ClientSession(read, write, elicitation_callback=elicit, **extra) as session:
                 init = await session.initialize()
                 yield session, init
     else:
         params = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:], env=None)
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, elicitation_callback=elicit) as session:
+            async with ClientSession(read, write, elicitation_callback=elicit, **extra) as session:
                 init = await session.initialize()
                 yield session, init
 
@@ -273,6 +274,68 @@ async def scenario_hold(args):
         out["pending"] = (await call(session, "tab_open", {"url": untrusted}))["header"]
         emit(out)
         sys.stdin.readline()  # killed here
+
+
+async def scenario_turns(args):
+    """Turns ended from outside (the test plays the client's turn-complete hook): an unmarked
+    agent tab closes at the turn end, a marked one is kept for that turn only; a cleanup that
+    fails is a tool error; a context reset switches the tools off (tools/list_changed), a call
+    from the old tool list is refused, and browser_activate switches them on again."""
+    notes = []
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ToolListChangedNotification):
+            notes.append("tools/list_changed")
+
+    out = {}
+    async with connect(args, on_message=on_message) as (session, _):
+        out["tools_before"] = len((await session.list_tools()).tools)
+        kept = (await call(session, "tab_open", {"url": args.fixture[0]}))["header"]["opened"]
+        temp = (await call(session, "tab_open", {"url": args.fixture[1]}))["header"]["opened"]
+        out["opened"] = [kept, temp]
+        out["marked"] = (await call(session, "tab_mark", {"surface": kept, "mark": "deliverable"}))["header"]
+        # A surfaces call in the middle of a turn does not start another turn.
+        await call(session, "surfaces")
+        emit({"step": "first turn"})
+        sys.stdin.readline()  # the hook ends the turn
+        out["after_first"] = (await call(session, "tabs"))["header"]["tabs"]
+        emit({"step": "second turn"})
+        sys.stdin.readline()  # ends again: the mark was not renewed
+        out["after_second"] = (await call(session, "tabs"))["header"]["tabs"]
+        out["opened_again"] = (await call(session, "tab_open", {"url": args.fixture[1]}))["header"].get("opened")
+        emit({"step": "freeze"})
+        sys.stdin.readline()  # the browser is frozen now
+        cleanup = await call(session, "cleanup")
+        out["failed_cleanup"] = {"is_error": cleanup["error"], **cleanup["header"]}
+        emit({"step": "thaw"})
+        sys.stdin.readline()  # the browser runs again
+        reset = await call(session, "context_reset")
+        out["reset"] = {"is_error": reset["error"], **reset["header"]}
+        for _ in range(50):
+            if notes:
+                break
+            await asyncio.sleep(0.05)
+        out["notified"] = list(notes)
+        out["tools_after_reset"] = [t.name for t in (await session.list_tools()).tools]
+        stale = await call(session, "tab_open", {"url": args.fixture[0]})
+        out["stale_call"] = {"is_error": stale["error"], **stale["header"]}
+        activated = await call(session, "browser_activate")
+        out["activated"] = activated["header"]
+        out["tools_after_activate"] = len((await session.list_tools()).tools)
+        out["works_again"] = (await call(session, "tab_open", {"url": args.fixture[0]}))["header"].get("opened")
+    emit(out)
+
+
+async def scenario_turn_hook(args):
+    """One turn of a client whose turn-complete hook runs `glovebox turn-end`: two tabs, one
+    marked; the test runs the hook, then the client lists what is left."""
+    async with connect(args) as (session, _):
+        kept = (await call(session, "tab_open", {"url": args.fixture[0]}))["header"]["opened"]
+        await call(session, "tab_open", {"url": args.fixture[1]})
+        await call(session, "tab_mark", {"surface": kept, "mark": "handoff"})
+        emit({"kept": kept})
+        sys.stdin.readline()  # the hook ran
+        emit({"tabs": (await call(session, "tabs"))["header"]["tabs"]})
 
 
 def main():

@@ -31,6 +31,8 @@ pub enum RuntimeError {
     Browser(#[from] BrowserError),
     #[error("invalid action: {0}")]
     InvalidAction(String),
+    #[error("this session's browser tools were reset (context_reset): they stay off until the user asks for the browser again")]
+    ToolsInactive,
     #[error("approval {approval_id} cannot be decided: {why}")]
     UnknownApproval { approval_id: protocol::ApprovalId, why: &'static str },
     #[error("the data directory cannot be used: {path}: {why}")]
@@ -53,7 +55,7 @@ impl RuntimeError {
         match self {
             RuntimeError::UnknownSession(_) | RuntimeError::UnknownSurface { .. } => ErrorCode::UnknownSurface,
             RuntimeError::AmbiguousSurface { .. } | RuntimeError::NoSurface => ErrorCode::AmbiguousSurface,
-            RuntimeError::CapabilityDenied { .. } => ErrorCode::CapabilityDenied,
+            RuntimeError::CapabilityDenied { .. } | RuntimeError::ToolsInactive => ErrorCode::CapabilityDenied,
             RuntimeError::LeaseConflict { .. } => ErrorCode::LeaseConflict,
             RuntimeError::OriginDenied { .. } => ErrorCode::OriginDenied,
             RuntimeError::NeedsApproval { .. } => ErrorCode::NeedsApproval,

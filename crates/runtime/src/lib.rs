@@ -29,7 +29,7 @@ pub use error::RuntimeError;
 pub use events::{Event, EventKind};
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
-pub use lifecycle::{BrowserStatus, CleanupReport, TabStatus, UserTab};
+pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
 pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
 pub use run::{RunHandle, RunRequest};
 pub use runtime::{Runtime, SurfaceId};

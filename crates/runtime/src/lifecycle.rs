@@ -39,6 +39,28 @@ pub struct CleanupReport {
     pub bridge: String,
 }
 
+/// A session as a person's tools list it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub session: String,
+    /// Its current turn.
+    pub turn: String,
+    pub tools_active: bool,
+    /// Tabs it holds now.
+    pub tabs: usize,
+    /// Whether the host API ends its turns (a chat session) rather than its own client.
+    pub host: bool,
+}
+
+/// One session's turn end ([`Runtime::end_turns`]).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TurnEnded {
+    pub session: SessionId,
+    /// The turn that ended.
+    pub turn: String,
+    pub report: CleanupReport,
+}
+
 /// A tab a person has open that no session owns: what a session may claim
 /// ([`Runtime::claim_tab`]). Its URL (redacted) and title are page-derived.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -128,8 +150,24 @@ impl Runtime {
     /// Marks browser tools active for the session (sticky until reset, session end or disposal).
     /// Only a change is recorded, with an audit entry: activation happens once per activation
     /// span, never per turn (`002_…`: "后续 turn 直接复用已经激活的工具").
+    /// After a context reset this is what turns them on again (the user asked for the browser).
     pub fn activate_tools(&self, session: &SessionId) -> Result<(), RuntimeError> {
-        self.activate(session.as_str())
+        let state = self.session(session.as_str())?;
+        if state.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
+        }
+        let current = self.inner.store.get_session(&sid(session.as_str())).map_err(RuntimeError::from)?;
+        if current.state == store::SessionState::Reset {
+            self.inner.store.set_session_state(&sid(session.as_str()), store::SessionState::Active, now_ms()).map_err(RuntimeError::from)?;
+        }
+        self.activate(session.as_str())?;
+        state.tools_active.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Whether the session's browser tools are on (false after a successful context reset).
+    pub fn tools_active(&self, session: &SessionId) -> Result<bool, RuntimeError> {
+        Ok(self.session(session.as_str())?.tools_active.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     pub(crate) fn activate(&self, session: &str) -> Result<(), RuntimeError> {
@@ -292,6 +330,61 @@ impl Runtime {
     /// release unmarked claims, keep tabs marked in this turn, detach every debugger lease of
     /// the session, kept tabs included (the next operation attaches again on demand). Tools stay
     /// active; the connection stays up.
+    /// The session's current turn (`turn_<n>`): the one a mark made now belongs to and the one
+    /// [`Runtime::end_current_turn`] ends.
+    pub fn current_turn(&self, session: &SessionId) -> Result<String, RuntimeError> {
+        let state = self.session(session.as_str())?;
+        Ok(format!("turn_{}", state.turns_ended.load(std::sync::atomic::Ordering::SeqCst) + 1))
+    }
+
+    /// Ends the session's current turn ([`Runtime::end_turn`]) and starts the next: what a client
+    /// hook (`glovebox turn-end`) or the host API's turn end calls. Returns the turn that ended.
+    pub async fn end_current_turn(&self, session: &SessionId) -> Result<(String, CleanupReport), RuntimeError> {
+        let state = self.session(session.as_str())?;
+        // The next turn begins now: a mark that lands after this point belongs to it.
+        let ended = state.turns_ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let turn = format!("turn_{ended}");
+        let report = self.end_turn(session, &turn).await?;
+        Ok((turn, report))
+    }
+
+    /// The sessions of this runtime, for a person's tools (`glovebox turn-end`, status).
+    pub fn sessions(&self) -> Vec<SessionSummary> {
+        let sessions: Vec<(String, Arc<crate::runtime::SessionState>)> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut out: Vec<SessionSummary> = sessions
+            .into_iter()
+            .filter(|(_, s)| !s.closing.load(std::sync::atomic::Ordering::SeqCst))
+            .map(|(id, s)| SessionSummary {
+                turn: format!("turn_{}", s.turns_ended.load(std::sync::atomic::Ordering::SeqCst) + 1),
+                tools_active: s.tools_active.load(std::sync::atomic::Ordering::SeqCst),
+                tabs: s.tabs.lock().unwrap_or_else(|p| p.into_inner()).len(),
+                host: s.host_turns.load(std::sync::atomic::Ordering::SeqCst),
+                session: id,
+            })
+            .collect();
+        out.sort_by(|a, b| a.session.cmp(&b.session));
+        out
+    }
+
+    /// Ends the current turn of `only`, or of every session whose turns its own client ends
+    /// (not the host API's chat sessions, whose turns the host ends). One report per session.
+    pub async fn end_turns(&self, only: Option<&SessionId>) -> Result<Vec<TurnEnded>, RuntimeError> {
+        let targets: Vec<SessionId> = match only {
+            Some(s) => {
+                self.session(s.as_str())?;
+                vec![s.clone()]
+            }
+            None => self.sessions().into_iter().filter(|s| !s.host).filter_map(|s| SessionId::new(s.session).ok()).collect(),
+        };
+        let mut out = Vec::new();
+        for session in targets {
+            let (turn, report) = self.end_current_turn(&session).await?;
+            out.push(TurnEnded { session, turn, report });
+        }
+        Ok(out)
+    }
+
     pub async fn end_turn(&self, session: &SessionId, turn: &str) -> Result<CleanupReport, RuntimeError> {
         let session = session.as_str();
         self.inner.store.set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms()).map_err(RuntimeError::from)?;
@@ -314,6 +407,7 @@ impl Runtime {
             return Ok(report);
         }
         self.deactivate_tools(session, "context_reset")?;
+        self.session(session)?.tools_active.store(false, std::sync::atomic::Ordering::SeqCst);
         self.inner.store.set_session_state(&sid(session), store::SessionState::Reset, now_ms()).map_err(RuntimeError::from)?;
         report.tools_active = false;
         Ok(report)

@@ -81,6 +81,16 @@ pub(crate) struct SessionState {
     pub(crate) focused: Mutex<Option<SurfaceId>>,
     /// The next tab's key number (`s1`, `s2`, …; never reused in the session).
     pub(crate) next_key: std::sync::atomic::AtomicU32,
+    /// How many turns of the session have ended: the current turn is `turn_<ended + 1>`. The
+    /// runtime owns it, so a turn end from outside (`glovebox turn-end`, the host API) and a
+    /// mark from the model name the same turn.
+    pub(crate) turns_ended: AtomicU64,
+    /// Whether the session's browser tools are on: off after a successful context reset until
+    /// `activate_tools`; every operation of an inactive session is refused (`ToolsInactive`).
+    pub(crate) tools_active: AtomicBool,
+    /// Who ends the session's turns: the host API (its chat turns) or the session's own client
+    /// (MCP, CLI) through `end_current_turn`. `glovebox turn-end` leaves host sessions alone.
+    pub(crate) host_turns: AtomicBool,
 }
 
 pub(crate) struct Inner {
@@ -237,6 +247,9 @@ impl Runtime {
             debuggers: Mutex::default(),
             focused: Mutex::default(),
             next_key: std::sync::atomic::AtomicU32::new(1),
+            turns_ended: AtomicU64::new(0),
+            tools_active: AtomicBool::new(true),
+            host_turns: AtomicBool::new(false),
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
         SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))
@@ -405,6 +418,9 @@ impl Runtime {
             .map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
         if state.closing.load(Ordering::SeqCst) {
             return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
+        }
+        if !state.tools_active.load(Ordering::SeqCst) {
+            return Err(RuntimeError::ToolsInactive);
         }
         self.ensure_connected().await?;
         self.retry_failed_detaches(&state).await;

@@ -45,11 +45,73 @@ async fn stdio_initialises_lists_tools_and_drives_a_form() {
     let tools = scenario("tools", &data_dir, &fixtures.origin(), &[]).await;
     assert_eq!(tools["server"], "glovebox");
     let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["surfaces", "observe", "act", "tabs", "tab_open", "tab_close", "tab_claim", "tab_release", "tab_mark", "status", "cleanup"]);
+    assert_eq!(
+        names,
+        ["surfaces", "observe", "act", "tabs", "tab_open", "tab_close", "tab_claim", "tab_release", "tab_mark", "status", "cleanup", "context_reset"]
+    );
 
     let flow = scenario("flow", &data_dir, &fixtures.origin(), &[fixtures.url("/form.html")]).await;
     assert_eq!(flow["clicked_error"], false, "{flow}");
     assert!(flow["welcome"].as_bool().unwrap(), "{flow}");
     assert_eq!(flow["stale"]["error"], "stale_observation");
     assert_eq!(fixtures.writes().len(), 1);
+}
+
+/// The turn end a client hook runs (`glovebox turn-end`, for Claude Code's `Stop` hook or Codex's
+/// `notify`) reaches the stdio server of the same data directory: the unmarked agent tab closes,
+/// the marked one stays. A notification that is not a turn's end ends nothing; with no server
+/// running the hook does nothing and succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    let data_dir = crate::data_dir("mcp-turn-hook");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let hook = |args: &[&str]| {
+        let out = crate::glovebox(&data_dir).arg("turn-end").args(args).env("GLOVEBOX_CONFIG", "/dev/null").output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, _, stderr) = hook(&[]);
+    assert_eq!(code, Some(0), "no server: nothing to end, and a hook must not fail: {stderr}");
+
+    let mut command = tokio::process::Command::new(python());
+    command
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+        .arg("turn_hook")
+        .args(["--fixture", &fixtures.url("/table.html"), "--fixture", &fixtures.url("/form.html")])
+        .arg("--stdio")
+        .arg(env!("CARGO_BIN_EXE_glovebox"))
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .args(["--trust", &fixtures.origin(), "mcp"])
+        .env_remove("GLOVEBOX_BROWSER_ENDPOINT")
+        .env("GLOVEBOX_CONFIG", "/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line()).await.expect("the client answers").unwrap().expect("a line");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    let kept = next().await["kept"].clone();
+
+    let (code, stdout, stderr) = hook(&[r#"{"type": "approval-requested"}"#]);
+    assert_eq!((code, stdout.as_str()), (Some(0), ""), "not a turn's end: {stderr}");
+    let (code, stdout, stderr) = hook(&[r#"{"type": "agent-turn-complete", "turn-id": "12"}"#]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("turn_1: 1 closed, 0 released, 1 kept"), "{stdout}");
+    let (code, _, stderr) = hook(&["--session", "session_nope"]);
+    assert_eq!(code, Some(1), "an unknown session is named as such: {stderr}");
+    assert!(stderr.contains("no running server has the session"), "{stderr}");
+
+    let stdin = child.stdin.as_mut().unwrap();
+    stdin.write_all(b"hook ran\n").await.unwrap();
+    stdin.flush().await.unwrap();
+    assert_eq!(next().await["tabs"], serde_json::json!([kept]));
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
 }

@@ -1,6 +1,6 @@
 //! MCP over streamable HTTP (`serve`), in process, with the Python SDK as the client.
 
-use crate::{Client, env, env_with, over_http, page_count, raw_http, run, test_planner, until_pages};
+use crate::{Client, Env, env, env_with, over_http, page_count, raw_http, run, test_planner, until_pages};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -304,4 +304,75 @@ async fn cancelling_computer_use_cancels_the_run() {
     assert!(env.fixtures.writes().is_empty(), "nothing was submitted");
     client.send("done").await;
     client.finish().await;
+}
+
+/// A POST to the person channel with the person's token.
+async fn person_post(env: &Env, path: &str, token: &str, body: &str) -> (u16, Value) {
+    let addr = env.server.local_addr;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    let (status, body) = raw_http(addr, &request).await;
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// Turns over MCP (`000_…` §06, `002_…` turn end, finalize, context reset): a client hook ends
+/// the turn through the person channel (what `glovebox turn-end` calls): the unmarked agent tab
+/// closes, the marked one is kept for that turn only, a `surfaces` call mid-turn starts no turn;
+/// a cleanup that fails (a frozen browser) is `isError` with the structured report; a context
+/// reset sends `tools/list_changed`, lists only `browser_activate`, refuses a call from the old
+/// tool list, and `browser_activate` brings the tools back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
+    let env = env("turns", true, None).await;
+    let person = env.server.person.token.clone();
+    let baseline = page_count(&env.runtime).await;
+    let mut client = Client::start("turns", &over_http(&env), &[env.fixtures.url("/table.html"), env.fixtures.url("/form.html")]);
+    assert_eq!(client.next().await["step"], "first turn");
+    assert_eq!(person_post(&env, "/api/turn-end", "not-the-person", "{}").await.0, 401, "only a person's tool ends turns");
+    assert_eq!(person_post(&env, "/api/turn-end", &person, r#"{"bogus": 1}"#).await.0, 400);
+    assert_eq!(person_post(&env, "/api/turn-end", &person, r#"{"session": "session_nope"}"#).await.0, 404);
+    let (status, ended) = person_post(&env, "/api/turn-end", &person, "").await;
+    assert_eq!(status, 200, "{ended}");
+    let first = &ended["ended"][0];
+    assert_eq!(ended["ended"].as_array().unwrap().len(), 1, "{ended}");
+    assert_eq!(first["turn"], "turn_1", "the surfaces call did not start a turn: {ended}");
+    assert_eq!(first["report"]["closed"].as_array().unwrap().len(), 1, "the unmarked agent tab closed: {ended}");
+    assert_eq!(first["report"]["kept"].as_array().unwrap().len(), 1, "the deliverable was kept: {ended}");
+    client.send("turn ended").await;
+    assert_eq!(client.next().await["step"], "second turn");
+    let (_, ended) = person_post(&env, "/api/turn-end", &person, "{}").await;
+    assert_eq!(ended["ended"][0]["turn"], "turn_2", "{ended}");
+    assert_eq!(ended["ended"][0]["report"]["closed"].as_array().unwrap().len(), 1, "a mark lasts one turn: {ended}");
+    client.send("turn ended").await;
+    assert_eq!(client.next().await["step"], "freeze");
+    let pid = env.runtime.browser_pid().expect("a launched browser").to_string();
+    assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    client.send("frozen").await;
+    assert_eq!(client.next().await["step"], "thaw");
+    assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    client.send("thawed").await;
+    let out = client.next().await;
+    client.finish().await;
+
+    assert_eq!(out["tools_before"], 12, "{out}");
+    assert_eq!(out["after_first"], json!([out["opened"][0].clone()]), "{out}");
+    assert_eq!(out["after_second"], json!([]), "{out}");
+    let failed = &out["failed_cleanup"];
+    assert_eq!(failed["is_error"], true, "a failed cleanup is a tool error: {out}");
+    assert_eq!(failed["ok"], false, "{out}");
+    assert_eq!(failed["failed"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(failed["error"], "backend_unavailable", "{out}");
+    assert_eq!(out["reset"]["is_error"], false, "the reset retried the failed close and succeeded: {out}");
+    assert_eq!(out["reset"]["tools_active"], false, "{out}");
+    assert_eq!(out["notified"], json!(["tools/list_changed"]), "{out}");
+    assert_eq!(out["tools_after_reset"], json!(["browser_activate"]), "{out}");
+    assert_eq!(out["stale_call"]["is_error"], true, "{out}");
+    assert_eq!(out["stale_call"]["error"], "capability_denied", "a call from the old tool list is refused: {out}");
+    assert_eq!(out["activated"]["tools_active"], true, "{out}");
+    assert_eq!(out["tools_after_activate"], 12, "{out}");
+    assert!(out["works_again"].as_str().is_some(), "{out}");
+    assert_eq!(until_pages(&env.runtime, baseline).await, baseline, "the session's tabs are gone with it: {out}");
 }

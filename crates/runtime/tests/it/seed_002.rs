@@ -483,7 +483,7 @@ async fn integration_04_after_a_context_reset_the_old_snapshot_is_refused() {
     let key = context.surfaces()[0].surface_key().as_str().to_owned();
     for surface in [Some(name(&key)), Some(name("web:1")), None] {
         let err = env.runtime.act(s, surface.as_ref(), &click(&frame, "Add one"), &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
-        assert!(matches!(err.code(), ErrorCode::UnknownSurface | ErrorCode::AmbiguousSurface), "{err}");
+        assert_eq!(err.code(), ErrorCode::CapabilityDenied, "the tools are off until activated again: {err}");
         assert!(env.runtime.observe(s, surface.as_ref(), &Default::default()).await.is_err());
     }
     // The handed-over page was not clicked.
@@ -584,6 +584,7 @@ async fn integration_09_tools_are_deactivated_only_by_reset_or_disposal() {
     env.runtime.reconnect().await.unwrap();
     assert_eq!(tool_changes(&env, &s), vec!["activated"], "turn end, finalize, a failed reset and a reconnect deactivate nothing");
     assert!(env.runtime.context_reset(&s).await.unwrap().ok);
+    env.runtime.activate_tools(&s).unwrap();
     crate::open(&env.runtime, &s, &env.server.url("/login.html")).await.unwrap();
     env.runtime.close_session(&s).await.unwrap();
     assert_eq!(
@@ -690,7 +691,11 @@ async fn acceptance_6_context_reset_resets_tool_state_as_asked() {
     assert!(!current.tools_active && current.debugger_leases.is_empty());
     assert_eq!(current.bridge, "connected", "the bridge stays unless asked otherwise");
     assert_eq!(db(&env).get_session(&store::SessionId::new(s.as_str())).unwrap().state, store::SessionState::Reset);
-    // Asking for the browser again is a new, explicit activation.
+    // Nothing runs with the tools off; asking for the browser again is a new, explicit activation.
+    let refused = crate::open(&env.runtime, s, &env.server.url("/login.html")).await.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::CapabilityDenied, "{refused}");
+    env.runtime.activate_tools(s).unwrap();
+    assert_eq!(db(&env).get_session(&store::SessionId::new(s.as_str())).unwrap().state, store::SessionState::Active);
     crate::open(&env.runtime, s, &env.server.url("/login.html")).await.unwrap();
     assert_eq!(tool_changes(&env, s).len(), 3);
 }
