@@ -201,6 +201,11 @@ impl Connection {
         self.inner.options.command_timeout
     }
 
+    /// How many commands this connection has sent (to prove that a refused request sent none).
+    pub fn commands_sent(&self) -> u64 {
+        self.inner.next_id.load(Ordering::Relaxed) - 1
+    }
+
     /// Why the connection closed, or `None` while it is open.
     pub fn closed_reason(&self) -> Option<String> {
         lock(&self.inner.pending).closed.clone()

@@ -118,7 +118,9 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    let server = mcp::serve_http(runtime.clone(), settings.serve.clone()).await?;
+    // The host API's renderer WebSocket shares the listener (and its Host and Origin guards).
+    let options = mcp::HttpOptions { routes: Some(server::router(runtime.clone())), ..settings.serve.clone() };
+    let server = mcp::serve_http(runtime.clone(), options).await?;
     let _discovery = write_discovery(&data_dir, &server.person)?;
     let url = server.mcp_url();
     let mut headers = json!({});
@@ -137,6 +139,12 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     out!("Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):");
     out!("{}", serde_json::to_string_pretty(&client)?);
     out!();
+    out!(
+        "Host apps: POST {}/api/host/windows (person token) for a renderer nonce, then ws://{}{}",
+        server.person.base_url,
+        server.local_addr,
+        server::RENDERER_PATH
+    );
     out!("Approvals (for you, never for the model): glovebox approve <id>");
     out!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
     out!("Stop with Ctrl-C.");
@@ -157,7 +165,12 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    let person_side = mcp::HttpOptions { bind: "127.0.0.1:0".parse()?, token: Some(mcp::random_token(24)), ..settings.serve.clone() };
+    let person_side = mcp::HttpOptions {
+        bind: "127.0.0.1:0".parse()?,
+        token: Some(mcp::random_token(24)),
+        routes: Some(server::router(runtime.clone())),
+        ..settings.serve.clone()
+    };
     let person = mcp::serve_http(runtime.clone(), person_side).await?;
     let _discovery = write_discovery(&data_dir, &person.person)?;
     tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");

@@ -39,6 +39,9 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Options every session shares (the person channel is filled in by `serve_http`).
     pub mcp: McpOptions,
+    /// More routes on the same listener, behind the same Host and Origin guards (the host
+    /// API's renderer WebSocket).
+    pub routes: Option<axum::Router>,
 }
 
 impl Default for HttpOptions {
@@ -51,6 +54,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: 1 << 20,
             mcp: McpOptions::default(),
+            routes: None,
         }
     }
 }
@@ -236,11 +240,11 @@ pub async fn serve_http(runtime: Runtime, mut options: HttpOptions) -> Result<Ht
         token: options.token.map(Arc::new),
         max_body_bytes: options.max_body_bytes,
     };
-    let app = axum::Router::new()
-        .route_service("/mcp", service)
-        .merge(crate::person::router(runtime, person_token))
-        .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes))
-        .layer(middleware::from_fn_with_state(guard_state, guard));
+    let mut app = axum::Router::new().route_service("/mcp", service).merge(crate::person::router(runtime, person_token));
+    if let Some(routes) = options.routes.take() {
+        app = app.merge(routes);
+    }
+    let app = app.layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes)).layer(middleware::from_fn_with_state(guard_state, guard));
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(async move {

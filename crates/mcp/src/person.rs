@@ -7,6 +7,11 @@
 //! `{"url": …}` opens a tab as the person's (no session owns it; a session may claim it with
 //! `tab_claim`), and `GET /api/user-tabs` lists the tabs no session owns.
 //!
+//! Host windows: `POST /api/host/windows` with `{"window_id": …, "renderer_instance_id": …}`
+//! registers a desktop host's window and answers the one-time nonce its renderer presents on
+//! the renderer WebSocket (`server` crate); a plain web client without the token cannot claim a
+//! window.
+//!
 //! Turns: `GET /api/sessions` lists the sessions with their current turn; `POST /api/turn-end`
 //! with `{}` (or `{"session": …}`) ends the current turn of every session whose client ends its
 //! own turns (MCP, CLI; not host chat sessions), or of the one named: unmarked agent tabs close,
@@ -75,6 +80,13 @@ struct DecisionBody {
     decision: PersonDecision,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WindowBody {
+    window_id: String,
+    renderer_instance_id: String,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct TurnEndBody {
@@ -96,6 +108,7 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/user-tabs", get(user_tabs).post(open_user_tab))
         .route("/api/sessions", get(sessions))
         .route("/api/turn-end", post(turn_end))
+        .route("/api/host/windows", post(register_window))
         .with_state(PersonState { runtime, token })
 }
 
@@ -213,5 +226,22 @@ async fn turn_end(State(state): State<PersonState>, headers: HeaderMap, body: ax
             let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::INTERNAL_SERVER_ERROR };
             (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
         }
+    }
+}
+
+async fn register_window(State(state): State<PersonState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    let body: WindowBody = match parse(&body) {
+        Ok(b) => b,
+        Err(refused) => return *refused,
+    };
+    match state.runtime.register_window(&body.window_id, &body.renderer_instance_id) {
+        Ok(ticket) => {
+            tracing::info!(window = %ticket.window_id, "a host registered a window");
+            Json(ticket).into_response()
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response(),
     }
 }

@@ -26,7 +26,7 @@ pub enum Capability {
 }
 
 /// Where a surface sits in the verified layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Region {
     /// The left pane.

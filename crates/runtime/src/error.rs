@@ -31,6 +31,8 @@ pub enum RuntimeError {
     Browser(#[from] BrowserError),
     #[error("invalid action: {0}")]
     InvalidAction(String),
+    #[error("stale: {0}; send the registry's current revisions")]
+    StaleRevision(String),
     #[error("this session's browser tools were reset (context_reset): they stay off until the user asks for the browser again")]
     ToolsInactive,
     #[error("approval {approval_id} cannot be decided: {why}")]
@@ -63,6 +65,7 @@ impl RuntimeError {
             RuntimeError::Cancelled => ErrorCode::Cancelled,
             RuntimeError::Browser(e) => e.code(),
             RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
+            RuntimeError::StaleRevision(_) => ErrorCode::StaleObservation,
             RuntimeError::UnknownApproval { .. } => ErrorCode::InvalidAction,
             RuntimeError::DataDir { .. } => ErrorCode::BackendUnavailable,
             RuntimeError::Store(_) | RuntimeError::Internal(_) => ErrorCode::Internal,

@@ -24,6 +24,13 @@ use crate::events::{Event, EventKind};
 use crate::lease::{HeldLease, Lease, Leases};
 use crate::step::{ApprovalWait, StepAt};
 
+/// `bytes` random bytes from the OS as hex (nonces, request ids).
+pub(crate) fn random_hex(bytes: usize) -> Result<String, RuntimeError> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| RuntimeError::Internal(format!("the OS random number generator failed: {e}")))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
@@ -120,6 +127,8 @@ pub(crate) struct Inner {
     pub(crate) lock: crate::incarnation::InstanceLock,
     /// What this start reconciled of processes that died without cleaning up.
     pub(crate) reconciled: Mutex<crate::incarnation::Reconciliation>,
+    /// The host API's windows, renderer connections, registry and turn snapshots.
+    pub(crate) host: crate::host::HostRegistry,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -184,6 +193,7 @@ impl Runtime {
                 events,
                 runs: Mutex::default(),
                 offered_tabs: Mutex::default(),
+                host: Default::default(),
                 reconnecting: tokio::sync::Mutex::new(()),
                 stopping: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),

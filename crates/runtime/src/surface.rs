@@ -68,10 +68,7 @@ impl Runtime {
             let preview = if controllable(entry) {
                 // A tab that cannot be attached (gone, browser busy) previews as unavailable,
                 // like one that cannot be read: the turn still gets its context.
-                Some(match self.attach(entry).await {
-                    Ok(attached) => attached.tab().preview(Duration::from_millis(1500)).await,
-                    Err(_) => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
-                })
+                Some(self.preview_entry(entry, Duration::from_millis(1500)).await)
             } else {
                 None
             };
@@ -88,5 +85,27 @@ impl Runtime {
             surfaces,
         )
         .map_err(|e| internal(e.to_string()))
+    }
+}
+
+impl Runtime {
+    /// The bounded preview of one tab (`unavailable` when it cannot be attached or read).
+    pub(crate) async fn preview_entry(&self, entry: &TabEntry, deadline: Duration) -> protocol::Preview {
+        match self.attach(entry).await {
+            Ok(attached) => attached.tab().preview(deadline).await,
+            Err(_) => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
+        }
+    }
+
+    /// The preview of a surface of the session (its read barrier, like any observation).
+    pub(crate) async fn preview_of(&self, session: &SessionId, surface: crate::SurfaceId, deadline: Duration) -> protocol::Preview {
+        let Ok((state, _op)) = self.begin(session.as_str()).await else {
+            return protocol::Preview::unavailable(String::new(), String::new(), now_ms());
+        };
+        let entry = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).cloned();
+        match entry {
+            Some(entry) => self.preview_entry(&entry, deadline).await,
+            None => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
+        }
     }
 }

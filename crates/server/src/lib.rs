@@ -1,0 +1,275 @@
+//! The host API's renderer channel: a WebSocket at `/api/host/renderer` that a desktop host's
+//! renderer opens after its main process registered the window over the person channel
+//! (`POST /api/host/windows`, person token) and got a one-time nonce. Thin: every message is
+//! deserialised into the runtime's own types and handed to the runtime, which owns the
+//! registry, the turns and their snapshots (`runtime/src/host.rs`).
+//!
+//! Messages are JSON text frames, each `{"type": …, "id": …}` (the `id` is echoed back):
+//! - first `hello {nonce}` (within 5 s) → `welcome {window_id}`; anything else closes;
+//! - `registry {event}` → `ack {window_revision, layout_revision, surface_revision?}`;
+//! - `chat_turn {surface_refs}` → `surface_context {context, tools, session}`;
+//! - `tool_call {envelope, name: observe|act, arguments}` → `tool_result {surface, …}`;
+//! - `turn_end {chat_session_id, turn_id}` → `turn_ended {ended, report?}`.
+//!
+//! A refused message gets `error {code, message}` with a code of the closed set, and changes
+//! nothing; the connection stays. Registry events and chat turns are handled in the order they
+//! arrive (a chat turn sees every event sent before it); tool calls and turn ends run beside
+//! them. Closing the socket deletes the connection's registry entries and invalidates its
+//! bindings (`Runtime::disconnect_renderer`).
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use axum::routing::get;
+use futures_util::{SinkExt, StreamExt};
+use protocol::{ErrorCode, SurfaceName};
+use runtime::{ChatTurnRequest, ConnectionId, Envelope, RegistryEvent, Runtime, RuntimeError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// The path of the renderer WebSocket.
+pub const RENDERER_PATH: &str = "/api/host/renderer";
+/// How long a new socket may take to say hello.
+const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// The largest message a renderer may send.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+/// Tool calls and turn ends one connection may have running at once.
+const MAX_IN_FLIGHT: usize = 32;
+
+/// The renderer WebSocket route (mount it behind the server's Host and Origin guards).
+pub fn router(runtime: Runtime) -> axum::Router {
+    axum::Router::new().route(RENDERER_PATH, get(upgrade)).with_state(runtime)
+}
+
+async fn upgrade(State(runtime): State<Runtime>, ws: WebSocketUpgrade) -> Response {
+    ws.max_message_size(MAX_MESSAGE_BYTES).max_frame_size(MAX_MESSAGE_BYTES).on_upgrade(move |socket| serve(runtime, socket))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Hello {
+    #[serde(rename = "type")]
+    _type: HelloType,
+    nonce: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HelloType {
+    Hello,
+}
+
+/// One message after the hello.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum Incoming {
+    Registry {
+        #[serde(default)]
+        id: Value,
+        event: RegistryEvent,
+    },
+    ChatTurn {
+        #[serde(default)]
+        id: Value,
+        surface_refs: ChatTurnRequest,
+    },
+    ToolCall {
+        #[serde(default)]
+        id: Value,
+        envelope: Envelope,
+        name: ToolName,
+        #[serde(default)]
+        arguments: Value,
+    },
+    TurnEnd {
+        #[serde(default)]
+        id: Value,
+        chat_session_id: String,
+        turn_id: String,
+    },
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum ToolName {
+    Observe,
+    Act,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ObserveArguments {
+    #[serde(default)]
+    surface: Option<SurfaceName>,
+    #[serde(default)]
+    screenshot: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActArguments {
+    #[serde(default)]
+    surface: Option<SurfaceName>,
+    action: Value,
+}
+
+fn error(id: &Value, code: ErrorCode, message: &str) -> Value {
+    json!({"type": "error", "id": id, "code": code.as_str(), "message": message})
+}
+
+fn runtime_error(id: &Value, e: &RuntimeError) -> Value {
+    error(id, e.code(), &e.to_string())
+}
+
+/// The `id` of a message that did not parse, if it has one, to answer it.
+fn id_of(text: &str) -> Value {
+    serde_json::from_str::<Value>(text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null)
+}
+
+async fn serve(runtime: Runtime, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    // The hello, within its deadline, with a nonce the control channel issued.
+    let hello = tokio::time::timeout(HELLO_DEADLINE, stream.next()).await;
+    let nonce = match hello {
+        Ok(Some(Ok(Message::Text(text)))) => serde_json::from_str::<Hello>(&text).ok().map(|h| h.nonce),
+        _ => None,
+    };
+    let Some(nonce) = nonce else {
+        let refusal = error(&Value::Null, ErrorCode::InvalidAction, "the first message must be {\"type\":\"hello\",\"nonce\":…} within 5 s");
+        let _ = sink.send(Message::Text(refusal.to_string().into())).await;
+        let _ = sink.close().await;
+        return;
+    };
+    let (connection, window_id) = match runtime.connect_renderer(&nonce).await {
+        Ok(bound) => bound,
+        Err(e) => {
+            let _ = sink.send(Message::Text(runtime_error(&Value::Null, &e).to_string().into())).await;
+            let _ = sink.close().await;
+            return;
+        }
+    };
+    tracing::info!(window = %window_id, "a renderer connected");
+    let (tx, mut rx) = mpsc::channel::<Value>(64);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = rx.recv().await {
+            if sink.send(Message::Text(message.to_string().into())).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let _ = tx.send(json!({"type": "welcome", "window_id": window_id})).await;
+    let in_flight = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let mut tasks = tokio::task::JoinSet::new();
+    while let Some(message) = stream.next().await {
+        let text = match message {
+            Ok(Message::Text(text)) => text,
+            Ok(Message::Binary(_)) => {
+                let _ = tx.send(error(&Value::Null, ErrorCode::InvalidAction, "messages are JSON text frames")).await;
+                continue;
+            }
+            Ok(Message::Close(_)) | Err(_) => break,
+            Ok(_) => continue, // ping/pong
+        };
+        let incoming = match serde_json::from_str::<Incoming>(&text) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = tx.send(error(&id_of(&text), ErrorCode::InvalidAction, &format!("not a host API message: {e}"))).await;
+                continue;
+            }
+        };
+        match incoming {
+            Incoming::Registry { id, event } => {
+                let reply = match runtime.registry_event(connection, event).await {
+                    Ok(ack) => json!({"type": "ack", "id": id, "ack": ack}),
+                    Err(e) => runtime_error(&id, &e),
+                };
+                let _ = tx.send(reply).await;
+            }
+            Incoming::ChatTurn { id, surface_refs } => {
+                let reply = match runtime.chat_turn(connection, surface_refs).await {
+                    Ok(turn) => json!({"type": "surface_context", "id": id, "context": turn.context, "tools": turn.tools, "session": turn.session}),
+                    Err(e) => runtime_error(&id, &e),
+                };
+                let _ = tx.send(reply).await;
+            }
+            Incoming::ToolCall { id, envelope, name, arguments } => {
+                let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                    let _ = tx.send(error(&id, ErrorCode::LeaseConflict, &format!("{MAX_IN_FLIGHT} calls of this connection are running; wait for one"))).await;
+                    continue;
+                };
+                let (runtime, tx) = (runtime.clone(), tx.clone());
+                tasks.spawn(async move {
+                    let reply = tool_call(&runtime, connection, &id, &envelope, name, arguments).await;
+                    let _ = tx.send(reply).await;
+                    drop(permit);
+                });
+            }
+            Incoming::TurnEnd { id, chat_session_id, turn_id } => {
+                let (runtime, tx) = (runtime.clone(), tx.clone());
+                tasks.spawn(async move {
+                    let reply = match runtime.host_turn_end(connection, &chat_session_id, &turn_id).await {
+                        Ok(Some(ended)) => json!({"type": "turn_ended", "id": id, "ended": true, "turn": ended.turn, "report": ended.report}),
+                        Ok(None) => json!({"type": "turn_ended", "id": id, "ended": false}),
+                        Err(e) => runtime_error(&id, &e),
+                    };
+                    let _ = tx.send(reply).await;
+                });
+            }
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    tracing::info!(window = %window_id, "a renderer disconnected");
+    runtime.disconnect_renderer(connection).await;
+    // Calls in flight end with the connection: their futures are dropped (a run stops).
+    tasks.abort_all();
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn tool_call(runtime: &Runtime, connection: ConnectionId, id: &Value, envelope: &Envelope, name: ToolName, arguments: Value) -> Value {
+    let arguments = if arguments.is_null() { json!({}) } else { arguments };
+    match name {
+        ToolName::Observe => {
+            let args: ObserveArguments = match serde_json::from_value(arguments) {
+                Ok(a) => a,
+                Err(e) => return error(id, ErrorCode::InvalidAction, &format!("observe arguments: {e}")),
+            };
+            let options = browser::ObserveOptions { screenshot: args.screenshot.then_some(protocol::ImageMime::Png), ..Default::default() };
+            match runtime.host_observe(connection, envelope, args.surface.as_ref(), &options).await {
+                Ok((key, observation)) => json!({"type": "tool_result", "id": id, "surface": key, "observation": for_model(&observation)}),
+                Err(e) => runtime_error(id, &e),
+            }
+        }
+        ToolName::Act => {
+            let args: ActArguments = match serde_json::from_value(arguments) {
+                Ok(a) => a,
+                Err(e) => return error(id, ErrorCode::InvalidAction, &format!("act arguments: {e}")),
+            };
+            let action = match protocol::validate_extended_action(&args.action) {
+                Ok(a) => a,
+                Err(e) => return error(id, ErrorCode::InvalidAction, &e.to_string()),
+            };
+            match runtime.host_act(connection, envelope, args.surface.as_ref(), &action, &Default::default()).await {
+                Ok((key, outcome)) => json!({
+                    "type": "tool_result", "id": id, "surface": key, "receipt": outcome.receipt,
+                    "observation": outcome.observation.as_ref().map(for_model), "opened": outcome.opened.len(),
+                }),
+                Err(e) => runtime_error(id, &e),
+            }
+        }
+    }
+}
+
+/// An observation as a host forwards it to its model: without the backend's tab id (a model
+/// names surfaces by key or alias only).
+fn for_model(observation: &protocol::Observation) -> Value {
+    let mut value = serde_json::to_value(observation).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("target");
+    }
+    value
+}

@@ -1,0 +1,414 @@
+//! The host API against real parts: Chromium over CDP, `glovebox serve`'s listener (MCP, person
+//! channel and renderer WebSocket), and a real WebSocket client playing a desktop host's
+//! renderer. Acceptance cases of `000_…` §12: 1, 4, 5, 6, 7, 8, 9, 12, 13, 14, 23.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use runtime::{Runtime, RuntimeConfig};
+use serde_json::{Value, json};
+use test_support::FixtureServer;
+use tokio_tungstenite::tungstenite::Message;
+
+struct Env {
+    runtime: Runtime,
+    fixtures: FixtureServer,
+    server: mcp::HttpServer,
+}
+
+async fn env(name: &str) -> Env {
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("server-tests").join(name);
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let mut config = RuntimeConfig::new(&data_dir);
+    config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
+    // No idle detach while a test counts CDP commands.
+    config.debugger_idle_detach = Duration::from_secs(600);
+    let runtime = Runtime::start(config).await.expect("runtime starts");
+    let options = mcp::HttpOptions { bind: "127.0.0.1:0".parse().unwrap(), routes: Some(server::router(runtime.clone())), ..mcp::HttpOptions::default() };
+    let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");
+    Env { runtime, fixtures, server }
+}
+
+/// A raw HTTP/1.1 POST to the listener; returns status and JSON body.
+async fn post(env: &Env, path: &str, token: &str, body: &Value) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = env.server.local_addr;
+    let body = body.to_string();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A renderer: one WebSocket bound to one registered window.
+struct Renderer {
+    socket: Socket,
+    /// The chat session its turns belong to.
+    chat_session: String,
+    next: u64,
+    window_revision: u64,
+    layout_revision: u64,
+    /// Replies that arrived while another was awaited.
+    early: Vec<Value>,
+}
+
+async fn socket(env: &Env) -> Socket {
+    let url = format!("ws://{}{}", env.server.local_addr, server::RENDERER_PATH);
+    tokio_tungstenite::connect_async(url).await.expect("the renderer socket opens").0
+}
+
+async fn recv(socket: &mut Socket) -> Option<Value> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), socket.next()).await.expect("a reply within 30 s") {
+            Some(Ok(Message::Text(text))) => return Some(serde_json::from_str(&text).unwrap()),
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+            Some(Ok(_)) => continue,
+        }
+    }
+}
+
+/// A person's tab at `path`, loaded (what a host hands over is a page the user sees).
+async fn user_tab(env: &Env, path: &str) -> String {
+    let url = env.fixtures.url(path);
+    let tab = env.runtime.register_user_tab(&url).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+        if targets.target_infos.iter().any(|t| t.url == url && !t.title.is_empty() && t.title != url) || tokio::time::Instant::now() > deadline {
+            return tab;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn nonce(env: &Env, window: &str, instance: &str) -> String {
+    let (status, ticket) = post(env, "/api/host/windows", &env.server.person.token, &json!({"window_id": window, "renderer_instance_id": instance})).await;
+    assert_eq!(status, 200, "{ticket}");
+    ticket["nonce"].as_str().unwrap().to_owned()
+}
+
+impl Renderer {
+    async fn open(env: &Env, window: &str) -> Renderer {
+        let nonce = nonce(env, window, &format!("{window}-r1")).await;
+        let mut socket = socket(env).await;
+        socket.send(Message::Text(json!({"type": "hello", "nonce": nonce}).to_string().into())).await.unwrap();
+        let welcome = recv(&mut socket).await.unwrap();
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        assert_eq!(welcome["window_id"], window);
+        Renderer { socket, chat_session: format!("chat-of-{window}"), next: 0, window_revision: 0, layout_revision: 0, early: Vec::new() }
+    }
+
+    /// Sends a message with a fresh id and waits for the reply with that id.
+    async fn call(&mut self, mut message: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        message["id"] = json!(id);
+        self.socket.send(Message::Text(message.to_string().into())).await.unwrap();
+        if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id)) {
+            return self.early.remove(i);
+        }
+        loop {
+            let reply = recv(&mut self.socket).await.expect("the socket stays open");
+            if reply["id"] == json!(id) {
+                return reply;
+            }
+            self.early.push(reply);
+        }
+    }
+
+    /// A registry event with the next window (and layout) revision.
+    async fn event(&mut self, mut event: Value) -> Value {
+        self.window_revision += 1;
+        self.layout_revision += 1;
+        event["window_revision"] = json!(self.window_revision);
+        event["layout_revision"] = json!(self.layout_revision);
+        let reply = self.call(json!({"type": "registry", "event": event})).await;
+        assert_eq!(reply["type"], "ack", "{reply}");
+        reply
+    }
+
+    async fn open_chat(&mut self, id: &str, group: &str) {
+        self.event(json!({"op": "open", "registry_surface_id": id, "surface_revision": 1, "kind": "chat", "group_id": group, "region": "left"})).await;
+    }
+
+    async fn open_tab(&mut self, id: &str, group: &str, tab: &str, region: &str, order: u32) {
+        self.event(json!({"op": "open", "registry_surface_id": id, "surface_revision": 1, "kind": "web_tab", "group_id": group, "local_surface_id": tab, "region": region, "order": order}))
+            .await;
+    }
+
+    async fn focus(&mut self, id: Option<&str>) {
+        self.event(json!({"op": "focus_set", "focused_registry_surface_id": id})).await;
+    }
+
+    /// A chat command referencing `visible` (registry id, surface revision).
+    async fn turn(&mut self, chat: &str, visible: &[(&str, u64)], focused: Option<&str>) -> Value {
+        let refs = json!({
+            "chat_session_id": self.chat_session, "chat_surface_id": chat,
+            "window_revision": self.window_revision, "layout_revision": self.layout_revision,
+            "focused_registry_surface_id": focused,
+            "visible": visible.iter().map(|(id, rev)| json!({"registry_surface_id": id, "surface_revision": rev})).collect::<Vec<_>>(),
+        });
+        self.call(json!({"type": "chat_turn", "surface_refs": refs})).await
+    }
+
+    async fn tool(&mut self, request: &Value, call: &str, name: &str, arguments: Value) -> Value {
+        let envelope = json!({"tool_call_id": call, "source_provider_request_id": request["context"]["provider_request_id"]});
+        self.call(json!({"type": "tool_call", "envelope": envelope, "name": name, "arguments": arguments})).await
+    }
+}
+
+fn surface<'a>(turn: &'a Value, key: &str) -> &'a Value {
+    turn["context"]["surfaces"].as_array().unwrap().iter().find(|s| s["surface_key"] == key).unwrap_or_else(|| panic!("{key} in {turn}"))
+}
+
+fn alias(turn: &Value, alias: &str) -> Value {
+    turn["context"]["alias_map"][alias].clone()
+}
+
+fn click(observation: &Value, name: &str) -> Value {
+    let element =
+        observation["interactive_elements"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap_or_else(|| panic!("{name} in {observation}"));
+    json!({"type": "click", "expected_frame_id": observation["frame_id"], "target": {"kind": "element", "ref": element["ref"]}, "intent": "count"})
+}
+
+/// Cases 1–3: the model knows what the user sees before its first token. A chat command gets
+/// the server-owned Surface Context (key, spatial/focus/ordinal aliases of one tab naming one
+/// key, the primary surface, capabilities, a bounded preview read by the runtime) and the
+/// `computer_use` tool with the turn's enum; a tool call then observes and acts on that exact
+/// tab through its envelope; a tool call id runs once; the turn end gives the tab back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_turn_knows_the_visible_tab_and_its_tool_calls_act_on_exactly_it() {
+    let env = env("turn").await;
+    let tab = user_tab(&env, "/counter.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &tab, "right", 0).await;
+    r.focus(Some("web")).await;
+    let turn = r.turn("chat", &[("web", 1)], Some("web")).await;
+    assert_eq!(turn["type"], "surface_context", "{turn}");
+    let key = turn["context"]["primary_surface_key"].clone();
+    assert_eq!(alias(&turn, "right"), key, "{turn}");
+    assert_eq!(alias(&turn, "focused"), key, "right and focused name one key: {turn}");
+    assert_eq!(alias(&turn, "web:1"), key, "{turn}");
+    let entry = surface(&turn, key.as_str().unwrap());
+    assert_eq!(entry["capabilities"], json!(["observe", "interact", "navigate"]));
+    assert_eq!(entry["preview"]["preview_status"], "ready", "{turn}");
+    assert!(entry["preview"]["visible_text_excerpt"].as_str().unwrap().contains("0 clicks"), "the preview is the page's, read by the runtime: {turn}");
+    assert_eq!(entry["untrusted_content"], true);
+    assert_eq!(turn["tools"][0]["name"], "computer_use");
+    let names = turn["tools"][0]["input_schema"]["properties"]["surface"]["enum"].as_array().unwrap().clone();
+    assert!(names.contains(&json!("right")) && names.contains(&key), "{names:?}");
+
+    let seen = r.tool(&turn, "call-1", "observe", json!({"surface": "right"})).await;
+    assert_eq!(seen["type"], "tool_result", "{seen}");
+    assert_eq!(seen["surface"], key);
+    let acted = r.tool(&turn, "call-2", "act", json!({"surface": "right", "action": click(&seen["observation"], "Add one")})).await;
+    assert!(matches!(acted["receipt"]["state"].as_str(), Some("confirmed" | "dispatched")), "{acted}");
+    assert!(acted["observation"].get("target").is_none(), "no backend tab id reaches what a host forwards to its model: {acted}");
+    assert!(acted["observation"]["aria_snapshot"].as_str().unwrap().contains("1 clicks"), "{acted}");
+    let again = r.tool(&turn, "call-2", "observe", json!({})).await;
+    assert_eq!(again["code"], "invalid_action", "a tool call id runs once: {again}");
+    let bad = r.tool(&turn, "call-3", "observe", json!({"surface": "left"})).await;
+    assert_eq!(bad["code"], "unknown_surface", "{bad}");
+    let garbage = r.call(json!({"type": "tool_call", "envelope": {"tool_call_id": "x"}, "name": "observe"})).await;
+    assert_eq!(garbage["code"], "invalid_action", "{garbage}");
+
+    let turn_id = turn["context"]["turn_id"].as_str().unwrap().to_owned();
+    let ended = r.call(json!({"type": "turn_end", "chat_session_id": r.chat_session, "turn_id": turn_id})).await;
+    assert_eq!(ended["ended"], true, "{ended}");
+    assert_eq!(ended["report"]["released"].as_array().unwrap().len(), 1, "the person's tab goes back, open: {ended}");
+    let twice = r.call(json!({"type": "turn_end", "chat_session_id": r.chat_session, "turn_id": turn_id})).await;
+    assert_eq!(twice["ended"], false, "{twice}");
+    let late = r.tool(&turn, "call-4", "observe", json!({})).await;
+    assert_eq!(late["code"], "unknown_surface", "an ended turn's snapshot resolves nothing: {late}");
+    assert!(env.runtime.user_tabs().unwrap().iter().any(|t| t.tab == tab), "the tab is the person's again");
+    // The next turn binds it again.
+    let next = r.turn("chat", &[("web", 1)], Some("web")).await;
+    assert_eq!(next["type"], "surface_context", "{next}");
+    assert_ne!(next["context"]["turn_id"], turn["context"]["turn_id"]);
+}
+
+/// Case 7 and 23: forged registry ids, another connection's ids, stale and repeated revisions,
+/// hidden members and other groups are refused before any preview or CDP command; a nonce is
+/// used once; a renderer disconnect clears its entries, and the bindings issued through it are
+/// invalid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_cross_connection_and_stale_references_are_refused_before_any_cdp_command() {
+    let env = env("registry").await;
+    let tab = user_tab(&env, "/counter.html").await;
+    let other_tab = user_tab(&env, "/table.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    let mut other = Renderer::open(&env, "win-2").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &tab, "right", 0).await;
+    r.open_tab("aside", "g2", &tab, "center", 1).await;
+    other.open_chat("chat2", "g9").await;
+    other.open_tab("theirs", "g9", &other_tab, "right", 0).await;
+
+    let sent = env.runtime.connection().commands_sent();
+    for (visible, code) in [
+        (vec![("forged", 1)], "unknown_surface"),
+        (vec![("theirs", 1)], "unknown_surface"),
+        (vec![("web", 7)], "stale_observation"),
+        (vec![("aside", 1)], "unknown_surface"),
+    ] {
+        let refused = r.turn("chat", &visible, None).await;
+        assert_eq!(refused["code"], code, "{visible:?}: {refused}");
+    }
+    r.window_revision -= 1;
+    let stale_window = r.turn("chat", &[("web", 1)], None).await;
+    assert_eq!(stale_window["code"], "stale_observation", "{stale_window}");
+    r.window_revision += 1;
+    let wrong_focus = r.turn("chat", &[("web", 1)], Some("web")).await;
+    assert_eq!(wrong_focus["code"], "stale_observation", "the focus is the registry's, not the command's: {wrong_focus}");
+    let repeated = r
+        .call(json!({"type": "registry", "event": {"op": "focus_set", "window_revision": r.window_revision, "layout_revision": r.layout_revision + 1, "focused_registry_surface_id": "web"}}))
+        .await;
+    assert_eq!(repeated["code"], "stale_observation", "a repeated window revision changes nothing: {repeated}");
+    let cross = r
+        .call(json!({"type": "registry", "event": {"op": "hide", "registry_surface_id": "theirs", "window_revision": r.window_revision + 1, "surface_revision": 2, "layout_revision": r.layout_revision + 1}}))
+        .await;
+    assert_eq!(cross["code"], "unknown_surface", "another window's surface cannot be touched: {cross}");
+    let fake_tab = r
+        .call(json!({"type": "registry", "event": {"op": "open", "registry_surface_id": "x", "window_revision": r.window_revision + 1, "surface_revision": 1, "layout_revision": r.layout_revision + 1, "kind": "web_tab", "group_id": "g1", "local_surface_id": "tab_forged"}}))
+        .await;
+    assert_eq!(fake_tab["code"], "unknown_surface", "a surface is a real tab a person offered: {fake_tab}");
+    let unknown_field = r.call(json!({"type": "registry", "event": {"op": "focus_set", "window_revision": 99, "layout_revision": 99, "focused_registry_surface_id": null, "title": "x"}})).await;
+    assert_eq!(unknown_field["code"], "invalid_action", "{unknown_field}");
+    let not_json = r.call(json!({"type": "chat_turn"})).await;
+    assert_eq!(not_json["code"], "invalid_action", "{not_json}");
+    assert_eq!(env.runtime.connection().commands_sent(), sent, "no CDP command was sent for a refused reference");
+
+    // A nonce is used once; without one the socket is closed.
+    let used = nonce(&env, "win-3", "r1").await;
+    let mut first = socket(&env).await;
+    first.send(Message::Text(json!({"type": "hello", "nonce": used}).to_string().into())).await.unwrap();
+    assert_eq!(recv(&mut first).await.unwrap()["type"], "welcome");
+    let mut second = socket(&env).await;
+    second.send(Message::Text(json!({"type": "hello", "nonce": used}).to_string().into())).await.unwrap();
+    assert_eq!(recv(&mut second).await.unwrap()["code"], "unknown_surface");
+    assert!(recv(&mut second).await.is_none(), "closed");
+    let (status, _) = post(&env, "/api/host/windows", "not-the-person", &json!({"window_id": "w", "renderer_instance_id": "r"})).await;
+    assert_eq!(status, 401, "only the person's host registers windows");
+    let (status, _) = post(&env, "/api/host/windows", &env.server.person.token, &json!({"window_id": "win-3", "renderer_instance_id": "r1"})).await;
+    assert_eq!(status, 400, "a registration is not reusable");
+
+    // A binding of a closed connection is invalid, and the tab goes back to its person.
+    let turn = r.turn("chat", &[("web", 1)], None).await;
+    assert_eq!(turn["type"], "surface_context", "{turn}");
+    let session: protocol::SessionId = serde_json::from_value(turn["session"].clone()).unwrap();
+    assert_eq!(env.runtime.status(&session).unwrap().tabs.iter().filter(|t| t.surface.is_some()).count(), 1);
+    let (_, windows_before, _) = env.runtime.host_counts();
+    r.socket.close(None).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while env.runtime.host_counts().1 == windows_before && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(env.runtime.host_counts().1, windows_before - 1, "its window and entries are gone");
+    while env.runtime.status(&session).unwrap().tabs.iter().any(|t| t.surface.is_some()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(env.runtime.status(&session).unwrap().tabs.iter().all(|t| t.surface.is_none()), "the claim was given back");
+    // The other window never saw any of it.
+    let theirs = other.turn("chat2", &[("theirs", 1)], None).await;
+    assert_eq!(theirs["type"], "surface_context", "{theirs}");
+    assert!(
+        surface(&theirs, theirs["context"]["primary_surface_key"].as_str().unwrap())["preview"]["visible_text_excerpt"].as_str().unwrap().contains("Plans")
+    );
+}
+
+/// Cases 8, 9, 13: two visible tabs get stable `web:1`/`web:2` by order, each spatial alias only
+/// when one tab is in its region; a focus change during a turn changes only the next turn's
+/// `focused`; overlapping turns each resolve their own `right`; a tab hidden or moved out of
+/// the group is `target_lost` at its next call, and nothing else is chosen in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aliases_follow_the_rules_and_each_snapshot_resolves_only_its_own_names() {
+    let env = env("aliases").await;
+    let a = user_tab(&env, "/counter.html").await;
+    let b = user_tab(&env, "/table.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("tab-b", "g1", &b, "right", 2).await;
+    r.open_tab("tab-a", "g1", &a, "right", 1).await;
+    r.focus(Some("tab-a")).await;
+    let both = r.turn("chat", &[("tab-a", 1), ("tab-b", 1)], Some("tab-a")).await;
+    assert_eq!(both["type"], "surface_context", "{both}");
+    let key_a = alias(&both, "focused");
+    assert_eq!(alias(&both, "web:1"), key_a, "web:N follows the tab order: {both}");
+    assert_ne!(alias(&both, "web:2"), key_a);
+    assert_eq!(alias(&both, "right"), Value::Null, "two tabs on the right: no right alias: {both}");
+    assert_eq!(both["context"]["primary_surface_key"], key_a, "the focused tab is primary");
+
+    // The layout changes: a goes left, focus moves to b. The old snapshot keeps its names.
+    r.event(json!({"op": "update", "registry_surface_id": "tab-a", "surface_revision": 2, "region": "left"})).await;
+    r.focus(Some("tab-b")).await;
+    let moved = r.turn("chat", &[("tab-a", 2), ("tab-b", 1)], Some("tab-b")).await;
+    let key_b = alias(&moved, "focused");
+    assert_eq!(alias(&moved, "right"), key_b, "{moved}");
+    assert_eq!(alias(&moved, "left"), key_a, "the same tab keeps its key while the session holds it: {moved}");
+    let old = r.tool(&both, "old-1", "observe", json!({"surface": "focused"})).await;
+    assert_eq!(old["surface"], key_a, "the older turn's focused is still a: {old}");
+    let new = r.tool(&moved, "new-1", "observe", json!({"surface": "right"})).await;
+    assert_eq!(new["surface"], key_b, "{new}");
+    assert!(new["observation"]["aria_snapshot"].as_str().unwrap().contains("Enterprise"), "{new}");
+
+    // Hidden: the next call on it is target_lost, in both snapshots; b is not chosen instead.
+    r.event(json!({"op": "hide", "registry_surface_id": "tab-a", "surface_revision": 3})).await;
+    let lost = r.tool(&moved, "new-2", "observe", json!({"surface": "left"})).await;
+    assert_eq!(lost["code"], "target_lost", "{lost}");
+    let lost_old = r.tool(&both, "old-2", "act", json!({"surface": "web:1", "action": click(&old["observation"], "Add one")})).await;
+    assert_eq!(lost_old["code"], "target_lost", "{lost_old}");
+    // Moved out of the chat's group: also lost.
+    r.event(json!({"op": "move", "registry_surface_id": "tab-b", "surface_revision": 2, "group_id": "g2"})).await;
+    let gone = r.tool(&moved, "new-3", "observe", json!({})).await;
+    assert_eq!(gone["code"], "target_lost", "{gone}");
+}
+
+/// Cases 5 and 12: a surface whose access the user switched off is listed as present but
+/// inaccessible, with no preview and no tool; observe-only answers but refuses writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_off_lists_the_surface_without_content_or_tool_and_observe_only_refuses_writes() {
+    let env = env("access").await;
+    let tab = user_tab(&env, "/counter.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &tab, "right", 0).await;
+    r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 2, "access": "off"})).await;
+    // The chat session's first turn (with nothing shared) creates its browser context.
+    assert_eq!(r.turn("chat", &[], None).await["tools"], json!([]));
+    let sent = env.runtime.connection().commands_sent();
+    let off = r.turn("chat", &[("web", 2)], None).await;
+    assert_eq!(off["type"], "surface_context", "{off}");
+    let only = &off["context"]["surfaces"][0];
+    assert_eq!(only["capabilities"], json!([]), "{off}");
+    assert!(only.get("preview").is_none(), "no page content: {off}");
+    assert_eq!(off["tools"], json!([]), "no tool for a turn with nothing to observe: {off}");
+    assert_eq!(off["context"]["primary_surface_key"], Value::Null);
+    assert_eq!(env.runtime.connection().commands_sent(), sent, "the tab was not touched");
+    let refused = r.tool(&off, "c1", "observe", json!({"surface": only["surface_key"]})).await;
+    assert_eq!(refused["code"], "capability_denied", "{refused}");
+
+    r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 3, "access": "observe"})).await;
+    let read_only = r.turn("chat", &[("web", 3)], None).await;
+    let key = read_only["context"]["primary_surface_key"].clone();
+    assert_eq!(surface(&read_only, key.as_str().unwrap())["capabilities"], json!(["observe"]), "{read_only}");
+    let seen = r.tool(&read_only, "c2", "observe", json!({})).await;
+    assert_eq!(seen["type"], "tool_result", "{seen}");
+    let write = r.tool(&read_only, "c3", "act", json!({"action": click(&seen["observation"], "Add one")})).await;
+    assert_eq!(write["code"], "capability_denied", "{write}");
+}
