@@ -109,6 +109,11 @@ impl StopSignal {
     }
 }
 
+/// The host API's options, from the same settings as MCP's (one planner for both).
+fn host_options(serve: &mcp::HttpOptions) -> server::HostOptions {
+    server::HostOptions { planner: serve.mcp.planner.clone() }
+}
+
 /// How long a stopping server lets tool calls in flight finish before it stops their runs.
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -119,7 +124,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     // The host API's renderer WebSocket shares the listener (and its Host and Origin guards).
-    let options = mcp::HttpOptions { routes: Some(server::router(runtime.clone())), ..settings.serve.clone() };
+    let options = mcp::HttpOptions { routes: Some(server::router(runtime.clone(), host_options(&settings.serve))), ..settings.serve.clone() };
     let server = mcp::serve_http(runtime.clone(), options).await?;
     let _discovery = write_discovery(&data_dir, &server.person)?;
     let url = server.mcp_url();
@@ -168,7 +173,7 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let person_side = mcp::HttpOptions {
         bind: "127.0.0.1:0".parse()?,
         token: Some(mcp::random_token(24)),
-        routes: Some(server::router(runtime.clone())),
+        routes: Some(server::router(runtime.clone(), host_options(&settings.serve))),
         ..settings.serve.clone()
     };
     let person = mcp::serve_http(runtime.clone(), person_side).await?;

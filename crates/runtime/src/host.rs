@@ -420,6 +420,29 @@ impl Runtime {
 
     /// Applies one registry event of a connection's window.
     pub async fn registry_event(&self, connection: ConnectionId, event: RegistryEvent) -> Result<RegistryAck, RuntimeError> {
+        let (ack, lost) = self.apply_event(connection, event)?;
+        // A tab hidden, moved out of its group or closed loses its leases at once: a run or
+        // call on it gets `target_lost` at its next side effect, never another tab.
+        if let Some((window_id, local)) = lost {
+            self.invalidate_window_tab(&window_id, &local).await;
+        }
+        Ok(ack)
+    }
+
+    async fn invalidate_window_tab(&self, window_id: &str, local: &str) {
+        let sessions: Vec<SessionId> = self.host().chats.lock().await.values().filter(|c| c.window_id == window_id).map(|c| c.session.clone()).collect();
+        for session in sessions {
+            let Ok(state) = self.session(session.as_str()) else { continue };
+            let targets: Vec<String> =
+                state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|t| t.resource == local).map(|t| t.target().to_owned()).collect();
+            for target in targets {
+                self.inner.leases.invalidate(&target);
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn apply_event(&self, connection: ConnectionId, event: RegistryEvent) -> Result<(RegistryAck, Option<(String, String)>), RuntimeError> {
         let window_id = lock(&self.host().connections).get(&connection).cloned().ok_or_else(|| unknown("connection", "this connection"))?;
         // A web tab must be a real tab a person offered; checked before the registry changes.
         if let RegistryEvent::Open { kind: EntryKind::WebTab, local_surface_id, .. } = &event {
@@ -433,6 +456,20 @@ impl Runtime {
         let mut windows = lock(&self.host().windows);
         let window = windows.get_mut(&window_id).filter(|w| w.connection == Some(connection)).ok_or_else(|| unknown("window", &window_id))?;
         let mut surface_revision = None;
+        let generation_before: Option<(u64, Option<String>)> = match &event {
+            RegistryEvent::Update { registry_surface_id: id, .. }
+            | RegistryEvent::Hide { registry_surface_id: id, .. }
+            | RegistryEvent::Move { registry_surface_id: id, .. }
+            | RegistryEvent::Close { registry_surface_id: id, .. } => window.surfaces.get(id).map(|e| (e.generation, e.local_surface_id.clone())),
+            _ => None,
+        };
+        let event_id = match &event {
+            RegistryEvent::Update { registry_surface_id: id, .. }
+            | RegistryEvent::Hide { registry_surface_id: id, .. }
+            | RegistryEvent::Move { registry_surface_id: id, .. }
+            | RegistryEvent::Close { registry_surface_id: id, .. } => Some(id.clone()),
+            _ => None,
+        };
         match event {
             RegistryEvent::Open {
                 registry_surface_id,
@@ -544,7 +581,13 @@ impl Runtime {
                 window.layout_revision = layout_revision;
             }
         }
-        Ok(RegistryAck { window_revision: window.window_revision, layout_revision: window.layout_revision, surface_revision })
+        let ack = RegistryAck { window_revision: window.window_revision, layout_revision: window.layout_revision, surface_revision };
+        let after = event_id.as_ref().and_then(|id| window.surfaces.get(id)).map(|e| e.generation);
+        let lost = match generation_before {
+            Some((before, Some(local))) if after != Some(before) => Some((window_id.clone(), local)),
+            _ => None,
+        };
+        Ok((ack, lost))
     }
 
     fn is_offered(&self, resource: &str) -> bool {
@@ -805,6 +848,25 @@ impl Runtime {
         let (session, key, _) = self.bound(connection, envelope, surface)?;
         let outcome = self.act(&session, Some(&SurfaceName::Key(key.clone())), action, options, Duration::ZERO).await?;
         Ok((key, outcome))
+    }
+
+    /// A tool call's `computer_use` run on the exact surface its snapshot names: the runner with
+    /// `planner`, approvals asked of a person (the person channel) within the run's deadline.
+    pub fn host_run(
+        &self,
+        connection: ConnectionId,
+        envelope: &Envelope,
+        input: &protocol::ComputerUseInput,
+        planner: Box<dyn crate::Planner>,
+    ) -> Result<(SurfaceKey, crate::RunHandle, tokio::task::JoinHandle<protocol::RunResult>), RuntimeError> {
+        let (session, key, _) = self.bound(connection, envelope, input.surface.as_ref())?;
+        let mut request = crate::RunRequest::new(input.task.as_str());
+        request.surface = Some(SurfaceName::Key(key.clone()));
+        request.url = input.url.as_ref().map(|u| u.as_str().to_owned());
+        request.max_steps = input.max_steps.get();
+        request.max_seconds = input.max_seconds.get();
+        let (handle, join) = self.start_run(&session, request, planner)?;
+        Ok((key, handle, join))
     }
 
     /// The host's turn end of a chat session: the runtime's turn end (claims given back,

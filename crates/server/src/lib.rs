@@ -8,7 +8,9 @@
 //! - first `hello {nonce}` (within 5 s) → `welcome {window_id}`; anything else closes;
 //! - `registry {event}` → `ack {window_revision, layout_revision, surface_revision?}`;
 //! - `chat_turn {surface_refs}` → `surface_context {context, tools, session}`;
-//! - `tool_call {envelope, name: observe|act, arguments}` → `tool_result {surface, …}`;
+//! - `tool_call {envelope, name: observe|act|computer_use, arguments}` → `tool_result {surface,
+//!   …}`; a `computer_use` run (with the configured planner) also sends `run_event {event}` for
+//!   each of its events while it runs (approvals requested, steps, its end);
 //! - `turn_end {chat_session_id, turn_id}` → `turn_ended {ended, report?}`.
 //!
 //! A refused message gets `error {code, message}` with a code of the closed set, and changes
@@ -39,13 +41,27 @@ pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 /// Tool calls and turn ends one connection may have running at once.
 const MAX_IN_FLIGHT: usize = 32;
 
-/// The renderer WebSocket route (mount it behind the server's Host and Origin guards).
-pub fn router(runtime: Runtime) -> axum::Router {
-    axum::Router::new().route(RENDERER_PATH, get(upgrade)).with_state(runtime)
+/// What the host API needs besides the runtime.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// The planner program behind `computer_use` (see [`runtime::CommandPlanner`]); without one
+    /// a turn's `tools` is empty and a `computer_use` call is refused.
+    pub planner: Option<Vec<String>>,
 }
 
-async fn upgrade(State(runtime): State<Runtime>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(MAX_MESSAGE_BYTES).max_frame_size(MAX_MESSAGE_BYTES).on_upgrade(move |socket| serve(runtime, socket))
+#[derive(Clone)]
+struct HostState {
+    runtime: Runtime,
+    options: std::sync::Arc<HostOptions>,
+}
+
+/// The renderer WebSocket route (mount it behind the server's Host and Origin guards).
+pub fn router(runtime: Runtime, options: HostOptions) -> axum::Router {
+    axum::Router::new().route(RENDERER_PATH, get(upgrade)).with_state(HostState { runtime, options: std::sync::Arc::new(options) })
+}
+
+async fn upgrade(State(state): State<HostState>, ws: WebSocketUpgrade) -> Response {
+    ws.max_message_size(MAX_MESSAGE_BYTES).max_frame_size(MAX_MESSAGE_BYTES).on_upgrade(move |socket| serve(state, socket))
 }
 
 #[derive(Deserialize)]
@@ -97,6 +113,7 @@ enum Incoming {
 enum ToolName {
     Observe,
     Act,
+    ComputerUse,
 }
 
 #[derive(Deserialize)]
@@ -129,7 +146,8 @@ fn id_of(text: &str) -> Value {
     serde_json::from_str::<Value>(text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null)
 }
 
-async fn serve(runtime: Runtime, socket: WebSocket) {
+async fn serve(state: HostState, socket: WebSocket) {
+    let runtime = state.runtime.clone();
     let (mut sink, mut stream) = socket.split();
     // The hello, within its deadline, with a nonce the control channel issued.
     let hello = tokio::time::timeout(HELLO_DEADLINE, stream.next()).await;
@@ -191,7 +209,11 @@ async fn serve(runtime: Runtime, socket: WebSocket) {
             }
             Incoming::ChatTurn { id, surface_refs } => {
                 let reply = match runtime.chat_turn(connection, surface_refs).await {
-                    Ok(turn) => json!({"type": "surface_context", "id": id, "context": turn.context, "tools": turn.tools, "session": turn.session}),
+                    Ok(turn) => {
+                        // The tool is offered only where it can run.
+                        let tools = if state.options.planner.is_some() { turn.tools } else { Vec::new() };
+                        json!({"type": "surface_context", "id": id, "context": turn.context, "tools": tools, "session": turn.session})
+                    }
                     Err(e) => runtime_error(&id, &e),
                 };
                 let _ = tx.send(reply).await;
@@ -201,9 +223,9 @@ async fn serve(runtime: Runtime, socket: WebSocket) {
                     let _ = tx.send(error(&id, ErrorCode::LeaseConflict, &format!("{MAX_IN_FLIGHT} calls of this connection are running; wait for one"))).await;
                     continue;
                 };
-                let (runtime, tx) = (runtime.clone(), tx.clone());
+                let (state, tx) = (state.clone(), tx.clone());
                 tasks.spawn(async move {
-                    let reply = tool_call(&runtime, connection, &id, &envelope, name, arguments).await;
+                    let reply = tool_call(&state, connection, &id, &envelope, name, arguments, &tx).await;
                     let _ = tx.send(reply).await;
                     drop(permit);
                 });
@@ -230,9 +252,72 @@ async fn serve(runtime: Runtime, socket: WebSocket) {
     let _ = writer.await;
 }
 
-async fn tool_call(runtime: &Runtime, connection: ConnectionId, id: &Value, envelope: &Envelope, name: ToolName, arguments: Value) -> Value {
+async fn tool_call(
+    state: &HostState,
+    connection: ConnectionId,
+    id: &Value,
+    envelope: &Envelope,
+    name: ToolName,
+    arguments: Value,
+    tx: &mpsc::Sender<Value>,
+) -> Value {
+    let runtime = &state.runtime;
     let arguments = if arguments.is_null() { json!({}) } else { arguments };
     match name {
+        ToolName::ComputerUse => {
+            let input: protocol::ComputerUseInput = match serde_json::from_value(arguments) {
+                Ok(a) => a,
+                Err(e) => return error(id, ErrorCode::InvalidAction, &format!("computer_use arguments: {e}")),
+            };
+            let Some(command) = state.options.planner.clone() else {
+                return error(id, ErrorCode::CapabilityDenied, "no planner is configured for computer_use (the `planner` setting)");
+            };
+            let planner = match runtime::CommandPlanner::start(&command) {
+                Ok(p) => p,
+                Err(e) => return error(id, ErrorCode::BackendUnavailable, &e.to_string()),
+            };
+            let mut events = runtime.subscribe_events();
+            let (key, handle, join) = match runtime.host_run(connection, envelope, &input, Box::new(planner)) {
+                Ok(started) => started,
+                Err(e) => return runtime_error(id, &e),
+            };
+            // The run stops if this call goes away (the connection closed).
+            struct StopOnDrop(Option<runtime::RunHandle>);
+            impl Drop for StopOnDrop {
+                fn drop(&mut self) {
+                    if let Some(h) = self.0.take() {
+                        h.cancel();
+                    }
+                }
+            }
+            let mut guard = StopOnDrop(Some(handle.clone()));
+            let run_id = handle.run_id.to_string();
+            let mut join = join;
+            // The run's own events go to the host while it runs (approvals to show the person).
+            let result = loop {
+                tokio::select! {
+                    done = &mut join => break done,
+                    event = events.recv() => match event {
+                        Ok(event) if event.run_id == run_id => {
+                            let _ = tx.send(json!({"type": "run_event", "id": id, "event": event})).await;
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break (&mut join).await,
+                    },
+                }
+            };
+            guard.0 = None;
+            match result {
+                Ok(result) => {
+                    let mut result = serde_json::to_value(&result).unwrap_or(Value::Null);
+                    if let Some(target) = result.get_mut("target").and_then(Value::as_object_mut) {
+                        target.remove("tab_id");
+                    }
+                    json!({"type": "tool_result", "id": id, "surface": key, "run_id": run_id, "result": result})
+                }
+                Err(e) => error(id, ErrorCode::Internal, &format!("the run ended abnormally: {e}")),
+            }
+        }
         ToolName::Observe => {
             let args: ObserveArguments = match serde_json::from_value(arguments) {
                 Ok(a) => a,

@@ -11,6 +11,11 @@ use serde_json::{Value, json};
 use test_support::FixtureServer;
 use tokio_tungstenite::tungstenite::Message;
 
+/// The MCP tests' planner program (it signs up on the form fixture).
+fn test_planner() -> Vec<String> {
+    vec!["python3".into(), PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/planner.py").display().to_string()]
+}
+
 struct Env {
     runtime: Runtime,
     fixtures: FixtureServer,
@@ -28,7 +33,11 @@ async fn env(name: &str) -> Env {
     // No idle detach while a test counts CDP commands.
     config.debugger_idle_detach = Duration::from_secs(600);
     let runtime = Runtime::start(config).await.expect("runtime starts");
-    let options = mcp::HttpOptions { bind: "127.0.0.1:0".parse().unwrap(), routes: Some(server::router(runtime.clone())), ..mcp::HttpOptions::default() };
+    let options = mcp::HttpOptions {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        routes: Some(server::router(runtime.clone(), server::HostOptions { planner: Some(test_planner()) })),
+        ..mcp::HttpOptions::default()
+    };
     let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");
     Env { runtime, fixtures, server }
 }
@@ -119,12 +128,12 @@ impl Renderer {
         let id = self.next;
         message["id"] = json!(id);
         self.socket.send(Message::Text(message.to_string().into())).await.unwrap();
-        if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id)) {
+        if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id) && m["type"] != "run_event") {
             return self.early.remove(i);
         }
         loop {
             let reply = recv(&mut self.socket).await.expect("the socket stays open");
-            if reply["id"] == json!(id) {
+            if reply["id"] == json!(id) && reply["type"] != "run_event" {
                 return reply;
             }
             self.early.push(reply);
@@ -411,4 +420,54 @@ async fn access_off_lists_the_surface_without_content_or_tool_and_observe_only_r
     assert_eq!(seen["type"], "tool_result", "{seen}");
     let write = r.tool(&read_only, "c3", "act", json!({"action": click(&seen["observation"], "Add one")})).await;
     assert_eq!(write["code"], "capability_denied", "{write}");
+}
+
+/// The injected `computer_use` runs through the host API on the exact tab of its snapshot, with
+/// the configured planner, its events sent to the host while it runs; only the runtime decides
+/// the result. A tab hidden while a run works on it is `target_lost` at the run's next side
+/// effect, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn computer_use_runs_on_the_bound_tab_and_a_hide_stops_it_before_its_next_write() {
+    let env = env("computer-use").await;
+    let form = user_tab(&env, "/form.html").await;
+    let other = user_tab(&env, "/form.html?second").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &form, "right", 0).await;
+    r.open_tab("web-2", "g1", &other, "center", 1).await;
+    let turn = r.turn("chat", &[("web", 1), ("web-2", 1)], None).await;
+    assert_eq!(turn["tools"][0]["name"], "computer_use", "{turn}");
+    let run = r.tool(&turn, "run-1", "computer_use", json!({"task": "Sign up as Ada", "surface": "right", "max_steps": 6, "max_seconds": 60})).await;
+    assert_eq!(run["type"], "tool_result", "{run}");
+    assert_eq!(run["surface"], alias(&turn, "right"));
+    assert!(run["result"]["steps_taken"].as_u64().unwrap() >= 2, "{run}");
+    assert_ne!(run["result"]["status"], "succeeded", "a run without checks cannot succeed; the runtime decides: {run}");
+    assert!(run["result"]["target"].get("tab_id").is_none(), "no backend tab id for the model: {run}");
+    assert!(r.early.iter().any(|m| m["type"] == "run_event" && m["id"] == run["id"]), "the run's events reached the host: {:?}", r.early);
+    assert_eq!(env.fixtures.writes().len(), 1, "the sign-up was submitted once");
+    let bad = r.tool(&turn, "run-2", "computer_use", json!({"task": "x", "steps": 3})).await;
+    assert_eq!(bad["code"], "invalid_action", "{bad}");
+    let ambiguous = r.tool(&turn, "run-3", "computer_use", json!({"task": "x"})).await;
+    assert_eq!(ambiguous["code"], "ambiguous_surface", "two tabs and no focus: no primary: {ambiguous}");
+
+    // A slow run on the other tab, and that tab is hidden while the planner thinks.
+    let envelope = json!({"tool_call_id": "run-4", "source_provider_request_id": turn["context"]["provider_request_id"]});
+    r.next += 1;
+    let run_id = r.next;
+    let slow = json!({"type": "tool_call", "id": run_id, "envelope": envelope, "name": "computer_use", "arguments": {"task": "slow sign-up", "surface": "center", "max_steps": 6, "max_seconds": 60}});
+    r.socket.send(Message::Text(slow.to_string().into())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    r.event(json!({"op": "hide", "registry_surface_id": "web-2", "surface_revision": 2})).await;
+    let ended = loop {
+        let m = match r.early.iter().position(|m| m["id"] == json!(run_id) && m["type"] != "run_event") {
+            Some(i) => r.early.remove(i),
+            None => recv(&mut r.socket).await.expect("open"),
+        };
+        if m["id"] == json!(run_id) && m["type"] != "run_event" {
+            break m;
+        }
+    };
+    assert_eq!(ended["result"]["status"], "failed", "{ended}");
+    assert_eq!(ended["result"]["reason_code"], "target_lost", "{ended}");
+    assert_eq!(env.fixtures.writes().len(), 1, "nothing more was written");
 }
