@@ -69,6 +69,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Act => bench_act(global).await?,
         BenchTarget::Runtime => bench_runtime(global, &mut ratios).await?,
         BenchTarget::Store => bench_store(global)?,
+        BenchTarget::Host => bench_host(global, &mut ratios).await?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> = results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
@@ -454,5 +455,115 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         }
         results.push(("browser killed → first structured error (observe)".to_owned(), Stats::of(&mut death)));
     }
+    Ok(results)
+}
+
+/// The resident set size of this process, in bytes.
+fn rss_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm").ok().and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()));
+    pages.unwrap_or(0) * 4096
+}
+
+/// The host API end to end: a renderer WebSocket on the server's own listener.
+async fn bench_host(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let pages =
+        crate::pages::LoopbackPages::serve([("/login".to_owned(), crate::pages::LOGIN_PAGE.to_owned()), ("/shop".to_owned(), STORE_PAGE.to_owned())].into())
+            .await?;
+    let config = crate::config::resolve(global, None)?.runtime;
+    let rt = ::runtime::Runtime::start(config).await?;
+    let options = mcp::HttpOptions {
+        bind: "127.0.0.1:0".parse()?,
+        routes: Some(server::router(rt.clone(), server::HostOptions::default())),
+        ..mcp::HttpOptions::default()
+    };
+    let http = mcp::serve_http(rt.clone(), options).await?;
+    let url = format!("ws://{}{}", http.local_addr, server::RENDERER_PATH);
+    type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+    async fn call(ws: &mut Ws, message: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+        ws.send(Message::Text(message.to_string().into())).await?;
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
+                Some(Ok(_)) => continue,
+                _ => anyhow::bail!("the renderer socket closed"),
+            }
+        }
+    }
+    async fn window(rt: &::runtime::Runtime, url: &str, id: &str, tabs: &[String]) -> anyhow::Result<Ws> {
+        let ticket = rt.register_window(id, &format!("{id}-r"))?;
+        let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+        let welcome = call(&mut ws, json!({"type": "hello", "nonce": ticket.nonce})).await?;
+        anyhow::ensure!(welcome["type"] == "welcome", "{welcome}");
+        let mut events = vec![json!({"op": "open", "registry_surface_id": "chat", "surface_revision": 1, "kind": "chat", "group_id": "g"})];
+        for (i, tab) in tabs.iter().enumerate() {
+            let region = if i == 0 { "right" } else { "center" };
+            events.push(json!({"op": "open", "registry_surface_id": format!("web{i}"), "surface_revision": 1, "kind": "web_tab", "group_id": "g", "local_surface_id": tab, "region": region, "order": i}));
+        }
+        for (n, mut event) in events.into_iter().enumerate() {
+            event["window_revision"] = json!(n + 1);
+            event["layout_revision"] = json!(n + 1);
+            let ack = call(&mut ws, json!({"type": "registry", "id": n, "event": event})).await?;
+            anyhow::ensure!(ack["type"] == "ack", "{ack}");
+        }
+        Ok(ws)
+    }
+    let login = rt.register_user_tab(&pages.url("/login")).await?;
+    let shop = rt.register_user_tab(&pages.url("/shop")).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await; // both pages load
+    let tabs = vec![login, shop];
+    let mut ws = window(&rt, &url, "bench-1", &tabs).await?;
+    let refs = |revision: u64| {
+        json!({"type": "chat_turn", "id": "t", "surface_refs": {"chat_session_id": "bench-chat", "chat_surface_id": "chat", "window_revision": revision, "layout_revision": revision,
+            "visible": [{"registry_surface_id": "web0", "surface_revision": 1}, {"registry_surface_id": "web1", "surface_revision": 1}]}})
+    };
+    let mut results = Vec::new();
+    // The first command of a turn binds the tabs (claims); later ones of the turn reuse them.
+    let first = call(&mut ws, refs(3)).await?;
+    anyhow::ensure!(first["type"] == "surface_context", "{first}");
+    for s in first["context"]["surfaces"].as_array().into_iter().flatten() {
+        anyhow::ensure!(s["preview"]["preview_status"] == "ready", "a preview was not ready: {first}");
+    }
+    let mut turns = Vec::new();
+    for _ in 0..60 {
+        let started = Instant::now();
+        let turn = call(&mut ws, refs(3)).await?;
+        turns.push(started.elapsed());
+        anyhow::ensure!(turn["type"] == "surface_context", "{turn}");
+    }
+    results.push(("chat command → Surface Context (2 tabs, previews)".to_owned(), Stats::of(&mut turns)));
+    let mut fresh = Vec::new();
+    for _ in 0..15 {
+        let turn_id = call(&mut ws, refs(3)).await?["context"]["turn_id"].clone();
+        call(&mut ws, json!({"type": "turn_end", "id": "e", "chat_session_id": "bench-chat", "turn_id": turn_id})).await?;
+        let started = Instant::now();
+        let turn = call(&mut ws, refs(3)).await?;
+        fresh.push(started.elapsed());
+        anyhow::ensure!(turn["type"] == "surface_context", "{turn}");
+    }
+    results.push(("first chat command of a turn (binds 2 tabs)".to_owned(), Stats::of(&mut fresh)));
+    let mut events = Vec::new();
+    for n in 0..200u64 {
+        let revision = 4 + n;
+        let event = json!({"op": "update", "registry_surface_id": "web1", "window_revision": revision, "layout_revision": revision, "surface_revision": 2 + n, "order": n % 5});
+        let started = Instant::now();
+        let ack = call(&mut ws, json!({"type": "registry", "id": n, "event": event})).await?;
+        events.push(started.elapsed());
+        anyhow::ensure!(ack["type"] == "ack", "{ack}");
+    }
+    results.push(("registry event round trip (WebSocket)".to_owned(), Stats::of(&mut events)));
+    // Memory: 200 more windows, each with a chat and two tabs registered.
+    let before = rss_bytes();
+    let mut windows = Vec::new();
+    for i in 0..200 {
+        windows.push(window(&rt, &url, &format!("bench-w{i}"), &tabs).await?);
+    }
+    let after = rss_bytes();
+    ratios.push(("memory per registered window, 3 surfaces (KiB)".to_owned(), after.saturating_sub(before) as f64 / 200.0 / 1024.0));
+    drop(windows);
+    drop(ws);
+    http.shutdown().await?;
+    rt.shutdown(Duration::from_secs(5)).await;
     Ok(results)
 }

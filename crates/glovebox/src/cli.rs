@@ -189,4 +189,7 @@ pub enum BenchTarget {
     Runtime,
     /// Store write latency for an ownership change.
     Store,
+    /// Host API: chat command → Surface Context (two tabs with previews), registry event round
+    /// trip over the renderer WebSocket, memory per registered window.
+    Host,
 }

@@ -700,13 +700,17 @@ impl Runtime {
 
         // 5. Previews, each discarded when the layout changed while it was captured (retried
         //    once, then `unavailable`).
-        let mut surfaces = Vec::new();
-        let mut bindings = HashMap::new();
-        for (i, (c, surface, key)) in bound.iter().enumerate() {
-            let preview = match surface {
+        //    Tabs are previewed side by side (each under its own read barrier).
+        let previews = futures_util::future::join_all(bound.iter().map(|(_, surface, _)| async {
+            match surface {
                 Some(s) => Some(self.turn_preview(&session, *s, &window_id, layout_revision).await),
                 None => None,
-            };
+            }
+        }))
+        .await;
+        let mut surfaces = Vec::new();
+        let mut bindings = HashMap::new();
+        for (i, ((c, surface, key), preview)) in bound.iter().zip(previews).enumerate() {
             let capabilities = c.entry.access.capabilities();
             surfaces.push(
                 SurfaceEntry::new(key.clone(), aliases[i].clone(), SurfaceKind::WebTab, c.entry.region, capabilities, preview)
