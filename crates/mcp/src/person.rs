@@ -12,6 +12,10 @@
 //! the renderer WebSocket (`server` crate); a plain web client without the token cannot claim a
 //! window.
 //!
+//! Access: `POST /api/access` with `{"session": …, "surface": "s1", "access": "full" | "observe" |
+//! "off"}` is the person's switch for one tab of a session: `observe` answers questions and
+//! refuses writes, `off` lists the tab without content or tool. No tool can change it.
+//!
 //! Turns: `GET /api/sessions` lists the sessions with their current turn; `POST /api/turn-end`
 //! with `{}` (or `{"session": …}`) ends the current turn of every session whose client ends its
 //! own turns (MCP, CLI; not host chat sessions), or of the one named: unmarked agent tabs close,
@@ -23,7 +27,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use runtime::{ApprovalDecision, Runtime};
+use runtime::{ApprovalDecision, Runtime, RuntimeError};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -87,6 +91,14 @@ struct WindowBody {
     renderer_instance_id: String,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccessBody {
+    session: String,
+    surface: String,
+    access: runtime::Access,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct TurnEndBody {
@@ -109,6 +121,7 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/sessions", get(sessions))
         .route("/api/turn-end", post(turn_end))
         .route("/api/host/windows", post(register_window))
+        .route("/api/access", post(set_access))
         .with_state(PersonState { runtime, token })
 }
 
@@ -243,5 +256,34 @@ async fn register_window(State(state): State<PersonState>, headers: HeaderMap, b
             Json(ticket).into_response()
         }
         Err(e) => (StatusCode::BAD_REQUEST, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response(),
+    }
+}
+
+async fn set_access(State(state): State<PersonState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    let body: AccessBody = match parse(&body) {
+        Ok(b) => b,
+        Err(refused) => return *refused,
+    };
+    let refused = |e: RuntimeError| {
+        let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
+        (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+    };
+    let named = protocol::SessionId::new(body.session).map_err(|e| RuntimeError::UnknownSession(e.to_string())).and_then(|session| {
+        let name = protocol::SurfaceName::new(body.surface).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
+        Ok((session, name))
+    });
+    let (session, name) = match named {
+        Ok(n) => n,
+        Err(e) => return refused(e),
+    };
+    match state.runtime.surface_id(&session, &name).and_then(|surface| state.runtime.set_access(&session, surface, body.access)) {
+        Ok(()) => {
+            tracing::info!(session = %session, surface = %name, access = ?body.access, "a person set a tab's access");
+            Json(json!({"session": session, "surface": name.as_str(), "access": body.access})).into_response()
+        }
+        Err(e) => refused(e),
     }
 }

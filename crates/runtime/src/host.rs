@@ -61,7 +61,8 @@ pub enum Access {
 }
 
 impl Access {
-    fn capabilities(self) -> Vec<Capability> {
+    /// The capabilities this access gives a surface.
+    pub fn capabilities(self) -> Vec<Capability> {
         match self {
             Access::Full => vec![Capability::Observe, Capability::Interact, Capability::Navigate],
             Access::Observe => vec![Capability::Observe],

@@ -481,6 +481,12 @@ impl Runtime {
         Ok(())
     }
 
+    /// A person's access switch for one tab of a session (person channel, host API): `observe`
+    /// refuses writes, `off` lists the tab without content or tool. Never a tool's to call.
+    pub fn set_access(&self, session: &SessionId, surface: SurfaceId, access: crate::Access) -> Result<(), RuntimeError> {
+        self.set_capabilities(session, surface, access.capabilities())
+    }
+
     /// Moves focus (affects the next turn's aliases, never a running lease).
     pub fn focus(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
         let session = session.as_str();

@@ -376,3 +376,46 @@ async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
     assert!(out["works_again"].as_str().is_some(), "{out}");
     assert_eq!(until_pages(&env.runtime, baseline).await, baseline, "the session's tabs are gone with it: {out}");
 }
+
+/// A person's access switch over the person channel (`000_…` cases 5 and 12): `observe` answers
+/// but refuses writes, `off` lists the tab without content; only the person's token sets it,
+/// and no tool can.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_switches_a_tabs_access_and_no_tool_can() {
+    let env = env("access", true, None).await;
+    let person = env.server.person.token.clone();
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime.open_tab(&session, &env.fixtures.url("/counter.html"), std::time::Duration::ZERO).await.unwrap();
+    let (status, sessions) = {
+        let addr = env.server.local_addr;
+        let request = format!("GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {person}\r\nConnection: close\r\n\r\n", addr.port());
+        let (status, body) = raw_http(addr, &request).await;
+        (status, serde_json::from_str::<Value>(&body).unwrap())
+    };
+    assert_eq!(status, 200);
+    assert!(sessions["sessions"].as_array().unwrap().iter().any(|s| s["session"] == session.as_str() && s["tabs"] == 1), "{sessions}");
+    let body = |access: &str| json!({"session": session.as_str(), "surface": "s1", "access": access}).to_string();
+    assert_eq!(person_post(&env, "/api/access", "not-the-person", &body("off")).await.0, 401);
+    assert_eq!(person_post(&env, "/api/access", &person, &json!({"session": session.as_str(), "surface": "s9", "access": "off"}).to_string()).await.0, 404);
+    assert_eq!(person_post(&env, "/api/access", &person, &json!({"session": session.as_str(), "surface": "s1", "access": "all"}).to_string()).await.0, 400);
+
+    let (status, set) = person_post(&env, "/api/access", &person, &body("observe")).await;
+    assert_eq!(status, 200, "{set}");
+    let observed = env.runtime.observe(&session, None, &Default::default()).await.unwrap();
+    let button = observed.interactive_elements().iter().find(|e| e.name() == "Add one").unwrap().element().clone();
+    let click = protocol::validate_extended_action(
+        &json!({"type": "click", "expected_frame_id": observed.frame_id().as_str(), "target": {"kind": "element", "ref": button.as_str()}, "intent": "count"}),
+    )
+    .unwrap();
+    let refused = env.runtime.act(&session, None, &click, &Default::default(), std::time::Duration::ZERO).await.unwrap_err();
+    assert_eq!(refused.code(), protocol::ErrorCode::CapabilityDenied, "{refused}");
+
+    assert_eq!(person_post(&env, "/api/access", &person, &body("off")).await.0, 200);
+    let context = serde_json::to_value(env.runtime.surface_context(&session, "turn_1", 1).await.unwrap()).unwrap();
+    assert!(context["surfaces"][0].get("preview").is_none(), "{context}");
+    assert_eq!(context["surfaces"][0]["capabilities"], json!([]));
+    let s1 = protocol::SurfaceName::new("s1").unwrap();
+    assert_eq!(env.runtime.observe(&session, Some(&s1), &Default::default()).await.unwrap_err().code(), protocol::ErrorCode::CapabilityDenied);
+    assert_eq!(person_post(&env, "/api/access", &person, &body("full")).await.0, 200);
+    assert!(env.runtime.observe(&session, None, &Default::default()).await.is_ok());
+}
