@@ -893,6 +893,22 @@ impl Runtime {
         Ok(Some(crate::TurnEnded { session, turn, report }))
     }
 
+    /// The host closed a chat session: its Glovebox session gets the disposal cleanup (claimed
+    /// tabs given back, unmarked agent tabs closed, marked ones handed to the person) and ends.
+    pub async fn host_chat_close(&self, connection: ConnectionId, chat_session_id: &str) -> Result<crate::CleanupReport, RuntimeError> {
+        let window_id = lock(&self.host().connections).get(&connection).cloned().ok_or_else(|| unknown("connection", "this connection"))?;
+        let session = {
+            let mut chats = self.host().chats.lock().await;
+            if chats.get(chat_session_id).is_none_or(|c| c.window_id != window_id) {
+                return Err(unknown("chat session", chat_session_id));
+            }
+            chats.remove(chat_session_id).map(|c| c.session)
+        };
+        let Some(session) = session else { return Err(unknown("chat session", chat_session_id)) };
+        lock(&self.host().snapshots).retain(|_, s| s.session != session);
+        self.close_session(&session).await
+    }
+
     /// Live snapshots, windows and registered surfaces (for status and figures).
     pub fn host_counts(&self) -> (usize, usize, usize) {
         let windows = lock(&self.host().windows);

@@ -11,7 +11,8 @@
 //! - `tool_call {envelope, name: observe|act|computer_use, arguments}` → `tool_result {surface,
 //!   …}`; a `computer_use` run (with the configured planner) also sends `run_event {event}` for
 //!   each of its events while it runs (approvals requested, steps, its end);
-//! - `turn_end {chat_session_id, turn_id}` → `turn_ended {ended, report?}`.
+//! - `turn_end {chat_session_id, turn_id}` → `turn_ended {ended, report?}`;
+//! - `chat_close {chat_session_id}` → `chat_closed {report}` (the session's disposal cleanup).
 //!
 //! A refused message gets `error {code, message}` with a code of the closed set, and changes
 //! nothing; the connection stays. Registry events and chat turns are handled in the order they
@@ -105,6 +106,11 @@ enum Incoming {
         id: Value,
         chat_session_id: String,
         turn_id: String,
+    },
+    ChatClose {
+        #[serde(default)]
+        id: Value,
+        chat_session_id: String,
     },
 }
 
@@ -236,6 +242,16 @@ async fn serve(state: HostState, socket: WebSocket) {
                     let reply = match runtime.host_turn_end(connection, &chat_session_id, &turn_id).await {
                         Ok(Some(ended)) => json!({"type": "turn_ended", "id": id, "ended": true, "turn": ended.turn, "report": ended.report}),
                         Ok(None) => json!({"type": "turn_ended", "id": id, "ended": false}),
+                        Err(e) => runtime_error(&id, &e),
+                    };
+                    let _ = tx.send(reply).await;
+                });
+            }
+            Incoming::ChatClose { id, chat_session_id } => {
+                let (runtime, tx) = (runtime.clone(), tx.clone());
+                tasks.spawn(async move {
+                    let reply = match runtime.host_chat_close(connection, &chat_session_id).await {
+                        Ok(report) => json!({"type": "chat_closed", "id": id, "report": report}),
                         Err(e) => runtime_error(&id, &e),
                     };
                     let _ = tx.send(reply).await;

@@ -250,6 +250,14 @@ async fn a_chat_turn_knows_the_visible_tab_and_its_tool_calls_act_on_exactly_it(
     let next = r.turn("chat", &[("web", 1)], Some("web")).await;
     assert_eq!(next["type"], "surface_context", "{next}");
     assert_ne!(next["context"]["turn_id"], turn["context"]["turn_id"]);
+    // Closing the chat ends its session: the tab is the person's again, the snapshot is gone.
+    let closed = r.call(json!({"type": "chat_close", "chat_session_id": r.chat_session})).await;
+    assert_eq!(closed["type"], "chat_closed", "{closed}");
+    assert_eq!(closed["report"]["released"].as_array().unwrap().len(), 1, "{closed}");
+    assert_eq!(r.tool(&next, "call-5", "observe", json!({})).await["code"], "unknown_surface");
+    assert!(env.runtime.user_tabs().unwrap().iter().any(|t| t.tab == tab));
+    let unknown = r.call(json!({"type": "chat_close", "chat_session_id": "nope"})).await;
+    assert_eq!(unknown["code"], "unknown_surface", "{unknown}");
 }
 
 /// Case 7 and 23: forged registry ids, another connection's ids, stale and repeated revisions,
