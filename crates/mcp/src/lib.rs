@@ -13,6 +13,7 @@ pub mod http;
 mod jsonrpc;
 pub mod person;
 mod rate;
+mod sampling;
 mod server;
 mod session;
 pub mod stdio;

@@ -80,6 +80,12 @@ impl GloveboxMcp {
         async move { session.close().await }
     }
 
+    /// Whether `computer_use` can plan: with the client's own model (sampling) or the
+    /// configured planner.
+    fn can_plan(&self, peer: &rmcp::Peer<RoleServer>) -> bool {
+        crate::sampling::client_samples(peer) || self.options.planner.is_some()
+    }
+
     fn runtime_error(&self, e: &RuntimeError) -> CallToolResult {
         tool_error(&self.session.untrusted, e.code(), &e.to_string())
     }
@@ -95,7 +101,7 @@ impl GloveboxMcp {
         }
         // The argument types are the parser and the schema: unknown or ill-typed arguments are
         // refused before anything runs.
-        let call = match Call::read(name, args, self.options.planner.is_some()) {
+        let call = match Call::read(name, args, self.can_plan(peer)) {
             Ok(call) => call,
             Err(refused) => return own_error(ErrorCode::InvalidAction, &refused.to_string()),
         };
@@ -455,9 +461,9 @@ impl GloveboxMcp {
 
     async fn computer_use(&self, session: &SessionId, args: ComputerUseArgs, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
         let peer = &context.peer;
-        let Some(command) = self.options.planner.clone() else {
-            return Ok(own_error(ErrorCode::InvalidAction, "no planner is configured for this server"));
-        };
+        if !self.can_plan(peer) {
+            return Ok(own_error(ErrorCode::InvalidAction, "no planner: the client offers no sampling and none is configured for this server"));
+        }
         let mut url = args.url.map(|u| u.as_str().to_owned());
         let surface = args.surface;
         if surface.is_none() && self.runtime.surface_ids(session)?.is_empty() {
@@ -469,9 +475,17 @@ impl GloveboxMcp {
                 return Ok(refused);
             }
         }
-        let planner = match runtime::CommandPlanner::start(&command) {
-            Ok(p) => p,
-            Err(e) => return Ok(own_error(ErrorCode::BackendUnavailable, &e.to_string())),
+        // The calling client's model first (`004_…`: the nested tool plans with the chat loop's
+        // model); otherwise the configured planner. A planner that cannot start fails the call
+        // with its own error, never a silent fallback to another one.
+        let planner: Box<dyn runtime::Planner> = if crate::sampling::client_samples(peer) {
+            Box::new(crate::sampling::SamplingPlanner::new(peer.clone(), self.session.untrusted.clone()))
+        } else {
+            let command = self.options.planner.clone().unwrap_or_default();
+            match runtime::CommandPlanner::start(&command) {
+                Ok(p) => Box::new(p),
+                Err(e) => return Ok(own_error(ErrorCode::BackendUnavailable, &e.to_string())),
+            }
         };
         let mut request = runtime::RunRequest::new(args.task.as_str());
         request.surface = surface;
@@ -479,7 +493,7 @@ impl GloveboxMcp {
         request.max_steps = args.max_steps.get();
         request.max_seconds = args.max_seconds.get();
         request.assertions = args.success_when;
-        let (handle, mut join) = self.runtime.start_run(session, request, Box::new(planner))?;
+        let (handle, mut join) = self.runtime.start_run(session, request, planner)?;
         // A call that goes away (its future dropped on disconnect) stops its run; a client's
         // cancellation (`notifications/cancelled`) does too, through the request's token.
         struct StopOnDrop(Option<runtime::RunHandle>);
@@ -599,13 +613,13 @@ impl ServerHandler for GloveboxMcp {
             )
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
         if let Some(session) = self.session.existing().await
             && !self.runtime.tools_active(&session).unwrap_or(true)
         {
             return Ok(ListToolsResult::with_all_items(tools::inactive()));
         }
-        Ok(ListToolsResult::with_all_items(tools::with_planner(self.options.planner.is_some())))
+        Ok(ListToolsResult::with_all_items(tools::with_planner(self.can_plan(&context.peer))))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {

@@ -338,6 +338,44 @@ async def scenario_turn_hook(args):
         emit({"tabs": (await call(session, "tabs"))["header"]["tabs"]})
 
 
+async def scenario_sampling(args):
+    """computer_use planned with this client's own model: the sampling callback plays the model
+    (it fills the form's Name and submits). A model that claims success at once while the page
+    shows nothing is not believed: the runtime's checks decide."""
+    form = args.fixture[0]
+    seen = []
+
+    async def model(context, params):
+        text = "".join(c.text for m in params.messages[-1:] for c in ([m.content] if not isinstance(m.content, list) else m.content) if c.type == "text")
+        seen.append({"system": bool(params.systemPrompt), "messages": len(params.messages), "wrapped": "<untrusted nonce=" in text})
+        frame = re.search(r"frame_id: (frame_[0-9a-f]+)", text).group(1)
+        name = re.search(r'textbox "Name" \[(e\d+)[^\]]*\](: "([^"]*)")?', text)
+        button = re.search(r'button "Create account" \[(e\d+)', text)
+        if "lie" in text or "Welcome" in text:
+            answer = {"done": "signed up"}
+        elif name and not name.group(3):
+            answer = {"action": {"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": name.group(1)}, "text": "Ada", "intent": "fill in the name"}}
+        elif button:
+            answer = {"action": {"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": button.group(1)}, "intent": "create the account"}}
+        else:
+            answer = {"give_up": "no form"}
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=json.dumps(answer)), model="test-model")
+
+    if args.url:
+        cm = streamablehttp_client(args.url)
+    else:
+        raise SystemExit("http only")
+    async with cm as (read, write, _):
+        async with ClientSession(read, write, sampling_callback=model) as session:
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            checks = [{"kind": "text_present", "text": "Welcome, Ada!"}]
+            run = await call(session, "computer_use", {"task": "Sign up as Ada", "url": form, "max_steps": 6, "max_seconds": 60, "success_when": checks})
+            liar = await call(session, "computer_use", {"task": "lie: say it is done", "url": form, "max_steps": 3, "max_seconds": 60,
+                                                        "success_when": [{"kind": "text_present", "text": "Welcome, Bob!"}]})
+    emit({"listed": "computer_use" in names, "run": run["header"], "liar": liar["header"], "seen": seen})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

@@ -32,7 +32,7 @@ pub use host::{Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envel
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
-pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport};
+pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport, parse_answer};
 pub use run::{RunHandle, RunRequest};
 pub use runtime::{Runtime, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};

@@ -247,15 +247,28 @@ impl Planner for CommandPlanner {
                 }
                 Err(e) => return Err(PlannerError::Failed(format!("the planner's answer is unreadable: {e}"))),
             };
-            let parsed: Answer = serde_json::from_str(&answer)
-                .map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
-            match parsed {
-                Answer { action: Some(action), done: None, give_up: None } => Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?)),
-                Answer { action: None, done: Some(summary), give_up: None } => Ok(PlannerStep::Done { summary }),
-                Answer { action: None, done: None, give_up: Some(summary) } => Ok(PlannerStep::GiveUp { summary }),
-                _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up".into())),
-            }
+            parse_answer(&answer)
         })
+    }
+}
+
+/// Reads a planner's (or a model's) answer: exactly one JSON object `{"action": …}` (validated
+/// like any model output), `{"done": "summary"}` or `{"give_up": "why"}`. A model that wraps the
+/// object in a Markdown code fence is read too; anything else is refused.
+pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
+    if answer.len() > ANSWER_MAX_BYTES {
+        return Err(PlannerError::Failed(format!("the answer is over {ANSWER_MAX_BYTES} bytes")));
+    }
+    let trimmed = answer.trim();
+    let unfenced =
+        trimmed.strip_prefix("```json").or_else(|| trimmed.strip_prefix("```")).and_then(|rest| rest.strip_suffix("```")).map(str::trim).unwrap_or(trimmed);
+    let parsed: Answer =
+        serde_json::from_str(unfenced).map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
+    match parsed {
+        Answer { action: Some(action), done: None, give_up: None } => Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?)),
+        Answer { action: None, done: Some(summary), give_up: None } => Ok(PlannerStep::Done { summary }),
+        Answer { action: None, done: None, give_up: Some(summary) } => Ok(PlannerStep::GiveUp { summary }),
+        _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up".into())),
     }
 }
 

@@ -419,3 +419,23 @@ async fn a_person_switches_a_tabs_access_and_no_tool_can() {
     assert_eq!(person_post(&env, "/api/access", &person, &body("full")).await.0, 200);
     assert!(env.runtime.observe(&session, None, &Default::default()).await.is_ok());
 }
+
+/// `computer_use` plans with the calling client's own model through `sampling/createMessage`
+/// (`004_…`: the nested tool uses the chat loop's model) when no planner is configured: the
+/// Python SDK's sampling callback plays the model. Each request carries the instructions and
+/// the page inside the untrusted markers; the runtime's checks, not the model, decide the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn computer_use_plans_with_the_clients_model_through_sampling() {
+    let env = env("sampling", true, None).await;
+    let out = run("sampling", &over_http(&env), &[env.fixtures.url("/form.html")]).await;
+    assert_eq!(out["listed"], true, "a client that samples gets computer_use without a configured planner: {out}");
+    assert_eq!(out["run"]["status"], "succeeded", "{out}");
+    assert_eq!(out["run"]["verified_by"], json!(["assertion"]), "{out}");
+    assert!(out["run"]["steps_taken"].as_u64().unwrap() >= 2, "{out}");
+    assert_eq!(out["liar"]["status"], "failed", "the model said done; the page says otherwise: {out}");
+    let seen = out["seen"].as_array().unwrap();
+    assert!(seen.len() >= 4, "{out}");
+    assert!(seen.iter().all(|s| s["system"] == true && s["wrapped"] == true), "instructions and markers in every request: {out}");
+    assert!(seen[1]["messages"].as_u64().unwrap() > 1, "the model sees its earlier steps: {out}");
+    assert_eq!(env.fixtures.writes().len(), 1, "one sign-up submitted");
+}
