@@ -28,7 +28,7 @@ impl SessionSlot {
         SessionSlot {
             runtime,
             id: tokio::sync::Mutex::new(None),
-            untrusted: Untrusted::new(),
+            untrusted: crate::wrap::fresh(),
             revision: std::sync::atomic::AtomicU64::new(0),
             rate: Mutex::new(Bucket::new(limit, Instant::now())),
             limit,

@@ -25,6 +25,7 @@ pub mod schema;
 pub mod surface;
 pub mod text;
 pub mod tool;
+pub mod untrusted;
 pub mod validate;
 
 pub use action::{Action, ActionKind, AnyTarget, ElementTarget, HttpUrl, Intent, MaxSeconds, MaxSteps, PointTarget, TaskText};
@@ -46,4 +47,5 @@ pub use result::{ArtifactKind, ArtifactRef, CompletionEvidence, EvidenceKind, Re
 pub use schema::{action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
 pub use surface::{Capability, Region, SurfaceContext, SurfaceEntry, SurfaceError};
 pub use tool::ComputerUseInput;
+pub use untrusted::Untrusted;
 pub use validate::{validate_action, validate_computer_use};
