@@ -30,5 +30,5 @@ pub use act::{ActOptions, ActOutcome, DownloadInfo, Typing, UploadRefused, Uploa
 pub use error::BrowserError;
 pub use image::decode_base64;
 pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
-pub use render::{is_state_token, snapshot_text};
+pub use render::{is_state_token, observation_text, snapshot_text};
 pub use tab::{Dialog, Tab, TabMemory};

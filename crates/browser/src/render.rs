@@ -351,6 +351,51 @@ pub(crate) fn choose(lines: &[Line], budget: usize, viewport_height: f64) -> Vec
     chosen
 }
 
+/// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
+/// inline), then only what the snapshot does not already say — interactive elements it left out
+/// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
+/// cut) travel in the trusted header; the full `Observation` stays the host API's shape.
+pub fn observation_text(o: &protocol::Observation) -> String {
+    let snapshot = o.aria_snapshot();
+    let mut out = String::with_capacity(snapshot.len() + 128);
+    // First line: the URL and the quoted title (both are page-controlled, so inside the markers).
+    out.push_str(o.url());
+    if !o.title().is_empty() {
+        out.push(' ');
+        out.push_str(&serde_json::Value::String(o.title().to_owned()).to_string());
+    }
+    out.push('\n');
+    out.push_str(snapshot);
+    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !e.in_snapshot()).collect();
+    if !left_out.is_empty() {
+        out.push_str("interactive elements outside the text above:\n");
+        for e in left_out {
+            out.push_str(&format!("{} {:?} [{}", e.role(), e.name(), e.element().as_str()));
+            // States are tokens; anything else is not written into the line.
+            for state in e.states().iter().filter(|s| is_state_token(s)) {
+                out.push(' ');
+                out.push_str(state);
+            }
+            out.push(']');
+            if let Some(value) = e.value().filter(|v| !v.is_empty()) {
+                out.push_str(&format!(": {value:?}"));
+            }
+            out.push('\n');
+        }
+    }
+    if !o.console_errors().is_empty() {
+        out.push_str("console errors:\n");
+        for c in o.console_errors() {
+            out.push_str(&serde_json::Value::String(c.clone()).to_string());
+            out.push('\n');
+        }
+    }
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ fn last_step(input: &PlanInput) -> String {
 }
 
 fn page(untrusted: &Untrusted, observation: &Observation) -> String {
-    untrusted.wrap(&crate::server::observation_text(observation))
+    untrusted.wrap(&browser::observation_text(observation))
 }
 
 impl Planner for SamplingPlanner {

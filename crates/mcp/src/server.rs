@@ -222,7 +222,7 @@ impl GloveboxMcp {
         if let Some(receipt) = receipt {
             content.push(self.wrap(&receipt));
         }
-        content.push(Content::text(self.session.untrusted.wrap(&observation_text(&observation))));
+        content.push(Content::text(self.session.untrusted.wrap(&browser::observation_text(&observation))));
         if let Some(image) = image {
             let mime = serde_json::to_value(image.mime).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "image/png".into());
             content.push(Content::image(image.data, mime));
@@ -626,49 +626,4 @@ impl ServerHandler for GloveboxMcp {
         let args = request.arguments.unwrap_or_default();
         Ok(self.dispatch(&request.name, args, &context).await.into())
     }
-}
-
-/// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
-/// inline), then only what the snapshot does not already say — interactive elements it left out
-/// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
-/// cut) travel in the trusted header; the full `Observation` stays the host API's shape.
-pub(crate) fn observation_text(o: &Observation) -> String {
-    let snapshot = o.aria_snapshot();
-    let mut out = String::with_capacity(snapshot.len() + 128);
-    // First line: the URL and the quoted title (both are page-controlled, so inside the markers).
-    out.push_str(o.url());
-    if !o.title().is_empty() {
-        out.push(' ');
-        out.push_str(&serde_json::Value::String(o.title().to_owned()).to_string());
-    }
-    out.push('\n');
-    out.push_str(snapshot);
-    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !e.in_snapshot()).collect();
-    if !left_out.is_empty() {
-        out.push_str("interactive elements outside the text above:\n");
-        for e in left_out {
-            out.push_str(&format!("{} {:?} [{}", e.role(), e.name(), e.element().as_str()));
-            // States are tokens; anything else is not written into the line.
-            for state in e.states().iter().filter(|s| browser::is_state_token(s)) {
-                out.push(' ');
-                out.push_str(state);
-            }
-            out.push(']');
-            if let Some(value) = e.value().filter(|v| !v.is_empty()) {
-                out.push_str(&format!(": {value:?}"));
-            }
-            out.push('\n');
-        }
-    }
-    if !o.console_errors().is_empty() {
-        out.push_str("console errors:\n");
-        for c in o.console_errors() {
-            out.push_str(&serde_json::Value::String(c.clone()).to_string());
-            out.push('\n');
-        }
-    }
-    if out.ends_with('\n') {
-        out.pop();
-    }
-    out
 }
