@@ -1,0 +1,72 @@
+//! The OpenAI-compatible Chat Completions wire format (`POST /v1/chat/completions`): function
+//! calling, as OpenAI, vLLM, Ollama, llama.cpp server and OpenRouter speak it.
+
+use serde_json::{Value, json};
+
+use crate::provider::{Conversation, ModelTurn, Part, ProviderError, Role, Usage};
+
+/// The request body.
+pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": c.system})];
+    for m in &c.messages {
+        match m.role {
+            Role::User => {
+                // Tool results are messages of their own, right after the assistant's call.
+                let mut text = String::new();
+                for p in &m.parts {
+                    match p {
+                        Part::ToolResult { id, content, .. } => messages.push(json!({"role": "tool", "tool_call_id": id, "content": content})),
+                        Part::Text(t) => text.push_str(t),
+                        Part::ToolCall { .. } => {}
+                    }
+                }
+                if !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
+            Role::Assistant => {
+                let text: String = m.parts.iter().filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None }).collect();
+                let calls: Vec<Value> = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::ToolCall { id, name, input } => {
+                            Some(json!({"id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}}))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                if !calls.is_empty() {
+                    message["tool_calls"] = json!(calls);
+                }
+                messages.push(message);
+            }
+        }
+    }
+    let tools: Vec<Value> =
+        c.tools.iter().map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}})).collect();
+    json!({"model": model, "max_tokens": max_tokens, "messages": messages, "tools": tools, "tool_choice": "required", "parallel_tool_calls": false})
+}
+
+/// The response: `choices[0].message` with `content` and `tool_calls`, and `usage`.
+pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
+    let garbage = |why: &str| ProviderError::Garbage(why.to_owned());
+    if let Some(message) = v.pointer("/error/message").and_then(Value::as_str) {
+        return Err(ProviderError::Request(message.chars().take(300).collect()));
+    }
+    let message = v.pointer("/choices/0/message").ok_or_else(|| garbage("no choices[0].message"))?;
+    let mut turn =
+        ModelTurn { text: message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(), tool_calls: Vec::new(), usage: Usage::default() };
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let id = call.get("id").and_then(Value::as_str).ok_or_else(|| garbage("a tool call without an id"))?;
+        let name = call.pointer("/function/name").and_then(Value::as_str).ok_or_else(|| garbage("a tool call without a function name"))?;
+        let arguments = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
+        // Arguments that are not JSON reach the planner as a string, which it refuses to the model.
+        let input = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.chars().take(2000).collect()));
+        turn.tool_calls.push((id.to_owned(), name.to_owned(), input));
+    }
+    let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
+    turn.usage = Usage { input_tokens: count("prompt_tokens"), output_tokens: count("completion_tokens") };
+    Ok(turn)
+}
