@@ -89,6 +89,14 @@ impl ModelPlanner {
         Ok(ModelPlanner { provider, untrusted: Untrusted::with_nonce(random_nonce()?), messages: Vec::new(), pending: Vec::new(), accounting })
     }
 
+    /// A planner for one run with the model `choice` names: its provider starts now, and a
+    /// provider that cannot start is that error (the caller fails the run with it; nothing else
+    /// is tried in its place).
+    pub fn for_choice(choice: &crate::ModelChoice, accounting: Arc<Mutex<Accounting>>) -> Result<Self, crate::ProviderError> {
+        let provider = Arc::new(Provider::new(choice, crate::Limits::default())?);
+        Self::new(provider, accounting).map_err(|e| crate::ProviderError::Init { provider: "agent", why: e.to_string() })
+    }
+
     fn page(&self, input: &PlanInput) -> String {
         format!("frame_id: {}\n{}", input.observation.frame_id().as_str(), self.untrusted.wrap(&browser::observation_text(&input.observation)))
     }

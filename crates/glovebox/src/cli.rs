@@ -85,6 +85,9 @@ pub enum Cmd {
     /// turn-complete hook (Claude Code `Stop`, Codex `notify`); with no server running it does
     /// nothing. Exits 1 when a cleanup failed (its tabs keep their owner and a recovery record).
     TurnEnd(TurnEndArgs),
+    /// Run a task with a model provider on one tab (`--url`): the agent loop, approvals asked
+    /// on this terminal, the RunResult (decided by the runtime's checks) on stdout.
+    Run(RunArgs),
     /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
     /// on the terminal.
     Demo(DemoArgs),
@@ -111,6 +114,41 @@ pub struct ServeArgs {
     /// A browser Origin allowed to call the server (e.g. a web client). Repeatable.
     #[arg(long = "allow-client-origin", env = "GLOVEBOX_ALLOWED_CLIENT_ORIGINS", value_delimiter = ',')]
     pub allow_client_origin: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to do, in the user's words.
+    pub task: String,
+    /// The page to start on (http, https; the origin lists and approvals apply).
+    #[arg(long)]
+    pub url: String,
+    /// `anthropic` or `openai_chat` (over the configured `[model]`).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name (over the configured one).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL (an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenRouter).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Text that must be on the page for the run to succeed (repeatable); without any check a
+    /// run cannot succeed.
+    #[arg(long = "check-text")]
+    pub check_text: Vec<String>,
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: u32,
+    #[arg(long, default_value_t = 300)]
+    pub max_seconds: u32,
+    /// Answer every approval without asking: `once`, `task` or `deny`.
+    #[arg(long, value_parser = ["once", "task", "deny"])]
+    pub answer: Option<String>,
+    /// Print the RunResult as one JSON line (and no progress).
+    #[arg(long)]
+    pub json: bool,
+    /// Add the run's model accounting: requests, tokens, tool calls, model time.
+    #[arg(long)]
+    pub report: bool,
 }
 
 #[derive(Debug, Args)]

@@ -35,6 +35,9 @@ pub struct FileConfig {
     /// The planner program and its arguments behind MCP's `computer_use` (e.g.
     /// `["python3", "/path/planner.py"]`); without it the tool is not offered.
     pub planner: Option<Vec<String>>,
+    /// `[model]`: the model behind `computer_use` and `glovebox run` (provider, model,
+    /// base_url?, api_key_env?).
+    pub model: Option<agent::ModelChoice>,
     #[serde(default)]
     pub serve: ServeFile,
 }
@@ -133,9 +136,31 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     // `GLOVEBOX_PLANNER`: the command, split on whitespace (use the file for arguments with spaces).
     let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>()).filter(|c| !c.is_empty());
     options.mcp.planner = from_env.or(file.planner.clone()).filter(|c| !c.is_empty());
+    options.mcp.model = model_choice(file.model.clone())?;
     // MCP clients are told the version `glovebox --version` prints.
     options.mcp.version = Some(env!("CARGO_PKG_VERSION").to_owned());
     Ok(Settings { runtime, serve: options, source })
+}
+
+/// The configured model: `[model]` in the file, with `GLOVEBOX_PROVIDER`, `GLOVEBOX_MODEL` and
+/// `GLOVEBOX_MODEL_BASE_URL` over it.
+pub fn model_choice(file: Option<agent::ModelChoice>) -> anyhow::Result<Option<agent::ModelChoice>> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let provider = match env("GLOVEBOX_PROVIDER") {
+        Some(p) => Some(agent::ProviderKind::parse(p.trim()).with_context(|| format!("GLOVEBOX_PROVIDER={p}: use anthropic or openai_chat"))?),
+        None => None,
+    };
+    let mut choice = file;
+    if let Some(provider) = provider {
+        let model = env("GLOVEBOX_MODEL").or_else(|| choice.as_ref().map(|c| c.model.clone())).unwrap_or_default();
+        choice = Some(agent::ModelChoice { provider, model, base_url: None, api_key_env: None });
+    } else if let (Some(c), Some(model)) = (choice.as_mut(), env("GLOVEBOX_MODEL")) {
+        c.model = model;
+    }
+    if let (Some(c), Some(url)) = (choice.as_mut(), env("GLOVEBOX_MODEL_BASE_URL")) {
+        c.base_url = Some(url);
+    }
+    Ok(choice)
 }
 
 fn parse_viewport(s: &str) -> anyhow::Result<(u32, u32)> {

@@ -1,12 +1,10 @@
 //! `glovebox demo`: a scripted task run by the real runner against a built-in page, with the
 //! person's approvals asked on the terminal (the CLI approval channel).
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ::runtime::{ApprovalDecision, Assertion, EventKind, RunRequest, Runtime, Scripted, ScriptedPlanner};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use ::runtime::{ApprovalDecision, Assertion, RunRequest, Runtime, Scripted, ScriptedPlanner};
 
 use crate::cli::Global;
 use crate::pages::LoopbackPages;
@@ -21,38 +19,7 @@ pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::R
     let session = rt.create_session().await?;
     eprintln!("demo: signing up \"Ada\" on {} (an origin nobody trusted yet, so a person is asked)", pages.url("/"));
 
-    let mut events = rt.subscribe_events();
-    let approver = rt.clone();
-    let printer = tokio::spawn(async move {
-        let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(event) = events.recv().await {
-            match &event.kind {
-                EventKind::ApprovalRequested { approval_id, .. } => {
-                    let Some(request) = approver.pending_approvals().into_iter().find(|r| &r.approval_id == approval_id) else { continue };
-                    let decision = match answer {
-                        Some(decision) => decision,
-                        None => {
-                            eprint!(
-                                "approve {} {} on {} ({}: {})? [o]nce, for the [t]ask, [d]eny: ",
-                                request.action, request.target, request.origin, request.tier, request.reason
-                            );
-                            let _ = std::io::stderr().flush();
-                            match tokio::time::timeout(Duration::from_secs(300), stdin.next_line()).await {
-                                Ok(Ok(Some(line))) => match line.trim() {
-                                    "o" | "once" => ApprovalDecision::ApproveOnce,
-                                    "t" | "task" => ApprovalDecision::ApproveForTask,
-                                    _ => ApprovalDecision::Deny,
-                                },
-                                _ => ApprovalDecision::Deny,
-                            }
-                        }
-                    };
-                    let _ = approver.resolve_approval(approval_id, decision);
-                }
-                other => eprintln!("event: {}", serde_json::to_string(other).unwrap_or_default()),
-            }
-        }
-    });
+    let printer = crate::terminal::person_on_terminal(&rt, answer, None);
     // Opening the page is a navigation to an untrusted origin: the person is asked first.
     rt.open_tab(&session, &pages.url("/"), Duration::from_secs(300)).await?;
     let steps = vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::Click("Create account".into()), Scripted::Done("signed up Ada".into())];

@@ -29,6 +29,8 @@ mod config;
 mod demo;
 mod pages;
 mod serve;
+mod task;
+mod terminal;
 
 use clap::Parser;
 

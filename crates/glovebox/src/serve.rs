@@ -111,7 +111,7 @@ impl StopSignal {
 
 /// The host API's options, from the same settings as MCP's (one planner for both).
 fn host_options(serve: &mcp::HttpOptions) -> server::HostOptions {
-    server::HostOptions { planner: serve.mcp.planner.clone() }
+    server::HostOptions { planner: serve.mcp.planner.clone(), model: serve.mcp.model.clone() }
 }
 
 /// How long a stopping server lets tool calls in flight finish before it stops their runs.

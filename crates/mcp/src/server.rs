@@ -36,6 +36,9 @@ pub struct McpOptions {
     /// The planner program (and its arguments) behind `computer_use`; without one the tool is
     /// not offered. See [`runtime::CommandPlanner`] for what it reads and answers.
     pub planner: Option<Vec<String>>,
+    /// The configured model behind `computer_use` when the client offers no sampling (before
+    /// a planner program).
+    pub model: Option<agent::ModelChoice>,
 }
 
 /// The handler of one MCP session (= one Glovebox session).
@@ -83,7 +86,7 @@ impl GloveboxMcp {
     /// Whether `computer_use` can plan: with the client's own model (sampling) or the
     /// configured planner.
     fn can_plan(&self, peer: &rmcp::Peer<RoleServer>) -> bool {
-        crate::sampling::client_samples(peer) || self.options.planner.is_some()
+        crate::sampling::client_samples(peer) || self.options.model.is_some() || self.options.planner.is_some()
     }
 
     fn runtime_error(&self, e: &RuntimeError) -> CallToolResult {
@@ -480,6 +483,11 @@ impl GloveboxMcp {
         // with its own error, never a silent fallback to another one.
         let planner: Box<dyn runtime::Planner> = if crate::sampling::client_samples(peer) {
             Box::new(crate::sampling::SamplingPlanner::new(peer.clone(), self.session.untrusted.clone()))
+        } else if let Some(choice) = &self.options.model {
+            match agent::ModelPlanner::for_choice(choice, Default::default()) {
+                Ok(p) => Box::new(p),
+                Err(e) => return Ok(own_error(ErrorCode::BackendUnavailable, &e.to_string())),
+            }
         } else {
             let command = self.options.planner.clone().unwrap_or_default();
             match runtime::CommandPlanner::start(&command) {

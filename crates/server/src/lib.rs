@@ -48,6 +48,8 @@ pub struct HostOptions {
     /// The planner program behind `computer_use` (see [`runtime::CommandPlanner`]); without one
     /// a turn's `tools` is empty and a `computer_use` call is refused.
     pub planner: Option<Vec<String>>,
+    /// The configured model behind `computer_use` (before a planner program).
+    pub model: Option<agent::ModelChoice>,
 }
 
 #[derive(Clone)]
@@ -217,7 +219,7 @@ async fn serve(state: HostState, socket: WebSocket) {
                 let reply = match runtime.chat_turn(connection, surface_refs).await {
                     Ok(turn) => {
                         // The tool is offered only where it can run.
-                        let tools = if state.options.planner.is_some() { turn.tools } else { Vec::new() };
+                        let tools = if state.options.planner.is_some() || state.options.model.is_some() { turn.tools } else { Vec::new() };
                         json!({"type": "surface_context", "id": id, "context": turn.context, "tools": tools, "session": turn.session})
                     }
                     Err(e) => runtime_error(&id, &e),
@@ -285,15 +287,23 @@ async fn tool_call(
                 Ok(a) => a,
                 Err(e) => return error(id, ErrorCode::InvalidAction, &format!("computer_use arguments: {e}")),
             };
-            let Some(command) = state.options.planner.clone() else {
-                return error(id, ErrorCode::CapabilityDenied, "no planner is configured for computer_use (the `planner` setting)");
-            };
-            let planner = match runtime::CommandPlanner::start(&command) {
-                Ok(p) => p,
-                Err(e) => return error(id, ErrorCode::BackendUnavailable, &e.to_string()),
+            // The configured model, else the planner program; one that cannot start fails the
+            // call with its own error (never another planner in its place).
+            let planner: Box<dyn runtime::Planner> = if let Some(choice) = &state.options.model {
+                match agent::ModelPlanner::for_choice(choice, Default::default()) {
+                    Ok(p) => Box::new(p),
+                    Err(e) => return error(id, ErrorCode::BackendUnavailable, &e.to_string()),
+                }
+            } else if let Some(command) = &state.options.planner {
+                match runtime::CommandPlanner::start(command) {
+                    Ok(p) => Box::new(p),
+                    Err(e) => return error(id, ErrorCode::BackendUnavailable, &e.to_string()),
+                }
+            } else {
+                return error(id, ErrorCode::CapabilityDenied, "no model or planner is configured for computer_use (the `[model]` or `planner` setting)");
             };
             let mut events = runtime.subscribe_events();
-            let (key, handle, join) = match runtime.host_run(connection, envelope, &input, Box::new(planner)) {
+            let (key, handle, join) = match runtime.host_run(connection, envelope, &input, planner) {
                 Ok(started) => started,
                 Err(e) => return runtime_error(id, &e),
             };

@@ -4,6 +4,7 @@ mod cli;
 mod faults;
 mod lifetime;
 mod mcp;
+mod run;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -35,7 +35,7 @@ async fn env(name: &str) -> Env {
     let runtime = Runtime::start(config).await.expect("runtime starts");
     let options = mcp::HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
-        routes: Some(server::router(runtime.clone(), server::HostOptions { planner: Some(test_planner()) })),
+        routes: Some(server::router(runtime.clone(), server::HostOptions { planner: Some(test_planner()), model: None })),
         ..mcp::HttpOptions::default()
     };
     let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");

@@ -1,0 +1,98 @@
+//! `glovebox run "task" --url URL`: the agent loop with a model provider on one tab, the person's
+//! approvals asked on this terminal, the `RunResult` (decided by the runtime) on stdout.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ::runtime::{ApprovalDecision, Assertion, RunRequest, Runtime};
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cli::{Global, RunArgs};
+
+/// The model a run uses: the flags (this request's choice) over the configuration's.
+fn choice(args: &RunArgs, configured: Option<agent::ModelChoice>) -> anyhow::Result<agent::ModelChoice> {
+    let provider = match &args.provider {
+        Some(p) => Some(agent::ProviderKind::parse(p).with_context(|| format!("--provider {p}: use anthropic or openai_chat"))?),
+        None => None,
+    };
+    let mut choice = match (provider, configured) {
+        (Some(provider), Some(c)) if c.provider == provider => c,
+        (Some(provider), _) => agent::ModelChoice { provider, model: String::new(), base_url: None, api_key_env: None },
+        (None, Some(c)) => c,
+        (None, None) => {
+            anyhow::bail!("no model is configured: pass --provider and --model, or set [model] in the config file (or GLOVEBOX_PROVIDER and GLOVEBOX_MODEL)")
+        }
+    };
+    if let Some(model) = &args.model {
+        choice.model = model.clone();
+    }
+    if let Some(url) = &args.base_url {
+        choice.base_url = Some(url.clone());
+    }
+    Ok(choice)
+}
+
+/// `glovebox run`.
+pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let settings = crate::config::resolve(global, None)?;
+    let choice = choice(args, settings.serve.mcp.model.clone())?;
+    let accounting = Arc::new(Mutex::new(agent::Accounting::default()));
+    // A provider that cannot start fails the run with its own error: nothing else is tried.
+    let planner = match agent::ModelPlanner::for_choice(&choice, accounting.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            if args.json {
+                out!("{}", json!({"error": protocol::ErrorCode::BackendUnavailable.as_str(), "message": e.to_string()}));
+            }
+            eprintln!("glovebox: backend_unavailable: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let rt = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let answer = args.answer.as_deref().map(|a| match a {
+        "once" => ApprovalDecision::ApproveOnce,
+        "task" => ApprovalDecision::ApproveForTask,
+        _ => ApprovalDecision::Deny,
+    });
+    let person = crate::terminal::person_on_terminal(&rt, answer, Some(args.json));
+    let session = rt.create_session().await?;
+    let outcome = async {
+        rt.open_tab(&session, &args.url, Duration::from_secs(300)).await?;
+        let mut request = RunRequest::new(args.task.as_str());
+        request.max_steps = args.max_steps;
+        request.max_seconds = args.max_seconds;
+        request.assertions = args.check_text.iter().map(|t| Assertion::TextPresent { text: t.clone() }).collect();
+        rt.run(&session, request, Box::new(planner)).await
+    }
+    .await;
+    person.abort();
+    let _ = rt.close_session(&session).await;
+    rt.shutdown(Duration::from_secs(5)).await;
+    let result = outcome?;
+    let report = accounting.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if args.json {
+        let mut value = serde_json::to_value(&result)?;
+        if args.report {
+            value["report"] = serde_json::to_value(&report)?;
+        }
+        out!("{value}");
+    } else {
+        out!("{}", serde_json::to_string_pretty(&result)?);
+        if args.report {
+            out!(
+                "model {}/{}: {} requests, {} input and {} output tokens, {} tool calls, {} unusable answers, {} ms waiting for the model",
+                report.provider,
+                report.model,
+                report.model_requests,
+                report.input_tokens,
+                report.output_tokens,
+                report.tool_calls,
+                report.invalid_answers,
+                report.model_ms
+            );
+        }
+    }
+    Ok(if result.status() == protocol::RunStatus::Succeeded { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

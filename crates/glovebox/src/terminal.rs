@@ -1,0 +1,48 @@
+//! The terminal as a person's channel: each approval a run asks for is put to the person on
+//! stderr and answered from stdin (or by a fixed answer, for scripts); run events are printed as
+//! progress.
+
+use std::io::Write;
+use std::time::Duration;
+
+use ::runtime::{ApprovalDecision, EventKind, Runtime};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Asks the person about every approval of `rt` until aborted, and prints the runs' events as
+/// progress lines (unless `quiet`).
+pub fn person_on_terminal(rt: &Runtime, answer: Option<ApprovalDecision>, quiet: Option<bool>) -> tokio::task::JoinHandle<()> {
+    let mut events = rt.subscribe_events();
+    let approver = rt.clone();
+    let quiet = quiet.unwrap_or(false);
+    tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(event) = events.recv().await {
+            match &event.kind {
+                EventKind::ApprovalRequested { approval_id, .. } => {
+                    let Some(request) = approver.pending_approvals().into_iter().find(|r| &r.approval_id == approval_id) else { continue };
+                    let decision = match answer {
+                        Some(decision) => decision,
+                        None => {
+                            eprint!(
+                                "approve {} {} on {} ({}: {})? [o]nce, for the [t]ask, [d]eny: ",
+                                request.action, request.target, request.origin, request.tier, request.reason
+                            );
+                            let _ = std::io::stderr().flush();
+                            match tokio::time::timeout(Duration::from_secs(300), stdin.next_line()).await {
+                                Ok(Ok(Some(line))) => match line.trim() {
+                                    "o" | "once" => ApprovalDecision::ApproveOnce,
+                                    "t" | "task" => ApprovalDecision::ApproveForTask,
+                                    _ => ApprovalDecision::Deny,
+                                },
+                                _ => ApprovalDecision::Deny,
+                            }
+                        }
+                    };
+                    let _ = approver.resolve_approval(approval_id, decision);
+                }
+                other if !quiet => eprintln!("event: {}", serde_json::to_string(other).unwrap_or_default()),
+                _ => {}
+            }
+        }
+    })
+}

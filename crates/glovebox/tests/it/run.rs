@@ -1,0 +1,95 @@
+//! `glovebox run` as a user runs it: a model provider (a loopback server speaking the OpenAI
+//! Chat Completions format) drives a real run on the form fixture; a provider that cannot start
+//! fails the run with its own error.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use test_support::FixtureServer;
+
+use crate::{data_dir, glovebox};
+
+/// The scripted model: fills Name with Ada, submits, says done, from the page it is shown.
+async fn chat(State(calls): State<Arc<AtomicUsize>>, Json(body): Json<Value>) -> Json<Value> {
+    let n = calls.fetch_add(1, Ordering::SeqCst);
+    let page = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .rfind(|t| t.contains("</untrusted nonce="))
+        .unwrap_or_default()
+        .to_owned();
+    let frame = page.split("frame_id: ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default().to_owned();
+    let r = |needle: &str| page.split(needle).nth(1).and_then(|r| r.split([' ', ']']).next()).unwrap_or("e0").to_owned();
+    let (tool, input) = if page.contains("Welcome, Ada!") {
+        ("done", json!({"summary": "signed up"}))
+    } else if page.contains("textbox \"Name\"") && !page.contains(": \"Ada\"") {
+        (
+            "act",
+            json!({"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": r("textbox \"Name\" [")}, "text": "Ada", "intent": "name"}),
+        )
+    } else {
+        (
+            "act",
+            json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": r("button \"Create account\" [")}, "intent": "submit"}),
+        )
+    };
+    Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": format!("c{n}"), "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_cannot_start() {
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(calls.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (dir, url, origin) = (data_dir("run-model"), fixtures.url("/form.html"), fixtures.origin());
+
+    let run = {
+        let (dir, url, origin, base) = (dir.clone(), url.clone(), origin.clone(), base.clone());
+        tokio::task::spawn_blocking(move || {
+            glovebox(&dir)
+                .args(["--trust", &origin, "run", "Sign up as Ada", "--url", &url, "--provider", "openai_chat", "--model", "test-model", "--base-url", &base])
+                .args(["--check-text", "Welcome, Ada!", "--json", "--report"])
+                .env("GLOVEBOX_CONFIG", "/dev/null")
+                .env("OPENAI_API_KEY", "sk-test")
+                .output()
+                .unwrap()
+        })
+    }
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(result["report"]["model_requests"], 3, "{result}");
+    assert_eq!(result["report"]["input_tokens"], 300, "{result}");
+    assert!(!stdout.contains("sk-test"), "the key never leaves the process");
+    assert_eq!(fixtures.writes().len(), 1);
+
+    let failed = tokio::task::spawn_blocking(move || {
+        glovebox(&dir)
+            .args(["run", "x", "--url", &url, "--provider", "anthropic", "--model", "m", "--json"])
+            .env("GLOVEBOX_CONFIG", "/dev/null")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(failed.status.code(), Some(2));
+    let said: Value = serde_json::from_str(String::from_utf8_lossy(&failed.stdout).trim()).unwrap();
+    assert_eq!(said["error"], "backend_unavailable", "{said}");
+    assert_eq!(said["message"], "the anthropic provider cannot start: ANTHROPIC_API_KEY is not set", "no other provider was tried: {said}");
+}
