@@ -150,8 +150,11 @@ async fn a_multi_select_takes_several_values_and_missing_ones_are_listed() {
     assert_eq!(strings(observe_eval(&tab, "[...toppings.selectedOptions].map(o => o.value)").await), ["ham", "basil"], "refused selects change nothing");
 }
 
+/// A fresh upload root per call: tests run side by side in one process, so each gets its own.
 fn upload_root() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("uploads-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("uploads-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::write(root.join("notes.txt"), "hello upload").unwrap();
