@@ -64,7 +64,13 @@ pub fn router(runtime: Runtime, options: HostOptions) -> axum::Router {
 }
 
 async fn upgrade(State(state): State<HostState>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(MAX_MESSAGE_BYTES).max_frame_size(MAX_MESSAGE_BYTES).on_upgrade(move |socket| serve(state, socket))
+    // Small buffers: registry events and chat commands are small, and a window's connection
+    // lives as long as the window (they grow when a large message needs it).
+    ws.max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
+        .read_buffer_size(8 << 10)
+        .write_buffer_size(8 << 10)
+        .on_upgrade(move |socket| serve(state, socket))
 }
 
 #[derive(Deserialize)]
