@@ -128,6 +128,15 @@ impl Tab {
     /// Captures an observation of this tab. See the module docs for the consistency rules.
     pub async fn observe(&self, options: &ObserveOptions) -> Result<Observation, BrowserError> {
         self.check_alive()?;
+        // A JavaScript dialog blocks the page (nothing in it can be read until it is answered):
+        // the observation is the dialog, at once, with a frame a `dialog` action answers on.
+        // A dialog that opens while the page is read (a timer, the tail of an action) would block
+        // the reads until the deadline: it ends the capture at once instead.
+        let mut dialogs = self.session.subscribe(&["Page.javascriptDialogOpening"]);
+        let open = lock(&self.state).dialog.clone();
+        if let Some(dialog) = open {
+            return self.dialog_observation(&dialog);
+        }
         let deadline = options.deadline;
         let run = async {
             let _read = self.barrier.read().await;
@@ -143,10 +152,78 @@ impl Tab {
             }
             Err(BrowserError::Unstable { what: last })
         };
-        match tokio::time::timeout(deadline, run).await {
-            Ok(result) => result,
-            Err(_) => Err(BrowserError::Timeout { what: "observation".into(), after_ms: deadline.as_millis() as u64 }),
+        let opened = async {
+            loop {
+                match dialogs.recv().await {
+                    Some(Ok(event)) => return event,
+                    Some(Err(_)) => continue,
+                    None => std::future::pending::<()>().await,
+                }
+            }
+        };
+        tokio::select! {
+            result = tokio::time::timeout(deadline, run) => match result {
+                Ok(result) => result,
+                Err(_) => Err(BrowserError::Timeout { what: "observation".into(), after_ms: deadline.as_millis() as u64 }),
+            },
+            event = opened => {
+                self.note_dialog(&event);
+                let dialog = lock(&self.state).dialog.clone();
+                match dialog {
+                    Some(dialog) => self.dialog_observation(&dialog),
+                    None => Err(BrowserError::Unstable { what: "a dialog opened and closed while the page was read".into() }),
+                }
+            }
         }
+    }
+
+    /// The observation of a page a JavaScript dialog blocks: the last page's URL, title and
+    /// viewport, the dialog as its only content (`alertdialog "message" [kind]`, page text and
+    /// so untrusted like any), no refs, and a frame of its own — the one a `dialog` action names.
+    fn dialog_observation(&self, dialog: &crate::tab::Dialog) -> Result<Observation, BrowserError> {
+        let previous = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
+        let world = previous.world.clone();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        previous.frame_id.as_str().hash(&mut hasher);
+        dialog.kind.hash(&mut hasher);
+        dialog.message.hash(&mut hasher);
+        "javascript dialog".hash(&mut hasher);
+        let frame_id = FrameId::new(format!("frame_{:016x}", hasher.finish())).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
+        // Text this tab typed into secret fields never comes back, a dialog's message included.
+        let secrets = lock(&self.state).secrets.clone();
+        let scrub = |t: &str| secrets.redact(t).into_owned();
+        let kind: String = dialog.kind.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        let message = scrub(&dialog.message);
+        let text = format!(
+            "alertdialog {} [{kind} modal]\n \"the page is blocked until the dialog is answered: act with {{\\\"type\\\": \\\"dialog\\\", \\\"accept\\\": true|false}}\"\n",
+            serde_json::Value::String(message)
+        );
+        let record = Arc::new(ObservationRecord {
+            frame_id: frame_id.clone(),
+            navigation_epoch: previous.navigation_epoch,
+            viewport: previous.viewport,
+            refs: HashMap::new(),
+            screenshot_size: None,
+            world: world.clone(),
+        });
+        *lock(&self.latest) = Some(record);
+        let (console_errors, console_cut) = lock(&self.state).console.snapshot();
+        let tab_id = TabId::new(self.target_id().0.clone()).unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
+        Ok(Observation::bounded(ObservationParts {
+            frame_id,
+            content_epoch: world.structural,
+            captured_at: now_ms(),
+            target: TargetIdentity::web_tab(tab_id),
+            url: scrub(&policy::redact_url(&world.url)),
+            origin: policy::web_origin(&world.url),
+            title: scrub(&world.title),
+            viewport: previous.viewport,
+            screenshot: None,
+            aria_snapshot: text,
+            interactive_elements: Vec::new(),
+            console_errors: console_errors.iter().map(|c| scrub(c)).collect(),
+            cut: ProducerCuts { aria: false, elements: false, console: console_cut },
+        }))
     }
 
     /// The CDP calls one observation of a single-frame page makes — a world read, then the DOM

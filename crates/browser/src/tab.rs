@@ -304,6 +304,18 @@ impl Tab {
         self.children.list().iter().filter(|c| c.info.target_type == "iframe").count()
     }
 
+    /// Records a `Page.javascriptDialogOpening` seen by an operation before the tab's own event
+    /// task got to it (the same update, so whichever comes first wins and the other is a no-op).
+    pub(crate) fn note_dialog(&self, event: &cdp::Event) {
+        if let Some(opening) = event.parse::<cdp::domains::page::JavascriptDialogOpening>() {
+            let mut state = lock(&self.state);
+            if state.dialog.is_none() {
+                state.dialog = Some(Dialog { kind: opening.dialog_type, message: opening.message });
+                state.dialog_default_prompt = opening.default_prompt;
+            }
+        }
+    }
+
     /// The dialog open right now, if any.
     pub fn dialog(&self) -> Option<Dialog> {
         lock(&self.state).dialog.clone()

@@ -69,6 +69,8 @@ pub enum Scripted {
     Navigate(String),
     Scroll(i32),
     Wait(u32),
+    /// Accept (`true`) or dismiss the JavaScript dialog the page shows.
+    Dialog(bool),
     /// Raw JSON as a model might emit it (validated like model output).
     Raw(serde_json::Value),
     /// Takes this long to "think" (for cancellation tests).
@@ -130,6 +132,7 @@ impl Planner for ScriptedPlanner {
                     Scripted::Navigate(url) => json!({"type": "navigate", "expected_frame_id": frame, "url": url, "intent": "open the page"}),
                     Scripted::Scroll(dy) => json!({"type": "scroll", "expected_frame_id": frame, "delta_y": dy, "intent": "scroll"}),
                     Scripted::Wait(ms) => json!({"type": "wait", "expected_frame_id": frame, "duration_ms": ms, "intent": "wait"}),
+                    Scripted::Dialog(accept) => json!({"type": "dialog", "expected_frame_id": frame, "accept": accept, "intent": "answer the dialog"}),
                 };
                 return Ok(PlannerStep::Act(protocol::validate_extended_action(&value)?));
             }

@@ -157,6 +157,10 @@ impl Tab {
             (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())
         };
         let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&options.observe).await.ok() } else { None };
+        // A dialog that opened as the observation began ends it: the dialog is the outcome's,
+        // and the blocked page has no observation of its own here.
+        let dialog = dialog.or_else(|| lock(&self.state).dialog.clone());
+        let observation = if dialog.is_some() { None } else { observation };
         ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads }
     }
 

@@ -26,7 +26,12 @@ impl Tab {
         let mut dialogs = self.session.subscribe(&["Page.javascriptDialogOpening"]);
         tokio::select! {
             reply = self.session.call(command) => reply.map(|_| ()).map_err(Into::into),
-            _ = dialogs.recv() => Ok(()),
+            event = dialogs.recv() => {
+                if let Some(Ok(event)) = event {
+                    self.note_dialog(&event);
+                }
+                Ok(())
+            }
         }
     }
 

@@ -60,7 +60,15 @@ impl Tab {
             }
             false
         };
+        // A dialog the action opened is recorded here, at once: the tab's own event task may not
+        // have got to it yet, and whatever reads the page next would block on the dialog.
+        let dialog = |event: &cdp::Event| {
+            if event.method == "Page.javascriptDialogOpening" {
+                self.note_dialog(event);
+            }
+        };
         while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
+            dialog(&event);
             if take(&event, &mut navigating, &mut in_flight) {
                 return;
             }
@@ -69,6 +77,7 @@ impl Tab {
             let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
             let _ = tokio::time::timeout(left, async {
                 while let Some(Ok(event)) = events.recv().await {
+                    dialog(&event);
                     if event.method == "Page.loadEventFired" || event.method == "Page.javascriptDialogOpening" {
                         break;
                     }
@@ -83,6 +92,7 @@ impl Tab {
             let left = requests_until.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, events.recv()).await {
                 Ok(Some(Ok(event))) => {
+                    dialog(&event);
                     if take(&event, &mut navigating, &mut in_flight) {
                         return;
                     }

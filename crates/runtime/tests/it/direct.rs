@@ -103,3 +103,48 @@ async fn a_drag_receipt_says_drag_and_a_v1_click_receipt_says_click() {
     assert_eq!(outcome.receipt.v1_action(), Some(protocol::ActionKind::Click));
     assert_eq!(serde_json::to_value(&outcome.receipt).unwrap()["action"], "click");
 }
+
+/// A click that opens `confirm()` is reported at once, with its receipt (issue 14 found it took
+/// ~20 s and ended in `timeout`); while the dialog is open an observation is the dialog instead of
+/// blocking; a `dialog` action answers it on that frame; inside a run the planner sees the dialog,
+/// answers it, and the run goes on. The observation deadlines are set to minutes, so a read that
+/// blocked on the dialog would hang the test past its guard instead of passing late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_is_reported_at_once_and_answered_directly_and_inside_a_run() {
+    use std::time::Duration;
+    let env = crate::env("dialog-direct", true).await;
+    let s = &env.session;
+    crate::open(&env.runtime, s, &env.server.url("/widgets.html")).await.unwrap();
+    let patient = browser::ObserveOptions { deadline: Duration::from_secs(300), ..Default::default() };
+    let act_options = browser::ActOptions { deadline: Duration::from_secs(300), observe: patient.clone(), ..Default::default() };
+    let o = env.runtime.observe(s, None, &patient).await.unwrap();
+    let mut after = o;
+    for round in 0..2 {
+        let confirm = crate::click(&after, "Confirm me");
+        let click = env.runtime.act(s, None, &confirm, &act_options, Duration::ZERO);
+        let outcome = tokio::time::timeout(Duration::from_secs(60), click).await.expect("the click does not block on the dialog").unwrap();
+        let dialog = outcome.dialog.expect("the confirm is reported");
+        assert_eq!((dialog.kind.as_str(), dialog.message.as_str()), ("confirm", "Sure?"), "round {round}");
+        assert!(outcome.observation.is_none(), "the blocked page has no observation of its own");
+        // An observation of the blocked page is the dialog, with a frame to answer on.
+        let observe = env.runtime.observe(s, None, &patient);
+        let blocked = tokio::time::timeout(Duration::from_secs(60), observe).await.expect("the observation does not block on the dialog").unwrap();
+        assert!(blocked.aria_snapshot().starts_with("alertdialog \"Sure?\" [confirm modal]"), "{}", blocked.aria_snapshot());
+        assert!(blocked.interactive_elements().is_empty());
+        let answer = protocol::validate_extended_action(
+            &json!({"type": "dialog", "expected_frame_id": blocked.frame_id().as_str(), "accept": true, "intent": "confirm"}),
+        )
+        .unwrap();
+        let answered = env.runtime.act(s, None, &answer, &act_options, Duration::ZERO).await.unwrap();
+        assert_eq!(answered.receipt.state(), protocol::ReceiptState::Confirmed);
+        after = answered.observation.expect("a fresh observation once the dialog is answered");
+        assert_eq!(after.title(), "confirmed");
+    }
+
+    // Inside a run: the planner sees the dialog as the page and answers it; the run goes on.
+    let steps = vec![runtime::Scripted::Click("Confirm me".into()), runtime::Scripted::Dialog(false), runtime::Scripted::Done("answered".into())];
+    let result = env.runtime.run(s, runtime::RunRequest::new("decline the confirm"), Box::new(runtime::ScriptedPlanner::new(steps))).await.unwrap();
+    assert_eq!(result.steps_taken(), 2, "{result:?}");
+    assert_eq!(result.reason_code(), protocol::ReasonCode::VerificationFailed, "done without checks: {result:?}");
+    assert_eq!(env.runtime.observe(s, None, &patient).await.unwrap().title(), "declined", "the run answered the dialog");
+}
