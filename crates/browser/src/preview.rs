@@ -69,14 +69,18 @@ impl Tab {
             return Some(Err(()));
         }
         let frame = frame_id(self.target_id().0.as_str(), navigation, &raw.state, None);
+        // Text this tab typed into secret fields never comes back, wherever the page echoes it:
+        // in a preview as in an observation.
+        let secrets = crate::tab::lock(&self.state).secrets.clone();
+        let scrub = |t: &str| secrets.redact(t).into_owned();
         Some(Ok(Preview::ready(PreviewParts {
             preview_frame_id: frame,
             content_epoch: raw.state.structural,
             captured_at: now_ms(),
-            title: raw.title,
+            title: scrub(&raw.title),
             origin: policy::web_origin(&raw.state.url),
-            visible_text: raw.text,
-            aria_landmarks: raw.landmarks.into_iter().map(|l| Landmark::new(l.role, l.name)).collect(),
+            visible_text: scrub(&raw.text),
+            aria_landmarks: raw.landmarks.into_iter().map(|l| Landmark::new(l.role, scrub(&l.name))).collect(),
             interactive_count: raw.interactive_count,
         })))
     }

@@ -73,6 +73,11 @@ async fn a_typed_secret_never_comes_back_even_when_the_page_echoes_it() {
     let json = serde_json::to_string(&o).unwrap();
     assert!(!json.contains("correct-horse-battery"), "{json}");
     assert!(o.aria_snapshot().contains("Echo: [redacted]"), "{}", o.aria_snapshot());
+    // The turn-start preview reads the page's visible text too: the echo is redacted there as well.
+    let preview = serde_json::to_string(&tab.preview(Duration::from_secs(5)).await).unwrap();
+    assert!(preview.contains("\"preview_status\":\"ready\""), "{preview}");
+    assert!(!preview.contains("correct-horse-battery"), "{preview}");
+    assert!(preview.contains("Echo: [redacted]"), "{preview}");
 }
 
 #[tokio::test]
