@@ -376,6 +376,21 @@ async def scenario_sampling(args):
     emit({"listed": "computer_use" in names, "run": run["header"], "liar": liar["header"], "seen": seen})
 
 
+async def scenario_dialog(args):
+    """A click that opens confirm(): the act returns its receipt naming the dialog and the blocked
+    page's observation (the dialog, with a frame); a dialog action on that frame answers it."""
+    async with connect(args) as (session, _):
+        await call(session, "tab_open", {"url": args.fixture[0]})
+        obs = (await call(session, "observe"))["page"]
+        button = ref(obs, "button", "Confirm me")
+        clicked = await call(session, "act", {"action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "ask"}})
+        receipt = json.loads(re.fullmatch(r'<untrusted nonce=([0-9a-f]{12})>\n(.*)\n</untrusted nonce=\1>', clicked["texts"][1], re.S).group(2))
+        blocked = clicked["page"]
+        answered = await call(session, "act", {"action": {"type": "dialog", "expected_frame_id": blocked["frame_id"], "accept": False, "intent": "decline"}})
+        emit({"clicked": clicked["header"], "error": clicked["error"], "dialog": receipt.get("dialog"), "blocked": blocked["aria_snapshot"],
+              "answered": answered["header"], "after": answered["page"]["aria_snapshot"].splitlines()[0]})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

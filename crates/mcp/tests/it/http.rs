@@ -439,3 +439,18 @@ async fn computer_use_plans_with_the_clients_model_through_sampling() {
     assert!(seen[1]["messages"].as_u64().unwrap() > 1, "the model sees its earlier steps: {out}");
     assert_eq!(env.fixtures.writes().len(), 1, "one sign-up submitted");
 }
+
+/// Issue 14's dialog over MCP: a click that opens `confirm()` returns at once with its receipt
+/// naming the dialog and the blocked page as the dialog (with a frame); a `dialog` action on that
+/// frame answers it, and the page goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_that_opens_a_dialog_returns_its_receipt_and_the_dialog_to_answer() {
+    let env = env("dialog", true, None).await;
+    let out = run("dialog", &over_http(&env), &[env.fixtures.url("/widgets.html")]).await;
+    assert_eq!(out["error"], false, "{out}");
+    assert!(out["clicked"]["receipt_state"].is_string(), "{out}");
+    assert_eq!(out["dialog"], json!({"kind": "confirm", "message": "Sure?"}), "{out}");
+    assert!(out["blocked"].as_str().unwrap().contains("\nalertdialog \"Sure?\" [confirm modal]\n"), "{out}");
+    assert_eq!(out["answered"]["receipt_state"], "confirmed", "{out}");
+    assert!(out["after"].as_str().unwrap().ends_with("\"declined\""), "the page's title after the answer: {out}");
+}
