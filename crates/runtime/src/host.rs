@@ -16,8 +16,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use protocol::{
-    Capability, ContextId, ExtendedAction, Observation, Preview, ProviderRequestId, Region, SessionId, SurfaceAlias, SurfaceContext, SurfaceEntry, SurfaceKey,
-    SurfaceKind, SurfaceName, TurnId,
+    Capability, ContextId, ErrorCode, ExtendedAction, Observation, Preview, ProviderRequestId, Region, SessionId, SurfaceAlias, SurfaceContext, SurfaceEntry,
+    SurfaceKey, SurfaceKind, SurfaceName, TurnId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -669,7 +669,18 @@ impl Runtime {
             }
             let surface = match held.tabs.iter().find(|t| t.resource == local).and_then(|t| t.surface) {
                 Some(s) => s,
-                None => self.claim_tab(&session, &local).await?,
+                None => match self.claim_tab(&session, &local).await {
+                    Ok(s) => s,
+                    // Another session holds the tab, or it is gone: the turn still gets its
+                    // context, with this surface present but unusable (no tool reaches it).
+                    Err(e) if matches!(e.code(), ErrorCode::LeaseConflict | ErrorCode::TargetLost | ErrorCode::UnknownSurface) => {
+                        tracing::info!(tab = %local, error = %e, "a referenced tab cannot be bound this turn");
+                        let key = SurfaceKey::from_index(self.reserve_key(&session)?);
+                        bound.push((c, None, key));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
             };
             self.set_capabilities(&session, surface, c.entry.access.capabilities())?;
             let key = self
@@ -680,7 +691,7 @@ impl Runtime {
         }
 
         // 4. Aliases (`000_…` §06 rules 2–4) and the primary surface (rule 5).
-        let controllable = |b: &(Chosen, Option<SurfaceId>, SurfaceKey)| b.0.entry.access != Access::Off;
+        let controllable = |b: &(Chosen, Option<SurfaceId>, SurfaceKey)| b.0.entry.access != Access::Off && b.1.is_some();
         let mut aliases: Vec<Vec<SurfaceAlias>> = vec![Vec::new(); bound.len()];
         let alias = |s: &str| SurfaceAlias::new(s).map_err(|e| RuntimeError::Internal(e.to_string()));
         for region in [Region::Left, Region::Right, Region::Center] {
@@ -709,10 +720,21 @@ impl Runtime {
             }
         }))
         .await;
+        // A surface that could not be bound (held elsewhere, gone) says so: an unavailable
+        // preview, no capabilities. One the user switched off has no preview at all.
+        let previews: Vec<Option<Preview>> = previews
+            .into_iter()
+            .zip(&bound)
+            .map(
+                |(p, (c, surface, _))| {
+                    if surface.is_none() && c.entry.access != Access::Off { Some(Preview::unavailable(String::new(), String::new(), now_ms())) } else { p }
+                },
+            )
+            .collect();
         let mut surfaces = Vec::new();
         let mut bindings = HashMap::new();
         for (i, ((c, surface, key), preview)) in bound.iter().zip(previews).enumerate() {
-            let capabilities = c.entry.access.capabilities();
+            let capabilities = if surface.is_some() { c.entry.access.capabilities() } else { Vec::new() };
             surfaces.push(
                 SurfaceEntry::new(key.clone(), aliases[i].clone(), SurfaceKind::WebTab, c.entry.region, capabilities, preview)
                     .map_err(|e| RuntimeError::Internal(e.to_string()))?,
@@ -811,7 +833,10 @@ impl Runtime {
         let key = entry.surface_key().clone();
         let binding = snapshot.bindings.get(&key).ok_or_else(|| RuntimeError::Internal("a snapshot surface without a binding".into()))?;
         let Some(tab) = binding.surface else {
-            return Err(RuntimeError::CapabilityDenied { surface: key.to_string(), capability: "observe (the user switched access off)".into() });
+            return Err(RuntimeError::CapabilityDenied {
+                surface: key.to_string(),
+                capability: "observe (the user switched access off, or its tab is gone or held by another session this turn)".into(),
+            });
         };
         let valid = {
             let windows = lock(&self.host().windows);

@@ -479,3 +479,29 @@ async fn computer_use_runs_on_the_bound_tab_and_a_hide_stops_it_before_its_next_
     assert_eq!(ended["result"]["reason_code"], "target_lost", "{ended}");
     assert_eq!(env.fixtures.writes().len(), 1, "nothing more was written");
 }
+
+/// A referenced tab another session holds (an MCP client claimed it) does not fail the chat
+/// turn: it is listed as present but unusable (unavailable preview, no capabilities, no tool),
+/// and a tool call naming it is refused without touching it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tab_held_by_another_session_is_listed_but_not_bound() {
+    let env = env("held").await;
+    let held = user_tab(&env, "/counter.html").await;
+    let free = user_tab(&env, "/table.html").await;
+    let other = env.runtime.create_session().await.unwrap();
+    env.runtime.claim_tab(&other, &held).await.unwrap();
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("held", "g1", &held, "right", 0).await;
+    r.open_tab("free", "g1", &free, "center", 1).await;
+    let turn = r.turn("chat", &[("held", 1), ("free", 1)], None).await;
+    assert_eq!(turn["type"], "surface_context", "the turn still gets its context: {turn}");
+    let surfaces = turn["context"]["surfaces"].as_array().unwrap();
+    let unusable = surfaces.iter().find(|s| s["capabilities"] == json!([])).unwrap_or_else(|| panic!("{turn}"));
+    assert_eq!(unusable["preview"]["preview_status"], "unavailable", "{turn}");
+    assert!(unusable["aliases"].as_array().unwrap().is_empty(), "no alias names an unusable surface: {turn}");
+    assert_eq!(alias(&turn, "center"), turn["context"]["primary_surface_key"], "the one usable tab is primary: {turn}");
+    let refused = r.tool(&turn, "c1", "observe", json!({"surface": unusable["surface_key"]})).await;
+    assert_eq!(refused["code"], "capability_denied", "{refused}");
+    assert!(env.runtime.status(&other).unwrap().tabs.iter().any(|t| t.resource == held && t.surface.is_some()), "the other session keeps its tab");
+}
