@@ -504,15 +504,7 @@ impl GloveboxMcp {
         let (handle, mut join) = self.runtime.start_run(session, request, planner)?;
         // A call that goes away (its future dropped on disconnect) stops its run; a client's
         // cancellation (`notifications/cancelled`) does too, through the request's token.
-        struct StopOnDrop(Option<runtime::RunHandle>);
-        impl Drop for StopOnDrop {
-            fn drop(&mut self) {
-                if let Some(h) = self.0.take() {
-                    h.cancel();
-                }
-            }
-        }
-        let mut guard = StopOnDrop(Some(handle.clone()));
+        let guard = handle.stop_on_drop();
         let (cancel, stop) = (context.ct.clone(), handle.clone());
         let run = async move {
             tokio::select! {
@@ -528,7 +520,7 @@ impl GloveboxMcp {
             Driven::Done(done) => done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
             Driven::NotAsked(_) => return Err(RuntimeError::Internal("the run's approvals were left to a person channel".into())),
         };
-        guard.0 = None;
+        guard.disarm();
         let value = serde_json::to_value(&result).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let header = json!({
             "run_id": handle.run_id,

@@ -33,7 +33,7 @@ pub use incarnation::Reconciliation;
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
 pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport, parse_answer};
-pub use run::{RunHandle, RunRequest};
+pub use run::{RunHandle, RunRequest, StopOnDrop};
 pub use runtime::{Runtime, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
 pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion};

@@ -84,6 +84,30 @@ impl RunHandle {
     pub fn cancel(&self) {
         self.cancel.cancel();
     }
+
+    /// A guard that stops the run when it is dropped before [`StopOnDrop::disarm`]: a
+    /// transport's call that goes away (its future dropped on disconnect) takes its run along.
+    pub fn stop_on_drop(&self) -> StopOnDrop {
+        StopOnDrop(Some(self.cancel.clone()))
+    }
+}
+
+/// See [`RunHandle::stop_on_drop`].
+pub struct StopOnDrop(Option<Cancel>);
+
+impl StopOnDrop {
+    /// The run ended by itself: dropping the guard stops nothing.
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
+        }
+    }
 }
 
 /// How the loop ended, before the result is built.

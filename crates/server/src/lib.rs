@@ -314,15 +314,7 @@ async fn tool_call(
                 Err(e) => return runtime_error(id, &e),
             };
             // The run stops if this call goes away (the connection closed).
-            struct StopOnDrop(Option<runtime::RunHandle>);
-            impl Drop for StopOnDrop {
-                fn drop(&mut self) {
-                    if let Some(h) = self.0.take() {
-                        h.cancel();
-                    }
-                }
-            }
-            let mut guard = StopOnDrop(Some(handle.clone()));
+            let guard = handle.stop_on_drop();
             let run_id = handle.run_id.to_string();
             let mut join = join;
             // The run's own events go to the host while it runs (approvals to show the person).
@@ -338,7 +330,7 @@ async fn tool_call(
                     },
                 }
             };
-            guard.0 = None;
+            guard.disarm();
             match result {
                 Ok(result) => {
                     let mut result = serde_json::to_value(&result).unwrap_or(Value::Null);
