@@ -133,6 +133,11 @@ fn authorised(headers: &HeaderMap, token: &str) -> bool {
         .is_some_and(|given| crate::http::constant_time_eq(given.as_bytes(), token.as_bytes()))
 }
 
+/// A runtime error as the channel answers it: the closed code and the message.
+fn refusal(status: StatusCode, e: &RuntimeError) -> Response {
+    (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+}
+
 fn unauthorised() -> Response {
     (StatusCode::UNAUTHORIZED, Json(json!({"error": "the person token is required (Authorization: Bearer …)"}))).into_response()
 }
@@ -178,7 +183,7 @@ async fn user_tabs(State(state): State<PersonState>, headers: HeaderMap) -> Resp
     }
     match state.runtime.user_tabs() {
         Ok(tabs) => Json(json!({"user_tabs": tabs})).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response(),
+        Err(e) => refusal(StatusCode::INTERNAL_SERVER_ERROR, &e),
     }
 }
 
@@ -201,7 +206,7 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
                 protocol::ErrorCode::BackendUnavailable | protocol::ErrorCode::TargetLost | protocol::ErrorCode::Timeout => StatusCode::BAD_GATEWAY,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
-            (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+            refusal(status, &e)
         }
     }
 }
@@ -237,7 +242,7 @@ async fn turn_end(State(state): State<PersonState>, headers: HeaderMap, body: ax
         }
         Err(e) => {
             let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::INTERNAL_SERVER_ERROR };
-            (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+            refusal(status, &e)
         }
     }
 }
@@ -255,7 +260,7 @@ async fn register_window(State(state): State<PersonState>, headers: HeaderMap, b
             tracing::info!(window = %ticket.window_id, "a host registered a window");
             Json(ticket).into_response()
         }
-        Err(e) => (StatusCode::BAD_REQUEST, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response(),
+        Err(e) => refusal(StatusCode::BAD_REQUEST, &e),
     }
 }
 
@@ -269,7 +274,7 @@ async fn set_access(State(state): State<PersonState>, headers: HeaderMap, body: 
     };
     let refused = |e: RuntimeError| {
         let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
-        (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+        refusal(status, &e)
     };
     let named = protocol::SessionId::new(body.session).map_err(|e| RuntimeError::UnknownSession(e.to_string())).and_then(|session| {
         let name = protocol::SurfaceName::new(body.surface).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;

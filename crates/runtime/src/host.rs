@@ -158,6 +158,22 @@ fn yes() -> bool {
     true
 }
 
+impl RegistryEvent {
+    /// The window and layout revisions the event carries, and the surface it changes (an open
+    /// adds one, so it names none here).
+    fn revisions(&self) -> (u64, u64, Option<&str>) {
+        match self {
+            Self::Open { window_revision, layout_revision, .. } | Self::FocusSet { window_revision, layout_revision, .. } => {
+                (*window_revision, *layout_revision, None)
+            }
+            Self::Update { registry_surface_id, window_revision, layout_revision, .. }
+            | Self::Hide { registry_surface_id, window_revision, layout_revision, .. }
+            | Self::Move { registry_surface_id, window_revision, layout_revision, .. }
+            | Self::Close { registry_surface_id, window_revision, layout_revision } => (*window_revision, *layout_revision, Some(registry_surface_id.as_str())),
+        }
+    }
+}
+
 /// The registry's revisions after an event.
 #[derive(Debug, Clone, Serialize)]
 pub struct RegistryAck {
@@ -319,11 +335,14 @@ impl Window {
         Ok(())
     }
 
-    fn entry(&mut self, id: &str, surface_revision: u64) -> Result<&mut Entry, RuntimeError> {
+    /// The entry an event changes, its surface revision advanced to `surface_revision` (which
+    /// must be newer). Called after [`Window::check`], so nothing fails once it returns.
+    fn advance(&mut self, id: &str, surface_revision: u64) -> Result<&mut Entry, RuntimeError> {
         let entry = self.surfaces.get_mut(id).ok_or_else(|| unknown("surface", id))?;
         if surface_revision <= entry.surface_revision {
             return Err(stale(format!("surface revision {surface_revision} of {id} is not newer than {}", entry.surface_revision)));
         }
+        entry.surface_revision = surface_revision;
         Ok(entry)
     }
 }
@@ -456,35 +475,11 @@ impl Runtime {
         }
         let mut windows = lock(&self.host().windows);
         let window = windows.get_mut(&window_id).filter(|w| w.connection == Some(connection)).ok_or_else(|| unknown("window", &window_id))?;
-        let mut surface_revision = None;
-        let generation_before: Option<(u64, Option<String>)> = match &event {
-            RegistryEvent::Update { registry_surface_id: id, .. }
-            | RegistryEvent::Hide { registry_surface_id: id, .. }
-            | RegistryEvent::Move { registry_surface_id: id, .. }
-            | RegistryEvent::Close { registry_surface_id: id, .. } => window.surfaces.get(id).map(|e| (e.generation, e.local_surface_id.clone())),
-            _ => None,
-        };
-        let event_id = match &event {
-            RegistryEvent::Update { registry_surface_id: id, .. }
-            | RegistryEvent::Hide { registry_surface_id: id, .. }
-            | RegistryEvent::Move { registry_surface_id: id, .. }
-            | RegistryEvent::Close { registry_surface_id: id, .. } => Some(id.clone()),
-            _ => None,
-        };
-        match event {
-            RegistryEvent::Open {
-                registry_surface_id,
-                window_revision,
-                surface_revision: rev,
-                layout_revision,
-                kind,
-                group_id,
-                local_surface_id,
-                region,
-                visible,
-                order,
-                access,
-            } => {
+        let (window_revision, layout_revision, target) = event.revisions();
+        let before = target.and_then(|id| window.surfaces.get(id)).map(|e| (e.generation, e.local_surface_id.clone()));
+        let target = target.map(str::to_owned);
+        let surface_revision = match event {
+            RegistryEvent::Open { registry_surface_id, surface_revision: rev, kind, group_id, local_surface_id, region, visible, order, access, .. } => {
                 check_id("registry_surface_id", &registry_surface_id)?;
                 window.check(window_revision, layout_revision, true)?;
                 if window.used_ids.contains(&registry_surface_id) {
@@ -501,35 +496,21 @@ impl Runtime {
                     registry_surface_id,
                     Entry { kind, group_id, local_surface_id, region, visible, order, access, surface_revision: rev, generation: 0 },
                 );
-                surface_revision = Some(rev);
-                window.window_revision = window_revision;
-                window.layout_revision = layout_revision;
+                Some(rev)
             }
-            RegistryEvent::Update { registry_surface_id, window_revision, surface_revision: rev, layout_revision, region, visible, order, access } => {
-                let changes_layout = region.is_some() || visible.is_some() || order.is_some();
-                window.check(window_revision, layout_revision, changes_layout)?;
-                let entry = window.entry(&registry_surface_id, rev)?;
-                if let Some(r) = region {
-                    entry.region = Some(r);
+            RegistryEvent::Update { registry_surface_id, surface_revision: rev, region, visible, order, access, .. } => {
+                window.check(window_revision, layout_revision, region.is_some() || visible.is_some() || order.is_some())?;
+                let entry = window.advance(&registry_surface_id, rev)?;
+                entry.region = region.or(entry.region);
+                if visible == Some(false) {
+                    entry.generation += 1;
                 }
-                if let Some(v) = visible {
-                    if !v {
-                        entry.generation += 1;
-                    }
-                    entry.visible = v;
-                }
-                if let Some(o) = order {
-                    entry.order = o;
-                }
-                if let Some(a) = access {
-                    entry.access = a;
-                }
-                entry.surface_revision = rev;
-                surface_revision = Some(rev);
-                window.window_revision = window_revision;
-                window.layout_revision = layout_revision;
+                entry.visible = visible.unwrap_or(entry.visible);
+                entry.order = order.unwrap_or(entry.order);
+                entry.access = access.unwrap_or(entry.access);
+                Some(rev)
             }
-            RegistryEvent::FocusSet { window_revision, layout_revision, focused_registry_surface_id } => {
+            RegistryEvent::FocusSet { focused_registry_surface_id, .. } => {
                 window.check(window_revision, layout_revision, true)?;
                 if let Some(id) = &focused_registry_surface_id
                     && !window.surfaces.contains_key(id)
@@ -539,38 +520,27 @@ impl Runtime {
                 // One commit: the old focus goes and the new one comes, never two at once. A
                 // focus change affects the next turn's aliases, never a binding or lease.
                 window.focused = focused_registry_surface_id;
-                window.window_revision = window_revision;
-                window.layout_revision = layout_revision;
+                None
             }
-            RegistryEvent::Hide { registry_surface_id, window_revision, surface_revision: rev, layout_revision } => {
+            RegistryEvent::Hide { registry_surface_id, surface_revision: rev, .. } => {
                 window.check(window_revision, layout_revision, true)?;
-                let entry = window.entry(&registry_surface_id, rev)?;
+                let entry = window.advance(&registry_surface_id, rev)?;
                 entry.visible = false;
                 entry.generation += 1;
-                entry.surface_revision = rev;
-                surface_revision = Some(rev);
-                window.window_revision = window_revision;
-                window.layout_revision = layout_revision;
+                Some(rev)
             }
-            RegistryEvent::Move { registry_surface_id, window_revision, surface_revision: rev, layout_revision, group_id, region, order } => {
+            RegistryEvent::Move { registry_surface_id, surface_revision: rev, group_id, region, order, .. } => {
                 window.check(window_revision, layout_revision, true)?;
-                let entry = window.entry(&registry_surface_id, rev)?;
+                let entry = window.advance(&registry_surface_id, rev)?;
                 if entry.group_id != group_id {
                     entry.generation += 1; // out of its group: the binding goes
                 }
                 entry.group_id = group_id;
-                if region.is_some() {
-                    entry.region = region;
-                }
-                if let Some(o) = order {
-                    entry.order = o;
-                }
-                entry.surface_revision = rev;
-                surface_revision = Some(rev);
-                window.window_revision = window_revision;
-                window.layout_revision = layout_revision;
+                entry.region = region.or(entry.region);
+                entry.order = order.unwrap_or(entry.order);
+                Some(rev)
             }
-            RegistryEvent::Close { registry_surface_id, window_revision, layout_revision } => {
+            RegistryEvent::Close { registry_surface_id, .. } => {
                 window.check(window_revision, layout_revision, true)?;
                 if window.surfaces.remove(&registry_surface_id).is_none() {
                     return Err(unknown("surface", &registry_surface_id));
@@ -578,13 +548,14 @@ impl Runtime {
                 if window.focused.as_deref() == Some(registry_surface_id.as_str()) {
                     window.focused = None;
                 }
-                window.window_revision = window_revision;
-                window.layout_revision = layout_revision;
+                None
             }
-        }
+        };
+        window.window_revision = window_revision;
+        window.layout_revision = layout_revision;
         let ack = RegistryAck { window_revision: window.window_revision, layout_revision: window.layout_revision, surface_revision };
-        let after = event_id.as_ref().and_then(|id| window.surfaces.get(id)).map(|e| e.generation);
-        let lost = match generation_before {
+        let after = target.as_ref().and_then(|id| window.surfaces.get(id)).map(|e| e.generation);
+        let lost = match before {
             Some((before, Some(local))) if after != Some(before) => Some((window_id.clone(), local)),
             _ => None,
         };
