@@ -19,7 +19,7 @@ pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::R
     let session = rt.create_session().await?;
     eprintln!("demo: signing up \"Ada\" on {} (an origin nobody trusted yet, so a person is asked)", pages.url("/"));
 
-    let printer = crate::terminal::person_on_terminal(&rt, answer, None);
+    let printer = crate::terminal::person_on_terminal(&rt, answer, false);
     // Opening the page is a navigation to an untrusted origin: the person is asked first.
     rt.open_tab(&session, &pages.url("/"), Duration::from_secs(300)).await?;
     let steps = vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::Click("Create account".into()), Scripted::Done("signed up Ada".into())];

@@ -56,7 +56,7 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
         "task" => ApprovalDecision::ApproveForTask,
         _ => ApprovalDecision::Deny,
     });
-    let person = crate::terminal::person_on_terminal(&rt, answer, Some(args.json));
+    let person = crate::terminal::person_on_terminal(&rt, answer, args.json);
     let session = rt.create_session().await?;
     let outcome = async {
         rt.open_tab(&session, &args.url, Duration::from_secs(300)).await?;

@@ -10,10 +10,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Asks the person about every approval of `rt` until aborted, and prints the runs' events as
 /// progress lines (unless `quiet`).
-pub fn person_on_terminal(rt: &Runtime, answer: Option<ApprovalDecision>, quiet: Option<bool>) -> tokio::task::JoinHandle<()> {
+pub fn person_on_terminal(rt: &Runtime, answer: Option<ApprovalDecision>, quiet: bool) -> tokio::task::JoinHandle<()> {
     let mut events = rt.subscribe_events();
     let approver = rt.clone();
-    let quiet = quiet.unwrap_or(false);
     tokio::spawn(async move {
         let mut stdin = BufReader::new(tokio::io::stdin()).lines();
         while let Ok(event) = events.recv().await {
