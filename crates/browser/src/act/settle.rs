@@ -28,6 +28,8 @@ const DOM_SETTLE: Duration = Duration::from_millis(300);
 /// After requests the action started have finished: the page's own delay before the first
 /// quiet check, so the code awaiting their responses has run.
 const RESPONSE_GRACE_MS: u32 = 50;
+/// How many times settling looks again for requests the page started while it waited.
+const SETTLE_ROUNDS: usize = 3;
 
 impl Tab {
     /// After dispatch: follow a navigation the action requested to its load; else wait for the
@@ -67,43 +69,56 @@ impl Tab {
                 self.note_dialog(event);
             }
         };
-        while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
-            dialog(&event);
-            if take(&event, &mut navigating, &mut in_flight) {
+        let requests_until = Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        for round in 0..SETTLE_ROUNDS {
+            // Events the action (or, after the first round, the page meanwhile) caused.
+            let mut started = false;
+            while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
+                dialog(&event);
+                started |= event.method == "Network.requestWillBeSent";
+                if take(&event, &mut navigating, &mut in_flight) {
+                    return;
+                }
+            }
+            if round > 0 && !started && !navigating {
+                return;
+            }
+            while !navigating && !in_flight.is_empty() {
+                let left = requests_until.saturating_duration_since(Instant::now());
+                match tokio::time::timeout(left, events.recv()).await {
+                    Ok(Some(Ok(event))) => {
+                        dialog(&event);
+                        if take(&event, &mut navigating, &mut in_flight) {
+                            return;
+                        }
+                    }
+                    Ok(Some(Err(_))) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            if navigating {
+                let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
+                let _ = tokio::time::timeout(left, async {
+                    while let Some(Ok(event)) = events.recv().await {
+                        dialog(&event);
+                        if event.method == "Page.loadEventFired" || event.method == "Page.javascriptDialogOpening" {
+                            break;
+                        }
+                    }
+                })
+                .await;
+                return;
+            }
+            // A request's end reaches us from the network side before the page has run the code
+            // that waits on it (`await fetch(…)` then a DOM update): give the page that moment first.
+            self.dom_quiet(until, if started { RESPONSE_GRACE_MS } else { 0 }).await;
+            // The quiet check went through the page's task queue, so a request the action's
+            // handlers started has been reported by now even when its event came after the
+            // input's reply (the renderer sends it on another channel): the next round looks.
+            if Instant::now() >= requests_until {
                 return;
             }
         }
-        if navigating {
-            let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
-            let _ = tokio::time::timeout(left, async {
-                while let Some(Ok(event)) = events.recv().await {
-                    dialog(&event);
-                    if event.method == "Page.loadEventFired" || event.method == "Page.javascriptDialogOpening" {
-                        break;
-                    }
-                }
-            })
-            .await;
-            return;
-        }
-        let requests_until = Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
-        let requested = !in_flight.is_empty();
-        while !in_flight.is_empty() {
-            let left = requests_until.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, events.recv()).await {
-                Ok(Some(Ok(event))) => {
-                    dialog(&event);
-                    if take(&event, &mut navigating, &mut in_flight) {
-                        return;
-                    }
-                }
-                Ok(Some(Err(_))) => {}
-                Ok(None) | Err(_) => break,
-            }
-        }
-        // A request's end reaches us from the network side before the page has run the code that
-        // waits on it (`await fetch(…)` then a DOM update): give the page that moment first.
-        self.dom_quiet(until, if requested { RESPONSE_GRACE_MS } else { 0 }).await;
     }
 
     /// Waits until neither structure nor text changed across one trip through the page's task

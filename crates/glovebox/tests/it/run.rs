@@ -3,8 +3,8 @@
 //! fails the run with its own error.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::extract::State;
@@ -14,7 +14,8 @@ use test_support::FixtureServer;
 use crate::{data_dir, glovebox};
 
 /// The scripted model: fills Name with Ada, submits, says done, from the page it is shown.
-async fn chat(State(calls): State<Arc<AtomicUsize>>, Json(body): Json<Value>) -> Json<Value> {
+/// Each answer is recorded (tool and the page's status line) for the failure messages.
+async fn chat(State((calls, said)): State<(Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>)>, Json(body): Json<Value>) -> Json<Value> {
     let n = calls.fetch_add(1, Ordering::SeqCst);
     let page = body["messages"]
         .as_array()
@@ -39,6 +40,8 @@ async fn chat(State(calls): State<Arc<AtomicUsize>>, Json(body): Json<Value>) ->
             json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": r("button \"Create account\" [")}, "intent": "submit"}),
         )
     };
+    let status = page.lines().find(|l| l.contains("status")).unwrap_or_default().trim().to_owned();
+    said.lock().unwrap().push(format!("{tool} {} on [{status}]", input["type"].as_str().unwrap_or_default()));
     Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
         "tool_calls": [{"id": format!("c{n}"), "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
@@ -48,8 +51,8 @@ async fn chat(State(calls): State<Arc<AtomicUsize>>, Json(body): Json<Value>) ->
 async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_cannot_start() {
     let fixtures = FixtureServer::start().await.unwrap();
     fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
-    let calls = Arc::new(AtomicUsize::new(0));
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(calls.clone());
+    let (calls, said) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(Vec::new())));
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state((calls.clone(), said.clone()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -73,7 +76,9 @@ async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_ca
     assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(result["status"], "succeeded", "{result}");
-    assert_eq!(result["report"]["model_requests"], 3, "{result}");
+    // One request per step: the page after the click already says Welcome (settling waited for
+    // the form's fetch and its DOM update), so the model never submits twice.
+    assert_eq!(result["report"]["model_requests"], 3, "{result}\nthe model answered: {:?}", said.lock().unwrap());
     assert_eq!(result["report"]["input_tokens"], 300, "{result}");
     assert!(!stdout.contains("sk-test"), "the key never leaves the process");
     assert_eq!(fixtures.writes().len(), 1);
