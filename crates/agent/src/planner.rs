@@ -211,4 +211,12 @@ impl Planner for ModelPlanner {
             Err(PlannerError::Failed(format!("the model gave no usable answer in {} tries: {last_problem}", RETRIES_PER_STEP + 1)))
         })
     }
+
+    fn model(&self) -> Option<String> {
+        Some(format!("{}/{}", format!("{:?}", self.provider.kind()).to_lowercase(), self.provider.model()))
+    }
+
+    fn accounting(&self) -> Option<Value> {
+        serde_json::to_value(&*self.accounting.lock().unwrap_or_else(|p| p.into_inner())).ok()
+    }
 }

@@ -88,6 +88,10 @@ pub enum Cmd {
     /// Run a task with a model provider on one tab (`--url`): the agent loop, approvals asked
     /// on this terminal, the RunResult (decided by the runtime's checks) on stdout.
     Run(RunArgs),
+    /// The operation log: runs, every action (runs and direct calls) with its receipt state,
+    /// and approvals, oldest first, from the data directory's store (while a server runs or
+    /// after it stopped). Typed text appears only as its length.
+    Log(LogArgs),
     /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
     /// on the terminal.
     Demo(DemoArgs),
@@ -149,6 +153,22 @@ pub struct RunArgs {
     /// Add the run's model accounting: requests, tokens, tool calls, model time.
     #[arg(long)]
     pub report: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only this session (`session_…`).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only this run (`run_…`).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// The latest this many operations (0 = all), with their runs and approvals.
+    #[arg(long, default_value_t = 200)]
+    pub limit: usize,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@ mod cli;
 mod commands;
 mod config;
 mod demo;
+mod log;
 mod pages;
 mod serve;
 mod task;

@@ -60,8 +60,8 @@ fn reconciled_line(runtime: &Runtime) -> Option<String> {
     let r = runtime.reconciliation();
     (!r.is_empty()).then(|| {
         format!(
-            "reconciled {} earlier server(s) that ended without cleaning up: {} session(s) abandoned, {} tab(s) closed, {} given back, {} kept for the person, {} approval(s) abandoned ({} ms)",
-            r.instances, r.sessions, r.closed, r.released, r.kept, r.approvals, r.took_ms
+            "reconciled {} earlier server(s) that ended without cleaning up: {} session(s) abandoned, {} tab(s) closed, {} given back, {} kept for the person, {} approval(s) abandoned, {} action(s) in flight recorded unknown (not replayed), {} run(s) abandoned ({} ms)",
+            r.instances, r.sessions, r.closed, r.released, r.kept, r.approvals, r.unknown_operations, r.abandoned_runs, r.took_ms
         )
     })
 }

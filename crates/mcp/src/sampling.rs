@@ -35,11 +35,14 @@ pub(crate) struct SamplingPlanner {
     untrusted: Untrusted,
     /// Earlier (question, answer) pairs, without their pages.
     history: Vec<(String, String)>,
+    /// Requests sent, and the model the client last said answered.
+    requests: u64,
+    client_model: Option<String>,
 }
 
 impl SamplingPlanner {
     pub(crate) fn new(peer: rmcp::Peer<RoleServer>, untrusted: Untrusted) -> Self {
-        SamplingPlanner { peer, untrusted, history: Vec::new() }
+        SamplingPlanner { peer, untrusted, history: Vec::new(), requests: 0, client_model: None }
     }
 }
 
@@ -79,12 +82,14 @@ impl Planner for SamplingPlanner {
             messages.push(SamplingMessage::user_text(format!("{header}\nThe page:\n{}", page(&self.untrusted, &input.observation))));
             let mut params = CreateMessageRequestParams::new(messages, MAX_TOKENS);
             params.system_prompt = Some(SYSTEM.to_owned());
+            self.requests += 1;
             let asked = tokio::time::timeout(STEP_DEADLINE, self.peer.create_message(params)).await;
             let reply = match asked {
                 Ok(Ok(reply)) => reply,
                 Ok(Err(e)) => return Err(PlannerError::Failed(format!("the client's model did not answer: {e}"))),
                 Err(_) => return Err(PlannerError::Failed(format!("the client's model did not answer within {} s", STEP_DEADLINE.as_secs()))),
             };
+            self.client_model = Some(reply.model.chars().take(100).collect());
             let text: String = reply.message.content.into_vec().iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("");
             if reply.message.role != Role::Assistant || text.is_empty() {
                 return Err(PlannerError::Failed("the client's model answered no text".into()));
@@ -93,5 +98,13 @@ impl Planner for SamplingPlanner {
             self.history.push((header, text));
             step
         })
+    }
+
+    fn model(&self) -> Option<String> {
+        Some("sampling".into())
+    }
+
+    fn accounting(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({"provider": "sampling", "model": self.client_model, "model_requests": self.requests}))
     }
 }

@@ -272,8 +272,19 @@ async def scenario_hold(args):
         out["marked"] = (await call(session, "tab_mark", {"surface": out["kept"]["opened"], "mark": "deliverable"}))["header"]
         out["temp"] = (await call(session, "tab_open", {"url": temp}))["header"]
         out["pending"] = (await call(session, "tab_open", {"url": untrusted}))["header"]
+        # A receipt that is on record before the kill.
+        page = (await call(session, "observe", {"surface": out["temp"]["opened"]}))["page"]
+        typed = await call(session, "act", {"surface": out["temp"]["opened"], "action": {"type": "type", "expected_frame_id": page["frame_id"],
+            "target": {"kind": "element", "ref": ref(page, "textbox", "Email")}, "text": "ada-typed-7f3@example.org", "intent": "the email"}})
+        out["typed"] = typed["header"]
         emit(out)
-        sys.stdin.readline()  # killed here
+        sys.stdin.readline()  # the browser is frozen now: an action whose answer never comes
+        after = typed["page"]
+        asyncio.create_task(call(session, "act", {"surface": out["temp"]["opened"], "action": {"type": "click", "expected_frame_id": after["frame_id"],
+            "target": {"kind": "element", "ref": ref(after, "button", "Sign in")}, "intent": "sign in"}}))
+        await asyncio.sleep(0.5)
+        emit({"sent": True})
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # killed here
 
 
 async def scenario_turns(args):

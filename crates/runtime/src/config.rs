@@ -46,12 +46,18 @@ pub struct RuntimeConfig {
     /// session's operations in flight, and an operation for a lifecycle operation, before
     /// giving up with `lease_conflict` (disposal cancels the session's runs and goes ahead).
     pub lifecycle_wait: Duration,
+    /// Retention of the operation log and run records: ended records older than this are
+    /// removed at start …
+    pub records_max_age: Duration,
+    /// … and of the rest, only the latest this many operations are kept.
+    pub records_max_operations: u64,
 }
 
 impl RuntimeConfig {
     /// Defaults: launch headless Chromium, no trusted origins, http(s) only, 5 min approvals,
     /// 60 s leases, 24 h artifact TTL, isolated sessions, debugger idle detach after 5 s,
-    /// 3 s to detach, lifecycle operations wait up to 60 s for operations in flight.
+    /// 3 s to detach, lifecycle operations wait up to 60 s for operations in flight, records
+    /// kept 30 days and at most 100,000 operations.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let data_dir = data_dir.into();
         RuntimeConfig {
@@ -67,6 +73,8 @@ impl RuntimeConfig {
             debugger_idle_detach: Duration::from_secs(5),
             debugger_detach_timeout: Duration::from_secs(3),
             lifecycle_wait: Duration::from_secs(60),
+            records_max_age: Duration::from_secs(30 * 24 * 3600),
+            records_max_operations: 100_000,
         }
     }
 }

@@ -95,6 +95,10 @@ pub struct Reconciliation {
     pub kept: usize,
     /// Approvals that were still waiting, now `abandoned`.
     pub approvals: u64,
+    /// Operations that were in flight, now `unknown` (never replayed).
+    pub unknown_operations: u64,
+    /// Runs that were running, now `abandoned`.
+    pub abandoned_runs: u64,
     /// Milliseconds the reconciliation took.
     pub took_ms: u64,
 }
@@ -148,6 +152,8 @@ impl Runtime {
                 released = report.released.len(),
                 kept = report.kept.len(),
                 approvals = report.approvals,
+                unknown_operations = report.unknown_operations,
+                abandoned_runs = report.abandoned_runs,
                 "reconciled the records of a process that ended without cleaning up"
             );
             done.instances += 1;
@@ -156,6 +162,8 @@ impl Runtime {
             done.released += report.released.len();
             done.kept += report.kept.len();
             done.approvals += report.approvals;
+            done.unknown_operations += report.unknown_operations;
+            done.abandoned_runs += report.abandoned_runs;
         }
         done.took_ms = started.elapsed().as_millis() as u64;
         Ok(done)

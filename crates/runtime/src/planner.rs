@@ -56,6 +56,17 @@ pub type PlanFuture<'a> = Pin<Box<dyn Future<Output = Result<PlannerStep, Planne
 /// Proposes the next step from the current observation.
 pub trait Planner: Send {
     fn next(&mut self, input: PlanInput) -> PlanFuture<'_>;
+
+    /// The resolved model choice this planner plans with (`provider/model`, `sampling`,
+    /// `program`), for the run's record.
+    fn model(&self) -> Option<String> {
+        None
+    }
+
+    /// What its model calls have cost so far (JSON), for the run's record.
+    fn accounting(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// A scripted step; elements are named as the observation names them, so refs are looked up
@@ -101,6 +112,10 @@ fn ref_of(observation: &Observation, name: &str) -> Result<String, PlannerError>
 }
 
 impl Planner for ScriptedPlanner {
+    fn model(&self) -> Option<String> {
+        Some("scripted".into())
+    }
+
     fn next(&mut self, input: PlanInput) -> PlanFuture<'_> {
         Box::pin(async move {
             loop {
@@ -252,6 +267,10 @@ impl Planner for CommandPlanner {
             };
             parse_answer(&answer)
         })
+    }
+
+    fn model(&self) -> Option<String> {
+        Some("program".into())
     }
 }
 

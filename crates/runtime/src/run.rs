@@ -115,11 +115,13 @@ struct Ending {
     reason: ReasonCode,
     summary: String,
     evidence: Vec<protocol::CompletionEvidence>,
+    /// What the planner's model calls cost, for the run's record.
+    accounting: Option<serde_json::Value>,
 }
 
 impl Ending {
     fn new(reason: ReasonCode, summary: impl Into<String>) -> Self {
-        Ending { reason, summary: summary.into(), evidence: Vec::new() }
+        Ending { reason, summary: summary.into(), evidence: Vec::new(), accounting: None }
     }
 }
 
@@ -190,6 +192,7 @@ impl Runtime {
         let typed = protocol::RunId::new(run_id.clone()).map_err(|e| RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}")))?;
         let cancel = Cancel::default();
         let lease = self.acquire(&entry, &run_id)?;
+        self.record_run_start(&run_id, session, &key, &request, planner.model());
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), (session.to_owned(), cancel.clone()));
         let handle = RunHandle { run_id: typed, cancel: cancel.clone() };
         let session_id = session.to_owned();
@@ -229,7 +232,9 @@ impl Runtime {
                     artifact_seq: 0,
                     last_url: String::new(),
                 };
-                let ending = state.drive(&request, planner).await;
+                let mut planner = planner;
+                let mut ending = state.drive(&request, &mut planner).await;
+                ending.accounting = planner.accounting();
                 (ending, state.steps, state.artifacts, state.last_url)
             });
             let (ending, steps, artifacts, last_url) = match body.await {
@@ -278,12 +283,13 @@ impl Runtime {
                 .expect("an internal-error result without evidence is always valid")
         });
         self.emit(run_id, EventKind::RunEnded { status: result.status(), reason: result.reason_code(), steps });
+        self.record_run_end(run_id, &result, ending.accounting);
         result
     }
 }
 
 impl RunState<'_> {
-    async fn drive(&mut self, request: &RunRequest, mut planner: Box<dyn Planner>) -> Ending {
+    async fn drive(&mut self, request: &RunRequest, planner: &mut Box<dyn Planner>) -> Ending {
         self.runtime.emit(
             &self.run_id,
             EventKind::RunStarted {
@@ -457,9 +463,9 @@ impl RunState<'_> {
             }
         }
         if failed.is_empty() {
-            Ending { reason: ReasonCode::Verified, summary, evidence }
+            Ending { reason: ReasonCode::Verified, summary, evidence, accounting: None }
         } else {
-            Ending { reason: ReasonCode::VerificationFailed, summary: format!("not verified: {}", failed.join("; ")), evidence }
+            Ending { reason: ReasonCode::VerificationFailed, summary: format!("not verified: {}", failed.join("; ")), evidence, accounting: None }
         }
     }
 

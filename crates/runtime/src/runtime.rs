@@ -204,6 +204,7 @@ impl Runtime {
             }),
         };
         let reconciled = runtime.reconcile_dead_instances().await?;
+        runtime.prune_records();
         *lock(&runtime.inner.reconciled) = reconciled;
         Ok(runtime)
     }

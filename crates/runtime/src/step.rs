@@ -15,6 +15,7 @@ use protocol::{Capability, ExtendedAction};
 use crate::approval::{ApprovalDecision, ApprovalRequest, Asked};
 use crate::events::EventKind;
 use crate::lease::Lease;
+use crate::records::Described;
 use crate::runtime::{Runtime, TabEntry, now_ms, require};
 use crate::{Cancel, RuntimeError};
 
@@ -48,19 +49,16 @@ impl Runtime {
     /// Performs one action on the tab `at` names. `Err` means nothing was sent (refused, stale,
     /// denied, still waiting for a person, cancelled); `Ok` carries the receipt.
     pub(crate) async fn step(&self, at: &StepAt<'_>, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
-        // Fresh frame first: an approval is never asked for an element of a frame the action
-        // cannot act on (a stale ref would name another element of a renumbered observation).
-        let record = fresh_record(at.tab, action)?;
-        let intended = Intended::of(action, &record);
-        if let Some(request) = self.judge(at, &record, &intended)? {
-            self.approval(at, action, request).await?;
-        }
-        if at.cancel.is_some_and(Cancel::is_cancelled) {
-            return Err(RuntimeError::Cancelled);
-        }
-        if !self.inner.leases.is_current(at.entry.target(), at.lease, now_ms()) {
-            return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease is gone (closed, hidden or lost)".into() }));
-        }
+        let (record, intended) = match self.checked(at, action).await {
+            Ok(checked) => checked,
+            Err(e) => {
+                // Refused before anything was sent: the log says so, with what it would have been.
+                let latest = at.tab.latest_observation().filter(|r| &r.frame_id == action.expected_frame_id());
+                let intended = Intended::of(action, latest.as_deref());
+                self.record_refused(at, action, &intended.described(latest.as_deref()), &e);
+                return Err(e);
+            }
+        };
         self.emit(
             at.scope,
             EventKind::ActionSummary {
@@ -71,7 +69,10 @@ impl Runtime {
             },
         );
         let options = self.step_options(at.session, options);
-        let outcome = at.tab.act(action, &options).await?;
+        let open = self.begin_operation(at, action, &intended.described(Some(&record)))?;
+        let outcome = at.tab.act(action, &options).await;
+        self.end_operation(open, &outcome);
+        let outcome = outcome?;
         self.emit(
             at.scope,
             EventKind::Receipt {
@@ -82,6 +83,25 @@ impl Runtime {
             },
         );
         Ok(outcome)
+    }
+
+    /// Everything before dispatch, in order: the fresh frame first (an approval is never asked
+    /// for an element of a frame the action cannot act on: a stale ref would name another
+    /// element of a renumbered observation), then capability, origin and tier, a person's
+    /// decision when policy asks for one, cancellation and the lease.
+    async fn checked(&self, at: &StepAt<'_>, action: &ExtendedAction) -> Result<(Arc<ObservationRecord>, Intended), RuntimeError> {
+        let record = fresh_record(at.tab, action)?;
+        let intended = Intended::of(action, Some(&record));
+        if let Some(request) = self.judge(at, &record, &intended)? {
+            self.approval(at, action, request).await?;
+        }
+        if at.cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(RuntimeError::Cancelled);
+        }
+        if !self.inner.leases.is_current(at.entry.target(), at.lease, now_ms()) {
+            return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease is gone (closed, hidden or lost)".into() }));
+        }
+        Ok((record, intended))
     }
 
     /// Uploads read only from the configured upload directory; downloads land in the session's
@@ -298,12 +318,19 @@ struct Intended {
 }
 
 impl Intended {
-    fn of(action: &ExtendedAction, record: &ObservationRecord) -> Intended {
+    /// What a record of the action says: never the text, only its length and sensitivity.
+    fn described<'a>(&'a self, record: Option<&'a ObservationRecord>) -> Described<'a> {
+        Described { kind: &self.kind, target: &self.target, text_chars: self.text_chars, secret: self.secret_field, url: record.map(|r| r.document_url()) }
+    }
+
+    /// `record`: the observation the action was planned against, when it is the latest.
+    fn of(action: &ExtendedAction, record: Option<&ObservationRecord>) -> Intended {
         let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
         if let Some(first) = action.targets().next() {
             match first {
                 TargetRef::Ref(e) => {
-                    if let Some(b) = record.binding(&e.element) {
+                    target = e.element.as_str().to_owned();
+                    if let Some(b) = record.and_then(|r| r.binding(&e.element)) {
                         target = format!("{} \"{}\"", b.role, b.name);
                         role = Some(b.role.clone());
                         name = Some(b.name.clone());

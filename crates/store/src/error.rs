@@ -20,6 +20,10 @@ pub enum Entity {
     Instance,
     /// An approval record.
     Approval,
+    /// A run record.
+    Run,
+    /// An operation record.
+    Operation,
 }
 
 impl std::fmt::Display for Entity {
@@ -30,6 +34,8 @@ impl std::fmt::Display for Entity {
             Entity::Recovery => "recovery record",
             Entity::Instance => "instance",
             Entity::Approval => "approval",
+            Entity::Run => "run",
+            Entity::Operation => "operation",
         })
     }
 }

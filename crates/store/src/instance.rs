@@ -46,4 +46,8 @@ pub struct EndReport {
     pub kept: Vec<ResourceId>,
     /// Approvals still pending, now `withdrawn` (stopped) or `abandoned`.
     pub approvals: u64,
+    /// Operations it left in flight, now `unknown` (effect uncertain, never replayed).
+    pub unknown_operations: u64,
+    /// Runs it left running, now `abandoned`.
+    pub abandoned_runs: u64,
 }

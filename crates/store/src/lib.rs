@@ -27,6 +27,7 @@ pub mod error;
 pub mod id;
 pub mod instance;
 mod migrate;
+pub mod record;
 pub mod recovery;
 pub mod resource;
 pub mod session;
@@ -38,6 +39,7 @@ pub use error::{Entity, Result, StoreError};
 pub use id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
 pub use instance::{EndReport, InstanceEnd, InstanceRecord};
 pub use migrate::{MIGRATIONS, Migration};
+pub use record::{NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, OperationState, PruneReport, RunEnd, RunRecord};
 pub use recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
 pub use resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
 pub use session::{Session, SessionState};
@@ -188,4 +190,34 @@ pub trait Store: Send + Sync {
 
     /// The session's approvals, oldest first.
     fn list_approvals(&self, session: &SessionId) -> Result<Vec<ApprovalRecord>>;
+
+    // --- runs and the operation log ---
+
+    /// Records a run at its start, belonging to the instance this store began (if any).
+    /// `AlreadyExists` if the id is taken.
+    fn begin_run(&self, new: &NewRun) -> Result<()>;
+
+    /// Records how a run ended; `false` if it had already ended or is unknown.
+    fn end_run(&self, id: &RunId, end: &RunEnd) -> Result<bool>;
+
+    /// One run, or `NotFound`.
+    fn get_run(&self, id: &RunId) -> Result<RunRecord>;
+
+    /// Runs (of one session, or all), oldest first: the latest `limit` of them (0 = all).
+    fn list_runs(&self, session: Option<&SessionId>, limit: usize) -> Result<Vec<RunRecord>>;
+
+    /// Records an operation as `attempted`, before its action is sent, belonging to the
+    /// instance this store began; returns its log position. `AlreadyExists` if the id is taken.
+    fn begin_operation(&self, new: &NewOperation) -> Result<u64>;
+
+    /// Records how an operation ended; `false` if it had already ended or is unknown.
+    fn end_operation(&self, id: &str, end: &OperationEnd) -> Result<bool>;
+
+    /// Operations matching `filter`, in log order.
+    fn list_operations(&self, filter: &OperationFilter) -> Result<Vec<OperationRecord>>;
+
+    /// Retention: removes ended operations and runs that ended before `before_ms`, then the
+    /// oldest ended operations beyond the latest `max_operations`, with runs left without any.
+    /// Records still open are never removed.
+    fn prune_records(&self, before_ms: u64, max_operations: u64) -> Result<PruneReport>;
 }

@@ -22,6 +22,7 @@ pub struct Migration {
 pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "init", sql: include_str!("../migrations/0001_init.sql") },
     Migration { version: 2, name: "incarnations", sql: include_str!("../migrations/0002_incarnations.sql") },
+    Migration { version: 3, name: "records", sql: include_str!("../migrations/0003_records.sql") },
 ];
 
 const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -106,18 +106,42 @@ async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
             .unwrap(),
     );
     let mut line = String::new();
-    BufReader::new(client.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let mut from_client = BufReader::new(client.0.stdout.take().unwrap());
+    from_client.read_line(&mut line).unwrap();
     let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
     assert_eq!(held["pending"]["error"], "needs_approval", "{held}");
     assert_eq!(held["marked"]["mark"], "deliverable", "{held}");
+    assert_eq!(held["typed"]["receipt_state"], "confirmed", "{held}");
+
+    // Freeze the browser and send an action: its answer never comes, and the server dies with
+    // it in flight (recorded `attempted` before anything was sent).
+    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string()).into_iter().filter(|p| *p != first_pid).collect();
+    assert!(!browser.is_empty(), "the server's browser runs");
+    signal_all(&browser, libc::SIGSTOP);
+    let mut to_client = client.0.stdin.take().unwrap();
+    writeln!(to_client).unwrap();
+    line.clear();
+    from_client.read_line(&mut line).unwrap();
+    assert!(line.contains("sent"), "{line}");
+    let db = dir.join("glovebox.sqlite");
+    let in_flight = (0..100).any(|_| {
+        let ops = store::SqliteStore::open(&db).unwrap().list_operations(&Default::default()).unwrap();
+        let found = ops.iter().any(|o| o.operation.action == "click" && o.state == store::OperationState::Attempted);
+        if !found {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        found
+    });
+    assert!(in_flight, "the click is on record before its answer");
 
     kill(&mut first, libc::SIGKILL);
+    signal_all(&browser, libc::SIGKILL);
     drop(client);
     assert!(discovery(&dir, first_pid).exists(), "a SIGKILLed server cannot remove its own file");
 
     let (mut second, _, printed) = serve(&dir, &fixtures.origin());
     assert!(
-        printed.contains("reconciled 1 earlier server(s) that ended without cleaning up: 1 session(s) abandoned, 1 tab(s) closed, 1 given back, 1 kept for the person, 1 approval(s) abandoned"),
+        printed.contains("reconciled 1 earlier server(s) that ended without cleaning up: 1 session(s) abandoned, 1 tab(s) closed, 1 given back, 1 kept for the person, 1 approval(s) abandoned, 1 action(s) in flight recorded unknown (not replayed), 0 run(s) abandoned"),
         "{printed}"
     );
     assert!(!discovery(&dir, first_pid).exists(), "the dead server's person token is gone");
@@ -142,4 +166,41 @@ async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
     let approvals = store.list_approvals(&sessions[0].id).unwrap();
     assert_eq!(approvals.iter().map(|a| a.outcome).collect::<Vec<_>>(), [Some(store::ApprovalOutcome::Abandoned)]);
     assert_eq!(approvals[0].request.action, "navigate");
+
+    // The operation log, as a person reads it after the crash: the typed email as its length
+    // only, the click whose answer was lost as unknown; nothing was replayed.
+    let log = glovebox(&dir).args(["log", "--json"]).env("GLOVEBOX_CONFIG", "/dev/null").output().unwrap();
+    assert!(log.status.success());
+    let entries: Vec<Value> = String::from_utf8_lossy(&log.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let op = |action: &str| entries.iter().find(|e| e["kind"] == "operation" && e["action"] == action).unwrap_or_else(|| panic!("no {action} in {entries:?}"));
+    assert_eq!((op("type")["state"].as_str(), op("type")["text_chars"].as_u64()), (Some("confirmed"), Some(25)));
+    assert_eq!((op("click")["state"].as_str(), op("click")["effect_uncertain"].as_bool()), (Some("unknown"), Some(true)));
+    assert!(op("click")["target"].as_str().is_some_and(|t| t.contains("Sign in")), "{entries:?}");
+    let refused = entries.iter().find(|e| e["kind"] == "operation" && e["action"] == "navigate" && e["error"] == "needs_approval");
+    assert!(refused.is_some(), "the open that waited for a person is on record: {entries:?}");
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(!text.contains("ada-typed-7f3"), "typed text never reaches the log");
+    let mut file = std::fs::read(&db).unwrap();
+    file.extend(std::fs::read(dir.join("glovebox.sqlite-wal")).unwrap_or_default());
+    assert!(!String::from_utf8_lossy(&file).contains("ada-typed-7f3"), "nor the store");
+    assert!(fixtures.writes().iter().all(|w| !w.path.contains("login")), "the lost click was not replayed: {:?}", fixtures.writes());
+}
+
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).contains(needle) && String::from_utf8_lossy(&cmdline).contains("chrom") {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn signal_all(pids: &[u32], signal: i32) {
+    for pid in pids {
+        // SAFETY: signalling the browser processes of a server this test spawned.
+        unsafe { libc::kill(*pid as libc::pid_t, signal) };
+    }
 }

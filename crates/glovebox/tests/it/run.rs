@@ -14,8 +14,11 @@ use test_support::FixtureServer;
 use crate::{data_dir, glovebox};
 
 /// The scripted model: fills Name with Ada, submits, says done, from the page it is shown.
-/// Each answer is recorded (tool and the page's status line) for the failure messages.
-async fn chat(State((calls, said)): State<(Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>)>, Json(body): Json<Value>) -> Json<Value> {
+/// The model's state: requests so far, and each answer (tool and the page's status line) for
+/// the failure messages.
+type Model = (Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>);
+
+async fn chat(State((calls, said)): State<Model>, Json(body): Json<Value>) -> Json<Value> {
     let n = calls.fetch_add(1, Ordering::SeqCst);
     let page = body["messages"]
         .as_array()

@@ -120,6 +120,7 @@ pub(super) fn end(conn: &mut Connection, id: InstanceId, how: InstanceEnd, now_m
         tx.execute("UPDATE approvals SET outcome = ?2, decided_at = ?3 WHERE instance = ?1 AND outcome IS NULL", params![instance, outcome, now])?,
     )
     .unwrap_or(0);
+    (report.unknown_operations, report.abandoned_runs) = super::record::close_instance(&tx, instance, now)?;
     tx.execute("UPDATE instances SET ended_at = ?2, ended_how = ?3 WHERE id = ?1", params![instance, now, how.as_str()])?;
     for (session, (closed, released, kept)) in report.sessions.iter().zip(counts) {
         let payload = format!(r#"{{"instance":{},"ended":"{}","closed":{closed},"released":{released},"kept":{kept}}}"#, id.0, how.as_str());

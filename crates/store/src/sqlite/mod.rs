@@ -12,6 +12,7 @@
 mod approval;
 mod audit;
 mod instance;
+mod record;
 mod recovery;
 mod resource;
 mod session;
@@ -26,9 +27,10 @@ use crate::Store;
 use crate::approval::{ApprovalOutcome, ApprovalRecord, ApprovalScope, NewApproval};
 use crate::audit::{AuditEntry, NewAudit};
 use crate::error::{Result, StoreError};
-use crate::id::{AuditSeq, InstanceId, RecoveryId, ResourceId, SessionId, TargetId, TurnId};
+use crate::id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
 use crate::instance::{EndReport, InstanceEnd, InstanceRecord};
 use crate::migrate::migrate;
+use crate::record::{NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, PruneReport, RunEnd, RunRecord};
 use crate::recovery::{NewRecovery, RecoveryRecord};
 use crate::resource::{Mark, NewResource, Resource, ResourceState};
 use crate::session::{Session, SessionState};
@@ -276,5 +278,39 @@ impl Store for SqliteStore {
 
     fn list_approvals(&self, session: &SessionId) -> Result<Vec<ApprovalRecord>> {
         approval::list(&self.conn(), session)
+    }
+
+    fn begin_run(&self, new: &NewRun) -> Result<()> {
+        let instance = *self.instance.lock().unwrap_or_else(PoisonError::into_inner);
+        record::begin_run(&self.conn(), new, instance)
+    }
+
+    fn end_run(&self, id: &RunId, end: &RunEnd) -> Result<bool> {
+        record::end_run(&self.conn(), id, end)
+    }
+
+    fn get_run(&self, id: &RunId) -> Result<RunRecord> {
+        record::get_run(&self.conn(), id)
+    }
+
+    fn list_runs(&self, session: Option<&SessionId>, limit: usize) -> Result<Vec<RunRecord>> {
+        record::list_runs(&self.conn(), session, limit)
+    }
+
+    fn begin_operation(&self, new: &NewOperation) -> Result<u64> {
+        let instance = *self.instance.lock().unwrap_or_else(PoisonError::into_inner);
+        record::begin_operation(&self.conn(), new, instance)
+    }
+
+    fn end_operation(&self, id: &str, end: &OperationEnd) -> Result<bool> {
+        record::end_operation(&self.conn(), id, end)
+    }
+
+    fn list_operations(&self, filter: &OperationFilter) -> Result<Vec<OperationRecord>> {
+        record::list_operations(&self.conn(), filter)
+    }
+
+    fn prune_records(&self, before_ms: u64, max_operations: u64) -> Result<PruneReport> {
+        record::prune(&mut self.conn(), before_ms, max_operations)
     }
 }

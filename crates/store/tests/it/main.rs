@@ -7,6 +7,7 @@ mod claim;
 mod crash;
 mod instance;
 mod migrate;
+mod record;
 mod recovery;
 mod resource;
 mod session;
