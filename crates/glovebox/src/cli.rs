@@ -56,6 +56,10 @@ pub struct Global {
     /// detached (default 5000; turn end detaches at once).
     #[arg(long, global = true, env = "GLOVEBOX_DEBUGGER_IDLE_DETACH_MS")]
     pub debugger_idle_detach_ms: Option<u64>,
+    /// The one directory uploads may read from (files named relative to it; each upload asks a
+    /// person). Without it every upload is refused.
+    #[arg(long, global = true, env = "GLOVEBOX_UPLOAD_ROOT")]
+    pub upload_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -45,6 +45,16 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
         out!("fix: choose a writable directory with --data-dir or GLOVEBOX_DATA_DIR");
         return Ok(ExitCode::FAILURE);
     }
+    match crate::config::resolve(global, None) {
+        Ok(settings) => match &settings.runtime.uploads_dir {
+            Some(dir) => out!("  uploads    from {} (files named relative to it; each upload asks a person)", dir.display()),
+            None => out!("  uploads    off (set --upload-root or GLOVEBOX_UPLOAD_ROOT to allow uploads from one directory)"),
+        },
+        Err(e) => {
+            out!("  config     {e:#}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     if let Some(remote) = &global.browser_endpoint {
         out!("  browser    remote endpoint {remote}");
     } else {

@@ -32,6 +32,12 @@ pub struct FileConfig {
     pub artifact_retention_hours: Option<u64>,
     /// Milliseconds an idle tab keeps its DevTools attachment.
     pub debugger_idle_detach_ms: Option<u64>,
+    /// The one directory uploads may read from.
+    pub upload_root: Option<PathBuf>,
+    /// Days the operation log and run records are kept (default 30).
+    pub records_retention_days: Option<u64>,
+    /// The most operations the log keeps (default 100000).
+    pub records_max_operations: Option<u64>,
     /// The planner program and its arguments behind MCP's `computer_use` (e.g.
     /// `["python3", "/path/planner.py"]`); without it the tool is not offered.
     pub planner: Option<Vec<String>>,
@@ -118,6 +124,18 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     if let Some(ms) = global.debugger_idle_detach_ms.or(file.debugger_idle_detach_ms) {
         runtime.debugger_idle_detach = Duration::from_millis(ms);
     }
+    if let Some(root) = global.upload_root.clone().or(file.upload_root.clone()).filter(|p| !p.as_os_str().is_empty()) {
+        if !root.is_dir() {
+            anyhow::bail!("the upload root {} is not a directory (--upload-root, GLOVEBOX_UPLOAD_ROOT or upload_root in the config file)", root.display());
+        }
+        runtime.uploads_dir = Some(root);
+    }
+    if let Some(days) = file.records_retention_days {
+        runtime.records_max_age = Duration::from_secs(days * 24 * 3600);
+    }
+    if let Some(max) = file.records_max_operations {
+        runtime.records_max_operations = max;
+    }
 
     let mut options = mcp::HttpOptions::default();
     if let Some(bind) = serve.and_then(|s| s.bind).or(file.serve.bind) {
@@ -200,6 +218,9 @@ mod tests {
             blocked_origins = ["https://ads.example"]
             artifact_retention_hours = 2
             debugger_idle_detach_ms = 1500
+            upload_root = "/tmp"
+            records_retention_days = 7
+            records_max_operations = 500
             [serve]
             bind = "127.0.0.1:9000"
             calls_per_minute = 60
@@ -213,6 +234,8 @@ mod tests {
         assert_eq!(s.runtime.navigation.blocked_origins.len(), 1);
         assert_eq!(s.runtime.artifact_ttl, Duration::from_secs(7200));
         assert_eq!(s.runtime.debugger_idle_detach, Duration::from_millis(1500));
+        assert_eq!(s.runtime.uploads_dir.as_deref(), Some(Path::new("/tmp")));
+        assert_eq!((s.runtime.records_max_age, s.runtime.records_max_operations), (Duration::from_secs(7 * 86_400), 500));
         assert_eq!(s.serve.bind.port(), 9000);
         assert_eq!(s.serve.mcp.rate.per_minute, 60);
         // MCP's `initialize` reports the binary's version, not the library crate's 0.0.0.

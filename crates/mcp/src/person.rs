@@ -16,6 +16,9 @@
 //! "off"}` is the person's switch for one tab of a session: `observe` answers questions and
 //! refuses writes, `off` lists the tab without content or tool. No tool can change it.
 //!
+//! Artifacts: `GET /api/artifacts/{id}` answers a file an agent downloaded (the id its receipt
+//! named), as an attachment a browser saves and never renders.
+//!
 //! Turns: `GET /api/sessions` lists the sessions with their current turn; `POST /api/turn-end`
 //! with `{}` (or `{"session": …}`) ends the current turn of every session whose client ends its
 //! own turns (MCP, CLI; not host chat sessions), or of the one named: unmarked agent tabs close,
@@ -122,6 +125,7 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/turn-end", post(turn_end))
         .route("/api/host/windows", post(register_window))
         .route("/api/access", post(set_access))
+        .route("/api/artifacts/{id}", get(artifact))
         .with_state(PersonState { runtime, token })
 }
 
@@ -209,6 +213,32 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
             refusal(status, &e)
         }
     }
+}
+
+/// A stored artifact (a file an agent downloaded) for the person: always as an attachment of
+/// type `application/octet-stream` with `nosniff`, so content a page produced is saved, never
+/// rendered on this origin.
+async fn artifact(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    let not_found = || (StatusCode::NOT_FOUND, Json(json!({"error": "unknown_surface", "message": "no such artifact"}))).into_response();
+    let Ok(artifact_id) = protocol::ArtifactId::new(id) else { return not_found() };
+    let Ok((bytes, meta)) = state.runtime.artifacts().read_by_id(&artifact_id) else { return not_found() };
+    let name: String = meta.as_ref().map_or("download", |m| m.name.as_str()).chars().filter(|c| c.is_ascii_alphanumeric() || "._- ".contains(*c)).collect();
+    let name = if name.trim().is_empty() { "download".to_owned() } else { name };
+    let mut response = bytes.into_response();
+    let h = response.headers_mut();
+    h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/octet-stream"));
+    h.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+    h.insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        h.insert(axum::http::header::CONTENT_DISPOSITION, v);
+    }
+    if let Some(mime) = meta.as_ref().and_then(|m| axum::http::HeaderValue::from_str(&m.mime).ok()) {
+        h.insert("x-glovebox-mime", mime);
+    }
+    response
 }
 
 async fn sessions(State(state): State<PersonState>, headers: HeaderMap) -> Response {

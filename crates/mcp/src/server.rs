@@ -216,6 +216,12 @@ impl GloveboxMcp {
         let failed = receipt.as_ref().is_some_and(|r| r.get("state") == Some(&json!("failed")));
         if let Some(receipt) = &receipt {
             header["receipt_state"] = receipt.get("state").cloned().unwrap_or(Value::Null);
+            if let Some(downloads) = receipt.get("downloads").and_then(Value::as_array) {
+                header["artifacts"] = json!(downloads.iter().filter_map(|d| d.get("artifact_id").cloned()).collect::<Vec<_>>());
+                header["next"] = json!(
+                    "the downloaded files are kept for the user as artifacts (ids above); a person saves them from Glovebox's person channel, you cannot read their content"
+                );
+            }
         }
         if failed {
             header["error"] = json!(receipt.as_ref().and_then(|r| r.get("error")).cloned().unwrap_or(json!(ErrorCode::InvalidAction.as_str())));
@@ -259,6 +265,10 @@ impl GloveboxMcp {
                 }
                 if let Some(dialog) = &outcome.dialog {
                     receipt["dialog"] = json!({"kind": dialog.kind, "message": dialog.message});
+                }
+                let downloads = runtime::downloaded(&outcome);
+                if !downloads.is_empty() {
+                    receipt["downloads"] = json!(downloads);
                 }
                 let observation = match outcome.observation {
                     Some(o) => o,

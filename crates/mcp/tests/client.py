@@ -402,6 +402,42 @@ async def scenario_dialog(args):
               "answered": answered["header"], "after": answered["page"]["aria_snapshot"].splitlines()[0]})
 
 
+async def scenario_files(args):
+    """A download and uploads over MCP: each is R3 and waits for a person; the download comes back
+    as an artifact id (never a path); an upload reads only from the upload root, by relative name."""
+    def untrusted_json(result, i=1):
+        return json.loads(re.fullmatch(r'<untrusted nonce=([0-9a-f]{12})>\n(.*)\n</untrusted nonce=\1>', result["texts"][i], re.S).group(2))
+
+    out = {}
+    async with connect(args) as (session, _):
+        await call(session, "tab_open", {"url": args.fixture[0]})
+        obs = (await call(session, "observe"))["page"]
+        download = {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "text", "text": "Download report"},
+                    "expect_download": True, "intent": "get the report"}
+        out["download_pending"] = (await call(session, "act", {"action": download}))["header"]
+        emit(out)
+        sys.stdin.readline()  # a person approves
+        done = await call(session, "act", {"action": download})
+        out["downloaded"] = {"error": done["error"], "header": done["header"], "receipt": untrusted_json(done), "texts": done["texts"]}
+        obs = done["page"]
+        attach = ref(obs, "button", "Attachment") if 'button "Attachment"' in obs["aria_snapshot"] else None
+        target = {"kind": "element", "ref": attach} if attach else {"kind": "label", "text": "Attachment"}
+        upload = {"type": "upload", "expected_frame_id": obs["frame_id"], "target": target, "files": ["notes.txt"], "intent": "attach the notes"}
+        out["upload_pending"] = (await call(session, "act", {"action": upload}))["header"]
+        emit(out)
+        sys.stdin.readline()  # a person approves
+        up = await call(session, "act", {"action": upload})
+        out["uploaded"] = {"error": up["error"], "header": up["header"]}
+        after = up["page"] or (await call(session, "observe"))["page"]
+        outside = []
+        for name in ["../outside.txt", "/etc/passwd", "sub/../../outside.txt"]:
+            bad = dict(upload, expected_frame_id=after["frame_id"], files=[name])
+            r = await call(session, "act", {"action": bad})
+            outside.append({"error": r["error"], "header": r["header"]})
+        out["outside"] = outside
+        emit(out)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

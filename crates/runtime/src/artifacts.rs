@@ -34,6 +34,41 @@ impl Artifacts {
         Ok(ArtifactRef { kind, artifact_id, retained })
     }
 
+    /// Keeps a finished download of `scope` (a run, or a session's direct calls) as a retained
+    /// artifact: the file moves into the artifact area under an opaque id, with what a person
+    /// needs to save it (its name, cleaned of paths and control characters; its size; a MIME type
+    /// from the name's extension). The page's name is never used as a path.
+    pub fn adopt_download(&self, scope: &str, info: &mut browser::DownloadInfo, seq: u64) -> std::io::Result<ArtifactRef> {
+        let id = format!("artifact_{scope}_d{seq}");
+        let artifact_id = ArtifactId::new(id.clone()).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let dir = self.run_dir(scope).join(RETAINED);
+        std::fs::create_dir_all(&dir)?;
+        let to = dir.join(&id);
+        if std::fs::rename(&info.path, &to).is_err() {
+            std::fs::copy(&info.path, &to)?;
+            let _ = std::fs::remove_file(&info.path);
+        }
+        let meta = DownloadMeta { name: download_name(&info.suggested_filename), size: info.size, mime: mime_for(&info.suggested_filename).to_owned() };
+        std::fs::write(dir.join(format!("{id}.meta.json")), serde_json::to_vec(&meta).map_err(std::io::Error::other)?)?;
+        info.path = to;
+        info.artifact_id = Some(artifact_id.clone());
+        Ok(ArtifactRef { kind: ArtifactKind::Download, artifact_id, retained: true })
+    }
+
+    /// An artifact by id alone, for a person (the id names its run or session), with what is
+    /// known of a download. `NotFound` for anything that is not a stored artifact.
+    pub fn read_by_id(&self, artifact_id: &ArtifactId) -> std::io::Result<(Vec<u8>, Option<DownloadMeta>)> {
+        let name = artifact_id.as_str();
+        let not_found = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such artifact");
+        let scope = name.strip_prefix("artifact_").and_then(|rest| rest.rsplit_once('_')).map(|(scope, _)| scope).ok_or_else(not_found)?;
+        if scope.is_empty() || scope.contains(['/', '\\', '.']) || name.contains(['/', '\\']) || name.contains("..") || name.ends_with(".meta.json") {
+            return Err(not_found());
+        }
+        let bytes = self.read(scope, artifact_id)?;
+        let meta = std::fs::read(self.run_dir(scope).join(RETAINED).join(format!("{name}.meta.json"))).ok().and_then(|m| serde_json::from_slice(&m).ok());
+        Ok((bytes, meta))
+    }
+
     /// A controlled read of an artifact by id (no paths leave the runtime).
     pub fn read(&self, run_id: &str, artifact_id: &ArtifactId) -> std::io::Result<Vec<u8>> {
         let name = artifact_id.as_str();
@@ -70,6 +105,56 @@ impl Artifacts {
             }
         }
         swept
+    }
+}
+
+/// What an action downloaded, as a transport reports it to a model: each file's artifact id,
+/// cleaned name (page content), size and MIME type; never a path.
+pub fn downloaded(outcome: &browser::ActOutcome) -> Vec<serde_json::Value> {
+    outcome
+        .downloads
+        .iter()
+        .filter_map(|d| {
+            let id = d.artifact_id.as_ref()?;
+            Some(serde_json::json!({"artifact_id": id.as_str(), "name": download_name(&d.suggested_filename), "size": d.size, "mime": mime_for(&d.suggested_filename)}))
+        })
+        .collect()
+}
+
+/// What is known of a downloaded artifact.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DownloadMeta {
+    /// The page's suggested name, cleaned (page content: shown, never used as a path).
+    pub name: String,
+    /// Bytes.
+    pub size: u64,
+    /// From the name's extension; `application/octet-stream` when unknown.
+    pub mime: String,
+}
+
+/// The last component of a page's suggested file name, without control characters, at most 120
+/// characters; `download` when nothing is left.
+pub(crate) fn download_name(suggested: &str) -> String {
+    let last = suggested.rsplit(['/', '\\']).next().unwrap_or("");
+    let clean: String = last.chars().filter(|c| !c.is_control()).take(120).collect();
+    let clean = clean.trim().trim_start_matches('.').to_owned();
+    if clean.is_empty() { "download".to_owned() } else { clean }
+}
+
+fn mime_for(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "csv" => "text/csv",
+        "txt" | "log" => "text/plain",
+        "json" => "application/json",
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "zip" => "application/zip",
+        "html" | "htm" => "text/html",
+        "xml" => "application/xml",
+        _ => "application/octet-stream",
     }
 }
 

@@ -23,7 +23,7 @@ mod surface;
 mod verify;
 
 pub use approval::{ApprovalDecision, ApprovalRequest};
-pub use artifacts::Artifacts;
+pub use artifacts::{Artifacts, DownloadMeta, downloaded};
 pub use cancel::Cancel;
 pub use config::{BrowserSource, RuntimeConfig};
 pub use debugger::DebuggerLeaseStatus;

@@ -96,12 +96,18 @@ impl Runtime {
                     protocol::ReceiptState::Failed => OperationState::Failed,
                     protocol::ReceiptState::Unknown => OperationState::Unknown,
                 };
+                let downloaded: Vec<String> = outcome
+                    .downloads
+                    .iter()
+                    .filter_map(|d| d.artifact_id.as_ref().map(|id| format!("downloaded {} ({} bytes)", id.as_str(), d.size)))
+                    .collect();
+                let detail = receipt.detail().map(|d| bounded(d, TEXT_MAX)).into_iter().chain(downloaded).collect::<Vec<_>>().join("; ");
                 OperationEnd {
                     // Nothing was sent after all (`attempted` is only ever the open record).
                     state: if state == OperationState::Attempted { OperationState::Failed } else { state },
                     effect_uncertain: receipt.effect_uncertain(),
                     error: receipt.error().map(|c| c.as_str().to_owned()),
-                    detail: receipt.detail().map(|d| bounded(d, TEXT_MAX)),
+                    detail: Some(detail).filter(|d| !d.is_empty()),
                     frame_after: outcome.observation.as_ref().map(|o| o.frame_id().as_str().to_owned()),
                     ended_at: now_ms(),
                 }

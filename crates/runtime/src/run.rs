@@ -369,6 +369,10 @@ impl RunState<'_> {
                     if !outcome.opened.is_empty() {
                         return Ending::new(ReasonCode::NewSurfaceCreated, "the page opened a new tab or window; a person must link it before it can be used");
                     }
+                    // What it downloaded belongs to the run's result.
+                    self.artifacts.extend(outcome.downloads.iter().filter_map(|d| {
+                        d.artifact_id.clone().map(|artifact_id| ArtifactRef { kind: protocol::ArtifactKind::Download, artifact_id, retained: true })
+                    }));
                     last = Some(StepReport { action: outcome.receipt.action().as_str().into(), receipt: Some(outcome.receipt), error: None });
                 }
                 Err(e) => match self.step_ending(e) {

@@ -70,7 +70,10 @@ impl Runtime {
         );
         let options = self.step_options(at.session, options);
         let open = self.begin_operation(at, action, &intended.described(Some(&record)))?;
-        let outcome = at.tab.act(action, &options).await;
+        let mut outcome = at.tab.act(action, &options).await;
+        if let Ok(outcome) = &mut outcome {
+            self.adopt_downloads(at.scope, outcome);
+        }
         self.end_operation(open, &outcome);
         let outcome = outcome?;
         self.emit(
@@ -83,6 +86,19 @@ impl Runtime {
             },
         );
         Ok(outcome)
+    }
+
+    /// Files the action downloaded become retained artifacts of its scope (a run, or the
+    /// session's direct calls); only their ids leave the runtime. One that cannot be kept is
+    /// deleted, not left behind unmanaged.
+    fn adopt_downloads(&self, scope: &str, outcome: &mut ActOutcome) {
+        for download in &mut outcome.downloads {
+            if let Err(e) = self.inner.artifacts.adopt_download(scope, download, self.next_surface()) {
+                tracing::warn!(error = %e, "a download could not be kept as an artifact; it was deleted");
+                let _ = std::fs::remove_file(&download.path);
+            }
+        }
+        outcome.downloads.retain(|d| d.artifact_id.is_some());
     }
 
     /// Everything before dispatch, in order: the fresh frame first (an approval is never asked

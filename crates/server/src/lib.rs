@@ -366,6 +366,7 @@ async fn tool_call(
                 Ok((key, outcome)) => json!({
                     "type": "tool_result", "id": id, "surface": key, "receipt": outcome.receipt,
                     "observation": outcome.observation.as_ref().map(for_model), "opened": outcome.opened.len(),
+                    "downloads": runtime::downloaded(&outcome),
                 }),
                 Err(e) => runtime_error(id, &e),
             }

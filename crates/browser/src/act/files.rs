@@ -121,6 +121,9 @@ pub struct DownloadInfo {
     pub size: u64,
     /// Where it came from, redacted (no query values).
     pub url: String,
+    /// The artifact it became, once the runtime kept it as one (the path is then the
+    /// artifact's, and only this id leaves the runtime).
+    pub artifact_id: Option<protocol::ArtifactId>,
 }
 
 /// What a download wait saw.
@@ -290,6 +293,7 @@ impl Tab {
                                 path,
                                 size,
                                 url: url.clone(),
+                                artifact_id: None,
                             });
                         }
                         "canceled" => break DownloadEnd::Canceled,

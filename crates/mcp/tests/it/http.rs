@@ -1,6 +1,8 @@
 //! MCP over streamable HTTP (`serve`), in process, with the Python SDK as the client.
 
-use crate::{Client, Env, env, env_with, over_http, page_count, raw_http, run, test_planner, until_pages};
+use std::path::PathBuf;
+
+use crate::{Client, Env, env, env_configured, env_with, over_http, page_count, raw_http, run, test_planner, until_pages};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -453,4 +455,90 @@ async fn a_click_that_opens_a_dialog_returns_its_receipt_and_the_dialog_to_answe
     assert!(out["blocked"].as_str().unwrap().contains("\nalertdialog \"Sure?\" [confirm modal]\n"), "{out}");
     assert_eq!(out["answered"]["receipt_state"], "confirmed", "{out}");
     assert!(out["after"].as_str().unwrap().ends_with("\"declined\""), "the page's title after the answer: {out}");
+}
+
+/// A GET to the person channel: status, headers (lowercased names) and body bytes.
+async fn person_get(env: &Env, path: &str, token: &str) -> (u16, String, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = env.server.local_addr;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n", addr.port());
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&response[..split]).to_lowercase();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head, response[split + 4..].to_vec())
+}
+
+/// Downloads and uploads end to end (`004_…` 执行权限与隔离, `000_…` §08): each is R3 and waits
+/// for a person; the downloaded file becomes an artifact the model knows only by id and a person
+/// saves through the person channel (as an attachment, never rendered); an upload reads only
+/// from the configured root, by relative name, and names outside it are refused with nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_becomes_an_artifact_and_uploads_come_only_from_the_upload_root() {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-upload-root-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("notes.txt"), "notes for the form\n").unwrap();
+    std::fs::write(root.parent().unwrap().join("outside.txt"), "must never be sent\n").unwrap();
+    let upload_root = root.clone();
+    let env = env_configured("files", true, None, None, move |c| c.uploads_dir = Some(upload_root)).await;
+    let person = env.server.person.token.clone();
+    let mut client = Client::start("files", &over_http(&env), &[env.fixtures.url("/extended-forms.html")]);
+
+    let first = client.next().await;
+    let pending = &first["download_pending"];
+    assert_eq!((pending["error"].as_str(), pending["tier"].as_str()), (Some("needs_approval"), Some("R3")), "{first}");
+    assert!(env.fixtures.requests_to("/report.csv").is_empty(), "nothing was fetched before a person decided");
+    let (status, _) =
+        person_post(&env, &format!("/api/approvals/{}", pending["approval_id"].as_str().unwrap()), &person, r#"{"decision":"approve_once"}"#).await;
+    assert_eq!(status, 200);
+    client.send("approved").await;
+
+    let second = client.next().await;
+    let downloaded = &second["downloaded"];
+    assert_eq!(downloaded["error"], false, "{downloaded}");
+    let artifact = downloaded["header"]["artifacts"][0].as_str().unwrap_or_else(|| panic!("an artifact id: {downloaded}")).to_owned();
+    assert!(artifact.starts_with("artifact_"), "{artifact}");
+    let file = &downloaded["receipt"]["downloads"][0];
+    let expected = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures/report.csv")).unwrap();
+    assert_eq!((file["name"].as_str(), file["size"].as_u64(), file["mime"].as_str()), (Some("report.csv"), Some(expected.len() as u64), Some("text/csv")));
+    let everything = downloaded["texts"].to_string();
+    assert!(!everything.contains("/downloads/") && !everything.contains(env!("CARGO_TARGET_TMPDIR")), "no local path reaches the model: {everything}");
+
+    // The person saves it: the token is needed, the bytes come as an attachment.
+    let (status, head, body) = person_get(&env, &format!("/api/artifacts/{artifact}"), &person).await;
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(body, expected);
+    assert!(head.contains("content-type: application/octet-stream") && head.contains("x-content-type-options: nosniff"), "{head}");
+    assert!(head.contains("content-disposition: attachment; filename=\"report.csv\""), "{head}");
+    assert_eq!(person_get(&env, &format!("/api/artifacts/{artifact}"), "not-the-person").await.0, 401);
+    for bogus in ["artifact_nothing_here", "artifact_..%2F..%2Fglovebox.sqlite_1", "not-an-artifact"] {
+        assert_eq!(person_get(&env, &format!("/api/artifacts/{bogus}"), &person).await.0, 404, "{bogus}");
+    }
+
+    let pending = &second["upload_pending"];
+    assert_eq!(
+        (pending["error"].as_str(), pending["tier"].as_str(), pending["action"].as_str()),
+        (Some("needs_approval"), Some("R3"), Some("upload")),
+        "{second}"
+    );
+    assert!(env.fixtures.requests_to("/upload").is_empty());
+    let (status, _) =
+        person_post(&env, &format!("/api/approvals/{}", pending["approval_id"].as_str().unwrap()), &person, r#"{"decision":"approve_once"}"#).await;
+    assert_eq!(status, 200);
+    client.send("approved").await;
+    let last = client.next().await;
+    client.finish().await;
+    assert_eq!(last["uploaded"]["error"], false, "{last}");
+    let uploads = env.fixtures.requests_to("/upload");
+    assert_eq!(uploads.len(), 1, "the approved upload posted once");
+    assert!(String::from_utf8_lossy(&uploads[0].body).contains("notes for the form"));
+    for outside in last["outside"].as_array().unwrap() {
+        assert_eq!(outside["error"], true, "{outside}");
+        assert_eq!(outside["header"]["error"], "invalid_action", "{outside}");
+    }
+    assert_eq!(env.fixtures.requests_to("/upload").len(), 1, "nothing from outside the root was sent");
+    assert!(env.fixtures.requests().iter().all(|r| !String::from_utf8_lossy(&r.body).contains("must never be sent")));
 }

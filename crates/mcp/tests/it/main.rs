@@ -49,6 +49,11 @@ pub fn test_planner() -> Vec<String> {
 
 /// [`env`] with a planner command behind `computer_use`.
 pub async fn env_with(name: &str, trusted: bool, token: Option<&str>, planner: Option<Vec<String>>) -> Env {
+    env_configured(name, trusted, token, planner, |_| {}).await
+}
+
+/// [`env_with`], with the runtime's configuration adjusted by `tweak` before it starts.
+pub async fn env_configured(name: &str, trusted: bool, token: Option<&str>, planner: Option<Vec<String>>, tweak: impl FnOnce(&mut RuntimeConfig)) -> Env {
     let fixtures = FixtureServer::start().await.unwrap();
     fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
     let page = |set: bool| {
@@ -66,6 +71,7 @@ pub async fn env_with(name: &str, trusted: bool, token: Option<&str>, planner: O
     if trusted {
         config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
     }
+    tweak(&mut config);
     let runtime = Runtime::start(config).await.expect("runtime starts");
     let options = HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
