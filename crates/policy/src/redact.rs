@@ -208,3 +208,71 @@ pub(crate) fn looks_opaque(s: &str) -> bool {
     let hex_digits = s.bytes().filter(u8::is_ascii_hexdigit).count();
     only_hex_and_separators && hex_digits >= 16 && s.bytes().any(|b| b.is_ascii_digit())
 }
+
+/// Whether a query key names a credential: `token`, `access_token`, `code`, `sig`, `apikey`,
+/// `session_id`, `password`, … (lowercased, separators ignored).
+fn is_secret_key(key: &str) -> bool {
+    let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    const EXACT: &[&str] = &["sid", "sig", "code", "key", "state", "otp", "pin", "jwt", "hash", "mac"];
+    const PART: &[&str] = &[
+        "token", "secret", "password", "passwd", "pwd", "auth", "session", "sessid", "apikey", "signature", "nonce", "credential", "ticket",
+        "saml", "assertion", "privatekey", "accesskey",
+    ];
+    EXACT.contains(&k.as_str()) || PART.iter().any(|p| k.contains(p)) || k.ends_with("key") || k.ends_with("sig")
+}
+
+/// The URL a retained tab is reopened at after a restart (`004_…` 浏览器重启恢复): an http(s)
+/// URL with userinfo dropped, query parameters that carry credentials (by key, see
+/// [`is_secret_key`], or by an opaque-looking value) removed and the others kept as written,
+/// `;name=value` path parameter values removed and only a plain-anchor fragment kept. `None` for
+/// anything else (no other scheme is reopened). Unlike [`redact_url`] the result still works.
+pub fn restorable_url(url: &str) -> Option<String> {
+    let cleaned = clean(url);
+    let origin = Origin::parse(&cleaned).ok()?;
+    if !matches!(origin.scheme(), Scheme::Http | Scheme::Https) {
+        return None;
+    }
+    let parts = split(&cleaned).ok()?;
+    let cut = cleaned.find(['?', '#']).unwrap_or(cleaned.len());
+    let mut out = redact_url(&cleaned[..cut]);
+    if out == REDACTED {
+        return None;
+    }
+    if let Some(query) = parts.query {
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| {
+                let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+                !pair.is_empty() && !is_secret_key(key) && !looks_opaque(key) && !looks_opaque(value) && value.len() <= 256
+            })
+            .collect();
+        if !kept.is_empty() {
+            out.push('?');
+            out.push_str(&kept.join("&"));
+        }
+    }
+    if let Some(fragment) = parts.fragment.filter(|f| is_plain_anchor(f)) {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod restorable_tests {
+    use super::restorable_url;
+
+    #[test]
+    fn credentials_leave_and_the_rest_stays() {
+        assert_eq!(restorable_url("https://a.test/list?page=2&q=shoes#results").as_deref(), Some("https://a.test/list?page=2&q=shoes#results"));
+        assert_eq!(restorable_url("https://u:p@a.test/x?token=abc&page=3").as_deref(), Some("https://a.test/x?page=3"));
+        assert_eq!(restorable_url("http://127.0.0.1:8080/cb?code=xyz&state=s1&next=%2Fhome").as_deref(), Some("http://127.0.0.1:8080/cb?next=%2Fhome"));
+        assert_eq!(restorable_url("https://a.test/?id=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9").as_deref(), Some("https://a.test/"));
+        assert_eq!(restorable_url("https://a.test/app;jsessionid=ABC123/x#access_token=zzz").as_deref(), Some("https://a.test/app;jsessionid=/x"));
+        assert_eq!(restorable_url("https://a.test/?X-Amz-Signature=1&apiKey=2&sort=asc").as_deref(), Some("https://a.test/?sort=asc"));
+        assert_eq!(restorable_url("about:blank"), None);
+        assert_eq!(restorable_url("file:///etc/passwd"), None);
+        assert_eq!(restorable_url("javascript:alert(1)"), None);
+        assert_eq!(restorable_url("not a url"), None);
+    }
+}
