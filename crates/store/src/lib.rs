@@ -119,7 +119,9 @@ pub trait Store: Send + Sync {
     /// began none). A handle recorded by another instance is never returned.
     fn find_by_handle(&self, target: &TargetId) -> Result<Option<Resource>>;
 
-    /// First claim wins: one conditional write gives an unowned `user` resource to `session`
+    /// First claim wins: one conditional write gives an unowned `user` resource — or a
+    /// `retained` one whose session is no longer active (kept for the person after a restart) —
+    /// to `session`
     /// (ownership `agent_claimed`, state `owned`, `claimed_at = now_ms`). `AlreadyClaimed` if
     /// any session (including this one) owns it, `NotClaimable` if it is unowned but not a
     /// user tab, `NotFound` if the resource or session is unknown.
@@ -141,6 +143,30 @@ pub trait Store: Send + Sync {
     /// Records the last confirmed URL and title, as given (the caller redacts). This does not
     /// move the version: no lifecycle decision may read a title or URL (`002_…` "Tab 分类").
     fn update_location(&self, id: &ResourceId, url: &str, title: &str, now_ms: u64) -> Result<()>;
+
+    /// A person closed the page (the console's close, or the browser reported it gone without
+    /// Glovebox closing it): it stays closed — `released`, handle cleared, never restored.
+    fn close_by_person(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
+
+    /// The live handle is gone with its browser (a relaunch): cleared and marked `handle_lost`,
+    /// so a restore brings the tab back if it is one to keep.
+    fn lose_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
+
+    /// The tabs a restore brings back, oldest first: handle lost, not closed by a person, and
+    /// either `retained` for the person or a person's own tab.
+    fn restorable_resources(&self) -> Result<Vec<Resource>>;
+
+    /// Records why a restore failed; the tab is not tried again (it stays listed as failed).
+    fn restore_failed(&self, id: &ResourceId, why: &str, now_ms: u64) -> Result<()>;
+
+    /// Records the new live handle of a restored tab (as [`Store::attach_handle`]) and when.
+    fn restored(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource>;
+
+    /// Records the preview preferences (JSON); no lifecycle decision reads them.
+    fn set_preview(&self, id: &ResourceId, preview: &str, now_ms: u64) -> Result<()>;
+
+    /// Every resource, oldest first (the person's view of everything, closed ones included).
+    fn list_all_resources(&self) -> Result<Vec<Resource>>;
 
     /// Records the resource's live handle in `instance`, clearing `handle_lost`.
     /// `StaleInstance` unless `instance` is the current one; `HandleInUse` if another

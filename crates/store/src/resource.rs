@@ -96,6 +96,18 @@ pub struct Resource {
     pub updated_at: u64,
     /// Moves on every change of ownership, mark, state or handle; the compare-and-swap token.
     pub version: u64,
+    /// A person closed the page: it stays closed (listed as closed, never restored).
+    pub closed_by_person: bool,
+    /// When it was closed by a person (ms).
+    pub closed_at: Option<u64>,
+    /// The host's or console's preview preferences (JSON), as given.
+    pub preview: Option<String>,
+    /// The branch (turn lineage) it belongs to, if the host named one.
+    pub branch: Option<String>,
+    /// When it was last restored after a restart or a browser relaunch (ms).
+    pub restored_at: Option<u64>,
+    /// Why its last restore failed (it stays listed, as "restore failed").
+    pub restore_error: Option<String>,
 }
 
 /// What [`crate::Store::insert_resource`] records.

@@ -228,6 +228,34 @@ impl Store for SqliteStore {
         resource::update_location(&self.conn(), id, url, title, now_ms)
     }
 
+    fn close_by_person(&self, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+        resource::close_by_person(&self.conn(), id, now_ms)
+    }
+
+    fn lose_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+        resource::lose_handle(&self.conn(), id, now_ms)
+    }
+
+    fn restorable_resources(&self) -> Result<Vec<Resource>> {
+        resource::restorable(&self.conn())
+    }
+
+    fn restore_failed(&self, id: &ResourceId, why: &str, now_ms: u64) -> Result<()> {
+        resource::restore_failed(&self.conn(), id, why, now_ms)
+    }
+
+    fn restored(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
+        resource::restored(&mut self.conn(), id, target, instance, now_ms)
+    }
+
+    fn set_preview(&self, id: &ResourceId, preview: &str, now_ms: u64) -> Result<()> {
+        resource::set_preview(&self.conn(), id, preview, now_ms)
+    }
+
+    fn list_all_resources(&self) -> Result<Vec<Resource>> {
+        resource::list_all(&self.conn())
+    }
+
     fn attach_handle(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
         resource::attach_handle(&mut self.conn(), id, target, instance, now_ms)
     }

@@ -11,7 +11,7 @@ use crate::resource::{Mark, NewResource, Ownership, Resource, ResourceKind, Reso
 
 const COLUMNS: &str = "id, session_id, kind, cdp_target_id, instance, handle_lost, ownership, \
      created_by_run, claimed_at, released_at, mark, mark_turn_id, state, url, title, \
-     location_at, created_at, updated_at, version";
+     location_at, created_at, updated_at, version, closed_by_person, closed_at, preview, branch, restored_at, restore_error";
 
 fn parse<T>(row: &Row<'_>, column: &'static str, parse: fn(&str) -> Option<T>) -> Result<T> {
     let text: String = row.get(column)?;
@@ -39,6 +39,12 @@ fn decode(row: &Row<'_>) -> Result<Resource> {
         created_at: get_uint(row, "created_at")?,
         updated_at: get_uint(row, "updated_at")?,
         version: get_uint(row, "version")?,
+        closed_by_person: row.get("closed_by_person")?,
+        closed_at: opt_uint(row, "closed_at")?,
+        preview: row.get("preview")?,
+        branch: row.get("branch")?,
+        restored_at: opt_uint(row, "restored_at")?,
+        restore_error: row.get("restore_error")?,
     })
 }
 
@@ -155,7 +161,9 @@ pub(super) fn claim(conn: &mut Connection, id: &ResourceId, session: &SessionId,
             "UPDATE resources
                 SET session_id = ?2, ownership = 'agent_claimed', state = 'owned',
                     claimed_at = ?3, updated_at = ?3, version = version + 1
-              WHERE id = ?1 AND session_id IS NULL AND ownership = 'user'
+              WHERE id = ?1 AND closed_by_person = 0
+                AND ((session_id IS NULL AND ownership = 'user')
+                     OR (state = 'retained' AND session_id IN (SELECT id FROM sessions WHERE state != 'active')))
              RETURNING {COLUMNS}"
         ),
         params![id.as_str(), session.as_str(), now],
@@ -294,4 +302,98 @@ pub(super) fn clear_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> R
         decode,
     )?
     .ok_or_else(|| not_found(id))
+}
+
+pub(super) fn close_by_person(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    query_opt(
+        conn,
+        &format!(
+            "UPDATE resources
+                SET closed_by_person = 1, closed_at = ?2, state = 'released', cdp_target_id = NULL, instance = NULL,
+                    handle_lost = 0, updated_at = ?2, version = version + 1
+              WHERE id = ?1
+             RETURNING {COLUMNS}"
+        ),
+        params![id.as_str(), now],
+        decode,
+    )?
+    .ok_or_else(|| not_found(id))
+}
+
+pub(super) fn lose_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    query_opt(
+        conn,
+        &format!(
+            "UPDATE resources
+                SET cdp_target_id = NULL, instance = NULL, handle_lost = 1, updated_at = ?2, version = version + 1
+              WHERE id = ?1
+             RETURNING {COLUMNS}"
+        ),
+        params![id.as_str(), now],
+        decode,
+    )?
+    .ok_or_else(|| not_found(id))
+}
+
+/// Tabs to bring back: handle lost, not closed by a person, and either kept for the person
+/// (`retained`) or the person's own (`user`, open when the handle was lost).
+pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {
+    query_all(
+        conn,
+        &format!(
+            "SELECT {COLUMNS} FROM resources
+              WHERE handle_lost = 1 AND closed_by_person = 0 AND kind = 'tab'
+                AND (state = 'retained' OR (ownership = 'user' AND state IN ('owned', 'released')))
+              ORDER BY created_at, id"
+        ),
+        [],
+        decode,
+    )
+}
+
+pub(super) fn restore_failed(conn: &Connection, id: &ResourceId, why: &str, now_ms: u64) -> Result<()> {
+    let now = int(now_ms, "now_ms")?;
+    let changed = conn
+        .prepare_cached("UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id.as_str(), why, now])?;
+    if changed == 0 {
+        return Err(not_found(id));
+    }
+    Ok(())
+}
+
+pub(super) fn restored(conn: &mut Connection, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
+    let now = int(now_ms, "now_ms")?;
+    let tx = write_tx(conn)?;
+    check_handle(&tx, id, target, instance)?;
+    let resource = query_opt(
+        &tx,
+        &format!(
+            "UPDATE resources
+                SET cdp_target_id = ?2, instance = ?3, handle_lost = 0, restored_at = ?4, restore_error = NULL,
+                    updated_at = ?4, version = version + 1
+              WHERE id = ?1
+             RETURNING {COLUMNS}"
+        ),
+        params![id.as_str(), target.as_str(), int(instance.0, "instance")?, now],
+        decode,
+    )?
+    .ok_or_else(|| not_found(id))?;
+    tx.commit()?;
+    Ok(resource)
+}
+
+pub(super) fn set_preview(conn: &Connection, id: &ResourceId, preview: &str, now_ms: u64) -> Result<()> {
+    let now = int(now_ms, "now_ms")?;
+    let changed = conn.prepare_cached("UPDATE resources SET preview = ?2, updated_at = ?3 WHERE id = ?1")?.execute(params![id.as_str(), preview, now])?;
+    if changed == 0 {
+        return Err(not_found(id));
+    }
+    Ok(())
+}
+
+pub(super) fn list_all(conn: &Connection) -> Result<Vec<Resource>> {
+    query_all(conn, &format!("SELECT {COLUMNS} FROM resources ORDER BY created_at, id"), [], decode)
 }

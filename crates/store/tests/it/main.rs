@@ -10,6 +10,7 @@ mod migrate;
 mod record;
 mod recovery;
 mod resource;
+mod restore;
 mod session;
 
 use std::path::{Path, PathBuf};
