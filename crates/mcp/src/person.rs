@@ -16,6 +16,11 @@
 //! "off"}` is the person's switch for one tab of a session: `observe` answers questions and
 //! refuses writes, `off` lists the tab without content or tool. No tool can change it.
 //!
+//! Tabs: `GET /api/tabs` lists every tab record for the person — open, kept, restored,
+//! closed by a person (listed as closed), restore failed — with the last restore;
+//! `POST /api/tabs/{id}/close` is the person closing a page (it stays closed);
+//! `POST /api/tabs/{id}/preview` stores the preview preferences (a JSON object).
+//!
 //! Artifacts: `GET /api/artifacts/{id}` answers a file an agent downloaded (the id its receipt
 //! named), as an attachment a browser saves and never renders.
 //!
@@ -126,6 +131,9 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/host/windows", post(register_window))
         .route("/api/access", post(set_access))
         .route("/api/artifacts/{id}", get(artifact))
+        .route("/api/tabs", get(tabs))
+        .route("/api/tabs/{id}/close", post(close_tab))
+        .route("/api/tabs/{id}/preview", post(set_preview))
         .with_state(PersonState { runtime, token })
 }
 
@@ -140,6 +148,19 @@ fn authorised(headers: &HeaderMap, token: &str) -> bool {
 /// A runtime error as the channel answers it: the closed code and the message.
 fn refusal(status: StatusCode, e: &RuntimeError) -> Response {
     (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+}
+
+/// [`refusal`] with the status its code implies.
+fn answer(e: &RuntimeError) -> Response {
+    use protocol::ErrorCode as C;
+    let status = match e.code() {
+        C::UnknownSurface | C::AmbiguousSurface => StatusCode::NOT_FOUND,
+        C::OriginDenied | C::CapabilityDenied => StatusCode::FORBIDDEN,
+        C::BackendUnavailable | C::TargetLost | C::Timeout => StatusCode::BAD_GATEWAY,
+        C::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    refusal(status, e)
 }
 
 fn unauthorised() -> Response {
@@ -212,6 +233,40 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
             };
             refusal(status, &e)
         }
+    }
+}
+
+async fn tabs(State(state): State<PersonState>, headers: HeaderMap) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.tabs_for_person() {
+        Ok(tabs) => Json(json!({"tabs": tabs, "last_restore": state.runtime.last_restore()})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+async fn close_tab(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.close_by_person(&id).await {
+        Ok(()) => Json(json!({"closed": id})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+async fn set_preview(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>, body: axum::body::Bytes) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    let preview: serde_json::Value = match parse(&body) {
+        Ok(v) => v,
+        Err(refused) => return *refused,
+    };
+    match state.runtime.set_preview(&id, &preview) {
+        Ok(()) => Json(json!({"tab": id, "preview": preview})).into_response(),
+        Err(e) => answer(&e),
     }
 }
 

@@ -260,6 +260,45 @@ async def scenario_bench(args):
         emit({"observe_ms_median": times[len(times) // 2], "observe_ms_p90": times[int(len(times) * 0.9)], "n": len(times)})
 
 
+async def scenario_keep(args):
+    """Three tabs kept for the person (deliverables): one navigated later to a URL with a query
+    and a fragment, one opened with a ?token= in its URL, one the person will close. Then waits to
+    be killed with its server."""
+    first, token_url, other, later = args.fixture
+    out = {}
+    async with connect(args) as (session, _):
+        a = (await call(session, "tab_open", {"url": first}))["header"]["opened"]
+        b = (await call(session, "tab_open", {"url": token_url}))["header"]["opened"]
+        c = (await call(session, "tab_open", {"url": other}))["header"]["opened"]
+        page = (await call(session, "observe", {"surface": a}))["page"]
+        moved = await call(session, "act", {"surface": a, "action": {"type": "navigate", "expected_frame_id": page["frame_id"], "url": later, "intent": "the second page"}})
+        out["moved"] = moved["header"]
+        out["old_frame"] = moved["header"].get("frame_id")
+        for s in (a, b, c):
+            out[s] = (await call(session, "tab_mark", {"surface": s, "mark": "deliverable"}))["header"]
+        out["surfaces"] = [a, b, c]
+        emit(out)
+        sys.stdin.readline()  # killed here
+
+
+async def scenario_restored(args):
+    """After a restart: the kept tabs are offered to a new session, which claims them and sees
+    their pages afresh; a frame id from before the restart is refused."""
+    old_frame = args.fixture[0]
+    out = {}
+    async with connect(args) as (session, _):
+        offered = (await call(session, "tabs"))["header"]["user_tabs"]
+        out["offered"] = offered
+        for t in offered:
+            claimed = (await call(session, "tab_claim", {"tab": t}))["header"]
+            page = (await call(session, "observe", {"surface": claimed["surface"]}))
+            out.setdefault("pages", []).append({"tab": t, "page": page["page"]["aria_snapshot"] if page["page"] else None,
+                                                "frame": page["header"].get("frame_id")})
+            stale = await call(session, "act", {"surface": claimed["surface"], "action": {"type": "scroll", "expected_frame_id": old_frame, "delta_y": 100, "intent": "old"}})
+            out.setdefault("stale", []).append(stale["header"].get("error"))
+        emit(out)
+
+
 async def scenario_hold(args):
     """Leaves records mid-task, then waits to be killed with its server: a claimed person's
     tab, a deliverable, an unmarked agent tab and an approval nobody answered."""

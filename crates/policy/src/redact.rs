@@ -215,8 +215,23 @@ fn is_secret_key(key: &str) -> bool {
     let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
     const EXACT: &[&str] = &["sid", "sig", "code", "key", "state", "otp", "pin", "jwt", "hash", "mac"];
     const PART: &[&str] = &[
-        "token", "secret", "password", "passwd", "pwd", "auth", "session", "sessid", "apikey", "signature", "nonce", "credential", "ticket",
-        "saml", "assertion", "privatekey", "accesskey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "session",
+        "sessid",
+        "apikey",
+        "signature",
+        "nonce",
+        "credential",
+        "ticket",
+        "saml",
+        "assertion",
+        "privatekey",
+        "accesskey",
     ];
     EXACT.contains(&k.as_str()) || PART.iter().any(|p| k.contains(p)) || k.ends_with("key") || k.ends_with("sig")
 }

@@ -21,6 +21,7 @@ mod runtime;
 mod step;
 mod surface;
 mod verify;
+mod webtabs;
 
 pub use approval::{ApprovalDecision, ApprovalRequest};
 pub use artifacts::{Artifacts, DownloadMeta, downloaded};
@@ -39,3 +40,4 @@ pub use run::{RunHandle, RunRequest, StopOnDrop};
 pub use runtime::{Runtime, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
 pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion};
+pub use webtabs::RestoreReport;

@@ -138,7 +138,7 @@ impl Runtime {
                 state: ResourceState::Owned,
                 created_by_run: None,
                 handle: Some((store::TargetId::new(&tab.target_id().0), self.inner.instance)),
-                url: Some(policy::redact_url(url)),
+                url: Some(policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url))),
                 title: None,
                 now_ms: now_ms(),
             })
@@ -214,7 +214,7 @@ impl Runtime {
                 state: ResourceState::Owned,
                 created_by_run: None,
                 handle: Some((store::TargetId::new(&target.0), self.inner.instance)),
-                url: Some(policy::redact_url(url)),
+                url: Some(policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url))),
                 title: None,
                 now_ms: now_ms(),
             })
@@ -223,23 +223,29 @@ impl Runtime {
         Ok(id)
     }
 
-    /// The tabs a session may claim: tabs a person offered ([`Runtime::register_user_tab`]) that
-    /// no session owns now and that are open in this browser instance. A tab another session
-    /// handed over (deliverable, handoff) is not among them: nobody offered it.
+    /// The tabs a session may claim: tabs a person offered ([`Runtime::register_user_tab`]) or
+    /// a restore brought back for the person, that no live session owns now and that are open
+    /// in this browser instance. A tab another session handed over (deliverable, handoff) in
+    /// this process is not among them: nobody offered it.
     pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
         let offered = self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let resources = self.inner.store.list_unowned_resources().map_err(RuntimeError::from)?;
+        let resources = self.inner.store.list_all_resources().map_err(RuntimeError::from)?;
+        let live = |s: &store::SessionId| self.inner.store.get_session(s).is_ok_and(|s| s.state == store::SessionState::Active);
         Ok(resources
             .into_iter()
             .filter(|r| {
                 offered.contains(r.id.as_str())
                     && r.kind == ResourceKind::Tab
-                    && r.ownership == Ownership::User
+                    && !r.closed_by_person
+                    && match &r.session_id {
+                        None => r.ownership == Ownership::User,
+                        Some(s) => r.state == ResourceState::Retained && !live(s),
+                    }
                     && r.cdp_target_id.is_some()
                     && r.instance == Some(self.inner.instance)
                     && !r.handle_lost
             })
-            .map(|r| UserTab { tab: r.id.to_string(), url: r.url, title: r.title })
+            .map(|r| UserTab { tab: r.id.to_string(), url: r.url.as_deref().map(policy::redact_url), title: r.title })
             .collect())
     }
 
@@ -285,7 +291,7 @@ impl Runtime {
 
     /// Adds a surface for a tab the session now owns, with its debugger lease; attaching once
     /// proves the tab is there (the lease then idles like any other).
-    async fn attach_entry(&self, state: &Arc<SessionState>, session: &str, resource: &str, target: &str) -> Result<SurfaceId, RuntimeError> {
+    pub(crate) async fn attach_entry(&self, state: &Arc<SessionState>, session: &str, resource: &str, target: &str) -> Result<SurfaceId, RuntimeError> {
         let debugger = DebuggerLease::new(self, session, resource, target);
         drop(debugger.acquire().await?);
         state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).push(debugger.clone());
@@ -320,10 +326,31 @@ impl Runtime {
     pub async fn mark(&self, session: &SessionId, surface: SurfaceId, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
-        let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
-        let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
-        self.inner.store.set_mark(&store::ResourceId::new(&resource), &sid(session), mark, &store::TurnId::new(turn), now_ms()).map_err(RuntimeError::from)?;
+        let entry = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).cloned();
+        let entry = entry.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+        let record = self
+            .inner
+            .store
+            .set_mark(&store::ResourceId::new(&entry.resource), &sid(session), mark, &store::TurnId::new(turn), now_ms())
+            .map_err(RuntimeError::from)?;
+        if mark == Mark::None {
+            self.forget_site_storage(&entry.resource);
+        } else {
+            self.keep_site_storage(session, &entry, record.url.as_deref()).await;
+        }
         Ok(())
+    }
+
+    /// Saves the site storage of a tab kept for the person (`webtabs.rs`), through its
+    /// attachment so its local storage is read too.
+    /// Bounded: a browser that does not answer leaves the last saved storage as it was.
+    async fn keep_site_storage(&self, session: &str, entry: &TabEntry, url: Option<&str>) {
+        let save = async {
+            let Ok(attached) = self.attach(entry).await else { return };
+            let url = attached.tab().latest_observation().map(|r| r.document_url().to_owned()).or_else(|| url.map(str::to_owned)).unwrap_or_default();
+            self.save_site_storage(&entry.resource, Some(session), &url, Some(attached.tab())).await;
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(3), save).await;
     }
 
     /// The end of a turn (internal; nothing is shown to the model): close unmarked agent tabs,
@@ -568,6 +595,13 @@ impl Runtime {
         // answers nothing; without it each step would wait out the default command timeout).
         let deadline = tokio::time::Instant::now() + CLOSE_DEADLINE;
         let browser = self.connection().browser();
+        {
+            let mut closing = self.inner.closing_targets.lock().unwrap_or_else(|p| p.into_inner());
+            if closing.len() > 10_000 {
+                closing.clear();
+            }
+            closing.insert(target.to_owned());
+        }
         let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
         // Destruction events flow only with target discovery on (idempotent).
         if tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::SetDiscoverTargets { discover: true })).await.is_err() {
@@ -605,6 +639,7 @@ impl Runtime {
         let _ = self.inner.store.transition(&id, current.version, state, now_ms());
         if succeeded {
             let _ = self.inner.store.clear_handle(&id, now_ms());
+            self.forget_site_storage(resource);
         } else {
             let _ = self.inner.store.add_recovery(&NewRecovery {
                 session_id: sid(session),
@@ -656,6 +691,9 @@ impl Runtime {
             let marked_now = resource.mark != Mark::None && turn.is_some_and(|t| resource.mark_turn_id.as_ref().is_some_and(|m| m.to_string() == t));
             if boundary == Boundary::TurnEnd && marked_now {
                 let _ = self.inner.store.transition(&resource.id, resource.version, ResourceState::Retained, now_ms());
+                if let Some(entry) = &entry {
+                    self.keep_site_storage(session, entry, resource.url.as_deref()).await;
+                }
                 // The debugger lease goes at every turn end, marks or not; the tab, its surface
                 // and its ownership stay.
                 if let Some(entry) = &entry
@@ -835,11 +873,9 @@ impl Runtime {
         for (id, state) in sessions {
             let leases: Vec<Arc<DebuggerLease>> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if relaunched {
-                // A new browser: the old tabs died with the old one. Records stay; handles are lost.
-                let entries = std::mem::take(&mut *state.tabs.lock().unwrap_or_else(|p| p.into_inner()));
-                for entry in &entries {
-                    let _ = self.inner.store.clear_handle(&store::ResourceId::new(&entry.resource), now_ms());
-                }
+                // A new browser: the old tabs died with the old one. Records stay; handles are
+                // lost (below), and the kept tabs come back by the restore.
+                let _ = std::mem::take(&mut *state.tabs.lock().unwrap_or_else(|p| p.into_inner()));
                 for lease in &leases {
                     lease.detach(Some(Retired::Closed)).await;
                 }
@@ -861,6 +897,24 @@ impl Runtime {
                 }
             }
             tracing::info!(session = %id, relaunched, "browser connection re-established");
+        }
+        if relaunched {
+            // Every handle of this process died with the browser: a tab to keep (marked,
+            // retained, a person's) waits for the restore; any other agent tab is gone.
+            for resource in self.inner.store.instance_handles(self.inner.instance).unwrap_or_default() {
+                self.inner.leases.invalidate(resource.cdp_target_id.as_ref().map_or("", |t| t.as_str()));
+                let keep = resource.mark != Mark::None || resource.state == ResourceState::Retained || resource.ownership != Ownership::AgentCreated;
+                if keep {
+                    let _ = self.inner.store.lose_handle(&resource.id, now_ms());
+                } else {
+                    let _ = self.inner.store.transition(&resource.id, resource.version, ResourceState::Released, now_ms());
+                    let _ = self.inner.store.clear_handle(&resource.id, now_ms());
+                }
+            }
+        }
+        self.watch_browser();
+        if relaunched {
+            self.request_restore();
         }
         Ok(())
     }

@@ -129,6 +129,12 @@ pub(crate) struct Inner {
     pub(crate) reconciled: Mutex<crate::incarnation::Reconciliation>,
     /// The host API's windows, renderer connections, registry and turn snapshots.
     pub(crate) host: crate::host::HostRegistry,
+    /// Targets Glovebox is closing or closed (a destroyed one not among them was closed by a person).
+    pub(crate) closing_targets: Mutex<std::collections::HashSet<String>>,
+    /// One restore of kept tabs at a time, one more pass when asked during one (`webtabs.rs`).
+    pub(crate) restoring: tokio::sync::Mutex<()>,
+    pub(crate) restore_again: AtomicBool,
+    pub(crate) last_restore: Mutex<Option<crate::webtabs::RestoreReport>>,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -199,12 +205,18 @@ impl Runtime {
                 stopped: AtomicBool::new(false),
                 lock: instance_lock,
                 reconciled: Mutex::default(),
+                closing_targets: Mutex::default(),
+                restoring: tokio::sync::Mutex::new(()),
+                restore_again: AtomicBool::new(false),
+                last_restore: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
             }),
         };
         let reconciled = runtime.reconcile_dead_instances().await?;
         runtime.prune_records();
+        runtime.watch_browser();
+        runtime.request_restore();
         *lock(&runtime.inner.reconciled) = reconciled;
         Ok(runtime)
     }

@@ -152,8 +152,9 @@ pub trait Store: Send + Sync {
     /// so a restore brings the tab back if it is one to keep.
     fn lose_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
 
-    /// The tabs a restore brings back, oldest first: handle lost, not closed by a person, and
-    /// either `retained` for the person or a person's own tab.
+    /// The tabs a restore brings back, oldest first: handle lost, not closed by a person, not in
+    /// a failed cleanup, and either kept (`retained`, or marked deliverable/handoff) or a
+    /// person's own (a `user` tab, or one a session claimed).
     fn restorable_resources(&self) -> Result<Vec<Resource>>;
 
     /// Records why a restore failed; the tab is not tried again (it stays listed as failed).

@@ -14,6 +14,7 @@ pub mod log;
 pub mod network;
 pub mod page;
 pub mod runtime;
+pub mod storage;
 pub mod target;
 
 use serde::Deserialize;

@@ -56,15 +56,19 @@ fn discovery(dir: &Path, pid: u32) -> PathBuf {
     dir.join("approvals").join(format!("{pid}.json"))
 }
 
-/// One HTTP request to the person channel with the token from the discovery file.
+/// One HTTP POST to the person channel with the token from the discovery file.
 fn person_post(dir: &Path, pid: u32, path: &str, body: &Value) -> Value {
+    person(dir, pid, "POST", path, &body.to_string())
+}
+
+/// One HTTP request to the person channel with the token from the discovery file.
+fn person(dir: &Path, pid: u32, method: &str, path: &str, body: &str) -> Value {
     let file: Value = serde_json::from_str(&std::fs::read_to_string(discovery(dir, pid)).unwrap()).unwrap();
     let base = file["url"].as_str().unwrap().strip_prefix("http://").unwrap().to_owned();
     let mut stream = std::net::TcpStream::connect(&base).unwrap();
-    let body = body.to_string();
     write!(
         stream,
-        "POST {path} HTTP/1.1\r\nHost: {base}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {base}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         file["token"].as_str().unwrap(),
         body.len()
     )
@@ -203,4 +207,129 @@ fn signal_all(pids: &[u32], signal: i32) {
         // SAFETY: signalling the browser processes of a server this test spawned.
         unsafe { libc::kill(*pid as libc::pid_t, signal) };
     }
+}
+
+/// What a client scenario printed (its one JSON line), after it exits.
+fn scenario(name: &str, port: u16, fixtures: &[String]) -> Value {
+    let mut command = std::process::Command::new(crate::mcp::python());
+    command.arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py")).args([name, "--url", &format!("http://127.0.0.1:{port}/mcp")]);
+    for f in fixtures {
+        command.args(["--fixture", f]);
+    }
+    let out = command.stderr(Stdio::inherit()).output().unwrap();
+    assert!(out.status.success(), "{name} failed: {}", String::from_utf8_lossy(&out.stdout));
+    serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default()).unwrap()
+}
+
+/// Polls the person channel's tab list until `done` holds (or 20 s pass); returns the last list.
+fn tabs_until(dir: &Path, pid: u32, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let tabs = person(dir, pid, "GET", "/api/tabs", "")["tabs"].as_array().cloned().unwrap_or_default();
+        if done(&tabs) || std::time::Instant::now() > until {
+            return tabs;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The seed's restart contract (`004_…` 浏览器重启恢复): three tabs kept for the person — one
+/// navigated later to a URL with a query and a fragment, one opened with a `?token=`, one the
+/// person closes. After a SIGKILL of the server, the next one brings the two back at their last
+/// confirmed URLs with their cookies and local storage, the closed one stays closed, the token
+/// is in no record, and a frame id from before is refused; after a kill of the browser alone the
+/// same happens without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.html(
+        "/keep",
+        "<!doctype html><title>Kept</title><p id=c></p><p id=l></p><script>\
+         if (!document.cookie.includes('site=')) document.cookie = 'site=tok-7a1; max-age=3600; path=/';\
+         localStorage.n = String(Number(localStorage.n || 0) + 1);\
+         document.getElementById('c').textContent = 'cookie ' + (document.cookie || 'none');\
+         document.getElementById('l').textContent = 'visits ' + localStorage.n;</script>",
+    );
+    fixtures.html("/other", "<!doctype html><title>Other</title><p>other page</p>");
+    let dir = data_dir("faults-restore");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut first, port, _) = serve(&dir, &fixtures.origin());
+    let first_pid = first.0.id();
+    let later = fixtures.url("/keep?page=2&sort=asc#part");
+    let kept = [fixtures.url("/keep"), fixtures.url("/keep?token=SECRETVALUE123abc"), fixtures.url("/other"), later.clone()];
+    let mut client = Reaped(
+        std::process::Command::new(crate::mcp::python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+            .args(["keep", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+            .args(kept.iter().flat_map(|k| ["--fixture", k.as_str()]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(client.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let old_frame = held["old_frame"].as_str().unwrap_or_else(|| panic!("{held}")).to_owned();
+
+    // The person closes one; the location of the navigated one is on record.
+    let tabs = tabs_until(&dir, first_pid, |t| t.iter().any(|t| t["url"].as_str().is_some_and(|u| u.contains("page="))));
+    let url_of = |t: &Value| t["url"].as_str().unwrap_or_default().to_owned();
+    let other = tabs.iter().find(|t| url_of(t).contains("/other")).unwrap_or_else(|| panic!("{tabs:?}"))["tab"].as_str().unwrap().to_owned();
+    assert_eq!(person(&dir, first_pid, "POST", &format!("/api/tabs/{other}/close"), "{}")["closed"], other.as_str());
+    let navigated = tabs.iter().find(|t| url_of(t).contains("page=")).unwrap()["tab"].as_str().unwrap().to_owned();
+
+    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string()).into_iter().filter(|p| *p != first_pid).collect();
+    kill(&mut first, libc::SIGKILL);
+    signal_all(&browser, libc::SIGKILL);
+    drop(client);
+
+    let (mut second, port, _) = serve(&dir, &fixtures.origin());
+    let second_pid = second.0.id();
+    let open = |t: &[Value]| t.iter().filter(|t| t["state"] == "open").count() == 2;
+    let tabs = tabs_until(&dir, second_pid, open);
+    assert!(open(&tabs), "two kept tabs are open again: {tabs:?}");
+    let state_of = |tabs: &[Value], id: &str| tabs.iter().find(|t| t["tab"] == id).map(|t| t["state"].as_str().unwrap_or_default().to_owned());
+    assert_eq!(state_of(&tabs, &other).as_deref(), Some("closed"), "the closed one stays closed: {tabs:?}");
+    let store = store::SqliteStore::open(dir.join("glovebox.sqlite")).unwrap();
+    let record = store.get_resource(&store::ResourceId::new(&navigated)).unwrap();
+    assert_eq!(record.url.as_deref(), Some(fixtures.url("/keep?page=2&sort=asc#part").as_str()), "its last confirmed URL, query and fragment kept");
+    let titled = tabs_until(&dir, second_pid, |t| t.iter().any(|t| t["tab"] == navigated.as_str() && t["title"] == "Kept"));
+    assert!(titled.iter().any(|t| t["tab"] == navigated.as_str() && t["title"] == "Kept"), "its title with it: {titled:?}");
+    let mut bytes = std::fs::read(dir.join("glovebox.sqlite")).unwrap();
+    bytes.extend(std::fs::read(dir.join("glovebox.sqlite-wal")).unwrap_or_default());
+    assert!(!String::from_utf8_lossy(&bytes).contains("SECRETVALUE123abc"), "the token is in no record");
+    for file in std::fs::read_dir(dir.join("webtabs")).unwrap().flatten() {
+        assert!(!std::fs::read_to_string(file.path()).unwrap().contains("SECRETVALUE123abc"), "nor in the saved site storage");
+    }
+
+    let check = |seen: &Value| {
+        let pages = seen["pages"].as_array().unwrap_or_else(|| panic!("{seen}"));
+        assert_eq!(pages.len(), 2, "both kept tabs are offered again: {seen}");
+        for page in pages {
+            let text = page["page"].as_str().unwrap_or_default();
+            assert!(text.contains("cookie site=tok-7a1"), "its cookie survived: {text}");
+            let visits: u32 =
+                text.split("visits ").nth(1).and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()).and_then(|v| v.parse().ok()).unwrap_or(0);
+            assert!(visits >= 2, "its local storage survived (a fresh one counts 1): {text}");
+        }
+        assert!(seen["stale"].as_array().unwrap().iter().all(|e| e == "stale_observation"), "a frame from before is refused: {seen}");
+    };
+    let seen = tokio::task::spawn_blocking(move || scenario("restored", port, &[old_frame])).await.unwrap();
+    check(&seen);
+    let restored_at = |tabs: &[Value], id: &str| tabs.iter().find(|t| t["tab"] == id).and_then(|t| t["restored_at"].as_u64()).unwrap_or(0);
+    let before = restored_at(&tabs_until(&dir, second_pid, |_| true), &navigated);
+
+    // The browser alone dies: the server relaunches it and brings the kept tabs back.
+    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string()).into_iter().filter(|p| *p != second_pid).collect();
+    signal_all(&browser, libc::SIGKILL);
+    let tabs = tabs_until(&dir, second_pid, |t| restored_at(t, &navigated) > before && open(t));
+    assert!(restored_at(&tabs, &navigated) > before && open(&tabs), "restored again without a restart: {tabs:?}");
+    assert_eq!(state_of(&tabs, &other).as_deref(), Some("closed"));
+    let frame = seen["pages"][0]["frame"].as_str().unwrap().to_owned();
+    let again = tokio::task::spawn_blocking(move || scenario("restored", port, &[frame])).await.unwrap();
+    check(&again);
+    kill(&mut second, libc::SIGTERM);
 }

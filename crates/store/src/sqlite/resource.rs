@@ -337,15 +337,16 @@ pub(super) fn lose_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Re
     .ok_or_else(|| not_found(id))
 }
 
-/// Tabs to bring back: handle lost, not closed by a person, and either kept for the person
-/// (`retained`) or the person's own (`user`, open when the handle was lost).
+/// Tabs to bring back: handle lost, not closed by a person, not in a failed cleanup, and kept
+/// (`retained`, or marked), or a person's own (`user`, or claimed from one).
 pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {
     query_all(
         conn,
         &format!(
             "SELECT {COLUMNS} FROM resources
               WHERE handle_lost = 1 AND closed_by_person = 0 AND kind = 'tab'
-                AND (state = 'retained' OR (ownership = 'user' AND state IN ('owned', 'released')))
+                AND state != 'cleanup_unknown'
+                AND (state = 'retained' OR mark != 'none' OR ownership IN ('user', 'agent_claimed'))
               ORDER BY created_at, id"
         ),
         [],
@@ -355,9 +356,11 @@ pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {
 
 pub(super) fn restore_failed(conn: &Connection, id: &ResourceId, why: &str, now_ms: u64) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn
-        .prepare_cached("UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1")?
-        .execute(params![id.as_str(), why, now])?;
+    let changed = conn.prepare_cached("UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1")?.execute(params![
+        id.as_str(),
+        why,
+        now
+    ])?;
     if changed == 0 {
         return Err(not_found(id));
     }

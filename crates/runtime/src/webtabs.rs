@@ -1,0 +1,555 @@
+//! Tabs kept for a person across restarts and browser deaths (`004_…` 浏览器重启恢复).
+//!
+//! - **Location.** A watcher on the browser connection follows every tab Glovebox tracks
+//!   (`Target.targetInfoChanged`: committed navigations, same-document ones included) and
+//!   records its last confirmed URL and title as one pair, the URL through
+//!   [`policy::restorable_url`] (credentials removed, the rest kept so it still opens). A tab
+//!   that goes away without Glovebox closing it was closed by a person: it stays closed.
+//! - **Site storage.** A tab kept for a person (marked deliverable or handoff, or retained) has
+//!   its site's cookies and local storage saved under `<data-dir>/webtabs/` (0700, one 0600 file
+//!   per tab, like a browser profile; never in the store or a log), refreshed when it is marked,
+//!   kept at a turn end, and when it navigates. Ephemeral tabs save nothing.
+//! - **Restore.** After a restart (the dead process's records reconciled) or a relaunch of a
+//!   browser that died, every restorable record (`Store::restorable_resources`) gets a new page
+//!   in the background — in a fresh isolated context per former session, seeded with its saved
+//!   cookies and local storage (on its own origin, answered without the network) — at its last
+//!   confirmed URL, and a new handle of this process. Old handles, frames and leases stay
+//!   unusable; nothing of an agent resumes. A record without a usable URL is marked "restore
+//!   failed" and not recreated. One restore runs at a time; a request during one (a host
+//!   window registering) runs exactly one more pass after it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use store::{Mark, Ownership, Resource, ResourceId, ResourceState};
+
+use crate::RuntimeError;
+use crate::runtime::{Runtime, now_ms};
+
+/// The most local-storage bytes saved per tab.
+const LOCAL_STORAGE_MAX_BYTES: usize = 1 << 20;
+/// A title is recorded up to this many characters.
+const TITLE_MAX: usize = 300;
+/// How long one tab's restore may take.
+const RESTORE_DEADLINE: Duration = Duration::from_secs(15);
+
+/// What is saved of a kept tab's site.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SiteStorage {
+    /// The origin the local storage belongs to.
+    origin: String,
+    /// `Network.CookieParam` objects of the site's cookies.
+    cookies: Vec<Value>,
+    local_storage: Vec<(String, String)>,
+}
+
+/// What a restore pass did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// Tabs brought back.
+    pub restored: Vec<String>,
+    /// Tabs that could not be (listed as "restore failed").
+    pub failed: Vec<String>,
+    /// Milliseconds the pass took.
+    pub took_ms: u64,
+}
+
+fn host_of(url: &str) -> Option<String> {
+    let origin = policy::Origin::parse(url).ok()?.serialize_web();
+    let authority = origin.split("://").nth(1)?;
+    Some(match authority.strip_prefix('[') {
+        Some(v6) => format!("[{}]", v6.split(']').next().unwrap_or_default()),
+        None => authority.split(':').next().unwrap_or_default().to_owned(),
+    })
+}
+
+/// Whether a cookie of `domain` is sent to `host`.
+fn cookie_for(domain: &str, host: &str) -> bool {
+    let domain = domain.trim_start_matches('.');
+    host == domain || host.ends_with(&format!(".{domain}"))
+}
+
+/// The `CookieParam` that recreates a reported cookie (only the fields `setCookies` takes).
+fn cookie_param(cookie: &Value) -> Value {
+    let mut param = serde_json::Map::new();
+    for key in ["name", "value", "domain", "path", "secure", "httpOnly", "sameSite", "priority", "sourceScheme", "sourcePort"] {
+        if let Some(v) = cookie.get(key) {
+            param.insert(key.to_owned(), v.clone());
+        }
+    }
+    if cookie.get("session") != Some(&json!(true))
+        && let Some(expires) = cookie.get("expires").filter(|e| e.as_f64().is_some_and(|e| e > 0.0))
+    {
+        param.insert("expires".into(), expires.clone());
+    }
+    Value::Object(param)
+}
+
+impl Runtime {
+    fn webtabs_dir(&self) -> PathBuf {
+        self.inner.config.data_dir.join("webtabs")
+    }
+
+    /// The file of a tab's saved site storage; `None` for an id that is not a plain name.
+    fn site_storage_path(&self, resource: &str) -> Option<PathBuf> {
+        resource.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-').then(|| self.webtabs_dir().join(format!("{resource}.json")))
+    }
+
+    fn write_site_storage(&self, resource: &str, saved: &SiteStorage) -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        let Some(path) = self.site_storage_path(resource) else { return Ok(()) };
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(self.webtabs_dir())?;
+        let tmp = path.with_extension("json.tmp");
+        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        file.write_all(&serde_json::to_vec(saved).map_err(std::io::Error::other)?)?;
+        drop(file);
+        std::fs::rename(&tmp, &path)
+    }
+
+    fn read_site_storage(&self, resource: &str) -> Option<SiteStorage> {
+        let bytes = std::fs::read(self.site_storage_path(resource)?).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    pub(crate) fn forget_site_storage(&self, resource: &str) {
+        if let Some(path) = self.site_storage_path(resource) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// The browser context a session's tabs live in (`None`: the default one).
+    fn context_of(&self, session: Option<&str>) -> Option<String> {
+        let state = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(session?).cloned()?;
+        state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Saves the site storage of a kept tab: its site's cookies from its browser context, and
+    /// its origin's local storage when `tab` (an attachment) is given; without one, the local
+    /// storage saved before is kept.
+    pub(crate) async fn save_site_storage(&self, resource: &str, session: Option<&str>, url: &str, tab: Option<&browser::Tab>) {
+        let (Some(host), Ok(origin)) = (host_of(url), policy::Origin::parse(url)) else { return };
+        let origin = origin.serialize_web();
+        let context = self.context_of(session);
+        let browser = self.connection().browser();
+        let cookies = match tokio::time::timeout(Duration::from_secs(3), browser.call(cdp::domains::storage::GetCookies { browser_context_id: context })).await
+        {
+            Ok(Ok(reply)) => reply.cookies,
+            _ => return,
+        };
+        let cookies: Vec<Value> = cookies.iter().filter(|c| c["domain"].as_str().is_some_and(|d| cookie_for(d, &host))).map(cookie_param).collect();
+        let mut local_storage = self.read_site_storage(resource).filter(|s| s.origin == origin).map(|s| s.local_storage).unwrap_or_default();
+        if let Some(tab) = tab {
+            let read = cdp::domains::runtime::Evaluate {
+                expression: format!(
+                    "(() => {{ try {{ const s = JSON.stringify(Object.entries(localStorage)); return s.length <= {LOCAL_STORAGE_MAX_BYTES} ? s : '[]'; }} catch (e) {{ return '[]'; }} }})()"
+                ),
+                return_by_value: Some(true),
+                ..Default::default()
+            };
+            if let Ok(Ok(reply)) = tokio::time::timeout(Duration::from_secs(3), tab.session().call(read)).await
+                && let Some(items) = reply.result.value.as_ref().and_then(Value::as_str).and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
+            {
+                local_storage = items;
+            }
+        }
+        if let Err(e) = self.write_site_storage(resource, &SiteStorage { origin, cookies, local_storage }) {
+            tracing::warn!(resource, error = %e, "a kept tab's site storage could not be saved");
+        }
+    }
+
+    /// Whether a tab's record says it is kept for a person (its site storage is saved).
+    fn kept(resource: &Resource) -> bool {
+        resource.mark != Mark::None || resource.state == ResourceState::Retained
+    }
+
+    /// Follows the browser connection's targets for as long as it lives: locations of tracked
+    /// tabs, and tabs closed without Glovebox. When a launched browser dies, relaunches it and
+    /// restores what was kept (no restart of Glovebox needed).
+    pub(crate) fn watch_browser(&self) {
+        let runtime = self.clone();
+        let conn = self.connection();
+        tokio::spawn(async move {
+            let browser = conn.browser();
+            let mut events = browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
+            if browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }).await.is_err() {
+                return;
+            }
+            while let Some(event) = events.recv().await {
+                let Ok(event) = event else { continue };
+                match event.method.as_str() {
+                    "Target.targetInfoChanged" => {
+                        if let Some(changed) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
+                            runtime.on_target_changed(changed.target_info).await;
+                        }
+                    }
+                    _ => {
+                        if let Some(target) = event.params.get("targetId").and_then(Value::as_str) {
+                            runtime.on_target_destroyed(target);
+                        }
+                    }
+                }
+            }
+            // The connection ended. A launched browser that died is relaunched and what was
+            // kept comes back; a shutdown, or a remote browser, is left to the next operation.
+            let launched = runtime.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+            if launched && !runtime.inner.stopping.load(Ordering::SeqCst) {
+                tracing::warn!("the browser connection ended; relaunching the browser");
+                // The reconnect restores what was kept.
+                match runtime.ensure_connected().await {
+                    Ok(()) => {}
+                    Err(e) => tracing::warn!(error = %e, "the browser could not be relaunched; the next operation tries again"),
+                }
+            }
+        });
+    }
+
+    async fn on_target_changed(&self, info: cdp::domains::target::TargetInfo) {
+        if info.target_type != "page" {
+            return;
+        }
+        let Some(target) = info.target_id.as_ref() else { return };
+        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(&target.0)) else { return };
+        let Some(url) = policy::restorable_url(&info.url) else { return };
+        if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
+            return;
+        }
+        // While a page has no title yet Chromium reports its URL without the scheme: that is no
+        // title (the pair must never show an older page's title with a newer URL).
+        let placeholder = info.url.split_once("://").is_some_and(|(_, rest)| rest == info.title) || info.title == info.url;
+        let title: String = if placeholder { String::new() } else { info.title.chars().take(TITLE_MAX).collect() };
+        if placeholder {
+            // Chromium announces no title change: look again shortly for the page's title.
+            let (runtime, target) = (self.clone(), target.0.clone());
+            tokio::spawn(async move {
+                for wait in [300, 1000, 3000] {
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                    if runtime.titled(&target).await {
+                        return;
+                    }
+                }
+            });
+        }
+        if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(title.as_str()) {
+            return;
+        }
+        if let Err(e) = self.inner.store.update_location(&resource.id, &url, &title, now_ms()) {
+            tracing::debug!(error = %e, "a tab's location could not be recorded");
+            return;
+        }
+        if Self::kept(&resource) {
+            self.save_site_storage(resource.id.as_str(), resource.session_id.as_ref().map(|s| s.as_str()), &info.url, None).await;
+        }
+    }
+
+    /// What the browser reports of a target now.
+    async fn target_info(&self, target: &str) -> Option<cdp::domains::target::TargetInfo> {
+        let browser = self.connection().browser();
+        let reply = tokio::time::timeout(Duration::from_secs(3), browser.call(cdp::domains::target::GetTargets {})).await.ok()?.ok()?;
+        reply.target_infos.into_iter().find(|t| t.target_id.as_ref().is_some_and(|id| id.0 == target))
+    }
+
+    /// Records a tracked tab's location as the browser reports it now.
+    pub(crate) async fn refresh_location(&self, target: &str) {
+        if let Some(info) = self.target_info(target).await {
+            self.on_target_changed(info).await;
+        }
+    }
+
+    /// Records the page's title once it has one (`true`), or says it has none yet.
+    async fn titled(&self, target: &str) -> bool {
+        let Some(info) = self.target_info(target).await else { return true };
+        let placeholder = info.url.split_once("://").is_some_and(|(_, rest)| rest == info.title) || info.title == info.url;
+        if placeholder {
+            return false;
+        }
+        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return true };
+        // Only the page the record's URL names gets this title (one pair).
+        if policy::restorable_url(&info.url).as_deref() == resource.url.as_deref() {
+            let title: String = info.title.chars().take(TITLE_MAX).collect();
+            let _ = self.inner.store.update_location(&resource.id, resource.url.as_deref().unwrap_or_default(), &title, now_ms());
+        }
+        true
+    }
+
+    fn on_target_destroyed(&self, target: &str) {
+        if self.inner.closing_targets.lock().unwrap_or_else(|p| p.into_inner()).contains(target) {
+            return; // Glovebox closed it
+        }
+        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return };
+        if matches!(resource.state, ResourceState::Released | ResourceState::Finalizing) && resource.ownership != Ownership::User {
+            return;
+        }
+        self.inner.leases.invalidate(target);
+        match self.inner.store.close_by_person(&resource.id, now_ms()) {
+            Ok(_) => {
+                self.forget_site_storage(resource.id.as_str());
+                self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).remove(resource.id.as_str());
+                tracing::info!(resource = %resource.id, "a tab was closed outside Glovebox; it stays closed");
+            }
+            Err(e) => tracing::warn!(error = %e, "a tab closed outside Glovebox could not be recorded"),
+        }
+    }
+
+    /// A person closes a page (the console's close, the person channel): it stays closed and is
+    /// listed as closed; whatever session held it loses it.
+    pub async fn close_by_person(&self, resource: &str) -> Result<(), RuntimeError> {
+        let id = ResourceId::new(resource);
+        let record = self
+            .inner
+            .store
+            .get_resource(&id)
+            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })?;
+        if record.closed_by_person {
+            return Ok(());
+        }
+        if let Some(target) = &record.cdp_target_id {
+            if record.instance == Some(self.inner.instance) {
+                self.inner.leases.invalidate(target.as_str());
+                // Whichever session shows it drops it.
+                let sessions: Vec<_> = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+                for state in sessions {
+                    let taken: Vec<_> = {
+                        let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
+                        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *tabs).into_iter().partition(|t| t.resource == resource);
+                        *tabs = kept;
+                        gone
+                    };
+                    for entry in taken {
+                        entry.debugger.detach(Some(crate::debugger::Retired::Closed)).await;
+                    }
+                }
+                if !self.close_target(target.as_str()).await {
+                    return Err(RuntimeError::Browser(browser::BrowserError::Timeout { what: "closing the tab".into(), after_ms: 5000 }));
+                }
+            }
+        }
+        self.inner.store.close_by_person(&id, now_ms())?;
+        self.forget_site_storage(resource);
+        self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).remove(resource);
+        Ok(())
+    }
+
+    /// Every tab record, for a person (the console's Resources, `GET /api/tabs`): live ones,
+    /// kept ones, those a person closed (listed as closed) and those whose restore failed. URLs
+    /// are redacted.
+    pub fn tabs_for_person(&self) -> Result<Vec<Value>, RuntimeError> {
+        let resources = self.inner.store.list_all_resources()?;
+        Ok(resources
+            .into_iter()
+            .filter(|r| r.kind == store::ResourceKind::Tab)
+            .map(|r| {
+                let live = r.cdp_target_id.is_some() && r.instance == Some(self.inner.instance) && !r.handle_lost;
+                let state = if r.closed_by_person {
+                    "closed"
+                } else if r.restore_error.is_some() && !live {
+                    "restore_failed"
+                } else if live && r.state != ResourceState::Released || live && r.ownership == Ownership::User {
+                    "open"
+                } else if r.handle_lost {
+                    "restoring"
+                } else {
+                    "gone"
+                };
+                json!({
+                    "tab": r.id.as_str(), "session": r.session_id.as_ref().map(|s| s.as_str()), "ownership": r.ownership.as_str(),
+                    "mark": r.mark.as_str(), "record_state": r.state.as_str(), "state": state,
+                    "url": r.url.as_deref().map(policy::redact_url), "title": r.title, "branch": r.branch,
+                    "preview": r.preview.as_deref().and_then(|p| serde_json::from_str::<Value>(p).ok()),
+                    "restored_at": r.restored_at, "restore_error": r.restore_error, "closed_at": r.closed_at,
+                })
+            })
+            .collect())
+    }
+
+    /// A person's preview preferences for a tab (the console's pin and hide): stored as given,
+    /// restored with the tab, never read by a lifecycle decision.
+    pub fn set_preview(&self, resource: &str, preview: &Value) -> Result<(), RuntimeError> {
+        if !preview.is_object() || preview.to_string().len() > 1024 {
+            return Err(RuntimeError::InvalidAction("preview preferences are a JSON object of at most 1 KiB".into()));
+        }
+        self.inner
+            .store
+            .set_preview(&ResourceId::new(resource), &preview.to_string(), now_ms())
+            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })
+    }
+
+    /// Brings back every restorable tab (see the module docs); one pass at a time, and a request
+    /// during a pass runs exactly one more after it.
+    pub async fn restore_kept(&self) -> RestoreReport {
+        let Ok(_one) = self.inner.restoring.try_lock() else {
+            self.inner.restore_again.store(true, Ordering::SeqCst);
+            return RestoreReport::default();
+        };
+        let mut report = self.restore_pass().await;
+        while self.inner.restore_again.swap(false, Ordering::SeqCst) {
+            let again = self.restore_pass().await;
+            report.restored.extend(again.restored);
+            report.failed.extend(again.failed);
+            report.took_ms += again.took_ms;
+        }
+        *self.inner.last_restore.lock().unwrap_or_else(|p| p.into_inner()) = Some(report.clone());
+        report
+    }
+
+    /// Asks for a restore in the background (a host window registered, the runtime started).
+    pub fn request_restore(&self) {
+        let runtime = self.clone();
+        tokio::spawn(async move {
+            let report = runtime.restore_kept().await;
+            if !report.restored.is_empty() || !report.failed.is_empty() {
+                tracing::info!(restored = report.restored.len(), failed = report.failed.len(), took_ms = report.took_ms, "restored kept tabs");
+            }
+        });
+    }
+
+    /// What the last restore did.
+    pub fn last_restore(&self) -> Option<RestoreReport> {
+        self.inner.last_restore.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    async fn restore_pass(&self) -> RestoreReport {
+        let started = std::time::Instant::now();
+        let mut report = RestoreReport::default();
+        let Ok(records) = self.inner.store.restorable_resources() else { return report };
+        // One fresh isolated context per former session (its tabs shared one before).
+        let mut contexts: HashMap<String, Option<String>> = HashMap::new();
+        for record in records {
+            let id = record.id.to_string();
+            let outcome = tokio::time::timeout(RESTORE_DEADLINE, self.restore_one(&record, &mut contexts)).await;
+            let why = match outcome {
+                Ok(Ok(())) => {
+                    report.restored.push(id);
+                    continue;
+                }
+                Ok(Err(why)) => why,
+                Err(_) => format!("no page within {} s", RESTORE_DEADLINE.as_secs()),
+            };
+            tracing::warn!(resource = %id, %why, "a kept tab could not be restored");
+            let _ = self.inner.store.restore_failed(&record.id, &why, now_ms());
+            report.failed.push(id);
+        }
+        report.took_ms = started.elapsed().as_millis() as u64;
+        report
+    }
+
+    async fn restore_one(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<(), String> {
+        let url = record.url.as_deref().and_then(policy::restorable_url).ok_or("its last confirmed address is not one that can be reopened")?;
+        policy::check_navigation(&url, &self.inner.config.navigation).map_err(|e| format!("policy refuses its address now: {e}"))?;
+        let browser = self.connection().browser();
+        // A person's own tab lives in the default context, as it did; a session's in a fresh
+        // isolated one per former session (unless the configuration shares one).
+        let context = match (&record.session_id, self.inner.config.share_browser_context) {
+            (Some(session), false) if record.ownership != Ownership::User => match contexts.get(session.as_str()) {
+                Some(c) => c.clone(),
+                None => {
+                    let reply = browser
+                        .call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(false) })
+                        .await
+                        .map_err(|e| format!("no browser context: {e}"))?;
+                    contexts.insert(session.to_string(), Some(reply.browser_context_id.clone()));
+                    Some(reply.browser_context_id)
+                }
+            },
+            _ => None,
+        };
+        if let Some(saved) = self.read_site_storage(record.id.as_str()) {
+            self.seed_site_storage(&saved, context.clone()).await?;
+        }
+        let created = browser
+            .call(cdp::domains::target::CreateTarget { url: url.clone(), browser_context_id: context, new_window: Some(true), background: Some(true) })
+            .await
+            .map_err(|e| format!("no page: {e}"))?;
+        let restored =
+            self.inner.store.restored(&record.id, &store::TargetId::new(&created.target_id.0), self.inner.instance, now_ms()).map_err(|e| e.to_string())?;
+        // What the page reported before its handle was on record is read once now.
+        self.refresh_location(&created.target_id.0).await;
+        // A tab a live session still owns (the browser died under it) goes back into that
+        // session as a new surface: its old key, refs and frames stay invalid.
+        let live = restored.session_id.as_ref().and_then(|s| self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(s.as_str()).cloned());
+        match live {
+            Some(state) if restored.state == ResourceState::Owned => {
+                let session = restored.session_id.as_ref().map(|s| s.to_string()).unwrap_or_default();
+                self.attach_entry(&state, &session, restored.id.as_str(), &created.target_id.0).await.map_err(|e| e.to_string())?;
+            }
+            _ => {
+                self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).insert(restored.id.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts saved cookies into `context` and saved local storage on its origin, through a
+    /// short-lived page whose one request is answered here (the site is not loaded).
+    async fn seed_site_storage(&self, saved: &SiteStorage, context: Option<String>) -> Result<(), String> {
+        let browser = self.connection().browser();
+        if !saved.cookies.is_empty() {
+            browser
+                .call(cdp::domains::storage::SetCookies { cookies: saved.cookies.clone(), browser_context_id: context.clone() })
+                .await
+                .map_err(|e| format!("its cookies could not be set: {e}"))?;
+        }
+        if saved.local_storage.is_empty() || policy::Origin::parse(&saved.origin).is_err() {
+            return Ok(());
+        }
+        let page = browser.create_page("about:blank", context).await.map_err(|e| format!("no page to seed its storage: {e}"))?;
+        let seeded = async {
+            let seed_url = format!("{}/__glovebox_restore__", saved.origin);
+            let mut paused = page.subscribe(&["Fetch.requestPaused"]);
+            page.call(cdp::domains::storage::FetchEnable { patterns: vec![json!({"urlPattern": format!("{seed_url}*"), "requestStage": "Request"})] })
+                .await
+                .map_err(|e| e.to_string())?;
+            let navigate = page.call(cdp::domains::page::Navigate { url: seed_url, frame_id: None });
+            let answer = async {
+                while let Some(Ok(event)) = paused.recv().await {
+                    if let Some(id) = event.params.get("requestId").and_then(Value::as_str) {
+                        let _ = page
+                            .call(cdp::domains::storage::FulfillRequest {
+                                request_id: id.to_owned(),
+                                response_code: 200,
+                                response_headers: vec![json!({"name": "Content-Type", "value": "text/html"})],
+                                body: String::new(),
+                            })
+                            .await;
+                        return;
+                    }
+                }
+            };
+            let (navigated, ()) = tokio::join!(navigate, answer);
+            navigated.map_err(|e| e.to_string())?;
+            let items = serde_json::to_string(&saved.local_storage).map_err(|e| e.to_string())?;
+            let write = cdp::domains::runtime::Evaluate {
+                expression: format!("(() => {{ for (const [k, v] of {items}) localStorage.setItem(k, v); return localStorage.length; }})()"),
+                return_by_value: Some(true),
+                ..Default::default()
+            };
+            let reply = page.call(write).await.map_err(|e| e.to_string())?;
+            if reply.exception_details.is_some() {
+                return Err("the page refused its local storage".to_owned());
+            }
+            Ok::<(), String>(())
+        };
+        let result = tokio::time::timeout(Duration::from_secs(5), seeded).await.unwrap_or_else(|_| Err("seeding its storage timed out".into()));
+        let _ = page.close_target().await;
+        result.map_err(|e| format!("its local storage could not be restored: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_follow_their_domain() {
+        assert!(cookie_for(".example.com", "shop.example.com"));
+        assert!(cookie_for("example.com", "example.com"));
+        assert!(!cookie_for("example.com", "badexample.com"));
+        assert_eq!(host_of("http://127.0.0.1:8080/x").as_deref(), Some("127.0.0.1"));
+        let param = cookie_param(&json!({"name": "a", "value": "b", "domain": "x", "path": "/", "size": 2, "session": true, "expires": -1}));
+        assert_eq!(param, json!({"name": "a", "value": "b", "domain": "x", "path": "/"}));
+    }
+}
