@@ -307,25 +307,25 @@ impl Runtime {
         if record.closed_by_person {
             return Ok(());
         }
-        if let Some(target) = &record.cdp_target_id {
-            if record.instance == Some(self.inner.instance) {
-                self.inner.leases.invalidate(target.as_str());
-                // Whichever session shows it drops it.
-                let sessions: Vec<_> = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
-                for state in sessions {
-                    let taken: Vec<_> = {
-                        let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
-                        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *tabs).into_iter().partition(|t| t.resource == resource);
-                        *tabs = kept;
-                        gone
-                    };
-                    for entry in taken {
-                        entry.debugger.detach(Some(crate::debugger::Retired::Closed)).await;
-                    }
+        if let Some(target) = &record.cdp_target_id
+            && record.instance == Some(self.inner.instance)
+        {
+            self.inner.leases.invalidate(target.as_str());
+            // Whichever session shows it drops it.
+            let sessions: Vec<_> = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+            for state in sessions {
+                let taken: Vec<_> = {
+                    let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
+                    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *tabs).into_iter().partition(|t| t.resource == resource);
+                    *tabs = kept;
+                    gone
+                };
+                for entry in taken {
+                    entry.debugger.detach(Some(crate::debugger::Retired::Closed)).await;
                 }
-                if !self.close_target(target.as_str()).await {
-                    return Err(RuntimeError::Browser(browser::BrowserError::Timeout { what: "closing the tab".into(), after_ms: 5000 }));
-                }
+            }
+            if !self.close_target(target.as_str()).await {
+                return Err(RuntimeError::Browser(browser::BrowserError::Timeout { what: "closing the tab".into(), after_ms: 5000 }));
             }
         }
         self.inner.store.close_by_person(&id, now_ms())?;
@@ -348,7 +348,7 @@ impl Runtime {
                     "closed"
                 } else if r.restore_error.is_some() && !live {
                     "restore_failed"
-                } else if live && r.state != ResourceState::Released || live && r.ownership == Ownership::User {
+                } else if live && (r.state != ResourceState::Released || r.ownership == Ownership::User) {
                     "open"
                 } else if r.handle_lost {
                     "restoring"
