@@ -405,6 +405,9 @@ impl Runtime {
             lock(&self.host().connections).remove(&previous);
             self.drop_connection_state(previous, &pending.window_id).await;
         }
+        // A renderer that (re)registers may have been rebuilt after a restart: the kept tabs are
+        // restored (once more after a restore already under way, never more than once).
+        self.request_restore();
         Ok((id, pending.window_id))
     }
 

@@ -52,7 +52,7 @@ struct SiteStorage {
 pub struct RestoreReport {
     /// Tabs brought back.
     pub restored: Vec<String>,
-    /// Tabs that could not be (listed as "restore failed").
+    /// Tabs whose record cannot be reopened (listed as "restore failed", not tried again).
     pub failed: Vec<String>,
     /// Milliseconds the pass took.
     pub took_ms: u64,
@@ -419,19 +419,27 @@ impl Runtime {
         // One fresh isolated context per former session (its tabs shared one before).
         let mut contexts: HashMap<String, Option<String>> = HashMap::new();
         for record in records {
+            if self.inner.stopping.load(Ordering::SeqCst) {
+                break;
+            }
             let id = record.id.to_string();
-            let outcome = tokio::time::timeout(RESTORE_DEADLINE, self.restore_one(&record, &mut contexts)).await;
-            let why = match outcome {
-                Ok(Ok(())) => {
-                    report.restored.push(id);
-                    continue;
-                }
-                Ok(Err(why)) => why,
-                Err(_) => format!("no page within {} s", RESTORE_DEADLINE.as_secs()),
+            // A record that cannot be reopened is marked failed and not tried again; a browser
+            // that fails (or stops) now leaves it to the next restore.
+            let unusable = match record.url.as_deref().and_then(policy::restorable_url) {
+                None => Some("its last confirmed address is not one that can be reopened".to_owned()),
+                Some(url) => policy::check_navigation(&url, &self.inner.config.navigation).err().map(|e| format!("policy refuses its address now: {e}")),
             };
-            tracing::warn!(resource = %id, %why, "a kept tab could not be restored");
-            let _ = self.inner.store.restore_failed(&record.id, &why, now_ms());
-            report.failed.push(id);
+            if let Some(why) = unusable {
+                tracing::warn!(resource = %id, %why, "a kept tab cannot be restored");
+                let _ = self.inner.store.restore_failed(&record.id, &why, now_ms());
+                report.failed.push(id);
+                continue;
+            }
+            match tokio::time::timeout(RESTORE_DEADLINE, self.restore_one(&record, &mut contexts)).await {
+                Ok(Ok(())) => report.restored.push(id),
+                Ok(Err(why)) => tracing::warn!(resource = %id, %why, "a kept tab could not be restored now; the next restore tries again"),
+                Err(_) => tracing::warn!(resource = %id, "a kept tab's restore timed out; the next restore tries again"),
+            }
         }
         report.took_ms = started.elapsed().as_millis() as u64;
         report
@@ -439,7 +447,6 @@ impl Runtime {
 
     async fn restore_one(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<(), String> {
         let url = record.url.as_deref().and_then(policy::restorable_url).ok_or("its last confirmed address is not one that can be reopened")?;
-        policy::check_navigation(&url, &self.inner.config.navigation).map_err(|e| format!("policy refuses its address now: {e}"))?;
         let browser = self.connection().browser();
         // A person's own tab lives in the default context, as it did; a session's in a fresh
         // isolated one per former session (unless the configuration shares one).
