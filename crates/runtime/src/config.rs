@@ -51,6 +51,9 @@ pub struct RuntimeConfig {
     pub records_max_age: Duration,
     /// … and of the rest, only the latest this many operations are kept.
     pub records_max_operations: u64,
+    /// When a launched browser dies, relaunch it at once and restore the kept tabs (else the
+    /// next operation reconnects, and a restore follows then).
+    pub relaunch_dead_browser: bool,
 }
 
 impl RuntimeConfig {
@@ -75,6 +78,7 @@ impl RuntimeConfig {
             lifecycle_wait: Duration::from_secs(60),
             records_max_age: Duration::from_secs(30 * 24 * 3600),
             records_max_operations: 100_000,
+            relaunch_dead_browser: true,
         }
     }
 }

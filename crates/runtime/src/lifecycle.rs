@@ -862,6 +862,22 @@ impl Runtime {
     /// reconnects to the remote endpoint. Ownership records are kept; handles into a browser that
     /// died are recorded as lost and never reused; nothing is closed because the connection blinked.
     pub async fn reconnect(&self) -> Result<(), RuntimeError> {
+        // One at a time; a connection someone else re-established meanwhile is kept.
+        let _one = self.inner.reconnecting.lock().await;
+        if self.connection().closed_reason().is_none() && self.browser_alive() {
+            return Ok(());
+        }
+        self.reconnect_now().await
+    }
+
+    /// Whether the launched browser process still runs (a remote one is assumed to).
+    fn browser_alive(&self) -> bool {
+        self.browser_pid().is_none_or(|pid| {
+            std::path::Path::new(&format!("/proc/{pid}")).exists() && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+        })
+    }
+
+    pub(crate) async fn reconnect_now(&self) -> Result<(), RuntimeError> {
         let (conn, local) = crate::runtime::open_browser(&self.inner.config.browser).await?;
         let relaunched = local.is_some();
         *self.inner.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;

@@ -455,7 +455,7 @@ impl Runtime {
         if self.connection().closed_reason().is_some() {
             let _one = self.inner.reconnecting.lock().await;
             if self.connection().closed_reason().is_some() {
-                self.reconnect().await?;
+                self.reconnect_now().await?;
             }
         }
         Ok(())

@@ -171,7 +171,8 @@ impl Runtime {
     /// tabs, and tabs closed without Glovebox. When a launched browser dies, relaunches it and
     /// restores what was kept (no restart of Glovebox needed).
     pub(crate) fn watch_browser(&self) {
-        let runtime = self.clone();
+        // The watcher must not keep the runtime alive: it holds it weakly, and ends with it.
+        let weak = std::sync::Arc::downgrade(&self.inner);
         let conn = self.connection();
         tokio::spawn(async move {
             let browser = conn.browser();
@@ -181,6 +182,8 @@ impl Runtime {
             }
             while let Some(event) = events.recv().await {
                 let Ok(event) = event else { continue };
+                let Some(inner) = weak.upgrade() else { return };
+                let runtime = Runtime { inner };
                 match event.method.as_str() {
                     "Target.targetInfoChanged" => {
                         if let Some(changed) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
@@ -196,8 +199,10 @@ impl Runtime {
             }
             // The connection ended. A launched browser that died is relaunched and what was
             // kept comes back; a shutdown, or a remote browser, is left to the next operation.
+            let Some(inner) = weak.upgrade() else { return };
+            let runtime = Runtime { inner };
             let launched = runtime.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-            if launched && !runtime.inner.stopping.load(Ordering::SeqCst) {
+            if launched && runtime.inner.config.relaunch_dead_browser && !runtime.inner.stopping.load(Ordering::SeqCst) {
                 tracing::warn!("the browser connection ended; relaunching the browser");
                 // The reconnect restores what was kept.
                 match runtime.ensure_connected().await {
@@ -224,11 +229,12 @@ impl Runtime {
         let title: String = if placeholder { String::new() } else { info.title.chars().take(TITLE_MAX).collect() };
         if placeholder {
             // Chromium announces no title change: look again shortly for the page's title.
-            let (runtime, target) = (self.clone(), target.0.clone());
+            let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.0.clone());
             tokio::spawn(async move {
                 for wait in [300, 1000, 3000] {
                     tokio::time::sleep(Duration::from_millis(wait)).await;
-                    if runtime.titled(&target).await {
+                    let Some(inner) = weak.upgrade() else { return };
+                    if (Runtime { inner }).titled(&target).await {
                         return;
                     }
                 }

@@ -40,13 +40,17 @@ async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     let s = env.session.clone();
     let surface = crate::open(&env.runtime, &s, &env.server.url("/form.html")).await.unwrap();
     env.runtime.mark(&s, surface, Mark::Deliverable, "turn_1").await.unwrap();
+    use store::Store as _;
+    let before = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap().list_resources(&store::SessionId::new(s.as_str())).unwrap();
+    let old_handle = before[0].cdp_target_id.clone().expect("a live handle");
     drop(env.runtime);
     let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir)).await.unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
-    use store::Store as _;
     let resources = store.list_resources(&store::SessionId::new(s.as_str())).unwrap();
     assert_eq!(resources.len(), 1);
     assert_eq!(resources[0].mark, store::Mark::Deliverable, "the record survived");
-    assert!(resources[0].handle_lost, "the old browser's handle is known gone");
+    // The old browser's handle is known gone: lost, or replaced by the restore's new one.
+    assert!(resources[0].handle_lost || resources[0].cdp_target_id.as_ref().is_some_and(|t| *t != old_handle), "{:?}", resources[0]);
+    assert_ne!(resources[0].cdp_target_id.as_ref(), Some(&old_handle), "an old handle is never reused");
     let _ = restarted;
 }

@@ -49,6 +49,9 @@ pub async fn env_with(name: &str, trusted: bool, adjust: impl FnOnce(&mut Runtim
         config.trust.trusted_origins.push(policy::Origin::parse(&server.origin()).unwrap());
     }
     config.approval_timeout = Duration::from_secs(20);
+    // These tests kill the browser to see what fails while it is away, and reconnect by hand
+    // (the automatic relaunch and restore are tested against the binary, `glovebox` faults).
+    config.relaunch_dead_browser = false;
     adjust(&mut config);
     let runtime = Runtime::start(config).await.expect("runtime starts");
     let session = runtime.create_session().await.unwrap();
