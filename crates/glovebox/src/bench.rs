@@ -68,7 +68,8 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Observe => bench_observe(global, &mut ratios).await?,
         BenchTarget::Act => bench_act(global).await?,
         BenchTarget::Runtime => bench_runtime(global, &mut ratios).await?,
-        BenchTarget::Store => bench_store(global)?,
+        BenchTarget::Store => bench_store(global, &mut ratios)?,
+        BenchTarget::Restore => bench_restore(global, args.iterations).await?,
         BenchTarget::Host => bench_host(global, &mut ratios).await?,
     };
     if args.json {
@@ -287,10 +288,18 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
     ])
 }
 
-fn bench_store(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
+fn bench_store(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
     let path = browser::data_dir(global).join("bench").join(format!("store-{}.sqlite", std::process::id()));
     let mut samples = store::bench::bench_ownership_changes(&path, 2000)?;
     let _ = std::fs::remove_file(&path);
+    let ops_path = path.with_extension("ops.sqlite");
+    let (mut receipts, bytes_per_1000) = store::bench::bench_operations(&ops_path, 2000)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = ops_path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    ratios.push(("operation log: KiB per 1,000 actions".to_owned(), bytes_per_1000 as f64 / 1024.0));
     let reconcile_path = path.with_extension("reconcile.sqlite");
     let mut reconcile = store::bench::bench_reconcile(&reconcile_path, 20)?;
     for suffix in ["", "-wal", "-shm"] {
@@ -300,6 +309,7 @@ fn bench_store(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
     }
     Ok(vec![
         ("store: ownership change (claim or release), fsynced".to_owned(), Stats::of(&mut samples)),
+        ("store: one action's record (attempted, then ended), fsynced".to_owned(), Stats::of(&mut receipts)),
         ("restart: reconcile 100 tab records + 25 approvals of a dead instance".to_owned(), Stats::of(&mut reconcile)),
     ])
 }
@@ -568,4 +578,56 @@ async fn bench_host(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow:
     http.shutdown().await?;
     rt.shutdown(Duration::from_secs(5)).await;
     Ok(results)
+}
+
+/// Kept tabs after a browser death: ten deliverable tabs on a loopback page; the browser is
+/// SIGKILLed and the runtime relaunches it and restores them (the same restore a restart runs).
+/// Measures from the kill until all ten are open again with new handles, and the restore pass.
+async fn bench_restore(global: &Global, iterations: usize) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::runtime::{Mark, Runtime};
+    let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
+    let mut config = crate::config::resolve(global, None)?.runtime;
+    config.data_dir = config.data_dir.join("bench").join(format!("restore-{}", std::process::id()));
+    if let ::runtime::BrowserSource::Launch(launch) = &mut config.browser {
+        launch.data_dir = config.data_dir.clone();
+    }
+    config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
+    let data_dir = config.data_dir.clone();
+    let rt = Runtime::start(config).await?;
+    let session = rt.create_session().await?;
+    let turn = rt.current_turn(&session)?;
+    for i in 0..10 {
+        let surface = rt.open_tab(&session, &pages.url(&format!("/act?n={i}")), std::time::Duration::ZERO).await?;
+        rt.mark(&session, surface, Mark::Deliverable, &turn).await?;
+    }
+    let mut back = Vec::new();
+    let mut pass = Vec::new();
+    for _ in 0..iterations.max(1) {
+        let killed_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let pid = rt.browser_pid().unwrap_or_default();
+        let started = Instant::now();
+        std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status()?;
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let tabs = rt.tabs_for_person()?;
+            let restored = tabs.iter().filter(|t| t["state"] == "open" && t["restored_at"].as_u64().is_some_and(|at| at >= killed_at)).count();
+            if restored == 10 {
+                break;
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("only {restored} of 10 kept tabs came back within 60 s");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        back.push(started.elapsed());
+        if let Some(report) = rt.last_restore() {
+            pass.push(std::time::Duration::from_millis(report.took_ms));
+        }
+    }
+    rt.shutdown(std::time::Duration::from_secs(5)).await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+    Ok(vec![
+        ("restore: browser killed → 10 kept tabs open again".to_owned(), Stats::of(&mut back)),
+        ("restore: the restore pass alone (10 tabs)".to_owned(), Stats::of(&mut pass)),
+    ])
 }

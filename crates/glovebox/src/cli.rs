@@ -249,8 +249,11 @@ pub enum BenchTarget {
     Act,
     /// Runtime: stop latency, parallel tabs speed-up, per-step overhead.
     Runtime,
-    /// Store write latency for an ownership change.
+    /// Store write latency for an ownership change and for one action's record; operation
+    /// log size per 1,000 actions.
     Store,
+    /// Kept tabs: from a browser death to ten kept tabs open again.
+    Restore,
     /// Host API: chat command → Surface Context (two tabs with previews), registry event round
     /// trip over the renderer WebSocket, memory per registered window.
     Host,

@@ -422,18 +422,23 @@ impl Runtime {
         let started = std::time::Instant::now();
         let mut report = RestoreReport::default();
         let Ok(records) = self.inner.store.restorable_resources() else { return report };
-        // One fresh isolated context per former session (its tabs shared one before).
+        // First, in order: which records can be reopened at all, the fresh isolated context of
+        // each former session (its tabs shared one before), and each (context, origin)'s site
+        // storage seeded once, from the tab whose storage was saved last.
         let mut contexts: HashMap<String, Option<String>> = HashMap::new();
+        let mut ready = Vec::new();
+        let mut seeds: HashMap<(Option<String>, String), (std::time::SystemTime, SiteStorage)> = HashMap::new();
         for record in records {
             if self.inner.stopping.load(Ordering::SeqCst) {
-                break;
+                return report;
             }
             let id = record.id.to_string();
             // A record that cannot be reopened is marked failed and not tried again; a browser
             // that fails (or stops) now leaves it to the next restore.
-            let unusable = match record.url.as_deref().and_then(policy::restorable_url) {
+            let url = record.url.as_deref().and_then(policy::restorable_url);
+            let unusable = match &url {
                 None => Some("its last confirmed address is not one that can be reopened".to_owned()),
-                Some(url) => policy::check_navigation(&url, &self.inner.config.navigation).err().map(|e| format!("policy refuses its address now: {e}")),
+                Some(url) => policy::check_navigation(url, &self.inner.config.navigation).err().map(|e| format!("policy refuses its address now: {e}")),
             };
             if let Some(why) = unusable {
                 tracing::warn!(resource = %id, %why, "a kept tab cannot be restored");
@@ -441,40 +446,77 @@ impl Runtime {
                 report.failed.push(id);
                 continue;
             }
-            match tokio::time::timeout(RESTORE_DEADLINE, self.restore_one(&record, &mut contexts)).await {
+            let context = match self.restore_context(&record, &mut contexts).await {
+                Ok(context) => context,
+                Err(why) => {
+                    tracing::warn!(resource = %id, %why, "a kept tab could not be restored now; the next restore tries again");
+                    continue;
+                }
+            };
+            if let Some(saved) = self.read_site_storage(record.id.as_str()) {
+                let saved_at = self.site_storage_path(record.id.as_str()).and_then(|p| std::fs::metadata(p).ok()).and_then(|m| m.modified().ok());
+                let saved_at = saved_at.unwrap_or(std::time::UNIX_EPOCH);
+                let key = (context.clone(), saved.origin.clone());
+                let newer = seeds.get(&key).is_none_or(|(at, _)| *at < saved_at);
+                if newer {
+                    seeds.insert(key, (saved_at, saved));
+                }
+            }
+            ready.push((record, url.unwrap_or_default(), context));
+        }
+        for ((context, origin), (_, saved)) in &seeds {
+            if let Err(why) = self.seed_site_storage(saved, context.clone()).await {
+                tracing::warn!(%origin, %why, "a kept site's storage could not be restored; its tabs open without it");
+            }
+        }
+        // Then every page at once.
+        let mut pages = tokio::task::JoinSet::new();
+        for (record, url, context) in ready {
+            let runtime = self.clone();
+            pages.spawn(async move {
+                let id = record.id.to_string();
+                let outcome = tokio::time::timeout(RESTORE_DEADLINE, runtime.restore_one(&record, url, context)).await;
+                (id, outcome)
+            });
+        }
+        while let Some(done) = pages.join_next().await {
+            let Ok((id, outcome)) = done else { continue };
+            match outcome {
                 Ok(Ok(())) => report.restored.push(id),
                 Ok(Err(why)) => tracing::warn!(resource = %id, %why, "a kept tab could not be restored now; the next restore tries again"),
                 Err(_) => tracing::warn!(resource = %id, "a kept tab's restore timed out; the next restore tries again"),
             }
         }
+        report.restored.sort();
         report.took_ms = started.elapsed().as_millis() as u64;
         report
     }
 
-    async fn restore_one(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<(), String> {
-        let url = record.url.as_deref().and_then(policy::restorable_url).ok_or("its last confirmed address is not one that can be reopened")?;
-        let browser = self.connection().browser();
-        // A person's own tab lives in the default context, as it did; a session's in a fresh
-        // isolated one per former session (unless the configuration shares one).
-        let context = match (&record.session_id, self.inner.config.share_browser_context) {
-            (Some(session), false) if record.ownership != Ownership::User => match contexts.get(session.as_str()) {
-                Some(c) => c.clone(),
-                None => {
-                    let reply = browser
-                        .call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(false) })
-                        .await
-                        .map_err(|e| format!("no browser context: {e}"))?;
-                    contexts.insert(session.to_string(), Some(reply.browser_context_id.clone()));
-                    Some(reply.browser_context_id)
+    /// The context a restored tab opens in: a person's own tab in the default one, as it was; a
+    /// session's in a fresh isolated one per former session (unless the configuration shares one).
+    async fn restore_context(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<Option<String>, String> {
+        match (&record.session_id, self.inner.config.share_browser_context) {
+            (Some(session), false) if record.ownership != Ownership::User => {
+                if let Some(c) = contexts.get(session.as_str()) {
+                    return Ok(c.clone());
                 }
-            },
-            _ => None,
-        };
-        if let Some(saved) = self.read_site_storage(record.id.as_str()) {
-            self.seed_site_storage(&saved, context.clone()).await?;
+                let reply = self
+                    .connection()
+                    .browser()
+                    .call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(false) })
+                    .await
+                    .map_err(|e| format!("no browser context: {e}"))?;
+                contexts.insert(session.to_string(), Some(reply.browser_context_id.clone()));
+                Ok(Some(reply.browser_context_id))
+            }
+            _ => Ok(None),
         }
+    }
+
+    async fn restore_one(&self, record: &Resource, url: String, context: Option<String>) -> Result<(), String> {
+        let browser = self.connection().browser();
         let created = browser
-            .call(cdp::domains::target::CreateTarget { url: url.clone(), browser_context_id: context, new_window: Some(true), background: Some(true) })
+            .call(cdp::domains::target::CreateTarget { url, browser_context_id: context, new_window: Some(true), background: Some(true) })
             .await
             .map_err(|e| format!("no page: {e}"))?;
         let restored =

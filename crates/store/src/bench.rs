@@ -134,3 +134,53 @@ pub fn bench_reconcile(path: &Path, rounds: usize) -> Result<Vec<Duration>> {
     }
     Ok(samples)
 }
+
+/// The operation log's cost per action: `n` operations of a typical shape, each recorded
+/// `attempted` and then ended `confirmed` — the two fsynced commits one action costs. Returns one
+/// duration per operation (both writes) and how many bytes the database grew per 1,000
+/// operations (measured after a checkpoint folds the WAL into the file).
+pub fn bench_operations(path: &Path, n: usize) -> Result<(Vec<Duration>, u64)> {
+    use crate::record::{NewOperation, OperationEnd, OperationState};
+    let store = SqliteStore::open(path)?;
+    let instance = store.begin_instance(1, None)?;
+    let session = SessionId::new(format!("bench-ops-{instance}"));
+    let size = || -> Result<u64> {
+        let conn = rusqlite::Connection::open(path)?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(std::fs::metadata(path)?.len())
+    };
+    let before = size()?;
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let now = 10 + i as u64;
+        let id = format!("op-{instance}-{i}");
+        let start = Instant::now();
+        store.begin_operation(&NewOperation {
+            id: id.clone(),
+            session_id: session.clone(),
+            run_id: Some(crate::id::RunId::new(format!("run-{instance}"))),
+            surface: "s1".into(),
+            action: "click".into(),
+            target: Some("button \"Create account\" [e12]".into()),
+            text_chars: None,
+            secret: false,
+            url: Some("https://shop.example/checkout?step=&cart=".into()),
+            frame_before: "frame_0123456789abcdef".into(),
+            started_at: now,
+        })?;
+        store.end_operation(
+            &id,
+            &OperationEnd {
+                state: OperationState::Confirmed,
+                effect_uncertain: false,
+                error: None,
+                detail: None,
+                frame_after: Some("frame_fedcba9876543210".into()),
+                ended_at: now,
+            },
+        )?;
+        samples.push(start.elapsed());
+    }
+    let after = size()?;
+    Ok((samples, after.saturating_sub(before) * 1000 / n.max(1) as u64))
+}
