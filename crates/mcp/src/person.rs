@@ -16,6 +16,9 @@
 //! "off"}` is the person's switch for one tab of a session: `observe` answers questions and
 //! refuses writes, `off` lists the tab without content or tool. No tool can change it.
 //!
+//! The operation log: `GET /api/log?session=…&run=…&limit=…` (runs, actions with their receipt
+//! states, approvals; the records `glovebox log` reads).
+//!
 //! Tabs: `GET /api/tabs` lists every tab record for the person — open, kept, restored,
 //! closed by a person (listed as closed), restore failed — with the last restore;
 //! `POST /api/tabs/{id}/close` is the person closing a page (it stays closed);
@@ -132,6 +135,7 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/access", post(set_access))
         .route("/api/artifacts/{id}", get(artifact))
         .route("/api/tabs", get(tabs))
+        .route("/api/log", get(log))
         .route("/api/tabs/{id}/close", post(close_tab))
         .route("/api/tabs/{id}/preview", post(set_preview))
         .with_state(PersonState { runtime, token })
@@ -233,6 +237,25 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
             };
             refusal(status, &e)
         }
+    }
+}
+
+/// The operation log (`?session=…&run=…&limit=…`), oldest first, as `glovebox log --json` prints it.
+async fn log(
+    State(state): State<PersonState>,
+    headers: HeaderMap,
+    query: Result<axum::extract::Query<runtime::LogQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    let query = match query {
+        Ok(axum::extract::Query(q)) => q,
+        Err(e) => return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": e.body_text()}))).into_response(),
+    };
+    match state.runtime.log(&query) {
+        Ok(entries) => Json(json!({"entries": entries})).into_response(),
+        Err(e) => answer(&e),
     }
 }
 

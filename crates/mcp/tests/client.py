@@ -261,20 +261,21 @@ async def scenario_bench(args):
 
 
 async def scenario_keep(args):
-    """Three tabs kept for the person (deliverables): one navigated later to a URL with a query
-    and a fragment, one opened with a ?token= in its URL, one the person will close. Then waits to
-    be killed with its server."""
+    """Tabs kept for the person (deliverables): one navigated later to a URL with a query and a
+    fragment, one opened with a ?token= in its URL, one the person will close, and a blank one
+    (no address to reopen). Then waits to be killed with its server."""
     first, token_url, other, later = args.fixture
     out = {}
     async with connect(args) as (session, _):
         a = (await call(session, "tab_open", {"url": first}))["header"]["opened"]
         b = (await call(session, "tab_open", {"url": token_url}))["header"]["opened"]
         c = (await call(session, "tab_open", {"url": other}))["header"]["opened"]
+        blank = (await call(session, "tab_open", {"url": "about:blank"}))["header"]["opened"]  # nothing to reopen
         page = (await call(session, "observe", {"surface": a}))["page"]
         moved = await call(session, "act", {"surface": a, "action": {"type": "navigate", "expected_frame_id": page["frame_id"], "url": later, "intent": "the second page"}})
         out["moved"] = moved["header"]
         out["old_frame"] = moved["header"].get("frame_id")
-        for s in (a, b, c):
+        for s in (a, b, c, blank):
             out[s] = (await call(session, "tab_mark", {"surface": s, "mark": "deliverable"}))["header"]
         out["surfaces"] = [a, b, c]
         emit(out)

@@ -59,7 +59,7 @@ pub(crate) struct Described<'a> {
 impl Runtime {
     fn new_operation(&self, at: &StepAt<'_>, action: &ExtendedAction, what: &Described<'_>) -> NewOperation {
         NewOperation {
-            id: format!("op_{}_{}", self.inner.instance.0, self.fresh_id("")),
+            id: format!("op_{}{}", self.inner.instance.0, self.fresh_id("")),
             session_id: SessionId::new(at.session),
             run_id: (at.scope != at.session).then(|| RunId::new(at.scope)),
             surface: at.key.to_owned(),
@@ -178,6 +178,12 @@ impl Runtime {
         }
     }
 
+    /// The operation log of this runtime's store (the person channel's `GET /api/log`; the same
+    /// records `glovebox log` reads).
+    pub fn log(&self, query: &LogQuery) -> Result<Vec<serde_json::Value>, RuntimeError> {
+        read_log_from(&*self.inner.store, query)
+    }
+
     /// Retention at start: ended records past the configured age, then the oldest beyond the
     /// configured count.
     pub(crate) fn prune_records(&self) {
@@ -205,7 +211,8 @@ mod tests {
 }
 
 /// Which records [`read_log`] returns.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LogQuery {
     /// Only this session's.
     pub session: Option<String>,

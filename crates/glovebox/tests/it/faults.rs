@@ -293,6 +293,9 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
     assert!(open(&tabs), "two kept tabs are open again: {tabs:?}");
     let state_of = |tabs: &[Value], id: &str| tabs.iter().find(|t| t["tab"] == id).map(|t| t["state"].as_str().unwrap_or_default().to_owned());
     assert_eq!(state_of(&tabs, &other).as_deref(), Some("closed"), "the closed one stays closed: {tabs:?}");
+    let failed: Vec<_> = tabs.iter().filter(|t| t["state"] == "restore_failed").collect();
+    assert_eq!(failed.len(), 1, "the blank one is listed as restore failed, not recreated: {tabs:?}");
+    assert!(failed[0]["restore_error"].as_str().is_some_and(|e| e.contains("can be reopened")), "{failed:?}");
     let store = store::SqliteStore::open(dir.join("glovebox.sqlite")).unwrap();
     let record = store.get_resource(&store::ResourceId::new(&navigated)).unwrap();
     assert_eq!(record.url.as_deref(), Some(fixtures.url("/keep?page=2&sort=asc#part").as_str()), "its last confirmed URL, query and fragment kept");

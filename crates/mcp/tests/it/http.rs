@@ -540,5 +540,21 @@ async fn a_download_becomes_an_artifact_and_uploads_come_only_from_the_upload_ro
         assert_eq!(outside["header"]["error"], "invalid_action", "{outside}");
     }
     assert_eq!(env.fixtures.requests_to("/upload").len(), 1, "nothing from outside the root was sent");
+
+    // The operation log on the person channel: the download with its artifact, both approvals,
+    // the refused uploads with their code; never a file's content or a path.
+    let (status, _, body) = person_get(&env, "/api/log?limit=50", &person).await;
+    assert_eq!(status, 200);
+    let log: Value = serde_json::from_slice(&body).unwrap();
+    let entries = log["entries"].as_array().unwrap();
+    let confirmed_click = entries.iter().find(|e| e["action"] == "click" && e["state"] == "confirmed").unwrap_or_else(|| panic!("{log}"));
+    assert!(confirmed_click["detail"].as_str().is_some_and(|d| d.contains(&artifact)), "{confirmed_click}");
+    assert_eq!(entries.iter().filter(|e| e["kind"] == "approval" && e["tier"] == "R3" && e["outcome"] == "approve_once").count(), 2, "{log}");
+    // (A malformed action — a path outside the root — is refused before it reaches the action
+    // path, so it is no operation.)
+    assert_eq!(entries.iter().filter(|e| e["action"] == "upload" && e["state"] == "confirmed").count(), 1, "{log}");
+    assert!(!String::from_utf8_lossy(&body).contains("notes for the form") && !String::from_utf8_lossy(&body).contains(env!("CARGO_TARGET_TMPDIR")));
+    assert_eq!(person_get(&env, "/api/log?bogus=1", &person).await.0, 400);
+    assert_eq!(person_get(&env, "/api/log", "not-the-person").await.0, 401);
     assert!(env.fixtures.requests().iter().all(|r| !String::from_utf8_lossy(&r.body).contains("must never be sent")));
 }
