@@ -204,6 +204,10 @@ pub struct ChatTurnRequest {
     pub focused_registry_surface_id: Option<String>,
     #[serde(default)]
     pub visible: Vec<SurfaceRef>,
+    /// The conversation branch the message belongs to (the host's turn lineage), if it has
+    /// branches: the tabs this turn opens or claims are grouped under it.
+    #[serde(default)]
+    pub branch_id: Option<String>,
 }
 
 /// What a chat turn gives the host before the model call: the Surface Context and the tools to
@@ -576,6 +580,9 @@ impl Runtime {
     /// snapshot is immutable; tool calls of the response resolve only in it.
     pub async fn chat_turn(&self, connection: ConnectionId, request: ChatTurnRequest) -> Result<ChatTurn, RuntimeError> {
         check_id("chat_session_id", &request.chat_session_id)?;
+        if let Some(branch) = &request.branch_id {
+            check_id("branch_id", branch)?;
+        }
         let window_id = lock(&self.host().connections).get(&connection).cloned().ok_or_else(|| unknown("connection", "this connection"))?;
         // 1. Validation against the registry, all of it before anything else.
         struct Chosen {
@@ -629,6 +636,7 @@ impl Runtime {
         // 2. The chat session's Glovebox session (created on its first turn).
         let session = self.chat_session(&request.chat_session_id, &window_id).await?;
         let turn = self.current_turn(&session)?;
+        *lock(&self.session(session.as_str())?.branch) = request.branch_id.clone();
 
         // 3. Bind each referenced tab to the session (claimed for the turn) with its access.
         let held = self.status(&session)?;

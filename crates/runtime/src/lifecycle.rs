@@ -143,8 +143,17 @@ impl Runtime {
                 now_ms: now_ms(),
             })
             .map_err(RuntimeError::from)?;
+        self.record_branch(session, &id);
         self.activate(session)?;
         Ok(id)
+    }
+
+    /// Records the session's current branch on a tab it opened or claimed.
+    fn record_branch(&self, session: &str, resource: &str) {
+        let branch = self.session(session).ok().and_then(|s| s.branch.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        if let Some(branch) = branch {
+            let _ = self.inner.store.set_branch(&store::ResourceId::new(resource), &branch, now_ms());
+        }
     }
 
     /// Marks browser tools active for the session (sticky until reset, session end or disposal).
@@ -278,6 +287,7 @@ impl Runtime {
         };
         match attached {
             Ok(surface) => {
+                self.record_branch(session, resource);
                 self.activate(session)?;
                 Ok(surface)
             }

@@ -98,6 +98,9 @@ pub(crate) struct SessionState {
     /// Who ends the session's turns: the host API (its chat turns) or the session's own client
     /// (MCP, CLI) through `end_current_turn`. `glovebox turn-end` leaves host sessions alone.
     pub(crate) host_turns: AtomicBool,
+    /// The branch (the host's turn lineage) of the session's current turn, when the host names
+    /// one: tabs opened or claimed in it are recorded with it.
+    pub(crate) branch: Mutex<Option<String>>,
 }
 
 pub(crate) struct Inner {
@@ -273,6 +276,7 @@ impl Runtime {
             turns_ended: AtomicU64::new(0),
             tools_active: AtomicBool::new(true),
             host_turns: AtomicBool::new(false),
+            branch: Mutex::default(),
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
         SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))

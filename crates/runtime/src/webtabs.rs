@@ -54,8 +54,10 @@ pub struct RestoreReport {
     pub restored: Vec<String>,
     /// Tabs whose record cannot be reopened (listed as "restore failed", not tried again).
     pub failed: Vec<String>,
-    /// Milliseconds the pass took.
+    /// Milliseconds the passes took.
     pub took_ms: u64,
+    /// Passes run: 1, or 2 when a restore was asked for during the first.
+    pub passes: u32,
 }
 
 fn host_of(url: &str) -> Option<String> {
@@ -391,12 +393,16 @@ impl Runtime {
             self.inner.restore_again.store(true, Ordering::SeqCst);
             return RestoreReport::default();
         };
+        // A request that came before this pass began is served by it.
+        self.inner.restore_again.store(false, Ordering::SeqCst);
         let mut report = self.restore_pass().await;
+        report.passes = 1;
         while self.inner.restore_again.swap(false, Ordering::SeqCst) {
             let again = self.restore_pass().await;
             report.restored.extend(again.restored);
             report.failed.extend(again.failed);
             report.took_ms += again.took_ms;
+            report.passes += 1;
         }
         *self.inner.last_restore.lock().unwrap_or_else(|p| p.into_inner()) = Some(report.clone());
         report

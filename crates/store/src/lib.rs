@@ -166,6 +166,9 @@ pub trait Store: Send + Sync {
     /// Records the preview preferences (JSON); no lifecycle decision reads them.
     fn set_preview(&self, id: &ResourceId, preview: &str, now_ms: u64) -> Result<()>;
 
+    /// Records the branch (the host's turn lineage) a tab was opened or claimed in.
+    fn set_branch(&self, id: &ResourceId, branch: &str, now_ms: u64) -> Result<()>;
+
     /// Every resource, oldest first (the person's view of everything, closed ones included).
     fn list_all_resources(&self) -> Result<Vec<Resource>>;
 

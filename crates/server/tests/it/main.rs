@@ -69,6 +69,8 @@ struct Renderer {
     socket: Socket,
     /// The chat session its turns belong to.
     chat_session: String,
+    /// The conversation branch the next chat commands name, if any.
+    branch: Option<String>,
     next: u64,
     window_revision: u64,
     layout_revision: u64,
@@ -119,7 +121,7 @@ impl Renderer {
         let welcome = recv(&mut socket).await.unwrap();
         assert_eq!(welcome["type"], "welcome", "{welcome}");
         assert_eq!(welcome["window_id"], window);
-        Renderer { socket, chat_session: format!("chat-of-{window}"), next: 0, window_revision: 0, layout_revision: 0, early: Vec::new() }
+        Renderer { socket, chat_session: format!("chat-of-{window}"), branch: None, next: 0, window_revision: 0, layout_revision: 0, early: Vec::new() }
     }
 
     /// Sends a message with a fresh id and waits for the reply with that id.
@@ -166,12 +168,15 @@ impl Renderer {
 
     /// A chat command referencing `visible` (registry id, surface revision).
     async fn turn(&mut self, chat: &str, visible: &[(&str, u64)], focused: Option<&str>) -> Value {
-        let refs = json!({
+        let mut refs = json!({
             "chat_session_id": self.chat_session, "chat_surface_id": chat,
             "window_revision": self.window_revision, "layout_revision": self.layout_revision,
             "focused_registry_surface_id": focused,
             "visible": visible.iter().map(|(id, rev)| json!({"registry_surface_id": id, "surface_revision": rev})).collect::<Vec<_>>(),
         });
+        if let Some(branch) = &self.branch {
+            refs["branch_id"] = json!(branch);
+        }
         self.call(json!({"type": "chat_turn", "surface_refs": refs})).await
     }
 
@@ -246,9 +251,13 @@ async fn a_chat_turn_knows_the_visible_tab_and_its_tool_calls_act_on_exactly_it(
     let late = r.tool(&turn, "call-4", "observe", json!({})).await;
     assert_eq!(late["code"], "unknown_surface", "an ended turn's snapshot resolves nothing: {late}");
     assert!(env.runtime.user_tabs().unwrap().iter().any(|t| t.tab == tab), "the tab is the person's again");
-    // The next turn binds it again.
+    // The next turn, on another branch of the conversation, binds it again; the tab is recorded
+    // in that branch (the console groups by it).
+    r.branch = Some("branch-2".into());
     let next = r.turn("chat", &[("web", 1)], Some("web")).await;
     assert_eq!(next["type"], "surface_context", "{next}");
+    let tabs = env.runtime.tabs_for_person().unwrap();
+    assert_eq!(tabs.iter().find(|t| t["tab"] == tab.as_str()).map(|t| t["branch"].clone()), Some(json!("branch-2")), "{tabs:?}");
     assert_ne!(next["context"]["turn_id"], turn["context"]["turn_id"]);
     // Closing the chat ends its session: the tab is the person's again, the snapshot is gone.
     let closed = r.call(json!({"type": "chat_close", "chat_session_id": r.chat_session})).await;

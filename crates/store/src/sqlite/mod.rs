@@ -252,6 +252,10 @@ impl Store for SqliteStore {
         resource::set_preview(&self.conn(), id, preview, now_ms)
     }
 
+    fn set_branch(&self, id: &ResourceId, branch: &str, now_ms: u64) -> Result<()> {
+        resource::set_branch(&self.conn(), id, branch, now_ms)
+    }
+
     fn list_all_resources(&self) -> Result<Vec<Resource>> {
         resource::list_all(&self.conn())
     }

@@ -400,3 +400,12 @@ pub(super) fn set_preview(conn: &Connection, id: &ResourceId, preview: &str, now
 pub(super) fn list_all(conn: &Connection) -> Result<Vec<Resource>> {
     query_all(conn, &format!("SELECT {COLUMNS} FROM resources ORDER BY created_at, id"), [], decode)
 }
+
+pub(super) fn set_branch(conn: &Connection, id: &ResourceId, branch: &str, now_ms: u64) -> Result<()> {
+    let now = int(now_ms, "now_ms")?;
+    let changed = conn.prepare_cached("UPDATE resources SET branch = ?2, updated_at = ?3 WHERE id = ?1")?.execute(params![id.as_str(), branch, now])?;
+    if changed == 0 {
+        return Err(not_found(id));
+    }
+    Ok(())
+}
