@@ -138,6 +138,9 @@ pub(crate) struct Inner {
     pub(crate) restoring: tokio::sync::Mutex<()>,
     pub(crate) restore_again: AtomicBool,
     pub(crate) last_restore: Mutex<Option<crate::webtabs::RestoreReport>>,
+    /// Per target: when its location was last written and its site storage last saved, and
+    /// whether a trailing write is scheduled (a page cannot make the store write per event).
+    pub(crate) location_writes: Mutex<HashMap<String, crate::webtabs::LocationWrites>>,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -212,6 +215,7 @@ impl Runtime {
                 restoring: tokio::sync::Mutex::new(()),
                 restore_again: AtomicBool::new(false),
                 last_restore: Mutex::default(),
+                location_writes: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
             }),

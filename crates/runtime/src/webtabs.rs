@@ -34,6 +34,20 @@ use crate::runtime::{Runtime, now_ms};
 const LOCAL_STORAGE_MAX_BYTES: usize = 1 << 20;
 /// A title is recorded up to this many characters.
 const TITLE_MAX: usize = 300;
+/// A tab's location is written at most this often; the latest one always lands (a trailing
+/// write), so a page that rewrites its URL in a loop cannot make the store write per event.
+const LOCATION_MIN_INTERVAL: Duration = Duration::from_millis(500);
+/// A kept tab's site storage is saved on navigation at most this often.
+const STORAGE_MIN_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The write throttle of one target's location.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LocationWrites {
+    written: std::time::Instant,
+    saved: Option<std::time::Instant>,
+    trailing: bool,
+}
+
 /// How long one tab's restore may take.
 const RESTORE_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -89,6 +103,11 @@ fn cookie_param(cookie: &Value) -> Value {
         param.insert("expires".into(), expires.clone());
     }
     Value::Object(param)
+}
+
+/// The trailing location write, boxed as a `Send` future (it re-enters the watcher's handler).
+fn trailing_refresh(runtime: Runtime, target: String) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move { runtime.refresh_location(&target).await })
 }
 
 impl Runtime {
@@ -220,6 +239,43 @@ impl Runtime {
             return;
         }
         let Some(target) = info.target_id.as_ref() else { return };
+        let save_storage = {
+            let now = std::time::Instant::now();
+            let mut writes = self.inner.location_writes.lock().unwrap_or_else(|p| p.into_inner());
+            if writes.len() > 4096 {
+                writes.retain(|_, w| now.duration_since(w.written) < LOCATION_MIN_INTERVAL);
+            }
+            match writes.get_mut(&target.0) {
+                Some(w) if now.duration_since(w.written) < LOCATION_MIN_INTERVAL => {
+                    if !w.trailing {
+                        w.trailing = true;
+                        let wait = LOCATION_MIN_INTERVAL - now.duration_since(w.written);
+                        let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.0.clone());
+                        tokio::spawn(async move {
+                            tokio::time::sleep(wait).await;
+                            let Some(inner) = weak.upgrade() else { return };
+                            if let Some(w) = inner.location_writes.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&target) {
+                                w.trailing = false;
+                            }
+                            trailing_refresh(Runtime { inner }, target).await;
+                        });
+                    }
+                    return;
+                }
+                Some(w) => {
+                    w.written = now;
+                    let due = w.saved.is_none_or(|s| now.duration_since(s) >= STORAGE_MIN_INTERVAL);
+                    if due {
+                        w.saved = Some(now);
+                    }
+                    due
+                }
+                None => {
+                    writes.insert(target.0.clone(), LocationWrites { written: now, saved: Some(now), trailing: false });
+                    true
+                }
+            }
+        };
         let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(&target.0)) else { return };
         let Some(url) = policy::restorable_url(&info.url) else { return };
         if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
@@ -249,7 +305,7 @@ impl Runtime {
             tracing::debug!(error = %e, "a tab's location could not be recorded");
             return;
         }
-        if Self::kept(&resource) {
+        if save_storage && Self::kept(&resource) {
             self.save_site_storage(resource.id.as_str(), resource.session_id.as_ref().map(|s| s.as_str()), &info.url, None).await;
         }
     }

@@ -54,3 +54,25 @@ async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     assert_ne!(resources[0].cdp_target_id.as_ref(), Some(&old_handle), "an old handle is never reused");
     let _ = restarted;
 }
+
+/// A same-document navigation is a confirmed location too (`004_…`: "含查询与片段"), and a page
+/// that rewrites its URL in a loop cannot make the store write per event: the latest URL lands,
+/// at most once per half second (a slower machine only writes less).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_document_navigations_are_followed_and_their_writes_throttled() {
+    use store::Store as _;
+    let env = env("lifecycle-location", true).await;
+    let s = env.session.clone();
+    crate::open(&env.runtime, &s, &env.server.url("/pushstate.html")).await.unwrap();
+    let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
+    let tab = || store.list_resources(&store::SessionId::new(s.as_str())).unwrap().remove(0);
+    crate::eventually("a same-document URL is on record", || tab().url.is_some_and(|u| u.contains("step="))).await;
+    let mut writes = std::collections::BTreeSet::new();
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(2) {
+        writes.insert(tab().location_at);
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(writes.len() >= 2, "the location keeps following the page: {writes:?}");
+    assert!(writes.len() <= 6, "at most one write per 500 ms, not one per event: {} writes in 2 s", writes.len());
+}
