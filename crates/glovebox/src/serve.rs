@@ -150,6 +150,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         server.local_addr,
         server::RENDERER_PATH
     );
+    out!("Console (for you, never for the model): {}/#token={}", server.person.base_url, server.person.token);
     out!("Approvals (for you, never for the model): glovebox approve <id>");
     out!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
     out!("Stop with Ctrl-C.");

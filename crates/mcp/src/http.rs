@@ -135,10 +135,10 @@ fn refuse(status: StatusCode, message: &str) -> Response {
 async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let headers: &HeaderMap = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(|v| (host_name(v), host_port(v), v.trim().to_ascii_lowercase()));
-    match host {
+    match &host {
         // The name is ours and so is the port (HTTP leaves out port 80), or an allowed host:port.
-        Some((name, port, _)) if guard.hosts.contains(&name) && port.unwrap_or(80) == guard.port => {}
-        Some((_, _, whole)) if guard.host_ports.contains(&whole) => {}
+        Some((name, port, _)) if guard.hosts.contains(name) && port.unwrap_or(80) == guard.port => {}
+        Some((_, _, whole)) if guard.host_ports.contains(whole) => {}
         _ => {
             tracing::warn!(host = ?headers.get(header::HOST), "refused a request with a foreign Host header");
             return refuse(
@@ -149,7 +149,10 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default().trim_end_matches('/').to_ascii_lowercase();
-        if !guard.origins.contains(&origin) {
+        // The server's own origin (its console page, the only content it serves) is same-origin:
+        // the Host was checked above, so this cannot be a rebound name.
+        let own = host.as_ref().is_some_and(|(_, _, whole)| origin == format!("http://{whole}"));
+        if !own && !guard.origins.contains(&origin) {
             tracing::warn!(%origin, "refused a request from a foreign Origin");
             return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-client-origin (GLOVEBOX_ALLOWED_CLIENT_ORIGINS)");
         }

@@ -16,6 +16,11 @@
 //! "off"}` is the person's switch for one tab of a session: `observe` answers questions and
 //! refuses writes, `off` lists the tab without content or tool. No tool can change it.
 //!
+//! The console: `GET /` is the person's web console (embedded page, script and style; strict
+//! CSP) — Resources by session and branch, a read-only preview of the exact page
+//! (`GET /api/tabs/{id}/screenshot`), approval cards, the operation log. It authenticates with the
+//! person token, which `serve` prints in the console URL's fragment (never sent to a server).
+//!
 //! The operation log: `GET /api/log?session=…&run=…&limit=…` (runs, actions with their receipt
 //! states, approvals; the records `glovebox log` reads).
 //!
@@ -134,6 +139,10 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/host/windows", post(register_window))
         .route("/api/access", post(set_access))
         .route("/api/artifacts/{id}", get(artifact))
+        .route("/", get(console_page))
+        .route("/console.js", get(console_script))
+        .route("/console.css", get(console_style))
+        .route("/api/tabs/{id}/screenshot", get(screenshot))
         .route("/api/tabs", get(tabs))
         .route("/api/log", get(log))
         .route("/api/tabs/{id}/close", post(close_tab))
@@ -237,6 +246,55 @@ async fn open_user_tab(State(state): State<PersonState>, headers: HeaderMap, bod
             };
             refusal(status, &e)
         }
+    }
+}
+
+/// The console's page and assets (embedded in the binary; no build step). They hold no data: the
+/// page reads everything from `/api/…` with the person token from its URL fragment.
+fn asset(body: &'static str, mime: &'static str) -> Response {
+    let mut response = body.into_response();
+    let h = response.headers_mut();
+    h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static(mime));
+    h.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+    h.insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+    h.insert(axum::http::header::REFERRER_POLICY, axum::http::HeaderValue::from_static("no-referrer"));
+    h.insert(
+        axum::http::header::CONTENT_SECURITY_POLICY,
+        axum::http::HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert("x-frame-options", axum::http::HeaderValue::from_static("DENY"));
+    response
+}
+
+async fn console_page() -> Response {
+    asset(include_str!("console/index.html"), "text/html; charset=utf-8")
+}
+
+async fn console_script() -> Response {
+    asset(include_str!("console/console.js"), "text/javascript; charset=utf-8")
+}
+
+async fn console_style() -> Response {
+    asset(include_str!("console/console.css"), "text/css; charset=utf-8")
+}
+
+/// A read-only image of a tab's viewport for the console's preview (JPEG).
+async fn screenshot(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.person_screenshot(&id).await {
+        Ok(bytes) => {
+            let mut response = bytes.into_response();
+            let h = response.headers_mut();
+            h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("image/jpeg"));
+            h.insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+            h.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+            response
+        }
+        Err(e) => answer(&e),
     }
 }
 

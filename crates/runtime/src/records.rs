@@ -63,6 +63,7 @@ impl Runtime {
             session_id: SessionId::new(at.session),
             run_id: (at.scope != at.session).then(|| RunId::new(at.scope)),
             surface: at.key.to_owned(),
+            resource_id: Some(at.entry.resource.clone()),
             action: what.kind.to_owned(),
             target: Some(bounded(what.target, TEXT_MAX)),
             text_chars: what.text_chars.map(|n| n as u64),
@@ -249,7 +250,7 @@ pub(crate) fn read_log_from(store: &dyn store::Store, query: &LogQuery) -> Resul
             i as u64,
             json!({
                 "kind": "operation", "at": o.started_at, "seq": op.seq, "operation_id": o.id, "session_id": o.session_id.as_str(),
-                "run_id": o.run_id.as_ref().map(RunId::as_str), "surface": o.surface, "action": o.action, "target": o.target,
+                "run_id": o.run_id.as_ref().map(RunId::as_str), "surface": o.surface, "tab": o.resource_id, "action": o.action, "target": o.target,
                 "text_chars": o.text_chars, "secret": o.secret, "url": o.url, "frame_before": o.frame_before,
                 "frame_after": end.and_then(|e| e.frame_after.clone()), "state": op.state.as_str(),
                 "effect_uncertain": end.is_some_and(|e| e.effect_uncertain), "error": end.and_then(|e| e.error.clone()),

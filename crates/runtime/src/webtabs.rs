@@ -430,6 +430,37 @@ impl Runtime {
             .collect())
     }
 
+    /// A read-only image of a tab for a person (the console's preview of the exact page): its
+    /// viewport as JPEG, through a short attachment of its own — never through an agent's lease,
+    /// never an input, nothing changed on the page.
+    pub async fn person_screenshot(&self, resource: &str) -> Result<Vec<u8>, RuntimeError> {
+        let gone = || RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab is not open in this browser".into() });
+        let record = self
+            .inner
+            .store
+            .get_resource(&ResourceId::new(resource))
+            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })?;
+        let target = record
+            .cdp_target_id
+            .filter(|_| record.instance == Some(self.inner.instance) && !record.handle_lost && !record.closed_by_person)
+            .ok_or_else(gone)?;
+        let browser = self.connection().browser();
+        let session =
+            tokio::time::timeout(Duration::from_secs(3), browser.attach(&cdp::TargetId(target.to_string()))).await.map_err(|_| gone())?.map_err(|_| gone())?;
+        let shot = tokio::time::timeout(
+            Duration::from_secs(5),
+            session.call(cdp::domains::page::CaptureScreenshot { format: Some("jpeg".into()), quality: Some(70), clip: None, optimize_for_speed: Some(true) }),
+        )
+        .await;
+        if let Some(id) = session.id() {
+            let _ = browser.call(cdp::domains::target::DetachFromTarget { session_id: id.clone() }).await;
+        }
+        let shot = shot
+            .map_err(|_| RuntimeError::Browser(browser::BrowserError::Timeout { what: "a preview image".into(), after_ms: 5000 }))?
+            .map_err(browser::BrowserError::from)?;
+        browser::decode_base64(&shot.data).ok_or_else(|| RuntimeError::Internal("the browser sent an image that is not base64".into()))
+    }
+
     /// A person's preview preferences for a tab (the console's pin and hide): stored as given,
     /// restored with the tab, never read by a lifecycle decision.
     pub fn set_preview(&self, resource: &str, preview: &Value) -> Result<(), RuntimeError> {

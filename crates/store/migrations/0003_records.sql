@@ -36,8 +36,9 @@ CREATE TABLE operations (
     -- NULL for a direct call (MCP act, the host API's act).
     run_id           TEXT,
     instance         INTEGER REFERENCES instances(id),
-    -- The surface key (tab id) acted on.
+    -- The surface key (`s1`) acted on, and the tab record behind it.
     surface          TEXT NOT NULL,
+    resource_id      TEXT,
     -- The action's kind as sent, its target as described to a person, typed text's length
     -- and sensitivity, and the page's (redacted) URL.
     action           TEXT NOT NULL,

@@ -160,6 +160,7 @@ pub fn bench_operations(path: &Path, n: usize) -> Result<(Vec<Duration>, u64)> {
             session_id: session.clone(),
             run_id: Some(crate::id::RunId::new(format!("run-{instance}"))),
             surface: "s1".into(),
+            resource_id: Some("tab-1".into()),
             action: "click".into(),
             target: Some("button \"Create account\" [e12]".into()),
             text_chars: None,

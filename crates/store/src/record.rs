@@ -83,6 +83,8 @@ pub struct NewOperation {
     pub run_id: Option<RunId>,
     /// The surface key acted on.
     pub surface: String,
+    /// The tab record behind the key.
+    pub resource_id: Option<String>,
     /// The action's kind as sent.
     pub action: String,
     /// Its target, as described to a person.

@@ -1,6 +1,7 @@
 //! The MCP server driven by a real MCP client (the official Python SDK, installed into a venv
 //! under target/ by `scripts/ensure-python-mcp.sh`), against real Chromium and loopback fixtures.
 
+mod console;
 mod http;
 mod stdio;
 

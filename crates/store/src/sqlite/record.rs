@@ -9,7 +9,7 @@ use crate::record::{NewOperation, NewRun, OperationEnd, OperationFilter, Operati
 
 const RUN_COLUMNS: &str =
     "id, session_id, instance, surface, task, model, max_steps, max_seconds, started_at, ended_at, status, reason, summary, steps, accounting";
-const OPERATION_COLUMNS: &str = "seq, id, session_id, run_id, instance, surface, action, target, text_chars, secret, url, frame_before, frame_after, \
+const OPERATION_COLUMNS: &str = "seq, id, session_id, run_id, instance, surface, resource_id, action, target, text_chars, secret, url, frame_before, frame_after, \
      state, effect_uncertain, error, detail, started_at, ended_at";
 
 fn small(row: &Row<'_>, column: &'static str) -> Result<u32> {
@@ -69,6 +69,7 @@ fn decode_operation(row: &Row<'_>) -> Result<OperationRecord> {
             session_id: SessionId::new(row.get::<_, String>("session_id")?),
             run_id: row.get::<_, Option<String>>("run_id")?.map(RunId::new),
             surface: row.get("surface")?,
+            resource_id: row.get("resource_id")?,
             action: row.get("action")?,
             target: row.get("target")?,
             text_chars: opt_uint(row, "text_chars")?,
@@ -141,8 +142,8 @@ pub(super) fn begin_operation(conn: &Connection, new: &NewOperation, instance: O
     let text_chars = new.text_chars.map(|n| int(n, "text_chars")).transpose()?;
     let inserted = conn
         .prepare_cached(
-            "INSERT INTO operations (id, session_id, run_id, instance, surface, action, target, text_chars, secret, url, frame_before, state, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'attempted', ?12) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO operations (id, session_id, run_id, instance, surface, resource_id, action, target, text_chars, secret, url, frame_before, state, started_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'attempted', ?13) ON CONFLICT (id) DO NOTHING",
         )?
         .execute(params![
             new.id,
@@ -150,6 +151,7 @@ pub(super) fn begin_operation(conn: &Connection, new: &NewOperation, instance: O
             new.run_id.as_ref().map(RunId::as_str),
             instance_param(instance)?,
             new.surface,
+            new.resource_id,
             new.action,
             new.target,
             text_chars,

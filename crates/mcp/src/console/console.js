@@ -1,0 +1,279 @@
+// Glovebox console: the person's view of a running `glovebox serve`. It talks only to the
+// person channel (/api/…) with the person token, which arrives in the URL fragment `glovebox
+// serve` printed (a fragment is never sent to a server) and is kept in sessionStorage. Page
+// content (titles, URLs, element names) is shown as text, never as markup.
+"use strict";
+
+const STRINGS = {
+  en: {
+    title: "Glovebox console", resources: "Resources", preview: "Preview", approvals: "Approvals", log: "Operation log",
+    time: "Time", what: "What", where: "Where", state: "State", noPreview: "Choose a tab in Resources to preview it (read-only).",
+    needToken: "Open the console with the link `glovebox serve` printed (it carries the person token).",
+    connected: "connected", disconnected: "disconnected — retrying", noApprovals: "Nothing waits for you.", noTabs: "No tabs yet.",
+    approveOnce: "Approve once", approveTask: "Allow for this task", deny: "Deny", expires: "expires in", why: "Why",
+    action: "Action", origin: "Where", tier: "Tier", closed: "Closed pages", unavailable: "Unavailable", noSession: "The person's tabs",
+    previewTab: "Preview in session", closeTab: "Close page", hide: "Hide preview", show: "Show preview", live: "live",
+    lastFrame: "last frame", confirmClose: "Close this page for good? It stays closed, also after a restart:", operating: "operating",
+    failed: "failed", approvalAsked: "An approval waits for you", branch: "branch", denied: "Denied", approved: "Approved",
+  },
+  zh: {
+    title: "Glovebox 控制台", resources: "资源", preview: "预览", approvals: "审批", log: "操作记录",
+    time: "时间", what: "操作", where: "位置", state: "状态", noPreview: "在资源中选择一个网页以预览（只读）。",
+    needToken: "请用 `glovebox serve` 打印的链接打开控制台（其中带有个人令牌）。",
+    connected: "已连接", disconnected: "连接已断开，正在重试", noApprovals: "没有等待你的审批。", noTabs: "还没有网页。",
+    approveOnce: "仅批准这一次", approveTask: "本任务内允许", deny: "拒绝", expires: "剩余", why: "原因",
+    action: "操作", origin: "位置", tier: "等级", closed: "已关闭的网页", unavailable: "不可用", noSession: "用户的网页",
+    previewTab: "在会话中预览", closeTab: "关闭网页", hide: "隐藏预览", show: "显示预览", live: "实时",
+    lastFrame: "最后画面", confirmClose: "永久关闭这个网页？重启后也保持关闭：", operating: "正在操作",
+    failed: "失败", approvalAsked: "有审批在等你", branch: "分支", denied: "已拒绝", approved: "已批准",
+  },
+};
+const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+const t = (key) => STRINGS[lang][key] || STRINGS.en[key] || key;
+
+const state = { token: "", selected: null, previewHidden: false, lastFrameAt: 0, capturing: false, seenApprovals: new Set(), operating: new Set() };
+
+function takeToken() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (hash.get("token")) {
+    sessionStorage.setItem("glovebox-person-token", hash.get("token"));
+    history.replaceState(null, "", location.pathname);
+  }
+  state.token = sessionStorage.getItem("glovebox-person-token") || "";
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { ...options, headers: { ...(options.headers || {}), Authorization: `Bearer ${state.token}`, "Content-Type": "application/json" } });
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try { const body = await response.json(); message = body.message || body.error || message; } catch (_) { /* not JSON */ }
+    throw new Error(message);
+  }
+  return response;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children.flat()) node.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  return node;
+}
+
+const ICONS = {
+  eye: '<path d="M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7-10-7-10-7Z"/><circle cx="12" cy="12" r="3"/>',
+  x: '<path d="M18 6 6 18"/><path d="m6 6 12 12"/>',
+};
+function icon(name) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24"); svg.setAttribute("width", "14"); svg.setAttribute("height", "14"); svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("fill", "none"); svg.setAttribute("stroke", "currentColor"); svg.setAttribute("stroke-width", "2"); svg.setAttribute("stroke-linecap", "round"); svg.setAttribute("stroke-linejoin", "round");
+  svg.innerHTML = ICONS[name];
+  return svg;
+}
+
+function announce(text) {
+  const alerts = document.getElementById("alerts");
+  alerts.textContent = "";
+  setTimeout(() => { alerts.textContent = text; }, 20);
+}
+
+function setConnected(ok) {
+  document.getElementById("conn").textContent = ok ? t("connected") : t("disconnected");
+}
+
+// --- Resources ---------------------------------------------------------------------------
+
+function groupKey(tab) {
+  if (tab.state === "closed") return ["closed", t("closed")];
+  if (tab.state === "restore_failed" || tab.state === "gone") return ["unavailable", t("unavailable")];
+  if (!tab.session) return ["person", t("noSession")];
+  const branch = tab.branch ? ` · ${t("branch")} ${tab.branch}` : "";
+  return [`${tab.session}/${tab.branch || ""}`, `${tab.session}${branch}`];
+}
+
+function renderResources(tabs) {
+  const root = document.getElementById("resources");
+  root.replaceChildren();
+  if (!tabs.length) { root.append(el("p", { class: "muted" }, t("noTabs"))); return; }
+  const groups = new Map();
+  for (const tab of tabs) {
+    const [key, label] = groupKey(tab);
+    if (!groups.has(key)) groups.set(key, { label, tabs: [] });
+    groups.get(key).tabs.push(tab);
+  }
+  const order = [...groups.keys()].sort((a, b) => (a === "closed") - (b === "closed") || (a === "unavailable") - (b === "unavailable"));
+  for (const key of order) {
+    const group = groups.get(key);
+    const list = el("div", { role: "list" });
+    const header = el("button", { type: "button", class: "group-header", "aria-expanded": "true", onclick: () => {
+      const open = header.getAttribute("aria-expanded") === "true";
+      header.setAttribute("aria-expanded", String(!open)); list.hidden = open;
+    } }, group.label, el("span", { class: "count" }, String(group.tabs.length)));
+    for (const tab of group.tabs) list.append(row(tab));
+    root.append(el("div", { class: "group", "data-group": key }, header, list));
+  }
+}
+
+function row(tab) {
+  const live = tab.state === "open";
+  const operating = state.operating.has(tab.tab);
+  const sub = [tab.url || "", tab.mark !== "none" ? tab.mark : "", tab.state].filter(Boolean).join(" · ");
+  const node = el("div", { role: "listitem", class: `row${state.selected === tab.tab ? " selected" : ""}`, "data-tab": tab.tab, tabindex: "0",
+    onclick: (e) => { if (!e.target.closest("button") && live) select(tab); },
+    onkeydown: (e) => { if ((e.key === "Enter" || e.key === " ") && e.target === node && live) { e.preventDefault(); select(tab); } } },
+    el("span", { class: `dot${operating ? "" : " idle"}`, title: operating ? t("operating") : "", "aria-label": operating ? t("operating") : null }),
+    el("div", { class: "text" }, el("div", { class: "title" }, tab.title || tab.url || tab.tab), el("div", { class: "sub" }, sub)));
+  if (live) {
+    node.append(el("button", { type: "button", class: "icon-button", "data-action": "preview", title: t("previewTab"), "aria-label": `${t("previewTab")}: ${tab.title || tab.tab}`, onclick: () => select(tab) }, icon("eye")));
+    node.append(el("button", { type: "button", class: "icon-button", "data-action": "close", title: t("closeTab"), "aria-label": `${t("closeTab")}: ${tab.title || tab.tab}`, onclick: () => closeTab(tab) }, icon("x")));
+  }
+  return node;
+}
+
+function select(tab) {
+  state.selected = tab.tab;
+  state.lastFrameAt = 0;
+  document.getElementById("preview-h").textContent = tab.title || tab.url || tab.tab;
+  document.querySelectorAll(".row").forEach((r) => r.classList.toggle("selected", r.dataset.tab === tab.tab));
+  capture();
+}
+
+async function closeTab(tab) {
+  if (!confirm(`${t("confirmClose")}\n${tab.title || ""}\n${tab.url || tab.tab}`)) return;
+  try {
+    await api(`/api/tabs/${encodeURIComponent(tab.tab)}/close`, { method: "POST", body: "{}" });
+    if (state.selected === tab.tab) state.selected = null;
+    await refresh();
+  } catch (e) { announce(`${t("failed")}: ${e.message}`); }
+}
+
+// --- Preview (read-only images of the exact page, single-flight) ---------------------------
+
+async function capture() {
+  const img = document.getElementById("preview-img");
+  const empty = document.getElementById("preview-empty");
+  if (!state.selected || state.previewHidden || document.visibilityState !== "visible" || state.capturing) return;
+  state.capturing = true;
+  const asked = state.selected;
+  try {
+    const response = await api(`/api/tabs/${encodeURIComponent(asked)}/screenshot`);
+    const blob = await response.blob();
+    if (asked !== state.selected) return; // an old binding's frame is dropped
+    const old = img.src;
+    img.src = URL.createObjectURL(blob);
+    if (old.startsWith("blob:")) URL.revokeObjectURL(old);
+    img.hidden = false; empty.hidden = true;
+    img.alt = document.getElementById("preview-h").textContent;
+    state.lastFrameAt = Date.now();
+  } catch (_) {
+    // keep the last frame; the label says how old it is
+  } finally {
+    state.capturing = false;
+    frameLabel();
+  }
+}
+
+function frameLabel() {
+  const label = document.getElementById("frame-label");
+  if (!state.selected || !state.lastFrameAt) { label.textContent = ""; return; }
+  const stale = Date.now() - state.lastFrameAt > 3000;
+  label.textContent = stale ? `${t("lastFrame")} · ${new Date(state.lastFrameAt).toLocaleTimeString()}` : t("live");
+  label.dataset.stale = String(stale);
+}
+
+function togglePreview() {
+  state.previewHidden = !state.previewHidden;
+  const button = document.getElementById("toggle-preview");
+  button.setAttribute("aria-pressed", String(state.previewHidden));
+  button.title = state.previewHidden ? t("show") : t("hide");
+  document.getElementById("preview-area").hidden = state.previewHidden;
+  if (!state.previewHidden) capture();
+}
+
+// --- Approvals ----------------------------------------------------------------------------
+
+function renderApprovals(pending) {
+  const root = document.getElementById("approvals");
+  root.replaceChildren();
+  if (!pending.length) { root.append(el("p", { class: "muted" }, t("noApprovals"))); return; }
+  for (const a of pending) {
+    if (!state.seenApprovals.has(a.approval_id)) { state.seenApprovals.add(a.approval_id); announce(`${t("approvalAsked")}: ${a.action} ${a.target}`); }
+    const left = Math.max(0, Math.round((a.expires_at - Date.now()) / 1000));
+    const decide = (decision) => async () => {
+      try {
+        await api(`/api/approvals/${encodeURIComponent(a.approval_id)}`, { method: "POST", body: JSON.stringify({ decision }) });
+        announce(decision === "deny" ? t("denied") : t("approved"));
+        await refresh();
+      } catch (e) { announce(`${t("failed")}: ${e.message}`); }
+    };
+    root.append(el("article", { class: "card", "data-approval": a.approval_id, "aria-label": `${a.action} ${a.target}` },
+      el("div", {}, el("span", { class: `tier ${a.tier}` }, a.tier), " ", el("strong", {}, a.action), " ", a.target),
+      el("dl", {}, el("dt", {}, t("origin")), el("dd", {}, a.origin), el("dt", {}, t("why")), el("dd", {}, a.reason),
+        el("dt", {}, t("expires")), el("dd", {}, `${left} s`)),
+      el("div", { class: "actions" },
+        el("button", { type: "button", "data-decision": "approve_once", onclick: decide("approve_once") }, t("approveOnce")),
+        a.tier === "R3" ? "" : el("button", { type: "button", "data-decision": "approve_for_task", onclick: decide("approve_for_task") }, t("approveTask")),
+        el("button", { type: "button", class: "deny", "data-decision": "deny", onclick: decide("deny") }, t("deny")))));
+  }
+}
+
+// --- Operation log ------------------------------------------------------------------------
+
+function renderLog(entries) {
+  const body = document.querySelector("#log tbody");
+  body.replaceChildren();
+  state.operating = new Set();
+  const since = Date.now() - 10000;
+  for (const e of entries) {
+    const at = new Date(e.at).toLocaleTimeString();
+    let what = "", where = "", st = "";
+    if (e.kind === "operation") {
+      what = `${e.action} ${e.target || ""}${e.text_chars != null ? ` (${e.text_chars}${e.secret ? " secret" : ""} chars)` : ""}`;
+      where = e.url || ""; st = e.state + (e.error ? `: ${e.error}` : "");
+      if (e.at > since && e.state !== "failed" && e.tab) state.operating.add(e.tab);
+    } else if (e.kind === "approval") {
+      what = `approval ${e.tier} ${e.action}`; where = e.origin; st = e.outcome || "pending";
+    } else if (e.kind === "run_started") {
+      what = `run: ${e.task}`; where = e.surface; st = "started";
+    } else if (e.kind === "run_ended") {
+      what = `run: ${e.summary || ""}`; where = ""; st = `${e.status} (${e.reason})`;
+    }
+    body.append(el("tr", { "data-kind": e.kind }, el("td", {}, at), el("td", {}, what), el("td", {}, where), el("td", { class: `state-${e.state || ""}` }, st)));
+  }
+}
+
+// --- Loop ---------------------------------------------------------------------------------
+
+async function refresh() {
+  try {
+    const [tabs, approvals, log] = await Promise.all([
+      api("/api/tabs").then((r) => r.json()), api("/api/approvals").then((r) => r.json()), api("/api/log?limit=100").then((r) => r.json()),
+    ]);
+    setConnected(true);
+    renderLog(log.entries);
+    renderResources(tabs.tabs);
+    renderApprovals(approvals.pending);
+    if (state.selected && !tabs.tabs.some((tab) => tab.tab === state.selected && tab.state === "open")) { state.selected = null; frameLabel(); }
+  } catch (e) {
+    setConnected(false);
+  }
+}
+
+function start() {
+  document.documentElement.lang = lang;
+  document.querySelectorAll("[data-i18n]").forEach((n) => { n.textContent = t(n.dataset.i18n); });
+  document.querySelectorAll("[data-i18n-title]").forEach((n) => { n.title = t(n.dataset.i18nTitle); n.setAttribute("aria-label", t(n.dataset.i18nTitle)); });
+  document.getElementById("toggle-preview").addEventListener("click", togglePreview);
+  takeToken();
+  if (!state.token) { document.getElementById("need-token").hidden = false; return; }
+  refresh();
+  setInterval(refresh, 1000);
+  setInterval(() => { capture(); frameLabel(); }, 500);
+  document.addEventListener("visibilitychange", capture);
+}
+
+start();

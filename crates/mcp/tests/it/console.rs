@@ -1,0 +1,155 @@
+//! The console in a real browser: a second headless Chromium (the person's, driven with
+//! Glovebox's own CDP client) opens `GET /` with the person token in the URL fragment and sees
+//! the runtime's tabs, a pending approval, the operation log and a read-only preview; a person's
+//! deny on the card means zero writes; closing a page from the console keeps it closed. Each
+//! state's screenshot is written under the test's output folder.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::env;
+
+/// The person's browser, looking at one page.
+struct Person {
+    _browser: cdp::Browser,
+    page: cdp::Session,
+    shots: PathBuf,
+}
+
+impl Person {
+    async fn open(name: &str, url: &str) -> Person {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-person").join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let browser = cdp::Browser::launch(&cdp::LaunchOptions::new(&dir)).await.expect("the person's browser starts");
+        let conn = browser.connect(cdp::ConnectionOptions::default()).await.unwrap();
+        let page = conn.browser().create_page(url, None).await.unwrap();
+        let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-shots");
+        std::fs::create_dir_all(&shots).unwrap();
+        Person { _browser: browser, page, shots }
+    }
+
+    async fn eval(&self, expression: &str) -> Value {
+        let reply = self.page.call(cdp::domains::runtime::Evaluate::value(expression)).await.unwrap();
+        assert!(reply.exception_details.is_none(), "{expression}: {:?}", reply.exception_details);
+        reply.result.value.unwrap_or(Value::Null)
+    }
+
+    /// `expression`'s value, or `None` while it throws (the page still loading).
+    async fn try_eval(&self, expression: &str) -> Option<Value> {
+        let reply = self.page.call(cdp::domains::runtime::Evaluate::value(expression)).await.ok()?;
+        if reply.exception_details.is_some() { None } else { reply.result.value }
+    }
+
+    /// Waits (up to 20 s) until `expression` is true in the console page.
+    async fn until(&self, what: &str, expression: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while self.try_eval(expression).await != Some(json!(true)) {
+            assert!(tokio::time::Instant::now() < deadline, "never happened in the console: {what}\n{}", self.eval("document.body.innerText").await);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn shot(&self, name: &str) {
+        let shot = self.page.call(cdp::domains::page::CaptureScreenshot { format: Some("png".into()), ..Default::default() }).await.unwrap();
+        std::fs::write(self.shots.join(format!("{name}.png")), browser::decode_base64(&shot.data).unwrap()).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_tabs_approvals_log_and_a_preview_and_a_persons_deny_writes_nothing() {
+    let env = env("console", true, None).await;
+    let rt = env.runtime.clone();
+    let session = rt.create_session().await.unwrap();
+    let forms = rt.open_tab(&session, &env.fixtures.url("/extended-forms.html"), Duration::ZERO).await.unwrap();
+    rt.open_tab(&session, &env.fixtures.url("/counter.html"), Duration::ZERO).await.unwrap();
+    // An R3 download waits for a person (the call waits up to a minute).
+    let key = protocol::SurfaceName::new(rt.surface_key(&session, forms).unwrap()).unwrap();
+    let observed = rt.observe(&session, Some(&key), &Default::default()).await.unwrap();
+    let download = protocol::validate_extended_action(&json!({"type": "click", "expected_frame_id": observed.frame_id().as_str(),
+        "target": {"kind": "text", "text": "Download report"}, "expect_download": true, "intent": "get the report"}))
+    .unwrap();
+    let waiting = {
+        let (rt, session, key) = (rt.clone(), session.clone(), key.clone());
+        tokio::spawn(async move { rt.act(&session, Some(&key), &download, &Default::default(), Duration::from_secs(60)).await })
+    };
+
+    // Without the token the console says how to open it, and shows nothing.
+    let stranger = Person::open("stranger", &format!("{}/", env.server.person.base_url)).await;
+    stranger.until("the banner asks for the printed link", "!document.getElementById('need-token').hidden").await;
+    assert_eq!(stranger.eval("document.querySelectorAll('.row').length").await, json!(0));
+    drop(stranger);
+
+    let person = Person::open("person", &format!("{}/#token={}", env.server.person.base_url, env.server.person.token)).await;
+    person.until("the token leaves the address bar", "location.hash === ''").await;
+    person.until("two open tabs are listed", "document.querySelectorAll('.row [data-action=preview]').length === 2").await;
+    person
+        .until(
+            "the R3 approval card is shown",
+            "[...document.querySelectorAll('article.card')].some(c => c.textContent.includes('R3') && c.textContent.includes('Download report'))",
+        )
+        .await;
+    let card = person.eval("document.querySelector('article.card').innerText").await;
+    assert!(card.as_str().unwrap().contains(&env.fixtures.origin()), "the card says where: {card}");
+    assert_eq!(
+        person.eval("document.querySelectorAll('article.card [data-decision=approve_for_task]').length").await,
+        json!(0),
+        "R3 is approved once or not at all"
+    );
+    assert_eq!(person.eval("document.querySelector('.group .count').textContent").await, json!("2"), "the group counts its tabs");
+    person.shot("1-resources-and-approval").await;
+
+    // A read-only preview of the exact page; hiding and showing it never reloads the page.
+    let counter_loads = env.fixtures.requests_to("/counter.html").len();
+    person.eval("[...document.querySelectorAll('.row')].find(r => r.textContent.includes('Act')).querySelector('[data-action=preview]').click()").await;
+    person
+        .until(
+            "the preview shows an image",
+            "(() => { const i = document.getElementById('preview-img'); return !i.hidden && i.complete && i.naturalWidth > 0; })()",
+        )
+        .await;
+    person.until("the preview is live", "document.getElementById('frame-label').textContent === 'live'").await;
+    person.shot("2-preview").await;
+    person.eval("document.getElementById('toggle-preview').click()").await;
+    person.until("hidden", "document.getElementById('preview-area').hidden").await;
+    person.eval("document.getElementById('toggle-preview').click()").await;
+    person.until("shown again", "!document.getElementById('preview-area').hidden").await;
+    assert_eq!(env.fixtures.requests_to("/counter.html").len(), counter_loads, "previewing never reloads the page");
+    // The control row never wraps, at the seed's three widths.
+    for width in [240, 300, 720] {
+        let one_row = person
+            .eval(&format!(
+                "(() => {{ const p = document.querySelector('.preview'); p.style.width = '{width}px'; p.style.gridColumn = 'auto';
+                   const tops = [...document.getElementById('controls').children].filter(c => c.offsetParent).map(c => Math.round(c.getBoundingClientRect().top + c.getBoundingClientRect().height / 2));
+                   return Math.max(...tops) - Math.min(...tops) <= 4; }})()"
+            ))
+            .await;
+        assert_eq!(one_row, json!(true), "the control row wraps at {width} px");
+        person.shot(&format!("3-controls-{width}px")).await;
+    }
+    person.eval("document.querySelector('.preview').style.width = ''").await;
+
+    // The person denies on the card: the waiting call is refused, nothing was fetched.
+    person.eval("document.querySelector('article.card [data-decision=deny]').click()").await;
+    let refused = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the call ends").unwrap();
+    assert!(matches!(refused, Err(runtime::RuntimeError::ApprovalDenied { .. })), "{refused:?}");
+    assert!(env.fixtures.requests_to("/report.csv").is_empty(), "a deny writes nothing");
+    person.until("the card is gone", "document.querySelectorAll('article.card').length === 0").await;
+    person
+        .until("the log shows the denied approval", "[...document.querySelectorAll('#log tr[data-kind=approval]')].some(r => r.textContent.includes('deny'))")
+        .await;
+    person.shot("4-denied-and-log").await;
+
+    // Closing a page from the console: it is listed as closed, and stays so.
+    person.eval("window.confirm = () => true; [...document.querySelectorAll('.row')].find(r => r.textContent.includes('Forms')).querySelector('[data-action=close]').click()").await;
+    person
+        .until(
+            "the page is listed as closed",
+            "[...document.querySelectorAll('.group')].some(g => g.dataset.group === 'closed' && g.textContent.includes('Forms'))",
+        )
+        .await;
+    let tabs = rt.tabs_for_person().unwrap();
+    assert!(tabs.iter().any(|t| t["state"] == "closed" && t["title"] == "Forms"), "{tabs:?}");
+    person.shot("5-closed").await;
+}
