@@ -39,6 +39,13 @@ pub fn person_on_terminal(rt: &Runtime, answer: Option<ApprovalDecision>, quiet:
                     };
                     let _ = approver.resolve_approval(approval_id, decision);
                 }
+                EventKind::NeedsUser { reason } if answer.is_none() => {
+                    eprint!("the run needs you: {reason}. Do it in the browser, then press Enter to let the run continue: ");
+                    let _ = std::io::stderr().flush();
+                    if let Ok(Ok(Some(_))) = tokio::time::timeout(Duration::from_secs(300), stdin.next_line()).await {
+                        let _ = approver.continue_run(&event.run_id);
+                    }
+                }
                 other if !quiet => eprintln!("event: {}", serde_json::to_string(other).unwrap_or_default()),
                 _ => {}
             }

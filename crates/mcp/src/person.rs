@@ -21,6 +21,9 @@
 //! (`GET /api/tabs/{id}/screenshot`), approval cards, the operation log. It authenticates with the
 //! person token, which `serve` prints in the console URL's fragment (never sent to a server).
 //!
+//! Runs that need a person (a login, a CAPTCHA): `GET /api/runs/waiting` lists them,
+//! `POST /api/runs/{id}/continue` continues one after the person did their part.
+//!
 //! The operation log: `GET /api/log?session=…&run=…&limit=…` (runs, actions with their receipt
 //! states, approvals; the records `glovebox log` reads).
 //!
@@ -143,6 +146,8 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/console.js", get(console_script))
         .route("/console.css", get(console_style))
         .route("/api/tabs/{id}/screenshot", get(screenshot))
+        .route("/api/runs/waiting", get(waiting_runs))
+        .route("/api/runs/{id}/continue", post(continue_run))
         .route("/api/tabs", get(tabs))
         .route("/api/log", get(log))
         .route("/api/tabs/{id}/close", post(close_tab))
@@ -313,6 +318,23 @@ async fn log(
     };
     match state.runtime.log(&query) {
         Ok(entries) => Json(json!({"entries": entries})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+async fn waiting_runs(State(state): State<PersonState>, headers: HeaderMap) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    Json(json!({"waiting": state.runtime.waiting_runs()})).into_response()
+}
+
+async fn continue_run(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.continue_run(&id) {
+        Ok(()) => Json(json!({"continued": id})).into_response(),
         Err(e) => answer(&e),
     }
 }

@@ -61,6 +61,13 @@ pub enum EventKind {
         assertion: String,
         passed: bool,
     },
+    /// The run waits for a person (a login, a CAPTCHA): a person acts in the page and continues
+    /// it (`Runtime::continue_run`), or the run ends `needs_user` at its deadline.
+    NeedsUser {
+        reason: String,
+    },
+    /// A person continued the run: it observes afresh; the paused action is never replayed.
+    Continued,
     RunEnded {
         status: protocol::RunStatus,
         reason: protocol::ReasonCode,

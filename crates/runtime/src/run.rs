@@ -125,6 +125,38 @@ impl Ending {
     }
 }
 
+/// A run waiting for a person.
+pub(crate) struct WaitingRun {
+    pub(crate) session: String,
+    pub(crate) surface: String,
+    pub(crate) reason: String,
+    pub(crate) since: u64,
+    go_on: Arc<tokio::sync::Notify>,
+}
+
+/// Words of a CAPTCHA or bot challenge in a frame's or widget's name.
+const CHALLENGE_WORDS: &[&str] = &["captcha", "recaptcha", "hcaptcha", "turnstile", "are you human", "verify you are human", "bot check", "challenge"];
+
+/// Why the next step is a person's, from the page's structure: a CAPTCHA or challenge frame on
+/// the page, or an action that would type into a secret field (password, card, one-time code)
+/// — the run holds no secret to type. Words can only add a reason; nothing here grants one.
+fn person_needed(action: &ExtendedAction, record: Option<&browser::ObservationRecord>, observation: &Observation) -> Option<String> {
+    let challenge = observation.interactive_elements().iter().find(|e| {
+        let name = e.name().to_lowercase();
+        matches!(e.role(), "iframe" | "checkbox" | "button") && CHALLENGE_WORDS.iter().any(|w| name.contains(w))
+    });
+    if let Some(e) = challenge {
+        return Some(format!("the page shows a CAPTCHA or bot challenge ({} {:?}) that only a person may answer", e.role(), e.name()));
+    }
+    if let (ExtendedAction::Type(_), Some(record)) = (action, record)
+        && let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next()
+        && record.binding(&e.element).is_some_and(|b| b.secret_field)
+    {
+        return Some("the page asks for a secret (a password, card or one-time code) this run does not have; a person signs in".to_owned());
+    }
+    None
+}
+
 struct RunState<'a> {
     runtime: &'a Runtime,
     session: String,
@@ -353,6 +385,24 @@ impl RunState<'_> {
                 PlannerStep::GiveUp { summary } => return Ending::new(ReasonCode::ActionFailed, summary),
                 PlannerStep::Act(action) => action,
             };
+            // What only a person can do (a login, a CAPTCHA) pauses the run for one; after they
+            // continue, the run observes afresh and the paused action is never sent.
+            if let Some(reason) = person_needed(&action, self.tab.latest_observation().as_deref(), &observation) {
+                match self.wait_for_person(&reason).await {
+                    Ok(()) => {
+                        last = Some(StepReport {
+                            action: action.kind().as_str().into(),
+                            receipt: None,
+                            error: Some((
+                                protocol::ErrorCode::StaleObservation,
+                                format!("not sent: {reason}; a person took over and continued the run — look at the fresh page"),
+                            )),
+                        });
+                        continue;
+                    }
+                    Err(ending) => return ending,
+                }
+            }
             self.runtime.emit(
                 &self.run_id,
                 EventKind::Planned { action: action.kind().as_str().into(), target: action.targets().next().map(|t| crate::step::describe_ref(&t)) },
@@ -380,6 +430,38 @@ impl RunState<'_> {
                     Err(ending) => return ending,
                 },
             }
+        }
+    }
+
+    /// Waits, within the run's deadline, for a person to continue the run (`Runtime::continue_run`):
+    /// keys and buttons the run holds are released first; the tab stays the run's.
+    async fn wait_for_person(&self, reason: &str) -> Result<(), Ending> {
+        if self.tab.dialog().is_none() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.tab.release_input()).await;
+        }
+        let go_on = Arc::new(tokio::sync::Notify::new());
+        self.runtime.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            self.run_id.clone(),
+            WaitingRun {
+                session: self.session.clone(),
+                surface: self.key.clone(),
+                reason: reason.to_owned(),
+                since: crate::runtime::now_ms(),
+                go_on: go_on.clone(),
+            },
+        );
+        self.runtime.emit(&self.run_id, EventKind::NeedsUser { reason: reason.to_owned() });
+        let outcome = self.guarded(go_on.notified()).await;
+        self.runtime.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.run_id);
+        match outcome {
+            Ok(()) => {
+                self.runtime.emit(&self.run_id, EventKind::Continued);
+                Ok(())
+            }
+            Err(ending) if ending.reason == ReasonCode::Timeout => {
+                Err(Ending::new(ReasonCode::LoginRequired, format!("{reason}; no person continued the run within its time")))
+            }
+            Err(ending) => Err(ending),
         }
     }
 
@@ -484,5 +566,32 @@ impl RunState<'_> {
             }
         }
         observation
+    }
+}
+
+impl Runtime {
+    /// The runs waiting for a person (a login, a CAPTCHA), for person channels: run, session,
+    /// surface, why, since when.
+    pub fn waiting_runs(&self) -> Vec<serde_json::Value> {
+        let waiting = self.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list: Vec<_> = waiting
+            .iter()
+            .map(|(run, w)| serde_json::json!({"run_id": run, "session": w.session, "surface": w.surface, "reason": w.reason, "since": w.since}))
+            .collect();
+        list.sort_by_key(|w| w["since"].as_u64());
+        list
+    }
+
+    /// A person continues a waiting run (after signing in, solving a CAPTCHA): it observes
+    /// afresh and plans again; the action it paused at is never sent. Only person channels call
+    /// this.
+    pub fn continue_run(&self, run_id: &str) -> Result<(), RuntimeError> {
+        let waiting = self.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner());
+        let run = waiting
+            .get(run_id)
+            .ok_or_else(|| RuntimeError::UnknownSurface { name: run_id.to_owned(), known: "a run waiting for a person (GET /api/runs/waiting)".into() })?;
+        run.go_on.notify_one();
+        tracing::info!(run = run_id, "a person continued a run");
+        Ok(())
     }
 }

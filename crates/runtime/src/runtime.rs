@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<Event>,
     /// Runs in flight: their session and the way to stop them.
     pub(crate) runs: Mutex<HashMap<String, (String, crate::Cancel)>>,
+    /// Runs waiting for a person to continue them (login, CAPTCHA).
+    pub(crate) waiting_runs: Mutex<HashMap<String, crate::run::WaitingRun>>,
     /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
     /// session released or handed over is the person's, but nobody offered it to other sessions.
     pub(crate) offered_tabs: Mutex<std::collections::HashSet<String>>,
@@ -204,6 +206,7 @@ impl Runtime {
                 artifacts,
                 events,
                 runs: Mutex::default(),
+                waiting_runs: Mutex::default(),
                 offered_tabs: Mutex::default(),
                 host: Default::default(),
                 reconnecting: tokio::sync::Mutex::new(()),

@@ -15,6 +15,7 @@ const STRINGS = {
     previewTab: "Preview in session", closeTab: "Close page", hide: "Hide preview", show: "Show preview", live: "live",
     lastFrame: "last frame", confirmClose: "Close this page for good? It stays closed, also after a restart:", operating: "operating",
     failed: "failed", approvalAsked: "An approval waits for you", branch: "branch", denied: "Denied", approved: "Approved",
+    needsYou: "A run needs you", continueRun: "Continue", continued: "Continued",
   },
   zh: {
     title: "Glovebox 控制台", resources: "资源", preview: "预览", approvals: "审批", log: "操作记录",
@@ -26,6 +27,7 @@ const STRINGS = {
     previewTab: "在会话中预览", closeTab: "关闭网页", hide: "隐藏预览", show: "显示预览", live: "实时",
     lastFrame: "最后画面", confirmClose: "永久关闭这个网页？重启后也保持关闭：", operating: "正在操作",
     failed: "失败", approvalAsked: "有审批在等你", branch: "分支", denied: "已拒绝", approved: "已批准",
+    needsYou: "有任务需要你", continueRun: "继续", continued: "已继续",
   },
 };
 const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
@@ -196,10 +198,20 @@ function togglePreview() {
 
 // --- Approvals ----------------------------------------------------------------------------
 
-function renderApprovals(pending) {
+function renderApprovals(pending, waiting) {
   const root = document.getElementById("approvals");
   root.replaceChildren();
-  if (!pending.length) { root.append(el("p", { class: "muted" }, t("noApprovals"))); return; }
+  for (const w of waiting) {
+    if (!state.seenApprovals.has(w.run_id)) { state.seenApprovals.add(w.run_id); announce(`${t("needsYou")}: ${w.reason}`); }
+    const go = async () => {
+      try { await api(`/api/runs/${encodeURIComponent(w.run_id)}/continue`, { method: "POST", body: "{}" }); announce(t("continued")); await refresh(); }
+      catch (e) { announce(`${t("failed")}: ${e.message}`); }
+    };
+    root.append(el("article", { class: "card", "data-waiting-run": w.run_id },
+      el("div", {}, el("strong", {}, t("needsYou")), " · ", w.surface), el("p", {}, w.reason),
+      el("div", { class: "actions" }, el("button", { type: "button", "data-continue": w.run_id, onclick: go }, t("continueRun")))));
+  }
+  if (!pending.length && !waiting.length) { root.append(el("p", { class: "muted" }, t("noApprovals"))); return; }
   for (const a of pending) {
     if (!state.seenApprovals.has(a.approval_id)) { state.seenApprovals.add(a.approval_id); announce(`${t("approvalAsked")}: ${a.action} ${a.target}`); }
     const left = Math.max(0, Math.round((a.expires_at - Date.now()) / 1000));
@@ -250,13 +262,14 @@ function renderLog(entries) {
 
 async function refresh() {
   try {
-    const [tabs, approvals, log] = await Promise.all([
+    const [tabs, approvals, log, waiting] = await Promise.all([
       api("/api/tabs").then((r) => r.json()), api("/api/approvals").then((r) => r.json()), api("/api/log?limit=100").then((r) => r.json()),
+      api("/api/runs/waiting").then((r) => r.json()),
     ]);
     setConnected(true);
     renderLog(log.entries);
     renderResources(tabs.tabs);
-    renderApprovals(approvals.pending);
+    renderApprovals(approvals.pending, waiting.waiting);
     if (state.selected && !tabs.tabs.some((tab) => tab.tab === state.selected && tab.state === "open")) { state.selected = null; frameLabel(); }
   } catch (e) {
     setConnected(false);

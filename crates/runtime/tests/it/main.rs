@@ -7,6 +7,7 @@ mod debugger;
 mod direct;
 mod faults;
 mod lifecycle;
+mod needs_user;
 mod one_path;
 mod seed_002;
 mod surfaces;

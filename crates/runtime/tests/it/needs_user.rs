@@ -1,0 +1,77 @@
+//! `000_…` case 27: a login (or a CAPTCHA) is a person's. A run that would type a password it
+//! does not have pauses `needs_user` with the reason instead; a person signs in in the page and
+//! continues the run, which observes afresh — the paused action is never sent. Without a person
+//! the run ends `needs_user` (`login_required`) at its deadline.
+
+use std::time::Duration;
+
+use protocol::{ReasonCode, RunStatus};
+use runtime::{Assertion, EventKind, RunRequest, Scripted, ScriptedPlanner};
+use serde_json::Value;
+
+use crate::env;
+
+/// Evaluates `expression` in the page whose URL contains `url_part`, as a person's own browser
+/// session would (a CDP session of its own, not the run's).
+async fn in_page(env: &crate::Env, url_part: &str, expression: &str) -> Value {
+    let browser = env.runtime.connection().browser();
+    let targets = browser.call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    let target = targets.into_iter().find(|t| t.url.contains(url_part)).and_then(|t| t.target_id).expect("the page is open");
+    let page = browser.attach(&target).await.unwrap();
+    let value = page.call(cdp::domains::runtime::Evaluate::value(expression)).await.unwrap().result.value.unwrap_or(Value::Null);
+    if let Some(id) = page.id() {
+        let _ = browser.call(cdp::domains::target::DetachFromTarget { session_id: id.clone() }).await;
+    }
+    value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn case_27_a_login_pauses_the_run_for_a_person_who_continues_it() {
+    let env = env("case27", true).await;
+    crate::open(&env.runtime, &env.session, &env.server.url("/login.html")).await.unwrap();
+    let mut events = env.runtime.subscribe_events();
+    let mut request = RunRequest::new("sign in and open the dashboard");
+    request.assertions = vec![Assertion::TextPresent { text: "Signed in as alice".into() }];
+    let planner = ScriptedPlanner::new(vec![Scripted::Type("Password".into(), "a-guess".into()), Scripted::Done("signed in".into())]);
+    let (handle, join) = env.runtime.start_run(&env.session, request, Box::new(planner)).unwrap();
+
+    // The run waits for a person, and says why.
+    let reason = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if let EventKind::NeedsUser { reason } = event.kind {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("the run asks for a person");
+    assert!(reason.contains("secret"), "{reason}");
+    let waiting = env.runtime.waiting_runs();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0]["run_id"], handle.run_id.as_str());
+
+    // The person signs in in the page itself, then continues the run.
+    in_page(&env, "login.html", "document.getElementById('msg').textContent = 'Signed in as alice'").await;
+    env.runtime.continue_run(handle.run_id.as_str()).unwrap();
+    assert!(env.runtime.continue_run("run_nobody").is_err(), "only a waiting run can be continued");
+    let result = tokio::time::timeout(Duration::from_secs(30), join).await.unwrap().unwrap();
+    assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
+    assert_eq!(result.steps_taken(), 0, "the paused action was never sent");
+    assert_eq!(in_page(&env, "login.html", "document.getElementById('pw').value").await, "hunter2-secret", "the password the run guessed was never typed");
+    assert!(env.runtime.waiting_runs().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn case_27_without_a_person_the_run_ends_needs_user_at_its_deadline() {
+    let env = env("case27-alone", true).await;
+    crate::open(&env.runtime, &env.session, &env.server.url("/login.html")).await.unwrap();
+    let mut request = RunRequest::new("sign in");
+    request.max_seconds = 2;
+    request.assertions = vec![Assertion::TextPresent { text: "Signed in".into() }];
+    let planner = ScriptedPlanner::new(vec![Scripted::Type("Password".into(), "a-guess".into())]);
+    let result = env.runtime.run(&env.session, request, Box::new(planner)).await.unwrap();
+    assert_eq!((result.status(), result.reason_code()), (RunStatus::NeedsUser, ReasonCode::LoginRequired), "{result:?}");
+    assert!(result.summary().contains("no person continued"), "{result:?}");
+    assert_eq!(in_page(&env, "login.html", "document.getElementById('pw').value").await, "hunter2-secret");
+}
