@@ -27,6 +27,16 @@ fn bounded(text: &str, max: usize) -> String {
     }
 }
 
+/// The task as a run's record keeps it: every secret the run typed taken out, URLs redacted,
+/// bounded.
+pub(crate) fn task_record(task: &str, typed_secrets: &[String]) -> String {
+    let mut task = task.to_owned();
+    for secret in typed_secrets.iter().filter(|s| !s.is_empty()) {
+        task = task.replace(secret.as_str(), policy::REDACTED);
+    }
+    bounded(&redact_text(&task), TASK_MAX)
+}
+
 /// Free text with every URL in it redacted (a task may carry a link with a token).
 pub(crate) fn redact_text(text: &str) -> String {
     text.split_inclusive(char::is_whitespace)
@@ -152,7 +162,9 @@ impl Runtime {
             id: RunId::new(run_id),
             session_id: SessionId::new(session),
             surface: key.to_owned(),
-            task: bounded(&redact_text(&request.task), TASK_MAX),
+            // The task is recorded when the run ends, without the secrets the run typed (a task
+            // may carry the password its person wants typed); until then only its length.
+            task: format!("[{} characters; recorded when the run ends]", request.task.chars().count()),
             model,
             max_steps: request.max_steps,
             max_seconds: request.max_seconds,
@@ -164,7 +176,7 @@ impl Runtime {
     }
 
     /// Records how a run ended.
-    pub(crate) fn record_run_end(&self, run_id: &str, result: &RunResult, accounting: Option<serde_json::Value>) {
+    pub(crate) fn record_run_end(&self, run_id: &str, result: &RunResult, accounting: Option<serde_json::Value>, task: Option<String>) {
         let json = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
         let end = RunEnd {
             status: serde_json::to_value(result.status()).map(json).unwrap_or_default(),
@@ -172,6 +184,7 @@ impl Runtime {
             summary: bounded(&redact_text(result.summary()), TEXT_MAX),
             steps: result.steps_taken(),
             accounting: accounting.map(|a| a.to_string()),
+            task,
             ended_at: now_ms(),
         };
         if let Err(e) = self.inner.store.end_run(&RunId::new(run_id), &end) {

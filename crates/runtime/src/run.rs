@@ -117,11 +117,13 @@ struct Ending {
     evidence: Vec<protocol::CompletionEvidence>,
     /// What the planner's model calls cost, for the run's record.
     accounting: Option<serde_json::Value>,
+    /// The task as its record keeps it: with every secret the run typed taken out.
+    task_record: Option<String>,
 }
 
 impl Ending {
     fn new(reason: ReasonCode, summary: impl Into<String>) -> Self {
-        Ending { reason, summary: summary.into(), evidence: Vec::new(), accounting: None }
+        Ending { reason, summary: summary.into(), evidence: Vec::new(), accounting: None, task_record: None }
     }
 }
 
@@ -139,8 +141,10 @@ const CHALLENGE_WORDS: &[&str] = &["captcha", "recaptcha", "hcaptcha", "turnstil
 
 /// Why the next step is a person's, from the page's structure: a CAPTCHA or challenge frame on
 /// the page, or an action that would type into a secret field (password, card, one-time code)
-/// — the run holds no secret to type. Words can only add a reason; nothing here grants one.
-fn person_needed(action: &ExtendedAction, record: Option<&browser::ObservationRecord>, observation: &Observation) -> Option<String> {
+/// a secret the run does not have — the only secrets a run has are the ones its person put in
+/// the task (whatever else the model types there is a guess). Words can only add a reason;
+/// nothing here grants one.
+fn person_needed(action: &ExtendedAction, record: Option<&browser::ObservationRecord>, observation: &Observation, task: &str) -> Option<String> {
     let challenge = observation.interactive_elements().iter().find(|e| {
         let name = e.name().to_lowercase();
         matches!(e.role(), "iframe" | "checkbox" | "button") && CHALLENGE_WORDS.iter().any(|w| name.contains(w))
@@ -148,9 +152,10 @@ fn person_needed(action: &ExtendedAction, record: Option<&browser::ObservationRe
     if let Some(e) = challenge {
         return Some(format!("the page shows a CAPTCHA or bot challenge ({} {:?}) that only a person may answer", e.role(), e.name()));
     }
-    if let (ExtendedAction::Type(_), Some(record)) = (action, record)
+    if let (ExtendedAction::Type(typed), Some(record)) = (action, record)
         && let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next()
         && record.binding(&e.element).is_some_and(|b| b.secret_field)
+        && !task.contains(typed.text.as_str())
     {
         return Some("the page asks for a secret (a password, card or one-time code) this run does not have; a person signs in".to_owned());
     }
@@ -172,6 +177,8 @@ struct RunState<'a> {
     artifacts: Vec<ArtifactRef>,
     artifact_seq: u64,
     last_url: String,
+    /// Texts the run typed into secret fields (only ever to take them out of its record).
+    typed_secrets: Vec<String>,
 }
 
 impl Runtime {
@@ -263,10 +270,12 @@ impl Runtime {
                     artifacts: Vec::new(),
                     artifact_seq: 0,
                     last_url: String::new(),
+                    typed_secrets: Vec::new(),
                 };
                 let mut planner = planner;
                 let mut ending = state.drive(&request, &mut planner).await;
                 ending.accounting = planner.accounting();
+                ending.task_record = Some(crate::records::task_record(&request.task, &state.typed_secrets));
                 (ending, state.steps, state.artifacts, state.last_url)
             });
             let (ending, steps, artifacts, last_url) = match body.await {
@@ -315,7 +324,7 @@ impl Runtime {
                 .expect("an internal-error result without evidence is always valid")
         });
         self.emit(run_id, EventKind::RunEnded { status: result.status(), reason: result.reason_code(), steps });
-        self.record_run_end(run_id, &result, ending.accounting);
+        self.record_run_end(run_id, &result, ending.accounting, ending.task_record);
         result
     }
 }
@@ -387,7 +396,8 @@ impl RunState<'_> {
             };
             // What only a person can do (a login, a CAPTCHA) pauses the run for one; after they
             // continue, the run observes afresh and the paused action is never sent.
-            if let Some(reason) = person_needed(&action, self.tab.latest_observation().as_deref(), &observation) {
+            let record = self.tab.latest_observation();
+            if let Some(reason) = person_needed(&action, record.as_deref(), &observation, &request.task) {
                 match self.wait_for_person(&reason).await {
                     Ok(()) => {
                         last = Some(StepReport {
@@ -410,6 +420,12 @@ impl RunState<'_> {
             // Resolve → Approve → Act, on the one path every side effect takes (`step.rs`).
             let left = self.deadline.saturating_duration_since(Instant::now());
             let act_options = ActOptions { deadline: left.min(Duration::from_secs(30)), ..Default::default() };
+            if let (ExtendedAction::Type(typed), Some(record)) = (&action, record.as_deref())
+                && let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next()
+                && record.binding(&e.element).is_some_and(|b| b.secret_field)
+            {
+                self.typed_secrets.push(typed.text.as_str().to_owned());
+            }
             let outcome = self.step(&action, &act_options).await;
             self.steps += 1;
             let leases = &self.runtime.inner.leases;
@@ -549,9 +565,15 @@ impl RunState<'_> {
             }
         }
         if failed.is_empty() {
-            Ending { reason: ReasonCode::Verified, summary, evidence, accounting: None }
+            Ending { reason: ReasonCode::Verified, summary, evidence, accounting: None, task_record: None }
         } else {
-            Ending { reason: ReasonCode::VerificationFailed, summary: format!("not verified: {}", failed.join("; ")), evidence, accounting: None }
+            Ending {
+                reason: ReasonCode::VerificationFailed,
+                summary: format!("not verified: {}", failed.join("; ")),
+                evidence,
+                accounting: None,
+                task_record: None,
+            }
         }
     }
 

@@ -57,6 +57,9 @@ pub struct RunEnd {
     pub steps: u32,
     /// What the model calls cost, as JSON.
     pub accounting: Option<String>,
+    /// The task as the record keeps it from now on, when the caller gives one (it may be
+    /// recorded only at the end, once the caller knows what to take out of it).
+    pub task: Option<String>,
     /// When it ended (ms).
     pub ended_at: u64,
 }

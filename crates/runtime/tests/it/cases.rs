@@ -175,8 +175,9 @@ async fn case_29_stop_in_each_phase_prevents_any_further_side_effect() {
     handle.cancel();
     assert_eq!(join.await.unwrap().reason_code(), ReasonCode::Cancelled);
     // During an approval wait (an untrusted R3 action): the approval is withdrawn.
+    // (The password is the person's, in the task: a run types no secret it was not given.)
     let steps = vec![Scripted::Type("Password".into(), "secret-pw".into())];
-    let (handle, join) = env.runtime.start_run(&env.session, RunRequest::new("t"), script(steps)).unwrap();
+    let (handle, join) = env.runtime.start_run(&env.session, RunRequest::new("sign up, password secret-pw"), script(steps)).unwrap();
     wait_for(&mut events, |k| matches!(k, EventKind::ApprovalRequested { .. })).await;
     assert_eq!(env.runtime.pending_approvals().len(), 1);
     handle.cancel();
@@ -325,7 +326,7 @@ async fn case_31_typed_secrets_never_reach_events() {
     let mut events = env.runtime.subscribe_events();
     let seen = person(&env.runtime, vec![ApprovalDecision::ApproveOnce]);
     let steps = vec![Scripted::Type("Password".into(), "hunter2-very-secret".into()), Scripted::GiveUp("done".into())];
-    let result = env.runtime.run(&env.session, RunRequest::new("t"), script(steps)).await.unwrap();
+    let result = env.runtime.run(&env.session, RunRequest::new("sign up with the password hunter2-very-secret"), script(steps)).await.unwrap();
     assert_eq!(seen.lock().unwrap()[0].tier, policy::RiskTier::R3, "typing a password asks every time");
     let mut all = String::new();
     while let Ok(event) = events.try_recv() {
@@ -334,4 +335,11 @@ async fn case_31_typed_secrets_never_reach_events() {
     assert!(all.contains("\"text_chars\":19") && all.contains("\"secret\":true"), "{all}");
     assert!(!all.contains("hunter2"), "{all}");
     assert!(!serde_json::to_string(&result).unwrap().contains("hunter2"));
+    // Nor the run's record: the task is kept without the secret the run typed.
+    use store::Store as _;
+    let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
+    let runs = store.list_runs(None, 0).unwrap();
+    assert_eq!(runs.last().map(|r| r.run.task.as_str()), Some("sign up with the password [redacted]"));
+    let log = runtime::read_log(&env.data_dir, &Default::default()).unwrap();
+    assert!(!serde_json::to_string(&log).unwrap().contains("hunter2"), "{log:?}");
 }

@@ -300,7 +300,8 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
             // A run of the same step; the test is the person, and denies.
             let mut events = rt.subscribe_events();
             let planner = Box::new(ScriptedPlanner::new([step.clone(), Scripted::GiveUp("end".into())]));
-            let (handle, join) = rt.start_run(s, RunRequest::new("t"), planner).unwrap();
+            // The person's task carries the password the run types (a run types no other secret).
+            let (handle, join) = rt.start_run(s, RunRequest::new("t hunter2"), planner).unwrap();
             let mut run = None;
             while let Ok(event) = events.recv().await {
                 match event.kind {

@@ -29,6 +29,7 @@ fn decode_run(row: &Row<'_>) -> Result<RunRecord> {
                 .get::<_, Option<i64>>("steps")?
                 .map_or(Ok(0), |s| u32::try_from(s).map_err(|_| StoreError::Corrupt { what: "runs.steps", value: s.to_string() }))?,
             accounting: row.get("accounting")?,
+            task: None,
             ended_at,
         }),
     };
@@ -114,10 +115,10 @@ pub(super) fn begin_run(conn: &Connection, new: &NewRun, instance: Option<Instan
 pub(super) fn end_run(conn: &Connection, id: &RunId, end: &RunEnd) -> Result<bool> {
     let changed = conn
         .prepare_cached(
-            "UPDATE runs SET ended_at = ?2, status = ?3, reason = ?4, summary = ?5, steps = ?6, accounting = ?7
+            "UPDATE runs SET ended_at = ?2, status = ?3, reason = ?4, summary = ?5, steps = ?6, accounting = ?7, task = COALESCE(?8, task)
               WHERE id = ?1 AND ended_at IS NULL",
         )?
-        .execute(params![id.as_str(), int(end.ended_at, "ended_at")?, end.status, end.reason, end.summary, end.steps, end.accounting])?;
+        .execute(params![id.as_str(), int(end.ended_at, "ended_at")?, end.status, end.reason, end.summary, end.steps, end.accounting, end.task])?;
     Ok(changed == 1)
 }
 

@@ -79,6 +79,7 @@ fn operations_are_written_before_dispatch_and_ended_once() {
         summary: "signed up".into(),
         steps: 3,
         accounting: Some(r#"{"model_requests":3}"#.into()),
+        task: None,
         ended_at: 9,
     };
     assert!(store.end_run(&RunId::new("run_1"), &end).expect("end run"));
@@ -133,7 +134,7 @@ fn retention_removes_only_ended_records_by_age_then_count() {
     store
         .end_run(
             &RunId::new("old_run"),
-            &RunEnd { status: "failed".into(), reason: "timeout".into(), summary: String::new(), steps: 5, accounting: None, ended_at: 15 },
+            &RunEnd { status: "failed".into(), reason: "timeout".into(), summary: String::new(), steps: 5, accounting: None, task: None, ended_at: 15 },
         )
         .expect("end");
     store.begin_run(&run("new_run", &s, 100)).expect("run");
