@@ -341,7 +341,10 @@ async def scenario_turns(args):
     out = {}
     async with connect(args, on_message=on_message) as (session, _):
         out["tools_before"] = len((await session.list_tools()).tools)
-        kept = (await call(session, "tab_open", {"url": args.fixture[0]}))["header"]["opened"]
+        opened = await call(session, "tab_open", {"url": args.fixture[0]})
+        if "opened" not in opened["header"]:
+            raise SystemExit(f"tab_open failed: {opened}")
+        kept = opened["header"]["opened"]
         temp = (await call(session, "tab_open", {"url": args.fixture[1]}))["header"]["opened"]
         out["opened"] = [kept, temp]
         out["marked"] = (await call(session, "tab_mark", {"surface": kept, "mark": "deliverable"}))["header"]
@@ -381,7 +384,10 @@ async def scenario_turn_hook(args):
     """One turn of a client whose turn-complete hook runs `glovebox turn-end`: two tabs, one
     marked; the test runs the hook, then the client lists what is left."""
     async with connect(args) as (session, _):
-        kept = (await call(session, "tab_open", {"url": args.fixture[0]}))["header"]["opened"]
+        opened = await call(session, "tab_open", {"url": args.fixture[0]})
+        if "opened" not in opened["header"]:
+            raise SystemExit(f"tab_open failed: {opened}")
+        kept = opened["header"]["opened"]
         await call(session, "tab_open", {"url": args.fixture[1]})
         await call(session, "tab_mark", {"surface": kept, "mark": "handoff"})
         emit({"kept": kept})
