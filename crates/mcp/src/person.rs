@@ -21,6 +21,10 @@
 //! (`GET /api/tabs/{id}/screenshot`), approval cards, the operation log. It authenticates with the
 //! person token, which `serve` prints in the console URL's fragment (never sent to a server).
 //!
+//! Control: `POST /api/tabs/{id}/take-over` blocks agent dispatch on the tab at once and answers
+//! `paused` once the stop is confirmed (else `pause_failed`, still blocked; post again to
+//! retry); `POST /api/tabs/{id}/hand-back` lets the agent continue (only when paused).
+//!
 //! Runs that need a person (a login, a CAPTCHA): `GET /api/runs/waiting` lists them,
 //! `POST /api/runs/{id}/continue` continues one after the person did their part.
 //!
@@ -146,6 +150,8 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/console.js", get(console_script))
         .route("/console.css", get(console_style))
         .route("/api/tabs/{id}/screenshot", get(screenshot))
+        .route("/api/tabs/{id}/take-over", post(take_over))
+        .route("/api/tabs/{id}/hand-back", post(hand_back))
         .route("/api/runs/waiting", get(waiting_runs))
         .route("/api/runs/{id}/continue", post(continue_run))
         .route("/api/tabs", get(tabs))
@@ -318,6 +324,29 @@ async fn log(
     };
     match state.runtime.log(&query) {
         Ok(entries) => Json(json!({"entries": entries})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+/// "Pause agent, I'll take over" (and its retry): answers the state reached (`paused`, or
+/// `pause_failed` with agent dispatch still blocked).
+async fn take_over(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.take_over(&id).await {
+        Ok(control) => Json(json!({"tab": id, "control": control})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+/// "Let the agent continue": only once the pause is confirmed.
+async fn hand_back(State(state): State<PersonState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !authorised(&headers, &state.token) {
+        return unauthorised();
+    }
+    match state.runtime.hand_back(&id) {
+        Ok(()) => Json(json!({"tab": id, "control": state.runtime.control_of(&id)})).into_response(),
         Err(e) => answer(&e),
     }
 }

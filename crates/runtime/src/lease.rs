@@ -42,6 +42,12 @@ impl Leases {
         Ok(lease)
     }
 
+    /// Who holds `target`'s live lease, if anyone.
+    pub(crate) fn holder(&self, target: &str, now: u64) -> Option<String> {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.get(target).filter(|l| l.expires_at > now).map(|l| l.holder.clone())
+    }
+
     /// True when `lease` is still the live lease of `target`.
     pub(crate) fn is_current(&self, target: &str, lease: &Lease, now: u64) -> bool {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());

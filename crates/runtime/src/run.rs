@@ -131,6 +131,7 @@ impl Ending {
 pub(crate) struct WaitingRun {
     pub(crate) session: String,
     pub(crate) surface: String,
+    pub(crate) target: String,
     pub(crate) reason: String,
     pub(crate) since: u64,
     go_on: Arc<tokio::sync::Notify>,
@@ -382,6 +383,20 @@ impl RunState<'_> {
             if self.steps >= request.max_steps {
                 return Ending::new(ReasonCode::StepLimit, format!("the step budget of {} ran out", request.max_steps));
             }
+            // A person took the tab over: wait until they hand it back, then look again.
+            if self.runtime.taken_over(self.entry.target()) {
+                match self.wait_for_person("a person took over this tab").await {
+                    Ok(()) => {
+                        last = Some(StepReport {
+                            action: "observe".into(),
+                            receipt: None,
+                            error: Some((protocol::ErrorCode::StaleObservation, "a person used the tab and handed it back; look at the fresh page".into())),
+                        });
+                        continue;
+                    }
+                    Err(ending) => return ending,
+                }
+            }
             // Plan.
             let input = PlanInput { task: request.task.clone(), observation: observation.clone(), step: self.steps, last: last.take() };
             let step = match self.guarded(planner.next(input)).await {
@@ -461,6 +476,7 @@ impl RunState<'_> {
             WaitingRun {
                 session: self.session.clone(),
                 surface: self.key.clone(),
+                target: self.entry.target().to_owned(),
                 reason: reason.to_owned(),
                 since: crate::runtime::now_ms(),
                 go_on: go_on.clone(),
@@ -602,6 +618,13 @@ impl Runtime {
             .collect();
         list.sort_by_key(|w| w["since"].as_u64());
         list
+    }
+
+    /// Continues every run waiting on `target` (a person handed the tab back).
+    pub(crate) fn continue_runs_on(&self, target: &str) {
+        for run in self.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).values().filter(|w| w.target == target) {
+            run.go_on.notify_one();
+        }
     }
 
     /// A person continues a waiting run (after signing in, solving a CAPTCHA): it observes

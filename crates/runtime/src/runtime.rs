@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<Event>,
     /// Runs in flight: their session and the way to stop them.
     pub(crate) runs: Mutex<HashMap<String, (String, crate::Cancel)>>,
+    /// Input scopes: agent dispatches in flight and a person's take-over, per target (`control.rs`).
+    pub(crate) scopes: crate::control::Scopes,
     /// Runs waiting for a person to continue them (login, CAPTCHA).
     pub(crate) waiting_runs: Mutex<HashMap<String, crate::run::WaitingRun>>,
     /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
@@ -207,6 +209,7 @@ impl Runtime {
                 events,
                 runs: Mutex::default(),
                 waiting_runs: Mutex::default(),
+                scopes: Mutex::default(),
                 offered_tabs: Mutex::default(),
                 host: Default::default(),
                 reconnecting: tokio::sync::Mutex::new(()),

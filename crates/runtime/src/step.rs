@@ -69,8 +69,17 @@ impl Runtime {
             },
         );
         let options = self.step_options(at.session, options);
+        // The last check before sending, under the lock a person's take-over takes.
+        let dispatching = match self.begin_dispatch(at.entry.target()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.record_refused(at, action, &intended.described(Some(&record)), &e);
+                return Err(e);
+            }
+        };
         let open = self.begin_operation(at, action, &intended.described(Some(&record)))?;
         let mut outcome = at.tab.act(action, &options).await;
+        drop(dispatching);
         if let Ok(outcome) = &mut outcome {
             self.adopt_downloads(at.scope, outcome);
         }

@@ -419,8 +419,9 @@ impl Runtime {
                 } else {
                     "gone"
                 };
+                let control = if live { self.control_of(r.id.as_str()) } else { crate::Control::Idle };
                 json!({
-                    "tab": r.id.as_str(), "session": r.session_id.as_ref().map(|s| s.as_str()), "ownership": r.ownership.as_str(),
+                    "tab": r.id.as_str(), "session": r.session_id.as_ref().map(|s| s.as_str()), "ownership": r.ownership.as_str(), "control": control,
                     "mark": r.mark.as_str(), "record_state": r.state.as_str(), "state": state,
                     "url": r.url.as_deref().map(policy::redact_url), "title": r.title, "branch": r.branch,
                     "preview": r.preview.as_deref().and_then(|p| serde_json::from_str::<Value>(p).ok()),

@@ -16,6 +16,8 @@ const STRINGS = {
     lastFrame: "last frame", confirmClose: "Close this page for good? It stays closed, also after a restart:", operating: "operating",
     failed: "failed", approvalAsked: "An approval waits for you", branch: "branch", denied: "Denied", approved: "Approved",
     needsYou: "A run needs you", continueRun: "Continue", continued: "Continued",
+    takeOver: "Pause agent, I'll take over", handBack: "Let the agent continue", idle: "can operate directly", in_use: "in use",
+    pausing: "pausing…", paused: "paused", pause_failed: "pause failed, retry",
   },
   zh: {
     title: "Glovebox 控制台", resources: "资源", preview: "预览", approvals: "审批", log: "操作记录",
@@ -28,6 +30,8 @@ const STRINGS = {
     lastFrame: "最后画面", confirmClose: "永久关闭这个网页？重启后也保持关闭：", operating: "正在操作",
     failed: "失败", approvalAsked: "有审批在等你", branch: "分支", denied: "已拒绝", approved: "已批准",
     needsYou: "有任务需要你", continueRun: "继续", continued: "已继续",
+    takeOver: "暂停 Agent，我来操作", handBack: "让 Agent 继续", idle: "可直接操作", in_use: "使用中",
+    pausing: "正在暂停…", paused: "已暂停", pause_failed: "暂停失败，请重试",
   },
 };
 const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
@@ -134,6 +138,30 @@ function row(tab) {
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "close", title: t("closeTab"), "aria-label": `${t("closeTab")}: ${tab.title || tab.tab}`, onclick: () => closeTab(tab) }, icon("x")));
   }
   return node;
+}
+
+function renderControl(tab) {
+  const label = document.getElementById("control-state");
+  const take = document.getElementById("take-over");
+  const give = document.getElementById("hand-back");
+  const control = tab ? tab.control || "idle" : null;
+  label.textContent = control ? t(control) : "";
+  label.dataset.control = control || "";
+  take.hidden = !control || control === "idle";
+  give.hidden = !control || control === "idle";
+  take.disabled = control === "pausing" || control === "paused";
+  give.disabled = control !== "paused";
+}
+
+async function control(action) {
+  if (!state.selected) return;
+  if (action === "take-over") { state.pending = "pausing"; renderControl({ control: "pausing" }); }
+  try {
+    const reply = await (await api(`/api/tabs/${encodeURIComponent(state.selected)}/${action}`, { method: "POST", body: "{}" })).json();
+    announce(t(reply.control));
+  } catch (e) { announce(`${t("failed")}: ${e.message}`); }
+  state.pending = null;
+  await refresh();
 }
 
 function select(tab) {
@@ -271,6 +299,7 @@ async function refresh() {
     renderResources(tabs.tabs);
     renderApprovals(approvals.pending, waiting.waiting);
     if (state.selected && !tabs.tabs.some((tab) => tab.tab === state.selected && tab.state === "open")) { state.selected = null; frameLabel(); }
+    if (!state.pending) renderControl(tabs.tabs.find((tab) => tab.tab === state.selected));
   } catch (e) {
     setConnected(false);
   }
@@ -281,6 +310,8 @@ function start() {
   document.querySelectorAll("[data-i18n]").forEach((n) => { n.textContent = t(n.dataset.i18n); });
   document.querySelectorAll("[data-i18n-title]").forEach((n) => { n.title = t(n.dataset.i18nTitle); n.setAttribute("aria-label", t(n.dataset.i18nTitle)); });
   document.getElementById("toggle-preview").addEventListener("click", togglePreview);
+  document.getElementById("take-over").addEventListener("click", () => control("take-over"));
+  document.getElementById("hand-back").addEventListener("click", () => control("hand-back"));
   takeToken();
   if (!state.token) { document.getElementById("need-token").hidden = false; return; }
   refresh();

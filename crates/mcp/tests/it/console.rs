@@ -110,6 +110,9 @@ async fn the_console_shows_tabs_approvals_log_and_a_preview_and_a_persons_deny_w
         )
         .await;
     person.until("the preview is live", "document.getElementById('frame-label').textContent === 'live'").await;
+    // No agent holds it: the person operates it directly, and there is nothing to pause.
+    person.until("idle", "document.getElementById('control-state').textContent === 'can operate directly'").await;
+    assert_eq!(person.eval("document.getElementById('take-over').hidden && document.getElementById('hand-back').hidden").await, json!(true));
     person.shot("2-preview").await;
     person.eval("document.getElementById('toggle-preview').click()").await;
     person.until("hidden", "document.getElementById('preview-area').hidden").await;

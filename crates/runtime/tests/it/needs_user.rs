@@ -75,3 +75,54 @@ async fn case_27_without_a_person_the_run_ends_needs_user_at_its_deadline() {
     assert!(result.summary().contains("no person continued"), "{result:?}");
     assert_eq!(in_page(&env, "login.html", "document.getElementById('pw').value").await, "hunter2-secret");
 }
+
+/// `004_…` 让出控制的规则: "pause agent, I'll take over" on a running agent's tab blocks its next
+/// dispatch at once and is `paused` only once confirmed; the action the agent planned meanwhile is
+/// never sent; "let the agent continue" works only when paused, and the run looks afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_takes_over_a_running_agents_tab_and_hands_it_back() {
+    use runtime::Control;
+    let env = env("takeover", true).await;
+    crate::open(&env.runtime, &env.session, &env.server.url("/counter.html")).await.unwrap();
+    let resource = env.runtime.tabs_for_person().unwrap()[0]["tab"].as_str().unwrap().to_owned();
+    assert_eq!(env.runtime.control_of(&resource), Control::Idle, "no agent holds it yet");
+    let mut events = env.runtime.subscribe_events();
+    let mut request = RunRequest::new("add two");
+    request.assertions = vec![Assertion::TextPresent { text: "2 clicks".into() }];
+    let steps = vec![
+        Scripted::Click("Add one".into()),
+        Scripted::Think(Duration::from_millis(800)),
+        Scripted::Click("Add one".into()),
+        Scripted::Click("Add one".into()),
+        Scripted::Done("added".into()),
+    ];
+    let (_handle, join) = env.runtime.start_run(&env.session, request, Box::new(ScriptedPlanner::new(steps))).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), async { while !matches!(events.recv().await.unwrap().kind, EventKind::Receipt { .. }) {} })
+        .await
+        .expect("the first click lands");
+    assert_eq!(env.runtime.control_of(&resource), Control::InUse);
+    assert!(env.runtime.hand_back(&resource).is_err(), "nothing to hand back while the agent has it");
+
+    // The person takes over while the agent thinks about its next click.
+    assert_eq!(env.runtime.take_over(&resource).await.unwrap(), Control::Paused);
+    assert_eq!(env.runtime.control_of(&resource), Control::Paused);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(in_page(&env, "counter.html", "document.getElementById('count').textContent").await, "1 clicks", "nothing the agent planned reached the page");
+    // The person uses the page meanwhile (it was never blocked for them).
+    in_page(&env, "counter.html", "document.querySelector('button').click()").await;
+
+    env.runtime.hand_back(&resource).unwrap();
+    assert!(env.runtime.hand_back(&resource).is_err(), "continue is only for a paused tab");
+    let result = tokio::time::timeout(Duration::from_secs(30), join).await.unwrap().unwrap();
+    let mut seen = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        seen.push(format!("{:?}", e.kind));
+    }
+    // The run waited (it was told, whether it was planning or about to send) and went on only
+    // after the hand-back: the agent's first click, the person's, then the agent's again.
+    assert!(seen.iter().any(|e| e.contains("a person took over")) && seen.iter().any(|e| e == "Continued"), "{seen:#?}");
+    let count = in_page(&env, "counter.html", "document.getElementById('count').textContent").await;
+    assert!(count == "3 clicks" || count == "4 clicks", "{count}: {seen:#?}");
+    assert_ne!(result.status(), RunStatus::Succeeded, "its check (2 clicks) no longer holds after the person's click: {result:?}");
+    assert_eq!(env.runtime.control_of(&resource), Control::Idle);
+}
