@@ -28,7 +28,11 @@ async fn a_frozen_browser_fails_calls_and_cleanup_within_their_deadlines() {
     let pid = rt.browser_pid().unwrap();
     signal(pid, libc::SIGSTOP);
     let observed = answered("observe", rt.observe(s, None, &Default::default())).await;
-    assert_eq!(observed.unwrap_err().code(), ErrorCode::Timeout);
+    // A timeout, or — when the idle detach of the tab's earlier attachment came due while the
+    // browser was frozen (a loaded machine) — the detach that could not finish: both structured,
+    // both within their deadlines.
+    let code = observed.unwrap_err().code();
+    assert!(matches!(code, ErrorCode::Timeout | ErrorCode::BackendUnavailable), "{code:?}");
     let acted = answered("act", rt.act(s, None, &click(&o, "Create account"), &Default::default(), Duration::ZERO)).await;
     assert!(matches!(acted.as_ref().unwrap_err().code(), ErrorCode::Timeout | ErrorCode::StaleObservation), "{acted:?}");
     let status = rt.status(s).unwrap();
