@@ -61,6 +61,24 @@ struct SiteStorage {
     local_storage: Vec<(String, String)>,
 }
 
+/// Why a kept tab could not be restored now (the words a person reads; the next restore tries
+/// again).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct RestoreFailure(String);
+
+impl From<String> for RestoreFailure {
+    fn from(why: String) -> Self {
+        RestoreFailure(why)
+    }
+}
+
+impl From<&str> for RestoreFailure {
+    fn from(why: &str) -> Self {
+        RestoreFailure(why.to_owned())
+    }
+}
+
 /// What a restore pass did.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct RestoreReport {
@@ -588,7 +606,7 @@ impl Runtime {
 
     /// The context a restored tab opens in: a person's own tab in the default one, as it was; a
     /// session's in a fresh isolated one per former session (unless the configuration shares one).
-    async fn restore_context(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<Option<String>, String> {
+    async fn restore_context(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<Option<String>, RestoreFailure> {
         match (&record.session_id, self.inner.config.share_browser_context) {
             (Some(session), false) if record.ownership != Ownership::User => {
                 if let Some(c) = contexts.get(session.as_str()) {
@@ -607,7 +625,7 @@ impl Runtime {
         }
     }
 
-    async fn restore_one(&self, record: &Resource, url: String, context: Option<String>) -> Result<(), String> {
+    async fn restore_one(&self, record: &Resource, url: String, context: Option<String>) -> Result<(), RestoreFailure> {
         let browser = self.connection().browser();
         let created = browser
             .call(cdp::domains::target::CreateTarget { url, browser_context_id: context, new_window: Some(true), background: Some(true) })
@@ -634,7 +652,7 @@ impl Runtime {
 
     /// Puts saved cookies into `context` and saved local storage on its origin, through a
     /// short-lived page whose one request is answered here (the site is not loaded).
-    async fn seed_site_storage(&self, saved: &SiteStorage, context: Option<String>) -> Result<(), String> {
+    async fn seed_site_storage(&self, saved: &SiteStorage, context: Option<String>) -> Result<(), RestoreFailure> {
         let browser = self.connection().browser();
         if !saved.cookies.is_empty() {
             browser
@@ -684,7 +702,7 @@ impl Runtime {
         };
         let result = tokio::time::timeout(Duration::from_secs(5), seeded).await.unwrap_or_else(|_| Err("seeding its storage timed out".into()));
         let _ = page.close_target().await;
-        result.map_err(|e| format!("its local storage could not be restored: {e}"))
+        result.map_err(|e| RestoreFailure(format!("its local storage could not be restored: {e}")))
     }
 }
 

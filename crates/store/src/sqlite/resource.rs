@@ -287,54 +287,28 @@ pub(super) fn attach_handle(conn: &mut Connection, id: &ResourceId, target: &Tar
     Ok(resource)
 }
 
-pub(super) fn clear_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+/// One unconditional write to a resource at `now_ms` (`?2`), answering the resource as written.
+fn write(conn: &Connection, id: &ResourceId, now_ms: u64, set: &'static str) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     query_opt(
         conn,
-        &format!(
-            "UPDATE resources
-                SET cdp_target_id = NULL, instance = NULL, handle_lost = 0,
-                    updated_at = ?2, version = version + 1
-              WHERE id = ?1
-             RETURNING {COLUMNS}"
-        ),
+        &format!("UPDATE resources SET {set}, updated_at = ?2, version = version + 1 WHERE id = ?1 RETURNING {COLUMNS}"),
         params![id.as_str(), now],
         decode,
     )?
     .ok_or_else(|| not_found(id))
+}
+
+pub(super) fn clear_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+    write(conn, id, now_ms, "cdp_target_id = NULL, instance = NULL, handle_lost = 0")
 }
 
 pub(super) fn close_by_person(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
-    let now = int(now_ms, "now_ms")?;
-    query_opt(
-        conn,
-        &format!(
-            "UPDATE resources
-                SET closed_by_person = 1, closed_at = ?2, state = 'released', cdp_target_id = NULL, instance = NULL,
-                    handle_lost = 0, updated_at = ?2, version = version + 1
-              WHERE id = ?1
-             RETURNING {COLUMNS}"
-        ),
-        params![id.as_str(), now],
-        decode,
-    )?
-    .ok_or_else(|| not_found(id))
+    write(conn, id, now_ms, "closed_by_person = 1, closed_at = ?2, state = 'released', cdp_target_id = NULL, instance = NULL, handle_lost = 0")
 }
 
 pub(super) fn lose_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
-    let now = int(now_ms, "now_ms")?;
-    query_opt(
-        conn,
-        &format!(
-            "UPDATE resources
-                SET cdp_target_id = NULL, instance = NULL, handle_lost = 1, updated_at = ?2, version = version + 1
-              WHERE id = ?1
-             RETURNING {COLUMNS}"
-        ),
-        params![id.as_str(), now],
-        decode,
-    )?
-    .ok_or_else(|| not_found(id))
+    write(conn, id, now_ms, "cdp_target_id = NULL, instance = NULL, handle_lost = 1")
 }
 
 /// Tabs to bring back: handle lost, not closed by a person, not in a failed cleanup, and kept
