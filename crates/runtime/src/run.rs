@@ -137,6 +137,13 @@ pub(crate) struct WaitingRun {
     go_on: Arc<tokio::sync::Notify>,
 }
 
+/// The text `action` types into a secret field (password, card, one-time code) of `record`.
+fn secret_typed<'a>(action: &'a ExtendedAction, record: Option<&browser::ObservationRecord>) -> Option<&'a str> {
+    let (ExtendedAction::Type(typed), Some(record)) = (action, record) else { return None };
+    let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next() else { return None };
+    record.binding(&e.element).is_some_and(|b| b.secret_field).then_some(typed.text.as_str())
+}
+
 /// Words of a CAPTCHA or bot challenge in a frame's or widget's name.
 const CHALLENGE_WORDS: &[&str] = &["captcha", "recaptcha", "hcaptcha", "turnstile", "are you human", "verify you are human", "bot check", "challenge"];
 
@@ -153,11 +160,7 @@ fn person_needed(action: &ExtendedAction, record: Option<&browser::ObservationRe
     if let Some(e) = challenge {
         return Some(format!("the page shows a CAPTCHA or bot challenge ({} {:?}) that only a person may answer", e.role(), e.name()));
     }
-    if let (ExtendedAction::Type(typed), Some(record)) = (action, record)
-        && let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next()
-        && record.binding(&e.element).is_some_and(|b| b.secret_field)
-        && !task.contains(typed.text.as_str())
-    {
+    if secret_typed(action, record).is_some_and(|text| !task.contains(text)) {
         return Some("the page asks for a secret (a password, card or one-time code) this run does not have; a person signs in".to_owned());
     }
     None
@@ -435,11 +438,8 @@ impl RunState<'_> {
             // Resolve → Approve → Act, on the one path every side effect takes (`step.rs`).
             let left = self.deadline.saturating_duration_since(Instant::now());
             let act_options = ActOptions { deadline: left.min(Duration::from_secs(30)), ..Default::default() };
-            if let (ExtendedAction::Type(typed), Some(record)) = (&action, record.as_deref())
-                && let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next()
-                && record.binding(&e.element).is_some_and(|b| b.secret_field)
-            {
-                self.typed_secrets.push(typed.text.as_str().to_owned());
+            if let Some(text) = secret_typed(&action, record.as_deref()) {
+                self.typed_secrets.push(text.to_owned());
             }
             let outcome = self.step(&action, &act_options).await;
             self.steps += 1;

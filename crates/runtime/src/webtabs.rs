@@ -101,6 +101,12 @@ fn host_of(url: &str) -> Option<String> {
     })
 }
 
+/// Whether the browser reports no title yet: while a page has none, Chromium reports its URL
+/// (without the scheme) as the title.
+fn untitled(info: &cdp::domains::target::TargetInfo) -> bool {
+    info.url.split_once("://").is_some_and(|(_, rest)| rest == info.title) || info.title == info.url
+}
+
 /// Whether a cookie of `domain` is sent to `host`.
 fn cookie_for(domain: &str, host: &str) -> bool {
     let domain = domain.trim_start_matches('.');
@@ -299,9 +305,8 @@ impl Runtime {
         if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
             return;
         }
-        // While a page has no title yet Chromium reports its URL without the scheme: that is no
-        // title (the pair must never show an older page's title with a newer URL).
-        let placeholder = info.url.split_once("://").is_some_and(|(_, rest)| rest == info.title) || info.title == info.url;
+        // No title yet is no title: the pair must never show an older page's title with a newer URL.
+        let placeholder = untitled(&info);
         let title: String = if placeholder { String::new() } else { info.title.chars().take(TITLE_MAX).collect() };
         if placeholder {
             // Chromium announces no title change: look again shortly for the page's title.
@@ -345,8 +350,7 @@ impl Runtime {
     /// Records the page's title once it has one (`true`), or says it has none yet.
     async fn titled(&self, target: &str) -> bool {
         let Some(info) = self.target_info(target).await else { return true };
-        let placeholder = info.url.split_once("://").is_some_and(|(_, rest)| rest == info.title) || info.title == info.url;
-        if placeholder {
+        if untitled(&info) {
             return false;
         }
         let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return true };
