@@ -210,6 +210,28 @@ pub struct ChatTurnRequest {
     pub branch_id: Option<String>,
 }
 
+/// A chat command validated and bound, its previews not yet captured
+/// ([`Runtime::prepare_chat_turn`]).
+pub struct PreparedTurn {
+    connection: ConnectionId,
+    window_id: String,
+    layout_revision: u64,
+    session: SessionId,
+    turn: String,
+    bound: Vec<BoundSurface>,
+    primary: Option<SurfaceKey>,
+}
+
+/// A referenced surface of a prepared turn: its registry entry as validated, the tab it is
+/// bound to (none when inaccessible or unusable), its key and aliases.
+struct BoundSurface {
+    registry_surface_id: String,
+    entry: Entry,
+    surface: Option<SurfaceId>,
+    key: SurfaceKey,
+    aliases: Vec<SurfaceAlias>,
+}
+
 /// What a chat turn gives the host before the model call: the Surface Context and the tools to
 /// inject (`computer_use` with the turn's `surface` enum, only when a surface can be observed).
 #[derive(Debug, Clone, Serialize)]
@@ -579,6 +601,16 @@ impl Runtime {
     /// bounded previews and returns the server-owned Surface Context with its tools. The
     /// snapshot is immutable; tool calls of the response resolve only in it.
     pub async fn chat_turn(&self, connection: ConnectionId, request: ChatTurnRequest) -> Result<ChatTurn, RuntimeError> {
+        let prepared = self.prepare_chat_turn(connection, request).await?;
+        self.complete_chat_turn(prepared).await
+    }
+
+    /// The first half of a chat command: validation against the registry, binding and aliases,
+    /// with no preview yet. A transport awaits it in the order of the connection's messages
+    /// (so a registry event sent after the command never changes what the command was validated
+    /// against) and may then let [`Runtime::complete_chat_turn`] capture the previews while it
+    /// goes on reading registry events: a layout change during a capture discards that preview.
+    pub async fn prepare_chat_turn(&self, connection: ConnectionId, request: ChatTurnRequest) -> Result<PreparedTurn, RuntimeError> {
         check_id("chat_session_id", &request.chat_session_id)?;
         if let Some(branch) = &request.branch_id {
             check_id("branch_id", branch)?;
@@ -691,13 +723,25 @@ impl Runtime {
             aliases[i].push(alias(&format!("web:{}", n + 1))?);
         }
         let primary = bound.iter().position(|b| controllable(b) && b.0.focused).or_else(|| (order.len() == 1).then(|| order[0])).map(|i| bound[i].2.clone());
+        let bound = bound
+            .into_iter()
+            .zip(aliases)
+            .map(|((c, surface, key), aliases)| BoundSurface { registry_surface_id: c.registry_surface_id, entry: c.entry, surface, key, aliases })
+            .collect();
+        Ok(PreparedTurn { connection, window_id, layout_revision, session, turn, bound, primary })
+    }
 
+    /// The second half of a chat command: the previews (each discarded when the window's layout
+    /// changed while it was captured, retried once, then `unavailable`), the Surface Context and
+    /// its immutable snapshot.
+    pub async fn complete_chat_turn(&self, prepared: PreparedTurn) -> Result<ChatTurn, RuntimeError> {
+        let PreparedTurn { connection, window_id, layout_revision, session, turn, bound, primary } = prepared;
         // 5. Previews, each discarded when the layout changed while it was captured (retried
         //    once, then `unavailable`).
         //    Tabs are previewed side by side (each under its own read barrier).
-        let previews = futures_util::future::join_all(bound.iter().map(|(_, surface, _)| async {
-            match surface {
-                Some(s) => Some(self.turn_preview(&session, *s, &window_id, layout_revision).await),
+        let previews = futures_util::future::join_all(bound.iter().map(|b| async {
+            match b.surface {
+                Some(s) => Some(self.turn_preview(&session, s, &window_id, layout_revision).await),
                 None => None,
             }
         }))
@@ -708,27 +752,27 @@ impl Runtime {
             .into_iter()
             .zip(&bound)
             .map(
-                |(p, (c, surface, _))| {
-                    if surface.is_none() && c.entry.access != Access::Off { Some(Preview::unavailable(String::new(), String::new(), now_ms())) } else { p }
+                |(p, b)| {
+                    if b.surface.is_none() && b.entry.access != Access::Off { Some(Preview::unavailable(String::new(), String::new(), now_ms())) } else { p }
                 },
             )
             .collect();
         let mut surfaces = Vec::new();
         let mut bindings = HashMap::new();
-        for (i, ((c, surface, key), preview)) in bound.iter().zip(previews).enumerate() {
-            let capabilities = if surface.is_some() { c.entry.access.capabilities() } else { Vec::new() };
+        for (b, preview) in bound.into_iter().zip(previews) {
+            let capabilities = if b.surface.is_some() { b.entry.access.capabilities() } else { Vec::new() };
             surfaces.push(
-                SurfaceEntry::new(key.clone(), aliases[i].clone(), SurfaceKind::WebTab, c.entry.region, capabilities, preview)
+                SurfaceEntry::new(b.key.clone(), b.aliases, SurfaceKind::WebTab, b.entry.region, capabilities, preview)
                     .map_err(|e| RuntimeError::Internal(e.to_string()))?,
             );
             bindings.insert(
-                key.clone(),
+                b.key,
                 Binding {
                     window_id: window_id.clone(),
                     connection,
-                    registry_surface_id: c.registry_surface_id.clone(),
-                    generation: c.entry.generation,
-                    surface: *surface,
+                    registry_surface_id: b.registry_surface_id,
+                    generation: b.entry.generation,
+                    surface: b.surface,
                 },
             );
         }
@@ -787,12 +831,20 @@ impl Runtime {
     }
 
     async fn turn_preview(&self, session: &SessionId, surface: SurfaceId, window_id: &str, layout_revision: u64) -> Preview {
+        // The first capture is judged against the layout the command was validated against; the
+        // retry against the layout read just before it (`000_…` §06: read before and after,
+        // discard on any change, retry once, then unavailable).
         let layout = || lock(&self.host().windows).get(window_id).map(|w| w.layout_revision);
-        for _ in 0..2 {
+        let mut before = Some(layout_revision);
+        for attempt in 0..2 {
+            if attempt > 0 {
+                before = layout();
+            }
             let preview = self.preview_of(session, surface, PREVIEW_DEADLINE).await;
-            if layout() == Some(layout_revision) {
+            if before.is_some() && layout() == before {
                 return preview;
             }
+            tracing::debug!(?surface, attempt, "the layout changed while a turn preview was captured; discarded");
         }
         Preview::unavailable(String::new(), String::new(), now_ms())
     }

@@ -15,9 +15,10 @@
 //! - `chat_close {chat_session_id}` → `chat_closed {report}` (the session's disposal cleanup).
 //!
 //! A refused message gets `error {code, message}` with a code of the closed set, and changes
-//! nothing; the connection stays. Registry events and chat turns are handled in the order they
-//! arrive (a chat turn sees every event sent before it); tool calls and turn ends run beside
-//! them. Closing the socket deletes the connection's registry entries and invalidates its
+//! nothing; the connection stays. Registry events and chat turns are validated in the order they
+//! arrive (a chat turn sees every event sent before it and none sent after); a chat turn's
+//! previews, tool calls and turn ends run beside the next messages, so a layout change while a
+//! preview is captured discards it (retried once, then `unavailable`). Closing the socket deletes the connection's registry entries and invalidates its
 //! bindings (`Runtime::disconnect_renderer`).
 
 use std::time::Duration;
@@ -222,15 +223,33 @@ async fn serve(state: HostState, socket: WebSocket) {
                 let _ = tx.send(reply).await;
             }
             Incoming::ChatTurn { id, surface_refs } => {
-                let reply = match runtime.chat_turn(connection, surface_refs).await {
-                    Ok(turn) => {
-                        // The tool is offered only where it can run.
-                        let tools = if state.options.planner.is_some() || state.options.model.is_some() { turn.tools } else { Vec::new() };
-                        json!({"type": "surface_context", "id": id, "context": turn.context, "tools": tools, "session": turn.session})
-                    }
-                    Err(e) => runtime_error(&id, &e),
+                // Validated in message order (a registry event sent after the command does not
+                // change what it was validated against); the previews are captured beside the
+                // next registry events, so a layout change during one discards it.
+                let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                    let _ = tx.send(error(&id, ErrorCode::LeaseConflict, &format!("{MAX_IN_FLIGHT} calls of this connection are running; wait for one"))).await;
+                    continue;
                 };
-                let _ = tx.send(reply).await;
+                let prepared = match runtime.prepare_chat_turn(connection, surface_refs).await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = tx.send(runtime_error(&id, &e)).await;
+                        continue;
+                    }
+                };
+                let (state, tx) = (state.clone(), tx.clone());
+                tasks.spawn(async move {
+                    let reply = match state.runtime.complete_chat_turn(prepared).await {
+                        Ok(turn) => {
+                            // The tool is offered only where it can run.
+                            let tools = if state.options.planner.is_some() || state.options.model.is_some() { turn.tools } else { Vec::new() };
+                            json!({"type": "surface_context", "id": id, "context": turn.context, "tools": tools, "session": turn.session})
+                        }
+                        Err(e) => runtime_error(&id, &e),
+                    };
+                    let _ = tx.send(reply).await;
+                    drop(permit);
+                });
             }
             Incoming::ToolCall { id, envelope, name, arguments } => {
                 let Ok(permit) = in_flight.clone().try_acquire_owned() else {

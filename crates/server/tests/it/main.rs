@@ -1,6 +1,6 @@
 //! The host API against real parts: Chromium over CDP, `glovebox serve`'s listener (MCP, person
 //! channel and renderer WebSocket), and a real WebSocket client playing a desktop host's
-//! renderer. Acceptance cases of `000_…` §12: 1, 4, 5, 6, 7, 8, 9, 12, 13, 14, 23.
+//! renderer. Acceptance cases of `000_…` §12: 1, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 23.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -178,6 +178,31 @@ impl Renderer {
             refs["branch_id"] = json!(branch);
         }
         self.call(json!({"type": "chat_turn", "surface_refs": refs})).await
+    }
+
+    /// A chat command sent without waiting for its reply ([`Renderer::reply`]); returns its id.
+    async fn send_turn(&mut self, chat: &str, visible: &[(&str, u64)]) -> u64 {
+        self.next += 1;
+        let refs = json!({
+            "chat_session_id": self.chat_session, "chat_surface_id": chat,
+            "window_revision": self.window_revision, "layout_revision": self.layout_revision,
+            "focused_registry_surface_id": null,
+            "visible": visible.iter().map(|(id, rev)| json!({"registry_surface_id": id, "surface_revision": rev})).collect::<Vec<_>>(),
+        });
+        let message = json!({"type": "chat_turn", "id": self.next, "surface_refs": refs});
+        self.socket.send(Message::Text(message.to_string().into())).await.unwrap();
+        self.next
+    }
+
+    /// The reply with this id, whenever it came.
+    async fn reply(&mut self, id: u64) -> Value {
+        loop {
+            if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id) && m["type"] != "run_event") {
+                return self.early.remove(i);
+            }
+            let message = recv(&mut self.socket).await.expect("the socket stays open");
+            self.early.push(message);
+        }
     }
 
     async fn tool(&mut self, request: &Value, call: &str, name: &str, arguments: Value) -> Value {
@@ -513,4 +538,70 @@ async fn a_tab_held_by_another_session_is_listed_but_not_bound() {
     let refused = r.tool(&turn, "c1", "observe", json!({"surface": unusable["surface_key"]})).await;
     assert_eq!(refused["code"], "capability_denied", "{refused}");
     assert!(env.runtime.status(&other).unwrap().tabs.iter().any(|t| t.resource == held && t.surface.is_some()), "the other session keeps its tab");
+}
+
+/// Case 11: a preview captured while the window's layout changes is discarded and retried once;
+/// when the layout changes again during the retry, the surface's preview is `unavailable` (never
+/// a mix). Registry events are not held up by a chat command's previews: each layout change
+/// below is acknowledged while the page's main thread is busy and the capture waits behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_captured_while_the_layout_changes_is_discarded_retried_once_then_unavailable() {
+    let env = env("layout").await;
+    let tab = user_tab(&env, "/counter.html").await;
+    let url = env.fixtures.url("/counter.html");
+    let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+    let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
+    let page = env.runtime.connection().browser().attach(&target).await.unwrap();
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &tab, "right", 0).await;
+    let first = r.turn("chat", &[("web", 1)], None).await;
+    let key = alias(&first, "right");
+    assert_eq!(surface(&first, key.as_str().unwrap())["preview"]["preview_status"], "ready", "{first}");
+
+    // One change during the first capture: discarded, retried on the new layout, ready.
+    let busy = hold(&env, &page, 700).await;
+    let turn = r.send_turn("chat", &[("web", 1)]).await;
+    r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 2, "region": "left"})).await;
+    assert!(r.early.iter().all(|m| m["id"] != json!(turn)), "the layout change was acknowledged while the preview was being captured");
+    let once = r.reply(turn).await;
+    assert_eq!(once["type"], "surface_context", "{once}");
+    assert_eq!(alias(&once, "right"), key, "the context is the layout the command was validated against: {once}");
+    assert_eq!(surface(&once, key.as_str().unwrap())["preview"]["preview_status"], "ready", "retried once: {once}");
+    busy.await.unwrap();
+
+    // A change during the first capture and another during the retry: unavailable. The page
+    // runs the first capture right after the first hold, then the second hold, behind which the
+    // retry waits.
+    let first_hold = hold(&env, &page, 700).await;
+    let turn = r.send_turn("chat", &[("web", 2)]).await;
+    r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 3, "region": "right"})).await;
+    let second_hold = hold(&env, &page, 1000).await;
+    first_hold.await.unwrap();
+    // The first capture has ended (discarded) and the retry is waiting behind the second hold.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 4, "region": "left"})).await;
+    let twice = r.reply(turn).await;
+    assert_eq!(twice["type"], "surface_context", "{twice}");
+    assert_eq!(surface(&twice, key.as_str().unwrap())["preview"]["preview_status"], "unavailable", "never a mix of two layouts: {twice}");
+    second_hold.await.unwrap();
+    // Once the layout holds still, the next command's preview is ready again.
+    let after = r.turn("chat", &[("web", 4)], None).await;
+    assert_eq!(surface(&after, key.as_str().unwrap())["preview"]["preview_status"], "ready", "{after}");
+}
+
+/// Holds the page's main thread for `ms` from the test's own CDP session (a capture waits
+/// behind it); returns once the command is on the wire, with the task that ends with the hold.
+async fn hold(env: &Env, page: &cdp::Session, ms: u64) -> tokio::task::JoinHandle<()> {
+    let connection = env.runtime.connection();
+    let sent = connection.commands_sent();
+    let page = page.clone();
+    let task = tokio::spawn(async move {
+        let expression = format!("(() => {{ const t = Date.now(); while (Date.now() - t < {ms}) {{}} return 1; }})()");
+        page.send_raw("Runtime.evaluate", json!({"expression": expression}), Duration::from_secs(30)).await.expect("the hold runs");
+    });
+    while connection.commands_sent() == sent {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    task
 }
