@@ -12,6 +12,7 @@ mod errors;
 pub mod http;
 mod jsonrpc;
 pub mod person;
+mod person_view;
 mod rate;
 mod sampling;
 mod server;

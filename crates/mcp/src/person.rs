@@ -21,6 +21,10 @@
 //! (`GET /api/tabs/{id}/screenshot`), approval cards, the operation log. It authenticates with the
 //! person token, which `serve` prints in the console URL's fragment (never sent to a server).
 //!
+//! The live view and real entry: `GET /api/tabs/{id}/view` is a WebSocket (`person_view.rs`):
+//! the page's screencast frames, and the person's pointer, keys and navigations dispatched to
+//! the page as theirs (acting input pauses the agent first).
+//!
 //! Control: `POST /api/tabs/{id}/take-over` blocks agent dispatch on the tab at once and answers
 //! `paused` once the stop is confirmed (else `pause_failed`, still blocked; post again to
 //! retry); `POST /api/tabs/{id}/hand-back` lets the agent continue (only when paused).
@@ -96,9 +100,9 @@ impl PersonChannel {
 }
 
 #[derive(Clone)]
-struct PersonState {
-    runtime: Runtime,
-    token: String,
+pub(crate) struct PersonState {
+    pub(crate) runtime: Runtime,
+    pub(crate) token: String,
 }
 
 #[derive(Deserialize)]
@@ -150,6 +154,7 @@ pub fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/console.js", get(console_script))
         .route("/console.css", get(console_style))
         .route("/api/tabs/{id}/screenshot", get(screenshot))
+        .route("/api/tabs/{id}/view", get(crate::person_view::view))
         .route("/api/tabs/{id}/take-over", post(take_over))
         .route("/api/tabs/{id}/hand-back", post(hand_back))
         .route("/api/runs/waiting", get(waiting_runs))

@@ -110,6 +110,32 @@ impl Runtime {
         let (target, entry) = self.control_target(resource)?;
         self.set_taken(&target, Some(Control::Pausing));
         tracing::info!(resource, "a person takes over a tab");
+        Ok(self.confirm_pause(&target, entry).await)
+    }
+
+    /// A person's acting input in the real entry (`person_view.rs`): when a session holds the
+    /// tab and no pause is asked yet, agent dispatch is blocked at once (before the input is
+    /// sent) and the stop is confirmed in the background, exactly as a take-over.
+    pub(crate) fn person_acts(&self, resource: &str, target: &str) {
+        let Ok((_, Some(entry))) = self.control_target(resource) else { return };
+        {
+            let mut scopes = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner());
+            let scope = scopes.entry(target.to_owned()).or_default();
+            if scope.taken.is_some() {
+                return;
+            }
+            scope.taken = Some(Control::Pausing);
+        }
+        tracing::info!(resource, "a person's input in the real entry pauses the agent");
+        let (runtime, target) = (self.clone(), target.to_owned());
+        tokio::spawn(async move {
+            runtime.confirm_pause(&target, Some(entry)).await;
+        });
+    }
+
+    /// Confirms a pause asked on `target` (see the module docs) and records the state reached.
+    async fn confirm_pause(&self, target: &str, entry: Option<crate::runtime::TabEntry>) -> Control {
+        let target = target.to_owned();
         // No agent input in flight any more (none can start now).
         let deadline = tokio::time::Instant::now() + PAUSE_DEADLINE;
         let settled = loop {
@@ -144,7 +170,7 @@ impl Runtime {
         let state = if confirmed { Control::Paused } else { Control::PauseFailed };
         // A hand-back meanwhile wins (it needs `paused`, so it cannot have happened; keep it simple).
         self.set_taken(&target, Some(state));
-        Ok(state)
+        state
     }
 
     /// "Let the agent continue": only when paused. The tab's waiting run observes afresh and is

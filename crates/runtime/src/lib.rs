@@ -15,6 +15,7 @@ mod host;
 mod incarnation;
 mod lease;
 mod lifecycle;
+mod person_view;
 mod planner;
 mod records;
 mod run;
@@ -36,6 +37,7 @@ pub use host::{Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envel
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
+pub use person_view::{PersonEntry, PersonInput, PersonView, VIEW_MAX_FPS, ViewFrame};
 pub use planner::{CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport, parse_answer};
 pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};

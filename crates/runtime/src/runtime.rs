@@ -119,6 +119,8 @@ pub(crate) struct Inner {
     pub(crate) runs: Mutex<HashMap<String, (String, crate::Cancel)>>,
     /// Input scopes: agent dispatches in flight and a person's take-over, per target (`control.rs`).
     pub(crate) scopes: crate::control::Scopes,
+    /// The last binding generation given to a person's view (`person_view.rs`).
+    pub(crate) view_generation: std::sync::atomic::AtomicU64,
     /// Runs waiting for a person to continue them (login, CAPTCHA).
     pub(crate) waiting_runs: Mutex<HashMap<String, crate::run::WaitingRun>>,
     /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
@@ -210,6 +212,7 @@ impl Runtime {
                 runs: Mutex::default(),
                 waiting_runs: Mutex::default(),
                 scopes: Mutex::default(),
+                view_generation: Default::default(),
                 offered_tabs: Mutex::default(),
                 host: Default::default(),
                 reconnecting: tokio::sync::Mutex::new(()),

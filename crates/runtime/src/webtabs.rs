@@ -458,18 +458,9 @@ impl Runtime {
     /// never an input, nothing changed on the page.
     pub async fn person_screenshot(&self, resource: &str) -> Result<Vec<u8>, RuntimeError> {
         let gone = || RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab is not open in this browser".into() });
-        let record = self
-            .inner
-            .store
-            .get_resource(&ResourceId::new(resource))
-            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })?;
-        let target = record
-            .cdp_target_id
-            .filter(|_| record.instance == Some(self.inner.instance) && !record.handle_lost && !record.closed_by_person)
-            .ok_or_else(gone)?;
+        let target = self.person_target(resource)?;
         let browser = self.connection().browser();
-        let session =
-            tokio::time::timeout(Duration::from_secs(3), browser.attach(&cdp::TargetId(target.to_string()))).await.map_err(|_| gone())?.map_err(|_| gone())?;
+        let session = tokio::time::timeout(Duration::from_secs(3), browser.attach(&cdp::TargetId(target))).await.map_err(|_| gone())?.map_err(|_| gone())?;
         let shot = tokio::time::timeout(
             Duration::from_secs(5),
             session.call(cdp::domains::page::CaptureScreenshot { format: Some("jpeg".into()), quality: Some(70), clip: None, optimize_for_speed: Some(true) }),

@@ -18,6 +18,8 @@ const STRINGS = {
     needsYou: "A run needs you", continueRun: "Continue", continued: "Continued",
     takeOver: "Pause agent, I'll take over", handBack: "Let the agent continue", idle: "can operate directly", in_use: "in use",
     pausing: "pausing…", paused: "paused", pause_failed: "pause failed, retry",
+    openPage: "Open page", pinned: "Pinned preview (click to follow the agent)", following: "Following the agent (click to pin)",
+    entryLabel: "The page itself: your pointer and keys act on it (F6 leaves)", back: "Back", forward: "Forward", reload: "Reload", go: "Go",
   },
   zh: {
     title: "Glovebox 控制台", resources: "资源", preview: "预览", approvals: "审批", log: "操作记录",
@@ -32,12 +34,14 @@ const STRINGS = {
     needsYou: "有任务需要你", continueRun: "继续", continued: "已继续",
     takeOver: "暂停 Agent，我来操作", handBack: "让 Agent 继续", idle: "可直接操作", in_use: "使用中",
     pausing: "正在暂停…", paused: "已暂停", pause_failed: "暂停失败，请重试",
+    openPage: "打开网页", pinned: "已固定预览（点击改为跟随 Agent）", following: "正在跟随 Agent（点击固定）",
+    entryLabel: "网页本身：你的指针和按键直接作用于它（按 F6 离开）", back: "后退", forward: "前进", reload: "刷新", go: "前往",
   },
 };
 const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
 const t = (key) => STRINGS[lang][key] || STRINGS.en[key] || key;
 
-const state = { token: "", selected: null, previewHidden: false, lastFrameAt: 0, capturing: false, seenApprovals: new Set(), operating: new Set() };
+const state = { token: "", selected: null, pinned: false, lastOperated: null, tabs: [], previewHidden: false, lastFrameAt: 0, seenApprovals: new Set(), operating: new Set() };
 
 function takeToken() {
   const hash = new URLSearchParams(location.hash.slice(1));
@@ -72,6 +76,7 @@ function el(tag, attrs = {}, ...children) {
 const ICONS = {
   eye: '<path d="M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7-10-7-10-7Z"/><circle cx="12" cy="12" r="3"/>',
   x: '<path d="M18 6 6 18"/><path d="m6 6 12 12"/>',
+  pointer: '<path d="M14 4.1 12 6"/><path d="m5.1 8-2.9-.8"/><path d="m6 12-1.9 2"/><path d="M7.2 2.2 8 5.1"/><path d="M9.037 9.69a.498.498 0 0 1 .653-.653l11 4.5a.5.5 0 0 1-.074.949l-4.349 1.041a1 1 0 0 0-.74.739l-1.04 4.35a.5.5 0 0 1-.95.074z"/>',
 };
 function icon(name) {
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
@@ -135,6 +140,7 @@ function row(tab) {
     el("div", { class: "text" }, el("div", { class: "title" }, tab.title || tab.url || tab.tab), el("div", { class: "sub" }, sub)));
   if (live) {
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "preview", title: t("previewTab"), "aria-label": `${t("previewTab")}: ${tab.title || tab.tab}`, onclick: () => select(tab) }, icon("eye")));
+    node.append(el("button", { type: "button", class: "icon-button", "data-action": "open", title: t("openPage"), "aria-label": `${t("openPage")}: ${tab.title || tab.tab}`, onclick: () => openPage(tab) }, icon("pointer")));
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "close", title: t("closeTab"), "aria-label": `${t("closeTab")}: ${tab.title || tab.tab}`, onclick: () => closeTab(tab) }, icon("x")));
   }
   return node;
@@ -164,12 +170,25 @@ async function control(action) {
   await refresh();
 }
 
-function select(tab) {
+// A person's choice pins the preview; auto-follow selects without pinning.
+function select(tab, pin = true) {
+  if (pin && !state.pinned) togglePin();
+  const changed = state.selected !== tab.tab;
   state.selected = tab.tab;
-  state.lastFrameAt = 0;
   document.getElementById("preview-h").textContent = tab.title || tab.url || tab.tab;
   document.querySelectorAll(".row").forEach((r) => r.classList.toggle("selected", r.dataset.tab === tab.tab));
-  capture();
+  if (changed || !view.ws) {
+    state.lastFrameAt = 0;
+    document.getElementById("preview-img").hidden = true;
+    document.getElementById("preview-empty").hidden = false;
+    openView(tab.tab);
+    frameLabel();
+  }
+}
+
+function openPage(tab) {
+  select(tab);
+  setEntry(true);
 }
 
 async function closeTab(tab) {
@@ -181,36 +200,77 @@ async function closeTab(tab) {
   } catch (e) { announce(`${t("failed")}: ${e.message}`); }
 }
 
-// --- Preview (read-only images of the exact page, single-flight) ---------------------------
+// --- Live view and real entry (WebSocket /api/tabs/{id}/view) -----------------------------
+// The preview is the page's screencast: frames carry resource, binding generation and sequence
+// (an old binding's or an out-of-order frame is dropped); capture runs only while the preview
+// is shown and on screen. "Open page" makes the same view the person's real entry: pointer,
+// wheel and keys go to the page as the person's input (the runtime pauses the agent on input
+// that acts). Nothing is ever injected into the page.
 
-async function capture() {
-  const img = document.getElementById("preview-img");
-  const empty = document.getElementById("preview-empty");
-  if (!state.selected || state.previewHidden || document.visibilityState !== "visible" || state.capturing) return;
-  state.capturing = true;
-  const asked = state.selected;
-  try {
-    const response = await api(`/api/tabs/${encodeURIComponent(asked)}/screenshot`);
-    const blob = await response.blob();
-    if (asked !== state.selected) return; // an old binding's frame is dropped
-    const old = img.src;
-    img.src = URL.createObjectURL(blob);
-    if (old.startsWith("blob:")) URL.revokeObjectURL(old);
-    img.hidden = false; empty.hidden = true;
-    img.alt = document.getElementById("preview-h").textContent;
-    state.lastFrameAt = Date.now();
-  } catch (_) {
-    // keep the last frame; the label says how old it is
-  } finally {
-    state.capturing = false;
+const view = { ws: null, resource: null, generation: 0, seq: 0, live: false, frame: null, entry: false, onScreen: true, nextInput: 0, done: 0, lastMove: 0 };
+
+function openView(resource) {
+  closeView();
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/tabs/${encodeURIComponent(resource)}/view`);
+  Object.assign(view, { ws, resource, generation: 0, seq: 0, live: false, frame: null });
+  ws.onopen = () => ws.send(JSON.stringify({ type: "hello", token: state.token }));
+  ws.onmessage = (m) => { try { onViewMessage(ws, JSON.parse(m.data)); } catch (_) { /* not JSON: ignored */ } };
+  ws.onclose = () => {
+    if (view.ws !== ws) return;
+    view.ws = null; view.live = false; frameLabel();
+    setTimeout(() => { if (state.selected === resource && !view.ws) openView(resource); }, 1000);
+  };
+}
+
+function closeView() {
+  const ws = view.ws;
+  view.ws = null; view.resource = null; view.frame = null;
+  if (ws) ws.close();
+}
+
+function wantFrames() { return !state.previewHidden && document.visibilityState === "visible" && view.onScreen; }
+
+function syncCapture() {
+  if (view.ws && view.ws.readyState === WebSocket.OPEN && view.generation) view.ws.send(JSON.stringify({ type: wantFrames() ? "show" : "hide" }));
+}
+
+function onViewMessage(ws, m) {
+  if (ws !== view.ws) return; // an old binding's message
+  if (m.type === "bound") { view.generation = m.generation; syncCapture(); }
+  else if (m.type === "frame") {
+    if (m.generation !== view.generation || m.resource !== view.resource || m.seq <= view.seq) return;
+    view.seq = m.seq; view.frame = m; view.live = true;
+    state.lastFrameAt = m.captured_at || Date.now();
+    drawFrame(m);
     frameLabel();
+  } else if (m.type === "status") {
+    view.live = m.live && !!view.frame;
+    if (!state.pending) renderControl({ control: m.control });
+    frameLabel();
+  } else if (m.type === "input_done") {
+    view.done += 1;
+    if (!state.pending) renderControl({ control: m.control });
+  } else if (m.type === "error") {
+    announce(`${t("failed")}: ${m.message}`);
   }
+}
+
+function drawFrame(frame) {
+  const img = document.getElementById("preview-img");
+  const bytes = Uint8Array.from(atob(frame.data), (c) => c.charCodeAt(0));
+  const old = img.src;
+  img.src = URL.createObjectURL(new Blob([bytes], { type: "image/jpeg" }));
+  if (old.startsWith("blob:")) URL.revokeObjectURL(old);
+  img.hidden = false;
+  document.getElementById("preview-empty").hidden = true;
+  img.alt = document.getElementById("preview-h").textContent;
+  img.dataset.seq = String(frame.seq);
 }
 
 function frameLabel() {
   const label = document.getElementById("frame-label");
-  if (!state.selected || !state.lastFrameAt) { label.textContent = ""; return; }
-  const stale = Date.now() - state.lastFrameAt > 3000;
+  if (!state.selected || !view.frame) { label.textContent = ""; label.dataset.stale = ""; return; }
+  const stale = !view.live;
   label.textContent = stale ? `${t("lastFrame")} · ${new Date(state.lastFrameAt).toLocaleTimeString()}` : t("live");
   label.dataset.stale = String(stale);
 }
@@ -220,8 +280,100 @@ function togglePreview() {
   const button = document.getElementById("toggle-preview");
   button.setAttribute("aria-pressed", String(state.previewHidden));
   button.title = state.previewHidden ? t("show") : t("hide");
+  button.setAttribute("aria-label", button.title);
   document.getElementById("preview-area").hidden = state.previewHidden;
-  if (!state.previewHidden) capture();
+  syncCapture();
+}
+
+function togglePin() {
+  state.pinned = !state.pinned;
+  const button = document.getElementById("pin");
+  button.setAttribute("aria-pressed", String(state.pinned));
+  button.title = state.pinned ? t("pinned") : t("following");
+  button.setAttribute("aria-label", button.title);
+  if (!state.pinned) follow();
+}
+
+// Auto-follow: the tab the agent operated last, unless the person pinned a preview.
+function follow() {
+  if (state.pinned || !state.lastOperated || state.lastOperated === state.selected) return;
+  const tab = state.tabs.find((tab) => tab.tab === state.lastOperated && tab.state === "open");
+  if (tab) select(tab, false);
+}
+
+function setEntry(on) {
+  view.entry = on;
+  const area = document.getElementById("preview-area");
+  area.classList.toggle("entry", on);
+  area.tabIndex = on ? 0 : -1;
+  area.setAttribute("aria-label", on ? t("entryLabel") : "");
+  document.getElementById("nav").hidden = !on;
+  const button = document.getElementById("open-page");
+  button.setAttribute("aria-pressed", String(on));
+  if (on) { if (state.previewHidden) togglePreview(); area.focus(); }
+}
+
+function input(fields) {
+  if (!view.entry || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
+  view.nextInput += 1;
+  view.ws.send(JSON.stringify({ type: "input", id: view.nextInput, ...fields }));
+}
+
+// A point of the image as CSS px of the page (the image is drawn with `contain`).
+function pagePoint(e) {
+  const img = document.getElementById("preview-img");
+  if (!view.frame || img.hidden) return null;
+  const box = img.getBoundingClientRect();
+  const scale = Math.min(box.width / view.frame.width, box.height / view.frame.height);
+  const left = box.left + (box.width - view.frame.width * scale) / 2, top = box.top + (box.height - view.frame.height * scale) / 2;
+  const x = (e.clientX - left) / scale, y = (e.clientY - top) / scale;
+  if (!(x >= 0 && y >= 0 && x <= view.frame.width && y <= view.frame.height)) return null;
+  return { x, y };
+}
+
+const BUTTONS = ["left", "middle", "right", "back", "forward"];
+const modifiers = (e) => (e.altKey ? 1 : 0) | (e.ctrlKey ? 2 : 0) | (e.metaKey ? 4 : 0) | (e.shiftKey ? 8 : 0);
+
+function wireEntry() {
+  const area = document.getElementById("preview-area");
+  const img = document.getElementById("preview-img");
+  img.addEventListener("dragstart", (e) => e.preventDefault());
+  area.addEventListener("contextmenu", (e) => { if (view.entry) e.preventDefault(); });
+  area.addEventListener("pointerdown", (e) => {
+    const p = pagePoint(e); if (!view.entry || !p) return;
+    e.preventDefault(); area.focus();
+    input({ input: "pointer", event: "down", x: p.x, y: p.y, button: BUTTONS[e.button] || "left", click_count: Math.min(3, Math.max(1, e.detail || 1)), modifiers: modifiers(e) });
+  });
+  area.addEventListener("pointerup", (e) => {
+    const p = pagePoint(e); if (!view.entry || !p) return;
+    input({ input: "pointer", event: "up", x: p.x, y: p.y, button: BUTTONS[e.button] || "left", click_count: Math.min(3, Math.max(1, e.detail || 1)), modifiers: modifiers(e) });
+  });
+  area.addEventListener("pointermove", (e) => {
+    const p = pagePoint(e); if (!view.entry || !p || Date.now() - view.lastMove < 50) return;
+    view.lastMove = Date.now();
+    input({ input: "pointer", event: "move", x: p.x, y: p.y, modifiers: modifiers(e) });
+  });
+  area.addEventListener("wheel", (e) => {
+    const p = pagePoint(e); if (!view.entry || !p) return;
+    e.preventDefault();
+    input({ input: "pointer", event: "wheel", x: p.x, y: p.y, delta_x: e.deltaX, delta_y: e.deltaY, modifiers: modifiers(e) });
+  }, { passive: false });
+  const key = (event) => (e) => {
+    if (!view.entry || e.key === "F6") return; // F6 leaves the page for the console
+    e.preventDefault();
+    input({ input: "key", event, key: e.key.slice(0, 32), code: e.code.slice(0, 32), key_code: e.keyCode & 255, modifiers: modifiers(e) });
+  };
+  area.addEventListener("keydown", key("down"));
+  area.addEventListener("keyup", key("up"));
+  document.getElementById("nav-back").addEventListener("click", () => input({ input: "history", to: "back" }));
+  document.getElementById("nav-forward").addEventListener("click", () => input({ input: "history", to: "forward" }));
+  document.getElementById("nav-reload").addEventListener("click", () => input({ input: "history", to: "reload" }));
+  document.getElementById("nav").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const url = document.getElementById("nav-url").value.trim();
+    if (url) input({ input: "navigate", url });
+  });
+  new IntersectionObserver((entries) => { view.onScreen = entries.some((x) => x.isIntersecting); syncCapture(); }).observe(area);
 }
 
 // --- Approvals ----------------------------------------------------------------------------
@@ -275,6 +427,7 @@ function renderLog(entries) {
       what = `${e.action} ${e.target || ""}${e.text_chars != null ? ` (${e.text_chars}${e.secret ? " secret" : ""} chars)` : ""}`;
       where = e.url || ""; st = e.state + (e.error ? `: ${e.error}` : "");
       if (e.at > since && e.state !== "failed" && e.tab) state.operating.add(e.tab);
+      if (e.tab) state.lastOperated = e.tab;
     } else if (e.kind === "approval") {
       what = `approval ${e.tier} ${e.action}`; where = e.origin; st = e.outcome || "pending";
     } else if (e.kind === "run_started") {
@@ -296,9 +449,13 @@ async function refresh() {
     ]);
     setConnected(true);
     renderLog(log.entries);
+    state.tabs = tabs.tabs;
     renderResources(tabs.tabs);
     renderApprovals(approvals.pending, waiting.waiting);
-    if (state.selected && !tabs.tabs.some((tab) => tab.tab === state.selected && tab.state === "open")) { state.selected = null; frameLabel(); }
+    if (state.selected && !tabs.tabs.some((tab) => tab.tab === state.selected && tab.state === "open")) { state.selected = null; closeView(); setEntry(false); frameLabel(); }
+    follow();
+    const url = document.getElementById("nav-url"), current = tabs.tabs.find((tab) => tab.tab === state.selected);
+    if (view.entry && current && document.activeElement !== url) url.value = current.url || "";
     if (!state.pending) renderControl(tabs.tabs.find((tab) => tab.tab === state.selected));
   } catch (e) {
     setConnected(false);
@@ -312,12 +469,14 @@ function start() {
   document.getElementById("toggle-preview").addEventListener("click", togglePreview);
   document.getElementById("take-over").addEventListener("click", () => control("take-over"));
   document.getElementById("hand-back").addEventListener("click", () => control("hand-back"));
+  document.getElementById("pin").addEventListener("click", togglePin);
+  document.getElementById("open-page").addEventListener("click", () => setEntry(!view.entry));
+  wireEntry();
   takeToken();
   if (!state.token) { document.getElementById("need-token").hidden = false; return; }
   refresh();
   setInterval(refresh, 1000);
-  setInterval(() => { capture(); frameLabel(); }, 500);
-  document.addEventListener("visibilitychange", capture);
+  document.addEventListener("visibilitychange", syncCapture);
 }
 
 start();

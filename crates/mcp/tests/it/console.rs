@@ -156,3 +156,127 @@ async fn the_console_shows_tabs_approvals_log_and_a_preview_and_a_persons_deny_w
     assert!(tabs.iter().any(|t| t["state"] == "closed" && t["title"] == "Forms"), "{tabs:?}");
     person.shot("5-closed").await;
 }
+
+/// The agent clicks "Add one" on `key` through the one action path (a fresh observation first).
+async fn agent_click(rt: &runtime::Runtime, session: &protocol::SessionId, key: &protocol::SurfaceName) -> Result<(), runtime::RuntimeError> {
+    let observed = rt.observe(session, Some(key), &Default::default()).await?;
+    let action = protocol::validate_extended_action(&json!({"type": "click", "expected_frame_id": observed.frame_id().as_str(),
+        "target": {"kind": "text", "text": "Add one"}, "intent": "count"}))
+    .unwrap();
+    rt.act(session, Some(key), &action, &Default::default(), Duration::from_secs(30)).await.map(|_| ())
+}
+
+/// The live view and the real entry. Five pages of one session are all reachable from
+/// Resources; a pinned preview stays on A while the agent operates B (B gets the operating dot);
+/// in B's real entry a hover leaves the agent alone, a click blocks the agent's next action
+/// before it lands and "paused" appears only once the runtime confirmed it; the person's click
+/// reached the page; "let the agent continue" gives it back; a page that stops answering shows
+/// "last frame" and "live" again after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_entry_pauses_the_agent_on_a_click_not_a_hover_and_a_stalled_page_shows_its_last_frame() {
+    let env = env("console-entry", true, None).await;
+    let rt = env.runtime.clone();
+    let session = rt.create_session().await.unwrap();
+    let mut surfaces = Vec::new();
+    for page in ["/table.html", "/article.html", "/form.html", "/store.html", "/counter.html"] {
+        surfaces.push(rt.open_tab(&session, &env.fixtures.url(page), Duration::ZERO).await.unwrap());
+    }
+    let b = protocol::SurfaceName::new(rt.surface_key(&session, surfaces[4]).unwrap()).unwrap();
+    let tabs = rt.tabs_for_person().unwrap();
+    let id_of = |path: &str| {
+        let url = env.fixtures.url(path);
+        tabs.iter().find(|t| t["url"] == url.as_str()).unwrap_or_else(|| panic!("{path} in {tabs:?}"))["tab"].as_str().unwrap().to_owned()
+    };
+    let (tab_a, tab_b) = (id_of("/table.html"), id_of("/counter.html"));
+
+    let person = Person::open("entry", &format!("{}/#token={}", env.server.person.base_url, env.server.person.token)).await;
+    person.until("five open pages are listed", "document.querySelectorAll('.row [data-action=preview]').length === 5").await;
+    assert_eq!(person.eval("document.querySelector('.group .count').textContent").await, json!("5"));
+    let row = |tab: &str, what: &str| format!("document.querySelector('.row[data-tab=\"{tab}\"] [data-action={what}]').click()");
+    let live = "(() => { const i = document.getElementById('preview-img'); return !i.hidden && i.complete && i.naturalWidth > 0 && document.getElementById('frame-label').textContent === 'live'; })()";
+
+    // Pinned on A while the agent operates B.
+    person.eval(&row(&tab_a, "preview")).await;
+    person.until("A's live preview", live).await;
+    assert_eq!(person.eval("document.getElementById('pin').getAttribute('aria-pressed')").await, json!("true"), "choosing a preview pins it");
+    agent_click(&rt, &session, &b).await.expect("the agent clicks on B");
+    person.until("B has the operating dot", &format!("!!document.querySelector('.row[data-tab=\"{tab_b}\"] .dot:not(.idle)')")).await;
+    person.until("B's row lists the click", "[...document.querySelectorAll('#log tr')].some(r => r.textContent.includes('click'))").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await; // two refreshes: a follow would have moved by now
+    assert_eq!(person.eval("document.querySelector('.row.selected').dataset.tab").await, json!(tab_a), "a pinned preview stays on A");
+    person.shot("6-pinned-a-while-agent-on-b").await;
+
+    // B's real entry.
+    person.eval(&row(&tab_b, "open")).await;
+    person
+        .until("B's live real entry", &format!("{live} && document.getElementById('preview-area').classList.contains('entry') && view.resource === '{tab_b}'"))
+        .await;
+    person.until("frames carry B's viewport", "!!view.frame && view.frame.width > 0").await;
+    // Where "Add one" is in the console (the page's point mapped onto the `contain` image).
+    let page = {
+        let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+        let url = env.fixtures.url("/counter.html");
+        let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
+        rt.connection().browser().attach(&target).await.unwrap()
+    };
+    let page_eval =
+        async |expression: &str| -> Value { page.call(cdp::domains::runtime::Evaluate::value(expression)).await.unwrap().result.value.unwrap_or(Value::Null) };
+    let point = page_eval("(() => { const r = [...document.querySelectorAll('button')].find(b => b.textContent === 'Add one').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()").await;
+    let at = person
+        .eval(&format!(
+            "(() => {{ const img = document.getElementById('preview-img'), b = img.getBoundingClientRect(), f = view.frame;
+               const s = Math.min(b.width / f.width, b.height / f.height);
+               return [b.left + (b.width - f.width * s) / 2 + {} * s, b.top + (b.height - f.height * s) / 2 + {} * s]; }})()",
+            point[0], point[1]
+        ))
+        .await;
+    let (x, y) = (at[0].as_f64().unwrap(), at[1].as_f64().unwrap());
+    let mouse = |kind: &str| cdp::domains::input::DispatchMouseEvent {
+        event_type: kind.into(),
+        x,
+        y,
+        button: Some(if kind == "mouseMoved" { "none" } else { "left" }.into()),
+        click_count: Some(if kind == "mouseMoved" { 0 } else { 1 }),
+        ..Default::default()
+    };
+
+    // A hover is not taking over: the agent's next action still lands.
+    let before = person.eval("view.done").await.as_u64().unwrap();
+    person.page.call(mouse("mouseMoved")).await.unwrap();
+    person.until("the hover was dispatched", &format!("view.done > {before}")).await;
+    assert!(!matches!(rt.control_of(&tab_b), runtime::Control::Pausing | runtime::Control::Paused), "a hover does not pause");
+    agent_click(&rt, &session, &b).await.expect("after a hover the agent still acts");
+    assert_eq!(page_eval("document.getElementById('count').textContent").await, json!("2 clicks"));
+
+    // A click pauses: the agent's next action is refused before it lands.
+    let before = person.eval("view.done").await.as_u64().unwrap();
+    person.page.call(mouse("mousePressed")).await.unwrap();
+    person.page.call(mouse("mouseReleased")).await.unwrap();
+    person.until("the click was dispatched", &format!("view.done >= {before} + 2")).await;
+    assert!(matches!(rt.control_of(&tab_b), runtime::Control::Pausing | runtime::Control::Paused), "{:?}", rt.control_of(&tab_b));
+    let refused = agent_click(&rt, &session, &b).await;
+    assert!(matches!(refused, Err(runtime::RuntimeError::LeaseConflict { .. })), "the agent is blocked: {refused:?}");
+    person.until("paused once confirmed", "document.getElementById('control-state').textContent === 'paused'").await;
+    assert_eq!(rt.control_of(&tab_b), runtime::Control::Paused, "the console says paused only once the runtime confirmed it");
+    assert_eq!(page_eval("document.getElementById('count').textContent").await, json!("3 clicks"), "the person's click landed, the agent's did not");
+    person.shot("7-entry-paused-by-a-click").await;
+
+    // Let the agent continue.
+    person.eval("document.getElementById('hand-back').click()").await;
+    person.until("in use again", "document.getElementById('control-state').textContent !== 'paused'").await;
+    agent_click(&rt, &session, &b).await.expect("the agent acts again after the hand-back");
+    assert_eq!(page_eval("document.getElementById('count').textContent").await, json!("4 clicks"));
+
+    // A page that does not answer: "last frame", then live again.
+    let hold = {
+        let page = page.clone();
+        tokio::spawn(async move {
+            let busy = "(() => { const t = Date.now(); while (Date.now() - t < 4000) {} return 1; })()";
+            page.send_raw("Runtime.evaluate", json!({"expression": busy}), Duration::from_secs(30)).await.unwrap();
+        })
+    };
+    person.until("the label says last frame", "document.getElementById('frame-label').textContent.startsWith('last frame')").await;
+    person.shot("8-stalled-last-frame").await;
+    hold.await.unwrap();
+    person.until("live again", "document.getElementById('frame-label').textContent === 'live'").await;
+}
