@@ -42,6 +42,8 @@ pub(crate) struct TabState {
     /// The session whose file choosers an `upload` is intercepting right now; interception is
     /// on only while an upload waits for its chooser (see `act/files.rs`).
     pub(crate) intercepting_choosers: Option<Session>,
+    /// The input the current action sent, for its marker (`act/marker.rs`).
+    pub(crate) trace: Vec<crate::act::Trace>,
 }
 
 /// A JavaScript dialog the page opened.

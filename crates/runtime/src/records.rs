@@ -120,6 +120,7 @@ impl Runtime {
                     error: receipt.error().map(|c| c.as_str().to_owned()),
                     detail: Some(detail).filter(|d| !d.is_empty()),
                     frame_after: outcome.observation.as_ref().map(|o| o.frame_id().as_str().to_owned()),
+                    marker: outcome.marker.as_ref().and_then(|m| serde_json::to_string(m).ok()),
                     ended_at: now_ms(),
                 }
             }
@@ -130,6 +131,7 @@ impl Runtime {
                 error: Some(e.code().as_str().to_owned()),
                 detail: Some(bounded(&e.to_string(), TEXT_MAX)),
                 frame_after: None,
+                marker: None,
                 ended_at: now_ms(),
             },
         };
@@ -148,6 +150,7 @@ impl Runtime {
             error: Some(error.code().as_str().to_owned()),
             detail: Some(bounded(&error.to_string(), TEXT_MAX)),
             frame_after: None,
+            marker: None,
             ended_at: new.started_at,
         };
         let written = self.inner.store.begin_operation(&new).and_then(|_| self.inner.store.end_operation(&new.id, &end));
@@ -268,6 +271,7 @@ pub(crate) fn read_log_from(store: &dyn store::Store, query: &LogQuery) -> Resul
                 "frame_after": end.and_then(|e| e.frame_after.clone()), "state": op.state.as_str(),
                 "effect_uncertain": end.is_some_and(|e| e.effect_uncertain), "error": end.and_then(|e| e.error.clone()),
                 "detail": end.and_then(|e| e.detail.clone()), "ended_at": end.map(|e| e.ended_at),
+                "marker": end.and_then(|e| e.marker.as_deref()).and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok()),
             }),
         ));
     }

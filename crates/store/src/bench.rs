@@ -177,6 +177,7 @@ pub fn bench_operations(path: &Path, n: usize) -> Result<(Vec<Duration>, u64)> {
                 error: None,
                 detail: None,
                 frame_after: Some("frame_fedcba9876543210".into()),
+                marker: Some(r#"{"kind":"click","points":[[640.0,360.0]],"viewport":[1280.0,720.0],"scroll":[0.0,0.0]}"#.into()),
                 ended_at: now,
             },
         )?;

@@ -24,6 +24,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, name: "incarnations", sql: include_str!("../migrations/0002_incarnations.sql") },
     Migration { version: 3, name: "records", sql: include_str!("../migrations/0003_records.sql") },
     Migration { version: 4, name: "restore", sql: include_str!("../migrations/0004_restore.sql") },
+    Migration { version: 5, name: "markers", sql: include_str!("../migrations/0005_markers.sql") },
 ];
 
 const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -117,6 +117,8 @@ pub struct OperationEnd {
     pub detail: Option<String>,
     /// The frame observed after it, if any.
     pub frame_after: Option<String>,
+    /// Where its input went (JSON of the browser's action marker), if it sent any.
+    pub marker: Option<String>,
     /// When it ended (ms).
     pub ended_at: u64,
 }

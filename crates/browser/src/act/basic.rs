@@ -99,6 +99,13 @@ impl Tab {
         let facts = self.facts(resolved).await?;
         self.register_secret_if_needed(resolved, text).await;
         let value = self.enter_text(resolved, &facts, text, typing).await?;
+        // The field's box for the marker (never its content).
+        if let Ok(reply) = resolved.session.call(cdp::domains::dom::GetBoxModel { backend_node_id: Some(resolved.backend_node_id), object_id: None }).await
+            && let [x1, y1, x2, _, _, y3, ..] = reply.model.border[..]
+        {
+            let (ox, oy) = resolved.frame_offset;
+            self.trace(super::Trace::Field([x1 + ox, y1 + oy, x2 - x1, y3 - y1]));
+        }
         self.settle(nav, until).await;
         if value.as_deref() == Some(text)
             || (facts.editable && facts.tag != "input" && facts.tag != "textarea" && value.as_deref().map(str::trim_end) == Some(text.trim_end()))

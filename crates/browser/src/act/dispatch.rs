@@ -119,6 +119,7 @@ impl Tab {
             ExtendedAction::Press(a) => {
                 let chord = chord(a.key.as_str())?;
                 let resolved = self.resolve_spec(record, &a.target).await?;
+                self.trace(super::Trace::Keys(a.key.as_str().to_owned()));
                 Ok(self.press_key(&resolved, &chord, viewport, &mut nav, until, frame).await?.into())
             }
             ExtendedAction::KeyDown(a) | ExtendedAction::KeyUp(a) => {
@@ -128,6 +129,8 @@ impl Tab {
                     self.actionable_point(&resolved, Need::Focus, viewport, until).await?;
                     self.focus(&resolved).await?;
                 }
+                let arrow = if matches!(action, ExtendedAction::KeyDown(_)) { "↓" } else { "↑" };
+                self.trace(super::Trace::Keys(format!("{arrow}{}", def.key)));
                 if matches!(action, ExtendedAction::KeyDown(_)) {
                     self.key_down(&def).await?;
                 } else {
@@ -197,6 +200,10 @@ impl Tab {
                 match a.mode {
                     DragMode::Mouse => self.drag_mouse(from, &via, to).await?,
                     DragMode::Html5 => {
+                        self.trace(super::Trace::Press(from.0, from.1));
+                        for p in via.iter().chain([&to]) {
+                            self.trace(super::Trace::Drag(p.0, p.1));
+                        }
                         if !self.drag_html5(from, &via, to, until).await? {
                             self.settle(&mut nav, until).await;
                             return Ok(Receipt::failed(

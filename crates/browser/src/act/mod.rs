@@ -23,6 +23,7 @@ mod element;
 mod files;
 mod keyboard;
 mod locate;
+mod marker;
 mod pointer;
 mod select;
 mod settle;
@@ -35,6 +36,8 @@ use protocol::{ExtendedAction, ExtendedKind, FrameId, Observation, PointTarget, 
 
 pub use files::{DownloadInfo, UploadRefused, UploadRoot};
 pub(crate) use keyboard::Held;
+pub(crate) use marker::Trace;
+pub use marker::{ActionMarker, MarkerKind};
 
 use crate::BrowserError;
 use crate::capture::{WorldState, evaluate_in, world_context};
@@ -96,6 +99,8 @@ pub struct ActOutcome {
     pub dialog: Option<Dialog>,
     /// Files a `click` with `expect_download` saved (completed downloads only).
     pub downloads: Vec<DownloadInfo>,
+    /// Where its input went, for a person's view (`marker.rs`); none when it sent no input.
+    pub marker: Option<ActionMarker>,
 }
 
 /// What dispatch produced, before the fresh observation.
@@ -127,7 +132,7 @@ impl Tab {
         let started = Instant::now();
         let until = started + options.deadline;
         let opened_before = lock(&self.state).opened.len();
-        let dispatched = {
+        let (dispatched, before) = {
             let _write = self.write_barrier(options.deadline).await?;
             if let Some(dialog) = lock(&self.state).dialog.clone() {
                 return Err(BrowserError::NotActionable {
@@ -138,20 +143,29 @@ impl Tab {
             check_frame(&record.frame_id, action.expected_frame_id())?;
             let now = self.read_world_now().await?;
             check_world(&record, &now)?;
+            self.take_trace();
+            let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
             let dispatched = tokio::time::timeout_at(until.into(), self.dispatch(action, &record, &now, options, until)).await;
             // An upload through a file chooser intercepts choosers only while it waits for one;
             // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
             self.stop_intercepting_choosers().await;
             match dispatched {
-                Ok(result) => result?,
+                Ok(result) => (result?, Some(before)),
                 Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
             }
         };
-        Ok(self.finish(action.kind(), dispatched, opened_before, options).await)
+        Ok(self.finish(action.kind(), dispatched, opened_before, before, options).await)
     }
 
     /// The outcome: what the action opened, and a fresh observation unless a dialog blocks it.
-    async fn finish(&self, action: ExtendedKind, dispatched: Dispatched, opened_before: usize, options: &ActOptions) -> ActOutcome {
+    async fn finish(
+        &self,
+        action: ExtendedKind,
+        dispatched: Dispatched,
+        opened_before: usize,
+        before: Option<([f64; 2], [f64; 2])>,
+        options: &ActOptions,
+    ) -> ActOutcome {
         let (opened, dialog) = {
             let state = lock(&self.state);
             (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())
@@ -161,7 +175,10 @@ impl Tab {
         // and the blocked page has no observation of its own here.
         let dialog = dialog.or_else(|| lock(&self.state).dialog.clone());
         let observation = if dialog.is_some() { None } else { observation };
-        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads }
+        let after = self.latest_observation().map(|r| ([r.world.width, r.world.height], [r.world.scroll_x, r.world.scroll_y]));
+        let trace = self.take_trace();
+        let marker = before.and_then(|before| marker::marker(&trace, after.unwrap_or(before)));
+        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads, marker }
     }
 
     async fn write_barrier(&self, deadline: Duration) -> Result<tokio::sync::RwLockWriteGuard<'_, ()>, BrowserError> {
@@ -202,7 +219,7 @@ impl Tab {
             self.settle(&mut nav, until).await;
             Receipt::confirmed(ExtendedKind::Dialog, answer.expected_frame_id.clone())
         };
-        Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, options).await)
+        Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, None, options).await)
     }
 
     pub(super) async fn read_world_now(&self) -> Result<WorldState, BrowserError> {

@@ -45,6 +45,7 @@ impl Tab {
             let state = lock(&self.state);
             (modifiers | state.held.modifiers(), state.held.buttons())
         };
+        self.trace(if buttons == 0 { super::Trace::Hover(x, y) } else { super::Trace::Drag(x, y) });
         let button = match buttons {
             0 => "none",
             b if b & 1 != 0 => "left",
@@ -82,6 +83,7 @@ impl Tab {
         let (modifiers, buttons) = {
             let mut state = lock(&self.state);
             if pressed {
+                state.trace.push(super::Trace::Press(x, y));
                 state.held.press_button(button, x, y);
             } else {
                 state.held.release_button(button);
@@ -109,6 +111,7 @@ impl Tab {
     /// One wheel turn at a point.
     pub(super) async fn wheel(&self, x: f64, y: f64, delta_x: f64, delta_y: f64) -> Result<(), BrowserError> {
         let modifiers = lock(&self.state).held.modifiers();
+        self.trace(super::Trace::Wheel(x, y, delta_x, delta_y));
         self.input(DispatchMouseEvent {
             event_type: "mouseWheel".into(),
             x,

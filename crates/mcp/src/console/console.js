@@ -18,7 +18,7 @@ const STRINGS = {
     needsYou: "A run needs you", continueRun: "Continue", continued: "Continued",
     takeOver: "Pause agent, I'll take over", handBack: "Let the agent continue", idle: "can operate directly", in_use: "in use",
     pausing: "pausing…", paused: "paused", pause_failed: "pause failed, retry",
-    openPage: "Open page", pinned: "Pinned preview (click to follow the agent)", following: "Following the agent (click to pin)",
+    openPage: "Open page", showActions: "Show the last action", pinned: "Pinned preview (click to follow the agent)", following: "Following the agent (click to pin)",
     entryLabel: "The page itself: your pointer and keys act on it (F6 leaves)", back: "Back", forward: "Forward", reload: "Reload", go: "Go",
   },
   zh: {
@@ -34,14 +34,14 @@ const STRINGS = {
     needsYou: "有任务需要你", continueRun: "继续", continued: "已继续",
     takeOver: "暂停 Agent，我来操作", handBack: "让 Agent 继续", idle: "可直接操作", in_use: "使用中",
     pausing: "正在暂停…", paused: "已暂停", pause_failed: "暂停失败，请重试",
-    openPage: "打开网页", pinned: "已固定预览（点击改为跟随 Agent）", following: "正在跟随 Agent（点击固定）",
+    openPage: "打开网页", showActions: "显示最近一次操作", pinned: "已固定预览（点击改为跟随 Agent）", following: "正在跟随 Agent（点击固定）",
     entryLabel: "网页本身：你的指针和按键直接作用于它（按 F6 离开）", back: "后退", forward: "前进", reload: "刷新", go: "前往",
   },
 };
 const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
 const t = (key) => STRINGS[lang][key] || STRINGS.en[key] || key;
 
-const state = { token: "", selected: null, pinned: false, lastOperated: null, tabs: [], previewHidden: false, lastFrameAt: 0, seenApprovals: new Set(), operating: new Set() };
+const state = { token: "", selected: null, pinned: false, showActions: true, lastMarker: null, lastOperated: null, tabs: [], previewHidden: false, lastFrameAt: 0, seenApprovals: new Set(), operating: new Set() };
 
 function takeToken() {
   const hash = new URLSearchParams(location.hash.slice(1));
@@ -243,6 +243,7 @@ function onViewMessage(ws, m) {
     state.lastFrameAt = m.captured_at || Date.now();
     drawFrame(m);
     frameLabel();
+    drawMarkers();
   } else if (m.type === "status") {
     view.live = m.live && !!view.frame;
     if (!state.pending) renderControl({ control: m.control });
@@ -376,6 +377,66 @@ function wireEntry() {
   new IntersectionObserver((entries) => { view.onScreen = entries.some((x) => x.isIntersecting); syncCapture(); }).observe(area);
 }
 
+// --- Action markers (drawn over the image from trusted records, never into the page) --------
+// The last action on the previewed tab, from the operation log: its marker is drawn only over a
+// frame of the same page, viewport and scroll offset; otherwise it stays in the log only.
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  return node;
+}
+
+function markerValid(op, frame) {
+  const m = op.marker, tab = state.tabs.find((tab) => tab.tab === op.tab);
+  const near = (a, b) => Math.abs(a - b) <= 1;
+  return !!frame && near(m.viewport[0], frame.width) && near(m.viewport[1], frame.height) && near(m.scroll[0], frame.scroll_x) && near(m.scroll[1], frame.scroll_y)
+    && (!tab || !op.url || tab.url === op.url);
+}
+
+function drawMarkers() {
+  const layer = document.getElementById("markers");
+  layer.replaceChildren();
+  const op = state.lastMarker, frame = view.frame, img = document.getElementById("preview-img");
+  layer.dataset.drawn = "";
+  if (!state.showActions || !op || !frame || img.hidden || op.tab !== view.resource || !markerValid(op, frame)) return;
+  const area = document.getElementById("preview-area").getBoundingClientRect(), box = img.getBoundingClientRect();
+  const s = Math.min(box.width / frame.width, box.height / frame.height);
+  const ox = box.left - area.left + (box.width - frame.width * s) / 2, oy = box.top - area.top + (box.height - frame.height * s) / 2;
+  const X = (x) => ox + x * s, Y = (y) => oy + y * s;
+  layer.setAttribute("viewBox", `0 0 ${area.width} ${area.height}`);
+  const m = op.marker, cls = `marker state-${op.state}`;
+  const g = svg("g", { class: cls, "data-marker": m.kind, "data-operation": op.operation_id });
+  const ring = (p, r) => g.append(svg("circle", { cx: X(p[0]), cy: Y(p[1]), r }));
+  if (m.kind === "click" || m.kind === "hover") ring(m.points[0], m.kind === "click" ? 12 : 6);
+  if (m.kind === "drag") {
+    g.append(svg("polyline", { points: m.points.map((p) => `${X(p[0])},${Y(p[1])}`).join(" ") }));
+    ring(m.points[0], 6); ring(m.points[m.points.length - 1], 10);
+  }
+  if (m.kind === "scroll" && m.delta) {
+    const [x, y] = m.points[0], len = Math.hypot(m.delta[0], m.delta[1]) || 1;
+    const ex = X(x) + (m.delta[0] / len) * 40, ey = Y(y) + (m.delta[1] / len) * 40;
+    g.append(svg("line", { x1: X(x), y1: Y(y), x2: ex, y2: ey }));
+    ring([x, y], 4);
+  }
+  if (m.kind === "type" && m.field) g.append(svg("rect", { x: X(m.field[0]), y: Y(m.field[1]), width: m.field[2] * s, height: m.field[3] * s, rx: 2 }));
+  if (m.keys && m.keys.length) {
+    const label = svg("text", { x: ox + 8, y: oy + 18 });
+    label.textContent = m.keys.join(" ");
+    g.append(label);
+  }
+  layer.append(g);
+  layer.dataset.drawn = m.kind;
+}
+
+function toggleActions() {
+  state.showActions = !state.showActions;
+  document.getElementById("show-actions").setAttribute("aria-pressed", String(state.showActions));
+  drawMarkers();
+}
+
 // --- Approvals ----------------------------------------------------------------------------
 
 function renderApprovals(pending, waiting) {
@@ -419,6 +480,7 @@ function renderLog(entries) {
   const body = document.querySelector("#log tbody");
   body.replaceChildren();
   state.operating = new Set();
+  state.lastMarker = null;
   const since = Date.now() - 10000;
   for (const e of entries) {
     const at = new Date(e.at).toLocaleTimeString();
@@ -428,6 +490,7 @@ function renderLog(entries) {
       where = e.url || ""; st = e.state + (e.error ? `: ${e.error}` : "");
       if (e.at > since && e.state !== "failed" && e.tab) state.operating.add(e.tab);
       if (e.tab) state.lastOperated = e.tab;
+      if (e.marker && e.tab === state.selected) state.lastMarker = e;
     } else if (e.kind === "approval") {
       what = `approval ${e.tier} ${e.action}`; where = e.origin; st = e.outcome || "pending";
     } else if (e.kind === "run_started") {
@@ -435,7 +498,9 @@ function renderLog(entries) {
     } else if (e.kind === "run_ended") {
       what = `run: ${e.summary || ""}`; where = ""; st = `${e.status} (${e.reason})`;
     }
-    body.append(el("tr", { "data-kind": e.kind }, el("td", {}, at), el("td", {}, what), el("td", {}, where), el("td", { class: `state-${e.state || ""}` }, st)));
+    const frame = e.frame_after || e.frame_before;
+    body.append(el("tr", { "data-kind": e.kind, "data-operation": e.operation_id || null, title: frame ? `frame ${frame}` : null },
+      el("td", {}, at), el("td", {}, what), el("td", {}, where), el("td", { class: `state-${e.state || ""}` }, st)));
   }
 }
 
@@ -452,6 +517,7 @@ async function refresh() {
     state.tabs = tabs.tabs;
     renderResources(tabs.tabs);
     renderApprovals(approvals.pending, waiting.waiting);
+    drawMarkers();
     if (state.selected && !tabs.tabs.some((tab) => tab.tab === state.selected && tab.state === "open")) { state.selected = null; closeView(); setEntry(false); frameLabel(); }
     follow();
     const url = document.getElementById("nav-url"), current = tabs.tabs.find((tab) => tab.tab === state.selected);
@@ -470,6 +536,7 @@ function start() {
   document.getElementById("take-over").addEventListener("click", () => control("take-over"));
   document.getElementById("hand-back").addEventListener("click", () => control("hand-back"));
   document.getElementById("pin").addEventListener("click", togglePin);
+  document.getElementById("show-actions").addEventListener("click", toggleActions);
   document.getElementById("open-page").addEventListener("click", () => setEntry(!view.entry));
   wireEntry();
   takeToken();

@@ -267,6 +267,23 @@ async fn the_real_entry_pauses_the_agent_on_a_click_not_a_hover_and_a_stalled_pa
     agent_click(&rt, &session, &b).await.expect("the agent acts again after the hand-back");
     assert_eq!(page_eval("document.getElementById('count').textContent").await, json!("4 clicks"));
 
+    // The agent's click is drawn from its record over the current frame: a ring on the button.
+    person.until("the click's marker is drawn", "document.getElementById('markers').dataset.drawn === 'click'").await;
+    let ring = person
+        .eval("(() => { const c = document.querySelector('#markers circle').getBoundingClientRect(); return [c.x + c.width / 2, c.y + c.height / 2]; })()")
+        .await;
+    assert!((ring[0].as_f64().unwrap() - x).abs() < 3.0 && (ring[1].as_f64().unwrap() - y).abs() < 3.0, "the ring is on the button: {ring} vs ({x}, {y})");
+    assert_eq!(page_eval("document.querySelectorAll('[data-marker], svg, circle').length").await, json!(0), "nothing is drawn into the page");
+    person.shot("9-click-marker").await;
+    // The page scrolls: the marker no longer matches the image and is not drawn; the log keeps it.
+    page_eval("document.body.style.height = '4000px'; scrollTo(0, 300); scrollY").await;
+    person.until("the marker is gone after the scroll", "document.getElementById('markers').dataset.drawn === '' && view.frame.scroll_y === 300").await;
+    assert_eq!(
+        person.eval("[...document.querySelectorAll('#log tr[data-kind=operation]')].filter(r => r.textContent.includes('click')).length >= 3").await,
+        json!(true)
+    );
+    person.shot("10-marker-gone-after-scroll").await;
+
     // A page that does not answer: "last frame", then live again.
     let hold = {
         let page = page.clone();

@@ -10,7 +10,7 @@ use crate::record::{NewOperation, NewRun, OperationEnd, OperationFilter, Operati
 const RUN_COLUMNS: &str =
     "id, session_id, instance, surface, task, model, max_steps, max_seconds, started_at, ended_at, status, reason, summary, steps, accounting";
 const OPERATION_COLUMNS: &str = "seq, id, session_id, run_id, instance, surface, resource_id, action, target, text_chars, secret, url, frame_before, frame_after, \
-     state, effect_uncertain, error, detail, started_at, ended_at";
+     state, effect_uncertain, error, detail, started_at, ended_at, marker";
 
 fn small(row: &Row<'_>, column: &'static str) -> Result<u32> {
     let v = get_uint(row, column)?;
@@ -60,6 +60,7 @@ fn decode_operation(row: &Row<'_>) -> Result<OperationRecord> {
             error: row.get("error")?,
             detail: row.get("detail")?,
             frame_after: row.get("frame_after")?,
+            marker: row.get("marker")?,
             ended_at,
         }),
     };
@@ -173,10 +174,19 @@ pub(super) fn end_operation(conn: &Connection, id: &str, end: &OperationEnd) -> 
     }
     let changed = conn
         .prepare_cached(
-            "UPDATE operations SET state = ?2, effect_uncertain = ?3, error = ?4, detail = ?5, frame_after = ?6, ended_at = ?7
+            "UPDATE operations SET state = ?2, effect_uncertain = ?3, error = ?4, detail = ?5, frame_after = ?6, ended_at = ?7, marker = ?8
               WHERE id = ?1 AND ended_at IS NULL",
         )?
-        .execute(params![id, end.state.as_str(), i64::from(end.effect_uncertain), end.error, end.detail, end.frame_after, int(end.ended_at, "ended_at")?])?;
+        .execute(params![
+            id,
+            end.state.as_str(),
+            i64::from(end.effect_uncertain),
+            end.error,
+            end.detail,
+            end.frame_after,
+            int(end.ended_at, "ended_at")?,
+            end.marker
+        ])?;
     Ok(changed == 1)
 }
 

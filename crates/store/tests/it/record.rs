@@ -37,7 +37,15 @@ fn operation(id: &str, session: &SessionId, run: Option<&str>, at: u64) -> NewOp
 }
 
 fn confirmed(at: u64) -> OperationEnd {
-    OperationEnd { state: OperationState::Confirmed, effect_uncertain: false, error: None, detail: None, frame_after: Some("frame_b".into()), ended_at: at }
+    OperationEnd {
+        state: OperationState::Confirmed,
+        effect_uncertain: false,
+        error: None,
+        detail: None,
+        frame_after: Some("frame_b".into()),
+        marker: None,
+        ended_at: at,
+    }
 }
 
 #[test]
@@ -52,7 +60,8 @@ fn operations_are_written_before_dispatch_and_ended_once() {
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].state, OperationState::Attempted);
     assert!(open[0].end.is_none());
-    assert!(store.end_operation("op_1", &confirmed(4)).expect("end"));
+    let marker = r#"{"kind":"click","points":[[10.0,20.0]],"viewport":[1280.0,720.0],"scroll":[0.0,0.0]}"#;
+    assert!(store.end_operation("op_1", &OperationEnd { marker: Some(marker.into()), ..confirmed(4) }).expect("end"));
     assert!(!store.end_operation("op_1", &confirmed(5)).expect("end twice"), "an operation ends once");
     assert!(store.end_operation("op_1", &OperationEnd { state: OperationState::Attempted, ..confirmed(5) }).is_err());
     let second = store.begin_operation(&operation("op_2", &s, None, 6)).expect("direct call");
@@ -62,6 +71,8 @@ fn operations_are_written_before_dispatch_and_ended_once() {
     assert_eq!(all.iter().map(|o| o.operation.id.as_str()).collect::<Vec<_>>(), ["op_1", "op_2"]);
     assert_eq!(all[0].state, OperationState::Confirmed);
     assert_eq!(all[0].end.as_ref().and_then(|e| e.frame_after.as_deref()), Some("frame_b"));
+    assert_eq!(all[0].end.as_ref().and_then(|e| e.marker.as_deref()), Some(marker), "the action marker is kept with the record");
+    assert!(store.end_operation("op_2", &OperationEnd { marker: Some("not json".into()), ..confirmed(7) }).is_err(), "a marker is JSON or nothing");
     assert_eq!(all[0].operation.text_chars, Some(9));
     assert!(all[0].operation.secret);
     let of_run = store.list_operations(&OperationFilter { run: Some(RunId::new("run_1")), ..Default::default() }).expect("list");
