@@ -31,6 +31,9 @@ bench: deps build
 	./target/release/glovebox bench act
 	./target/release/glovebox bench runtime
 	./target/release/glovebox bench store
+	./target/release/glovebox bench restore
+	./target/release/glovebox bench host
+	./target/release/glovebox bench console
 	python3 scripts/bench_peers.py
 
 doctor: deps build

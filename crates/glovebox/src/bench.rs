@@ -71,6 +71,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Store => bench_store(global, &mut ratios)?,
         BenchTarget::Restore => bench_restore(global, args.iterations).await?,
         BenchTarget::Host => bench_host(global, &mut ratios).await?,
+        BenchTarget::Console => bench_console(global, &mut ratios).await?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> = results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
@@ -574,6 +575,150 @@ async fn bench_host(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow:
     let after = rss_bytes();
     ratios.push(("memory per registered window, 3 surfaces, client included (KiB)".to_owned(), after.saturating_sub(before) as f64 / 200.0 / 1024.0));
     drop(windows);
+    drop(ws);
+    http.shutdown().await?;
+    rt.shutdown(Duration::from_secs(5)).await;
+    Ok(results)
+}
+
+/// CPU time (user + system) of this process and of every Chromium process, in seconds.
+fn cpu_seconds() -> f64 {
+    let ticks = 100.0; // USER_HZ on Linux
+    let of = |stat: &str| -> f64 {
+        // Fields after the command name (which may hold spaces) start at state (field 3).
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let utime = fields.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let stime = fields.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (utime + stime) / ticks
+    };
+    let mut total = std::fs::read_to_string("/proc/self/stat").map(|s| of(&s)).unwrap_or(0.0);
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("chrom") {
+            total += std::fs::read_to_string(entry.path().join("stat")).map(|s| of(&s)).unwrap_or(0.0);
+        }
+    }
+    total
+}
+
+/// The console's live view end to end: the view WebSocket on the server's own listener, a page
+/// changed over CDP, a session holding the tab for the pause figures.
+async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    const PAGE: &str = "<!doctype html><title>Live</title><body style='margin:0;font:40px sans-serif'><p id=n>0</p><button style='width:200px;height:80px'>Press</button>\
+        <script>let on = false; function tick() { if (on) document.getElementById('n').textContent = String(performance.now() | 0); requestAnimationFrame(tick); } tick();</script>";
+    let pages = crate::pages::LoopbackPages::serve([("/live".to_owned(), PAGE.to_owned())].into()).await?;
+    let config = crate::config::resolve(global, None)?.runtime;
+    let rt = ::runtime::Runtime::start(config).await?;
+    let http = mcp::serve_http(rt.clone(), mcp::HttpOptions { bind: "127.0.0.1:0".parse()?, ..mcp::HttpOptions::default() }).await?;
+    let session = rt.create_session().await?;
+    rt.open_tab(&session, &pages.url("/live"), Duration::from_secs(10)).await?;
+    let tabs = rt.tabs_for_person()?;
+    let resource = tabs.iter().find(|t| t["url"].as_str().is_some_and(|u| u.ends_with("/live"))).and_then(|t| t["tab"].as_str()).unwrap_or_default().to_owned();
+    anyhow::ensure!(!resource.is_empty(), "the page's tab record is missing: {tabs:?}");
+    let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await?;
+    let target =
+        targets.target_infos.iter().find(|t| t.url.ends_with("/live")).and_then(|t| t.target_id.clone()).ok_or_else(|| anyhow::anyhow!("no target"))?;
+    let page = rt.connection().browser().attach(&target).await?;
+    let eval = async |expression: &str| page.call(runtime::Evaluate::value(expression)).await;
+
+    let url = format!("ws://{}/api/tabs/{resource}/view", http.local_addr);
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+    ws.send(Message::Text(json!({"type": "hello", "token": http.person.token}).to_string().into())).await?;
+    ws.send(Message::Text(json!({"type": "show"}).to_string().into())).await?;
+    type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+    /// The next message of `kind` within `within`.
+    async fn next_of(ws: &mut Ws, kind: &str, within: Duration) -> Option<serde_json::Value> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let message = tokio::time::timeout_at(deadline, ws.next()).await.ok()??;
+            if let Ok(Message::Text(t)) = message
+                && let Ok(v) = serde_json::from_str::<serde_json::Value>(&t)
+                && v["type"] == kind
+            {
+                return Some(v);
+            }
+        }
+    }
+    anyhow::ensure!(next_of(&mut ws, "frame", Duration::from_secs(10)).await.is_some(), "no first frame");
+    let mut results = Vec::new();
+
+    // Page change → the frame showing it at the viewer (the frame after a quiet page).
+    let mut latency = Vec::new();
+    for i in 0..30 {
+        while next_of(&mut ws, "frame", Duration::from_millis(300)).await.is_some() {}
+        let started = Instant::now();
+        eval(&format!("document.getElementById('n').textContent = 'change {i}'; 1")).await?;
+        if next_of(&mut ws, "frame", Duration::from_secs(5)).await.is_some() {
+            latency.push(started.elapsed());
+        }
+    }
+    results.push(("page change → frame at the viewer".to_owned(), Stats::of(&mut latency)));
+
+    // A page that changes every animation frame: frames per second and CPU, shown vs hidden.
+    eval("on = true; 1").await?;
+    let window = Duration::from_secs(5);
+    let cpu = cpu_seconds();
+    let started = Instant::now();
+    let mut frames = 0u32;
+    while started.elapsed() < window {
+        if next_of(&mut ws, "frame", window.saturating_sub(started.elapsed())).await.is_some() {
+            frames += 1;
+        }
+    }
+    let shown_cpu = (cpu_seconds() - cpu) / started.elapsed().as_secs_f64();
+    ratios.push(("frames per second of one live preview (cap 10)".to_owned(), f64::from(frames) / started.elapsed().as_secs_f64()));
+    ws.send(Message::Text(json!({"type": "hide"}).to_string().into())).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cpu = cpu_seconds();
+    let started = Instant::now();
+    while started.elapsed() < window {
+        let _ = next_of(&mut ws, "frame", window.saturating_sub(started.elapsed())).await;
+    }
+    let hidden_cpu = (cpu_seconds() - cpu) / started.elapsed().as_secs_f64();
+    ratios.push(("CPU (cores) with the preview shown, animating page".to_owned(), shown_cpu));
+    ratios.push(("CPU (cores) with the preview hidden, same page".to_owned(), hidden_cpu));
+    ratios.push(("CPU cost of one live preview (cores)".to_owned(), shown_cpu - hidden_cpu));
+    eval("on = false; 1").await?;
+    ws.send(Message::Text(json!({"type": "show"}).to_string().into())).await?;
+
+    // A person's press in the real entry → agent dispatch blocked, → pause confirmed.
+    let mut blocked = Vec::new();
+    let mut paused = Vec::new();
+    for i in 0..20 {
+        let started = Instant::now();
+        let press = json!({"type": "input", "id": i, "input": "pointer", "event": "down", "x": 100.0, "y": 120.0, "button": "left", "click_count": 1});
+        ws.send(Message::Text(press.to_string().into())).await?;
+        loop {
+            match rt.control_of(&resource) {
+                ::runtime::Control::Pausing => {
+                    blocked.push(started.elapsed());
+                    break;
+                }
+                ::runtime::Control::Paused | ::runtime::Control::PauseFailed => {
+                    // Confirmed before the first look: blocked no later than now.
+                    blocked.push(started.elapsed());
+                    break;
+                }
+                _ if started.elapsed() > Duration::from_secs(5) => anyhow::bail!("the press never blocked the agent"),
+                _ => tokio::task::yield_now().await,
+            }
+        }
+        while !matches!(rt.control_of(&resource), ::runtime::Control::Paused) {
+            anyhow::ensure!(started.elapsed() < Duration::from_secs(10), "the pause was never confirmed ({:?})", rt.control_of(&resource));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        paused.push(started.elapsed());
+        let release = json!({"type": "input", "id": 1000 + i, "input": "pointer", "event": "up", "x": 100.0, "y": 120.0, "button": "left", "click_count": 1});
+        ws.send(Message::Text(release.to_string().into())).await?;
+        next_of(&mut ws, "input_done", Duration::from_secs(5)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        rt.hand_back(&resource)?;
+    }
+    results.push(("person's press → agent dispatch blocked".to_owned(), Stats::of(&mut blocked)));
+    results.push(("person's press → pause confirmed".to_owned(), Stats::of(&mut paused)));
     drop(ws);
     http.shutdown().await?;
     rt.shutdown(Duration::from_secs(5)).await;

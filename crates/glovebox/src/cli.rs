@@ -257,4 +257,7 @@ pub enum BenchTarget {
     /// Host API: chat command → Surface Context (two tabs with previews), registry event round
     /// trip over the renderer WebSocket, memory per registered window.
     Host,
+    /// Console live view: page change → frame at the viewer, frames per second and CPU of one
+    /// live preview, a person's click → agent dispatch blocked and → pause confirmed.
+    Console,
 }

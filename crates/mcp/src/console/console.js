@@ -18,7 +18,7 @@ const STRINGS = {
     needsYou: "A run needs you", continueRun: "Continue", continued: "Continued",
     takeOver: "Pause agent, I'll take over", handBack: "Let the agent continue", idle: "can operate directly", in_use: "in use",
     pausing: "pausing…", paused: "paused", pause_failed: "pause failed, retry",
-    openPage: "Open page", showActions: "Show the last action", pinned: "Pinned preview (click to follow the agent)", following: "Following the agent (click to pin)",
+    session: "session", mark: "kept as", hasActions: "the agent acted on it in this view", openPage: "Open page", showActions: "Show the last action", pinned: "Pinned preview (click to follow the agent)", following: "Following the agent (click to pin)",
     entryLabel: "The page itself: your pointer and keys act on it (F6 leaves)", back: "Back", forward: "Forward", reload: "Reload", go: "Go",
   },
   zh: {
@@ -34,7 +34,7 @@ const STRINGS = {
     needsYou: "有任务需要你", continueRun: "继续", continued: "已继续",
     takeOver: "暂停 Agent，我来操作", handBack: "让 Agent 继续", idle: "可直接操作", in_use: "使用中",
     pausing: "正在暂停…", paused: "已暂停", pause_failed: "暂停失败，请重试",
-    openPage: "打开网页", showActions: "显示最近一次操作", pinned: "已固定预览（点击改为跟随 Agent）", following: "正在跟随 Agent（点击固定）",
+    session: "会话", mark: "保留为", hasActions: "Agent 在此视图中操作过它", openPage: "打开网页", showActions: "显示最近一次操作", pinned: "已固定预览（点击改为跟随 Agent）", following: "正在跟随 Agent（点击固定）",
     entryLabel: "网页本身：你的指针和按键直接作用于它（按 F6 离开）", back: "后退", forward: "前进", reload: "刷新", go: "前往",
   },
 };
@@ -150,12 +150,16 @@ function renderControl(tab) {
   const label = document.getElementById("control-state");
   const take = document.getElementById("take-over");
   const give = document.getElementById("hand-back");
-  const control = tab ? tab.control || "idle" : null;
+  let control = tab ? tab.control || "idle" : null;
+  // The seed's two states the runtime cannot report itself: the view lost its page, or a pause
+  // asked while the page does not answer.
+  if (control && state.selected && view.resource === state.selected && !view.ws) control = "disconnected";
+  else if (control === "pausing" && view.frame && !view.live) control = "cannot_confirm";
   label.textContent = control ? t(control) : "";
   label.dataset.control = control || "";
   take.hidden = !control || control === "idle";
   give.hidden = !control || control === "idle";
-  take.disabled = control === "pausing" || control === "paused";
+  take.disabled = control === "pausing" || control === "paused" || control === "disconnected";
   give.disabled = control !== "paused";
 }
 
@@ -192,7 +196,9 @@ function openPage(tab) {
 }
 
 async function closeTab(tab) {
-  if (!confirm(`${t("confirmClose")}\n${tab.title || ""}\n${tab.url || tab.tab}`)) return;
+  const refs = [tab.title || "", tab.url || tab.tab, tab.session ? `${t("session")} ${tab.session}${tab.branch ? ` · ${t("branch")} ${tab.branch}` : ""}` : t("noSession"),
+    tab.mark && tab.mark !== "none" ? `${t("mark")}: ${tab.mark}` : "", state.lastMarker && state.lastMarker.tab === tab.tab ? t("hasActions") : ""].filter(Boolean);
+  if (!confirm(`${t("confirmClose")}\n${refs.join("\n")}`)) return;
   try {
     await api(`/api/tabs/${encodeURIComponent(tab.tab)}/close`, { method: "POST", body: "{}" });
     if (state.selected === tab.tab) state.selected = null;
