@@ -610,13 +610,15 @@ async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     const PAGE: &str = "<!doctype html><title>Live</title><body style='margin:0;font:40px sans-serif'><p id=n>0</p><button style='width:200px;height:80px'>Press</button>\
         <script>let on = false; function tick() { if (on) document.getElementById('n').textContent = String(performance.now() | 0); requestAnimationFrame(tick); } tick();</script>";
     let pages = crate::pages::LoopbackPages::serve([("/live".to_owned(), PAGE.to_owned())].into()).await?;
-    let config = crate::config::resolve(global, None)?.runtime;
+    let mut config = crate::config::resolve(global, None)?.runtime;
+    config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
     let rt = ::runtime::Runtime::start(config).await?;
     let http = mcp::serve_http(rt.clone(), mcp::HttpOptions { bind: "127.0.0.1:0".parse()?, ..mcp::HttpOptions::default() }).await?;
     let session = rt.create_session().await?;
     rt.open_tab(&session, &pages.url("/live"), Duration::from_secs(10)).await?;
     let tabs = rt.tabs_for_person()?;
-    let resource = tabs.iter().find(|t| t["url"].as_str().is_some_and(|u| u.ends_with("/live"))).and_then(|t| t["tab"].as_str()).unwrap_or_default().to_owned();
+    let live = pages.url("/live");
+    let resource = tabs.iter().find(|t| t["url"] == live.as_str() && t["state"] == "open").and_then(|t| t["tab"].as_str()).unwrap_or_default().to_owned();
     anyhow::ensure!(!resource.is_empty(), "the page's tab record is missing: {tabs:?}");
     let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await?;
     let target =
@@ -636,12 +638,18 @@ async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
             let message = tokio::time::timeout_at(deadline, ws.next()).await.ok()??;
             if let Ok(Message::Text(t)) = message
                 && let Ok(v) = serde_json::from_str::<serde_json::Value>(&t)
-                && v["type"] == kind
             {
-                return Some(v);
+                if v["type"] == kind {
+                    return Some(v);
+                }
+                if v["type"] == "error" {
+                    tracing::warn!(%v, "the view refused something");
+                }
             }
         }
     }
+    let bound = next_of(&mut ws, "bound", Duration::from_secs(10)).await;
+    anyhow::ensure!(bound.is_some(), "the view did not bind");
     anyhow::ensure!(next_of(&mut ws, "frame", Duration::from_secs(10)).await.is_some(), "no first frame");
     let mut results = Vec::new();
 
