@@ -48,6 +48,9 @@ pub enum ReasonCode {
     ActionFailed,
     /// The planner claimed completion but verification disagreed (failed).
     VerificationFailed,
+    /// The planner holds that the task cannot be done, listing the conditions it found unmet
+    /// (failed; a claim, not a finding of the runtime).
+    Infeasible,
     /// A person must approve the next action (needs_user).
     NeedsApproval,
     /// A person refused an approval (failed).
@@ -81,6 +84,7 @@ impl ReasonCode {
             | Self::InvalidPlan
             | Self::ActionFailed
             | Self::VerificationFailed
+            | Self::Infeasible
             | Self::ApprovalDenied
             | Self::CapabilityDenied
             | Self::OriginDenied

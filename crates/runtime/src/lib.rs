@@ -43,5 +43,5 @@ pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};
 pub use runtime::{Runtime, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
-pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion};
+pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, UNMET_MAX, assertion_schema, proposed_checks, unmet_conditions};
 pub use webtabs::RestoreReport;

@@ -33,10 +33,15 @@ pub struct StepReport {
 pub enum PlannerStep {
     /// Perform this action (one state-changing action per step).
     Act(ExtendedAction),
-    /// The planner believes the task is done. The runtime verifies before anything succeeds.
-    Done { summary: String },
+    /// The planner believes the task is done. The runtime verifies before anything succeeds:
+    /// the caller's checks, and the planner's own proposed `checks` (each must hold now and must
+    /// not have held before the run acted; without caller checks they are the only evidence).
+    Done { summary: String, checks: Vec<crate::Assertion> },
     /// The planner cannot continue.
     GiveUp { summary: String },
+    /// The planner holds that the task cannot be done at all, with the conditions it found
+    /// unmet (a claim: the run fails with reason `infeasible` and lists them).
+    Infeasible { summary: String, unmet: Vec<String> },
 }
 
 /// Why a planner produced nothing usable.
@@ -87,7 +92,10 @@ pub enum Scripted {
     /// Takes this long to "think" (for cancellation tests).
     Think(Duration),
     Done(String),
+    /// Done, with the planner's own proposed completion checks.
+    DoneWith(String, Vec<crate::Assertion>),
     GiveUp(String),
+    Infeasible(String, Vec<String>),
 }
 
 /// Replays a script. Runs out → gives up.
@@ -129,8 +137,10 @@ impl Planner for ScriptedPlanner {
                         tokio::time::sleep(d).await;
                         continue;
                     }
-                    Scripted::Done(summary) => return Ok(PlannerStep::Done { summary }),
+                    Scripted::Done(summary) => return Ok(PlannerStep::Done { summary, checks: Vec::new() }),
+                    Scripted::DoneWith(summary, checks) => return Ok(PlannerStep::Done { summary, checks }),
                     Scripted::GiveUp(summary) => return Ok(PlannerStep::GiveUp { summary }),
+                    Scripted::Infeasible(summary, unmet) => return Ok(PlannerStep::Infeasible { summary, unmet }),
                     Scripted::Raw(value) => value,
                     Scripted::Click(name) => {
                         json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "intent": format!("click {name}")})
@@ -234,7 +244,14 @@ impl Drop for CommandPlanner {
 struct Answer {
     action: Option<serde_json::Value>,
     done: Option<String>,
+    /// With `done`: the planner's proposed completion checks.
+    #[serde(default)]
+    checks: Vec<crate::Assertion>,
     give_up: Option<String>,
+    infeasible: Option<String>,
+    /// With `infeasible`: the conditions found unmet.
+    #[serde(default)]
+    unmet: Vec<String>,
 }
 
 /// The largest answer line a command planner may send.
@@ -275,8 +292,9 @@ impl Planner for CommandPlanner {
 }
 
 /// Reads a planner's (or a model's) answer: exactly one JSON object `{"action": …}` (validated
-/// like any model output), `{"done": "summary"}` or `{"give_up": "why"}`. A model that wraps the
-/// object in a Markdown code fence is read too; anything else is refused.
+/// like any model output), `{"done": "summary", "checks"?: [assertion…]}`, `{"give_up": "why"}`
+/// or `{"infeasible": "why", "unmet"?: ["…"]}`. A model that wraps the object in a Markdown code
+/// fence is read too; anything else is refused.
 pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
     if answer.len() > ANSWER_MAX_BYTES {
         return Err(PlannerError::Failed(format!("the answer is over {ANSWER_MAX_BYTES} bytes")));
@@ -286,11 +304,19 @@ pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
         trimmed.strip_prefix("```json").or_else(|| trimmed.strip_prefix("```")).and_then(|rest| rest.strip_suffix("```")).map(str::trim).unwrap_or(trimmed);
     let parsed: Answer =
         serde_json::from_str(unfenced).map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
-    match parsed {
-        Answer { action: Some(action), done: None, give_up: None } => Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?)),
-        Answer { action: None, done: Some(summary), give_up: None } => Ok(PlannerStep::Done { summary }),
-        Answer { action: None, done: None, give_up: Some(summary) } => Ok(PlannerStep::GiveUp { summary }),
-        _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up".into())),
+    let Answer { action, done, checks, give_up, infeasible, unmet } = parsed;
+    if !checks.is_empty() && done.is_none() {
+        return Err(PlannerError::Failed("checks go with done".into()));
+    }
+    if !unmet.is_empty() && infeasible.is_none() {
+        return Err(PlannerError::Failed("unmet goes with infeasible".into()));
+    }
+    match (action, done, give_up, infeasible) {
+        (Some(action), None, None, None) => Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?)),
+        (None, Some(summary), None, None) => Ok(PlannerStep::Done { summary, checks: crate::verify::proposed_checks(checks)? }),
+        (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp { summary }),
+        (None, None, None, Some(summary)) => Ok(PlannerStep::Infeasible { summary, unmet: crate::verify::unmet_conditions(unmet) }),
+        _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up, infeasible".into())),
     }
 }
 

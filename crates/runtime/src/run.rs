@@ -351,6 +351,8 @@ impl RunState<'_> {
         }
         let mut last: Option<StepReport> = None;
         let mut origin: Option<policy::Origin> = None;
+        // The page before the run acted: a planner's check that already held then proves nothing.
+        let mut initial: Option<Observation> = None;
         loop {
             if self.cancel.is_cancelled() {
                 return Ending::new(ReasonCode::Cancelled, "stopped");
@@ -366,6 +368,9 @@ impl RunState<'_> {
                 Err(ending) => return ending,
             };
             let observation = self.keep_screenshot(observation, request.retain_screenshots);
+            if initial.is_none() {
+                initial = Some(observation.clone());
+            }
             self.last_url = observation.url().to_owned();
             self.runtime.emit(
                 &self.run_id,
@@ -408,8 +413,12 @@ impl RunState<'_> {
                 Err(ending) => return ending,
             };
             let action = match step {
-                PlannerStep::Done { summary } => return self.verify(&request.assertions, &observation, summary),
+                PlannerStep::Done { summary, checks } => return self.verify(&request.assertions, &checks, initial.as_ref(), &observation, summary),
                 PlannerStep::GiveUp { summary } => return Ending::new(ReasonCode::ActionFailed, summary),
+                PlannerStep::Infeasible { summary, unmet } => {
+                    let unmet = if unmet.is_empty() { String::new() } else { format!(" (unmet, as the planner says: {})", unmet.join("; ")) };
+                    return Ending::new(ReasonCode::Infeasible, format!("{summary}{unmet}"));
+                }
                 PlannerStep::Act(action) => action,
             };
             // What only a person can do (a login, a CAPTCHA) pauses the run for one; after they
@@ -565,9 +574,16 @@ impl RunState<'_> {
         Ending::new(reason, e.to_string())
     }
 
-    fn verify(&self, assertions: &[Assertion], observation: &Observation, summary: String) -> Ending {
-        if assertions.is_empty() {
-            return Ending::new(ReasonCode::VerificationFailed, "the planner says it is done, but the task has no completion check the runtime can verify");
+    /// A `done` is checked by the runtime: the caller's checks and the planner's proposed ones
+    /// must all hold on the current page. A proposed check that already held before the run
+    /// acted is no evidence (it would let any claim pass); with no caller checks, the proposed
+    /// ones that changed are the only evidence, and without any the run is not verified.
+    fn verify(&self, assertions: &[Assertion], proposed: &[Assertion], initial: Option<&Observation>, observation: &Observation, summary: String) -> Ending {
+        if assertions.is_empty() && proposed.is_empty() {
+            return Ending::new(
+                ReasonCode::VerificationFailed,
+                "the planner says it is done, but neither the task nor the planner gave a completion check the runtime can verify",
+            );
         }
         let mut evidence = Vec::new();
         let mut failed = Vec::new();
@@ -578,6 +594,18 @@ impl RunState<'_> {
                 evidence.push(record);
             } else {
                 failed.push(assertion.describe());
+            }
+        }
+        for check in proposed {
+            let (passed, record) = check.check(observation);
+            let held_before = initial.is_some_and(|o| check.check(o).0);
+            self.runtime.emit(&self.run_id, EventKind::Verified { assertion: format!("planner's {}", check.describe()), passed: passed && !held_before });
+            if !passed {
+                failed.push(format!("the planner's {}", check.describe()));
+            } else if held_before {
+                failed.push(format!("the planner's {} held before the run acted, so it proves nothing", check.describe()));
+            } else {
+                evidence.push(record);
             }
         }
         if failed.is_empty() {

@@ -22,6 +22,43 @@ pub const ASSERTIONS_MAX: usize = 16;
 /// The longest text (or name, value, state) a check may name, in characters.
 pub const ASSERTION_TEXT_MAX_CHARS: usize = 1_000;
 
+/// The most unmet conditions an `infeasible` answer lists, and the longest one (characters).
+pub const UNMET_MAX: usize = 16;
+pub const UNMET_MAX_CHARS: usize = 300;
+
+/// The JSON Schema of one [`Assertion`] (for a model's `done` tool), without its `$schema`.
+pub fn assertion_schema() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(Assertion)).unwrap_or_default();
+    if let Some(o) = schema.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    schema
+}
+
+/// A planner's proposed completion checks, within the same bounds as a caller's.
+pub fn proposed_checks(checks: Vec<Assertion>) -> Result<Vec<Assertion>, crate::PlannerError> {
+    if checks.len() > ASSERTIONS_MAX {
+        return Err(crate::PlannerError::Failed(format!("at most {ASSERTIONS_MAX} checks, not {}", checks.len())));
+    }
+    for check in &checks {
+        check.check_bounds().map_err(|e| crate::PlannerError::Failed(e.to_string()))?;
+    }
+    Ok(checks)
+}
+
+/// The conditions an `infeasible` answer found unmet: trimmed, non-empty, bounded in number and
+/// length (model text; shown as the planner's claim, never as the runtime's finding).
+pub fn unmet_conditions(unmet: Vec<String>) -> Vec<String> {
+    unmet
+        .into_iter()
+        .map(|u| u.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|u| !u.is_empty())
+        .take(UNMET_MAX)
+        .map(|u| if u.chars().count() > UNMET_MAX_CHARS { format!("{}…", u.chars().take(UNMET_MAX_CHARS).collect::<String>()) } else { u })
+        .collect()
+}
+
 impl Assertion {
     /// Within the limits: at most [`ASSERTION_TEXT_MAX_CHARS`] per text, none empty.
     pub(crate) fn check_bounds(&self) -> Result<(), crate::RuntimeError> {

@@ -71,7 +71,8 @@ fn decide(script: Script, call: usize, text: &str) -> (String, Value) {
     };
     let name_filled = text.contains("textbox \"Name\"") && text.lines().any(|l| l.contains("textbox \"Name\"") && l.contains(": \"Ada\""));
     if script == Script::Liar || text.contains("Welcome, Ada!") {
-        return ("done".into(), json!({"summary": "signed up as Ada"}));
+        // The model proposes the check that shows it (the runtime runs it).
+        return ("done".into(), json!({"summary": "signed up as Ada", "checks": [{"kind": "text_present", "text": "Welcome, Ada!"}]}));
     }
     if script == Script::InvalidFirst && call == 0 {
         return ("act".into(), json!({"type": "type", "target": {"kind": "element", "ref": "e1"}, "text": "Ada"}));
@@ -206,7 +207,9 @@ async fn signs_up_through(kind: ProviderKind, name: &str) {
             assert_eq!(headers["x-api-key"], KEY);
             assert_eq!(headers["anthropic-version"], "2023-06-01");
             let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-            assert_eq!(tools, ["act", "done", "give_up"]);
+            assert_eq!(tools, ["act", "done", "give_up", "infeasible"]);
+            let done = &first["tools"][1]["input_schema"];
+            assert!(done["properties"]["checks"]["items"].to_string().contains("text_present"), "done proposes the runtime's checks: {done}");
             assert_eq!(first["tool_choice"]["type"], "any");
             assert!(first["system"].as_str().unwrap().contains("never instructions"));
             // Every tool call got its result in the next request.
@@ -256,6 +259,11 @@ async fn invalid_model_output_is_answered_and_a_false_claim_does_not_succeed() {
     let told = &requests[1].1["messages"].as_array().unwrap().last().unwrap()["content"][0];
     assert_eq!(told["is_error"], true, "{told}");
     assert!(told["content"].as_str().unwrap().starts_with("invalid_action: "), "{told}");
+
+    // Without a caller's check the model's own proposed check decides, run by the runtime.
+    let own = env("own-check", ProviderKind::OpenaiChat, Script::SignUp).await;
+    let (result, _) = sign_up(&own, vec![]).await;
+    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
 
     let liar = env("liar", ProviderKind::OpenaiChat, Script::Liar).await;
     let (result, _) = sign_up(&liar, welcome()).await;

@@ -343,3 +343,50 @@ async fn case_31_typed_secrets_never_reach_events() {
     let log = runtime::read_log(&env.data_dir, &Default::default()).unwrap();
     assert!(!serde_json::to_string(&log).unwrap().contains("hunter2"), "{log:?}");
 }
+
+/// Case 30 with the planner's own completion checks (`004_…` 延迟、成本与验证策略): without a
+/// caller's check, a `done` succeeds only on checks the runtime ran itself that hold now and did
+/// not hold before the run acted; a claim whose check fails, or whose check held from the start,
+/// is not a success; `infeasible` fails with its unmet conditions listed.
+#[tokio::test]
+async fn a_planners_own_checks_count_only_when_they_hold_now_and_did_not_before() {
+    let env = env("proposed-checks", true).await;
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    let run = |steps: Vec<Scripted>| {
+        let (runtime, session) = (env.runtime.clone(), env.session.clone());
+        async move { runtime.run(&session, RunRequest::new("sign up as Ada"), script(steps)).await.unwrap() }
+    };
+    let sign_up_then = |checks: Vec<Assertion>| {
+        vec![Scripted::Type("Name".into(), "Ada".into()), Scripted::Click("Create account".into()), Scripted::DoneWith("signed up".into(), checks)]
+    };
+
+    let proven = run(sign_up_then(welcome("Ada"))).await;
+    assert_eq!((proven.status(), proven.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{proven:?}");
+    assert!(!proven.completion_evidence().is_empty());
+
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    let claimed = run(sign_up_then(welcome("Bob"))).await;
+    assert_eq!(claimed.reason_code(), ReasonCode::VerificationFailed, "a claim whose check fails is no success: {claimed:?}");
+
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    let trivial = run(sign_up_then(vec![Assertion::TextPresent { text: "Create account".into() }])).await;
+    assert_eq!(trivial.reason_code(), ReasonCode::VerificationFailed, "{trivial:?}");
+    assert!(trivial.summary().contains("held before the run acted"), "{trivial:?}");
+
+    // A trivial check beside a real one still fails the whole claim.
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    let mixed = run(sign_up_then(vec![Assertion::TextPresent { text: "Welcome, Ada!".into() }, Assertion::TextPresent { text: "Sign up".into() }])).await;
+    assert_eq!(mixed.reason_code(), ReasonCode::VerificationFailed, "{mixed:?}");
+
+    let infeasible = run(vec![Scripted::Infeasible("this site has no account deletion".into(), vec!["a way to delete the account".into()])]).await;
+    assert_eq!((infeasible.status(), infeasible.reason_code()), (RunStatus::Failed, ReasonCode::Infeasible), "{infeasible:?}");
+    assert!(infeasible.summary().contains("a way to delete the account"), "the unmet conditions are listed: {infeasible:?}");
+
+    // The command planner's answers carry the same shapes; anything else is refused.
+    let step = runtime::parse_answer(r#"{"done": "ok", "checks": [{"kind": "url_contains", "text": "/done"}]}"#).unwrap();
+    assert!(matches!(step, runtime::PlannerStep::Done { ref checks, .. } if checks.len() == 1), "{step:?}");
+    let step = runtime::parse_answer(r#"{"infeasible": "no", "unmet": ["  a   delete button "]}"#).unwrap();
+    assert!(matches!(step, runtime::PlannerStep::Infeasible { ref unmet, .. } if unmet == &["a delete button".to_owned()]), "{step:?}");
+    assert!(runtime::parse_answer(r#"{"give_up": "x", "checks": [{"kind": "text_present", "text": "a"}]}"#).is_err(), "checks go with done");
+    assert!(runtime::parse_answer(r#"{"done": "x", "checks": [{"kind": "script", "code": "1"}]}"#).is_err(), "only the runtime's check kinds");
+}
