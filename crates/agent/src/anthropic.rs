@@ -17,6 +17,7 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                     Part::Text(text) => json!({"type": "text", "text": text}),
                     Part::ToolCall { id, name, input } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
                     Part::ToolResult { id, content, is_error } => json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}),
+                    Part::Image { mime, data } => json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}),
                 })
                 .collect();
             json!({"role": match m.role { Role::User => "user", Role::Assistant => "assistant" }, "content": content})

@@ -11,16 +11,23 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
     for m in &c.messages {
         match m.role {
             Role::User => {
-                // Tool results are messages of their own, right after the assistant's call.
+                // Tool results are messages of their own, right after the assistant's call; an
+                // image goes in the user message after them (tool messages carry text only).
                 let mut text = String::new();
+                let mut images = Vec::new();
                 for p in &m.parts {
                     match p {
                         Part::ToolResult { id, content, .. } => messages.push(json!({"role": "tool", "tool_call_id": id, "content": content})),
                         Part::Text(t) => text.push_str(t),
+                        Part::Image { mime, data } => images.push(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})),
                         Part::ToolCall { .. } => {}
                     }
                 }
-                if !text.is_empty() {
+                if !images.is_empty() {
+                    let mut content = vec![json!({"type": "text", "text": text})];
+                    content.extend(images);
+                    messages.push(json!({"role": "user", "content": content}));
+                } else if !text.is_empty() {
                     messages.push(json!({"role": "user", "content": text}));
                 }
             }

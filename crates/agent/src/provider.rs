@@ -97,6 +97,11 @@ pub enum Part {
         content: String,
         is_error: bool,
     },
+    /// An image for the model (a viewport screenshot), base64.
+    Image {
+        mime: String,
+        data: String,
+    },
 }
 
 /// One message of the conversation.

@@ -17,6 +17,10 @@ pub struct PlanInput {
     pub step: u32,
     /// What happened to the previous step, if any.
     pub last: Option<StepReport>,
+    /// A screenshot of this observation's viewport, when the step is visual (the caller asked
+    /// for screenshots, or the planner asked to look): at most one per observation. A point
+    /// target is valid on this observation's frame only when it came with one.
+    pub screenshot: Option<protocol::Screenshot>,
 }
 
 /// The result of the previous step, as the planner is told it.
@@ -37,6 +41,9 @@ pub enum PlannerStep {
     /// the caller's checks, and the planner's own proposed `checks` (each must hold now and must
     /// not have held before the run acted; without caller checks they are the only evidence).
     Done { summary: String, checks: Vec<crate::Assertion> },
+    /// The planner asks to see the page as an image: the next observation comes with a
+    /// viewport screenshot (a read; it counts as a step, so a loop of looks ends).
+    Look,
     /// The planner cannot continue.
     GiveUp { summary: String },
     /// The planner holds that the task cannot be done at all, with the conditions it found
@@ -96,6 +103,8 @@ pub enum Scripted {
     DoneWith(String, Vec<crate::Assertion>),
     GiveUp(String),
     Infeasible(String, Vec<String>),
+    /// Ask for a screenshot with the next observation.
+    Look,
 }
 
 /// Replays a script. Runs out → gives up.
@@ -141,6 +150,7 @@ impl Planner for ScriptedPlanner {
                     Scripted::DoneWith(summary, checks) => return Ok(PlannerStep::Done { summary, checks }),
                     Scripted::GiveUp(summary) => return Ok(PlannerStep::GiveUp { summary }),
                     Scripted::Infeasible(summary, unmet) => return Ok(PlannerStep::Infeasible { summary, unmet }),
+                    Scripted::Look => return Ok(PlannerStep::Look),
                     Scripted::Raw(value) => value,
                     Scripted::Click(name) => {
                         json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "intent": format!("click {name}")})

@@ -353,6 +353,8 @@ impl RunState<'_> {
         let mut origin: Option<policy::Origin> = None;
         // The page before the run acted: a planner's check that already held then proves nothing.
         let mut initial: Option<Observation> = None;
+        // The planner asked to see the next page as an image.
+        let mut look = false;
         loop {
             if self.cancel.is_cancelled() {
                 return Ending::new(ReasonCode::Cancelled, "stopped");
@@ -361,13 +363,14 @@ impl RunState<'_> {
                 return Ending::new(ReasonCode::Timeout, "the time budget ran out");
             }
             // Observe.
-            let options = ObserveOptions { screenshot: request.screenshots.then_some(ImageMime::Png), ..Default::default() };
+            let visual = request.screenshots || std::mem::take(&mut look);
+            let options = ObserveOptions { screenshot: visual.then_some(ImageMime::Png), ..Default::default() };
             let observation = match self.guarded(self.tab.observe(&options)).await {
                 Ok(Ok(o)) => o,
                 Ok(Err(e)) => return self.browser_ending(e),
                 Err(ending) => return ending,
             };
-            let observation = self.keep_screenshot(observation, request.retain_screenshots);
+            let (observation, screenshot) = self.keep_screenshot(observation, request.screenshots, request.retain_screenshots);
             if initial.is_none() {
                 initial = Some(observation.clone());
             }
@@ -406,7 +409,7 @@ impl RunState<'_> {
                 }
             }
             // Plan.
-            let input = PlanInput { task: request.task.clone(), observation: observation.clone(), step: self.steps, last: last.take() };
+            let input = PlanInput { task: request.task.clone(), observation: observation.clone(), step: self.steps, last: last.take(), screenshot };
             let step = match self.guarded(planner.next(input)).await {
                 Ok(Ok(step)) => step,
                 Ok(Err(e)) => return Ending::new(ReasonCode::InvalidPlan, e.to_string()),
@@ -415,6 +418,12 @@ impl RunState<'_> {
             let action = match step {
                 PlannerStep::Done { summary, checks } => return self.verify(&request.assertions, &checks, initial.as_ref(), &observation, summary),
                 PlannerStep::GiveUp { summary } => return Ending::new(ReasonCode::ActionFailed, summary),
+                PlannerStep::Look => {
+                    self.steps += 1;
+                    look = true;
+                    last = Some(StepReport { action: "look".into(), receipt: None, error: None });
+                    continue;
+                }
                 PlannerStep::Infeasible { summary, unmet } => {
                     let unmet = if unmet.is_empty() { String::new() } else { format!(" (unmet, as the planner says: {})", unmet.join("; ")) };
                     return Ending::new(ReasonCode::Infeasible, format!("{summary}{unmet}"));
@@ -621,8 +630,12 @@ impl RunState<'_> {
         }
     }
 
-    fn keep_screenshot(&mut self, mut observation: Observation, retain: bool) -> Observation {
-        if let Some(shot) = observation.take_screenshot()
+    /// Takes the observation's screenshot out (the planner gets it beside the observation),
+    /// stored as a run artifact when the caller asked for screenshots.
+    fn keep_screenshot(&mut self, mut observation: Observation, store: bool, retain: bool) -> (Observation, Option<protocol::Screenshot>) {
+        let shot = observation.take_screenshot();
+        if let Some(shot) = &shot
+            && store
             && let Some(bytes) = browser::decode_base64(&shot.data)
         {
             self.artifact_seq += 1;
@@ -631,7 +644,7 @@ impl RunState<'_> {
                 Err(e) => tracing::warn!(error = %e, "cannot store a screenshot artifact"),
             }
         }
-        observation
+        (observation, shot)
     }
 }
 

@@ -32,6 +32,8 @@ enum Script {
     Hang,
     /// Answer a body that is not the provider's shape.
     Garbage,
+    /// The canvas target: look, find the red square in the screenshot, click it by point.
+    Canvas,
 }
 
 #[derive(Clone)]
@@ -60,6 +62,48 @@ fn last_text(kind: ProviderKind, body: &Value) -> String {
         }
     };
     texts.iter().rev().find(|t| t.contains("</untrusted nonce=")).or(texts.last()).cloned().unwrap_or_default()
+}
+
+/// The latest screenshot the client sent the model (PNG bytes), if any.
+fn last_image(kind: ProviderKind, body: &Value) -> Option<Vec<u8>> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let data = messages.iter().rev().filter(|m| m["role"] == "user").find_map(|m| {
+        m["content"].as_array().into_iter().flatten().find_map(|b| match kind {
+            ProviderKind::Anthropic if b["type"] == "image" => b["source"]["data"].as_str().map(str::to_owned),
+            ProviderKind::OpenaiChat if b["type"] == "image_url" => {
+                b["image_url"]["url"].as_str().and_then(|u| u.strip_prefix("data:image/png;base64,")).map(str::to_owned)
+            }
+            _ => None,
+        })
+    })?;
+    browser::decode_base64(&data)
+}
+
+/// A PNG's size from its IHDR header (no decoding needed).
+fn png_size(png: &[u8]) -> Option<(u32, u32)> {
+    if png.len() < 24 || &png[..8] != b"\x89PNG\r\n\x1a\n" || &png[12..16] != b"IHDR" {
+        return None;
+    }
+    Some((u32::from_be_bytes(png[16..20].try_into().ok()?), u32::from_be_bytes(png[20..24].try_into().ok()?)))
+}
+
+/// Where the fixture's red square (CSS (300, 200)–(340, 240)) is in the screenshot's pixels, from
+/// the sizes the page text states, as a vision model would read it off the image.
+fn red_square(text: &str, png: &[u8]) -> Option<(f64, f64)> {
+    let (width, height) = png_size(png)?;
+    let stated = text.split("follows: ").nth(1)?;
+    let (image, css) = stated.split_once(" image pixels for ")?;
+    let css = css.split(" CSS pixels").next()?;
+    let pair = |s: &str| -> Option<(f64, f64)> {
+        let (a, b) = s.split_once('×')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    };
+    let (iw, ih) = pair(image)?;
+    let (cw, ch) = pair(css)?;
+    if (iw, ih) != (f64::from(width), f64::from(height)) {
+        return None; // the stated size is the image's
+    }
+    Some((320.0 * iw / cw, 220.0 * ih / ch))
 }
 
 /// The model's move for a page: (tool name, input).
@@ -112,7 +156,25 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
         }
         _ => {}
     }
-    let (tool, input) = decide(model.script, call, &last_text(model.kind, &body));
+    let (tool, input) = if model.script == Script::Canvas {
+        let text = last_text(model.kind, &body);
+        let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
+        if text.contains("Hit the red square") {
+            ("done".into(), json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}))
+        } else if !text.contains("A screenshot of this page's viewport follows") {
+            ("look".into(), json!({}))
+        } else {
+            match last_image(model.kind, &body).and_then(|png| red_square(&text, &png)) {
+                Some((x, y)) => (
+                    "act".into(),
+                    json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "point", "x": x.round(), "y": y.round()}, "intent": "click the red square"}),
+                ),
+                None => ("give_up".into(), json!({"reason": "no red square in the screenshot"})),
+            }
+        }
+    } else {
+        decide(model.script, call, &last_text(model.kind, &body))
+    };
     let id = format!("call_{call}");
     let reply = match model.kind {
         ProviderKind::Anthropic => json!({
@@ -207,7 +269,7 @@ async fn signs_up_through(kind: ProviderKind, name: &str) {
             assert_eq!(headers["x-api-key"], KEY);
             assert_eq!(headers["anthropic-version"], "2023-06-01");
             let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-            assert_eq!(tools, ["act", "done", "give_up", "infeasible"]);
+            assert_eq!(tools, ["act", "done", "look", "give_up", "infeasible"]);
             let done = &first["tools"][1]["input_schema"];
             assert!(done["properties"]["checks"]["items"].to_string().contains("text_present"), "done proposes the runtime's checks: {done}");
             assert_eq!(first["tool_choice"]["type"], "any");
@@ -319,4 +381,32 @@ async fn cancelling_a_run_aborts_the_model_request_in_flight() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(env.model.aborted.load(Ordering::SeqCst), "the provider saw the request go away");
+}
+
+/// Case 22 inside a run: the outline cannot name a picture inside a canvas, so the model asks to
+/// look; the next page comes with a viewport screenshot (an image block of the provider's own
+/// format), the model finds the square in the pixels and clicks it by point in image pixels;
+/// the runtime maps them to CSS pixels and verifies the model's proposed check. Only the latest
+/// screenshot stays in the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canvas_task_is_done_by_looking_and_clicking_a_point_through_both_providers() {
+    for (kind, name) in [(ProviderKind::Anthropic, "canvas-anthropic"), (ProviderKind::OpenaiChat, "canvas-openai")] {
+        let env = env(name, kind, Script::Canvas).await;
+        let session = env.runtime.create_session().await.unwrap();
+        env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
+        let provider = Arc::new(Provider::new(&choice(&env), limits()).unwrap());
+        let planner = ModelPlanner::new(provider, Arc::new(Mutex::new(Accounting::default()))).unwrap();
+        let mut request = RunRequest::new("Click the red square in the picture");
+        request.max_steps = 6;
+        request.max_seconds = 60;
+        let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+        assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{name}: {result:?}");
+        let requests = env.model.requests.lock().unwrap().clone();
+        assert_eq!(requests.len(), 3, "{name}: look, click, done");
+        assert!(last_image(kind, &requests[0].1).is_none(), "no screenshot until the model asks");
+        let png = last_image(kind, &requests[1].1).expect("the page after look carries its screenshot");
+        assert_eq!(png_size(&png), Some((1280, 720)), "{name}: a PNG of the viewport, at the page's size");
+        let last = requests[2].1.to_string();
+        assert!(!last.contains("iVBOR"), "{name}: the screenshot of an older page is dropped from the history");
+    }
 }

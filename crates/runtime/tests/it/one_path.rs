@@ -286,7 +286,7 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
             // Direct: the step as one action on the latest frame; a pending approval is denied.
             let o = rt.observe(s, None, &Default::default()).await.unwrap();
             let mut planner = ScriptedPlanner::new([step.clone()]);
-            let input = runtime::PlanInput { task: "t".into(), observation: o, step: 0, last: None };
+            let input = runtime::PlanInput { task: "t".into(), observation: o, step: 0, last: None, screenshot: None };
             let runtime::PlannerStep::Act(action) = runtime::Planner::next(&mut planner, input).await.unwrap() else { panic!("a step") };
             let direct = match rt.act(s, None, &action, &Default::default(), NOW).await {
                 Err(e) if e.code() == ErrorCode::NeedsApproval => {
