@@ -26,7 +26,7 @@ mod render;
 mod synth;
 mod tab;
 
-pub use act::{ActOptions, ActOutcome, ActionMarker, DownloadInfo, MarkerKind, Typing, UploadRefused, UploadRoot};
+pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, MarkerKind, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
 pub use image::decode_base64;
 pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};

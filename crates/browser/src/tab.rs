@@ -44,6 +44,8 @@ pub(crate) struct TabState {
     pub(crate) intercepting_choosers: Option<Session>,
     /// The input the current action sent, for its marker (`act/marker.rs`).
     pub(crate) trace: Vec<crate::act::Trace>,
+    /// How long the current action waited for the page to settle.
+    pub(crate) settled: std::time::Duration,
 }
 
 /// A JavaScript dialog the page opened.

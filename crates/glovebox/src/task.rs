@@ -68,6 +68,9 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     .await;
     person.abort();
+    // Where the run's time went, as its record keeps it.
+    let query = runtime::LogQuery { session: Some(session.as_str().to_owned()), run: None, limit: 0 };
+    let time = rt.log(&query).ok().and_then(|entries| entries.into_iter().rev().find(|e| e["kind"] == "run_ended")).map(|e| e["accounting"]["time"].clone());
     let _ = rt.close_session(&session).await;
     rt.shutdown(Duration::from_secs(5)).await;
     let result = outcome?;
@@ -76,6 +79,7 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let mut value = serde_json::to_value(&result)?;
         if args.report {
             value["report"] = serde_json::to_value(&report)?;
+            value["report"]["time"] = time.clone().unwrap_or_default();
         }
         out!("{value}");
     } else {
@@ -92,6 +96,20 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 report.invalid_answers,
                 report.model_ms
             );
+            if let Some(t) = &time {
+                let ms = |k: &str| t[k].as_u64().unwrap_or(0);
+                out!(
+                    "time {} ms: model {} ms, page capture {} ms, input {} ms, page settling {} ms, approvals {} ms, waiting for a person {} ms; the runtime itself {} ms",
+                    ms("total_ms"),
+                    ms("model_ms"),
+                    ms("capture_ms"),
+                    ms("input_ms"),
+                    ms("page_wait_ms"),
+                    ms("approval_ms"),
+                    ms("person_ms"),
+                    ms("runtime_ms")
+                );
+            }
         }
     }
     Ok(if result.status() == protocol::RunStatus::Succeeded { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -3,6 +3,7 @@
 //! `RunResult`, and only from its own verification records.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use browser::{ActOptions, ObserveOptions, Tab};
@@ -183,6 +184,42 @@ struct RunState<'a> {
     last_url: String,
     /// Texts the run typed into secret fields (only ever to take them out of its record).
     typed_secrets: Vec<String>,
+    /// Where the run's time went.
+    times: RunTimes,
+}
+
+/// Where a run's time went (ms), stored with the run beside the planner's accounting.
+#[derive(Debug, Default)]
+pub(crate) struct RunTimes {
+    /// Waiting for the planner (the model).
+    model: AtomicU64,
+    /// Observing the page (the observation each step starts from, and each action's fresh one).
+    capture: AtomicU64,
+    /// Acting: checks, dispatch and verification, without settling and approvals.
+    input: AtomicU64,
+    /// Waiting for the page to settle after input.
+    page_wait: AtomicU64,
+    /// Waiting for a person's approval.
+    pub(crate) approval: AtomicU64,
+    /// Waiting for a person to do their part (a login, a CAPTCHA, a take-over).
+    person: AtomicU64,
+}
+
+impl RunTimes {
+    fn add(counter: &AtomicU64, d: Duration) {
+        counter.fetch_add(d.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn json(&self, total: Duration) -> serde_json::Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let (model, approval, person) = (get(&self.model), get(&self.approval), get(&self.person));
+        serde_json::json!({
+            "total_ms": total.as_millis() as u64, "model_ms": model, "capture_ms": get(&self.capture), "input_ms": get(&self.input),
+            "page_wait_ms": get(&self.page_wait), "approval_ms": approval, "person_ms": person,
+            // What the runtime itself took: everything but the model and the people.
+            "runtime_ms": (total.as_millis() as u64).saturating_sub(model + approval + person),
+        })
+    }
 }
 
 impl Runtime {
@@ -275,10 +312,17 @@ impl Runtime {
                     artifact_seq: 0,
                     last_url: String::new(),
                     typed_secrets: Vec::new(),
+                    times: RunTimes::default(),
                 };
                 let mut planner = planner;
                 let mut ending = state.drive(&request, &mut planner).await;
-                ending.accounting = planner.accounting();
+                let mut accounting = match planner.accounting() {
+                    Some(serde_json::Value::Object(o)) => serde_json::Value::Object(o),
+                    Some(other) => serde_json::json!({"planner": other}),
+                    None => serde_json::json!({}),
+                };
+                accounting["time"] = state.times.json(started.elapsed());
+                ending.accounting = Some(accounting);
                 ending.task_record = Some(crate::records::task_record(&request.task, &state.typed_secrets));
                 (ending, state.steps, state.artifacts, state.last_url)
             });
@@ -365,7 +409,10 @@ impl RunState<'_> {
             // Observe.
             let visual = request.screenshots || std::mem::take(&mut look);
             let options = ObserveOptions { screenshot: visual.then_some(ImageMime::Png), ..Default::default() };
-            let observation = match self.guarded(self.tab.observe(&options)).await {
+            let observing = Instant::now();
+            let observed = self.guarded(self.tab.observe(&options)).await;
+            RunTimes::add(&self.times.capture, observing.elapsed());
+            let observation = match observed {
                 Ok(Ok(o)) => o,
                 Ok(Err(e)) => return self.browser_ending(e),
                 Err(ending) => return ending,
@@ -410,7 +457,10 @@ impl RunState<'_> {
             }
             // Plan.
             let input = PlanInput { task: request.task.clone(), observation: observation.clone(), step: self.steps, last: last.take(), screenshot };
-            let step = match self.guarded(planner.next(input)).await {
+            let planning = Instant::now();
+            let planned = self.guarded(planner.next(input)).await;
+            RunTimes::add(&self.times.model, planning.elapsed());
+            let step = match planned {
                 Ok(Ok(step)) => step,
                 Ok(Err(e)) => return Ending::new(ReasonCode::InvalidPlan, e.to_string()),
                 Err(ending) => return ending,
@@ -459,7 +509,14 @@ impl RunState<'_> {
             if let Some(text) = secret_typed(&action, record.as_deref()) {
                 self.typed_secrets.push(text.to_owned());
             }
+            let acting = Instant::now();
+            let approvals_before = self.times.approval.load(Ordering::Relaxed);
             let outcome = self.step(&action, &act_options).await;
+            let approvals = Duration::from_millis(self.times.approval.load(Ordering::Relaxed) - approvals_before);
+            let (settle, observe) = outcome.as_ref().map_or((Duration::ZERO, Duration::ZERO), |o| (o.timing.settle, o.timing.observe));
+            RunTimes::add(&self.times.page_wait, settle);
+            RunTimes::add(&self.times.capture, observe);
+            RunTimes::add(&self.times.input, acting.elapsed().saturating_sub(settle + observe + approvals));
             self.steps += 1;
             let leases = &self.runtime.inner.leases;
             leases.renew(self.entry.target(), &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
@@ -501,7 +558,9 @@ impl RunState<'_> {
             },
         );
         self.runtime.emit(&self.run_id, EventKind::NeedsUser { reason: reason.to_owned() });
+        let waiting = Instant::now();
         let outcome = self.guarded(go_on.notified()).await;
+        RunTimes::add(&self.times.person, waiting.elapsed());
         self.runtime.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.run_id);
         match outcome {
             Ok(()) => {
@@ -527,6 +586,7 @@ impl RunState<'_> {
             cancel: Some(&self.cancel),
             wait: ApprovalWait::Until(self.deadline),
             approval_key: None,
+            approval_time: Some(&self.times.approval),
         };
         self.runtime.step(&at, action, options).await
     }

@@ -391,6 +391,7 @@ impl Runtime {
                     cancel: None,
                     wait,
                     approval_key: Some(key),
+                    approval_time: None,
                 };
                 let options = ActOptions { deadline: Duration::from_secs(30), ..ActOptions::default() };
                 self.step(&at, &action, &options).await
@@ -611,8 +612,18 @@ impl Runtime {
         let result = async {
             let attached = self.attach(&entry).await?;
             let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
-            let at =
-                StepAt { session, scope: session, entry: &entry, key: &key, tab: attached.tab(), lease: &held.lease, cancel: None, wait, approval_key: None };
+            let at = StepAt {
+                session,
+                scope: session,
+                entry: &entry,
+                key: &key,
+                tab: attached.tab(),
+                lease: &held.lease,
+                cancel: None,
+                wait,
+                approval_key: None,
+                approval_time: None,
+            };
             self.step(&at, action, options).await
         }
         .await;

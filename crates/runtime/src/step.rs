@@ -43,6 +43,8 @@ pub(crate) struct StepAt<'a> {
     /// What a person's decision is bound to, when not this exact action on this exact tab (a
     /// tab's first page: the URL opened in this session).
     pub(crate) approval_key: Option<String>,
+    /// Where the time spent waiting for a person's approval adds up (a run's accounting), in ms.
+    pub(crate) approval_time: Option<&'a std::sync::atomic::AtomicU64>,
 }
 
 impl Runtime {
@@ -238,6 +240,8 @@ impl Runtime {
                 None => std::future::pending().await,
             }
         };
+        let waiting = Instant::now();
+        let _count = CountOnDrop(at.approval_time, waiting);
         let outcome = tokio::select! {
             answered = answered => answered,
             _ = cancelled => {
@@ -409,5 +413,16 @@ fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Opti
         Locator::Role { role, name, .. } => (Some(role.as_str().to_owned()), name.as_ref().map(|n| n.as_str().to_owned())),
         Locator::Label { text, .. } | Locator::Text { text, .. } => (None, Some(text.as_str().to_owned())),
         Locator::TestId { id, .. } => (None, Some(id.as_str().to_owned())),
+    }
+}
+
+/// Adds the time since `.1` to the counter when dropped (every way out of an approval wait).
+struct CountOnDrop<'a>(Option<&'a std::sync::atomic::AtomicU64>, Instant);
+
+impl Drop for CountOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(counter) = self.0 {
+            counter.fetch_add(self.1.elapsed().as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }

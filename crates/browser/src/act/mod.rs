@@ -101,6 +101,15 @@ pub struct ActOutcome {
     pub downloads: Vec<DownloadInfo>,
     /// Where its input went, for a person's view (`marker.rs`); none when it sent no input.
     pub marker: Option<ActionMarker>,
+    /// How long it waited for the page to settle, and how long its fresh observation took.
+    pub timing: ActTiming,
+}
+
+/// Where an action's time went (for a run's accounting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ActTiming {
+    pub settle: Duration,
+    pub observe: Duration,
 }
 
 /// What dispatch produced, before the fresh observation.
@@ -144,6 +153,7 @@ impl Tab {
             let now = self.read_world_now().await?;
             check_world(&record, &now)?;
             self.take_trace();
+            lock(&self.state).settled = Duration::ZERO;
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
             let dispatched = tokio::time::timeout_at(until.into(), self.dispatch(action, &record, &now, options, until)).await;
             // An upload through a file chooser intercepts choosers only while it waits for one;
@@ -170,7 +180,9 @@ impl Tab {
             let state = lock(&self.state);
             (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())
         };
+        let observing = Instant::now();
         let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&options.observe).await.ok() } else { None };
+        let timing = ActTiming { settle: std::mem::take(&mut lock(&self.state).settled), observe: observing.elapsed() };
         // A dialog that opened as the observation began ends it: the dialog is the outcome's,
         // and the blocked page has no observation of its own here.
         let dialog = dialog.or_else(|| lock(&self.state).dialog.clone());
@@ -178,7 +190,7 @@ impl Tab {
         let after = self.latest_observation().map(|r| ([r.world.width, r.world.height], [r.world.scroll_x, r.world.scroll_y]));
         let trace = self.take_trace();
         let marker = before.and_then(|before| marker::marker(&trace, after.unwrap_or(before)));
-        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads, marker }
+        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads, marker, timing }
     }
 
     async fn write_barrier(&self, deadline: Duration) -> Result<tokio::sync::RwLockWriteGuard<'_, ()>, BrowserError> {

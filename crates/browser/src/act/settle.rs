@@ -35,6 +35,12 @@ impl Tab {
     /// After dispatch: follow a navigation the action requested to its load; else wait for the
     /// requests it started (≤ 500 ms) and a short DOM-quiet window (≤ 300 ms). Never past `until`.
     pub(super) async fn settle(&self, events: &mut EventStream, until: Instant) {
+        let started = Instant::now();
+        self.settle_inner(events, until).await;
+        lock(&self.state).settled += started.elapsed();
+    }
+
+    async fn settle_inner(&self, events: &mut EventStream, until: Instant) {
         // Events the action caused were sent before its reply, so they are queued already.
         let mut navigating = false;
         let mut in_flight = std::collections::HashSet::new();

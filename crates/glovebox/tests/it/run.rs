@@ -83,6 +83,13 @@ async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_ca
     // the form's fetch and its DOM update), so the model never submits twice.
     assert_eq!(result["report"]["model_requests"], 3, "{result}\nthe model answered: {:?}", said.lock().unwrap());
     assert_eq!(result["report"]["input_tokens"], 300, "{result}");
+    // Where the run's time went, from its record: the parts are measured, not derived, and
+    // never add up to more than the whole.
+    let time = &result["report"]["time"];
+    let ms = |k: &str| time[k].as_u64().unwrap_or_else(|| panic!("{k} in {time}"));
+    assert!(ms("capture_ms") > 0 && ms("input_ms") > 0 && ms("model_ms") > 0, "{time}");
+    assert!(ms("model_ms") + ms("capture_ms") + ms("input_ms") + ms("page_wait_ms") <= ms("total_ms") + 5, "{time}");
+    assert_eq!(ms("runtime_ms"), ms("total_ms") - ms("model_ms") - ms("approval_ms") - ms("person_ms"), "{time}");
     assert!(!stdout.contains("sk-test"), "the key never leaves the process");
     assert_eq!(fixtures.writes().len(), 1);
 

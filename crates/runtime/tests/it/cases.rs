@@ -390,3 +390,34 @@ async fn a_planners_own_checks_count_only_when_they_hold_now_and_did_not_before(
     assert!(runtime::parse_answer(r#"{"give_up": "x", "checks": [{"kind": "text_present", "text": "a"}]}"#).is_err(), "checks go with done");
     assert!(runtime::parse_answer(r#"{"done": "x", "checks": [{"kind": "script", "code": "1"}]}"#).is_err(), "only the runtime's check kinds");
 }
+
+/// A run's record says where its time went (`004_…` 延迟、成本与验证策略): the planner, page
+/// capture, input, settling, a person's approval and the runtime itself, each measured.
+#[tokio::test]
+async fn a_runs_record_splits_its_time_and_counts_a_persons_approval_apart() {
+    let env = env("run-times", false).await;
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    // A person who takes a moment before approving.
+    let mut events = env.runtime.subscribe_events();
+    let rt = env.runtime.clone();
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            if let EventKind::ApprovalRequested { approval_id, .. } = event.kind {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let _ = rt.resolve_approval(&approval_id, ApprovalDecision::ApproveForTask);
+            }
+        }
+    });
+    let mut request = RunRequest::new("sign up");
+    request.assertions = welcome("Ada");
+    let result = env.runtime.run(&env.session, request, script(sign_up("Ada"))).await.unwrap();
+    assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
+    let log = env.runtime.log(&runtime::LogQuery { session: Some(env.session.as_str().to_owned()), run: None, limit: 0 }).unwrap();
+    let ended = log.iter().rev().find(|e| e["kind"] == "run_ended").expect("the run's record");
+    let time = &ended["accounting"]["time"];
+    let ms = |k: &str| time[k].as_u64().unwrap_or_else(|| panic!("{k} in {time}"));
+    assert!(ms("approval_ms") >= 300, "the person's moment is the approval's: {time}");
+    assert!(ms("capture_ms") > 0 && ms("input_ms") > 0, "{time}");
+    assert!(ms("model_ms") + ms("capture_ms") + ms("input_ms") + ms("page_wait_ms") + ms("approval_ms") <= ms("total_ms") + 5, "{time}");
+    assert_eq!(ms("runtime_ms"), ms("total_ms") - ms("model_ms") - ms("approval_ms") - ms("person_ms"), "{time}");
+}
