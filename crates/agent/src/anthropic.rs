@@ -23,7 +23,14 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
             json!({"role": match m.role { Role::User => "user", Role::Assistant => "assistant" }, "content": content})
         })
         .collect();
-    let tools: Vec<Value> = c.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})).collect();
+    let tools: Vec<Value> = c
+        .tools
+        .iter()
+        .map(|t| match &t.native {
+            Some((native, _)) => native.clone(),
+            None => json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
+        })
+        .collect();
     json!({
         "model": model,
         "max_tokens": max_tokens,

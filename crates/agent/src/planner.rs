@@ -45,29 +45,51 @@ pub struct ModelPlanner {
     /// Tool calls of the last answer that still need a result.
     pending: Vec<String>,
     accounting: Arc<Mutex<Accounting>>,
+    /// Plan with the provider's computer tool instead of `act`/`look`.
+    computer: bool,
 }
 
-fn tools() -> Vec<ToolSpec> {
+/// The beta Anthropic's `computer_20250124` tool needs.
+const COMPUTER_BETA: &str = "computer-use-2025-01-24";
+
+/// The tools of a step: Glovebox's own, or with the provider's computer tool (sized to the
+/// screenshot the model sees) in place of `act` and `look`.
+fn tools(computer: bool, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Vec<ToolSpec> {
+    let mut all = own_tools();
+    if computer {
+        all.retain(|t| t.name != "act" && t.name != "look");
+        let (width, height) = shot.map_or((1280, 720), |(size, _)| (size.width, size.height));
+        let native = serde_json::json!({"type": "computer_20250124", "name": "computer", "display_width_px": width, "display_height_px": height});
+        all.insert(0, ToolSpec { name: "computer", description: "", input_schema: Value::Null, native: Some((native, COMPUTER_BETA)) });
+    }
+    all
+}
+
+fn own_tools() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "act",
             description: "Perform one action on the current page: click, type, press, scroll, hover, select, navigate, wait, drag, upload, dialog … (the schema). Targets are refs of the latest page or locators; expected_frame_id is the latest page's frame_id.",
             input_schema: protocol::extended_action_tool_schema(),
+            native: None,
         },
         ToolSpec {
             name: "done",
             description: "The task is complete; say what was achieved, and propose checks of the current page that show it (text now present, the URL, an element's value or state). Glovebox runs every check itself; a check that already held before you acted proves nothing.",
             input_schema: done_schema(),
+            native: None,
         },
         ToolSpec {
             name: "look",
             description: "See the current viewport as an image, for what the outline cannot name (a canvas, a picture, a map). The next page comes with a screenshot; act on it with a point target {\"kind\":\"point\",\"x\":…,\"y\":…} in that screenshot's pixels.",
             input_schema: serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            native: None,
         },
         ToolSpec {
             name: "give_up",
             description: "You cannot continue (say why): a missing permission, a login or payment only the user can do, a page that does not respond.",
             input_schema: crate::provider::string_tool_schema("reason", "why the task cannot be done"),
+            native: None,
         },
         ToolSpec {
             name: "infeasible",
@@ -76,6 +98,7 @@ fn tools() -> Vec<ToolSpec> {
                 "reason": {"type": "string", "maxLength": 4000},
                 "unmet": {"type": "array", "maxItems": runtime::UNMET_MAX, "items": {"type": "string", "maxLength": 300}, "description": "the task's conditions that cannot be met"}},
                 "required": ["reason", "unmet"], "additionalProperties": false}),
+            native: None,
         },
     ]
 }
@@ -87,6 +110,129 @@ fn done_schema() -> Value {
         "summary": {"type": "string", "description": "what was achieved", "maxLength": 4000},
         "checks": {"type": "array", "maxItems": runtime::ASSERTIONS_MAX, "items": check, "description": "checks of the current page that show the task is done"}},
         "required": ["summary"], "additionalProperties": false})
+}
+
+/// The element that has the keyboard focus in an observation (where a computer tool's typing
+/// goes), by ref.
+fn focused_ref(observation: &protocol::Observation) -> Option<String> {
+    observation.interactive_elements().iter().find(|e| e.states().iter().any(|s| s == "focused")).map(|e| e.element().as_str().to_owned())
+}
+
+/// What a computer tool call asks for.
+#[derive(Debug, PartialEq)]
+enum Computed {
+    /// A new screenshot (the next observation has one anyway).
+    Look,
+    /// One protocol action (points still in the screenshot's pixels).
+    Act(Value),
+}
+
+/// A key or chord in xdotool syntax (`ctrl+a`, `Return`, `shift+Tab`) as Glovebox names it.
+fn xdotool_chord(keys: &str) -> Result<String, String> {
+    let name = |k: &str| -> Result<String, String> {
+        Ok(match k.to_ascii_lowercase().as_str() {
+            "ctrl" | "control" | "control_l" | "control_r" => "Control".into(),
+            "alt" | "alt_l" | "alt_r" | "option" => "Alt".into(),
+            "shift" | "shift_l" | "shift_r" => "Shift".into(),
+            "super" | "super_l" | "cmd" | "meta" | "win" => "Meta".into(),
+            "return" | "enter" | "kp_enter" => "Enter".into(),
+            "backspace" => "Backspace".into(),
+            "escape" | "esc" => "Escape".into(),
+            "tab" => "Tab".into(),
+            "delete" => "Delete".into(),
+            "home" => "Home".into(),
+            "end" => "End".into(),
+            "page_up" | "prior" => "PageUp".into(),
+            "page_down" | "next" => "PageDown".into(),
+            "up" => "ArrowUp".into(),
+            "down" => "ArrowDown".into(),
+            "left" => "ArrowLeft".into(),
+            "right" => "ArrowRight".into(),
+            "space" => "Space".into(),
+            f if f.len() <= 3 && f.starts_with('f') && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => f.to_ascii_uppercase(),
+            _ if k.chars().count() == 1 => k.to_owned(),
+            _ => return Err(format!("the key {k:?} is not one Glovebox can press")),
+        })
+    };
+    let parts = keys.split('+').map(str::trim).filter(|k| !k.is_empty()).map(name).collect::<Result<Vec<String>, String>>()?;
+    if parts.is_empty() {
+        return Err("key needs a key, e.g. \"Return\" or \"ctrl+a\"".into());
+    }
+    Ok(parts.join("+"))
+}
+
+/// A computer tool call (`computer_20250124`'s actions) as one protocol action on `frame`;
+/// typing and keys go to the focused element. Anything Glovebox cannot do exactly is refused
+/// with why, for the model to choose again.
+fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<Computed, String> {
+    let action = input.get("action").and_then(Value::as_str).ok_or("a computer call names its action")?;
+    let point = |key: &str| -> Result<Value, String> {
+        let c = input.get(key).and_then(Value::as_array).filter(|c| c.len() == 2).ok_or_else(|| format!("{action} needs {key} [x, y]"))?;
+        let (x, y) = (c[0].as_f64().ok_or("x is a number")?, c[1].as_f64().ok_or("y is a number")?);
+        Ok(serde_json::json!({"kind": "point", "x": x, "y": y}))
+    };
+    let intent = format!("computer {action}");
+    let click = |button: &str, count: u8| -> Result<Computed, String> {
+        let mut a = serde_json::json!({"type": "click", "expected_frame_id": frame, "target": point("coordinate")?, "intent": intent});
+        if button != "left" {
+            a["button"] = serde_json::json!(button);
+        }
+        if count > 1 {
+            a["click_count"] = serde_json::json!(count);
+        }
+        Ok(Computed::Act(a))
+    };
+    let focused_target = || {
+        focused
+            .map(|r| serde_json::json!({"kind": "element", "ref": r}))
+            .ok_or_else(|| format!("{action} goes to the focused element, and nothing is focused: click the field first"))
+    };
+    match action {
+        "screenshot" => Ok(Computed::Look),
+        "left_click" => click("left", 1),
+        "right_click" => click("right", 1),
+        "middle_click" => click("middle", 1),
+        "double_click" => click("left", 2),
+        "triple_click" => click("left", 3),
+        "mouse_move" => Ok(Computed::Act(serde_json::json!({"type": "hover", "expected_frame_id": frame, "target": point("coordinate")?, "intent": intent}))),
+        "left_click_drag" => Ok(Computed::Act(serde_json::json!({"type": "drag", "expected_frame_id": frame, "source": point("start_coordinate")?,
+            "destination": point("coordinate")?, "intent": intent}))),
+        "type" => {
+            let text = input.get("text").and_then(Value::as_str).ok_or("type needs text")?;
+            Ok(Computed::Act(serde_json::json!({"type": "type", "expected_frame_id": frame, "target": focused_target()?, "text": text, "intent": intent})))
+        }
+        "key" => {
+            let keys = xdotool_chord(input.get("text").and_then(Value::as_str).ok_or("key needs text")?)?;
+            Ok(Computed::Act(serde_json::json!({"type": "press", "expected_frame_id": frame, "target": focused_target()?, "key": keys, "intent": intent})))
+        }
+        "scroll" => {
+            let amount = input.get("scroll_amount").and_then(Value::as_f64).unwrap_or(3.0).clamp(1.0, 50.0);
+            let px = (amount * 100.0).round();
+            let (dx, dy) = match input.get("scroll_direction").and_then(Value::as_str) {
+                Some("down") => (0.0, px),
+                Some("up") => (0.0, -px),
+                Some("right") => (px, 0.0),
+                Some("left") => (-px, 0.0),
+                _ => return Err("scroll needs scroll_direction up, down, left or right".into()),
+            };
+            let mut a = serde_json::json!({"type": "scroll", "expected_frame_id": frame, "intent": intent});
+            if dx != 0.0 {
+                a["delta_x"] = serde_json::json!(dx);
+            }
+            if dy != 0.0 {
+                a["delta_y"] = serde_json::json!(dy);
+            }
+            Ok(Computed::Act(a))
+        }
+        "wait" => {
+            let seconds = input.get("duration").and_then(Value::as_f64).unwrap_or(1.0).clamp(0.0, 30.0);
+            Ok(Computed::Act(serde_json::json!({"type": "wait", "expected_frame_id": frame, "duration_ms": (seconds * 1000.0).round(), "intent": intent})))
+        }
+        "left_mouse_down" | "left_mouse_up" | "hold_key" | "zoom" | "cursor_position" => {
+            Err(format!("{action} is not one Glovebox performs; use left_click, left_click_drag, key or screenshot"))
+        }
+        other => Err(format!("there is no computer action {other:?}")),
+    }
 }
 
 /// An action's point targets from the screenshot's pixels to the viewport's CSS pixels (the
@@ -130,7 +276,15 @@ impl ModelPlanner {
             a.provider = format!("{:?}", provider.kind()).to_lowercase();
             a.model = provider.model().to_owned();
         }
-        Ok(ModelPlanner { provider, untrusted: Untrusted::with_nonce(random_nonce()?), messages: Vec::new(), shot: None, pending: Vec::new(), accounting })
+        Ok(ModelPlanner {
+            provider,
+            untrusted: Untrusted::with_nonce(random_nonce()?),
+            messages: Vec::new(),
+            shot: None,
+            pending: Vec::new(),
+            accounting,
+            computer: false,
+        })
     }
 
     /// A planner for one run with the model `choice` names: its provider starts now, and a
@@ -138,7 +292,22 @@ impl ModelPlanner {
     /// is tried in its place).
     pub fn for_choice(choice: &crate::ModelChoice, accounting: Arc<Mutex<Accounting>>) -> Result<Self, crate::ProviderError> {
         let provider = Arc::new(Provider::new(choice, crate::Limits::default())?);
-        Self::new(provider, accounting).map_err(|e| crate::ProviderError::Init { provider: "agent", why: e.to_string() })
+        let planner = Self::new(provider, accounting).map_err(|e| crate::ProviderError::Init { provider: "agent", why: e.to_string() })?;
+        if choice.computer_tool { planner.with_computer_tool() } else { Ok(planner) }
+    }
+
+    /// Plans with the provider's own computer tool: every page comes as a screenshot, and the
+    /// model's pointer and keyboard actions become protocol actions on the one path (Anthropic's
+    /// `computer_20250124`; other providers have none here, and say so).
+    pub fn with_computer_tool(mut self) -> Result<Self, crate::ProviderError> {
+        if self.provider.kind() != crate::ProviderKind::Anthropic {
+            return Err(crate::ProviderError::Init {
+                provider: "agent",
+                why: "the computer tool is Anthropic's (computer_20250124); use the act tool with this provider".into(),
+            });
+        }
+        self.computer = true;
+        Ok(self)
     }
 
     fn page(&self, input: &PlanInput) -> String {
@@ -225,7 +394,7 @@ impl Planner for ModelPlanner {
             self.push_user(parts);
             let mut last_problem = String::new();
             for _ in 0..=RETRIES_PER_STEP {
-                let conversation = Conversation { system: SYSTEM.to_owned(), messages: self.messages.clone(), tools: tools() };
+                let conversation = Conversation { system: SYSTEM.to_owned(), messages: self.messages.clone(), tools: tools(self.computer, self.shot.as_ref()) };
                 let started = Instant::now();
                 let turn = self.provider.turn(&conversation).await.map_err(|e| PlannerError::Failed(e.to_string()))?;
                 self.count(turn.usage, started.elapsed(), turn.tool_calls.len());
@@ -249,6 +418,12 @@ impl Planner for ModelPlanner {
                 };
                 let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
                 let step = match name.as_str() {
+                    "computer" if self.computer => computer_action(args, input.observation.frame_id().as_str(), focused_ref(&input.observation).as_deref())
+                        .and_then(|step| match step {
+                            Computed::Look => Ok(PlannerStep::Look),
+                            Computed::Act(a) => to_css(&a, self.shot.as_ref())
+                                .and_then(|a| protocol::validate_extended_action(&a).map(PlannerStep::Act).map_err(|e| e.to_string())),
+                        }),
                     "act" => {
                         to_css(args, self.shot.as_ref()).and_then(|a| protocol::validate_extended_action(&a).map(PlannerStep::Act).map_err(|e| e.to_string()))
                     }
@@ -292,6 +467,10 @@ impl Planner for ModelPlanner {
         Some(format!("{}/{}", format!("{:?}", self.provider.kind()).to_lowercase(), self.provider.model()))
     }
 
+    fn sees_screenshots(&self) -> bool {
+        self.computer
+    }
+
     fn accounting(&self) -> Option<Value> {
         serde_json::to_value(&*self.accounting.lock().unwrap_or_else(|p| p.into_inner())).ok()
     }
@@ -326,5 +505,50 @@ mod tests {
         assert_eq!(to_css(&by_ref, None).unwrap(), by_ref);
         assert!(to_css(&click(1.0, 1.0), None).unwrap_err().contains("look first"));
         assert!(to_css(&click(700.0, 10.0), Some(&small)).is_err());
+    }
+
+    #[test]
+    fn computer_tool_calls_become_one_protocol_action_each() {
+        let act = |v: Value, focused: Option<&str>| computer_action(&v, "frame_1", focused);
+        let Computed::Act(c) = act(serde_json::json!({"action": "triple_click", "coordinate": [10, 20]}), None).unwrap() else { panic!() };
+        assert_eq!(
+            (c["type"].clone(), c["click_count"].clone(), c["target"]["x"].clone()),
+            (serde_json::json!("click"), serde_json::json!(3), serde_json::json!(10.0))
+        );
+        let Computed::Act(c) = act(serde_json::json!({"action": "right_click", "coordinate": [1, 2]}), None).unwrap() else { panic!() };
+        assert_eq!(c["button"], "right");
+        let Computed::Act(d) = act(serde_json::json!({"action": "left_click_drag", "start_coordinate": [1, 2], "coordinate": [30, 40]}), None).unwrap() else {
+            panic!()
+        };
+        assert_eq!((d["type"].clone(), d["destination"]["y"].clone()), (serde_json::json!("drag"), serde_json::json!(40.0)));
+        let Computed::Act(t) = act(serde_json::json!({"action": "type", "text": "Ada"}), Some("e3")).unwrap() else { panic!() };
+        assert_eq!((t["type"].clone(), t["target"]["ref"].clone()), (serde_json::json!("type"), serde_json::json!("e3")));
+        assert!(act(serde_json::json!({"action": "type", "text": "Ada"}), None).unwrap_err().contains("click the field first"));
+        let Computed::Act(k) = act(serde_json::json!({"action": "key", "text": "ctrl+shift+Return"}), Some("e1")).unwrap() else { panic!() };
+        assert_eq!(k["key"], "Control+Shift+Enter");
+        let Computed::Act(s) = act(serde_json::json!({"action": "scroll", "coordinate": [5, 5], "scroll_direction": "up", "scroll_amount": 2}), None).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s["delta_y"], -200.0);
+        assert_eq!(act(serde_json::json!({"action": "screenshot"}), None).unwrap(), Computed::Look);
+        for unsupported in ["left_mouse_down", "hold_key", "zoom"] {
+            assert!(act(serde_json::json!({"action": unsupported}), None).unwrap_err().contains("not one Glovebox performs"), "{unsupported}");
+        }
+        assert!(act(serde_json::json!({"action": "left_click"}), None).is_err(), "a click needs its coordinate");
+        assert!(act(serde_json::json!({"action": "key", "text": "hyper+x"}), Some("e1")).is_err());
+        // Each becomes a valid protocol action once its points are mapped.
+        let shot = (protocol::ImageSize { width: 1280, height: 720 }, viewport(1280.0, 720.0, 1.0, 1.0));
+        for v in [
+            serde_json::json!({"action": "double_click", "coordinate": [100, 100]}),
+            serde_json::json!({"action": "mouse_move", "coordinate": [3, 4]}),
+            serde_json::json!({"action": "wait", "duration": 0.5}),
+            serde_json::json!({"action": "scroll", "scroll_direction": "down", "scroll_amount": 3}),
+            serde_json::json!({"action": "left_click_drag", "start_coordinate": [1, 2], "coordinate": [30, 40]}),
+        ] {
+            let Computed::Act(a) = act(v.clone(), None).unwrap() else { panic!() };
+            let mapped = to_css(&a, Some(&shot)).unwrap();
+            assert!(protocol::validate_extended_action(&mapped).is_ok(), "{v} → {mapped}: {:?}", protocol::validate_extended_action(&mapped).err());
+        }
     }
 }

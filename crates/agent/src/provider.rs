@@ -57,6 +57,10 @@ pub struct ModelChoice {
     /// `OPENAI_API_KEY`). A local server (Ollama, llama.cpp) may need none: set it to `""`.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Plan with the provider's own computer tool (screenshots and pointer/keyboard actions;
+    /// Anthropic `computer_20250124`) instead of Glovebox's `act` tool.
+    #[serde(default)]
+    pub computer_tool: bool,
 }
 
 /// Why a provider could not be used or did not answer. Never carries the key.
@@ -117,6 +121,9 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
+    /// A provider's own tool definition (Anthropic's `computer_20250124`), sent as it is in
+    /// place of a function tool, with the beta it needs.
+    pub native: Option<(Value, &'static str)>,
 }
 
 /// Everything one model request needs.
@@ -244,6 +251,12 @@ impl Provider {
         let mut last = String::new();
         for attempt in 1..=self.limits.attempts.max(1) {
             let mut request = self.client.post(&self.endpoint).json(&body);
+            if self.kind == ProviderKind::Anthropic {
+                let betas: Vec<&str> = conversation.tools.iter().filter_map(|t| t.native.as_ref().map(|(_, beta)| *beta)).collect();
+                if !betas.is_empty() {
+                    request = request.header("anthropic-beta", betas.join(","));
+                }
+            }
             request = match (self.kind, &self.key) {
                 (ProviderKind::Anthropic, Some(key)) => request.header("x-api-key", key).header("anthropic-version", "2023-06-01"),
                 (ProviderKind::Anthropic, None) => request.header("anthropic-version", "2023-06-01"),

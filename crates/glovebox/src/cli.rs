@@ -154,9 +154,15 @@ pub struct RunArgs {
     /// Print the RunResult as one JSON line (and no progress).
     #[arg(long)]
     pub json: bool,
-    /// Add the run's model accounting: requests, tokens, tool calls, model time.
+    /// Add the run's model accounting: requests, tokens, tool calls, model time, and where the
+    /// run's time went.
     #[arg(long)]
     pub report: bool,
+    /// Plan with the provider's own computer tool (Anthropic `computer_20250124`): every page
+    /// as a screenshot, pointer and keyboard actions by coordinates. Also `computer_tool = true`
+    /// under `[model]`.
+    #[arg(long)]
+    pub computer_tool: bool,
 }
 
 #[derive(Debug, Args)]

@@ -171,7 +171,7 @@ pub fn model_choice(file: Option<agent::ModelChoice>) -> anyhow::Result<Option<a
     let mut choice = file;
     if let Some(provider) = provider {
         let model = env("GLOVEBOX_MODEL").or_else(|| choice.as_ref().map(|c| c.model.clone())).unwrap_or_default();
-        choice = Some(agent::ModelChoice { provider, model, base_url: None, api_key_env: None });
+        choice = Some(agent::ModelChoice { provider, model, base_url: None, api_key_env: None, computer_tool: false });
     } else if let (Some(c), Some(model)) = (choice.as_mut(), env("GLOVEBOX_MODEL")) {
         c.model = model;
     }

@@ -19,7 +19,7 @@ fn choice(args: &RunArgs, configured: Option<agent::ModelChoice>) -> anyhow::Res
     };
     let mut choice = match (provider, configured) {
         (Some(provider), Some(c)) if c.provider == provider => c,
-        (Some(provider), _) => agent::ModelChoice { provider, model: String::new(), base_url: None, api_key_env: None },
+        (Some(provider), _) => agent::ModelChoice { provider, model: String::new(), base_url: None, api_key_env: None, computer_tool: false },
         (None, Some(c)) => c,
         (None, None) => {
             anyhow::bail!("no model is configured: pass --provider and --model, or set [model] in the config file (or GLOVEBOX_PROVIDER and GLOVEBOX_MODEL)")
@@ -31,6 +31,7 @@ fn choice(args: &RunArgs, configured: Option<agent::ModelChoice>) -> anyhow::Res
     if let Some(url) = &args.base_url {
         choice.base_url = Some(url.clone());
     }
+    choice.computer_tool |= args.computer_tool;
     Ok(choice)
 }
 

@@ -79,6 +79,12 @@ pub trait Planner: Send {
     fn accounting(&self) -> Option<serde_json::Value> {
         None
     }
+
+    /// Whether every step is visual (a provider's computer tool sees the screen only): each
+    /// observation then comes with its screenshot.
+    fn sees_screenshots(&self) -> bool {
+        false
+    }
 }
 
 /// A scripted step; elements are named as the observation names them, so refs are looked up

@@ -407,7 +407,7 @@ impl RunState<'_> {
                 return Ending::new(ReasonCode::Timeout, "the time budget ran out");
             }
             // Observe.
-            let visual = request.screenshots || std::mem::take(&mut look);
+            let visual = request.screenshots || std::mem::take(&mut look) || planner.sees_screenshots();
             let options = ObserveOptions { screenshot: visual.then_some(ImageMime::Png), ..Default::default() };
             let observing = Instant::now();
             let observed = self.guarded(self.tab.observe(&options)).await;

@@ -34,6 +34,8 @@ enum Script {
     Garbage,
     /// The canvas target: look, find the red square in the screenshot, click it by point.
     Canvas,
+    /// The canvas target through Anthropic's computer tool: click the square in the screenshot.
+    Computer,
 }
 
 #[derive(Clone)]
@@ -156,7 +158,17 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
         }
         _ => {}
     }
-    let (tool, input) = if model.script == Script::Canvas {
+    let (tool, input) = if model.script == Script::Computer {
+        let text = last_text(model.kind, &body);
+        if text.contains("Hit the red square") {
+            ("done".into(), json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}))
+        } else {
+            match last_image(model.kind, &body).and_then(|png| red_square(&text, &png)) {
+                Some((x, y)) => ("computer".into(), json!({"action": "left_click", "coordinate": [x.round(), y.round()]})),
+                None => ("computer".into(), json!({"action": "screenshot"})),
+            }
+        }
+    } else if model.script == Script::Canvas {
         let text = last_text(model.kind, &body);
         let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
         if text.contains("Hit the red square") {
@@ -228,7 +240,13 @@ fn choice(env: &Env) -> ModelChoice {
     // SAFETY: every test sets the same variable to the same value before reading it; nothing
     // else in this process reads or writes it.
     unsafe { std::env::set_var(KEY_ENV, KEY) };
-    ModelChoice { provider: env.model.kind, model: "test-model".into(), base_url: Some(env.base_url.clone()), api_key_env: Some(KEY_ENV.into()) }
+    ModelChoice {
+        provider: env.model.kind,
+        model: "test-model".into(),
+        base_url: Some(env.base_url.clone()),
+        api_key_env: Some(KEY_ENV.into()),
+        computer_tool: false,
+    }
 }
 
 fn limits() -> Limits {
@@ -351,11 +369,23 @@ async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named
     assert_eq!(result.reason_code(), ReasonCode::InvalidPlan);
     assert!(result.summary().contains("not a valid response"), "{result:?}");
 
-    let missing = ModelChoice { provider: ProviderKind::Anthropic, model: "m".into(), base_url: None, api_key_env: Some("GLOVEBOX_AGENT_TEST_UNSET".into()) };
+    let missing = ModelChoice {
+        provider: ProviderKind::Anthropic,
+        model: "m".into(),
+        base_url: None,
+        api_key_env: Some("GLOVEBOX_AGENT_TEST_UNSET".into()),
+        computer_tool: false,
+    };
     let err = Provider::new(&missing, Limits::default()).unwrap_err();
     assert!(matches!(err, ProviderError::Init { .. }), "{err}");
     assert_eq!(err.to_string(), "the anthropic provider cannot start: GLOVEBOX_AGENT_TEST_UNSET is not set");
-    let bad_url = ModelChoice { provider: ProviderKind::OpenaiChat, model: "m".into(), base_url: Some("ftp://x".into()), api_key_env: Some(String::new()) };
+    let bad_url = ModelChoice {
+        provider: ProviderKind::OpenaiChat,
+        model: "m".into(),
+        base_url: Some("ftp://x".into()),
+        api_key_env: Some(String::new()),
+        computer_tool: false,
+    };
     assert!(matches!(Provider::new(&bad_url, Limits::default()), Err(ProviderError::Init { .. })));
 }
 
@@ -409,4 +439,35 @@ async fn a_canvas_task_is_done_by_looking_and_clicking_a_point_through_both_prov
         let last = requests[2].1.to_string();
         assert!(!last.contains("iVBOR"), "{name}: the screenshot of an older page is dropped from the history");
     }
+}
+
+/// The same task through Anthropic's own computer tool (`computer_20250124`, with its beta):
+/// every page comes as a screenshot sized to the tool's display, the model's `left_click` at
+/// image coordinates becomes a protocol click on the one path, and the runtime verifies. A
+/// provider without such a tool says so when the planner is made, before any run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canvas_task_through_anthropics_computer_tool() {
+    let env = env("computer", ProviderKind::Anthropic, Script::Computer).await;
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
+    let mut choice = choice(&env);
+    choice.computer_tool = true;
+    let planner = ModelPlanner::for_choice(&choice, Arc::new(Mutex::new(Accounting::default()))).unwrap();
+    let mut request = RunRequest::new("Click the red square in the picture");
+    request.max_steps = 6;
+    request.max_seconds = 60;
+    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    let requests = env.model.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "click, done");
+    let (headers, first) = &requests[0];
+    assert!(headers["anthropic-beta"].to_str().unwrap().contains("computer-use-2025-01-24"), "{headers:?}");
+    assert_eq!(first["tools"][0], json!({"type": "computer_20250124", "name": "computer", "display_width_px": 1280, "display_height_px": 720}));
+    let names: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["computer", "done", "give_up", "infeasible"], "no act or look beside the computer tool");
+    assert_eq!(last_image(ProviderKind::Anthropic, first).as_deref().and_then(png_size), Some((1280, 720)), "the first page already comes as a screenshot");
+
+    let openai = ModelChoice { provider: ProviderKind::OpenaiChat, computer_tool: true, ..choice.clone() };
+    let refused = ModelPlanner::for_choice(&openai, Arc::new(Mutex::new(Accounting::default()))).err().expect("no computer tool there");
+    assert!(refused.to_string().contains("computer tool is Anthropic's"), "{refused}");
 }
