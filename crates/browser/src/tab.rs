@@ -46,6 +46,12 @@ pub(crate) struct TabState {
     pub(crate) trace: Vec<crate::act::Trace>,
     /// How long the current action waited for the page to settle.
     pub(crate) settled: std::time::Duration,
+    /// Windows this page is expected to open — a modifier or middle click on a link (its
+    /// `href`), a `Page.windowOpen` — not yet matched to the tab the browser made: URL and when.
+    pub(crate) window_opens: Vec<(String, std::time::Instant)>,
+    /// Page targets created without an opener (headless Chromium gives a modifier-click's tab
+    /// none), not yet matched: target id, URL, when.
+    pub(crate) orphans: Vec<(String, String, std::time::Instant)>,
 }
 
 /// A JavaScript dialog the page opened.
@@ -141,11 +147,16 @@ impl Tab {
             "Inspector.targetCrashed",
             "Page.javascriptDialogOpening",
             "Page.javascriptDialogClosed",
+            "Page.windowOpen",
         ]);
         // Popups are announced at the browser level, with this tab as their opener.
         // So is the end of this session, whoever ended it (a detach from outside leaves the tab
         // open but this attachment dead).
-        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods(["Target.targetCreated", "Target.detachedFromTarget"]));
+        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods([
+            "Target.targetCreated",
+            "Target.targetInfoChanged",
+            "Target.detachedFromTarget",
+        ]));
         let tracked = state.clone();
         let me = target_id.0.clone();
         let my_session = session.id().map(|id| id.0.clone());
@@ -166,10 +177,19 @@ impl Tab {
                         }
                         Some(Ok(event)) => {
                             if let Some(created) = event.parse::<cdp::domains::target::TargetInfoEvent>()
-                                && created.target_info.opener_id.as_ref().is_some_and(|o| o.0 == me)
-                                    && let Some(id) = created.target_info.target_id {
-                                        lock(&tracked).opened.push(id.0);
+                                && let Some(id) = created.target_info.target_id.clone()
+                                && id.0 != me
+                            {
+                                let info = &created.target_info;
+                                let mut state = lock(&tracked);
+                                if info.opener_id.as_ref().is_some_and(|o| o.0 == me) {
+                                    if event.method == "Target.targetCreated" {
+                                        state.opened.push(id.0);
                                     }
+                                } else if info.opener_id.is_none() && info.target_type == "page" && !state.opened.contains(&id.0) {
+                                    note_orphan(&mut state, id.0, info.url.clone());
+                                }
+                            }
                         }
                         Some(Err(_)) => {}
                         None => break,
@@ -368,9 +388,41 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// How long a window this page asked for and a tab without an opener wait to be matched.
+const WINDOW_MATCH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A page target without an opener: the tab a window this page asked for became, when its URL
+/// is the one asked for within a few seconds (headless Chromium names no opener for a
+/// modifier-click's tab). Anything else stays unattributed: never another tab's window.
+fn note_orphan(state: &mut TabState, id: String, url: String) {
+    let now = std::time::Instant::now();
+    state.orphans.retain(|(other, _, at)| *other != id && now.duration_since(*at) < WINDOW_MATCH);
+    state.window_opens.retain(|(_, at)| now.duration_since(*at) < WINDOW_MATCH);
+    if let Some(i) = state.window_opens.iter().position(|(wanted, _)| !url.is_empty() && *wanted == url) {
+        state.window_opens.remove(i);
+        state.opened.push(id);
+    } else if state.orphans.len() < 16 {
+        state.orphans.push((id, url, now));
+    }
+}
+
 fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
     let mut state = lock(state);
     match event.method.as_str() {
+        "Page.windowOpen" => {
+            if let Some(open) = event.parse::<page::WindowOpen>() {
+                let now = std::time::Instant::now();
+                state.orphans.retain(|(_, _, at)| now.duration_since(*at) < WINDOW_MATCH);
+                match state.orphans.iter().position(|(_, url, _)| *url == open.url) {
+                    Some(i) => {
+                        let (id, _, _) = state.orphans.remove(i);
+                        state.opened.push(id);
+                    }
+                    None if state.window_opens.len() < 16 => state.window_opens.push((open.url, now)),
+                    None => {}
+                }
+            }
+        }
         "Page.frameNavigated" => {
             if let Some(nav) = event.parse::<page::FrameNavigated>()
                 && nav.frame.parent_id.is_none()

@@ -548,6 +548,9 @@ impl Runtime {
         let resources = self.inner.store.list_resources(&sid(session)).map_err(RuntimeError::from)?;
         let pending = self.inner.store.pending_recoveries(&sid(session)).map_err(RuntimeError::from)?.len();
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // A handle is live only while its browser is: a browser killed a moment ago has taken
+        // every tab with it, before any later call notices and records the handles as lost.
+        let connected = self.connection().closed_reason().is_none() && self.browser_alive();
         Ok(BrowserStatus {
             tools_active: record.tools_active,
             bridge: self.bridge_state(),
@@ -557,7 +560,7 @@ impl Runtime {
                 .map(|r| TabStatus {
                     surface: entries.iter().find(|e| e.resource == r.id.as_str()).map(|e| e.surface),
                     attached: leases.iter().any(|l| l.resource == r.id.as_str() && l.attached),
-                    live: r.cdp_target_id.is_some() && !r.handle_lost && r.state != store::ResourceState::Released,
+                    live: connected && r.cdp_target_id.is_some() && !r.handle_lost && r.state != store::ResourceState::Released,
                     resource: r.id.to_string(),
                     ownership: r.ownership,
                     mark: r.mark,

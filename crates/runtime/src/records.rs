@@ -88,10 +88,16 @@ impl Runtime {
     /// without its record: a store that cannot write refuses the action.
     pub(crate) fn begin_operation(&self, at: &StepAt<'_>, action: &ExtendedAction, what: &Described<'_>) -> Result<OpenOperation, RuntimeError> {
         let new = self.new_operation(at, action, what);
-        self.inner
-            .store
-            .begin_operation(&new)
-            .map_err(|e| RuntimeError::Internal(format!("the action was not sent: its record could not be written ({e})")))?;
+        self.inner.store.begin_operation(&new).map_err(|e| {
+            if e.is_disk_full() {
+                RuntimeError::DataDir {
+                    path: self.inner.config.data_dir.display().to_string(),
+                    why: "the disk is full (no space left on device): the action was not sent, for its record could not be written; free some space".into(),
+                }
+            } else {
+                RuntimeError::Internal(format!("the action was not sent: its record could not be written ({e})"))
+            }
+        })?;
         Ok(OpenOperation { id: new.id })
     }
 

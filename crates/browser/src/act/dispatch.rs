@@ -83,6 +83,17 @@ impl Tab {
                     _ => None,
                 };
                 let settle_until = if capture.is_some() { (Instant::now() + DOWNLOAD_SETTLE).min(until) } else { until };
+                // A modifier or middle click on a link opens it in a tab the browser gives no
+                // opener: expect the link's URL, so the outcome can name that tab.
+                if (!a.modifiers.is_empty() || button(a.button) == "middle")
+                    && let Some(el) = element.as_ref()
+                    && let Ok(Value::String(href)) = self.call_on(el, LINK_HREF_JS, vec![], false).await
+                {
+                    let mut state = lock(&self.state);
+                    if state.window_opens.len() < 16 {
+                        state.window_opens.push((href, Instant::now()));
+                    }
+                }
                 let (pressed, bits) = self.modifiers_down(&a.modifiers).await?;
                 let clicked =
                     self.click_and_verify(element.as_ref(), point, button(a.button), a.click_count.get(), bits, &mut nav, settle_until, frame.clone()).await;
@@ -302,6 +313,9 @@ impl Tab {
         let _ = tokio::time::timeout(Duration::from_millis(100), wait).await;
     }
 }
+
+/// The URL of the link an element is in, if any.
+const LINK_HREF_JS: &str = "function() { const a = this.closest && this.closest('a[href]'); return a ? a.href : null; }";
 
 fn button(b: MouseButton) -> &'static str {
     match b {

@@ -176,6 +176,13 @@ impl Tab {
         before: Option<([f64; 2], [f64; 2])>,
         options: &ActOptions,
     ) -> ActOutcome {
+        // A window the page just asked for (a modifier or middle click on a link) becomes a tab a
+        // moment later: wait briefly for the browser to name it, so the outcome can.
+        let grace = Instant::now() + Duration::from_millis(1000);
+        let pending = || lock(&self.state).window_opens.iter().any(|(_, at)| at.elapsed() < Duration::from_secs(2));
+        while pending() && Instant::now() < grace {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let (opened, dialog) = {
             let state = lock(&self.state);
             (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())

@@ -537,8 +537,8 @@ async fn a_nested_frame_is_entered_through_its_parent_frame_by_refs() {
 
 /// A Ctrl-, Shift- or middle-click on a link opens the page elsewhere and leaves this one as it
 /// is: the action settles without waiting for a navigation of this tab that never comes, and
-/// the receipt never claims a failure. (Headless Chromium opens such tabs without an opener, so
-/// the receipt cannot yet name the tab: issue 15 keeps that open.)
+/// the receipt never claims a failure. Headless Chromium opens such tabs without an opener; the
+/// outcome still names the tab, matched by the window the page asked for (`Page.windowOpen`).
 #[tokio::test]
 async fn modifier_and_middle_clicks_on_links_settle_without_waiting_for_this_tab() {
     let env = env().await;
@@ -557,7 +557,11 @@ async fn modifier_and_middle_clicks_on_links_settle_without_waiting_for_this_tab
         let (outcome, next) = tokio::time::timeout(Duration::from_secs(20), act(&tab, on(&o, click.clone()), &options)).await.expect("settles, no stall");
         // The effect is in another tab: dispatched, not confirmed on this page, never failed.
         assert_ne!(outcome.receipt.state(), ReceiptState::Failed, "{click}: {:?}", outcome.receipt);
-        assert!(outcome.opened.len() <= 1, "{click} ({i})");
+        assert_eq!(outcome.opened.len(), 1, "{click} ({i}): the tab it opened is named");
+        let targets = tab.session().connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+        let opened = targets.target_infos.iter().find(|t| t.target_id.as_ref().is_some_and(|id| id.0 == outcome.opened[0])).expect("a live target");
+        let wanted = if click["button"] == "middle" { "/form.html" } else { "/counter.html" };
+        assert!(opened.url.ends_with(wanted), "{click}: the named tab is the one the link opened: {}", opened.url);
         o = next.unwrap();
         assert!(o.url().ends_with("/links.html"), "this tab stayed: {}", o.url());
     }

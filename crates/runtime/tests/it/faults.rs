@@ -1,4 +1,5 @@
-//! Faults (issue 15): a frozen browser and a browser killed mid-call. Every call and every
+//! Faults (issue 15): a frozen browser and a browser killed mid-call (during an act, an observe
+//! and a cleanup). Every call and every
 //! lifecycle operation ends within its deadline with a closed-set code, reports what it could not
 //! finish, and leaves no tab behind once the browser can be reached again.
 
@@ -75,4 +76,142 @@ async fn a_browser_killed_during_an_act_is_a_structured_error_and_the_tab_is_not
     );
     let after = rt.status(s).unwrap();
     assert!(after.tabs.iter().all(|t| !t.live), "{status:?} / {after:?}");
+}
+
+/// Killed while an observation waits on the page (its main thread held): the observation is a
+/// structured error within its deadline, and nothing calls the dead tab alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_killed_during_an_observe_is_a_structured_error() {
+    let env = env("faults-killed-observe", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    rt.observe(s, None, &Default::default()).await.unwrap();
+    let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+    let url = env.server.url("/counter.html");
+    let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
+    let page = rt.connection().browser().attach(&target).await.unwrap();
+    // The page's main thread busy for longer than the whole test: the observation waits on it.
+    let busy = "(() => { const t = Date.now(); while (Date.now() - t < 20000) {} })()";
+    let hold = tokio::spawn(async move { page.send_raw("Runtime.evaluate", serde_json::json!({"expression": busy}), Duration::from_secs(30)).await });
+    let pid = rt.browser_pid().unwrap();
+    let killer = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        signal(pid, libc::SIGKILL);
+    };
+    let options = Default::default();
+    let (observed, ()) = tokio::join!(answered("observe", rt.observe(s, None, &options)), killer);
+    let code = observed.map(|_| ()).map_err(|e| e.code());
+    assert!(matches!(code, Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable | ErrorCode::Timeout)), "{code:?}");
+    answered("the connection closes", rt.connection().closed()).await;
+    assert!(rt.status(s).unwrap().tabs.iter().all(|t| !t.live));
+    hold.abort();
+}
+
+/// Killed while a turn's cleanup waits on the browser (frozen first, so the cleanup is surely
+/// under way): the cleanup returns with what it could not close, each kept with a recovery
+/// record, and the next lifecycle call is answered too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_killed_during_a_cleanup_leaves_recoverable_records_and_an_answer() {
+    let env = env("faults-killed-cleanup", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    open(rt, s, &env.server.url("/form.html")).await.unwrap();
+    let pid = rt.browser_pid().unwrap();
+    signal(pid, libc::SIGSTOP);
+    let killer = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        signal(pid, libc::SIGKILL);
+        signal(pid, libc::SIGCONT);
+    };
+    let (report, ()) = tokio::join!(answered("end_turn", rt.end_turn(s, "turn_1")), killer);
+    let report = report.unwrap();
+    assert!(!report.ok && report.closed.is_empty() && report.failed.len() == 2, "{report:?}");
+    assert!(rt.status(s).unwrap().pending_recoveries >= 2, "each tab it could not close is recoverable");
+    assert!(rt.status(s).unwrap().tabs.iter().all(|t| !t.live));
+    // The next turn end is answered as well (the browser is gone: it says so, it does not hang).
+    let again = answered("end_turn again", rt.end_turn(s, "turn_2")).await;
+    match &again {
+        Ok(r) => assert_eq!(r.closed.len() + r.failed.len(), 2, "both tabs are accounted for: {r:?}"),
+        Err(e) => assert!(matches!(e.code(), ErrorCode::BackendUnavailable | ErrorCode::TargetLost), "{e}"),
+    }
+}
+
+/// Unmounts a test's filesystem however the test ends.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A full disk under the data directory (a 4 MiB tmpfs; needs root, as `make test` runs): every
+/// call while it is full is answered (a result or a closed-set code, nothing panics), once space
+/// is back actions work again, and a start on the full disk says the disk is full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full() {
+    let dir = crate::data_dir("faults-full-disk");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"]).arg(&mnt).status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: this test needs root to mount a small tmpfs for its data directory");
+        return;
+    }
+    let _unmount = Unmount(mnt.clone());
+    // Chromium's profile lives outside the small filesystem: the store is what is under test.
+    let profiles = dir.join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::os::unix::fs::symlink(&profiles, mnt.join("profiles")).unwrap();
+    let server = test_support::FixtureServer::start().await.unwrap();
+    server.dir("/", std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    let mut config = runtime::RuntimeConfig::new(mnt.join("data"));
+    config.trust.trusted_origins.push(policy::Origin::parse(&server.origin()).unwrap());
+    config.relaunch_dead_browser = false;
+    let rt = runtime::Runtime::start(config).await.expect("starts with room to spare");
+    let s = rt.create_session().await.unwrap();
+    open(&rt, &s, &server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(&s, None, &Default::default()).await.unwrap();
+
+    // Fill it.
+    let fill = || {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(mnt.join("filler")).unwrap();
+        let chunk = vec![0u8; 64 << 10];
+        while filler.write_all(&chunk).is_ok() {}
+        let _ = filler.sync_all();
+    };
+    fill();
+    // An action whose record cannot be written is not sent.
+    let acted = answered("act on a full disk", rt.act(&s, None, &click(&o, "Add one"), &Default::default(), Duration::ZERO)).await;
+    let Err(refused) = acted else { panic!("no action without its record") };
+    assert!(refused.to_string().contains("not sent") && refused.to_string().contains("disk is full"), "{refused}");
+    assert_eq!(refused.code(), ErrorCode::BackendUnavailable, "a full disk is no internal error");
+    let options = Default::default();
+    let observed = answered("observe on a full disk", rt.observe(&s, None, &options)).await.expect("reading needs no disk");
+    assert!(observed.aria_snapshot().contains("0 clicks"), "nothing was clicked: {}", observed.aria_snapshot());
+    // A tab that cannot be recorded is not left open in the browser.
+    let opened = answered("open on a full disk", rt.open_tab(&s, &server.url("/form.html"), Duration::ZERO)).await;
+    let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    assert!(opened.is_ok() || !targets.iter().any(|t| t.url.contains("/form.html")), "a failed open leaks no tab: {opened:?}");
+    let ended = answered("end_turn on a full disk", rt.end_turn(&s, "turn_1")).await;
+    for e in [opened.err(), ended.err()].into_iter().flatten() {
+        assert_eq!(e.code(), ErrorCode::BackendUnavailable, "{e}");
+    }
+
+    // Space again: the tab is usable and acts.
+    std::fs::remove_file(mnt.join("filler")).unwrap();
+    let s2 = rt.create_session().await.unwrap();
+    open(&rt, &s2, &server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(&s2, None, &Default::default()).await.unwrap();
+    rt.act(&s2, None, &click(&o, "Add one"), &Default::default(), Duration::ZERO).await.expect("acts once there is room");
+    rt.shutdown(Duration::from_secs(5)).await;
+
+    // A start on a full disk says so (not "DevTools port did not open").
+    fill();
+    let mut config = runtime::RuntimeConfig::new(mnt.join("other"));
+    config.relaunch_dead_browser = false;
+    let Err(refused) = runtime::Runtime::start(config).await else { panic!("no start on a full disk") };
+    assert!(refused.to_string().contains("disk is full"), "{refused}");
+    assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
 }
