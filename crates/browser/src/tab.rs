@@ -185,6 +185,10 @@ impl Tab {
                                 if info.opener_id.as_ref().is_some_and(|o| o.0 == me) {
                                     if event.method == "Target.targetCreated" {
                                         state.opened.push(id.0);
+                                        // The window it asked for, named by its opener.
+                                        if !state.window_opens.is_empty() {
+                                            state.window_opens.remove(0);
+                                        }
                                     }
                                 } else if info.opener_id.is_none() && info.target_type == "page" && !state.opened.contains(&id.0) {
                                     note_orphan(&mut state, id.0, info.url.clone());

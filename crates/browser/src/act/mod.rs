@@ -179,7 +179,10 @@ impl Tab {
         // A window the page just asked for (a modifier or middle click on a link) becomes a tab a
         // moment later: wait briefly for the browser to name it, so the outcome can.
         let grace = Instant::now() + Duration::from_millis(1000);
-        let pending = || lock(&self.state).window_opens.iter().any(|(_, at)| at.elapsed() < Duration::from_secs(2));
+        let pending = || {
+            let state = lock(&self.state);
+            state.opened.len() <= opened_before && state.window_opens.iter().any(|(_, at)| at.elapsed() < Duration::from_secs(2))
+        };
         while pending() && Instant::now() < grace {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
