@@ -235,23 +235,9 @@ fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<
     }
 }
 
-/// An action's point targets from the screenshot's pixels to the viewport's CSS pixels (the
-/// image may be scaled: device pixels, page zoom, a provider's downscale). Without a screenshot
-/// of this page a point target is refused.
+/// An action's point targets from the screenshot's pixels to CSS pixels (`runtime`'s one mapping).
 fn to_css(action: &Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<Value, String> {
-    let mut action = action.clone();
-    for key in ["target", "source", "destination"] {
-        let Some(t) = action.get_mut(key).filter(|t| t["kind"] == "point") else { continue };
-        let Some((size, viewport)) = shot else {
-            return Err("a point target needs a screenshot of this page: call look first".to_owned());
-        };
-        let (x, y) = (t["x"].as_f64().ok_or("a point's x is a number")?, t["y"].as_f64().ok_or("a point's y is a number")?);
-        let css = protocol::coords::image_to_css(x, y, *size, viewport).map_err(|e| format!("point ({x}, {y}) of the screenshot: {e}"))?;
-        let point = protocol::coords::to_point_target(css, viewport).map_err(|e| e.to_string())?;
-        t["x"] = serde_json::json!(point.x);
-        t["y"] = serde_json::json!(point.y);
-    }
-    Ok(action)
+    runtime::points_from_screenshot(action, shot)
 }
 
 fn random_nonce() -> Result<String, PlannerError> {

@@ -7,8 +7,10 @@ person wait for a line on stdin (the test plays the person).
 
 import argparse
 import asyncio
+import base64
 import json
 import re
+import struct
 import sys
 from contextlib import asynccontextmanager
 
@@ -402,10 +404,30 @@ async def scenario_sampling(args):
     form = args.fixture[0]
     seen = []
 
+    images = []
+
     async def model(context, params):
-        text = "".join(c.text for m in params.messages[-1:] for c in ([m.content] if not isinstance(m.content, list) else m.content) if c.type == "text")
+        blocks = [c for m in params.messages[-1:] for c in ([m.content] if not isinstance(m.content, list) else m.content)]
+        text = "".join(c.text for c in blocks if c.type == "text")
+        image = next((c for c in blocks if c.type == "image"), None)
         seen.append({"system": bool(params.systemPrompt), "messages": len(params.messages), "wrapped": "<untrusted nonce=" in text})
         frame = re.search(r"frame_id: (frame_[0-9a-f]+)", text).group(1)
+        if "red square" in text.split("The page:")[0]:
+            # The canvas task: ask to look, then click the square read off the screenshot (its CSS
+            # box is (300, 200)–(340, 240); the message states the image's size).
+            if "Hit the red square" in text:
+                answer = {"done": "clicked it", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}
+            elif image is None:
+                answer = {"look": True}
+            else:
+                png = base64.b64decode(image.data)
+                width, height = struct.unpack(">II", png[16:24])
+                images.append({"mime": image.mimeType, "png": png[:8] == b"\x89PNG\r\n\x1a\n", "size": [width, height]})
+                sizes = re.search(r"follows: (\d+)×(\d+) image pixels for (\d+)×(\d+) CSS pixels", text)
+                iw, ih, cw, ch = (float(g) for g in sizes.groups())
+                answer = {"action": {"type": "click", "expected_frame_id": frame, "target": {"kind": "point", "x": round(320 * iw / cw), "y": round(220 * ih / ch)},
+                                     "intent": "click the red square"}}
+            return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=json.dumps(answer)), model="test-model")
         name = re.search(r'textbox "Name" \[(e\d+)[^\]]*\](: "([^"]*)")?', text)
         button = re.search(r'button "Create account" \[(e\d+)', text)
         if "lie" in text or "Welcome" in text:
@@ -430,7 +452,8 @@ async def scenario_sampling(args):
             run = await call(session, "computer_use", {"task": "Sign up as Ada", "url": form, "max_steps": 6, "max_seconds": 60, "success_when": checks})
             liar = await call(session, "computer_use", {"task": "lie: say it is done", "url": form, "max_steps": 3, "max_seconds": 60,
                                                         "success_when": [{"kind": "text_present", "text": "Welcome, Bob!"}]})
-    emit({"listed": "computer_use" in names, "run": run["header"], "liar": liar["header"], "seen": seen})
+            canvas = await call(session, "computer_use", {"task": "Click the red square in the picture", "url": args.fixture[1], "max_steps": 6, "max_seconds": 60})
+    emit({"listed": "computer_use" in names, "run": run["header"], "liar": liar["header"], "seen": seen, "canvas": canvas["header"], "images": images})
 
 
 async def scenario_dialog(args):

@@ -254,6 +254,25 @@ impl Drop for CommandPlanner {
     }
 }
 
+/// An action's point targets from the pixels of the screenshot a model saw to the viewport's CSS
+/// pixels (the image may be scaled: device pixels, page zoom, a provider's downscale), for every
+/// planner that shows screenshots. Without a screenshot of this page a point target is refused.
+pub fn points_from_screenshot(action: &serde_json::Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<serde_json::Value, String> {
+    let mut action = action.clone();
+    for key in ["target", "source", "destination"] {
+        let Some(t) = action.get_mut(key).filter(|t| t["kind"] == "point") else { continue };
+        let Some((size, viewport)) = shot else {
+            return Err("a point target needs a screenshot of this page: look first".to_owned());
+        };
+        let (x, y) = (t["x"].as_f64().ok_or("a point's x is a number")?, t["y"].as_f64().ok_or("a point's y is a number")?);
+        let css = protocol::coords::image_to_css(x, y, *size, viewport).map_err(|e| format!("point ({x}, {y}) of the screenshot: {e}"))?;
+        let point = protocol::coords::to_point_target(css, viewport).map_err(|e| e.to_string())?;
+        t["x"] = serde_json::json!(point.x);
+        t["y"] = serde_json::json!(point.y);
+    }
+    Ok(action)
+}
+
 /// One line of a command planner's answer, as it must be (anything else is refused).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -268,6 +287,9 @@ struct Answer {
     /// With `infeasible`: the conditions found unmet.
     #[serde(default)]
     unmet: Vec<String>,
+    /// `{"look": true}`: see the next page as an image too.
+    #[serde(default)]
+    look: bool,
 }
 
 /// The largest answer line a command planner may send.
@@ -312,6 +334,13 @@ impl Planner for CommandPlanner {
 /// or `{"infeasible": "why", "unmet"?: ["…"]}`. A model that wraps the object in a Markdown code
 /// fence is read too; anything else is refused.
 pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
+    parse_answer_seen(answer, None)
+}
+
+/// [`parse_answer`] for a planner that showed the model `shot` (a screenshot of the page, its
+/// size and the viewport): the answer's point targets are in that image's pixels and are mapped
+/// to CSS pixels first ([`points_from_screenshot`]).
+pub fn parse_answer_seen(answer: &str, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<PlannerStep, PlannerError> {
     if answer.len() > ANSWER_MAX_BYTES {
         return Err(PlannerError::Failed(format!("the answer is over {ANSWER_MAX_BYTES} bytes")));
     }
@@ -320,7 +349,13 @@ pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
         trimmed.strip_prefix("```json").or_else(|| trimmed.strip_prefix("```")).and_then(|rest| rest.strip_suffix("```")).map(str::trim).unwrap_or(trimmed);
     let parsed: Answer =
         serde_json::from_str(unfenced).map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
-    let Answer { action, done, checks, give_up, infeasible, unmet } = parsed;
+    let Answer { action, done, checks, give_up, infeasible, unmet, look } = parsed;
+    if look {
+        return match (action, done, give_up, infeasible) {
+            (None, None, None, None) => Ok(PlannerStep::Look),
+            _ => Err(PlannerError::Failed("look goes alone".into())),
+        };
+    }
     if !checks.is_empty() && done.is_none() {
         return Err(PlannerError::Failed("checks go with done".into()));
     }
@@ -328,7 +363,13 @@ pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
         return Err(PlannerError::Failed("unmet goes with infeasible".into()));
     }
     match (action, done, give_up, infeasible) {
-        (Some(action), None, None, None) => Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?)),
+        (Some(action), None, None, None) => {
+            let action = match shot {
+                Some(_) => points_from_screenshot(&action, shot).map_err(PlannerError::Failed)?,
+                None => action,
+            };
+            Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?))
+        }
         (None, Some(summary), None, None) => Ok(PlannerStep::Done { summary, checks: crate::verify::proposed_checks(checks)? }),
         (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp { summary }),
         (None, None, None, Some(summary)) => Ok(PlannerStep::Infeasible { summary, unmet: crate::verify::unmet_conditions(unmet) }),

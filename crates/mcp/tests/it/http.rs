@@ -429,7 +429,7 @@ async fn a_person_switches_a_tabs_access_and_no_tool_can() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn computer_use_plans_with_the_clients_model_through_sampling() {
     let env = env("sampling", true, None).await;
-    let out = run("sampling", &over_http(&env), &[env.fixtures.url("/form.html")]).await;
+    let out = run("sampling", &over_http(&env), &[env.fixtures.url("/form.html"), env.fixtures.url("/canvas-target.html")]).await;
     assert_eq!(out["listed"], true, "a client that samples gets computer_use without a configured planner: {out}");
     assert_eq!(out["run"]["status"], "succeeded", "{out}");
     assert_eq!(out["run"]["verified_by"], json!(["assertion"]), "{out}");
@@ -440,6 +440,10 @@ async fn computer_use_plans_with_the_clients_model_through_sampling() {
     assert!(seen.iter().all(|s| s["system"] == true && s["wrapped"] == true), "instructions and markers in every request: {out}");
     assert!(seen[1]["messages"].as_u64().unwrap() > 1, "the model sees its earlier steps: {out}");
     assert_eq!(env.fixtures.writes().len(), 1, "one sign-up submitted");
+    // Case 22 over MCP: the client's model asks to look, gets the page's screenshot as image
+    // content, and clicks the square by a point in its pixels; the runtime verifies.
+    assert_eq!(out["canvas"]["status"], "succeeded", "{out}");
+    assert_eq!(out["images"], json!([{"mime": "image/png", "png": true, "size": [1280, 720]}]), "one screenshot, after the look: {out}");
 }
 
 /// Issue 14's dialog over MCP: a click that opens `confirm()` returns at once with its receipt
