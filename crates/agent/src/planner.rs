@@ -127,9 +127,28 @@ enum Computed {
     Act(Value),
 }
 
+/// Why a computer tool call is not one Glovebox performs (the model hears it and chooses again).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum ComputerError {
+    #[error("a computer call names its action")]
+    NoAction,
+    #[error("{action} needs {field}")]
+    Needs { action: String, field: &'static str },
+    #[error("{0} goes to the focused element, and nothing is focused: click the field first")]
+    NothingFocused(String),
+    #[error("the key {0:?} is not one Glovebox can press")]
+    UnknownKey(String),
+    #[error("key needs a key, e.g. \"Return\" or \"ctrl+a\"")]
+    NoKey,
+    #[error("{0} is not one Glovebox performs; use left_click, left_click_drag, key or screenshot")]
+    Unsupported(String),
+    #[error("there is no computer action {0:?}")]
+    Unknown(String),
+}
+
 /// A key or chord in xdotool syntax (`ctrl+a`, `Return`, `shift+Tab`) as Glovebox names it.
-fn xdotool_chord(keys: &str) -> Result<String, String> {
-    let name = |k: &str| -> Result<String, String> {
+fn xdotool_chord(keys: &str) -> Result<String, ComputerError> {
+    let name = |k: &str| -> Result<String, ComputerError> {
         Ok(match k.to_ascii_lowercase().as_str() {
             "ctrl" | "control" | "control_l" | "control_r" => "Control".into(),
             "alt" | "alt_l" | "alt_r" | "option" => "Alt".into(),
@@ -151,12 +170,12 @@ fn xdotool_chord(keys: &str) -> Result<String, String> {
             "space" => "Space".into(),
             f if f.len() <= 3 && f.starts_with('f') && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => f.to_ascii_uppercase(),
             _ if k.chars().count() == 1 => k.to_owned(),
-            _ => return Err(format!("the key {k:?} is not one Glovebox can press")),
+            _ => return Err(ComputerError::UnknownKey(k.to_owned())),
         })
     };
-    let parts = keys.split('+').map(str::trim).filter(|k| !k.is_empty()).map(name).collect::<Result<Vec<String>, String>>()?;
+    let parts = keys.split('+').map(str::trim).filter(|k| !k.is_empty()).map(name).collect::<Result<Vec<String>, ComputerError>>()?;
     if parts.is_empty() {
-        return Err("key needs a key, e.g. \"Return\" or \"ctrl+a\"".into());
+        return Err(ComputerError::NoKey);
     }
     Ok(parts.join("+"))
 }
@@ -164,15 +183,16 @@ fn xdotool_chord(keys: &str) -> Result<String, String> {
 /// A computer tool call (`computer_20250124`'s actions) as one protocol action on `frame`;
 /// typing and keys go to the focused element. Anything Glovebox cannot do exactly is refused
 /// with why, for the model to choose again.
-fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<Computed, String> {
-    let action = input.get("action").and_then(Value::as_str).ok_or("a computer call names its action")?;
-    let point = |key: &str| -> Result<Value, String> {
-        let c = input.get(key).and_then(Value::as_array).filter(|c| c.len() == 2).ok_or_else(|| format!("{action} needs {key} [x, y]"))?;
-        let (x, y) = (c[0].as_f64().ok_or("x is a number")?, c[1].as_f64().ok_or("y is a number")?);
+fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<Computed, ComputerError> {
+    let action = input.get("action").and_then(Value::as_str).ok_or(ComputerError::NoAction)?;
+    let needs = |field: &'static str| ComputerError::Needs { action: action.to_owned(), field };
+    let point = |key: &'static str| -> Result<Value, ComputerError> {
+        let c = input.get(key).and_then(Value::as_array).filter(|c| c.len() == 2).ok_or_else(|| needs(key))?;
+        let (x, y) = (c[0].as_f64().ok_or_else(|| needs(key))?, c[1].as_f64().ok_or_else(|| needs(key))?);
         Ok(serde_json::json!({"kind": "point", "x": x, "y": y}))
     };
     let intent = format!("computer {action}");
-    let click = |button: &str, count: u8| -> Result<Computed, String> {
+    let click = |button: &str, count: u8| -> Result<Computed, ComputerError> {
         let mut a = serde_json::json!({"type": "click", "expected_frame_id": frame, "target": point("coordinate")?, "intent": intent});
         if button != "left" {
             a["button"] = serde_json::json!(button);
@@ -182,11 +202,7 @@ fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<
         }
         Ok(Computed::Act(a))
     };
-    let focused_target = || {
-        focused
-            .map(|r| serde_json::json!({"kind": "element", "ref": r}))
-            .ok_or_else(|| format!("{action} goes to the focused element, and nothing is focused: click the field first"))
-    };
+    let focused_target = || focused.map(|r| serde_json::json!({"kind": "element", "ref": r})).ok_or_else(|| ComputerError::NothingFocused(action.to_owned()));
     match action {
         "screenshot" => Ok(Computed::Look),
         "left_click" => click("left", 1),
@@ -198,11 +214,11 @@ fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<
         "left_click_drag" => Ok(Computed::Act(serde_json::json!({"type": "drag", "expected_frame_id": frame, "source": point("start_coordinate")?,
             "destination": point("coordinate")?, "intent": intent}))),
         "type" => {
-            let text = input.get("text").and_then(Value::as_str).ok_or("type needs text")?;
+            let text = input.get("text").and_then(Value::as_str).ok_or_else(|| needs("text"))?;
             Ok(Computed::Act(serde_json::json!({"type": "type", "expected_frame_id": frame, "target": focused_target()?, "text": text, "intent": intent})))
         }
         "key" => {
-            let keys = xdotool_chord(input.get("text").and_then(Value::as_str).ok_or("key needs text")?)?;
+            let keys = xdotool_chord(input.get("text").and_then(Value::as_str).ok_or_else(|| needs("text"))?)?;
             Ok(Computed::Act(serde_json::json!({"type": "press", "expected_frame_id": frame, "target": focused_target()?, "key": keys, "intent": intent})))
         }
         "scroll" => {
@@ -213,7 +229,7 @@ fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<
                 Some("up") => (0.0, -px),
                 Some("right") => (px, 0.0),
                 Some("left") => (-px, 0.0),
-                _ => return Err("scroll needs scroll_direction up, down, left or right".into()),
+                _ => return Err(needs("scroll_direction up, down, left or right")),
             };
             let mut a = serde_json::json!({"type": "scroll", "expected_frame_id": frame, "intent": intent});
             if dx != 0.0 {
@@ -228,15 +244,13 @@ fn computer_action(input: &Value, frame: &str, focused: Option<&str>) -> Result<
             let seconds = input.get("duration").and_then(Value::as_f64).unwrap_or(1.0).clamp(0.0, 30.0);
             Ok(Computed::Act(serde_json::json!({"type": "wait", "expected_frame_id": frame, "duration_ms": (seconds * 1000.0).round(), "intent": intent})))
         }
-        "left_mouse_down" | "left_mouse_up" | "hold_key" | "zoom" | "cursor_position" => {
-            Err(format!("{action} is not one Glovebox performs; use left_click, left_click_drag, key or screenshot"))
-        }
-        other => Err(format!("there is no computer action {other:?}")),
+        "left_mouse_down" | "left_mouse_up" | "hold_key" | "zoom" | "cursor_position" => Err(ComputerError::Unsupported(action.to_owned())),
+        other => Err(ComputerError::Unknown(other.to_owned())),
     }
 }
 
 /// An action's point targets from the screenshot's pixels to CSS pixels (`runtime`'s one mapping).
-fn to_css(action: &Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<Value, String> {
+fn to_css(action: &Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<Value, runtime::PointError> {
     runtime::points_from_screenshot(action, shot)
 }
 
@@ -403,16 +417,21 @@ impl Planner for ModelPlanner {
                     continue;
                 };
                 let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+                // An action whose points are in the screenshot's pixels, validated like any other.
+                let act = |a: &Value| {
+                    to_css(a, self.shot.as_ref())
+                        .map_err(|e| e.to_string())
+                        .and_then(|a| protocol::validate_extended_action(&a).map(PlannerStep::Act).map_err(|e| e.to_string()))
+                };
                 let step = match name.as_str() {
-                    "computer" if self.computer => computer_action(args, input.observation.frame_id().as_str(), focused_ref(&input.observation).as_deref())
-                        .and_then(|step| match step {
-                            Computed::Look => Ok(PlannerStep::Look),
-                            Computed::Act(a) => to_css(&a, self.shot.as_ref())
-                                .and_then(|a| protocol::validate_extended_action(&a).map(PlannerStep::Act).map_err(|e| e.to_string())),
-                        }),
-                    "act" => {
-                        to_css(args, self.shot.as_ref()).and_then(|a| protocol::validate_extended_action(&a).map(PlannerStep::Act).map_err(|e| e.to_string()))
+                    "computer" if self.computer => {
+                        match computer_action(args, input.observation.frame_id().as_str(), focused_ref(&input.observation).as_deref()) {
+                            Ok(Computed::Look) => Ok(PlannerStep::Look),
+                            Ok(Computed::Act(a)) => act(&a),
+                            Err(e) => Err(e.to_string()),
+                        }
                     }
+                    "act" => act(args),
                     "look" if self.shot.is_some() => Err("this page came with its screenshot already; act on it".to_owned()),
                     "look" => Ok(PlannerStep::Look),
                     "done" => match (text(args, "summary"), args.get("checks")) {
@@ -489,7 +508,7 @@ mod tests {
         // Refs pass untouched; a point needs a screenshot; a point off the image is refused.
         let by_ref = serde_json::json!({"type": "click", "target": {"kind": "element", "ref": "e1"}});
         assert_eq!(to_css(&by_ref, None).unwrap(), by_ref);
-        assert!(to_css(&click(1.0, 1.0), None).unwrap_err().contains("look first"));
+        assert!(matches!(to_css(&click(1.0, 1.0), None), Err(runtime::PointError::NoScreenshot)));
         assert!(to_css(&click(700.0, 10.0), Some(&small)).is_err());
     }
 
@@ -509,7 +528,7 @@ mod tests {
         assert_eq!((d["type"].clone(), d["destination"]["y"].clone()), (serde_json::json!("drag"), serde_json::json!(40.0)));
         let Computed::Act(t) = act(serde_json::json!({"action": "type", "text": "Ada"}), Some("e3")).unwrap() else { panic!() };
         assert_eq!((t["type"].clone(), t["target"]["ref"].clone()), (serde_json::json!("type"), serde_json::json!("e3")));
-        assert!(act(serde_json::json!({"action": "type", "text": "Ada"}), None).unwrap_err().contains("click the field first"));
+        assert_eq!(act(serde_json::json!({"action": "type", "text": "Ada"}), None), Err(ComputerError::NothingFocused("type".into())));
         let Computed::Act(k) = act(serde_json::json!({"action": "key", "text": "ctrl+shift+Return"}), Some("e1")).unwrap() else { panic!() };
         assert_eq!(k["key"], "Control+Shift+Enter");
         let Computed::Act(s) = act(serde_json::json!({"action": "scroll", "coordinate": [5, 5], "scroll_direction": "up", "scroll_amount": 2}), None).unwrap()
@@ -519,7 +538,7 @@ mod tests {
         assert_eq!(s["delta_y"], -200.0);
         assert_eq!(act(serde_json::json!({"action": "screenshot"}), None).unwrap(), Computed::Look);
         for unsupported in ["left_mouse_down", "hold_key", "zoom"] {
-            assert!(act(serde_json::json!({"action": unsupported}), None).unwrap_err().contains("not one Glovebox performs"), "{unsupported}");
+            assert_eq!(act(serde_json::json!({"action": unsupported}), None), Err(ComputerError::Unsupported(unsupported.into())));
         }
         assert!(act(serde_json::json!({"action": "left_click"}), None).is_err(), "a click needs its coordinate");
         assert!(act(serde_json::json!({"action": "key", "text": "hyper+x"}), Some("e1")).is_err());

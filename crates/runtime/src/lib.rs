@@ -39,8 +39,8 @@ pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
 pub use person_view::{PersonEntry, PersonInput, PersonView, VIEW_MAX_FPS, ViewFrame};
 pub use planner::{
-    CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, Scripted, ScriptedPlanner, StepReport, parse_answer, parse_answer_seen,
-    points_from_screenshot,
+    CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, PointError, Scripted, ScriptedPlanner, StepReport, parse_answer,
+    parse_answer_seen, points_from_screenshot,
 };
 pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};

@@ -257,20 +257,37 @@ impl Drop for CommandPlanner {
 /// An action's point targets from the pixels of the screenshot a model saw to the viewport's CSS
 /// pixels (the image may be scaled: device pixels, page zoom, a provider's downscale), for every
 /// planner that shows screenshots. Without a screenshot of this page a point target is refused.
-pub fn points_from_screenshot(action: &serde_json::Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<serde_json::Value, String> {
+pub fn points_from_screenshot(action: &serde_json::Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<serde_json::Value, PointError> {
     let mut action = action.clone();
     for key in ["target", "source", "destination"] {
         let Some(t) = action.get_mut(key).filter(|t| t["kind"] == "point") else { continue };
         let Some((size, viewport)) = shot else {
-            return Err("a point target needs a screenshot of this page: look first".to_owned());
+            return Err(PointError::NoScreenshot);
         };
-        let (x, y) = (t["x"].as_f64().ok_or("a point's x is a number")?, t["y"].as_f64().ok_or("a point's y is a number")?);
-        let css = protocol::coords::image_to_css(x, y, *size, viewport).map_err(|e| format!("point ({x}, {y}) of the screenshot: {e}"))?;
-        let point = protocol::coords::to_point_target(css, viewport).map_err(|e| e.to_string())?;
+        let (x, y) = (t["x"].as_f64().ok_or(PointError::NotANumber("x"))?, t["y"].as_f64().ok_or(PointError::NotANumber("y"))?);
+        let off = |source| PointError::OffTheImage { x, y, source };
+        let css = protocol::coords::image_to_css(x, y, *size, viewport).map_err(off)?;
+        let point = protocol::coords::to_point_target(css, viewport).map_err(off)?;
         t["x"] = serde_json::json!(point.x);
         t["y"] = serde_json::json!(point.y);
     }
     Ok(action)
+}
+
+/// Why a point target could not be mapped from a screenshot (the model hears it and tries again).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PointError {
+    #[error("a point target needs a screenshot of this page: look first")]
+    NoScreenshot,
+    #[error("a point's {0} is a number")]
+    NotANumber(&'static str),
+    #[error("point ({x}, {y}) of the screenshot: {source}")]
+    OffTheImage {
+        x: f64,
+        y: f64,
+        #[source]
+        source: protocol::coords::CoordError,
+    },
 }
 
 /// One line of a command planner's answer, as it must be (anything else is refused).
@@ -365,7 +382,7 @@ pub fn parse_answer_seen(answer: &str, shot: Option<&(protocol::ImageSize, proto
     match (action, done, give_up, infeasible) {
         (Some(action), None, None, None) => {
             let action = match shot {
-                Some(_) => points_from_screenshot(&action, shot).map_err(PlannerError::Failed)?,
+                Some(_) => points_from_screenshot(&action, shot).map_err(|e| PlannerError::Failed(e.to_string()))?,
                 None => action,
             };
             Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?))
