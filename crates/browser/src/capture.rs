@@ -46,6 +46,9 @@ pub(crate) struct WorldState {
     /// The focused element's index among the document's elements, or -1.
     #[serde(default = "no_index")]
     pub(crate) focused: i64,
+    /// How much of the viewport visible canvases cover (0..1).
+    #[serde(default)]
+    pub(crate) canvas_share: f64,
 }
 
 /// "None" for the element indices the world reports (`-1` in the page).

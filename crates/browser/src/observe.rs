@@ -113,6 +113,17 @@ impl ObservationRecord {
         &self.world.url
     }
 
+    /// How much of the viewport visible canvases covered when observed (0..1): content only an
+    /// image shows.
+    pub fn canvas_share(&self) -> f64 {
+        self.world.canvas_share
+    }
+
+    /// Whether this observation came with a screenshot.
+    pub fn has_screenshot(&self) -> bool {
+        self.screenshot_size.is_some()
+    }
+
     /// The binding of `element`, if this observation issued it.
     pub fn binding(&self, element: &ElementRef) -> Option<&RefBinding> {
         self.refs.get(element.as_str())

@@ -188,6 +188,9 @@ struct RunState<'a> {
     times: RunTimes,
 }
 
+/// The share of the viewport canvases must cover for a step to be visual without being asked.
+const CANVAS_VISUAL: f64 = 0.25;
+
 /// Where a run's time went (ms), stored with the run beside the planner's accounting.
 #[derive(Debug, Default)]
 pub(crate) struct RunTimes {
@@ -410,7 +413,16 @@ impl RunState<'_> {
             let visual = request.screenshots || std::mem::take(&mut look) || planner.sees_screenshots();
             let options = ObserveOptions { screenshot: visual.then_some(ImageMime::Png), ..Default::default() };
             let observing = Instant::now();
-            let observed = self.guarded(self.tab.observe(&options)).await;
+            let mut observed = self.guarded(self.tab.observe(&options)).await;
+            // A page that is mostly canvas shows the planner little as text: the step is visual
+            // (`000_…` §07), and the observation is taken again with its screenshot.
+            if !visual
+                && matches!(observed, Ok(Ok(_)))
+                && self.tab.latest_observation().is_some_and(|r| r.canvas_share() >= CANVAS_VISUAL && !r.has_screenshot())
+            {
+                let options = ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() };
+                observed = self.guarded(self.tab.observe(&options)).await;
+            }
             RunTimes::add(&self.times.capture, observing.elapsed());
             let observation = match observed {
                 Ok(Ok(o)) => o,

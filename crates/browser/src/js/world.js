@@ -72,6 +72,16 @@
       // The focused element's index among the document's elements (document order), or -1.
       out.focused = document.activeElement && document.activeElement !== document.body
         ? Array.prototype.indexOf.call(state.all, document.activeElement) : -1;
+      // How much of the viewport visible canvases cover (0..1): what only an image shows.
+      let covered = 0;
+      const area = Math.max(1, window.innerWidth * window.innerHeight);
+      for (const c of document.getElementsByTagName('canvas')) {
+        const r = c.getBoundingClientRect();
+        const w = Math.max(0, Math.min(r.right, window.innerWidth) - Math.max(r.left, 0));
+        const h = Math.max(0, Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0));
+        covered += w * h;
+      }
+      out.canvas_share = Math.min(1, covered / area);
     }
     return out;
   };

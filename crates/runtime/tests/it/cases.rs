@@ -421,3 +421,26 @@ async fn a_runs_record_splits_its_time_and_counts_a_persons_approval_apart() {
     assert!(ms("model_ms") + ms("capture_ms") + ms("input_ms") + ms("page_wait_ms") + ms("approval_ms") <= ms("total_ms") + 5, "{time}");
     assert_eq!(ms("runtime_ms"), ms("total_ms") - ms("model_ms") - ms("approval_ms") - ms("person_ms"), "{time}");
 }
+
+/// Records whether each step came with a screenshot, then says done.
+struct Watching(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+
+impl runtime::Planner for Watching {
+    fn next(&mut self, input: runtime::PlanInput) -> runtime::PlanFuture<'_> {
+        self.0.lock().unwrap().push(input.screenshot.is_some());
+        Box::pin(async { Ok(runtime::PlannerStep::Done { summary: "looked".into(), checks: Vec::new() }) })
+    }
+}
+
+/// `000_…` §07: a page that is mostly canvas is a visual step without being asked (its outline
+/// names nothing inside the picture); a form page is not (a screenshot only when asked).
+#[tokio::test]
+async fn a_mostly_canvas_page_comes_with_its_screenshot_and_a_form_does_not() {
+    let env = env("canvas-visual", true).await;
+    for (page, visual) in [("/canvas.html", true), ("/form.html", false), ("/canvas-target.html", false)] {
+        crate::open(&env.runtime, &env.session, &env.server.url(page)).await.unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        env.runtime.run(&env.session, RunRequest::new("look"), Box::new(Watching(seen.clone()))).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), [visual], "{page}");
+    }
+}
