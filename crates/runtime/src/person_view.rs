@@ -225,10 +225,6 @@ pub struct PersonEntry {
 }
 
 impl PersonView {
-    pub fn resource(&self) -> &str {
-        &self.entry.resource
-    }
-
     /// The view's real entry.
     pub fn entry(&self) -> PersonEntry {
         self.entry.clone()

@@ -34,6 +34,12 @@ pub enum Route {
     WithHeaders { headers: Vec<(String, String)>, inner: Box<Route> },
 }
 
+/// A page expression that keeps the page's main thread busy for `ms` milliseconds (what a page
+/// stuck in a script looks like to every CDP call that needs that thread).
+pub fn busy_main_thread(ms: u64) -> String {
+    format!("(() => {{ const t = Date.now(); while (Date.now() - t < {ms}) {{}} return 1; }})()")
+}
+
 /// One request the server received.
 #[derive(Debug, Clone)]
 pub struct RequestRecord {

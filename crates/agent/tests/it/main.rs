@@ -413,6 +413,16 @@ async fn cancelling_a_run_aborts_the_model_request_in_flight() {
     assert!(env.model.aborted.load(Ordering::SeqCst), "the provider saw the request go away");
 }
 
+/// Runs "click the red square" on the canvas fixture with `planner`.
+async fn click_the_square(env: &Env, planner: ModelPlanner) -> protocol::RunResult {
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
+    let mut request = RunRequest::new("Click the red square in the picture");
+    request.max_steps = 6;
+    request.max_seconds = 60;
+    env.runtime.run(&session, request, Box::new(planner)).await.unwrap()
+}
+
 /// Case 22 inside a run: the outline cannot name a picture inside a canvas, so the model asks to
 /// look; the next page comes with a viewport screenshot (an image block of the provider's own
 /// format), the model finds the square in the pixels and clicks it by point in image pixels;
@@ -422,14 +432,8 @@ async fn cancelling_a_run_aborts_the_model_request_in_flight() {
 async fn a_canvas_task_is_done_by_looking_and_clicking_a_point_through_both_providers() {
     for (kind, name) in [(ProviderKind::Anthropic, "canvas-anthropic"), (ProviderKind::OpenaiChat, "canvas-openai")] {
         let env = env(name, kind, Script::Canvas).await;
-        let session = env.runtime.create_session().await.unwrap();
-        env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
         let provider = Arc::new(Provider::new(&choice(&env), limits()).unwrap());
-        let planner = ModelPlanner::new(provider, Arc::new(Mutex::new(Accounting::default()))).unwrap();
-        let mut request = RunRequest::new("Click the red square in the picture");
-        request.max_steps = 6;
-        request.max_seconds = 60;
-        let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+        let result = click_the_square(&env, ModelPlanner::new(provider, Arc::new(Mutex::new(Accounting::default()))).unwrap()).await;
         assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{name}: {result:?}");
         let requests = env.model.requests.lock().unwrap().clone();
         assert_eq!(requests.len(), 3, "{name}: look, click, done");
@@ -448,15 +452,9 @@ async fn a_canvas_task_is_done_by_looking_and_clicking_a_point_through_both_prov
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canvas_task_through_anthropics_computer_tool() {
     let env = env("computer", ProviderKind::Anthropic, Script::Computer).await;
-    let session = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
     let mut choice = choice(&env);
     choice.computer_tool = true;
-    let planner = ModelPlanner::for_choice(&choice, Arc::new(Mutex::new(Accounting::default()))).unwrap();
-    let mut request = RunRequest::new("Click the red square in the picture");
-    request.max_steps = 6;
-    request.max_seconds = 60;
-    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    let result = click_the_square(&env, ModelPlanner::for_choice(&choice, Arc::new(Mutex::new(Accounting::default()))).unwrap()).await;
     assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
     let requests = env.model.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 2, "click, done");

@@ -288,8 +288,7 @@ async fn the_real_entry_pauses_the_agent_on_a_click_not_a_hover_and_a_stalled_pa
     let hold = {
         let page = page.clone();
         tokio::spawn(async move {
-            let busy = "(() => { const t = Date.now(); while (Date.now() - t < 4000) {} return 1; })()";
-            page.send_raw("Runtime.evaluate", json!({"expression": busy}), Duration::from_secs(30)).await.unwrap();
+            page.send_raw("Runtime.evaluate", json!({"expression": test_support::busy_main_thread(4000)}), Duration::from_secs(30)).await.unwrap();
         })
     };
     person.until("the label says last frame", "document.getElementById('frame-label').textContent.startsWith('last frame')").await;

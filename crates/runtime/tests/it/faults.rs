@@ -91,7 +91,7 @@ async fn a_browser_killed_during_an_observe_is_a_structured_error() {
     let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
     let page = rt.connection().browser().attach(&target).await.unwrap();
     // The page's main thread busy for longer than the whole test: the observation waits on it.
-    let busy = "(() => { const t = Date.now(); while (Date.now() - t < 20000) {} })()";
+    let busy = test_support::busy_main_thread(20_000);
     let hold = tokio::spawn(async move { page.send_raw("Runtime.evaluate", serde_json::json!({"expression": busy}), Duration::from_secs(30)).await });
     let pid = rt.browser_pid().unwrap();
     let killer = async {

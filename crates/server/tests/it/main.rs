@@ -597,8 +597,7 @@ async fn hold(env: &Env, page: &cdp::Session, ms: u64) -> tokio::task::JoinHandl
     let sent = connection.commands_sent();
     let page = page.clone();
     let task = tokio::spawn(async move {
-        let expression = format!("(() => {{ const t = Date.now(); while (Date.now() - t < {ms}) {{}} return 1; }})()");
-        page.send_raw("Runtime.evaluate", json!({"expression": expression}), Duration::from_secs(30)).await.expect("the hold runs");
+        page.send_raw("Runtime.evaluate", json!({"expression": test_support::busy_main_thread(ms)}), Duration::from_secs(30)).await.expect("the hold runs");
     });
     while connection.commands_sent() == sent {
         tokio::time::sleep(Duration::from_millis(1)).await;
