@@ -18,7 +18,9 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                     Part::ToolCall { id, name, input } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
                     Part::ToolResult { id, content, is_error } => json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}),
                     Part::Image { mime, data } => json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}),
+                    Part::Native(_) | Part::Acknowledged { .. } => Value::Null,
                 })
+                .filter(|b| !b.is_null())
                 .collect();
             json!({"role": match m.role { Role::User => "user", Role::Assistant => "assistant" }, "content": content})
         })
@@ -37,6 +39,7 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
         "system": c.system,
         "messages": messages,
         "tools": tools,
+        "stream": true,
         // One tool call per answer: the planner acts once per step.
         "tool_choice": {"type": "any", "disable_parallel_tool_use": true},
     })
@@ -50,7 +53,7 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
         return Err(ProviderError::Request(message.chars().take(300).collect()));
     }
     let content = v.get("content").and_then(Value::as_array).ok_or_else(|| garbage("no content array"))?;
-    let mut turn = ModelTurn { text: String::new(), tool_calls: Vec::new(), usage: Usage::default() };
+    let mut turn = ModelTurn::default();
     for block in content {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => turn.text.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
@@ -66,4 +69,62 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
     let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
     turn.usage = Usage { input_tokens: count("input_tokens"), output_tokens: count("output_tokens") };
     Ok(turn)
+}
+
+/// The message from the stream's events (`message_start`, `content_block_start`/`_delta`/`_stop`,
+/// `message_delta`, `message_stop`; an `error` event is the error), assembled into the
+/// non-streaming shape.
+pub(crate) fn from_events(events: &[(String, Value)]) -> Result<Value, ProviderError> {
+    let mut message: Option<Value> = None;
+    let mut blocks: Vec<Value> = Vec::new();
+    let mut partial: Vec<String> = Vec::new();
+    let mut stopped = false;
+    for (event, data) in events {
+        match data.get("type").and_then(Value::as_str).unwrap_or(event) {
+            "message_start" => message = data.get("message").cloned(),
+            "content_block_start" => {
+                blocks.push(data.get("content_block").cloned().unwrap_or(Value::Null));
+                partial.push(String::new());
+            }
+            "content_block_delta" => {
+                let i = data
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .map(|i| i as usize)
+                    .filter(|i| *i < blocks.len())
+                    .ok_or_else(|| ProviderError::Garbage("a delta for a block that did not start".into()))?;
+                let delta = data.get("delta").cloned().unwrap_or(Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let text = format!("{}{}", blocks[i]["text"].as_str().unwrap_or_default(), delta["text"].as_str().unwrap_or_default());
+                        blocks[i]["text"] = json!(text);
+                    }
+                    Some("input_json_delta") => partial[i].push_str(delta["partial_json"].as_str().unwrap_or_default()),
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let (Some(m), Some(out)) = (message.as_mut(), data.pointer("/usage/output_tokens")) {
+                    m["usage"]["output_tokens"] = out.clone();
+                }
+            }
+            "message_stop" => stopped = true,
+            "error" => {
+                let why = data.pointer("/error/message").and_then(Value::as_str).unwrap_or("an error event");
+                return Err(ProviderError::Request(why.chars().take(300).collect()));
+            }
+            _ => {}
+        }
+    }
+    let mut message = message.ok_or_else(|| ProviderError::Garbage("the stream has no message_start".into()))?;
+    if !stopped {
+        return Err(ProviderError::Request("the stream broke off before message_stop".into()));
+    }
+    for (block, json_text) in blocks.iter_mut().zip(partial) {
+        if block["type"] == "tool_use" && !json_text.is_empty() {
+            block["input"] = serde_json::from_str(&json_text).unwrap_or(Value::String(json_text.chars().take(2000).collect()));
+        }
+    }
+    message["content"] = json!(blocks);
+    Ok(message)
 }

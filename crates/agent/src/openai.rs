@@ -20,7 +20,7 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                         Part::ToolResult { id, content, .. } => messages.push(json!({"role": "tool", "tool_call_id": id, "content": content})),
                         Part::Text(t) => text.push_str(t),
                         Part::Image { mime, data } => images.push(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})),
-                        Part::ToolCall { .. } => {}
+                        Part::ToolCall { .. } | Part::Native(_) | Part::Acknowledged { .. } => {}
                     }
                 }
                 if !images.is_empty() {
@@ -53,7 +53,8 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
     }
     let tools: Vec<Value> =
         c.tools.iter().map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}})).collect();
-    json!({"model": model, "max_tokens": max_tokens, "messages": messages, "tools": tools, "tool_choice": "required", "parallel_tool_calls": false})
+    json!({"model": model, "max_tokens": max_tokens, "messages": messages, "tools": tools, "tool_choice": "required", "parallel_tool_calls": false,
+        "stream": true, "stream_options": {"include_usage": true}})
 }
 
 /// The response: `choices[0].message` with `content` and `tool_calls`, and `usage`.
@@ -63,8 +64,7 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
         return Err(ProviderError::Request(message.chars().take(300).collect()));
     }
     let message = v.pointer("/choices/0/message").ok_or_else(|| garbage("no choices[0].message"))?;
-    let mut turn =
-        ModelTurn { text: message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(), tool_calls: Vec::new(), usage: Usage::default() };
+    let mut turn = ModelTurn { text: message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(), ..ModelTurn::default() };
     for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         let id = call.get("id").and_then(Value::as_str).ok_or_else(|| garbage("a tool call without an id"))?;
         let name = call.pointer("/function/name").and_then(Value::as_str).ok_or_else(|| garbage("a tool call without a function name"))?;
@@ -76,4 +76,53 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
     let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
     turn.usage = Usage { input_tokens: count("prompt_tokens"), output_tokens: count("completion_tokens") };
     Ok(turn)
+}
+
+/// The completion from the stream's chunks (`choices[0].delta` with `content` and `tool_calls`
+/// pieces by index, `usage` in the last chunk; `[DONE]` ends it), assembled into the
+/// non-streaming shape.
+pub(crate) fn from_events(events: &[(String, Value)]) -> Result<Value, ProviderError> {
+    let mut content = String::new();
+    let mut calls: Vec<Value> = Vec::new();
+    let mut usage = Value::Null;
+    let mut any = false;
+    for (_, chunk) in events {
+        if let Some(message) = chunk.pointer("/error/message").and_then(Value::as_str) {
+            return Err(ProviderError::Request(message.chars().take(300).collect()));
+        }
+        if chunk.get("usage").is_some_and(|u| !u.is_null()) {
+            usage = chunk["usage"].clone();
+        }
+        let Some(delta) = chunk.pointer("/choices/0/delta") else { continue };
+        any = true;
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            content.push_str(text);
+        }
+        for piece in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let i = piece.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64) as usize;
+            if i > 64 {
+                return Err(ProviderError::Garbage("a tool call index out of range".into()));
+            }
+            while calls.len() <= i {
+                calls.push(json!({"type": "function", "function": {"name": "", "arguments": ""}}));
+            }
+            if let Some(id) = piece.get("id").and_then(Value::as_str) {
+                calls[i]["id"] = json!(id);
+            }
+            for field in ["name", "arguments"] {
+                if let Some(part) = piece.pointer(&format!("/function/{field}")).and_then(Value::as_str) {
+                    let joined = format!("{}{part}", calls[i]["function"][field].as_str().unwrap_or_default());
+                    calls[i]["function"][field] = json!(joined);
+                }
+            }
+        }
+    }
+    if !any {
+        return Err(ProviderError::Garbage("the stream has no choices".into()));
+    }
+    let mut message = json!({"role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) }});
+    if !calls.is_empty() {
+        message["tool_calls"] = json!(calls);
+    }
+    Ok(json!({"choices": [{"index": 0, "message": message}], "usage": usage}))
 }

@@ -1,5 +1,6 @@
 //! Model providers over their documented HTTP wire formats: a neutral conversation in, one
-//! model turn (text, tool calls, token usage) out. Keys come from the environment and never
+//! model turn (text, tool calls, token usage) out. Requests ask for a stream (server-sent
+//! events, assembled here into the answer; an answer that is plain JSON is read as it is). Keys come from the environment and never
 //! appear in logs, errors or events; every request has a deadline; 429 and 5xx are retried with
 //! backoff (honouring `retry-after` up to a bound); dropping the future aborts the request in
 //! flight.
@@ -17,29 +18,49 @@ pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions (`POST /v1/chat/completions`), function calling: OpenAI,
     /// vLLM, Ollama, llama.cpp server, OpenRouter.
     OpenaiChat,
+    /// OpenAI Responses API (`POST /v1/responses`): function tools, and the computer tool.
+    OpenaiResponses,
 }
 
 impl ProviderKind {
-    /// Parses `anthropic` or `openai_chat` (also `openai`).
+    /// Parses `anthropic`, `openai_chat` (also `openai`) or `openai_responses`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "anthropic" => Some(Self::Anthropic),
             "openai_chat" | "openai" | "openai-chat" => Some(Self::OpenaiChat),
+            "openai_responses" | "openai-responses" | "responses" => Some(Self::OpenaiResponses),
             _ => None,
+        }
+    }
+
+    /// The configuration's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenaiChat => "openai_chat",
+            Self::OpenaiResponses => "openai_responses",
         }
     }
 
     fn default_base_url(self) -> &'static str {
         match self {
             Self::Anthropic => "https://api.anthropic.com",
-            Self::OpenaiChat => "https://api.openai.com",
+            Self::OpenaiChat | Self::OpenaiResponses => "https://api.openai.com",
         }
     }
 
     fn default_key_env(self) -> &'static str {
         match self {
             Self::Anthropic => "ANTHROPIC_API_KEY",
-            Self::OpenaiChat => "OPENAI_API_KEY",
+            Self::OpenaiChat | Self::OpenaiResponses => "OPENAI_API_KEY",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Self::Anthropic => "/v1/messages",
+            Self::OpenaiChat => "/v1/chat/completions",
+            Self::OpenaiResponses => "/v1/responses",
         }
     }
 }
@@ -57,10 +78,14 @@ pub struct ModelChoice {
     /// `OPENAI_API_KEY`). A local server (Ollama, llama.cpp) may need none: set it to `""`.
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Plan with the provider's own computer tool (screenshots and pointer/keyboard actions;
-    /// Anthropic `computer_20250124`) instead of Glovebox's `act` tool.
+    /// Plan with the provider's own computer tool (screenshots and pointer/keyboard actions:
+    /// Anthropic `computer_20250124`/`computer_20251124`, OpenAI Responses `computer`) instead
+    /// of Glovebox's `act` tool.
     #[serde(default)]
     pub computer_tool: bool,
+    /// Which computer tool (default: the newest the model takes, `ComputerTool::default_for`).
+    #[serde(default)]
+    pub computer_tool_version: Option<crate::ComputerTool>,
 }
 
 /// Why a provider could not be used or did not answer. Never carries the key.
@@ -106,6 +131,14 @@ pub enum Part {
         mime: String,
         data: String,
     },
+    /// A provider's own output item, passed back as it came (Responses API: reasoning,
+    /// computer calls); other formats skip it.
+    Native(Value),
+    /// The safety checks a person acknowledged for the computer call `id` (Responses API).
+    Acknowledged {
+        id: String,
+        checks: Vec<Value>,
+    },
 }
 
 /// One message of the conversation.
@@ -121,9 +154,9 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
-    /// A provider's own tool definition (Anthropic's `computer_20250124`), sent as it is in
-    /// place of a function tool, with the beta it needs.
-    pub native: Option<(Value, &'static str)>,
+    /// A provider's own tool definition (a computer tool), sent as it is in place of a
+    /// function tool, with the beta header it needs, if any.
+    pub native: Option<(Value, Option<&'static str>)>,
 }
 
 /// Everything one model request needs.
@@ -142,12 +175,14 @@ pub struct Usage {
 }
 
 /// One model turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelTurn {
     pub text: String,
     /// (id, name, input) of each tool call, in order.
     pub tool_calls: Vec<(String, String, Value)>,
     pub usage: Usage,
+    /// The provider's output items as they came, to pass back (Responses API); empty elsewhere.
+    pub native: Vec<Value>,
 }
 
 /// The request deadline and retry policy.
@@ -196,10 +231,7 @@ const MAX_RESPONSE_BYTES: usize = 8 << 20;
 impl Provider {
     /// A provider for `choice`, its key read from the environment now.
     pub fn new(choice: &ModelChoice, limits: Limits) -> Result<Provider, ProviderError> {
-        let name = match choice.provider {
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::OpenaiChat => "openai_chat",
-        };
+        let name = choice.provider.name();
         let init = |why: String| ProviderError::Init { provider: name, why };
         if choice.model.trim().is_empty() {
             return Err(init("no model is named".into()));
@@ -218,10 +250,7 @@ impl Provider {
         if !(base.starts_with("https://") || base.starts_with("http://")) {
             return Err(init(format!("the base URL {base:?} is not http(s)")));
         }
-        let path = match choice.provider {
-            ProviderKind::Anthropic => "/v1/messages",
-            ProviderKind::OpenaiChat => "/v1/chat/completions",
-        };
+        let path = choice.provider.path();
         let endpoint = if base.ends_with("/v1") { format!("{base}{}", &path[3..]) } else { format!("{base}{path}") };
         let client = reqwest::Client::builder()
             .timeout(limits.request_deadline)
@@ -246,13 +275,14 @@ impl Provider {
         let body = match self.kind {
             ProviderKind::Anthropic => crate::anthropic::request(&self.model, self.limits.max_tokens, conversation),
             ProviderKind::OpenaiChat => crate::openai::request(&self.model, self.limits.max_tokens, conversation),
+            ProviderKind::OpenaiResponses => crate::responses::request(&self.model, self.limits.max_tokens, conversation),
         };
         let mut backoff = self.limits.first_backoff;
         let mut last = String::new();
         for attempt in 1..=self.limits.attempts.max(1) {
             let mut request = self.client.post(&self.endpoint).json(&body);
             if self.kind == ProviderKind::Anthropic {
-                let betas: Vec<&str> = conversation.tools.iter().filter_map(|t| t.native.as_ref().map(|(_, beta)| *beta)).collect();
+                let betas: Vec<&str> = conversation.tools.iter().filter_map(|t| t.native.as_ref().and_then(|(_, beta)| *beta)).collect();
                 if !betas.is_empty() {
                     request = request.header("anthropic-beta", betas.join(","));
                 }
@@ -260,19 +290,30 @@ impl Provider {
             request = match (self.kind, &self.key) {
                 (ProviderKind::Anthropic, Some(key)) => request.header("x-api-key", key).header("anthropic-version", "2023-06-01"),
                 (ProviderKind::Anthropic, None) => request.header("anthropic-version", "2023-06-01"),
-                (ProviderKind::OpenaiChat, Some(key)) => request.bearer_auth(key),
-                (ProviderKind::OpenaiChat, None) => request,
+                (ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses, Some(key)) => request.bearer_auth(key),
+                (ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses, None) => request,
             };
             let wait = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
                     let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+                    let streamed = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
                     let bytes = read_bounded(response).await?;
                     if status.is_success() {
-                        let value: Value = serde_json::from_slice(&bytes).map_err(|e| ProviderError::Garbage(format!("not JSON: {e}")))?;
+                        let value = if streamed {
+                            let events = server_sent_events(&bytes)?;
+                            match self.kind {
+                                ProviderKind::Anthropic => crate::anthropic::from_events(&events)?,
+                                ProviderKind::OpenaiChat => crate::openai::from_events(&events)?,
+                                ProviderKind::OpenaiResponses => crate::responses::from_events(&events)?,
+                            }
+                        } else {
+                            serde_json::from_slice(&bytes).map_err(|e| ProviderError::Garbage(format!("not JSON: {e}")))?
+                        };
                         return match self.kind {
                             ProviderKind::Anthropic => crate::anthropic::response(&value),
                             ProviderKind::OpenaiChat => crate::openai::response(&value),
+                            ProviderKind::OpenaiResponses => crate::responses::response(&value),
                         };
                     }
                     last = format!("HTTP {}: {}", status.as_u16(), error_message(&bytes));
@@ -316,6 +357,37 @@ async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, Provid
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
+}
+
+/// A server-sent event stream's events: (event name, data as JSON), `[DONE]` and comments
+/// skipped. Data that is not JSON is the provider's garbage.
+pub(crate) fn server_sent_events(body: &[u8]) -> Result<Vec<(String, Value)>, ProviderError> {
+    let text = std::str::from_utf8(body).map_err(|_| ProviderError::Garbage("the stream is not UTF-8".into()))?;
+    let mut events = Vec::new();
+    let (mut event, mut data) = (String::new(), String::new());
+    let mut flush = |event: &mut String, data: &mut String| -> Result<(), ProviderError> {
+        if !data.is_empty() && data.trim() != "[DONE]" {
+            let value = serde_json::from_str(data).map_err(|e| ProviderError::Garbage(format!("an event's data is not JSON: {e}")))?;
+            events.push((std::mem::take(event), value));
+        }
+        event.clear();
+        data.clear();
+        Ok(())
+    };
+    for line in text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
+        if line.is_empty() {
+            flush(&mut event, &mut data)?;
+        } else if let Some(v) = line.strip_prefix("event:") {
+            event = v.trim().to_owned();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    flush(&mut event, &mut data)?;
+    Ok(events)
 }
 
 /// The provider's error message from an error body (both formats put it at `error.message`),

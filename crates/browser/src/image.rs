@@ -1,4 +1,6 @@
-//! Image sizes of base64 screenshots (PNG IHDR, JPEG SOF), without an image library.
+//! Image sizes of base64 screenshots (PNG IHDR, JPEG SOF) without decoding, and the one place
+//! screenshots are scaled and cropped for a model (PNG through the `png` crate: a provider's
+//! image-size bound, a computer tool's zoom).
 
 /// Decodes standard base64 (padding optional); `None` on any invalid character.
 pub fn decode_base64(input: &str) -> Option<Vec<u8>> {
@@ -67,6 +69,145 @@ fn jpeg_size(bytes: &[u8]) -> Option<(u32, u32)> {
     None
 }
 
+/// Standard base64, padded.
+pub fn encode_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Why a screenshot could not be scaled or cropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageError {
+    #[error("the screenshot is not a PNG this can read: {0}")]
+    Decode(String),
+    #[error("the region is empty or outside the image")]
+    Region,
+    #[error("the image cannot be encoded: {0}")]
+    Encode(String),
+}
+
+/// RGBA pixels.
+struct Pixels {
+    width: u32,
+    height: u32,
+    rgba: Vec<u8>,
+}
+
+fn decode_png(shot: &protocol::Screenshot) -> Result<Pixels, ImageError> {
+    if shot.mime != protocol::ImageMime::Png {
+        return Err(ImageError::Decode("only PNG screenshots are scaled".into()));
+    }
+    let bytes = decode_base64(&shot.data).ok_or_else(|| ImageError::Decode("not base64".into()))?;
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().map_err(|e| ImageError::Decode(e.to_string()))?;
+    let size = reader.output_buffer_size().ok_or_else(|| ImageError::Decode("the image is too large".into()))?;
+    let mut buffer = vec![0; size];
+    let info = reader.next_frame(&mut buffer).map_err(|e| ImageError::Decode(e.to_string()))?;
+    buffer.truncate(info.buffer_size());
+    let rgba = match info.color_type {
+        png::ColorType::Rgba => buffer,
+        png::ColorType::Rgb => buffer.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect(),
+        png::ColorType::GrayscaleAlpha => buffer.chunks_exact(2).flat_map(|p| [p[0], p[0], p[0], p[1]]).collect(),
+        png::ColorType::Grayscale => buffer.iter().flat_map(|&g| [g, g, g, 255]).collect(),
+        png::ColorType::Indexed => return Err(ImageError::Decode("an indexed PNG was not expanded".into())),
+    };
+    Ok(Pixels { width: info.width, height: info.height, rgba })
+}
+
+fn encode_png(pixels: &Pixels) -> Result<protocol::Screenshot, ImageError> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut out, pixels.width, pixels.height);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        let mut writer = encoder.write_header().map_err(|e| ImageError::Encode(e.to_string()))?;
+        writer.write_image_data(&pixels.rgba).map_err(|e| ImageError::Encode(e.to_string()))?;
+    }
+    Ok(protocol::Screenshot { mime: protocol::ImageMime::Png, data: encode_base64(&out), width: pixels.width, height: pixels.height })
+}
+
+/// The largest size of `width`×`height`'s aspect within `max_width`×`max_height` and
+/// `max_pixels` (never larger than it is).
+fn fitted(width: u32, height: u32, max_width: u32, max_height: u32, max_pixels: u64) -> (u32, u32) {
+    let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
+    let pixels = (max_pixels as f64 / (w * h)).sqrt();
+    let scale = (f64::from(max_width) / w).min(f64::from(max_height) / h).min(pixels).min(1.0);
+    (((w * scale).floor() as u32).max(1), ((h * scale).floor() as u32).max(1))
+}
+
+/// Area-averaged resampling of the region `(x, y, w, h)` of `src` to `out_w`×`out_h` (a
+/// downscale; each output pixel is the mean of the source pixels it covers).
+fn resample(src: &Pixels, region: (f64, f64, f64, f64), out_w: u32, out_h: u32) -> Pixels {
+    let (rx, ry, rw, rh) = region;
+    let (sx, sy) = (rw / f64::from(out_w), rh / f64::from(out_h));
+    let mut rgba = Vec::with_capacity(out_w as usize * out_h as usize * 4);
+    for oy in 0..out_h {
+        let y0 = (ry + f64::from(oy) * sy).floor() as u32;
+        let y1 = ((ry + f64::from(oy + 1) * sy).ceil() as u32).clamp(y0 + 1, src.height);
+        for ox in 0..out_w {
+            let x0 = (rx + f64::from(ox) * sx).floor() as u32;
+            let x1 = ((rx + f64::from(ox + 1) * sx).ceil() as u32).clamp(x0 + 1, src.width);
+            let mut sum = [0u32; 4];
+            for y in y0..y1 {
+                let row = (y * src.width) as usize * 4;
+                for x in x0..x1 {
+                    let i = row + x as usize * 4;
+                    for (c, s) in sum.iter_mut().enumerate() {
+                        *s += u32::from(src.rgba[i + c]);
+                    }
+                }
+            }
+            let n = (y1 - y0) * (x1 - x0);
+            rgba.extend(sum.iter().map(|s| (s / n.max(1)) as u8));
+        }
+    }
+    Pixels { width: out_w, height: out_h, rgba }
+}
+
+/// `shot` scaled down (aspect kept) to fit a provider's bounds; unchanged, without decoding,
+/// when it already fits. Points read off the result map to CSS pixels by its own size.
+pub fn fit_screenshot(shot: &protocol::Screenshot, max_width: u32, max_height: u32, max_pixels: u64) -> Result<protocol::Screenshot, ImageError> {
+    let (w, h) = fitted(shot.width, shot.height, max_width, max_height, max_pixels);
+    if (w, h) == (shot.width, shot.height) {
+        return Ok(shot.clone());
+    }
+    let pixels = decode_png(shot)?;
+    encode_png(&resample(&pixels, (0.0, 0.0, f64::from(pixels.width), f64::from(pixels.height)), w, h))
+}
+
+/// The region `(x0, y0)`–`(x1, y1)` of `shot` (in its pixels), at its full resolution or scaled
+/// down to fit the bounds: a computer tool's zoom.
+pub fn crop_screenshot(
+    shot: &protocol::Screenshot,
+    (x0, y0, x1, y1): (f64, f64, f64, f64),
+    max_width: u32,
+    max_height: u32,
+    max_pixels: u64,
+) -> Result<protocol::Screenshot, ImageError> {
+    let pixels = decode_png(shot)?;
+    let (x0, x1) = (x0.max(0.0), x1.min(f64::from(pixels.width)));
+    let (y0, y1) = (y0.max(0.0), y1.min(f64::from(pixels.height)));
+    if !(x1 - x0 >= 1.0 && y1 - y0 >= 1.0) {
+        return Err(ImageError::Region);
+    }
+    let (w, h) = fitted((x1 - x0).round() as u32, (y1 - y0).round() as u32, max_width, max_height, max_pixels);
+    encode_png(&resample(&pixels, (x0, y0, x1 - x0, y1 - y0), w, h))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,20 +224,32 @@ mod tests {
     fn png_size_is_read_from_ihdr() {
         // A 3x2 PNG header (signature + IHDR), base64.
         let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0];
-        let encoded = encode(&png);
+        let encoded = encode_base64(&png);
         assert_eq!(image_size(&encoded), Some((3, 2)));
+        assert_eq!(encode_base64(b"hello"), "aGVsbG8=");
+        assert_eq!(decode_base64(&encode_base64(b"hello!!")).unwrap(), b"hello!!");
     }
 
-    fn encode(bytes: &[u8]) -> String {
-        const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            for i in 0..=chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            }
-        }
-        out
+    /// A 40×20 PNG: left half red, right half blue.
+    fn halves() -> protocol::Screenshot {
+        let rgba: Vec<u8> = (0..20).flat_map(|_| (0..40).flat_map(|x| if x < 20 { [255, 0, 0, 255] } else { [0, 0, 255, 255] })).collect();
+        encode_png(&Pixels { width: 40, height: 20, rgba }).unwrap()
+    }
+
+    #[test]
+    fn a_screenshot_is_fitted_to_bounds_and_cropped_at_full_resolution() {
+        let shot = halves();
+        assert_eq!(fit_screenshot(&shot, 100, 100, 1 << 20).unwrap(), shot, "one that fits is unchanged");
+        let small = fit_screenshot(&shot, 10, 100, 1 << 20).unwrap();
+        assert_eq!((small.width, small.height), (10, 5), "aspect kept");
+        let pixels = decode_png(&small).unwrap();
+        assert_eq!(&pixels.rgba[..4], &[255, 0, 0, 255]);
+        assert_eq!(&pixels.rgba[9 * 4..10 * 4], &[0, 0, 255, 255]);
+        assert_eq!(fitted(2560, 1440, 1568, 1568, 1_150_000), (1429, 804), "a megapixel bound: 1,148,916 pixels");
+        let right = crop_screenshot(&shot, (25.0, 5.0, 35.0, 15.0), 100, 100, 1 << 20).unwrap();
+        assert_eq!((right.width, right.height), (10, 10));
+        assert!(decode_png(&right).unwrap().rgba.chunks(4).all(|p| p == [0, 0, 255, 255]));
+        assert_eq!(crop_screenshot(&shot, (50.0, 0.0, 60.0, 10.0), 100, 100, 1 << 20), Err(ImageError::Region));
+        assert!(matches!(fit_screenshot(&protocol::Screenshot { data: "AAAA".into(), ..shot }, 1, 1, 1), Err(ImageError::Decode(_))));
     }
 }

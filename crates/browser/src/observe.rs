@@ -466,9 +466,13 @@ impl Tab {
             })
             .collect();
 
+        // A pinch zoom (`visualViewport.scale`) shows `inner / scale` CSS pixels of the layout
+        // viewport, each enlarged by the scale: the viewport a screenshot covers and a point is
+        // planned in (its origin the layout viewport's: a panned visual viewport is not modelled).
+        let zoom = if world.scale.is_finite() && world.scale > 0.0 { world.scale } else { 1.0 };
         let viewport = Viewport {
-            width: world.width,
-            height: world.height,
+            width: world.width / zoom,
+            height: world.height / zoom,
             device_scale_factor: world.dpr,
             page_zoom: world.scale,
             scroll_x: world.scroll_x,

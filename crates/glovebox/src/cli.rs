@@ -158,11 +158,13 @@ pub struct RunArgs {
     /// run's time went.
     #[arg(long)]
     pub report: bool,
-    /// Plan with the provider's own computer tool (Anthropic `computer_20250124`): every page
-    /// as a screenshot, pointer and keyboard actions by coordinates. Also `computer_tool = true`
-    /// under `[model]`.
-    #[arg(long)]
-    pub computer_tool: bool,
+    /// Plan with the provider's own computer tool: every page as a screenshot, pointer and
+    /// keyboard actions by coordinates. Without a value the newest the model takes; or one of
+    /// `computer_20250124`, `computer_20251124` (Anthropic), `openai_computer`,
+    /// `openai_computer_use_preview` (OpenAI Responses). Also `computer_tool = true` (and
+    /// `computer_tool_version`) under `[model]`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "auto", value_name = "VERSION")]
+    pub computer_tool: Option<String>,
 }
 
 #[derive(Debug, Args)]

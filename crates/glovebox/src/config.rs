@@ -165,13 +165,15 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
 pub fn model_choice(file: Option<agent::ModelChoice>) -> anyhow::Result<Option<agent::ModelChoice>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let provider = match env("GLOVEBOX_PROVIDER") {
-        Some(p) => Some(agent::ProviderKind::parse(p.trim()).with_context(|| format!("GLOVEBOX_PROVIDER={p}: use anthropic or openai_chat"))?),
+        Some(p) => {
+            Some(agent::ProviderKind::parse(p.trim()).with_context(|| format!("GLOVEBOX_PROVIDER={p}: use anthropic, openai_responses or openai_chat"))?)
+        }
         None => None,
     };
     let mut choice = file;
     if let Some(provider) = provider {
         let model = env("GLOVEBOX_MODEL").or_else(|| choice.as_ref().map(|c| c.model.clone())).unwrap_or_default();
-        choice = Some(agent::ModelChoice { provider, model, base_url: None, api_key_env: None, computer_tool: false });
+        choice = Some(agent::ModelChoice { provider, model, base_url: None, api_key_env: None, computer_tool: false, computer_tool_version: None });
     } else if let (Some(c), Some(model)) = (choice.as_mut(), env("GLOVEBOX_MODEL")) {
         c.model = model;
     }

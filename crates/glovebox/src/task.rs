@@ -14,12 +14,14 @@ use crate::cli::{Global, RunArgs};
 /// The model a run uses: the flags (this request's choice) over the configuration's.
 fn choice(args: &RunArgs, configured: Option<agent::ModelChoice>) -> anyhow::Result<agent::ModelChoice> {
     let provider = match &args.provider {
-        Some(p) => Some(agent::ProviderKind::parse(p).with_context(|| format!("--provider {p}: use anthropic or openai_chat"))?),
+        Some(p) => Some(agent::ProviderKind::parse(p).with_context(|| format!("--provider {p}: use anthropic, openai_responses or openai_chat"))?),
         None => None,
     };
     let mut choice = match (provider, configured) {
         (Some(provider), Some(c)) if c.provider == provider => c,
-        (Some(provider), _) => agent::ModelChoice { provider, model: String::new(), base_url: None, api_key_env: None, computer_tool: false },
+        (Some(provider), _) => {
+            agent::ModelChoice { provider, model: String::new(), base_url: None, api_key_env: None, computer_tool: false, computer_tool_version: None }
+        }
         (None, Some(c)) => c,
         (None, None) => {
             anyhow::bail!("no model is configured: pass --provider and --model, or set [model] in the config file (or GLOVEBOX_PROVIDER and GLOVEBOX_MODEL)")
@@ -31,7 +33,16 @@ fn choice(args: &RunArgs, configured: Option<agent::ModelChoice>) -> anyhow::Res
     if let Some(url) = &args.base_url {
         choice.base_url = Some(url.clone());
     }
-    choice.computer_tool |= args.computer_tool;
+    match args.computer_tool.as_deref() {
+        None => {}
+        Some("auto") => choice.computer_tool = true,
+        Some(version) => {
+            choice.computer_tool = true;
+            choice.computer_tool_version = Some(serde_json::from_value(json!(version)).with_context(|| {
+                format!("--computer-tool {version}: use computer_20250124, computer_20251124, openai_computer or openai_computer_use_preview")
+            })?);
+        }
+    }
     Ok(choice)
 }
 

@@ -37,6 +37,11 @@ pub struct StepReport {
 pub enum PlannerStep {
     /// Perform this action (one state-changing action per step).
     Act(ExtendedAction),
+    /// Perform this action only if a person approves it, whatever policy would decide (a
+    /// provider flagged the model's own action: OpenAI's `pending_safety_checks`). `why` is the
+    /// provider's words, shown to the person; the action goes through the same path as `Act`
+    /// and its approval is never automatic: no grant covers it.
+    Confirm { action: ExtendedAction, why: String },
     /// The planner believes the task is done. The runtime verifies before anything succeeds:
     /// the caller's checks, and the planner's own proposed `checks` (each must hold now and must
     /// not have held before the run acted; without caller checks they are the only evidence).

@@ -490,8 +490,10 @@ impl RunState<'_> {
                     let unmet = if unmet.is_empty() { String::new() } else { format!(" (unmet, as the planner says: {})", unmet.join("; ")) };
                     return Ending::new(ReasonCode::Infeasible, format!("{summary}{unmet}"));
                 }
-                PlannerStep::Act(action) => action,
+                PlannerStep::Act(action) => (action, None),
+                PlannerStep::Confirm { action, why } => (action, Some(why)),
             };
+            let (action, confirm) = action;
             // What only a person can do (a login, a CAPTCHA) pauses the run for one; after they
             // continue, the run observes afresh and the paused action is never sent.
             let record = self.tab.latest_observation();
@@ -523,7 +525,7 @@ impl RunState<'_> {
             }
             let acting = Instant::now();
             let approvals_before = self.times.approval.load(Ordering::Relaxed);
-            let outcome = self.step(&action, &act_options).await;
+            let outcome = self.step(&action, &act_options, confirm).await;
             let approvals = Duration::from_millis(self.times.approval.load(Ordering::Relaxed) - approvals_before);
             let (settle, observe) = outcome.as_ref().map_or((Duration::ZERO, Duration::ZERO), |o| (o.timing.settle, o.timing.observe));
             RunTimes::add(&self.times.page_wait, settle);
@@ -587,7 +589,8 @@ impl RunState<'_> {
     }
 
     /// One step of this run on the one path, waiting for a person within the run's deadline.
-    async fn step(&self, action: &ExtendedAction, options: &ActOptions) -> Result<browser::ActOutcome, RuntimeError> {
+    /// One step on the one path; `confirm` makes a person's approval necessary (`PlannerStep::Confirm`).
+    async fn step(&self, action: &ExtendedAction, options: &ActOptions, confirm: Option<String>) -> Result<browser::ActOutcome, RuntimeError> {
         let at = StepAt {
             session: &self.session,
             scope: &self.run_id,
@@ -599,6 +602,7 @@ impl RunState<'_> {
             wait: ApprovalWait::Until(self.deadline),
             approval_key: None,
             approval_time: Some(&self.times.approval),
+            confirm,
         };
         self.runtime.step(&at, action, options).await
     }
@@ -627,7 +631,7 @@ impl RunState<'_> {
             "type": "navigate", "expected_frame_id": observation.frame_id().as_str(), "url": url, "intent": "open the task's page"
         }))
         .map_err(|e| Ending::new(ReasonCode::InvalidPlan, e.to_string()))?;
-        match self.step(&action, &ActOptions::default()).await {
+        match self.step(&action, &ActOptions::default(), None).await {
             Ok(_) => Ok(()),
             Err(RuntimeError::ApprovalDenied { .. }) => Err(Ending::new(ReasonCode::ApprovalDenied, "a person denied opening the task's page")),
             Err(e @ RuntimeError::OriginDenied { .. }) => Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),

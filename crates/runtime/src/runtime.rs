@@ -392,6 +392,7 @@ impl Runtime {
                     wait,
                     approval_key: Some(key),
                     approval_time: None,
+                    confirm: None,
                 };
                 let options = ActOptions { deadline: Duration::from_secs(30), ..ActOptions::default() };
                 self.step(&at, &action, &options).await
@@ -623,6 +624,7 @@ impl Runtime {
                 wait,
                 approval_key: None,
                 approval_time: None,
+                confirm: None,
             };
             self.step(&at, action, options).await
         }

@@ -45,6 +45,10 @@ pub(crate) struct StepAt<'a> {
     pub(crate) approval_key: Option<String>,
     /// Where the time spent waiting for a person's approval adds up (a run's accounting), in ms.
     pub(crate) approval_time: Option<&'a std::sync::atomic::AtomicU64>,
+    /// A person must approve this step whatever policy decides, for this reason (a provider's
+    /// safety check on the model's action, in the provider's words). Policy may still refuse;
+    /// no grant stands in for the person.
+    pub(crate) confirm: Option<String>,
 }
 
 impl Runtime {
@@ -174,7 +178,14 @@ impl Runtime {
         let tier = policy::classify(&facts, &self.inner.config.trust);
         let now = now_ms();
         let request = policy::Request { run: at.scope, tier, origin: origin.as_ref() };
-        let decision = policy::decide(&request, &self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()), &self.inner.config.navigation, now);
+        let mut decision = policy::decide(&request, &self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()), &self.inner.config.navigation, now);
+        if let Some(why) = &at.confirm {
+            decision = match decision {
+                Decision::Deny { reason } => Decision::Deny { reason },
+                Decision::Allow => Decision::Ask { tier, reason: format!("the model's provider flagged this action: {why}") },
+                Decision::Ask { tier, reason } => Decision::Ask { tier, reason: format!("{reason}; the model's provider flagged it: {why}") },
+            };
+        }
         match decision {
             Decision::Allow => Ok(None),
             Decision::Deny { reason } => Err(RuntimeError::OriginDenied { reason }),
@@ -200,7 +211,8 @@ impl Runtime {
         // Bound to who asks (a run, or the session's direct calls) and to exactly what.
         let what = at.approval_key.clone().unwrap_or_else(|| format!("{}\u{0}{}", at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
         let key = format!("{}\u{0}{}\u{0}{what}", at.session, at.scope);
-        let grant = policy::Origin::parse(&request.origin).ok();
+        // A flagged action's approval grants nothing beyond itself.
+        let grant = if at.confirm.is_some() { None } else { policy::Origin::parse(&request.origin).ok() };
         let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
         let expires_at = request.expires_at;
         let (approval_id, mut decision) = match self.inner.approvals.ask(request, key, grant, now_ms()) {

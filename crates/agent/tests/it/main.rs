@@ -36,16 +36,27 @@ enum Script {
     Canvas,
     /// The canvas target through Anthropic's computer tool: click the square in the screenshot.
     Computer,
+    /// Through `computer_20251124`: zoom into the square first, then click it.
+    ComputerZoom,
+    /// Through OpenAI's computer tool: one call with a batch, move then click.
+    ComputerBatch,
+    /// Through OpenAI's computer tool: a click with a pending safety check; then done, or give
+    /// up when it was refused.
+    SafetyCheck,
 }
 
 #[derive(Clone)]
 struct Model {
     kind: ProviderKind,
     script: Script,
+    /// Answer as server-sent events (each provider's streaming format).
+    stream: bool,
     requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
     calls: Arc<AtomicUsize>,
     /// Set when a hanging request's handler was dropped (its connection went away).
     aborted: Arc<AtomicBool>,
+    /// Where the model saw the square before it zoomed.
+    seen: Arc<Mutex<(f64, f64)>>,
 }
 
 /// The latest page the client showed the model (the only one still in the history), or the last
@@ -62,17 +73,35 @@ fn last_text(kind: ProviderKind, body: &Value) -> String {
         ProviderKind::OpenaiChat => {
             messages.iter().filter(|m| m["role"] == "user" || m["role"] == "tool").map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect()
         }
+        ProviderKind::OpenaiResponses => body["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|item| match item["type"].as_str() {
+                Some("function_call_output") => vec![item["output"].as_str().unwrap_or_default().to_owned()],
+                _ if item["role"] == "user" => item["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str().map(str::to_owned)).collect(),
+                _ => vec![],
+            })
+            .collect(),
     };
     texts.iter().rev().find(|t| t.contains("</untrusted nonce=")).or(texts.last()).cloned().unwrap_or_default()
 }
 
 /// The latest screenshot the client sent the model (PNG bytes), if any.
 fn last_image(kind: ProviderKind, body: &Value) -> Option<Vec<u8>> {
+    if kind == ProviderKind::OpenaiResponses {
+        let url = body["input"].as_array()?.iter().rev().find_map(|item| match item["type"].as_str() {
+            Some("computer_call_output") => item["output"]["image_url"].as_str().map(str::to_owned),
+            _ if item["role"] == "user" => item["content"].as_array()?.iter().find_map(|c| c["image_url"].as_str().map(str::to_owned)),
+            _ => None,
+        })?;
+        return browser::decode_base64(url.strip_prefix("data:image/png;base64,")?);
+    }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let data = messages.iter().rev().filter(|m| m["role"] == "user").find_map(|m| {
         m["content"].as_array().into_iter().flatten().find_map(|b| match kind {
             ProviderKind::Anthropic if b["type"] == "image" => b["source"]["data"].as_str().map(str::to_owned),
-            ProviderKind::OpenaiChat if b["type"] == "image_url" => {
+            ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses if b["type"] == "image_url" => {
                 b["image_url"]["url"].as_str().and_then(|u| u.strip_prefix("data:image/png;base64,")).map(str::to_owned)
             }
             _ => None,
@@ -158,34 +187,61 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
         }
         _ => {}
     }
-    let (tool, input) = if model.script == Script::Computer {
-        let text = last_text(model.kind, &body);
-        if text.contains("Hit the red square") {
-            ("done".into(), json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}))
-        } else {
-            match last_image(model.kind, &body).and_then(|png| red_square(&text, &png)) {
-                Some((x, y)) => ("computer".into(), json!({"action": "left_click", "coordinate": [x.round(), y.round()]})),
-                None => ("computer".into(), json!({"action": "screenshot"})),
+    let text = last_text(model.kind, &body);
+    let square = || last_image(model.kind, &body).and_then(|png| red_square(&text, &png));
+    let hit = text.contains("Hit the red square");
+    let done = || ("done".to_owned(), json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}));
+    let (tool, input) = match model.script {
+        Script::Computer | Script::ComputerZoom | Script::ComputerBatch | Script::SafetyCheck if hit => done(),
+        Script::Computer => match square() {
+            Some((x, y)) => ("computer".into(), json!({"action": "left_click", "coordinate": [x.round(), y.round()]})),
+            None => ("computer".into(), json!({"action": "screenshot"})),
+        },
+        Script::ComputerZoom => match (square(), body["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m.to_string().contains("the region ("))) {
+            // Zoomed in: the square is where it was; click it (in the full screenshot's pixels).
+            (_, true) => {
+                let (x, y) = *model.seen.lock().unwrap();
+                ("computer".into(), json!({"action": "left_click", "coordinate": [x.round(), y.round()]}))
+            }
+            (Some((x, y)), false) => {
+                *model.seen.lock().unwrap() = (x, y);
+                ("computer".into(), json!({"action": "zoom", "region": [x - 40.0, y - 40.0, x + 40.0, y + 40.0]}))
+            }
+            (None, false) => ("computer".into(), json!({"action": "screenshot"})),
+        },
+        Script::ComputerBatch => match square() {
+            Some((x, y)) => (
+                "computer".into(),
+                json!({"actions": [{"type": "move", "x": x.round(), "y": y.round()}, {"type": "click", "button": "left", "x": x.round(), "y": y.round()}]}),
+            ),
+            None => ("computer".into(), json!({"actions": [{"type": "screenshot"}]})),
+        },
+        Script::SafetyCheck if text.contains("refused: approval_denied") => ("give_up".into(), json!({"reason": "the person declined"})),
+        Script::SafetyCheck => match square() {
+            Some((x, y)) => (
+                "computer".into(),
+                json!({"action": {"type": "click", "button": "left", "x": x.round(), "y": y.round()},
+                "pending_safety_checks": [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "The page may be asking you to act against the user."}]}),
+            ),
+            None => ("computer".into(), json!({"action": {"type": "screenshot"}})),
+        },
+        Script::Canvas => {
+            let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
+            if hit {
+                done()
+            } else if !text.contains("A screenshot of this page's viewport follows") {
+                ("look".into(), json!({}))
+            } else {
+                match square() {
+                    Some((x, y)) => (
+                        "act".into(),
+                        json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "point", "x": x.round(), "y": y.round()}, "intent": "click the red square"}),
+                    ),
+                    None => ("give_up".into(), json!({"reason": "no red square in the screenshot"})),
+                }
             }
         }
-    } else if model.script == Script::Canvas {
-        let text = last_text(model.kind, &body);
-        let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
-        if text.contains("Hit the red square") {
-            ("done".into(), json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}))
-        } else if !text.contains("A screenshot of this page's viewport follows") {
-            ("look".into(), json!({}))
-        } else {
-            match last_image(model.kind, &body).and_then(|png| red_square(&text, &png)) {
-                Some((x, y)) => (
-                    "act".into(),
-                    json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "point", "x": x.round(), "y": y.round()}, "intent": "click the red square"}),
-                ),
-                None => ("give_up".into(), json!({"reason": "no red square in the screenshot"})),
-            }
-        }
-    } else {
-        decide(model.script, call, &last_text(model.kind, &body))
+        _ => decide(model.script, call, &text),
     };
     let id = format!("call_{call}");
     let reply = match model.kind {
@@ -200,8 +256,106 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
                 "tool_calls": [{"id": id, "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
             "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
         }),
+        ProviderKind::OpenaiResponses => {
+            let item = if tool == "computer" {
+                let mut item = json!({"type": "computer_call", "id": format!("cu_{call}"), "call_id": id, "status": "completed",
+                    "pending_safety_checks": input.get("pending_safety_checks").cloned().unwrap_or(json!([]))});
+                match (input.get("actions"), input.get("action")) {
+                    (Some(batch), _) => item["actions"] = batch.clone(),
+                    (_, Some(one)) => item["action"] = one.clone(),
+                    _ => {}
+                }
+                item
+            } else {
+                json!({"type": "function_call", "id": format!("fc_{call}"), "call_id": id, "name": tool, "arguments": input.to_string(), "status": "completed"})
+            };
+            json!({"id": format!("resp_{call}"), "object": "response", "status": "completed", "model": body["model"],
+                "output": [{"type": "reasoning", "id": format!("rs_{call}"), "summary": [], "encrypted_content": format!("opaque-{call}")}, item],
+                "usage": {"input_tokens": 800, "output_tokens": 30, "total_tokens": 830}})
+        }
     };
+    if model.stream {
+        return sse(model.kind, &reply);
+    }
     Json(reply).into_response()
+}
+
+/// `reply` as the provider streams it: the events its documentation lists, tool input split
+/// across deltas.
+fn sse(kind: ProviderKind, reply: &Value) -> Response {
+    let mut events: Vec<(String, Value)> = Vec::new();
+    match kind {
+        ProviderKind::Anthropic => {
+            let mut start = reply.clone();
+            start["content"] = json!([]);
+            start["usage"]["output_tokens"] = json!(1);
+            events.push(("message_start".into(), json!({"type": "message_start", "message": start})));
+            for (i, block) in reply["content"].as_array().unwrap().iter().enumerate() {
+                if block["type"] == "text" {
+                    events.push((
+                        "content_block_start".into(),
+                        json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+                    ));
+                    for piece in ["Working ", "on it."] {
+                        events.push((
+                            "content_block_delta".into(),
+                            json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}}),
+                        ));
+                    }
+                } else {
+                    let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
+                    events.push(("content_block_start".into(), json!({"type": "content_block_start", "index": i, "content_block": start})));
+                    let input = block["input"].to_string();
+                    let (a, b) = input.split_at(input.len() / 2);
+                    for piece in [a, b] {
+                        events.push((
+                            "content_block_delta".into(),
+                            json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                        ));
+                    }
+                }
+                events.push(("content_block_stop".into(), json!({"type": "content_block_stop", "index": i})));
+            }
+            events.push(("message_delta".into(), json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 50}})));
+            events.push(("message_stop".into(), json!({"type": "message_stop"})));
+        }
+        ProviderKind::OpenaiChat => {
+            let call = &reply["choices"][0]["message"]["tool_calls"][0];
+            let arguments = call["function"]["arguments"].as_str().unwrap();
+            let (a, b) = arguments.split_at(arguments.len() / 2);
+            let chunk =
+                |delta: Value| json!({"id": reply["id"], "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+            events.push((String::new(), chunk(json!({"role": "assistant", "content": null}))));
+            events.push((
+                String::new(),
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": a}}]}),
+                ),
+            ));
+            events.push((String::new(), chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}))));
+            events.push((String::new(), json!({"id": reply["id"], "object": "chat.completion.chunk", "choices": [], "usage": reply["usage"]})));
+        }
+        ProviderKind::OpenaiResponses => {
+            events
+                .push(("response.created".into(), json!({"type": "response.created", "response": {"id": reply["id"], "status": "in_progress", "output": []}})));
+            for (i, item) in reply["output"].as_array().unwrap().iter().enumerate() {
+                events.push(("response.output_item.added".into(), json!({"type": "response.output_item.added", "output_index": i, "item": item})));
+                events.push(("response.output_item.done".into(), json!({"type": "response.output_item.done", "output_index": i, "item": item})));
+            }
+            events.push(("response.completed".into(), json!({"type": "response.completed", "response": reply})));
+        }
+    }
+    let mut body = String::new();
+    for (event, data) in events {
+        if !event.is_empty() {
+            body.push_str(&format!("event: {event}\n"));
+        }
+        body.push_str(&format!("data: {data}\n\n"));
+    }
+    if kind == ProviderKind::OpenaiChat {
+        body.push_str("data: [DONE]\n\n");
+    }
+    (StatusCode::OK, [("content-type", "text/event-stream")], body).into_response()
 }
 
 struct Env {
@@ -212,6 +366,15 @@ struct Env {
 }
 
 async fn env(name: &str, kind: ProviderKind, script: Script) -> Env {
+    env_streaming(name, kind, script, false).await
+}
+
+async fn env_streaming(name: &str, kind: ProviderKind, script: Script, stream: bool) -> Env {
+    env_with(name, kind, script, stream, &[]).await
+}
+
+/// Chromium started with `flags` beside the usual ones.
+async fn env_with(name: &str, kind: ProviderKind, script: Script, stream: bool, flags: &[&str]) -> Env {
     let fixtures = FixtureServer::start().await.unwrap();
     fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
     let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("agent-tests").join(name);
@@ -219,11 +382,15 @@ async fn env(name: &str, kind: ProviderKind, script: Script) -> Env {
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut config = RuntimeConfig::new(&data_dir);
     config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
+    if let runtime::BrowserSource::Launch(launch) = &mut config.browser {
+        launch.extra_args.extend(flags.iter().map(|f| f.to_string()));
+    }
     let runtime = Runtime::start(config).await.expect("runtime starts");
-    let model = Model { kind, script, requests: Default::default(), calls: Default::default(), aborted: Default::default() };
+    let model = Model { kind, script, stream, requests: Default::default(), calls: Default::default(), aborted: Default::default(), seen: Default::default() };
     let path = match kind {
         ProviderKind::Anthropic => "/v1/messages",
         ProviderKind::OpenaiChat => "/v1/chat/completions",
+        ProviderKind::OpenaiResponses => "/v1/responses",
     };
     let app = axum::Router::new().route(path, axum::routing::post(answer)).with_state(model.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -246,6 +413,7 @@ fn choice(env: &Env) -> ModelChoice {
         base_url: Some(env.base_url.clone()),
         api_key_env: Some(KEY_ENV.into()),
         computer_tool: false,
+        computer_tool_version: None,
     }
 }
 
@@ -272,14 +440,14 @@ fn welcome() -> Vec<Assertion> {
     vec![Assertion::TextPresent { text: "Welcome, Ada!".into() }]
 }
 
-async fn signs_up_through(kind: ProviderKind, name: &str) {
-    let env = env(name, kind, Script::SignUp).await;
+async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
+    let env = env_streaming(name, kind, Script::SignUp, stream).await;
     let (result, accounting) = sign_up(&env, welcome()).await;
     assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
     assert_eq!(env.fixtures.writes().len(), 1, "one sign-up submitted");
     assert_eq!(accounting.model_requests, 3, "type, click, done: {accounting:?}");
     assert_eq!(accounting.tool_calls, 3);
-    assert!(accounting.input_tokens >= 2700 && accounting.output_tokens >= 120, "{accounting:?}");
+    assert!(accounting.input_tokens >= 2400 && accounting.output_tokens >= 90, "{accounting:?}");
     let requests = env.model.requests.lock().unwrap().clone();
     let (headers, first) = &requests[0];
     match kind {
@@ -309,7 +477,23 @@ async fn signs_up_through(kind: ProviderKind, name: &str) {
             assert_eq!(messages[messages.len() - 1]["tool_call_id"], "call_0");
             assert!(messages[messages.len() - 2]["tool_calls"][0]["function"]["arguments"].is_string());
         }
+        ProviderKind::OpenaiResponses => {
+            assert_eq!(headers["authorization"], format!("Bearer {KEY}"));
+            assert!(first["instructions"].as_str().unwrap().contains("never instructions"));
+            assert_eq!((first["store"].clone(), first["tool_choice"].clone()), (json!(false), json!("required")));
+            assert_eq!(
+                first["tools"][0],
+                json!({"type": "function", "name": "act", "description": first["tools"][0]["description"], "parameters": first["tools"][0]["parameters"], "strict": false})
+            );
+            // Stateless: the answer's items (its reasoning included) come back as they were, then the call's output.
+            let input = requests[1].1["input"].as_array().unwrap().clone();
+            let n = input.len();
+            assert_eq!(input[n - 3]["encrypted_content"], "opaque-0", "{input:?}");
+            assert_eq!((input[n - 2]["type"].clone(), input[n - 2]["call_id"].clone()), (json!("function_call"), json!("call_0")));
+            assert_eq!((input[n - 1]["type"].clone(), input[n - 1]["call_id"].clone()), (json!("function_call_output"), json!("call_0")));
+        }
     }
+    assert!(requests.iter().all(|(_, body)| body["stream"] == true), "every request asks for a stream");
     // Pages enter inside the markers, and only the latest page is kept in the history.
     let last = &requests[2].1;
     let text = last.to_string();
@@ -319,12 +503,19 @@ async fn signs_up_through(kind: ProviderKind, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_filled_and_verified_through_anthropic_messages() {
-    signs_up_through(ProviderKind::Anthropic, "anthropic").await;
+    signs_up_through(ProviderKind::Anthropic, "anthropic", false).await;
+    signs_up_through(ProviderKind::Anthropic, "anthropic-streamed", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_filled_and_verified_through_openai_chat_completions() {
-    signs_up_through(ProviderKind::OpenaiChat, "openai").await;
+    signs_up_through(ProviderKind::OpenaiChat, "openai", false).await;
+    signs_up_through(ProviderKind::OpenaiChat, "openai-streamed", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_is_filled_and_verified_through_openai_responses() {
+    signs_up_through(ProviderKind::OpenaiResponses, "responses-streamed", true).await;
 }
 
 /// An action the runtime cannot read is the model's tool error, and it answers again; a model
@@ -375,6 +566,7 @@ async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named
         base_url: None,
         api_key_env: Some("GLOVEBOX_AGENT_TEST_UNSET".into()),
         computer_tool: false,
+        computer_tool_version: None,
     };
     let err = Provider::new(&missing, Limits::default()).unwrap_err();
     assert!(matches!(err, ProviderError::Init { .. }), "{err}");
@@ -385,6 +577,7 @@ async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named
         base_url: Some("ftp://x".into()),
         api_key_env: Some(String::new()),
         computer_tool: false,
+        computer_tool_version: None,
     };
     assert!(matches!(Provider::new(&bad_url, Limits::default()), Err(ProviderError::Init { .. })));
 }
@@ -467,5 +660,145 @@ async fn a_canvas_task_through_anthropics_computer_tool() {
 
     let openai = ModelChoice { provider: ProviderKind::OpenaiChat, computer_tool: true, ..choice.clone() };
     let refused = ModelPlanner::for_choice(&openai, Arc::new(Mutex::new(Accounting::default()))).err().expect("no computer tool there");
-    assert!(refused.to_string().contains("computer tool is Anthropic's"), "{refused}");
+    assert!(refused.to_string().contains("openai_chat has no computer tool"), "{refused}");
+    let wrong = ModelChoice { computer_tool_version: Some(agent::ComputerTool::OpenAi), ..choice.clone() };
+    assert!(ModelPlanner::for_choice(&wrong, Default::default()).is_err(), "OpenAI's tool is not Anthropic's");
+}
+
+/// Attaches the test's own CDP session to the page at `url` and pinch-zooms it by 1.25 (in a
+/// 1280×720 window of a display at DPR 2: 1024×576 CSS pixels shown, 2560×1440 screenshots).
+/// The zoom lasts while the returned session is attached.
+async fn scaled(env: &Env, url: &str) -> cdp::Session {
+    let connection = env.runtime.connection();
+    let targets = connection.browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+    let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).expect("the tab's target");
+    let page = connection.browser().attach(&target).await.unwrap();
+    page.send_raw("Emulation.setPageScaleFactor", json!({"pageScaleFactor": 1.25}), Duration::from_secs(5)).await.unwrap();
+    page
+}
+
+/// A display at two device pixels per CSS pixel.
+const DPR2: &[&str] = &["--force-device-scale-factor=2"];
+
+/// Runs "click the red square" on the canvas fixture at DPR 2 and zoom 1.25 with the computer
+/// tool `tool`.
+async fn click_the_scaled_square(env: &Env, tool: agent::ComputerTool) -> (protocol::RunResult, Accounting) {
+    let session = env.runtime.create_session().await.unwrap();
+    let url = env.fixtures.url("/canvas-target.html");
+    env.runtime.open_tab(&session, &url, Duration::ZERO).await.unwrap();
+    let _page = scaled(env, &url).await;
+    let mut choice = choice(env);
+    choice.computer_tool = true;
+    choice.computer_tool_version = Some(tool);
+    let accounting = Arc::new(Mutex::new(Accounting::default()));
+    let planner = ModelPlanner::for_choice(&choice, accounting.clone()).unwrap();
+    let mut request = RunRequest::new("Click the red square in the picture");
+    request.max_steps = 6;
+    request.max_seconds = 60;
+    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    let accounting = accounting.lock().unwrap().clone();
+    (result, accounting)
+}
+
+/// Case 22 through each provider's computer tool on a scaled page (DPR 2, zoom 1.25, a
+/// 2560×1440 capture): the screenshot is fitted to the provider's bound, the model reads the
+/// square's pixels off the image it saw, and the click lands on the right CSS pixel (the page
+/// itself reports the hit, and the runtime verifies it). Anthropic's newer tool zooms first (the
+/// crop comes from the full-resolution capture); OpenAI's batch (move, click) runs as two
+/// actions on the one path with one model request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scaled_canvas_task_through_each_computer_tool() {
+    // Anthropic computer_20250124: 2560×1440 fitted to 1280×720.
+    let env = env_with("computer-scaled-0124", ProviderKind::Anthropic, Script::Computer, true, DPR2).await;
+    let (result, _) = click_the_scaled_square(&env, agent::ComputerTool::Anthropic20250124).await;
+    let requests = env.model.requests.lock().unwrap().clone();
+    assert_eq!(
+        (result.status(), result.reason_code()),
+        (RunStatus::Succeeded, ReasonCode::Verified),
+        "{result:?} {}",
+        last_text(ProviderKind::Anthropic, &requests.last().unwrap().1)
+    );
+    assert_eq!(requests[0].1["tools"][0]["display_width_px"], 1280, "the display is the image the model sees");
+    assert_eq!(last_image(ProviderKind::Anthropic, &requests[0].1).as_deref().and_then(png_size), Some((1280, 720)));
+    assert!(last_text(ProviderKind::Anthropic, &requests[0].1).contains("1280×720 image pixels for 1024×576 CSS pixels"));
+
+    // Anthropic computer_20251124: zoom, then click.
+    let env = env_with("computer-scaled-1124", ProviderKind::Anthropic, Script::ComputerZoom, true, DPR2).await;
+    let (result, accounting) = click_the_scaled_square(&env, agent::ComputerTool::Anthropic20251124).await;
+    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    let requests = env.model.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3, "zoom, click, done");
+    let (headers, first) = &requests[0];
+    assert!(headers["anthropic-beta"].to_str().unwrap().contains("computer-use-2025-11-24"), "{headers:?}");
+    assert_eq!((first["tools"][0]["type"].clone(), first["tools"][0]["enable_zoom"].clone()), (json!("computer_20251124"), json!(true)));
+    // The zoom's answer: an 80×80 region of the 1280×720 image, cropped from the 2560×1440
+    // capture at its full resolution, the square's red in its middle; the page's screenshot
+    // stays beside it.
+    let zoomed = last_image(ProviderKind::Anthropic, &requests[1].1).unwrap();
+    assert_eq!(png_size(&zoomed), Some((160, 160)), "full resolution");
+    let images = requests[1].1.to_string().matches("\"type\":\"image\"").count();
+    assert_eq!(images, 2, "the page's screenshot and the zoom");
+    assert_eq!(accounting.images, 3, "two pages and one zoom: {accounting:?}");
+
+    // OpenAI Responses computer tool: one batched call (move, click), two actions, one request.
+    let env = env_with("computer-scaled-openai", ProviderKind::OpenaiResponses, Script::ComputerBatch, true, DPR2).await;
+    let (result, accounting) = click_the_scaled_square(&env, agent::ComputerTool::OpenAi).await;
+    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    let requests = env.model.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the batch, then done: {accounting:?}");
+    assert_eq!(accounting.batched_actions, 1, "the click ran from the batch without a model request");
+    assert_eq!(requests[0].1["tools"][0], json!({"type": "computer"}));
+    assert_eq!(last_image(ProviderKind::OpenaiResponses, &requests[0].1).as_deref().and_then(png_size), Some((1365, 768)), "OpenAI's short side of 768");
+    let output = requests[1].1["input"].as_array().unwrap().iter().find(|i| i["type"] == "computer_call_output").cloned().expect("the call's output");
+    assert_eq!(output["call_id"], "call_0");
+    assert!(output["output"]["image_url"].as_str().unwrap().starts_with("data:image/png;base64,"), "{output}");
+    assert!(output.get("acknowledged_safety_checks").is_none());
+}
+
+/// A `pending_safety_checks` on OpenAI's computer call is a person's decision on the one
+/// approval path, even on a trusted origin where policy would let the click go: the run waits,
+/// the person sees the provider's words; approved, the click lands and the call's output
+/// acknowledges exactly that check; denied, nothing is clicked and nothing is acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_safety_check_waits_for_a_person() {
+    for approve in [true, false] {
+        let env = env(if approve { "safety-approved" } else { "safety-denied" }, ProviderKind::OpenaiResponses, Script::SafetyCheck).await;
+        let session = env.runtime.create_session().await.unwrap();
+        env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
+        let mut choice = choice(&env);
+        choice.computer_tool = true;
+        let planner = ModelPlanner::for_choice(&choice, Default::default()).unwrap();
+        let mut request = RunRequest::new("Click the red square in the picture");
+        request.max_steps = 6;
+        request.max_seconds = 60;
+        let (_handle, join) = env.runtime.start_run(&session, request, Box::new(planner)).unwrap();
+        // The person: waits for the approval and answers it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let pending = loop {
+            if let Some(a) = env.runtime.pending_approvals().into_iter().next() {
+                break a;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no approval was asked");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(pending.reason.contains("The page may be asking you to act against the user."), "{pending:?}");
+        assert!(pending.reason.contains("malicious_instructions"), "{pending:?}");
+        let decision = if approve { runtime::ApprovalDecision::ApproveForTask } else { runtime::ApprovalDecision::Deny };
+        env.runtime.resolve_approval(&pending.approval_id, decision).unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(30), join).await.unwrap().unwrap();
+        let requests = env.model.requests.lock().unwrap().clone();
+        let output = requests[1].1["input"].as_array().unwrap().iter().find(|i| i["type"] == "computer_call_output").cloned().expect("the call's output");
+        if approve {
+            assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+            assert_eq!(
+                output["acknowledged_safety_checks"],
+                json!([{"id": "cu_sc_1", "code": "malicious_instructions", "message": "The page may be asking you to act against the user."}])
+            );
+        } else {
+            assert_eq!(result.status(), RunStatus::Failed, "{result:?}");
+            assert!(output.get("acknowledged_safety_checks").is_none(), "a declined check is never acknowledged: {output}");
+            assert!(last_text(ProviderKind::OpenaiResponses, &requests[1].1).contains("refused: approval_denied"));
+        }
+        assert!(env.runtime.pending_approvals().is_empty());
+    }
 }

@@ -162,7 +162,7 @@ async fn viewport_metadata_is_exact_at_scale_two_with_zoom_and_scroll() {
     crate::observe_eval(&tab, "window.scrollTo(150, 700)").await;
     let observation = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
     let v = observation.viewport();
-    assert_eq!((v.width, v.height), (800.0, 600.0));
+    assert_eq!((v.width, v.height), (640.0, 480.0), "the CSS pixels a 1.25 pinch zoom shows of an 800×600 layout viewport");
     assert_eq!(v.device_scale_factor, 2.0);
     assert_eq!(v.page_zoom, 1.25);
     assert_eq!((v.scroll_x, v.scroll_y), (150.0, 700.0));
