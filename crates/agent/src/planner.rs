@@ -82,7 +82,18 @@ pub struct ModelPlanner {
     /// Pages as screenshots only, without the outline (the providers' reference loops; the
     /// baseline of `glovebox bench agent`).
     screenshot_only: bool,
+    /// One line per step performed or refused, for the compacted history.
+    log: Vec<String>,
+    /// What the model asked for last, in a few words (for the log).
+    asked: String,
+    task: String,
 }
+
+/// The history is compacted when it holds more messages than this: the oldest exchanges give
+/// way to one message with the task, a line per earlier step and what was refused; the newest
+/// `KEEP_MESSAGES` stay as they were (the latest page always among them).
+const MAX_MESSAGES: usize = 24;
+const KEEP_MESSAGES: usize = 8;
 
 /// The tools of a step: Glovebox's own, or with the provider's computer tool (sized to the
 /// screenshot the model sees) in place of `act` and `look`.
@@ -201,6 +212,9 @@ impl ModelPlanner {
             batch: None,
             flagged: None,
             screenshot_only: false,
+            log: Vec::new(),
+            asked: String::new(),
+            task: String::new(),
         })
     }
 
@@ -296,6 +310,38 @@ impl ModelPlanner {
             a.image_tokens += image_tokens(self.provider.kind(), width, height);
         }
         self.messages.push(Message { role: Role::User, parts });
+        self.compact();
+    }
+
+    /// Replaces the oldest exchanges with one message that keeps what a model needs to go on:
+    /// the task, every earlier step and its outcome, and what was refused (approvals denied,
+    /// origins and capabilities refused). The kept tail starts with the model's own message, so
+    /// every tool call kept has its result.
+    fn compact(&mut self) {
+        if self.messages.len() <= MAX_MESSAGES {
+            return;
+        }
+        let mut cut = self.messages.len() - KEEP_MESSAGES;
+        while cut < self.messages.len() && self.messages[cut].role != Role::Assistant {
+            cut += 1;
+        }
+        if cut >= self.messages.len() {
+            return;
+        }
+        self.messages.drain(..cut);
+        let refused: Vec<&String> = self.log.iter().filter(|l| l.contains(" refused: ")).collect();
+        let mut summary = format!(
+            "Task: {}\nThe conversation so far was compacted; its pages are gone, the latest page follows below. Steps so far:\n{}",
+            self.task,
+            self.log.join("\n")
+        );
+        if !refused.is_empty() {
+            summary.push_str(&format!(
+                "\nRefused so far (do not retry these without a new reason): {}",
+                refused.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+            ));
+        }
+        self.messages.insert(0, Message { role: Role::User, parts: vec![Part::Text(summary)] });
     }
 
     /// Results for every pending tool call: `first` for the one acted on, "not executed" for the rest.
@@ -400,10 +446,12 @@ impl Planner for ModelPlanner {
                     size.width, size.height, viewport.width, viewport.height
                 ));
             }
+            self.task = input.task.chars().take(2000).collect();
             let mut parts = if self.pending.is_empty() {
                 vec![Part::Text(format!("Task: {}\n{page}", input.task))]
             } else {
                 let (mut outcome, mut is_error) = Self::outcome(&input);
+                self.log.push(format!("{}. {} → {}", self.log.len() + 1, self.asked, outcome.chars().take(300).collect::<String>()));
                 if let Some(why) = &stopped {
                     outcome = format!("{outcome}; {why}");
                     is_error = true;
@@ -515,7 +563,22 @@ impl Planner for ModelPlanner {
                     other => Err(format!("there is no tool {other:?}; call act, look, done, give_up or infeasible")),
                 };
                 match step {
-                    Ok(step) => return Ok(step),
+                    Ok(step) => {
+                        self.asked = match &step {
+                            PlannerStep::Act(a) | PlannerStep::Confirm { action: a, .. } => {
+                                let target = match a.targets().next() {
+                                    Some(protocol::extended::TargetRef::Ref(r)) => format!(" {}", r.element.as_str()),
+                                    Some(protocol::extended::TargetRef::Point(p)) => format!(" at ({}, {})", p.x, p.y),
+                                    Some(protocol::extended::TargetRef::Locator(_)) => " (a locator)".into(),
+                                    None => String::new(),
+                                };
+                                format!("{}{target}: {}", a.kind().as_str(), a.intent().as_str()).chars().take(200).collect()
+                            }
+                            PlannerStep::Look => "look".into(),
+                            _ => name.clone(),
+                        };
+                        return Ok(step);
+                    }
                     Err(problem) => {
                         // The model sees why, and answers again.
                         self.invalid();
@@ -633,5 +696,46 @@ mod tests {
         assert_eq!(to_css(&by_ref, None).unwrap(), by_ref);
         assert!(matches!(to_css(&click(1.0, 1.0), None), Err(runtime::PointError::NoScreenshot)));
         assert!(to_css(&click(700.0, 10.0), Some(&small)).is_err());
+    }
+
+    /// A long run's history is compacted: one message with the task, every earlier step and what
+    /// was refused, then the newest exchanges as they were, starting with the model's own call
+    /// (so every kept call has its result); a short history is left alone.
+    #[test]
+    fn a_long_history_is_compacted_keeping_task_steps_and_refusals() {
+        let choice = crate::ModelChoice {
+            provider: ProviderKind::Anthropic,
+            model: "m".into(),
+            base_url: Some("http://127.0.0.1:9".into()),
+            api_key_env: Some(String::new()),
+            computer_tool: false,
+            computer_tool_version: None,
+        };
+        let provider = Arc::new(Provider::new(&choice, crate::Limits::default()).unwrap());
+        let mut planner = ModelPlanner::new(provider, Default::default()).unwrap();
+        planner.task = "Sign up as Ada".into();
+        planner.push_user(vec![Part::Text("Task: Sign up as Ada\npage 0".into())], false);
+        for i in 0..20 {
+            planner
+                .messages
+                .push(Message { role: Role::Assistant, parts: vec![Part::ToolCall { id: format!("c{i}"), name: "act".into(), input: Value::Null }] });
+            let outcome = if i == 3 { "click refused: approval_denied (a person declined)".to_owned() } else { format!("type confirmed {i}") };
+            planner.log.push(format!("{}. act → {outcome}", i + 1));
+            planner.push_user(vec![Part::ToolResult { id: format!("c{i}"), content: format!("{outcome}\npage {}", i + 1), is_error: false }], false);
+            assert!(planner.messages.len() <= MAX_MESSAGES, "bounded at step {i}");
+        }
+        let Part::Text(summary) = &planner.messages[0].parts[0] else { panic!("a summary first") };
+        assert!(summary.starts_with("Task: Sign up as Ada"), "{summary}");
+        assert!(summary.contains("4. act → click refused: approval_denied") && summary.contains("20. act → type confirmed 19"), "{summary}");
+        assert!(summary.contains("Refused so far"), "{summary}");
+        assert_eq!(planner.messages[1].role, Role::Assistant);
+        for pair in planner.messages[1..].chunks(2) {
+            let (Part::ToolCall { id: call, .. }, Part::ToolResult { id: result, .. }) = (&pair[0].parts[0], &pair[1].parts[0]) else {
+                panic!("call then result")
+            };
+            assert_eq!(call, result);
+        }
+        let Part::ToolResult { content, .. } = &planner.messages.last().unwrap().parts[0] else { panic!() };
+        assert!(content.ends_with("page 20"), "the latest page is kept");
     }
 }
