@@ -34,6 +34,7 @@ bench: deps build
 	./target/release/glovebox bench restore
 	./target/release/glovebox bench host
 	./target/release/glovebox bench console
+	./target/release/glovebox bench agent
 	python3 scripts/bench_peers.py
 
 doctor: deps build

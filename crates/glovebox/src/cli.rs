@@ -268,4 +268,9 @@ pub enum BenchTarget {
     /// Console live view: page change → frame at the viewer, frames per second and CPU of one
     /// live preview, a person's click → agent dispatch blocked and → pause confirmed.
     Console,
+    /// The agent loop on a deterministic form task: Glovebox's DOM-first loop against a
+    /// screenshot-only computer-tool loop (the providers' reference loops), each with a scripted
+    /// loopback model: model requests and tokens per run and per step, runtime time per step
+    /// without the model.
+    Agent,
 }
