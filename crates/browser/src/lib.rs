@@ -26,7 +26,7 @@ mod render;
 mod synth;
 mod tab;
 
-pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, MarkerKind, Typing, UploadRefused, UploadRoot};
+pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, MarkerKind, SettleEnd, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
 pub use image::{ImageError, crop_screenshot, decode_base64, encode_base64, fit_screenshot};
 pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};

@@ -46,6 +46,8 @@ pub(crate) struct TabState {
     pub(crate) trace: Vec<crate::act::Trace>,
     /// How long the current action waited for the page to settle.
     pub(crate) settled: std::time::Duration,
+    /// How the last settling of the action in flight ended.
+    pub(crate) settled_by: crate::act::SettleEnd,
     /// Windows this page is expected to open — a modifier or middle click on a link (its
     /// `href`), a `Page.windowOpen` — not yet matched to the tab the browser made: URL and when.
     pub(crate) window_opens: Vec<(String, std::time::Instant)>,

@@ -149,7 +149,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         options.max_body_bytes = max;
     }
     if let Some(per_minute) = file.serve.calls_per_minute {
-        options.mcp.rate.per_minute = per_minute;
+        options.mcp.rate = Some(mcp::RateLimit { per_minute, burst: mcp::RateLimit::default().burst.min(per_minute.max(1)) });
     }
     // `GLOVEBOX_PLANNER`: the command, split on whitespace (use the file for arguments with spaces).
     let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>()).filter(|c| !c.is_empty());
@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(s.runtime.uploads_dir.as_deref(), Some(Path::new("/tmp")));
         assert_eq!((s.runtime.records_max_age, s.runtime.records_max_operations), (Duration::from_secs(7 * 86_400), 500));
         assert_eq!(s.serve.bind.port(), 9000);
-        assert_eq!(s.serve.mcp.rate.per_minute, 60);
+        assert_eq!(s.serve.mcp.rate.map(|r| r.per_minute), Some(60));
         // MCP's `initialize` reports the binary's version, not the library crate's 0.0.0.
         assert_eq!(s.serve.mcp.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
 

@@ -29,7 +29,7 @@ async fn main() {
     let (server_read, server_write) = tokio::io::split(server_io);
     let serving = tokio::spawn(mcp::stdio::serve_io(
         runtime.clone(),
-        mcp::McpOptions { rate: mcp::RateLimit { burst: 10_000, per_minute: 1_000_000 }, ..Default::default() },
+        mcp::McpOptions { rate: Some(mcp::RateLimit::UNLIMITED), ..Default::default() },
         (server_read, server_write),
     ));
     let (client_read, mut client_write) = tokio::io::split(client_io);

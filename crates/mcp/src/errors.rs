@@ -41,12 +41,12 @@ pub(crate) fn own_error(code: ErrorCode, message: &str) -> CallToolResult {
     CallToolResult::error(vec![Content::text(header.to_string())])
 }
 
-/// The session's bound on tool calls was reached. The closed code set has no rate code, so it is
-/// `lease_conflict` (the session's call budget is held), with its own next step and the wait.
+/// The session's budget of tool calls was spent for now: `step_limit`, the closed code for a
+/// budget reached (never `lease_conflict`: no lease is involved), with the wait.
 pub(crate) fn rate_limited(wait: std::time::Duration) -> CallToolResult {
     let wait_ms = wait.as_millis().max(1);
     let header = json!({
-        "error": ErrorCode::LeaseConflict.as_str(),
+        "error": ErrorCode::StepLimit.as_str(),
         "next": format!("wait {wait_ms} ms, then send the same call again; this session's rate of tool calls is bounded"),
         "message": format!("too many tool calls in this session; wait {wait_ms} ms and call again"),
         "retry_after_ms": wait_ms,

@@ -12,10 +12,16 @@ pub struct RateLimit {
 }
 
 impl Default for RateLimit {
-    /// 30 at once, 300 a minute: far above what a model loop needs, low enough to stop a runaway.
+    /// Over HTTP: 200 at once, 6,000 a minute (100 a second): a scripted client or a fast agent
+    /// loop of observe/act calls is never throttled, a runaway still is.
     fn default() -> Self {
-        RateLimit { burst: 30, per_minute: 300 }
+        RateLimit { burst: 200, per_minute: 6000 }
     }
+}
+
+impl RateLimit {
+    /// No bound: stdio's default, where the client that started Glovebox is its only user.
+    pub const UNLIMITED: RateLimit = RateLimit { burst: u32::MAX, per_minute: u32::MAX };
 }
 
 #[derive(Debug)]

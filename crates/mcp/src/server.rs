@@ -27,8 +27,9 @@ use crate::tools;
 pub struct McpOptions {
     /// Where a person resolves approvals when the client cannot ask its user (elicitation).
     pub person: Option<PersonChannel>,
-    /// The bound on tool calls per session.
-    pub rate: RateLimit,
+    /// The bound on tool calls per session; unset, the transport's default: over HTTP
+    /// [`RateLimit::default`], on stdio none ([`RateLimit::UNLIMITED`]).
+    pub rate: Option<RateLimit>,
     /// How long an elicitation waits for the user before the approval is left pending.
     pub elicitation_timeout: Option<Duration>,
     /// The version the server reports in `initialize` (the binary's; without one, this crate's).
@@ -68,7 +69,7 @@ use crate::args::{ActArgs, Call, ComputerUseArgs, ObserveArgs, SurfaceArgs, TabC
 impl GloveboxMcp {
     /// A handler with a session of its own (created on the first tool call).
     pub fn new(runtime: Runtime, options: Arc<McpOptions>) -> Self {
-        let session = Arc::new(SessionSlot::new(runtime.clone(), options.rate));
+        let session = Arc::new(SessionSlot::new(runtime.clone(), options.rate.unwrap_or_default()));
         GloveboxMcp { runtime, options, session, asked: Default::default() }
     }
 

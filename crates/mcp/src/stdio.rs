@@ -29,11 +29,13 @@ pub async fn serve_stdio(runtime: Runtime, options: McpOptions) -> Result<(), Mc
 }
 
 /// The same over any byte stream pair (tests and embedding).
-pub async fn serve_io<R, W>(runtime: Runtime, options: McpOptions, (input, output): (R, W)) -> Result<(), McpError>
+pub async fn serve_io<R, W>(runtime: Runtime, mut options: McpOptions, (input, output): (R, W)) -> Result<(), McpError>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    // The client that started Glovebox is its only user: no bound unless one is configured.
+    options.rate = Some(options.rate.unwrap_or(crate::RateLimit::UNLIMITED));
     let (to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
     let (answers, refusals) = mpsc::channel::<String>(64);

@@ -110,6 +110,26 @@ pub struct ActOutcome {
 pub struct ActTiming {
     pub settle: Duration,
     pub observe: Duration,
+    /// How its (last) settling ended.
+    pub settled_by: SettleEnd,
+}
+
+/// What ended an action's settling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SettleEnd {
+    /// No settling happened (an action that sends no input to a page, or failed before).
+    #[default]
+    None,
+    /// The page went quiet (no navigation; its requests done or out of time).
+    Quiet,
+    /// A navigation within the document (a fragment, `history.pushState`) completed.
+    SameDocument,
+    /// A navigation loaded its new document (or stopped loading).
+    Loaded,
+    /// A JavaScript dialog opened.
+    Dialog,
+    /// The deadline came first (a navigation that neither loaded nor stopped).
+    Deadline,
 }
 
 /// What dispatch produced, before the fresh observation.
@@ -192,7 +212,11 @@ impl Tab {
         };
         let observing = Instant::now();
         let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&options.observe).await.ok() } else { None };
-        let timing = ActTiming { settle: std::mem::take(&mut lock(&self.state).settled), observe: observing.elapsed() };
+        let (settle, settled_by) = {
+            let mut state = lock(&self.state);
+            (std::mem::take(&mut state.settled), std::mem::take(&mut state.settled_by))
+        };
+        let timing = ActTiming { settle, observe: observing.elapsed(), settled_by };
         // A dialog that opened as the observation began ends it: the dialog is the outcome's,
         // and the blocked page has no observation of its own here.
         let dialog = dialog.or_else(|| lock(&self.state).dialog.clone());

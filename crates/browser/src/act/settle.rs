@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use cdp::EventStream;
 use serde_json::Value;
 
+use super::SettleEnd;
 use crate::capture::world_context;
 use crate::tab::{Tab, lock};
 
@@ -15,6 +16,8 @@ pub(super) const NAVIGATION_EVENTS: &[&str] = &[
     "Page.frameRequestedNavigation",
     "Page.frameStartedLoading",
     "Page.loadEventFired",
+    "Page.frameStoppedLoading",
+    "Page.navigatedWithinDocument",
     "Page.javascriptDialogOpening",
     "Network.requestWillBeSent",
     "Network.loadingFinished",
@@ -36,25 +39,34 @@ impl Tab {
     /// requests it started (≤ 500 ms) and a short DOM-quiet window (≤ 300 ms). Never past `until`.
     pub(super) async fn settle(&self, events: &mut EventStream, until: Instant) {
         let started = Instant::now();
-        self.settle_inner(events, until).await;
-        lock(&self.state).settled += started.elapsed();
+        let end = self.settle_inner(events, until).await;
+        let mut state = lock(&self.state);
+        state.settled += started.elapsed();
+        state.settled_by = end;
     }
 
-    async fn settle_inner(&self, events: &mut EventStream, until: Instant) {
+    async fn settle_inner(&self, events: &mut EventStream, until: Instant) -> SettleEnd {
         // Events the action caused were sent before its reply, so they are queued already.
         let mut navigating = false;
+        // Where a navigation of the main frame got to: it loaded (or stopped loading), or it
+        // stayed within the document (a fragment, `pushState`), which never fires a load.
+        let mut arrived: Option<SettleEnd> = None;
         let mut in_flight = std::collections::HashSet::new();
         let main_frame = lock(&self.state).main_frame_id.clone();
-        let take = |event: &cdp::Event, navigating: &mut bool, in_flight: &mut std::collections::HashSet<String>| -> bool {
+        let take = |event: &cdp::Event, navigating: &mut bool, arrived: &mut Option<SettleEnd>, in_flight: &mut std::collections::HashSet<String>| -> bool {
             let id = event.params.get("requestId").and_then(Value::as_str).map(str::to_owned);
+            let main = event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
             match event.method.as_str() {
                 "Page.javascriptDialogOpening" => return true,
+                "Page.navigatedWithinDocument" if main => *arrived = Some(SettleEnd::SameDocument),
+                "Page.frameStoppedLoading" if main && *navigating => *arrived = Some(arrived.unwrap_or(SettleEnd::Loaded)),
+                "Page.loadEventFired" if *navigating => *arrived = Some(SettleEnd::Loaded),
                 // A navigation requested into another tab or window (a Ctrl-, Shift- or middle-click
                 // on a link: disposition newTab/newWindow), or a download, leaves this page as it
                 // is: waiting for its load here stalled the action until its deadline.
                 "Page.frameRequestedNavigation" if event.params.get("disposition").and_then(Value::as_str).is_some_and(|d| d != "currentTab") => {}
                 "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
-                    *navigating |= event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
+                    *navigating |= main;
                 }
                 "Network.requestWillBeSent" => {
                     in_flight.extend(id);
@@ -82,20 +94,20 @@ impl Tab {
             while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
                 dialog(&event);
                 started |= event.method == "Network.requestWillBeSent";
-                if take(&event, &mut navigating, &mut in_flight) {
-                    return;
+                if take(&event, &mut navigating, &mut arrived, &mut in_flight) {
+                    return SettleEnd::Dialog;
                 }
             }
             if round > 0 && !started && !navigating {
-                return;
+                return SettleEnd::Quiet;
             }
             while !navigating && !in_flight.is_empty() {
                 let left = requests_until.saturating_duration_since(Instant::now());
                 match tokio::time::timeout(left, events.recv()).await {
                     Ok(Some(Ok(event))) => {
                         dialog(&event);
-                        if take(&event, &mut navigating, &mut in_flight) {
-                            return;
+                        if take(&event, &mut navigating, &mut arrived, &mut in_flight) {
+                            return SettleEnd::Dialog;
                         }
                     }
                     Ok(Some(Err(_))) => {}
@@ -104,16 +116,28 @@ impl Tab {
             }
             if navigating {
                 let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
-                let _ = tokio::time::timeout(left, async {
-                    while let Some(Ok(event)) = events.recv().await {
-                        dialog(&event);
-                        if event.method == "Page.loadEventFired" || event.method == "Page.javascriptDialogOpening" {
-                            break;
+                let waited = tokio::time::timeout(left, async {
+                    while arrived.is_none() {
+                        match events.recv().await {
+                            Some(Ok(event)) => {
+                                dialog(&event);
+                                if take(&event, &mut navigating, &mut arrived, &mut in_flight) {
+                                    return SettleEnd::Dialog;
+                                }
+                            }
+                            Some(Err(_)) => {}
+                            None => return SettleEnd::Deadline,
                         }
                     }
+                    arrived.unwrap_or(SettleEnd::Loaded)
                 })
-                .await;
-                return;
+                .await
+                .unwrap_or(SettleEnd::Deadline);
+                if waited == SettleEnd::SameDocument {
+                    // `hashchange` and `popstate` handlers run now: let their DOM updates land.
+                    self.dom_quiet(until, 0).await;
+                }
+                return waited;
             }
             // A request's end reaches us from the network side before the page has run the code
             // that waits on it (`await fetch(…)` then a DOM update): give the page that moment first.
@@ -122,9 +146,10 @@ impl Tab {
             // handlers started has been reported by now even when its event came after the
             // input's reply (the renderer sends it on another channel): the next round looks.
             if Instant::now() >= requests_until {
-                return;
+                return SettleEnd::Quiet;
             }
         }
+        SettleEnd::Quiet
     }
 
     /// Waits until neither structure nor text changed across one trip through the page's task

@@ -364,3 +364,30 @@ async fn refs_of_the_dom_model_act_and_go_stale_like_the_others() {
     assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
     assert_eq!(title(&tab).await, "bought 2", "nothing was clicked");
 }
+
+/// A same-document navigation (`href="#"`, a fragment, `pushState`) never fires a load: settling
+/// recognises it and ends there, after the page's `hashchange` handler ran; a navigation to a
+/// 204 stops loading without a new document; a real one still waits for its load.
+#[tokio::test]
+async fn same_document_navigations_settle_without_waiting_for_a_load() {
+    use browser::SettleEnd;
+    let env = env().await;
+    env.server.route("/no-content", test_support::Route::Status { status: 204, body: String::new() });
+    let tab = env.open("/fragments.html").await;
+    let mut o = observe(&tab).await;
+    for (name, expected) in [("Top", SettleEnd::SameDocument), ("Details", SettleEnd::SameDocument), ("Push", SettleEnd::SameDocument)] {
+        let outcome = tab.act(&click(&o, name), &ActOptions { deadline: Duration::from_secs(60), ..Default::default() }).await.unwrap();
+        assert_eq!(outcome.timing.settled_by, expected, "{name}: {:?}", outcome.timing);
+        o = outcome.observation.unwrap();
+        if name == "Details" {
+            assert!(o.aria_snapshot().contains("Hash #details"), "the hashchange handler ran before the observation:\n{}", o.aria_snapshot());
+        }
+    }
+    assert!(o.url().ends_with("/pushed"), "{}", o.url());
+    let outcome = tab.act(&click(&o, "Nothing"), &ActOptions { deadline: Duration::from_secs(60), ..Default::default() }).await.unwrap();
+    assert_ne!(outcome.timing.settled_by, SettleEnd::Deadline, "a 204 stops loading: {:?}", outcome.timing);
+    let o = outcome.observation.unwrap();
+    let outcome = tab.act(&click(&o, "Form"), &ActOptions { deadline: Duration::from_secs(60), ..Default::default() }).await.unwrap();
+    assert_eq!(outcome.timing.settled_by, SettleEnd::Loaded, "{:?}", outcome.timing);
+    assert!(outcome.observation.unwrap().url().ends_with("/form.html"));
+}

@@ -108,3 +108,50 @@ async fn every_request_with_an_id_is_answered_over_stdio() {
     drop(replies);
     let _ = tokio::time::timeout(Duration::from_secs(20), serving).await;
 }
+
+/// Sends `n` `status` calls back to back over stdio with `rate` and returns their answers' text.
+async fn status_calls(env: &crate::Env, rate: Option<mcp::RateLimit>, n: u64) -> Vec<String> {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (server_in, server_out) = tokio::io::split(server);
+    let options = mcp::McpOptions { rate, ..mcp::McpOptions::default() };
+    let serving = tokio::spawn(mcp::stdio::serve_io(env.runtime.clone(), options, (server_in, server_out)));
+    let (client_in, mut client_out) = tokio::io::split(client);
+    let mut replies = BufReader::new(client_in).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fast", "version": "0"}}});
+    client_out.write_all(format!("{init}\n").as_bytes()).await.unwrap();
+    replies.next_line().await.unwrap().unwrap();
+    client_out.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").await.unwrap();
+    let mut lines = String::new();
+    for id in 1..=n {
+        lines.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "status", "arguments": {}}}).to_string());
+        lines.push('\n');
+    }
+    client_out.write_all(lines.as_bytes()).await.unwrap();
+    let mut answers = Vec::new();
+    while (answers.len() as u64) < n {
+        let line = tokio::time::timeout(Duration::from_secs(60), replies.next_line()).await.expect("answered").unwrap().unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        if reply["id"].as_u64().is_some() {
+            answers.push(reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    drop(client_out);
+    drop(replies);
+    let _ = tokio::time::timeout(Duration::from_secs(20), serving).await;
+    answers
+}
+
+/// On stdio the client is Glovebox's only user: no bound on its calls unless one is configured
+/// (400 back to back all run). A configured bound refuses past its burst with `step_limit`, the
+/// closed code for a spent budget, and says how long to wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_does_not_throttle_its_client_and_a_configured_bound_says_step_limit() {
+    let env = env("stdio-rate", true, None).await;
+    let answers = status_calls(&env, None, 400).await;
+    assert!(answers.iter().all(|a| !a.contains("step_limit") && !a.contains("too many")), "{:?}", answers.iter().find(|a| a.contains("too many")));
+    let answers = status_calls(&env, Some(mcp::RateLimit { burst: 5, per_minute: 60 }), 8).await;
+    let refused: Vec<Value> = answers.iter().filter(|a| a.contains("too many")).map(|a| serde_json::from_str(a).unwrap()).collect();
+    assert_eq!(refused.len(), 3, "{answers:?}");
+    assert_eq!(refused[0]["error"], "step_limit", "{:?}", refused[0]);
+    assert!(refused[0]["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0), "{:?}", refused[0]);
+}
