@@ -178,6 +178,35 @@ fn resample(src: &Pixels, region: (f64, f64, f64, f64), out_w: u32, out_h: u32) 
     Pixels { width: out_w, height: out_h, rgba }
 }
 
+/// The colour masked regions are painted with (opaque dark grey).
+pub const MASK_RGBA: [u8; 4] = [60, 60, 60, 255];
+
+/// `shot` with each region `(x, y, width, height)` (image pixels, clipped to the image) painted
+/// over in [`MASK_RGBA`]: secret fields and text showing a typed secret, before any model or log
+/// receives the image. A JPEG comes back as a PNG (there is no JPEG decoder here).
+pub fn mask_screenshot(shot: &protocol::Screenshot, regions: &[(f64, f64, f64, f64)]) -> Result<protocol::Screenshot, ImageError> {
+    let mut pixels = match shot.mime {
+        protocol::ImageMime::Png => decode_png(shot)?,
+        protocol::ImageMime::Jpeg => return Err(ImageError::Decode("a JPEG screenshot cannot be masked; capture PNG".into())),
+    };
+    let (w, h) = (f64::from(pixels.width), f64::from(pixels.height));
+    for &(x, y, rw, rh) in regions {
+        if !(x.is_finite() && y.is_finite() && rw.is_finite() && rh.is_finite()) {
+            continue;
+        }
+        let (x0, y0) = (x.floor().clamp(0.0, w) as u32, y.floor().clamp(0.0, h) as u32);
+        let (x1, y1) = ((x + rw).ceil().clamp(0.0, w) as u32, (y + rh).ceil().clamp(0.0, h) as u32);
+        for row in y0..y1 {
+            let start = (row * pixels.width + x0) as usize * 4;
+            let end = (row * pixels.width + x1) as usize * 4;
+            for p in pixels.rgba[start..end].chunks_exact_mut(4) {
+                p.copy_from_slice(&MASK_RGBA);
+            }
+        }
+    }
+    encode_png(&pixels)
+}
+
 /// `shot` scaled down (aspect kept) to fit a provider's bounds; unchanged, without decoding,
 /// when it already fits. Points read off the result map to CSS pixels by its own size.
 pub fn fit_screenshot(shot: &protocol::Screenshot, max_width: u32, max_height: u32, max_pixels: u64) -> Result<protocol::Screenshot, ImageError> {

@@ -407,7 +407,13 @@ impl<'a> Walker<'a> {
         if raw.is_empty() && matches!(sensitivity, Sensitivity::Public) {
             return (Some(String::new()), false);
         }
-        (Some(policy::redact_value_for_field(&raw, sensitivity)), sensitivity.is_secret())
+        // A public field's value is page-controlled text: a credential in it (a URL's token, a
+        // `key=value` pair) is taken out as anywhere else.
+        let shown = match sensitivity {
+            Sensitivity::Public => policy::redact_text(&raw).into_owned(),
+            Sensitivity::Secret(_) => policy::redact_value_for_field(&raw, sensitivity),
+        };
+        (Some(shown), sensitivity.is_secret())
     }
 }
 

@@ -30,6 +30,7 @@ use crate::BrowserError;
 use crate::capture::{SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context};
 use crate::dom::Rect;
 use crate::image::image_size;
+use crate::model::{Candidate, Item};
 use crate::model::{HostKey, Walker};
 use crate::render::{Line, choose, flatten, line_cost};
 use crate::synth::dom_model_fits;
@@ -202,7 +203,9 @@ impl Tab {
         let frame_id = FrameId::new(format!("frame_{:016x}", hasher.finish())).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
         // Text this tab typed into secret fields never comes back, a dialog's message included.
         let secrets = lock(&self.state).secrets.clone();
-        let scrub = |t: &str| secrets.redact(t).into_owned();
+        // …and no credential the page shows (`policy::redact_text`: URLs' query values, tokens,
+        // `password=…` pairs), in its text, names, values, title and console.
+        let scrub = |t: &str| secrets.redact(&policy::redact_text(t)).into_owned();
         let kind: String = dialog.kind.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
         let message = scrub(&dialog.message);
         let text = format!(
@@ -423,7 +426,9 @@ impl Tab {
 
         // Text this tab typed into secret fields never comes back, wherever the page echoes it.
         let secrets = lock(&self.state).secrets.clone();
-        let scrub = |t: &str| secrets.redact(t).into_owned();
+        // …and no credential the page shows (`policy::redact_text`: URLs' query values, tokens,
+        // `password=…` pairs), in its text, names, values, title and console.
+        let scrub = |t: &str| secrets.redact(&policy::redact_text(t)).into_owned();
         let mut text = scrub(&render_lines(&lines, &chosen, &ref_of));
         if aria_cut {
             let left_out = chosen.iter().filter(|c| !**c).count();
@@ -478,6 +483,29 @@ impl Tab {
             scroll_x: world.scroll_x,
             scroll_y: world.scroll_y,
         };
+        // Secret fields, and whatever shows a secret this tab typed, are painted over before the
+        // image leaves: a model, an artifact or a log never receives them (design: "secrets are
+        // masked in images too").
+        let screenshot = match screenshot {
+            Some(shot) => {
+                let regions = secret_regions(&items, &candidates, &secrets);
+                let (sx, sy) = (f64::from(shot.width) / viewport.width.max(1.0), f64::from(shot.height) / viewport.height.max(1.0));
+                let visible: Vec<(f64, f64, f64, f64)> = regions
+                    .iter()
+                    // Two CSS pixels of margin: glyphs and focus rings reach past a layout box.
+                    .map(|r| ((r.x - 2.0) * sx, (r.y - 2.0) * sy, (r.w + 4.0) * sx, (r.h + 4.0) * sy))
+                    .filter(|(x, y, w, h)| *w > 0.0 && *h > 0.0 && x + w > 0.0 && y + h > 0.0 && *x < f64::from(shot.width) && *y < f64::from(shot.height))
+                    .collect();
+                if visible.is_empty() {
+                    Some(shot)
+                } else {
+                    let masked = crate::image::mask_screenshot(&shot, &visible);
+                    // An image that cannot be masked is not handed out at all.
+                    masked.map_err(|e| tracing::warn!(error = %e, "a screenshot with secret regions could not be masked; it is withheld")).ok()
+                }
+            }
+            None => None,
+        };
         let frame_id = frame_id(self.target_id().0.as_str(), navigation_epoch, &world, screenshot.as_ref());
         let (console_errors, console_cut) = lock(&self.state).console.snapshot();
         let console_errors = console_errors.iter().map(|c| scrub(c)).collect();
@@ -509,6 +537,34 @@ impl Tab {
         });
         Attempt::Done(Box::new(observation), record)
     }
+}
+
+/// Where a screenshot must be masked (viewport CSS pixels): every secret field (password, card,
+/// one-time code, token), and every element or text whose content shows a secret this tab typed.
+fn secret_regions(items: &[Item], candidates: &[Candidate], secrets: &policy::SecretRegistry) -> Vec<Rect> {
+    fn shows(secrets: &policy::SecretRegistry, text: &str) -> bool {
+        !secrets.is_empty() && matches!(secrets.redact(text), std::borrow::Cow::Owned(_))
+    }
+    fn walk(items: &[Item], secrets: &policy::SecretRegistry, out: &mut Vec<Rect>) {
+        for item in items {
+            match item {
+                Item::Text { text, bounds: Some(b) } if shows(secrets, text) => out.push(*b),
+                Item::Text { .. } => {}
+                Item::Node(node) => {
+                    if let Some(b) = node.bounds
+                        && (shows(secrets, &node.name) || node.value.as_deref().is_some_and(|v| shows(secrets, v)))
+                    {
+                        out.push(b);
+                    }
+                    walk(&node.children, secrets, out);
+                }
+            }
+        }
+    }
+    let mut out: Vec<Rect> =
+        candidates.iter().filter(|c| c.secret || shows(secrets, &c.name) || c.value.as_deref().is_some_and(|v| shows(secrets, v))).map(|c| c.bounds).collect();
+    walk(items, secrets, &mut out);
+    out
 }
 
 fn render_lines(lines: &[Line], chosen: &[bool], ref_of: &HashMap<usize, ElementRef>) -> String {

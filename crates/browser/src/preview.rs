@@ -72,7 +72,9 @@ impl Tab {
         // Text this tab typed into secret fields never comes back, wherever the page echoes it:
         // in a preview as in an observation.
         let secrets = crate::tab::lock(&self.state).secrets.clone();
-        let scrub = |t: &str| secrets.redact(t).into_owned();
+        // …and no credential the page shows (`policy::redact_text`: URLs' query values, tokens,
+        // `password=…` pairs), in its text, names, values, title and console.
+        let scrub = |t: &str| secrets.redact(&policy::redact_text(t)).into_owned();
         Some(Ok(Preview::ready(PreviewParts {
             preview_frame_id: frame,
             content_epoch: raw.state.structural,

@@ -233,6 +233,24 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
                 }
             }
             results.push(("preview /login".to_owned(), Stats::of(&mut preview)));
+            // Screenshots: observe with one, whose password field is masked before it leaves,
+            // and the masking alone (decode, paint, encode) on that 1280×720 capture.
+            let visual = ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..ObserveOptions::default() };
+            let (mut with_shot, mut masking) = (Vec::new(), Vec::new());
+            for i in 0..(n / 2).max(8) + 2 {
+                let started = Instant::now();
+                let observation = tab.observe(&visual).await?;
+                let took = started.elapsed();
+                let shot = observation.screenshot().ok_or_else(|| anyhow::anyhow!("no screenshot"))?;
+                let started = Instant::now();
+                ::browser::mask_screenshot(shot, &[(100.0, 100.0, 300.0, 40.0)])?;
+                if i >= 2 {
+                    with_shot.push(took);
+                    masking.push(started.elapsed());
+                }
+            }
+            results.push(("observe /login with a masked screenshot".to_owned(), Stats::of(&mut with_shot)));
+            results.push(("screenshot masking per image (1280×720 PNG)".to_owned(), Stats::of(&mut masking)));
         }
     }
     Ok(results)

@@ -291,3 +291,155 @@ mod restorable_tests {
         assert_eq!(restorable_url("not a url"), None);
     }
 }
+
+/// Free text a page controls (a form field's value, a console message) with what carries a
+/// credential taken out: every `http(s)://` URL in it redacted as [`redact_url`] does (query
+/// values, userinfo, data-carrying fragments), `Bearer <token>`, JSON-web-token-shaped runs, and
+/// the value of `key=value` / `key: value` pairs whose key names a credential (`token`,
+/// `password`, `api_key`, `session`, …). Borrows when nothing changed; never panics.
+pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut rest = text;
+    // URLs first: they carry most credentials in text.
+    while let Some(at) = find_url(rest) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let end = tail.find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ']' | '}')).unwrap_or(tail.len());
+        let url = &tail[..end];
+        let redacted = redact_url(url);
+        changed |= redacted != url;
+        out.push_str(&redacted);
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    // Then tokens and credential pairs, word by word (URLs are already clean).
+    let pieces = split_keep(&out);
+    fn trim(p: &str) -> &str {
+        p.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | ';' | '(' | ')' | '{' | '}'))
+    }
+    let credential_like =
+        |w: &str| w.len() >= 8 && w.bytes().any(|b| b.is_ascii_digit()) && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~+/=-".contains(&b));
+    let mut result = String::with_capacity(out.len());
+    // The next word is a credential: after `password:` whatever it is; after `Bearer` only if it
+    // looks like one (`Basic | $5.00` is a plan, not a header).
+    let mut hide_next = false;
+    for (i, piece) in pieces.iter().enumerate() {
+        let word = trim(piece);
+        if piece.chars().all(char::is_whitespace) {
+            result.push_str(piece);
+            continue;
+        }
+        if std::mem::take(&mut hide_next) && !word.is_empty() {
+            result.push_str(&piece.replace(word, REDACTED));
+            changed = true;
+            continue;
+        }
+        if word.eq_ignore_ascii_case("bearer") || word.eq_ignore_ascii_case("basic") {
+            hide_next = pieces.get(i + 2).is_some_and(|next| credential_like(trim(next)));
+            result.push_str(piece);
+            continue;
+        }
+        if is_jwt(word) {
+            result.push_str(&piece.replace(word, REDACTED));
+            changed = true;
+            continue;
+        }
+        // key=value and key: value (the value in this word, or the next one); the key a plain
+        // name (not a URL's query, which is already clean).
+        if let Some((key, value)) = word.split_once(['=', ':'])
+            && !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && is_secret_key(key)
+        {
+            let value = value.trim_matches(|c: char| matches!(c, '"' | '\'' | ' '));
+            if value.is_empty() {
+                // `Authorization: Bearer …` leaves the scheme word to its own rule.
+                hide_next = pieces.get(i + 2).is_some_and(|next| {
+                    let next = trim(next);
+                    !next.is_empty() && !next.eq_ignore_ascii_case("bearer") && !next.eq_ignore_ascii_case("basic")
+                });
+                result.push_str(piece);
+            } else if value != REDACTED && !value.starts_with('&') {
+                result.push_str(&piece.replacen(value, REDACTED, 1));
+                changed = true;
+            } else {
+                result.push_str(piece);
+            }
+            continue;
+        }
+        result.push_str(piece);
+    }
+    if changed { std::borrow::Cow::Owned(result) } else { std::borrow::Cow::Borrowed(text) }
+}
+
+/// Where the next `http://` or `https://` URL starts (case-insensitive scheme).
+fn find_url(s: &str) -> Option<usize> {
+    let lower = s.to_ascii_lowercase();
+    match (lower.find("http://"), lower.find("https://")) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Words and the whitespace between them, in order.
+fn split_keep(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_space = None;
+    for (i, c) in s.char_indices() {
+        let space = c.is_whitespace();
+        if in_space != Some(space) {
+            if i > start {
+                out.push(&s[start..i]);
+            }
+            start = i;
+            in_space = Some(space);
+        }
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
+/// Three base64url runs joined by dots, the first a JSON object header (`eyJ…`).
+fn is_jwt(word: &str) -> bool {
+    let parts: Vec<&str> = word.split('.').collect();
+    parts.len() == 3
+        && parts[0].starts_with("eyJ")
+        && parts[0].len() >= 10
+        && parts[1].len() >= 10
+        && parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::redact_text;
+
+    #[test]
+    fn credentials_in_free_text_are_redacted_and_plain_text_is_borrowed() {
+        let cases = [
+            ("see https://pay.example/confirm?token=SECRET123&amount=5 now", "see https://pay.example/confirm?token=&amount= now"),
+            ("Authorization: Bearer abc.def-123_ghi", "Authorization: Bearer [redacted]"),
+            ("api_key=sk_live_1234567890 retry", "api_key=[redacted] retry"),
+            ("password: hunter2", "password: [redacted]"),
+            ("got eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_abc-123 back", "got [redacted] back"),
+            ("session=\"s3cr3t\";", "session=\"[redacted]\";"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(redact_text(text), expected, "{text}");
+        }
+        for plain in [
+            "Hello, world",
+            "Total: 42",
+            "a=b c:d",
+            "ratio 3:2 at 10:30",
+            "https://example.com/path#section-2",
+            "row: Basic | $5.00 | 1",
+            "link \"Forgot password?\" [e7] -> /reset?token=&user=#frag",
+        ] {
+            assert!(matches!(redact_text(plain), std::borrow::Cow::Borrowed(_)), "{plain} → {}", redact_text(plain));
+        }
+    }
+}

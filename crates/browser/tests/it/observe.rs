@@ -251,3 +251,74 @@ async fn page_model_choice() {
         assert!(record.refs.values().all(|b| b.fingerprint.is_some() == dom), "{path}: DOM model expected {dom}");
     }
 }
+
+/// Every screenshot is masked before it leaves: password, card and one-time-code fields are
+/// painted over whatever they hold, and so is the text where the page echoes a secret typed
+/// into one of them; a public field stays as the page drew it. Read back pixel by pixel.
+#[tokio::test]
+async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
+    use browser::{ActOptions, MASK_RGBA};
+    let env = env().await;
+    let tab = env.open("/masked.html").await;
+    let o = observe(&tab).await;
+    let pass = o.interactive_elements().iter().find(|e| e.name() == "Password").unwrap().element().as_str().to_owned();
+    let typing = protocol::validate_extended_action(&serde_json::json!({
+        "type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": pass}, "text": "hunter2-secret", "intent": "sign in"
+    }))
+    .unwrap();
+    tab.act(&typing, &ActOptions::default()).await.unwrap();
+    let shot = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
+    let image = shot.screenshot().expect("a screenshot");
+    let bytes = browser::decode_base64(&image.data).unwrap();
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let pixel = |x: u32, y: u32| -> [u8; 4] {
+        let i = (y * info.width + x) as usize * channels;
+        [buf[i], buf[i + 1], buf[i + 2], if channels == 4 { buf[i + 3] } else { 255 }]
+    };
+    let rects = crate::observe_eval(
+        &tab,
+        "Object.fromEntries(['pass', 'card', 'otc', 'echo', 'user'].map(id => { const r = document.getElementById(id).getBoundingClientRect(); return [id, [r.x, r.y, r.width, r.height]]; }))",
+    )
+    .await;
+    let rect = |id: &str| {
+        let v: Vec<f64> = rects[id].as_array().unwrap().iter().map(|n| n.as_f64().unwrap()).collect();
+        (v[0], v[1], v[2], v[3])
+    };
+    let scale = f64::from(info.width) / shot.viewport().width;
+    let masked = |(x, y, w, h): (f64, f64, f64, f64)| {
+        let mut all = true;
+        for py in ((y * scale).ceil() as u32)..((y + h) * scale).floor() as u32 {
+            for px in ((x * scale).ceil() as u32)..((x + w) * scale).floor() as u32 {
+                all &= pixel(px, py) == MASK_RGBA;
+            }
+        }
+        all
+    };
+    for id in ["pass", "card", "otc"] {
+        assert!(masked(rect(id)), "{id} is masked");
+    }
+    let echo = rect("echo");
+    assert!(crate::observe_eval(&tab, "document.getElementById('echo').textContent").await.as_str().unwrap().contains("hunter2-secret"), "the page echoes it");
+    // The echo's text box (its first line, where the glyphs are) is painted over.
+    assert!(masked((echo.0, echo.1, 200.0_f64.min(echo.2), echo.3)), "the echoed secret is masked");
+    assert!(!masked(rect("user")), "a public field is not masked");
+    assert!(!shot.aria_snapshot().contains("hunter2-secret"), "nor is it in the text");
+    // Credentials the page itself shows are out of the text too: a token URL in a field's value
+    // and in the page's text, a bearer token, a key printed to the console; the rest stays.
+    let everything = serde_json::to_string(&shot).unwrap();
+    for secret in ["SECRET123", "RESET999", "abc123def456", "sk_live_987654321"] {
+        assert!(!everything.contains(secret), "{secret} leaked: {everything}");
+    }
+    let link = shot.interactive_elements().iter().find(|e| e.name() == "Link").unwrap();
+    assert_eq!(link.value(), Some("https://pay.example/confirm?token=&amount="));
+    assert!(shot.console_errors().iter().any(|c| c.contains("api_key=[redacted]")), "{:?}", shot.console_errors());
+    assert!(shot.aria_snapshot().contains("Reset link: https://x.example/reset?token="), "{}", shot.aria_snapshot());
+    let preview = tab.preview(Duration::from_secs(10)).await;
+    let preview = serde_json::to_string(&preview).unwrap();
+    assert!(!preview.contains("RESET999") && !preview.contains("hunter2-secret") && preview.contains("Reset link"), "{preview}");
+}

@@ -58,6 +58,14 @@ fn url_with_secrets() -> impl Strategy<Value = (String, Vec<String>)> {
 
 proptest! {
     #[test]
+    fn redact_text_never_panics_and_keeps_no_credential_value(input in any::<String>(), secret in "[a-z0-9]{8,16}") {
+        let _ = policy::redact_text(&input);
+        let text = format!("{input} token={secret} https://x.example/?code={secret}");
+        let redacted = policy::redact_text(&text);
+        prop_assert!(!redacted.contains(&format!("token={secret}")) && !redacted.contains(&format!("code={secret}")), "{}", redacted);
+    }
+
+    #[test]
     fn redact_url_never_panics_and_is_a_fixed_point(input in any::<String>()) {
         let once = redact_url(&input);
         prop_assert_eq!(redact_url(&once), once);
