@@ -226,4 +226,25 @@ impl<'a> DocView<'a> {
     pub(crate) fn url(&self) -> &'a str {
         self.reply.string(self.doc.document_url)
     }
+
+    /// The URL relative links resolve against: the `<base href>` when the page set one (a
+    /// page can point every relative link and form elsewhere with it), else the document's.
+    pub(crate) fn base_url(&self) -> &'a str {
+        match self.doc.base_url.map(|i| self.reply.string(i)) {
+            Some(base) if base.contains("://") => base,
+            _ => self.url(),
+        }
+    }
+
+    /// The nearest `<form>` ancestor of `node` (its form owner in the common case).
+    pub(crate) fn form_of(&self, node: usize) -> Option<usize> {
+        let mut at = self.parent(node);
+        while let Some(n) = at {
+            if self.tag(n) == "form" {
+                return Some(n);
+            }
+            at = self.parent(n);
+        }
+        None
+    }
 }

@@ -29,6 +29,6 @@ mod tab;
 pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, MarkerKind, SettleEnd, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
 pub use image::{ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot};
-pub use observe::{ObservationRecord, ObserveOptions, PageModel, RefBinding};
+pub use observe::{FormStructure, ObservationRecord, ObserveOptions, PageModel, RefBinding, TargetStructure};
 pub use render::{is_state_token, observation_text, snapshot_text};
 pub use tab::{Dialog, Tab, TabMemory};

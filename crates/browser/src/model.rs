@@ -91,6 +91,8 @@ pub(crate) struct Candidate {
     pub(crate) fingerprint: Option<String>,
     /// A frame element (`<iframe>`, `<frame>`): entered by a locator's frame chain, not acted on.
     pub(crate) frame: bool,
+    /// Where activating it reaches, from the DOM snapshot (for policy at act time).
+    pub(crate) structure: crate::TargetStructure,
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +131,8 @@ pub(crate) struct Walker<'a> {
     seq: usize,
     /// Where each capture's viewport sits in the top-level viewport (out-of-process frames).
     pub(crate) capture_origins: HashMap<usize, (f64, f64)>,
+    /// Each frame's security origin by frame id, from the tab's frame tree.
+    frame_origins: &'a HashMap<String, String>,
 }
 
 fn value_text(v: &Option<AxValue>) -> String {
@@ -163,8 +167,13 @@ pub(crate) fn fold(text: &str) -> String {
 }
 
 impl<'a> Walker<'a> {
-    pub(crate) fn new(captures: &'a [SessionCapture], oopif: &'a HashMap<HostKey, usize>, viewport: (f64, f64)) -> Self {
-        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0, capture_origins: HashMap::new() }
+    pub(crate) fn new(
+        captures: &'a [SessionCapture],
+        oopif: &'a HashMap<HostKey, usize>,
+        viewport: (f64, f64),
+        frame_origins: &'a HashMap<String, String>,
+    ) -> Self {
+        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0, capture_origins: HashMap::new(), frame_origins }
     }
 
     /// Walks the root document of capture `index` whose viewport origin is `origin`.
@@ -186,7 +195,10 @@ impl<'a> Walker<'a> {
         let Some(view) = DocView::new(&cap.snapshot, doc, origin) else { return Vec::new() };
         let by_id: HashMap<&str, &AxNode> = nodes.iter().map(|n| (n.node_id.as_str(), n)).collect();
         let Some(root) = nodes.iter().find(|n| n.parent_id.is_none()).or_else(|| nodes.first()) else { return Vec::new() };
-        let mut ctx = DocCtx { capture, view: &view, by_id: &by_id, depth_guard };
+        // The frame tree's security origin (authoritative; the snapshot's document URL of a
+        // child frame can name its parent's), else the document's own URL.
+        let origin = self.frame_origins.get(frame).cloned().unwrap_or_else(|| policy::web_origin(view.url()));
+        let mut ctx = DocCtx { capture, origin, view: &view, by_id: &by_id, depth_guard };
         self.walk_node(&mut ctx, root)
     }
 
@@ -251,7 +263,7 @@ impl<'a> Walker<'a> {
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
         let (value, secret) = dom.map_or((None, false), |d| self.value(ctx.view, node, &role, &tag, d, &name));
         let url = match (role.as_str(), dom) {
-            ("link", Some(d)) => ctx.view.attr(d, "href").map(|href| link_target(ctx.view.url(), href)),
+            ("link", Some(d)) => ctx.view.attr(d, "href").map(|href| link_target(ctx.view.url(), ctx.view.base_url(), href)),
             _ => None,
         };
         let display_role = match role.as_str() {
@@ -299,6 +311,7 @@ impl<'a> Walker<'a> {
                 secret,
                 fingerprint: dom.filter(|_| self.captures[ctx.capture].dom_model).map(|d| crate::synth::fingerprint(ctx.view, d)),
                 frame: false,
+                structure: dom.map(|d| structure(ctx.view, d, &ctx.origin)).unwrap_or_default(),
             });
             Some(index)
         } else {
@@ -342,6 +355,7 @@ impl<'a> Walker<'a> {
                     secret: false,
                     fingerprint: self.captures[ctx.capture].dom_model.then(|| crate::synth::fingerprint(ctx.view, d)),
                     frame: true,
+                    structure: crate::TargetStructure { document_origin: ctx.origin.clone(), ..Default::default() },
                 });
                 Some(self.candidates.len() - 1)
             }
@@ -419,6 +433,8 @@ impl<'a> Walker<'a> {
 
 struct DocCtx<'v, 'n> {
     capture: usize,
+    /// The document's security origin, as the browser's frame tree reports it.
+    origin: String,
     view: &'v DocView<'v>,
     by_id: &'v HashMap<&'n str, &'n AxNode>,
     depth_guard: usize,
@@ -448,8 +464,11 @@ pub(crate) fn text_of(items: &[Item]) -> String {
 
 /// A link's target as shown: resolved against the document, redacted, and shortened to the path
 /// when it stays on the document's origin.
-fn link_target(document_url: &str, href: &str) -> String {
-    let absolute = resolve_href(document_url, href.trim());
+/// A link's destination as the observation shows it: resolved against the base URL (a
+/// `<base href>` included), then redacted, and relative to the document's origin when it stays
+/// there.
+fn link_target(document_url: &str, base_url: &str, href: &str) -> String {
+    let absolute = resolve_href(base_url, href.trim());
     let redacted = policy::redact_url(&absolute);
     let origin = policy::web_origin(document_url);
     match redacted.strip_prefix(&origin) {
@@ -620,6 +639,63 @@ fn humanize(raw: &str) -> String {
 
 /// Resolves `href` against an absolute http(s) `base` the way a browser would for the common
 /// forms (absolute, scheme-relative, root-relative, query, fragment, relative path).
+/// Where an element's activation reaches, read from the snapshot: its document's origin, a
+/// link's destination, `download` and `ping`, and its form (action and method with the
+/// submitter's own `formaction`/`formmethod`, secret fields inside, whether it submits).
+fn structure(view: &DocView<'_>, node: usize, document_origin: &str) -> crate::TargetStructure {
+    let base = view.base_url();
+    let tag = view.tag(node);
+    // The link around the element (a span inside an anchor activates the anchor).
+    let mut link = None;
+    let mut at = Some(node);
+    while let Some(n) = at {
+        if matches!(view.tag(n).as_str(), "a" | "area") && view.attr(n, "href").is_some() {
+            link = Some(n);
+            break;
+        }
+        at = view.parent(n);
+    }
+    let href = link.and_then(|l| view.attr(l, "href")).map(|h| resolve_href(base, h.trim()));
+    let download = link.is_some_and(|l| view.attr(l, "download").is_some());
+    let pings =
+        link.and_then(|l| view.attr(l, "ping")).map(|p| p.split_ascii_whitespace().take(8).map(|u| resolve_href(base, u)).collect()).unwrap_or_default();
+    let form = view.form_of(node).map(|f| {
+        let input_type = view.attr(node, "type").map(str::to_ascii_lowercase);
+        let submits = match tag.as_str() {
+            "button" => input_type.as_deref().is_none_or(|t| t == "submit"),
+            "input" => matches!(input_type.as_deref(), Some("submit" | "image")),
+            _ => false,
+        };
+        let own = |attr: &str| if submits { view.attr(node, attr) } else { None };
+        let action = own("formaction").or_else(|| view.attr(f, "action")).unwrap_or("");
+        let method = own("formmethod").or_else(|| view.attr(f, "method")).unwrap_or("get").trim().to_ascii_lowercase();
+        // A secret field with something in it: submitting the form sends a credential.
+        let has_secret_fields = view.descendants(f).any(|d| {
+            view.tag(d) == "input"
+                && view.input_value(d).is_some_and(|v| !v.is_empty())
+                && policy::classify_field(&policy::FieldFacts {
+                    tag: Some("input"),
+                    input_type: view.attr(d, "type"),
+                    autocomplete: view.attr(d, "autocomplete"),
+                    name: view.attr(d, "name"),
+                    id: view.attr(d, "id"),
+                    aria_label: view.attr(d, "aria-label"),
+                    label: None,
+                    placeholder: view.attr(d, "placeholder"),
+                    role: None,
+                })
+                .is_secret()
+        });
+        crate::FormStructure {
+            action: resolve_href(if action.trim().is_empty() { view.url() } else { base }, action.trim()),
+            method: if method == "post" || method == "dialog" { method } else { "get".into() },
+            has_secret_fields,
+            submits,
+        }
+    });
+    crate::TargetStructure { document_origin: document_origin.to_owned(), href, download, pings, form }
+}
+
 fn resolve_href(base: &str, href: &str) -> String {
     let has_scheme = href.find(':').is_some_and(|i| {
         let scheme = &href[..i];
@@ -664,8 +740,10 @@ mod tests {
         assert_eq!(resolve_href(base, "#section"), "http://127.0.0.1:8080/dir/page.html?x=1#section");
         assert_eq!(resolve_href(base, "other.html"), "http://127.0.0.1:8080/dir/other.html");
         assert_eq!(resolve_href(base, "mailto:a@b.c"), "mailto:a@b.c");
-        assert_eq!(link_target(base, "/reset?token=abc#access_token=x"), "/reset?token=");
-        assert_eq!(link_target(base, "https://other.test/a?b=c"), "https://other.test/a?b=");
+        assert_eq!(link_target(base, base, "/reset?token=abc#access_token=x"), "/reset?token=");
+        assert_eq!(link_target(base, base, "https://other.test/a?b=c"), "https://other.test/a?b=");
+        // A `<base href>` elsewhere sends every relative link there, and the outline says so.
+        assert_eq!(link_target(base, "https://evil.test/", "/pay"), "https://evil.test/pay");
     }
 
     #[test]

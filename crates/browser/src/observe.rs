@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use cdp::Session;
 use cdp::domains::accessibility::GetFullAxTree;
 use cdp::domains::dom::DescribeNode;
-use cdp::domains::page::CaptureScreenshot;
+use cdp::domains::page::{CaptureScreenshot, GetFrameTree};
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
 use protocol::{ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, TabId, TargetIdentity, Viewport};
 
@@ -90,6 +90,38 @@ pub struct RefBinding {
     /// The node is a frame element (`<iframe>`, `<frame>`): its ref enters the frame in a
     /// locator's frame chain; actions do not target it.
     pub frame: bool,
+    /// Where activating it reaches (its document's origin, a link's destination, its form).
+    pub structure: TargetStructure,
+}
+
+/// What an element's structure says about where activating it reaches, read from the DOM
+/// snapshot (which page scripts cannot forge) when it was observed; policy judges a write by it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TargetStructure {
+    /// The web origin of the element's own document (an iframe's, for an element inside one).
+    pub document_origin: String,
+    /// A link's destination, absolute (`<base href>` applied); `None` when it is not in a link.
+    pub href: Option<String>,
+    /// The link has a `download` attribute: activating it saves a file.
+    pub download: bool,
+    /// The link's `ping` URLs, absolute: activating it sends a request to each.
+    pub pings: Vec<String>,
+    /// The form the element belongs to.
+    pub form: Option<FormStructure>,
+}
+
+/// The form of a target.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FormStructure {
+    /// Where it submits, absolute (the submitter's `formaction`, `<base href>` applied).
+    pub action: String,
+    /// `get`, `post` or `dialog`.
+    pub method: String,
+    /// It holds a filled password, card, one-time-code or token field: submitting it sends
+    /// credentials.
+    pub has_secret_fields: bool,
+    /// The target is the form's submit button.
+    pub submits: bool,
 }
 
 /// The runtime's private record of the latest observation of a tab.
@@ -305,7 +337,18 @@ impl Tab {
         };
         let ax_tree = async { if dom_model { None } else { Some(session.call(GetFullAxTree { depth: None, frame_id: None }).await) } };
         // Sent together, processed in order by the renderer: the two reads bracket the capture.
-        let (snapshot, ax, shot, after) = tokio::join!(session.call(snapshot_command()), ax_tree, screenshot, evaluate_in(session, context, read));
+        let (snapshot, ax, shot, after, frames) =
+            tokio::join!(session.call(snapshot_command()), ax_tree, screenshot, evaluate_in(session, context, read), session.call(GetFrameTree {}));
+        // Each frame's security origin: what a write inside it reaches (an iframe's, not the page's).
+        let mut frame_origins = HashMap::new();
+        if let Ok(frames) = frames {
+            let mut pending = vec![frames.frame_tree];
+            while let Some(tree) = pending.pop() {
+                let origin = tree.frame.security_origin.clone().filter(|o| o.contains("://")).unwrap_or_else(|| policy::web_origin(&tree.frame.url));
+                frame_origins.insert(tree.frame.id.clone(), origin);
+                pending.extend(tree.child_frames);
+            }
+        }
         let after = match after {
             Ok(a) => decode_world(a)?,
             Err(BrowserError::Internal { .. }) => {
@@ -342,7 +385,7 @@ impl Tab {
             }
             None => None,
         };
-        Ok(self.assemble(before, navigation_before, &captures, &oopif, screenshot))
+        Ok(self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins))
     }
 
     /// Captures each attached out-of-process iframe and finds which element hosts it.
@@ -390,9 +433,10 @@ impl Tab {
         captures: &[SessionCapture],
         oopif: &HashMap<HostKey, usize>,
         screenshot: Option<Screenshot>,
+        frame_origins: &HashMap<String, String>,
     ) -> Attempt {
         let viewport_px = (world.width, world.height);
-        let mut walker = Walker::new(captures, oopif, viewport_px);
+        let mut walker = Walker::new(captures, oopif, viewport_px, frame_origins);
         let items = walker.walk_capture(0, (0.0, 0.0), 0);
         let candidates = std::mem::take(&mut walker.candidates);
         let origins = std::mem::take(&mut walker.capture_origins);
@@ -466,6 +510,7 @@ impl Tab {
                     fingerprint: cand.fingerprint.clone(),
                     frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
                     frame: cand.frame,
+                    structure: cand.structure.clone(),
                 };
                 (ref_of[c].as_str().to_owned(), binding)
             })

@@ -25,6 +25,9 @@ pub struct FileConfig {
     pub viewport: Option<(u32, u32)>,
     /// Local project / dev-server origins that act without approval (R1).
     pub trusted_origins: Option<Vec<String>>,
+    /// Trusted origins whose password, card and code fields need no approval (a developer's own
+    /// login form in tests); a person's setting, never a model's or a page's.
+    pub credential_origins: Option<Vec<String>>,
     /// When set, only these origins may be opened.
     pub allowed_origins: Option<Vec<String>>,
     pub blocked_origins: Option<Vec<String>>,
@@ -115,6 +118,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     }
     let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| if flag.is_empty() { file.clone().unwrap_or_default() } else { flag.clone() };
     runtime.trust.trusted_origins = origins(&pick(&global.trust, &file.trusted_origins), "trusted origin")?;
+    runtime.trust.credential_origins = origins(&file.credential_origins.clone().unwrap_or_default(), "credential origin")?;
     let allowed = pick(&global.allow_origin, &file.allowed_origins);
     runtime.navigation.allowed_origins = if allowed.is_empty() { None } else { Some(origins(&allowed, "allowed origin")?) };
     runtime.navigation.blocked_origins = origins(&pick(&global.block_origin, &file.blocked_origins), "blocked origin")?;

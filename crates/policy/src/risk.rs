@@ -73,12 +73,22 @@ pub struct RiskFacts<'a> {
 pub struct TrustConfig {
     /// Exact origins treated as trusted (R1).
     pub trusted_origins: Vec<Origin>,
+    /// Trusted origins where credential fields (typing a password, card or code, submitting a
+    /// form that holds one) are ordinary interaction instead of R3: a developer's own login form
+    /// in automated tests. Only a person's configuration sets this; an origin not also trusted
+    /// gains nothing.
+    pub credential_origins: Vec<Origin>,
 }
 
 impl TrustConfig {
     /// True only for an exact registered origin.
     pub fn trusts(&self, origin: &Origin) -> bool {
         self.trusted_origins.iter().any(|o| o == origin)
+    }
+
+    /// True only for an exact origin that is trusted and allowed credential fields.
+    pub fn allows_credentials(&self, origin: &Origin) -> bool {
+        self.trusts(origin) && self.credential_origins.iter().any(|o| o == origin)
     }
 }
 
@@ -108,6 +118,9 @@ const HIGH_IMPACT: &[&[&str]] = &[
     &["publish"],
     &["post"],
     &["submit", "payment"],
+    &["refund"],
+    &["approve", "payment"],
+    &["revoke"],
 ];
 const HIGH_IMPACT_CJK: &[&str] = &["删除", "支付", "付款", "购买", "下单", "发送", "转账", "提交订单", "注销", "購入", "送信", "削除"];
 
@@ -127,7 +140,7 @@ pub fn classify(facts: &RiskFacts<'_>, trust: &TrustConfig) -> RiskTier {
             _ => RiskTier::R2,
         },
     };
-    let secret = facts.field.is_secret();
+    let secret = facts.field.is_secret() && !facts.origin.is_some_and(|o| trust.allows_credentials(o));
     let commit = facts.effect == Effect::Interact && facts.element_name.is_some_and(names_high_impact);
     // Page text can only push the tier up.
     if secret || commit { RiskTier::R3 } else { base }
@@ -238,11 +251,32 @@ mod tests {
         RiskFacts { effect, origin: o, element_role: Some("button"), element_name: name, field }
     }
 
+    /// A person may let credential fields be ordinary on a trusted origin of theirs (a dev
+    /// server's login form); an untrusted origin listed there gains nothing, and other high
+    /// impact stays R3.
+    #[test]
+    fn credential_origins_lower_only_credential_writes_on_trusted_origins() {
+        let local = origin("http://127.0.0.1:5173");
+        let other = origin("https://shop.example");
+        let trust = TrustConfig { trusted_origins: vec![local.clone()], credential_origins: vec![local.clone(), other.clone()] };
+        let secret = Sensitivity::Secret(crate::SecretKind::Password);
+        assert_eq!(classify(&facts(Effect::Interact, Some(&local), Some("Password"), secret), &trust), RiskTier::R1);
+        assert_eq!(classify(&facts(Effect::Interact, Some(&other), Some("Password"), secret), &trust), RiskTier::R3, "not trusted: nothing gained");
+        assert_eq!(classify(&facts(Effect::Interact, Some(&local), Some("Buy now"), Sensitivity::Public), &trust), RiskTier::R3);
+        assert_eq!(
+            classify(
+                &facts(Effect::Interact, Some(&local), Some("Password"), secret),
+                &TrustConfig { trusted_origins: vec![local.clone()], ..Default::default() }
+            ),
+            RiskTier::R3
+        );
+    }
+
     #[test]
     fn tiers_decision_table() {
         let local = origin("http://127.0.0.1:5173");
         let other = origin("https://shop.example");
-        let trust = TrustConfig { trusted_origins: vec![local.clone()] };
+        let trust = TrustConfig { trusted_origins: vec![local.clone()], ..Default::default() };
         let unregistered_localhost = origin("http://localhost:3000");
         let secret = Sensitivity::Secret(crate::SecretKind::Password);
         let cases: &[(RiskFacts<'_>, RiskTier)] = &[
@@ -262,6 +296,8 @@ mod tests {
             // Page text cannot lower a tier: "trusted" or "safe" words change nothing.
             (facts(Effect::Interact, Some(&other), Some("Safe, pre-approved action"), Sensitivity::Public), RiskTier::R2),
             (facts(Effect::Interact, Some(&other), Some("Sort order"), Sensitivity::Public), RiskTier::R2),
+            // Words raise: a refund is a commit.
+            (facts(Effect::Interact, Some(&local), Some("Refund all orders"), Sensitivity::Public), RiskTier::R3),
         ];
         for (i, (f, want)) in cases.iter().enumerate() {
             assert_eq!(classify(f, &trust), *want, "case {i}: {:?}", f.element_name);

@@ -153,33 +153,72 @@ impl Runtime {
     }
 
     /// Capability, origin and tier: `None` to go ahead, `Some(request)` when a person must decide,
-    /// `Err` when policy refuses.
+    /// `Err` when policy refuses. A write is judged by every origin it reaches, as the target's
+    /// structure says when it was observed: the element's own document (an iframe's), a link's
+    /// destination, a form's action, a link's pings; the strictest decision wins and the
+    /// approval names the origin it is about (and grants exactly that one).
     fn judge(&self, at: &StepAt<'_>, record: &ObservationRecord, intended: &Intended) -> Result<Option<ApprovalRequest>, RuntimeError> {
         match intended.effect {
             Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
             Effect::Read => require(at.entry, Capability::Observe, at.key)?,
             _ => require(at.entry, Capability::Interact, at.key)?,
         }
-        let origin = match &intended.navigate_to {
+        let mut reaches: Vec<(policy::Origin, Option<String>)> = Vec::new();
+        match &intended.navigate_to {
             Some(url) => {
                 policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
-                policy::Origin::parse(url).ok()
+                reaches.extend(policy::Origin::parse(url).ok().map(|o| (o, None)));
             }
-            None => policy::Origin::parse(record.document_url()).ok(),
-        };
+            None => {
+                // The element's own document: an iframe's origin for an element inside one.
+                let own = intended.structure.as_ref().map(|s| s.document_origin.as_str()).filter(|o| !o.is_empty() && *o != "null");
+                let own = own.and_then(|o| policy::Origin::parse(o).ok()).or_else(|| policy::Origin::parse(record.document_url()).ok());
+                reaches.extend(own.map(|o| (o, None)));
+                for (url, how) in &intended.side_effects {
+                    // A destination that is not a web page at all is refused as a navigation is.
+                    policy::check_navigation(url, &self.inner.config.navigation)
+                        .map_err(|e| RuntimeError::OriginDenied { reason: format!("this {how} {}: {e}", policy::redact_url(url)) })?;
+                    if let Ok(origin) = policy::Origin::parse(url)
+                        && !reaches.iter().any(|(o, _)| *o == origin)
+                    {
+                        let said = format!("this {how} {}", origin.serialize_web());
+                        reaches.push((origin, Some(said)));
+                    }
+                }
+            }
+        }
         let field = if intended.secret_field { policy::Sensitivity::Secret(policy::SecretKind::Password) } else { policy::Sensitivity::Public };
-        let facts = RiskFacts {
-            effect: intended.effect,
-            origin: origin.as_ref(),
-            element_role: intended.role.as_deref(),
-            element_name: intended.name.as_deref(),
-            field,
-        };
-        let tier = policy::classify(&facts, &self.inner.config.trust);
         let now = now_ms();
-        let request = policy::Request { run: at.scope, tier, origin: origin.as_ref() };
-        let mut decision = policy::decide(&request, &self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()), &self.inner.config.navigation, now);
+        let grants = self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // Each origin reached, decided alone; a refusal anywhere refuses, else the strictest ask.
+        let mut chosen: Option<(Decision, Option<policy::Origin>)> = None;
+        let decide_one = |origin: Option<&policy::Origin>| {
+            let facts = RiskFacts { effect: intended.effect, origin, element_role: intended.role.as_deref(), element_name: intended.name.as_deref(), field };
+            let tier = policy::classify(&facts, &self.inner.config.trust);
+            policy::decide(&policy::Request { run: at.scope, tier, origin }, &grants, &self.inner.config.navigation, now)
+        };
+        let candidates: Vec<(Option<policy::Origin>, Option<String>)> =
+            if reaches.is_empty() { vec![(None, None)] } else { reaches.into_iter().map(|(o, how)| (Some(o), how)).collect() };
+        for (origin, how) in candidates {
+            let decision = match decide_one(origin.as_ref()) {
+                Decision::Ask { tier, reason } => Decision::Ask { tier, reason: how.map_or(reason.clone(), |h| format!("{h}: {reason}")) },
+                other => other,
+            };
+            let rank = |d: &Decision| match d {
+                Decision::Allow => 0,
+                Decision::Ask { tier, .. } => 1 + *tier as u8,
+                Decision::Deny { .. } => 10,
+            };
+            if chosen.as_ref().is_none_or(|(c, _)| rank(&decision) > rank(c)) {
+                chosen = Some((decision, origin));
+            }
+        }
+        let (mut decision, origin) = chosen.unwrap_or((Decision::Allow, None));
         if let Some(why) = &at.confirm {
+            let tier = match &decision {
+                Decision::Ask { tier, .. } => *tier,
+                _ => policy::RiskTier::R2,
+            };
             decision = match decision {
                 Decision::Deny { reason } => Decision::Deny { reason },
                 Decision::Allow => Decision::Ask { tier, reason: format!("the model's provider flagged this action: {why}") },
@@ -356,6 +395,11 @@ struct Intended {
     name: Option<String>,
     secret_field: bool,
     text_chars: Option<usize>,
+    /// The target's structure when observed (a ref's, or the element under a point).
+    structure: Option<browser::TargetStructure>,
+    /// Requests the action causes beyond its own page, from that structure: (URL, what causes
+    /// it) — a link it follows, a form it submits, the pings it sends.
+    side_effects: Vec<(String, &'static str)>,
 }
 
 impl Intended {
@@ -367,6 +411,7 @@ impl Intended {
     /// `record`: the observation the action was planned against, when it is the latest.
     fn of(action: &ExtendedAction, record: Option<&ObservationRecord>) -> Intended {
         let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
+        let mut structure = None;
         if let Some(first) = action.targets().next() {
             match first {
                 TargetRef::Ref(e) => {
@@ -376,6 +421,7 @@ impl Intended {
                         role = Some(b.role.clone());
                         name = Some(b.name.clone());
                         secret = b.secret_field;
+                        structure = Some(b.structure.clone());
                     }
                 }
                 TargetRef::Locator(locator) => {
@@ -386,7 +432,16 @@ impl Intended {
                     role = r;
                     name = n;
                 }
-                TargetRef::Point(p) => target = format!("point ({}, {})", p.x, p.y),
+                TargetRef::Point(p) => {
+                    target = format!("point ({}, {})", p.x, p.y);
+                    // The element under the point, as observed: classified like its ref.
+                    if let Some(b) = record.and_then(|r| element_at(r, f64::from(p.x), f64::from(p.y))) {
+                        target = format!("point ({}, {}) on {} \"{}\"", p.x, p.y, b.role, b.name);
+                        role = Some(b.role.clone());
+                        name = Some(b.name.clone());
+                        structure = Some(b.structure.clone());
+                    }
+                }
             }
         }
         let navigate_to = match action {
@@ -396,9 +451,37 @@ impl Intended {
         if let Some(url) = &navigate_to {
             target = policy::redact_url(url);
         }
+        // What the structure says a click (or Enter in a form field) causes beyond the page.
+        let activates = match action {
+            ExtendedAction::Click(_) => true,
+            ExtendedAction::Press(p) => p.key.as_str().split('+').any(|k| k == "Enter"),
+            _ => false,
+        };
+        let mut side_effects = Vec::new();
+        let mut downloads = false;
+        let mut credentials = false;
+        if let (true, Some(s)) = (activates, &structure) {
+            let click = matches!(action, ExtendedAction::Click(_));
+            if click && let Some(href) = &s.href {
+                downloads = s.download;
+                if href.starts_with("http://") || href.starts_with("https://") {
+                    side_effects.push((href.clone(), "link opens"));
+                }
+                side_effects.extend(s.pings.iter().map(|p| (p.clone(), "link pings")));
+            }
+            if let Some(form) = &s.form
+                && (form.submits || !click)
+                && form.method != "dialog"
+            {
+                side_effects.push((form.action.clone(), if form.method == "post" { "form posts to" } else { "form submits to" }));
+                credentials = form.has_secret_fields;
+            }
+        }
         let effect = match action {
             ExtendedAction::Upload(_) => Effect::Upload,
             ExtendedAction::Click(click) if click.expect_download => Effect::Download,
+            // A link that saves a file is a download whether or not the action expected one.
+            ExtendedAction::Click(_) if downloads => Effect::Download,
             ExtendedAction::Navigate(_) => Effect::Navigate,
             ExtendedAction::Scroll(_) | ExtendedAction::Hover(_) | ExtendedAction::Wait(_) => Effect::Read,
             _ => Effect::Interact,
@@ -410,13 +493,30 @@ impl Intended {
             target,
             role,
             name,
-            secret_field: secret && matches!(action, ExtendedAction::Type(_)),
+            // Typing into a secret field, or submitting a form that holds one, writes credentials.
+            secret_field: (secret && matches!(action, ExtendedAction::Type(_))) || credentials,
             text_chars: match action {
                 ExtendedAction::Type(t) => Some(t.text.as_str().chars().count()),
                 _ => None,
             },
+            structure,
+            side_effects,
         }
     }
+}
+
+/// The element under a viewport point as the observation saw it: the smallest bound element
+/// whose box holds the point (a page's own overlay swap is caught by the frame check first).
+fn element_at(record: &ObservationRecord, x: f64, y: f64) -> Option<&browser::RefBinding> {
+    record
+        .refs
+        .values()
+        .filter(|b| !b.frame)
+        .filter(|b| {
+            let [bx, by, bw, bh] = b.bounds;
+            bw > 0.0 && bh > 0.0 && x >= bx && x < bx + bw && y >= by && y < by + bh
+        })
+        .min_by(|a, b| (a.bounds[2] * a.bounds[3]).total_cmp(&(b.bounds[2] * b.bounds[3])))
 }
 
 fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {

@@ -76,6 +76,9 @@ pub struct LayoutTreeSnapshot {
 #[serde(rename_all = "camelCase", default)]
 pub struct DocumentSnapshot {
     pub document_url: i64,
+    /// The document's base URL (`<base href>` applied), a string index.
+    #[serde(rename = "baseURL")]
+    pub base_url: Option<i64>,
     pub title: i64,
     pub frame_id: i64,
     pub nodes: NodeTreeSnapshot,

