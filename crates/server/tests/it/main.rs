@@ -310,6 +310,8 @@ async fn forged_cross_connection_and_stale_references_are_refused_before_any_cdp
     r.open_tab("aside", "g2", &tab, "center", 1).await;
     other.open_chat("chat2", "g9").await;
     other.open_tab("theirs", "g9", &other_tab, "right", 0).await;
+    // The network boundary of the tabs' opening ends its window with one command of its own.
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(300)).await;
 
     let sent = env.runtime.connection().commands_sent();
     for (visible, code) in [
@@ -442,6 +444,7 @@ async fn access_off_lists_the_surface_without_content_or_tool_and_observe_only_r
     r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 2, "access": "off"})).await;
     // The chat session's first turn (with nothing shared) creates its browser context.
     assert_eq!(r.turn("chat", &[], None).await["tools"], json!([]));
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(300)).await;
     let sent = env.runtime.connection().commands_sent();
     let off = r.turn("chat", &[("web", 2)], None).await;
     assert_eq!(off["type"], "surface_context", "{off}");

@@ -1,0 +1,203 @@
+//! The network boundary of agent actions (design: "agent-caused requests to origins outside the
+//! grant are blocked at the network layer"). While an agent's action runs on a tab — from its
+//! dispatch until its settling ends, and for [`TAIL`] after, for what its handlers start late —
+//! every request of the tab is paused through CDP `Fetch` and judged:
+//!
+//! - to an origin the action may reach (the page's own, its frame's, trusted ones, those granted
+//!   for the run, a destination a person approved): it goes on;
+//! - a plain `GET` of a static subresource without a query (an image, a style sheet, a font, a
+//!   script, media) goes on wherever it goes: a page loads those on its own, and they carry no
+//!   data from it;
+//! - anything else — a navigation, a form post, a `fetch`/XHR, a beacon or ping, an event
+//!   stream, a redirect hop (each is paused again) — is failed (`BlockedByClient`) and reported.
+//!
+//! The window also ends when the tab's main frame commits a new document: that page's own loads
+//! are its own (the navigation request itself, and each of its redirects, were judged).
+//!
+//! Outside those windows the tab's traffic is not touched: what a page's own scripts do without
+//! an agent action is the page's (and so is anything an out-of-process frame's session sends).
+//! Service workers are bypassed for the tab, so the page's requests cannot be served around it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cdp::Session;
+use serde_json::{Value, json};
+
+/// How long after an action's settling its requests are still judged.
+pub const TAIL: Duration = Duration::from_secs(2);
+
+/// A request the boundary refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BlockedRequest {
+    pub method: String,
+    /// Redacted (`policy::redact_url`).
+    pub url: String,
+    /// The origin it would have reached.
+    pub origin: String,
+    /// CDP's resource type (`Document`, `XHR`, `Fetch`, `Ping`, …).
+    pub resource_type: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Origins requests may reach in the current window; `None` while nothing is armed.
+    allowed: Option<Vec<policy::Origin>>,
+    /// Bumped at every arm: a late disarm of an older window changes nothing.
+    generation: u64,
+    enabled: bool,
+    blocked: Vec<BlockedRequest>,
+}
+
+/// One tab's guard: its `Fetch.requestPaused` handler, armed per action.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    session: Session,
+    state: Arc<Mutex<State>>,
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Static subresources a page loads by itself.
+const STATIC: &[&str] = &["Image", "Stylesheet", "Font", "Script", "Media", "TextTrack", "Manifest"];
+
+impl Guard {
+    /// Starts answering paused requests of `session` (nothing is paused until armed).
+    pub(crate) fn start(session: Session) -> (Guard, tokio::task::AbortHandle) {
+        let state = Arc::new(Mutex::new(State::default()));
+        let mut events = session.subscribe(&["Fetch.requestPaused", "Page.frameNavigated"]);
+        let guard = Guard { session: session.clone(), state: state.clone() };
+        let task = tokio::spawn(async move {
+            while let Some(item) = events.recv().await {
+                let Ok(event) = item else { continue };
+                if event.method == "Page.frameNavigated" {
+                    // A new document in the main frame: the action's page is gone.
+                    if event.params.pointer("/frame/parentId").is_none() {
+                        lock(&state).allowed = None;
+                    }
+                    continue;
+                }
+                let verdict = judge(&state, &event.params);
+                let session = session.clone();
+                let id = event.params.get("requestId").and_then(Value::as_str).unwrap_or_default().to_owned();
+                // Answered at once, off this loop: a slow reply never holds the next request.
+                tokio::spawn(async move {
+                    let (method, params) = match verdict {
+                        None => ("Fetch.continueRequest", json!({"requestId": id})),
+                        Some(_) => ("Fetch.failRequest", json!({"requestId": id, "errorReason": "BlockedByClient"})),
+                    };
+                    let _ = session.send_raw(method, params, Duration::from_secs(5)).await;
+                });
+            }
+        })
+        .abort_handle();
+        (guard, task)
+    }
+
+    /// Judges every request from now on against `allowed` (plus the request's own exceptions).
+    pub(crate) async fn arm(&self, allowed: Vec<policy::Origin>) -> Result<(), crate::BrowserError> {
+        let enable = {
+            let mut state = lock(&self.state);
+            state.allowed = Some(allowed);
+            state.generation += 1;
+            !std::mem::replace(&mut state.enabled, true)
+        };
+        if enable {
+            let bypass = self.session.send_raw("Network.setBypassServiceWorker", json!({"bypass": true}), Duration::from_secs(5));
+            let fetch = self.session.send_raw("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}), Duration::from_secs(5));
+            let (b, f) = tokio::join!(bypass, fetch);
+            if let Err(e) = b.and(f) {
+                lock(&self.state).enabled = false;
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the window [`TAIL`] from now, unless another action armed it meanwhile.
+    pub(crate) fn disarm_later(&self) {
+        let generation = lock(&self.state).generation;
+        let guard = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(TAIL).await;
+            let disable = {
+                let mut state = lock(&guard.state);
+                if state.generation != generation || !state.enabled {
+                    false
+                } else {
+                    state.allowed = None;
+                    state.enabled = false;
+                    true
+                }
+            };
+            if disable {
+                let _ = guard.session.send_raw("Fetch.disable", json!({}), Duration::from_secs(5)).await;
+            }
+        });
+    }
+
+    /// The requests refused since the last call.
+    pub(crate) fn take_blocked(&self) -> Vec<BlockedRequest> {
+        std::mem::take(&mut lock(&self.state).blocked)
+    }
+}
+
+/// `None` to let the request go, `Some` when it is refused (and recorded).
+fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
+    let url = params.pointer("/request/url").and_then(Value::as_str).unwrap_or_default();
+    let method = params.pointer("/request/method").and_then(Value::as_str).unwrap_or("GET");
+    let kind = params.get("resourceType").and_then(Value::as_str).unwrap_or("Other");
+    let mut state = lock(state);
+    let allowed = state.allowed.as_ref()?;
+    // Only web requests reach an origin (data:, blob: and the like stay in the browser).
+    let Ok(origin) = policy::Origin::parse(url) else { return None };
+    if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("ws://") || url.starts_with("wss://")) {
+        return None;
+    }
+    if allowed.contains(&origin) {
+        return None;
+    }
+    let plain = method.eq_ignore_ascii_case("GET") && !url.contains('?');
+    if plain && STATIC.contains(&kind) {
+        return None;
+    }
+    let blocked = BlockedRequest { method: method.to_owned(), url: policy::redact_url(url), origin: origin.serialize_web(), resource_type: kind.to_owned() };
+    tracing::info!(method = %blocked.method, url = %blocked.url, kind = %blocked.resource_type, "a request outside the action's origins was blocked");
+    if state.blocked.len() < 64 {
+        state.blocked.push(blocked.clone());
+    }
+    Some(blocked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paused(url: &str, method: &str, kind: &str) -> Value {
+        json!({"requestId": "1", "request": {"url": url, "method": method}, "resourceType": kind})
+    }
+
+    #[test]
+    fn requests_are_judged_by_origin_method_and_kind() {
+        let state = Mutex::new(State { allowed: Some(vec![policy::Origin::parse("http://app.test").unwrap()]), ..State::default() });
+        assert!(judge(&state, &paused("http://app.test/api", "POST", "Fetch")).is_none(), "the page's own origin");
+        assert!(judge(&state, &paused("https://cdn.test/lib.js", "GET", "Script")).is_none(), "a static subresource");
+        assert!(judge(&state, &paused("data:text/plain,x", "GET", "Fetch")).is_none());
+        for (url, method, kind) in [
+            ("https://evil.test/steal", "POST", "Document"),
+            ("https://evil.test/collect?d=secret", "GET", "Image"),
+            ("https://evil.test/b", "POST", "Ping"),
+            ("https://evil.test/x", "GET", "XHR"),
+            ("https://evil.test/", "GET", "Document"),
+        ] {
+            let blocked = judge(&state, &paused(url, method, kind)).unwrap_or_else(|| panic!("{url} {kind} passed"));
+            assert_eq!(blocked.origin, "https://evil.test");
+            assert!(!blocked.url.contains("secret"), "redacted: {}", blocked.url);
+        }
+        assert_eq!(lock(&state).blocked.len(), 5);
+        let idle = Mutex::new(State::default());
+        assert!(judge(&idle, &paused("https://evil.test/steal", "POST", "Fetch")).is_none(), "nothing is judged while unarmed");
+    }
+}
