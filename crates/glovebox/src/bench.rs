@@ -302,9 +302,36 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
             typing.push(took);
         }
     }
+    // The same click with the network boundary armed (the runtime always arms it): Fetch
+    // interception during the action and its tail, every request of the page judged. Blocks of
+    // each, twice; an unguarded block starts after the last tail ended (Fetch disabled).
+    let guarded_options = ActOptions { allowed_origins: Some(vec![policy::Origin::parse(&pages.url("/"))?]), ..ActOptions::default() };
+    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    for round in 0..4 {
+        let is_guarded = round % 2 == 1;
+        if !is_guarded {
+            tokio::time::sleep(::browser::GUARD_TAIL + Duration::from_millis(500)).await;
+        }
+        for i in 0..23 {
+            let action = protocol::validate_action(&json!({
+                "type": "click", "expected_frame_id": observation.frame_id().as_str(),
+                "target": {"kind": "element", "ref": find(&observation, "Add one")?}, "intent": "count"
+            }))?;
+            let started = Instant::now();
+            let outcome = tab.act(&action.into(), if is_guarded { &guarded_options } else { &options }).await?;
+            let took = started.elapsed();
+            observation = outcome.observation.ok_or_else(|| anyhow::anyhow!("no observation after the click"))?;
+            if i >= 3 {
+                if is_guarded { guarded.push(took) } else { plain.push(took) }
+            }
+        }
+    }
+    let (plain, guarded) = (Stats::of(&mut plain), Stats::of(&mut guarded));
     Ok(vec![
         ("click + settle + fresh observation".to_owned(), Stats::of(&mut clicks)),
         ("type 100 chars + verify + fresh observation".to_owned(), Stats::of(&mut typing)),
+        ("click round trip, network boundary off".to_owned(), plain),
+        ("click round trip, network boundary on".to_owned(), guarded),
     ])
 }
 
