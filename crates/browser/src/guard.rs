@@ -43,8 +43,8 @@ pub struct BlockedRequest {
 struct State {
     /// Origins requests may reach in the current window; `None` while nothing is armed.
     allowed: Option<Vec<policy::Origin>>,
-    /// Bumped at every arm: a late disarm of an older window changes nothing.
-    generation: u64,
+    /// When the current window ends (set when an action's settling ends).
+    disarm_at: Option<tokio::time::Instant>,
     enabled: bool,
     blocked: Vec<BlockedRequest>,
 }
@@ -54,6 +54,8 @@ struct State {
 pub(crate) struct Guard {
     session: Session,
     state: Arc<Mutex<State>>,
+    /// Wakes the task when a window's end is set.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -64,13 +66,43 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 const STATIC: &[&str] = &["Image", "Stylesheet", "Font", "Script", "Media", "TextTrack", "Manifest"];
 
 impl Guard {
-    /// Starts answering paused requests of `session` (nothing is paused until armed).
+    /// Starts answering paused requests of `session` (nothing is paused until armed). The same
+    /// task ends a window when its tail runs out (no timer outlives the tab).
     pub(crate) fn start(session: Session) -> (Guard, tokio::task::AbortHandle) {
         let state = Arc::new(Mutex::new(State::default()));
         let mut events = session.subscribe(&["Fetch.requestPaused", "Page.frameNavigated"]);
-        let guard = Guard { session: session.clone(), state: state.clone() };
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let guard = Guard { session: session.clone(), state: state.clone(), wake: wake.clone() };
         let task = tokio::spawn(async move {
-            while let Some(item) = events.recv().await {
+            loop {
+                let until = lock(&state).disarm_at;
+                let tail = async {
+                    match until {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let item = tokio::select! {
+                    item = events.recv() => item,
+                    () = wake.notified() => continue,
+                    () = tail => {
+                        let disable = {
+                            let mut s = lock(&state);
+                            let due = s.disarm_at.is_some_and(|at| at <= tokio::time::Instant::now());
+                            if due {
+                                s.disarm_at = None;
+                                s.allowed = None;
+                                s.enabled = false;
+                            }
+                            due
+                        };
+                        if disable {
+                            let _ = session.send_raw("Fetch.disable", json!({}), Duration::from_secs(5)).await;
+                        }
+                        continue;
+                    }
+                };
+                let Some(item) = item else { break };
                 let Ok(event) = item else { continue };
                 if event.method == "Page.frameNavigated" {
                     // A new document in the main frame: the action's page is gone.
@@ -101,7 +133,7 @@ impl Guard {
         let enable = {
             let mut state = lock(&self.state);
             state.allowed = Some(allowed);
-            state.generation += 1;
+            state.disarm_at = None;
             !std::mem::replace(&mut state.enabled, true)
         };
         if enable {
@@ -116,26 +148,12 @@ impl Guard {
         Ok(())
     }
 
-    /// Ends the window [`TAIL`] from now, unless another action armed it meanwhile.
+    /// Ends the window [`TAIL`] from now, unless another action arms it meanwhile (the guard's
+    /// task sees the new deadline at its next event; a window armed meanwhile clears it).
     pub(crate) fn disarm_later(&self) {
-        let generation = lock(&self.state).generation;
-        let guard = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(TAIL).await;
-            let disable = {
-                let mut state = lock(&guard.state);
-                if state.generation != generation || !state.enabled {
-                    false
-                } else {
-                    state.allowed = None;
-                    state.enabled = false;
-                    true
-                }
-            };
-            if disable {
-                let _ = guard.session.send_raw("Fetch.disable", json!({}), Duration::from_secs(5)).await;
-            }
-        });
+        lock(&self.state).disarm_at = Some(tokio::time::Instant::now() + TAIL);
+        // Wake the task so it waits for the new deadline.
+        self.wake.notify_one();
     }
 
     /// The requests refused since the last call.

