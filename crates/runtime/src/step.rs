@@ -126,7 +126,7 @@ impl Runtime {
         let record = fresh_record(at.tab, action)?;
         let mut intended = Intended::of(action, Some(&record));
         let judged = self.judge(at, &record, &intended)?;
-        if let Some(request) = judged.ask {
+        for request in judged.asks {
             self.approval(at, action, request).await?;
         }
         intended.allowed = judged.allowed;
@@ -195,7 +195,6 @@ impl Runtime {
         let now = now_ms();
         let grants = self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // Each origin reached, decided alone; a refusal anywhere refuses, else the strictest ask.
-        let mut chosen: Option<(Decision, Option<policy::Origin>)> = None;
         let decide_one = |origin: Option<&policy::Origin>| {
             let facts = RiskFacts { effect: intended.effect, origin, element_role: intended.role.as_deref(), element_name: intended.name.as_deref(), field };
             let tier = policy::classify(&facts, &self.inner.config.trust);
@@ -203,49 +202,44 @@ impl Runtime {
         };
         let candidates: Vec<(Option<policy::Origin>, Option<String>)> =
             if reaches.is_empty() { vec![(None, None)] } else { reaches.into_iter().map(|(o, how)| (Some(o), how)).collect() };
-        let mut allowed_here = Vec::new();
+        // Each origin reached is decided alone: a refusal anywhere refuses; every origin that needs
+        // a person is asked about in turn (strictest first, then where the action leads before the
+        // page it is on), each approval naming — and granting — exactly its origin.
+        let mut allowed: Vec<policy::Origin> = Vec::new();
+        let mut asks: Vec<(policy::RiskTier, bool, Option<policy::Origin>, String)> = Vec::new();
         for (origin, how) in candidates {
-            let decision = match decide_one(origin.as_ref()) {
-                Decision::Ask { tier, reason } => Decision::Ask { tier, reason: how.map_or(reason.clone(), |h| format!("{h}: {reason}")) },
-                other => other,
-            };
-            let rank = |d: &Decision| match d {
-                Decision::Allow => 0,
-                Decision::Ask { tier, .. } => 1 + *tier as u8,
-                Decision::Deny { .. } => 10,
-            };
-            if decision == Decision::Allow {
-                allowed_here.extend(origin.clone());
-            }
-            if chosen.as_ref().is_none_or(|(c, _)| rank(&decision) > rank(c)) {
-                chosen = Some((decision, origin));
+            match decide_one(origin.as_ref()) {
+                Decision::Allow => allowed.extend(origin),
+                Decision::Deny { reason } => return Err(RuntimeError::OriginDenied { reason: how.map_or(reason.clone(), |h| format!("{h}: {reason}")) }),
+                Decision::Ask { tier, reason } => {
+                    let leads = how.is_some();
+                    asks.push((tier, leads, origin, how.map_or(reason.clone(), |h| format!("{h}: {reason}"))));
+                }
             }
         }
-        let (mut decision, origin) = chosen.unwrap_or((Decision::Allow, None));
-        // What the action's requests may reach (the network boundary): the origins policy let
-        // it reach, the one a person is asked about (it goes only if they approve), trusted ones
-        // and those granted for the scope.
-        let mut allowed: Vec<policy::Origin> = allowed_here;
-        allowed.extend(origin.clone());
+        if let Some(why) = &at.confirm {
+            // A provider's flag makes a person decide even where policy allowed: on the first
+            // origin reached (the page, or the navigation's destination).
+            match asks.first_mut() {
+                Some(first) => first.3 = format!("{}; the model's provider flagged it: {why}", first.3),
+                None => {
+                    let origin = allowed.first().cloned();
+                    asks.push((policy::RiskTier::R2, false, origin, format!("the model's provider flagged this action: {why}")));
+                }
+            }
+        }
+        asks.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+        // What the action's requests may reach (the network boundary): the origins policy let it
+        // reach, those a person is asked about (it goes only if they approve), trusted ones and
+        // those granted for the scope.
+        allowed.extend(asks.iter().filter_map(|a| a.2.clone()));
         allowed.extend(self.inner.config.trust.trusted_origins.iter().cloned());
         allowed.extend(grants.origins(at.scope, now));
         allowed.sort_by_key(|o| o.serialize_web());
         allowed.dedup();
-        if let Some(why) = &at.confirm {
-            let tier = match &decision {
-                Decision::Ask { tier, .. } => *tier,
-                _ => policy::RiskTier::R2,
-            };
-            decision = match decision {
-                Decision::Deny { reason } => Decision::Deny { reason },
-                Decision::Allow => Decision::Ask { tier, reason: format!("the model's provider flagged this action: {why}") },
-                Decision::Ask { tier, reason } => Decision::Ask { tier, reason: format!("{reason}; the model's provider flagged it: {why}") },
-            };
-        }
-        let ask = match decision {
-            Decision::Allow => None,
-            Decision::Deny { reason } => return Err(RuntimeError::OriginDenied { reason }),
-            Decision::Ask { tier, reason } => Some(ApprovalRequest {
+        let mut requests = Vec::new();
+        for (tier, _, origin, reason) in asks {
+            requests.push(ApprovalRequest {
                 approval_id: protocol::ApprovalId::new(self.fresh_id("approval"))
                     .map_err(|e| RuntimeError::Internal(format!("an approval id the runtime made is invalid: {e}")))?,
                 session: at.session.to_owned(),
@@ -258,16 +252,17 @@ impl Runtime {
                 text_chars: intended.text_chars,
                 requested_at: now,
                 expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
-            }),
-        };
-        Ok(Judged { ask, allowed })
+            });
+        }
+        Ok(Judged { asks: requests, allowed })
     }
 
     /// Asks a person about exactly this action and waits as `at.wait` allows. `Ok` = approved.
     async fn approval(&self, at: &StepAt<'_>, action: &ExtendedAction, request: ApprovalRequest) -> Result<(), RuntimeError> {
         // Bound to who asks (a run, or the session's direct calls) and to exactly what.
         let what = at.approval_key.clone().unwrap_or_else(|| format!("{}\u{0}{}", at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
-        let key = format!("{}\u{0}{}\u{0}{what}", at.session, at.scope);
+        // …and to the origin it names: one action reaching two origins is two decisions.
+        let key = format!("{}\u{0}{}\u{0}{what}\u{0}{}", at.session, at.scope, request.origin);
         // A flagged action's approval grants nothing beyond itself.
         let grant = if at.confirm.is_some() { None } else { policy::Origin::parse(&request.origin).ok() };
         let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
@@ -424,7 +419,8 @@ struct Intended {
 
 /// What policy made of an action: a person's approval to ask for, and where its requests may go.
 struct Judged {
-    ask: Option<ApprovalRequest>,
+    /// One request per origin a person must approve, in the order they are asked.
+    asks: Vec<ApprovalRequest>,
     allowed: Vec<policy::Origin>,
 }
 

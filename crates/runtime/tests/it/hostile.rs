@@ -190,3 +190,52 @@ document.getElementById('go').onclick = () => {{
     assert!(env.server.requests_to("/api").len() == 1, "the page's own request went to its own origin, around the service worker");
     assert!(env.server.requests_to("/bounce").len() == 1, "the form post reached the page's origin, whose redirect was stopped");
 }
+
+/// "Allow for this site" on a click that leads elsewhere grants the origin the person was shown —
+/// the destination — and nothing else: the page's other links to a third origin still ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowing_a_site_grants_exactly_the_origin_the_approval_named() {
+    let env = env("hostile-grant", false).await;
+    let [shop, third]: [FixtureServer; 2] = FixtureServer::origins(2).await.unwrap().try_into().ok().unwrap();
+    shop.html("/landing.html", "<!doctype html><title>Shop</title><p>Welcome to the shop</p>");
+    third.html("/x.html", "<!doctype html><p>third</p>");
+    env.server.html(
+        "/links.html",
+        format!(
+            r#"<!doctype html><title>Links</title><a href="{}/landing.html">Visit the shop</a> <a href="{}/x.html">Elsewhere</a>"#,
+            shop.origin(),
+            third.origin()
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/links.html")).await.unwrap();
+    // The page's own origin is not trusted here: approve it for the task first.
+    let o = crate::observe_until(&env.runtime, &env.session, "Visit the shop").await;
+    let visit = click(&o, "Visit the shop");
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &visit, &Default::default(), Duration::ZERO).await else {
+        panic!("the click asks")
+    };
+    let request = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    assert_eq!(request.origin, shop.origin(), "the approval names the destination: {request:?}");
+    env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveForTask).unwrap();
+    // The shop is granted now; the page's own origin (not trusted here) is the next decision,
+    // asked on its own: the grant covered the shop only.
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &visit, &Default::default(), Duration::ZERO).await else {
+        panic!("the page's own origin is asked next")
+    };
+    let next = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    assert_eq!(next.origin, env.server.origin(), "{next:?}");
+    env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    let elsewhere = click(&o, "Elsewhere");
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &elsewhere, &Default::default(), Duration::ZERO).await
+    else {
+        panic!("a third origin asks")
+    };
+    let third_ask = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    assert_eq!(third_ask.origin, third.origin(), "the shop's grant does not reach a third origin: {third_ask:?}");
+    env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+    // Both decisions made, the first click goes to the shop.
+    let outcome = env.runtime.act(&env.session, None, &visit, &Default::default(), Duration::ZERO).await.expect("approved for both origins");
+    let landed = outcome.observation.expect("the shop's page");
+    assert!(landed.url().starts_with(&shop.origin()) && landed.aria_snapshot().contains("Welcome to the shop"), "{}", landed.url());
+    assert!(third.requests().is_empty(), "nothing reached the third origin");
+}
