@@ -31,6 +31,6 @@ pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, Mar
 pub use error::BrowserError;
 pub use guard::{BlockedRequest, TAIL as GUARD_TAIL};
 pub use image::{ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot};
-pub use observe::{FormStructure, ObservationRecord, ObserveOptions, PageModel, RefBinding, TargetStructure};
+pub use observe::{FormStructure, LocatedFacts, ObservationRecord, ObserveOptions, PageModel, RefBinding, TargetStructure};
 pub use render::{is_state_token, observation_text, snapshot_text};
 pub use tab::{Dialog, Tab, TabMemory};

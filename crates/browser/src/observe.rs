@@ -110,6 +110,17 @@ pub struct TargetStructure {
     pub form: Option<FormStructure>,
 }
 
+/// What a locator resolves to when an action is judged (`Tab::locator_facts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatedFacts {
+    pub role: String,
+    pub name: String,
+    /// A password, card, one-time-code or token field.
+    pub secret: bool,
+    /// Its structure, when the observation listed the element.
+    pub structure: Option<TargetStructure>,
+}
+
 /// The form of a target.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FormStructure {

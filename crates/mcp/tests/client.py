@@ -323,7 +323,7 @@ async def scenario_hold(args):
         sys.stdin.readline()  # the browser is frozen now: an action whose answer never comes
         after = typed["page"]
         asyncio.create_task(call(session, "act", {"surface": out["temp"]["opened"], "action": {"type": "click", "expected_frame_id": after["frame_id"],
-            "target": {"kind": "element", "ref": ref(after, "button", "Sign in")}, "intent": "sign in"}}))
+            "target": {"kind": "element", "ref": ref(after, "checkbox", "Remember me")}, "intent": "stay signed in"}}))
         await asyncio.sleep(0.5)
         emit({"sent": True})
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # killed here

@@ -60,7 +60,7 @@ impl Runtime {
             Err(e) => {
                 // Refused before anything was sent: the log says so, with what it would have been.
                 let latest = at.tab.latest_observation().filter(|r| &r.frame_id == action.expected_frame_id());
-                let intended = Intended::of(action, latest.as_deref());
+                let intended = Intended::of(action, latest.as_deref(), None);
                 self.record_refused(at, action, &intended.described(latest.as_deref()), &e);
                 return Err(e);
             }
@@ -124,7 +124,13 @@ impl Runtime {
     /// decision when policy asks for one, cancellation and the lease.
     async fn checked(&self, at: &StepAt<'_>, action: &ExtendedAction) -> Result<(Arc<ObservationRecord>, Intended), RuntimeError> {
         let record = fresh_record(at.tab, action)?;
-        let mut intended = Intended::of(action, Some(&record));
+        // A locator is judged by what it resolves to now (a password field found by its label is a
+        // credential write), not only by its words.
+        let located = match action.targets().next() {
+            Some(TargetRef::Locator(locator)) => at.tab.locator_facts(&record, locator).await,
+            _ => None,
+        };
+        let mut intended = Intended::of(action, Some(&record), located.as_ref());
         let judged = self.judge(at, &record, &intended)?;
         for request in judged.asks {
             self.approval(at, action, request).await?;
@@ -431,7 +437,7 @@ impl Intended {
     }
 
     /// `record`: the observation the action was planned against, when it is the latest.
-    fn of(action: &ExtendedAction, record: Option<&ObservationRecord>) -> Intended {
+    fn of(action: &ExtendedAction, record: Option<&ObservationRecord>, located: Option<&browser::LocatedFacts>) -> Intended {
         let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
         let mut structure = None;
         if let Some(first) = action.targets().next() {
@@ -453,6 +459,19 @@ impl Intended {
                     target = format!("{} {:?}", r.clone().unwrap_or_else(|| "element".into()), n.clone().unwrap_or_default());
                     role = r;
                     name = n;
+                    if let Some(found) = located {
+                        // What it resolved to; the locator's own words still count (they can only raise).
+                        target = format!("{} \"{}\" (by locator)", found.role, found.name);
+                        if role.is_none() {
+                            role = Some(found.role.clone());
+                        }
+                        name = Some(match name {
+                            Some(words) => format!("{words} {}", found.name),
+                            None => found.name.clone(),
+                        });
+                        secret = found.secret;
+                        structure = found.structure.clone();
+                    }
                 }
                 TargetRef::Point(p) => {
                     target = format!("point ({}, {})", p.x, p.y);

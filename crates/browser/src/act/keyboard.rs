@@ -148,6 +148,32 @@ impl Tab {
         Ok(self.facts(r).await?.value)
     }
 
+    /// What a locator resolves to right now, for policy before anything is sent: its role and
+    /// name, whether it is a secret field, and its observed structure when the observation
+    /// listed it. `None` when it resolves to nothing (the action itself then says why).
+    pub async fn locator_facts(&self, record: &crate::ObservationRecord, locator: &protocol::extended::Locator) -> Option<crate::LocatedFacts> {
+        let r = self.locate(record, locator).await.ok()?;
+        let attrs = self.call_on(&r, ATTRS_JS, vec![], false).await.ok()?;
+        let get = |k: &str| attrs.get(k).and_then(Value::as_str);
+        let facts = policy::FieldFacts {
+            tag: get("tag"),
+            input_type: get("type"),
+            autocomplete: get("autocomplete"),
+            name: get("name"),
+            id: get("id"),
+            aria_label: get("aria_label"),
+            label: Some(r.name.as_str()),
+            placeholder: get("placeholder"),
+            role: Some(r.role.as_str()),
+        };
+        let structure = record
+            .refs
+            .values()
+            .find(|b| b.backend_node_id == r.backend_node_id && self.live_session(&b.session).id() == r.session.id())
+            .map(|b| b.structure.clone());
+        Some(crate::LocatedFacts { role: r.role.clone(), name: r.name.clone(), secret: policy::classify_field(&facts).is_secret(), structure })
+    }
+
     /// Text typed into a secret field is scrubbed from every later observation of this tab.
     pub(super) async fn register_secret_if_needed(&self, r: &Resolved, text: &str) {
         let Ok(attrs) = self.call_on(r, ATTRS_JS, vec![], false).await else { return };

@@ -91,6 +91,17 @@ async fn high_impact_is_known_from_structure_and_credential_origins_are_a_person
     let login = asks(&env, "Continue").await;
     assert_eq!(login.tier, policy::RiskTier::R3, "submitting a filled password: {login:?}");
     assert_eq!(asks(&env, "Export").await.tier, policy::RiskTier::R3, "a download link");
+    // A password found by a locator is a secret field all the same.
+    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let by_label = protocol::validate_extended_action(&serde_json::json!({
+        "type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "label", "text": "Password"}, "text": "guessed-pw-1", "intent": "sign in"
+    }))
+    .unwrap();
+    let err = env.runtime.act(&env.session, None, &by_label, &Default::default(), Duration::ZERO).await.unwrap_err();
+    let RuntimeError::NeedsApproval { approval_id, .. } = err else { panic!("{err:?}") };
+    let typed = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    assert_eq!(typed.tier, policy::RiskTier::R3, "typing a password through a locator is a credential write: {typed:?}");
+    env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
     // A point on the refund button (from a screenshot) is classified as that button.
     let o =
         env.runtime.observe(&env.session, None, &browser::ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..Default::default() }).await.unwrap();
