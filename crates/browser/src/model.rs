@@ -263,7 +263,19 @@ impl<'a> Walker<'a> {
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
         let (value, secret) = dom.map_or((None, false), |d| self.value(ctx.view, node, &role, &tag, d, &name));
         let url = match (role.as_str(), dom) {
-            ("link", Some(d)) => ctx.view.attr(d, "href").map(|href| link_target(ctx.view.url(), ctx.view.base_url(), href)),
+            // A link that goes nowhere (`#`, `javascript:`) has no target to show; a fragment
+            // stays on the page and is shown as itself.
+            ("link", Some(d)) => ctx.view.attr(d, "href").map(str::trim).and_then(|href| {
+                let lower = href.to_ascii_lowercase();
+                if href.is_empty() || href == "#" || lower.starts_with("javascript:") {
+                    None
+                } else if href.starts_with('#') {
+                    // Only a plain anchor survives redaction; one that carries data shows nothing.
+                    link_target(ctx.view.url(), ctx.view.url(), href).rsplit_once('#').map(|(_, f)| format!("#{f}"))
+                } else {
+                    Some(link_target(ctx.view.url(), ctx.view.base_url(), href))
+                }
+            }),
             _ => None,
         };
         let display_role = match role.as_str() {

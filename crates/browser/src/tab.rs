@@ -21,6 +21,11 @@ pub(crate) const WORLD_JS: &str = include_str!("js/world.js");
 
 #[derive(Debug, Default)]
 pub(crate) struct TabState {
+    /// The page's recent requests (method and URL, when sent), newest last, at most 64: one the
+    /// page sent before an action began too is its own polling, not the action's.
+    pub(crate) recent_requests: std::collections::VecDeque<(String, std::time::Instant)>,
+    /// When the action in flight was dispatched.
+    pub(crate) action_started: Option<std::time::Instant>,
     /// Bumped on every main-frame navigation, cross- or same-document.
     pub(crate) navigation_epoch: u64,
     pub(crate) main_frame_id: String,
@@ -46,6 +51,8 @@ pub(crate) struct TabState {
     pub(crate) trace: Vec<crate::act::Trace>,
     /// How long the current action waited for the page to settle.
     pub(crate) settled: std::time::Duration,
+    /// Requests the action in flight's settling waited for.
+    pub(crate) awaited_requests: usize,
     /// How the last settling of the action in flight ended.
     pub(crate) settled_by: crate::act::SettleEnd,
     /// Windows this page is expected to open — a modifier or middle click on a link (its
@@ -154,6 +161,7 @@ impl Tab {
             "Page.javascriptDialogOpening",
             "Page.javascriptDialogClosed",
             "Page.windowOpen",
+            "Network.requestWillBeSent",
         ]);
         // Popups are announced at the browser level, with this tab as their opener.
         // So is the end of this session, whoever ended it (a detach from outside leaves the tab
@@ -434,6 +442,14 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                 }
             }
         }
+        "Network.requestWillBeSent" => {
+            if let Some(key) = request_key(&event.params) {
+                if state.recent_requests.len() >= 64 {
+                    state.recent_requests.pop_front();
+                }
+                state.recent_requests.push_back((key, std::time::Instant::now()));
+            }
+        }
         "Page.frameNavigated" => {
             if let Some(nav) = event.parse::<page::FrameNavigated>()
                 && nav.frame.parent_id.is_none()
@@ -513,4 +529,13 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         }
         _ => {}
     }
+}
+
+/// A request's identity for telling the page's periodic requests from an action's: its method
+/// and URL.
+pub(crate) fn request_key(params: &serde_json::Value) -> Option<String> {
+    let request = params.get("request")?;
+    // Without the query: a poll that busts caches (`?t=…`) is the same poll.
+    let url = request.get("url")?.as_str()?;
+    Some(format!("{} {}", request.get("method")?.as_str()?, url.split(['?', '#']).next().unwrap_or(url)))
 }

@@ -327,11 +327,43 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
         }
     }
     let (plain, guarded) = (Stats::of(&mut plain), Stats::of(&mut guarded));
+    // A busy page (issue 16): a 10 Hz clock, a CSS animation, a request polled every 250 ms and
+    // a carousel; a click must not wait for quiet that never comes.
+    let busy_pages = crate::pages::LoopbackPages::serve([("/busy".to_owned(), BUSY_PAGE.to_owned()), ("/poll".to_owned(), "ok".to_owned())].into()).await?;
+    let busy = Tab::open(&handle.conn.browser(), None).await?;
+    busy.goto(&busy_pages.url("/busy"), Duration::from_secs(30)).await?;
+    let mut o = busy.observe(&ObserveOptions::default()).await?;
+    let mut busy_clicks = Vec::new();
+    for i in 0..43 {
+        let action = protocol::validate_action(&json!({
+            "type": "click", "expected_frame_id": o.frame_id().as_str(),
+            "target": {"kind": "element", "ref": find(&o, "Add one")?}, "intent": "count"
+        }))?;
+        let started = Instant::now();
+        let outcome = match busy.act(&action.into(), &options).await {
+            Ok(outcome) => outcome,
+            // The page changed between the observation and the click (its clock): observe again.
+            Err(::browser::BrowserError::Stale { .. }) => {
+                o = busy.observe(&ObserveOptions::default()).await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let took = started.elapsed();
+        o = match outcome.observation {
+            Some(o) => o,
+            None => busy.observe(&ObserveOptions::default()).await?,
+        };
+        if i >= 3 {
+            busy_clicks.push(took);
+        }
+    }
     Ok(vec![
         ("click + settle + fresh observation".to_owned(), Stats::of(&mut clicks)),
         ("type 100 chars + verify + fresh observation".to_owned(), Stats::of(&mut typing)),
         ("click round trip, network boundary off".to_owned(), plain),
         ("click round trip, network boundary on".to_owned(), guarded),
+        ("click round trip on a busy page (10 Hz clock, animation, polling)".to_owned(), Stats::of(&mut busy_clicks)),
     ])
 }
 
@@ -830,6 +862,21 @@ async fn bench_restore(global: &Global, iterations: usize) -> anyhow::Result<Vec
         ("restore: the restore pass alone (10 tabs)".to_owned(), Stats::of(&mut pass)),
     ])
 }
+
+/// `bench act`'s busy page: the counter with a 10 Hz clock, a CSS animation, a request polled
+/// every 250 ms and a carousel turning every second.
+const BUSY_PAGE: &str = r#"<!doctype html><html><head><meta charset=utf-8><title>Busy</title>
+<style>@keyframes spin{to{transform:rotate(360deg)}} .spin{display:inline-block;animation:spin 1s linear infinite}</style></head>
+<body><main><h1>Counter</h1><p>Time: <span id=clock>0</span> <span class=spin>*</span></p>
+<div id=carousel><p class=slide>Slide A</p></div>
+<p id=count>0 clicks</p>
+<button onclick="const p = document.getElementById('count'); p.textContent = (parseInt(p.textContent) + 1) + ' clicks'">Add one</button>
+</main><script>
+let n = 0;
+setInterval(() => { document.getElementById('clock').textContent = String(++n); }, 100);
+setInterval(() => { fetch('/poll').catch(() => 0); }, 250);
+setInterval(() => { const s = document.querySelector('.slide'); s.textContent = s.textContent === 'Slide A' ? 'Slide B' : 'Slide A'; }, 1000);
+</script></body></html>"#;
 
 /// The agent bench's task: four fields at fixed places and a button (a 1280×720 viewport).
 const SHIPPING_PAGE: &str = r#"<!doctype html><html><head><meta charset=utf-8><title>Shipping</title>

@@ -117,6 +117,8 @@ pub struct ActTiming {
     pub observe: Duration,
     /// How its (last) settling ended.
     pub settled_by: SettleEnd,
+    /// How many requests its settling waited for (the page's own polling is never among them).
+    pub awaited_requests: usize,
 }
 
 /// What ended an action's settling.
@@ -178,7 +180,12 @@ impl Tab {
             let now = self.read_world_now().await?;
             check_world(&record, &now)?;
             self.take_trace();
-            lock(&self.state).settled = Duration::ZERO;
+            {
+                let mut state = lock(&self.state);
+                state.settled = Duration::ZERO;
+                state.awaited_requests = 0;
+                state.action_started = Some(Instant::now());
+            }
             if let Some(allowed) = &options.allowed_origins {
                 // Armed before anything is sent: whatever the action causes is judged.
                 let _ = self.guard.take_blocked();
@@ -233,11 +240,11 @@ impl Tab {
         };
         let observing = Instant::now();
         let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&options.observe).await.ok() } else { None };
-        let (settle, settled_by) = {
+        let (settle, settled_by, awaited_requests) = {
             let mut state = lock(&self.state);
-            (std::mem::take(&mut state.settled), std::mem::take(&mut state.settled_by))
+            (std::mem::take(&mut state.settled), std::mem::take(&mut state.settled_by), std::mem::take(&mut state.awaited_requests))
         };
-        let timing = ActTiming { settle, observe: observing.elapsed(), settled_by };
+        let timing = ActTiming { settle, observe: observing.elapsed(), settled_by, awaited_requests };
         // A dialog that opened as the observation began ends it: the dialog is the outcome's,
         // and the blocked page has no observation of its own here.
         let dialog = dialog.or_else(|| lock(&self.state).dialog.clone());

@@ -39,21 +39,38 @@ impl Tab {
     /// requests it started (≤ 500 ms) and a short DOM-quiet window (≤ 300 ms). Never past `until`.
     pub(super) async fn settle(&self, events: &mut EventStream, until: Instant) {
         let started = Instant::now();
-        let end = self.settle_inner(events, until).await;
+        let mut awaited = 0;
+        let end = self.settle_inner(events, until, &mut awaited).await;
         let mut state = lock(&self.state);
         state.settled += started.elapsed();
         state.settled_by = end;
+        state.awaited_requests += awaited;
     }
 
-    async fn settle_inner(&self, events: &mut EventStream, until: Instant) -> SettleEnd {
+    async fn settle_inner(&self, events: &mut EventStream, until: Instant, awaited: &mut usize) -> SettleEnd {
         // Events the action caused were sent before its reply, so they are queued already.
         let mut navigating = false;
         // Where a navigation of the main frame got to: it loaded (or stopped loading), or it
         // stayed within the document (a fragment, `pushState`), which never fires a load.
         let mut arrived: Option<SettleEnd> = None;
         let mut in_flight = std::collections::HashSet::new();
-        let main_frame = lock(&self.state).main_frame_id.clone();
-        let take = |event: &cdp::Event, navigating: &mut bool, arrived: &mut Option<SettleEnd>, in_flight: &mut std::collections::HashSet<String>| -> bool {
+        let (main_frame, periodic) = {
+            let state = lock(&self.state);
+            // Requests the page also sent before this action began: its own polling, which the
+            // action neither started nor has to wait for (a busy page never goes quiet).
+            let periodic: std::collections::HashSet<String> = match state.action_started {
+                Some(started) => state.recent_requests.iter().filter(|(_, at)| *at < started).map(|(k, _)| k.clone()).collect(),
+                None => Default::default(),
+            };
+            (state.main_frame_id.clone(), periodic)
+        };
+        let is_periodic = |event: &cdp::Event| crate::tab::request_key(&event.params).is_some_and(|k| periodic.contains(&k));
+        let take = |event: &cdp::Event,
+                    navigating: &mut bool,
+                    arrived: &mut Option<SettleEnd>,
+                    in_flight: &mut std::collections::HashSet<String>,
+                    awaited: &mut usize|
+         -> bool {
             let id = event.params.get("requestId").and_then(Value::as_str).map(str::to_owned);
             let main = event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
             match event.method.as_str() {
@@ -68,7 +85,11 @@ impl Tab {
                 "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
                     *navigating |= main;
                 }
+                "Network.requestWillBeSent" if is_periodic(event) => {}
                 "Network.requestWillBeSent" => {
+                    if id.as_ref().is_some_and(|id| !in_flight.contains(id)) {
+                        *awaited += 1;
+                    }
                     in_flight.extend(id);
                 }
                 "Network.loadingFinished" | "Network.loadingFailed" => {
@@ -93,8 +114,8 @@ impl Tab {
             let mut started = false;
             while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
                 dialog(&event);
-                started |= event.method == "Network.requestWillBeSent";
-                if take(&event, &mut navigating, &mut arrived, &mut in_flight) {
+                started |= event.method == "Network.requestWillBeSent" && !is_periodic(&event);
+                if take(&event, &mut navigating, &mut arrived, &mut in_flight, awaited) {
                     return SettleEnd::Dialog;
                 }
             }
@@ -106,7 +127,7 @@ impl Tab {
                 match tokio::time::timeout(left, events.recv()).await {
                     Ok(Some(Ok(event))) => {
                         dialog(&event);
-                        if take(&event, &mut navigating, &mut arrived, &mut in_flight) {
+                        if take(&event, &mut navigating, &mut arrived, &mut in_flight, awaited) {
                             return SettleEnd::Dialog;
                         }
                     }
@@ -121,7 +142,7 @@ impl Tab {
                         match events.recv().await {
                             Some(Ok(event)) => {
                                 dialog(&event);
-                                if take(&event, &mut navigating, &mut arrived, &mut in_flight) {
+                                if take(&event, &mut navigating, &mut arrived, &mut in_flight, awaited) {
                                     return SettleEnd::Dialog;
                                 }
                             }

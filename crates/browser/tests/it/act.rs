@@ -391,3 +391,49 @@ async fn same_document_navigations_settle_without_waiting_for_a_load() {
     assert_eq!(outcome.timing.settled_by, SettleEnd::Loaded, "{:?}", outcome.timing);
     assert!(outcome.observation.unwrap().url().ends_with("/form.html"));
 }
+
+/// A link that goes nowhere shows no target, a fragment shows as itself, and a real link keeps
+/// its destination (issue 16: `href="#"` showed the page's own path).
+#[tokio::test]
+async fn links_show_only_targets_they_have() {
+    let env = env().await;
+    env.server.html(
+        "/targets.html",
+        r##"<!doctype html><a href="#">Top</a> <a href="javascript:void(0)">Run</a> <a href="#details">Details</a> <a href="#access_token=abc">Callback</a> <a href="/form.html">Form</a>"##,
+    );
+    let tab = env.open("/targets.html").await;
+    let text = observe(&tab).await.aria_snapshot().to_owned();
+    let line = |name: &str| text.lines().find(|l| l.contains(&format!("\"{name}\""))).unwrap_or_else(|| panic!("{name} in {text}")).to_owned();
+    assert!(!line("Top").contains("->") && !line("Run").contains("->"), "{text}");
+    assert!(line("Details").ends_with("-> #details"), "{text}");
+    assert!(!line("Callback").contains("->") && !text.contains("abc"), "{text}");
+    assert!(line("Form").ends_with("-> /form.html"), "{text}");
+}
+
+/// A busy page (a 10 Hz clock, an animation, a poll every 100 ms with a cache-busting query)
+/// never goes quiet; an action waits only for the requests it started, never for the page's own
+/// polling, and the one its handler starts is still awaited.
+#[tokio::test]
+async fn settling_waits_for_the_actions_requests_not_the_pages_polling() {
+    let env = env().await;
+    env.server.html("/poll", "ok");
+    env.server.html("/save", "saved");
+    env.server.html(
+        "/busy.html",
+        r#"<!doctype html><p>Time <span id=t>0</span></p><p id=out>idle</p>
+<button onclick="document.getElementById('out').textContent = 'clicked'">Mark</button>
+<button onclick="fetch('/save', {method: 'POST'}).then(r => r.text()).then(t => document.getElementById('out').textContent = t)">Save</button>
+<script>let n = 0; setInterval(() => { document.getElementById('t').textContent = ++n; fetch('/poll?t=' + n).catch(() => 0); }, 100);</script>"#,
+    );
+    let tab = env.open("/busy.html").await;
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let mut o = observe(&tab).await;
+    for _ in 0..5 {
+        let outcome = tab.act(&click(&o, "Mark"), &ActOptions::default()).await.unwrap();
+        assert_eq!(outcome.timing.awaited_requests, 0, "the page's polling is not the action's: {:?}", outcome.timing);
+        o = outcome.observation.unwrap();
+    }
+    let outcome = tab.act(&click(&o, "Save"), &ActOptions::default()).await.unwrap();
+    assert!(outcome.timing.awaited_requests >= 1, "the click's own request is awaited: {:?}", outcome.timing);
+    assert!(outcome.observation.unwrap().aria_snapshot().contains("saved"), "its effect is in the fresh observation");
+}
