@@ -198,7 +198,7 @@ impl<'a> Walker<'a> {
         // The frame tree's security origin (authoritative; the snapshot's document URL of a
         // child frame can name its parent's), else the document's own URL.
         let origin = self.frame_origins.get(frame).cloned().unwrap_or_else(|| policy::web_origin(view.url()));
-        let mut ctx = DocCtx { capture, origin, view: &view, by_id: &by_id, depth_guard };
+        let mut ctx = DocCtx { capture, form_secrets: HashMap::new(), origin, view: &view, by_id: &by_id, depth_guard };
         self.walk_node(&mut ctx, root)
     }
 
@@ -323,7 +323,7 @@ impl<'a> Walker<'a> {
                 secret,
                 fingerprint: dom.filter(|_| self.captures[ctx.capture].dom_model).map(|d| crate::synth::fingerprint(ctx.view, d)),
                 frame: false,
-                structure: dom.map(|d| structure(ctx.view, d, &ctx.origin)).unwrap_or_default(),
+                structure: dom.map(|d| structure(ctx.view, d, &ctx.origin, &mut ctx.form_secrets)).unwrap_or_default(),
             });
             Some(index)
         } else {
@@ -445,6 +445,8 @@ impl<'a> Walker<'a> {
 
 struct DocCtx<'v, 'n> {
     capture: usize,
+    /// Whether each form (by node) holds a filled secret field, decided once per form.
+    form_secrets: HashMap<usize, bool>,
     /// The document's security origin, as the browser's frame tree reports it.
     origin: String,
     view: &'v DocView<'v>,
@@ -654,7 +656,7 @@ fn humanize(raw: &str) -> String {
 /// Where an element's activation reaches, read from the snapshot: its document's origin, a
 /// link's destination, `download` and `ping`, and its form (action and method with the
 /// submitter's own `formaction`/`formmethod`, secret fields inside, whether it submits).
-fn structure(view: &DocView<'_>, node: usize, document_origin: &str) -> crate::TargetStructure {
+fn structure(view: &DocView<'_>, node: usize, document_origin: &str, form_secrets: &mut HashMap<usize, bool>) -> crate::TargetStructure {
     let base = view.base_url();
     let tag = view.tag(node);
     // The link around the element (a span inside an anchor activates the anchor).
@@ -681,22 +683,25 @@ fn structure(view: &DocView<'_>, node: usize, document_origin: &str) -> crate::T
         let own = |attr: &str| if submits { view.attr(node, attr) } else { None };
         let action = own("formaction").or_else(|| view.attr(f, "action")).unwrap_or("");
         let method = own("formmethod").or_else(|| view.attr(f, "method")).unwrap_or("get").trim().to_ascii_lowercase();
-        // A secret field with something in it: submitting the form sends a credential.
-        let has_secret_fields = view.descendants(f).any(|d| {
-            view.tag(d) == "input"
-                && view.input_value(d).is_some_and(|v| !v.is_empty())
-                && policy::classify_field(&policy::FieldFacts {
-                    tag: Some("input"),
-                    input_type: view.attr(d, "type"),
-                    autocomplete: view.attr(d, "autocomplete"),
-                    name: view.attr(d, "name"),
-                    id: view.attr(d, "id"),
-                    aria_label: view.attr(d, "aria-label"),
-                    label: None,
-                    placeholder: view.attr(d, "placeholder"),
-                    role: None,
-                })
-                .is_secret()
+        // A secret field with something in it: submitting the form sends a credential (decided
+        // once per form: a page that is one big form has many targets in it).
+        let has_secret_fields = *form_secrets.entry(f).or_insert_with(|| {
+            view.descendants(f).any(|d| {
+                view.tag(d) == "input"
+                    && view.input_value(d).is_some_and(|v| !v.is_empty())
+                    && policy::classify_field(&policy::FieldFacts {
+                        tag: Some("input"),
+                        input_type: view.attr(d, "type"),
+                        autocomplete: view.attr(d, "autocomplete"),
+                        name: view.attr(d, "name"),
+                        id: view.attr(d, "id"),
+                        aria_label: view.attr(d, "aria-label"),
+                        label: None,
+                        placeholder: view.attr(d, "placeholder"),
+                        role: None,
+                    })
+                    .is_secret()
+            })
         });
         crate::FormStructure {
             action: resolve_href(if action.trim().is_empty() { view.url() } else { base }, action.trim()),
