@@ -179,6 +179,11 @@ fn without_page(text: &str) -> String {
     }
 }
 
+/// Why a model's answer cannot be used as it is: told to the model, which answers again.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+struct Unusable(String);
+
 /// Image tokens of a `width`×`height` image as `kind`'s published formula counts them.
 fn image_tokens(kind: ProviderKind, width: u32, height: u32) -> u64 {
     match kind {
@@ -374,23 +379,25 @@ impl ModelPlanner {
     }
 
     /// A protocol action (points in the screenshot's pixels) on `frame`, validated like any other.
-    fn act(&self, mut action: Value, frame: &str) -> Result<protocol::ExtendedAction, String> {
+    fn act(&self, mut action: Value, frame: &str) -> Result<protocol::ExtendedAction, Unusable> {
         action["expected_frame_id"] = Value::String(frame.to_owned());
-        to_css(&action, self.shot.as_ref()).map_err(|e| e.to_string()).and_then(|a| protocol::validate_extended_action(&a).map_err(|e| e.to_string()))
+        to_css(&action, self.shot.as_ref())
+            .map_err(|e| Unusable(e.to_string()))
+            .and_then(|a| protocol::validate_extended_action(&a).map_err(|e| Unusable(e.to_string())))
     }
 
     /// The next action of a batch in flight, if the batch goes on: the last action was
     /// performed and the page is still the document it was planned on. `Err` is why it stopped.
-    fn continue_batch(&mut self, input: &PlanInput) -> Option<Result<PlannerStep, String>> {
+    fn continue_batch(&mut self, input: &PlanInput) -> Option<Result<PlannerStep, Unusable>> {
         let batch = self.batch.as_mut()?;
         if batch.queue.is_empty() {
             return None;
         }
         if !Self::performed(input) {
-            return Some(Err(format!("the batch stopped after {} of {} actions: the last one was not performed", batch.done, batch.total)));
+            return Some(Err(Unusable(format!("the batch stopped after {} of {} actions: the last one was not performed", batch.done, batch.total))));
         }
         if input.observation.url() != batch.url {
-            return Some(Err(format!("the batch stopped after {} of {} actions: the page moved to another document", batch.done, batch.total)));
+            return Some(Err(Unusable(format!("the batch stopped after {} of {} actions: the page moved to another document", batch.done, batch.total))));
         }
         let frame = input.observation.frame_id().as_str().to_owned();
         let focused = focused_ref(&input.observation);
@@ -408,9 +415,11 @@ impl ModelPlanner {
                 Ok(Computed::Look | Computed::Zoom(_) | Computed::Answer(_)) => continue,
                 Ok(Computed::Act(a)) => {
                     self.accounting.lock().unwrap_or_else(|p| p.into_inner()).batched_actions += 1;
-                    return Some(self.act(a, &frame).map(PlannerStep::Act).map_err(|e| format!("the batch stopped at action {done} of {total}: {e}")));
+                    return Some(
+                        self.act(a, &frame).map(PlannerStep::Act).map_err(|e| Unusable(format!("the batch stopped at action {done} of {total}: {e}"))),
+                    );
                 }
-                Err(e) => return Some(Err(format!("the batch stopped at action {done} of {total}: {e}"))),
+                Err(e) => return Some(Err(Unusable(format!("the batch stopped at action {done} of {total}: {e}")))),
             }
         }
         None
@@ -424,7 +433,7 @@ impl Planner for ModelPlanner {
             let mut stopped = None;
             match self.continue_batch(&input) {
                 Some(Ok(step)) => return Ok(step),
-                Some(Err(why)) => stopped = Some(why),
+                Some(Err(why)) => stopped = Some(why.0),
                 None => {}
             }
             self.batch = None;
@@ -511,7 +520,7 @@ impl Planner for ModelPlanner {
                                         if !rest.is_empty() {
                                             self.batch = Some(Batch { total: rest.len() + 1, done: 1, queue: rest, url: input.observation.url().to_owned() });
                                         }
-                                        self.act(a, &frame).map(PlannerStep::Act)
+                                        self.act(a, &frame).map(PlannerStep::Act).map_err(|e| e.0)
                                     }
                                     Some(Computed::Answer(said)) if local < LOCAL_ANSWERS_PER_STEP => {
                                         local += 1;
@@ -528,7 +537,7 @@ impl Planner for ModelPlanner {
                                                 self.push_user(parts, true);
                                                 continue;
                                             }
-                                            Err(e) => Err(e),
+                                            Err(e) => Err(e.0),
                                         }
                                     }
                                     Some(_) => Err("act on the page now: that is enough zooming and asking for this step".to_owned()),
@@ -537,7 +546,7 @@ impl Planner for ModelPlanner {
                             Err(e) => Err(e.to_string()),
                         }
                     }
-                    "computer" if self.computer.is_some() => self.openai_call(&call_id, &args, &input),
+                    "computer" if self.computer.is_some() => self.openai_call(&call_id, &args, &input).map_err(|e| e.0),
                     // The model's own frame id: a stale one is refused on the one path, never replaced.
                     "act" => to_css(&args, self.shot.as_ref())
                         .map_err(|e| e.to_string())
@@ -613,11 +622,11 @@ impl Planner for ModelPlanner {
 impl ModelPlanner {
     /// A zoom's answer: the region (in the screenshot's pixels) cropped from the full-resolution
     /// capture of the current page, within the tool's image bound.
-    fn zoom(&self, (x0, y0, x1, y1): (f64, f64, f64, f64)) -> Result<(String, Part), String> {
-        let (Some(full), Some((size, _))) = (&self.full, &self.shot) else { return Err("zoom needs the page's screenshot; take one first".into()) };
+    fn zoom(&self, (x0, y0, x1, y1): (f64, f64, f64, f64)) -> Result<(String, Part), Unusable> {
+        let (Some(full), Some((size, _))) = (&self.full, &self.shot) else { return Err(Unusable("zoom needs the page's screenshot; take one first".into())) };
         let k = f64::from(full.width) / f64::from(size.width.max(1));
         let bounds = self.image_bounds();
-        let crop = browser::crop_screenshot(full, (x0 * k, y0 * k, x1 * k, y1 * k), bounds.0, bounds.1, bounds.2).map_err(|e| e.to_string())?;
+        let crop = browser::crop_screenshot(full, (x0 * k, y0 * k, x1 * k, y1 * k), bounds.0, bounds.1, bounds.2).map_err(|e| Unusable(e.to_string()))?;
         let said = format!(
             "the region ({x0}, {y0})–({x1}, {y1}) of the screenshot, as a {}×{} image; points you act on are still in the full screenshot's pixels",
             crop.width, crop.height
@@ -628,7 +637,7 @@ impl ModelPlanner {
     /// An OpenAI `computer_call`: its first action now (screenshots skipped: the next page has
     /// one), the rest queued as a batch; pending safety checks make the first action one a
     /// person must approve, and are acknowledged in the call's output only if they did.
-    fn openai_call(&mut self, call_id: &str, args: &Value, input: &PlanInput) -> Result<PlannerStep, String> {
+    fn openai_call(&mut self, call_id: &str, args: &Value, input: &PlanInput) -> Result<PlannerStep, Unusable> {
         let actions = args.get("actions").and_then(Value::as_array).cloned().unwrap_or_default();
         let checks: Vec<Value> = args.get("pending_safety_checks").and_then(Value::as_array).cloned().unwrap_or_default();
         let focused = focused_ref(&input.observation);
@@ -639,7 +648,7 @@ impl ModelPlanner {
         let mut done = 0;
         while let Some(a) = queue.pop_front() {
             done += 1;
-            match computer::openai(&a, focused.as_deref(), scale).map_err(|e| e.to_string())? {
+            match computer::openai(&a, focused.as_deref(), scale).map_err(|e| Unusable(e.to_string()))? {
                 Computed::Act(a) => {
                     let action = self.act(a, &frame)?;
                     if !queue.is_empty() {

@@ -153,30 +153,19 @@ impl Tab {
     /// listed it. `None` when it resolves to nothing (the action itself then says why).
     pub async fn locator_facts(&self, record: &crate::ObservationRecord, locator: &protocol::extended::Locator) -> Option<crate::LocatedFacts> {
         let r = self.locate(record, locator).await.ok()?;
-        let attrs = self.call_on(&r, ATTRS_JS, vec![], false).await.ok()?;
-        let get = |k: &str| attrs.get(k).and_then(Value::as_str);
-        let facts = policy::FieldFacts {
-            tag: get("tag"),
-            input_type: get("type"),
-            autocomplete: get("autocomplete"),
-            name: get("name"),
-            id: get("id"),
-            aria_label: get("aria_label"),
-            label: Some(r.name.as_str()),
-            placeholder: get("placeholder"),
-            role: Some(r.role.as_str()),
-        };
+        let secret = self.is_secret_field(&r).await?;
         let structure = record
             .refs
             .values()
             .find(|b| b.backend_node_id == r.backend_node_id && self.live_session(&b.session).id() == r.session.id())
             .map(|b| b.structure.clone());
-        Some(crate::LocatedFacts { role: r.role.clone(), name: r.name.clone(), secret: policy::classify_field(&facts).is_secret(), structure })
+        Some(crate::LocatedFacts { role: r.role.clone(), name: r.name.clone(), secret, structure })
     }
 
-    /// Text typed into a secret field is scrubbed from every later observation of this tab.
-    pub(super) async fn register_secret_if_needed(&self, r: &Resolved, text: &str) {
-        let Ok(attrs) = self.call_on(r, ATTRS_JS, vec![], false).await else { return };
+    /// Whether a resolved element is a secret field (password, card, one-time code, token), as
+    /// `policy::classify_field` reads its attributes; `None` when they cannot be read.
+    async fn is_secret_field(&self, r: &Resolved) -> Option<bool> {
+        let attrs = self.call_on(r, ATTRS_JS, vec![], false).await.ok()?;
         let get = |k: &str| attrs.get(k).and_then(Value::as_str);
         let facts = policy::FieldFacts {
             tag: get("tag"),
@@ -189,7 +178,12 @@ impl Tab {
             placeholder: get("placeholder"),
             role: Some(r.role.as_str()),
         };
-        if policy::classify_field(&facts).is_secret() {
+        Some(policy::classify_field(&facts).is_secret())
+    }
+
+    /// Text typed into a secret field is scrubbed from every later observation of this tab.
+    pub(super) async fn register_secret_if_needed(&self, r: &Resolved, text: &str) {
+        if self.is_secret_field(r).await == Some(true) {
             // Shorter than the registry's minimum cannot be scrubbed safely from text; the field's
             // own value is redacted by its classification anyway.
             let _ = lock(&self.state).secrets.add(text);
