@@ -162,11 +162,12 @@ impl Runtime {
         options
     }
 
-    /// Capability, origin and tier: `None` to go ahead, `Some(request)` when a person must decide,
-    /// `Err` when policy refuses. A write is judged by every origin it reaches, as the target's
-    /// structure says when it was observed: the element's own document (an iframe's), a link's
-    /// destination, a form's action, a link's pings; the strictest decision wins and the
-    /// approval names the origin it is about (and grants exactly that one).
+    /// Capability, origin and tier: the approvals a person must give first (none: go ahead) and
+    /// the origins the action's requests may reach; `Err` when policy refuses. A write is judged
+    /// by every origin it reaches, as the target's structure says when it was observed: the
+    /// element's own document (an iframe's), a link's destination, a form's action, a link's
+    /// pings. Each is decided alone: a refusal anywhere refuses, and each origin that needs a
+    /// person gets its own approval, naming (and granting) exactly that origin.
     fn judge(&self, at: &StepAt<'_>, record: &ObservationRecord, intended: &Intended) -> Result<Judged, RuntimeError> {
         match intended.effect {
             Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
