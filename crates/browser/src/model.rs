@@ -595,6 +595,15 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
             return Some(icon);
         }
     }
+    // What the page's code calls it (`data-action="repost"`, `data-icon="heart"`), on the
+    // control or inside it, then its test id, id or name.
+    for d in std::iter::once(dom).chain(view.descendants(dom)) {
+        for attr in ["data-action", "data-label", "data-name", "data-icon"] {
+            if let Some(v) = view.attr(d, attr).map(humanize).filter(|v| !v.is_empty()) {
+                return Some(v);
+            }
+        }
+    }
     for attr in ["data-testid", "id", "name"] {
         if let Some(v) = view.attr(dom, attr).map(humanize).filter(|v| !v.is_empty()) {
             return Some(v);

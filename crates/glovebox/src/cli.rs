@@ -131,7 +131,7 @@ pub struct RunArgs {
     /// The page to start on (http, https; the origin lists and approvals apply).
     #[arg(long)]
     pub url: String,
-    /// `anthropic` or `openai_chat` (over the configured `[model]`).
+    /// `anthropic`, `openai_responses` or `openai_chat` (over the configured `[model]`).
     #[arg(long)]
     pub provider: Option<String>,
     /// The model name (over the configured one).

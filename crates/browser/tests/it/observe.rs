@@ -322,3 +322,25 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     let preview = serde_json::to_string(&preview).unwrap();
     assert!(!preview.contains("RESET999") && !preview.contains("hunter2-secret") && preview.contains("Reset link"), "{preview}");
 }
+
+/// A feed's nameless icon controls get names from what the page's code calls them
+/// (`data-action`, `data-icon` inside), marked `name-inferred` (never trusted for policy), so
+/// reply, repost, like and more are told apart (issue 16).
+#[tokio::test]
+async fn nameless_icon_controls_are_named_from_the_pages_own_attributes() {
+    let env = env().await;
+    env.server.html(
+        "/feed.html",
+        r#"<!doctype html><article><p>@ada: shipped it</p>
+<div role=button tabindex=0 data-action="reply" onclick="0"><svg width=16 height=16></svg></div>
+<div role=button tabindex=0 data-action="repost" onclick="0"><svg width=16 height=16></svg></div>
+<div role=button tabindex=0 onclick="0"><i data-icon="heart-outline" style="display:inline-block;width:16px;height:16px"></i></div>
+<div role=button tabindex=0 data-name="moreOptions" onclick="0"><svg width=16 height=16></svg></div></article>"#,
+    );
+    let tab = env.open("/feed.html").await;
+    let o = observe(&tab).await;
+    let names: Vec<(String, bool)> = o.interactive_elements().iter().map(|e| (e.name().to_owned(), e.name_inferred())).collect();
+    for expected in ["reply", "repost", "heart outline", "more options"] {
+        assert!(names.iter().any(|(n, inferred)| n == expected && *inferred), "{expected} in {names:?}\n{}", o.aria_snapshot());
+    }
+}
