@@ -381,7 +381,12 @@ impl ModelPlanner {
     /// A protocol action (points in the screenshot's pixels) on `frame`, validated like any other.
     fn act(&self, mut action: Value, frame: &str) -> Result<protocol::ExtendedAction, Unusable> {
         action["expected_frame_id"] = Value::String(frame.to_owned());
-        to_css(&action, self.shot.as_ref())
+        self.validated(&action)
+    }
+
+    /// A model's action, its points mapped from the screenshot's pixels, validated like any other.
+    fn validated(&self, action: &Value) -> Result<protocol::ExtendedAction, Unusable> {
+        to_css(action, self.shot.as_ref())
             .map_err(|e| Unusable(e.to_string()))
             .and_then(|a| protocol::validate_extended_action(&a).map_err(|e| Unusable(e.to_string())))
     }
@@ -504,53 +509,22 @@ impl Planner for ModelPlanner {
                     continue;
                 };
                 let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-                let frame = input.observation.frame_id().as_str().to_owned();
-                let focused = focused_ref(&input.observation);
                 let step = match name.as_str() {
                     "computer" if matches!(self.computer, Some(t) if !t.is_openai()) => {
-                        let zoom = self.computer == Some(ComputerTool::Anthropic20251124);
-                        match computer::anthropic(&args, focused.as_deref(), &mut self.pointer, zoom) {
-                            Ok(steps) => {
-                                let mut steps = steps.into_iter();
-                                match steps.next() {
-                                    Some(Computed::Look) | None => Ok(PlannerStep::Look),
-                                    Some(Computed::Act(a)) => {
-                                        let rest: std::collections::VecDeque<Queued> =
-                                            steps.filter_map(|c| if let Computed::Act(a) = c { Some(Queued::Protocol(a)) } else { None }).collect();
-                                        if !rest.is_empty() {
-                                            self.batch = Some(Batch { total: rest.len() + 1, done: 1, queue: rest, url: input.observation.url().to_owned() });
-                                        }
-                                        self.act(a, &frame).map(PlannerStep::Act).map_err(|e| e.0)
-                                    }
-                                    Some(Computed::Answer(said)) if local < LOCAL_ANSWERS_PER_STEP => {
-                                        local += 1;
-                                        let parts = self.results((said, false));
-                                        self.push_user(parts, true);
-                                        continue;
-                                    }
-                                    Some(Computed::Zoom(region)) if local < LOCAL_ANSWERS_PER_STEP => {
-                                        local += 1;
-                                        match self.zoom(region) {
-                                            Ok((said, image)) => {
-                                                let mut parts = self.results((said, false));
-                                                parts.push(image);
-                                                self.push_user(parts, true);
-                                                continue;
-                                            }
-                                            Err(e) => Err(e.0),
-                                        }
-                                    }
-                                    Some(_) => Err("act on the page now: that is enough zooming and asking for this step".to_owned()),
-                                }
+                        match self.anthropic_call(&args, &input, local < LOCAL_ANSWERS_PER_STEP) {
+                            Ok(Answered::Step(step)) => Ok(step),
+                            // Answered here (a zoom, the cursor, a press noted): the model goes on.
+                            Ok(Answered::Told(parts)) => {
+                                local += 1;
+                                self.push_user(parts, true);
+                                continue;
                             }
-                            Err(e) => Err(e.to_string()),
+                            Err(e) => Err(e.0),
                         }
                     }
                     "computer" if self.computer.is_some() => self.openai_call(&call_id, &args, &input).map_err(|e| e.0),
                     // The model's own frame id: a stale one is refused on the one path, never replaced.
-                    "act" => to_css(&args, self.shot.as_ref())
-                        .map_err(|e| e.to_string())
-                        .and_then(|a| protocol::validate_extended_action(&a).map(PlannerStep::Act).map_err(|e| e.to_string())),
+                    "act" => self.validated(&args).map(PlannerStep::Act).map_err(|e| e.0),
                     "look" if self.shot.is_some() => Err("this page came with its screenshot already; act on it".to_owned()),
                     "look" => Ok(PlannerStep::Look),
                     "done" => match (text(&args, "summary"), args.get("checks")) {
@@ -619,7 +593,42 @@ impl Planner for ModelPlanner {
     }
 }
 
+/// What a computer call came to: a step for the runtime, or an answer Glovebox gives the model
+/// itself (a zoom, the cursor's position, a press noted).
+#[allow(clippy::large_enum_variant)] // one exists at a time, as `PlannerStep` itself
+enum Answered {
+    Step(PlannerStep),
+    Told(Vec<Part>),
+}
+
 impl ModelPlanner {
+    /// An Anthropic computer call: its first step now, the rest (a `hold_key`'s key up) queued;
+    /// a read it needs no page for is answered at once while `may_answer` (the step's budget).
+    fn anthropic_call(&mut self, args: &Value, input: &PlanInput, may_answer: bool) -> Result<Answered, Unusable> {
+        let zoom = self.computer == Some(ComputerTool::Anthropic20251124);
+        let focused = focused_ref(&input.observation);
+        let mut steps = computer::anthropic(args, focused.as_deref(), &mut self.pointer, zoom).map_err(|e| Unusable(e.to_string()))?.into_iter();
+        match steps.next() {
+            Some(Computed::Look) | None => Ok(Answered::Step(PlannerStep::Look)),
+            Some(Computed::Act(a)) => {
+                let rest: std::collections::VecDeque<Queued> =
+                    steps.filter_map(|c| if let Computed::Act(a) = c { Some(Queued::Protocol(a)) } else { None }).collect();
+                if !rest.is_empty() {
+                    self.batch = Some(Batch { total: rest.len() + 1, done: 1, queue: rest, url: input.observation.url().to_owned() });
+                }
+                self.act(a, input.observation.frame_id().as_str()).map(|a| Answered::Step(PlannerStep::Act(a)))
+            }
+            Some(_) if !may_answer => Err(Unusable("act on the page now: that is enough zooming and asking for this step".into())),
+            Some(Computed::Answer(said)) => Ok(Answered::Told(self.results((said, false)))),
+            Some(Computed::Zoom(region)) => {
+                let (said, image) = self.zoom(region)?;
+                let mut parts = self.results((said, false));
+                parts.push(image);
+                Ok(Answered::Told(parts))
+            }
+        }
+    }
+
     /// A zoom's answer: the region (in the screenshot's pixels) cropped from the full-resolution
     /// capture of the current page, within the tool's image bound.
     fn zoom(&self, (x0, y0, x1, y1): (f64, f64, f64, f64)) -> Result<(String, Part), Unusable> {

@@ -200,8 +200,8 @@ impl Runtime {
         }
         let field = if intended.secret_field { policy::Sensitivity::Secret(policy::SecretKind::Password) } else { policy::Sensitivity::Public };
         let now = now_ms();
-        let grants = self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        // Each origin reached, decided alone; a refusal anywhere refuses, else the strictest ask.
+        // Held only while deciding: nothing below awaits.
+        let grants = self.inner.grants.lock().unwrap_or_else(|p| p.into_inner());
         let decide_one = |origin: Option<&policy::Origin>| {
             let facts = RiskFacts { effect: intended.effect, origin, element_role: intended.role.as_deref(), element_name: intended.name.as_deref(), field };
             let tier = policy::classify(&facts, &self.inner.config.trust);
@@ -242,6 +242,7 @@ impl Runtime {
         allowed.extend(asks.iter().filter_map(|a| a.2.clone()));
         allowed.extend(self.inner.config.trust.trusted_origins.iter().cloned());
         allowed.extend(grants.origins(at.scope, now));
+        drop(grants);
         allowed.sort_by_key(|o| o.serialize_web());
         allowed.dedup();
         let mut requests = Vec::new();
