@@ -156,9 +156,24 @@ impl Guard {
         self.wake.notify_one();
     }
 
+    /// Ends the window [`TAIL`] after the returned value is dropped, however the action ended
+    /// (a failed or timed-out dispatch included): a guard is never left armed.
+    pub(crate) fn disarm_on_drop(&self) -> Disarm<'_> {
+        Disarm(self)
+    }
+
     /// The requests refused since the last call.
     pub(crate) fn take_blocked(&self) -> Vec<BlockedRequest> {
         std::mem::take(&mut lock(&self.state).blocked)
+    }
+}
+
+/// Ends its guard's window when dropped (`Guard::disarm_on_drop`).
+pub(crate) struct Disarm<'a>(&'a Guard);
+
+impl Drop for Disarm<'_> {
+    fn drop(&mut self) {
+        self.0.disarm_later();
     }
 }
 

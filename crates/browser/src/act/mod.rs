@@ -168,6 +168,9 @@ impl Tab {
         let started = Instant::now();
         let until = started + options.deadline;
         let opened_before = lock(&self.state).opened.len();
+        // Set once the network boundary is armed; its window ends when this is dropped, on
+        // every way out below.
+        let mut disarm = None;
         let (dispatched, before) = {
             let _write = self.write_barrier(options.deadline).await?;
             if let Some(dialog) = lock(&self.state).dialog.clone() {
@@ -190,6 +193,7 @@ impl Tab {
                 // Armed before anything is sent: whatever the action causes is judged.
                 let _ = self.guard.take_blocked();
                 self.guard.arm(allowed.clone()).await?;
+                disarm = Some(self.guard.disarm_on_drop());
             }
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
             let dispatched = tokio::time::timeout_at(until.into(), self.dispatch(action, &record, &now, options, until)).await;
@@ -202,8 +206,7 @@ impl Tab {
             }
         };
         let mut outcome = self.finish(action.kind(), dispatched, opened_before, before, options).await;
-        if options.allowed_origins.is_some() {
-            self.guard.disarm_later();
+        if disarm.take().is_some() {
             outcome.blocked = self.guard.take_blocked();
             if !outcome.blocked.is_empty() {
                 let listed: Vec<String> = outcome.blocked.iter().take(4).map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type)).collect();

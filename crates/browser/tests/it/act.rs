@@ -437,3 +437,31 @@ async fn settling_waits_for_the_actions_requests_not_the_pages_polling() {
     assert!(outcome.timing.awaited_requests >= 1, "the click's own request is awaited: {:?}", outcome.timing);
     assert!(outcome.observation.unwrap().aria_snapshot().contains("saved"), "its effect is in the fresh observation");
 }
+
+/// The network boundary's window ends however the action ends: after a guarded click that fails
+/// in dispatch (a disabled button), the page's own requests elsewhere go through once the tail
+/// has passed.
+#[tokio::test]
+async fn a_failed_guarded_action_leaves_no_boundary_armed() {
+    let env = env().await;
+    let other = test_support::FixtureServer::start().await.unwrap();
+    other.html("/ping", "pong");
+    env.server.html("/disabled.html", "<!doctype html><button disabled>Locked</button><button>Open</button>");
+    let tab = env.open("/disabled.html").await;
+    let o = observe(&tab).await;
+    let guarded = ActOptions {
+        allowed_origins: Some(vec![policy::Origin::parse(&env.server.origin()).unwrap()]),
+        deadline: Duration::from_secs(2),
+        ..Default::default()
+    };
+    assert!(tab.act(&click(&o, "Locked"), &guarded).await.is_err(), "a disabled button is not actionable");
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
+    observe_eval(&tab, &format!("fetch('{}/ping', {{method: 'POST'}}).catch(() => 0)", other.origin())).await;
+    for _ in 0..50 {
+        if !other.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(other.requests().len(), 1, "the page's own request after the window went through");
+}
