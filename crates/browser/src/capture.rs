@@ -113,6 +113,7 @@ pub(crate) fn forget_context(state: &std::sync::Mutex<TabState>, context: i64) {
 
 /// Styles requested from DOMSnapshot, in this order.
 pub(crate) const STYLES: [&str; 4] = ["display", "visibility", "cursor", "opacity"];
+pub(crate) const STYLE_DISPLAY: usize = 0;
 pub(crate) const STYLE_VISIBILITY: usize = 1;
 pub(crate) const STYLE_CURSOR: usize = 2;
 pub(crate) const STYLE_OPACITY: usize = 3;

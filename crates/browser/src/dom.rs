@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use cdp::domains::dom_snapshot::{CaptureSnapshotReply, DocumentSnapshot};
 
-use crate::capture::{STYLE_CURSOR, STYLE_OPACITY, STYLE_VISIBILITY};
+use crate::capture::{STYLE_CURSOR, STYLE_DISPLAY, STYLE_OPACITY, STYLE_VISIBILITY};
 
 /// A rectangle in viewport CSS pixels of the tab's top-level viewport.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,6 +156,26 @@ impl<'a> DocView<'a> {
 
     pub(crate) fn cursor_pointer(&self, node: usize) -> bool {
         self.style(node, STYLE_CURSOR) == Some("pointer")
+    }
+
+    /// Its computed `cursor` says it can be picked up and moved (`move`, `grab`).
+    pub(crate) fn cursor_grab(&self, node: usize) -> bool {
+        matches!(self.style(node, STYLE_CURSOR), Some("move" | "grab" | "grabbing" | "-webkit-grab"))
+    }
+
+    /// An element whose box is block-level (its computed `display` is not an inline kind):
+    /// text before, inside and after it are different lines of a page. Flex and grid items
+    /// and absolutely positioned elements are blockified by CSS, so their computed value says so.
+    pub(crate) fn is_block(&self, node: usize) -> bool {
+        if self.node_type(node) != 1 {
+            return false;
+        }
+        self.style(node, STYLE_DISPLAY).is_some_and(|d| !(d.is_empty() || d.starts_with("inline") || d == "contents" || d.starts_with("ruby")))
+    }
+
+    /// Its `class` tokens.
+    pub(crate) fn classes(&self, node: usize) -> impl Iterator<Item = &'a str> {
+        self.attr(node, "class").unwrap_or_default().split_ascii_whitespace()
     }
 
     /// Rendered and not made invisible by CSS (`visibility`, `opacity: 0`).

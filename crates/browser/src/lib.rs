@@ -15,6 +15,7 @@
 mod act;
 mod capture;
 mod console;
+mod diff;
 mod dom;
 mod error;
 mod guard;
@@ -32,5 +33,5 @@ pub use error::BrowserError;
 pub use guard::{BlockedRequest, TAIL as GUARD_TAIL};
 pub use image::{ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot};
 pub use observe::{FormStructure, LocatedFacts, ObservationRecord, ObserveOptions, PageModel, RefBinding, TargetStructure};
-pub use render::{is_state_token, observation_text, snapshot_text};
+pub use render::{is_state_token, observation_text, observation_text_or_changes, snapshot_text};
 pub use tab::{Dialog, Tab, TabMemory};

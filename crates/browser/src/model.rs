@@ -97,7 +97,13 @@ pub(crate) struct Candidate {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Item {
-    Text { text: String, bounds: Option<Rect> },
+    /// Text, and the block box it flows in: text of one block shares a line, text of different
+    /// blocks never does.
+    Text {
+        text: String,
+        bounds: Option<Rect>,
+        block: usize,
+    },
     Node(NodeItem),
 }
 
@@ -133,6 +139,9 @@ pub(crate) struct Walker<'a> {
     pub(crate) capture_origins: HashMap<usize, (f64, f64)>,
     /// Each frame's security origin by frame id, from the tab's frame tree.
     frame_origins: &'a HashMap<String, String>,
+    /// Block boxes seen so far: each block-level element, and the text that follows one inside
+    /// its parent, starts a new one.
+    blocks: usize,
 }
 
 fn value_text(v: &Option<AxValue>) -> String {
@@ -173,7 +182,7 @@ impl<'a> Walker<'a> {
         viewport: (f64, f64),
         frame_origins: &'a HashMap<String, String>,
     ) -> Self {
-        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0, capture_origins: HashMap::new(), frame_origins }
+        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0, capture_origins: HashMap::new(), frame_origins, blocks: 0 }
     }
 
     /// Walks the root document of capture `index` whose viewport origin is `origin`.
@@ -198,7 +207,8 @@ impl<'a> Walker<'a> {
         // The frame tree's security origin (authoritative; the snapshot's document URL of a
         // child frame can name its parent's), else the document's own URL.
         let origin = self.frame_origins.get(frame).cloned().unwrap_or_else(|| policy::web_origin(view.url()));
-        let mut ctx = DocCtx { capture, form_secrets: HashMap::new(), origin, view: &view, by_id: &by_id, depth_guard };
+        self.blocks += 1;
+        let mut ctx = DocCtx { capture, form_secrets: HashMap::new(), origin, view: &view, by_id: &by_id, depth_guard, block: self.blocks };
         self.walk_node(&mut ctx, root)
     }
 
@@ -212,7 +222,22 @@ impl<'a> Walker<'a> {
         items
     }
 
+    /// Walks one node; a block-level element's text is its own block, and so is the text after
+    /// it in its parent (CSS's anonymous block).
     fn walk_node(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode) -> Vec<Item> {
+        let block = node.backend_dom_node_id.and_then(|b| ctx.view.node(b)).is_some_and(|d| ctx.view.is_block(d));
+        if !block {
+            return self.walk_one(ctx, node);
+        }
+        self.blocks += 1;
+        ctx.block = self.blocks;
+        let items = self.walk_one(ctx, node);
+        self.blocks += 1;
+        ctx.block = self.blocks;
+        items
+    }
+
+    fn walk_one(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode) -> Vec<Item> {
         let role = value_text(&node.role);
         // List bullets and inline text boxes repeat what their parents say.
         if matches!(role.as_str(), "InlineTextBox" | "ListMarker") {
@@ -233,13 +258,13 @@ impl<'a> Walker<'a> {
         self.seq += 1;
         let order = self.seq;
         match role.as_str() {
-            "LineBreak" => return vec![Item::Text { text: " ".into(), bounds: None }],
+            "LineBreak" => return vec![Item::Text { text: " ".into(), bounds: None, block: ctx.block }],
             "StaticText" => {
                 let text = value_text(&node.name);
                 if text.trim().is_empty() {
                     return Vec::new();
                 }
-                return vec![Item::Text { text, bounds: dom.and_then(|d| ctx.view.bounds(d)) }];
+                return vec![Item::Text { text, bounds: dom.and_then(|d| ctx.view.bounds(d)), block: ctx.block }];
             }
             "RootWebArea" | "WebArea" => return self.walk_children(ctx, node),
             "Iframe" | "IframePresentational" => return self.walk_iframe(ctx, node, dom, order),
@@ -259,7 +284,16 @@ impl<'a> Walker<'a> {
         if !interactive && (role == "image" || role == "img") && name.is_empty() {
             return children;
         }
-        let states = states(node, &role);
+        let mut states = states(node, &role);
+        // A toggle that shows or hides a list says so only through the list: collapsed or
+        // expanded, marked as inferred (ARIA, when the page gives it, comes first).
+        if interactive
+            && !states.iter().any(|s| s == "expanded" || s == "collapsed")
+            && let Some(open) = dom.and_then(|d| inferred_expansion(ctx.view, d, &children))
+        {
+            states.push(if open { "expanded" } else { "collapsed" }.into());
+            states.push("state-inferred".into());
+        }
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
         let (value, secret) = dom.map_or((None, false), |d| self.value(ctx.view, node, &role, &tag, d, &name));
         let url = match (role.as_str(), dom) {
@@ -286,11 +320,11 @@ impl<'a> Walker<'a> {
         };
         let mut shown_name = name.clone();
         let mut name_inferred = false;
+        let mut from_content = false;
         if interactive && shown_name.is_empty() {
             // What a person reads on it is its name; only names found elsewhere are "inferred".
-            let mut text = String::new();
-            all_text(&children, &mut text);
-            shown_name = fold(&text);
+            shown_name = content_name(&children);
+            from_content = true;
             if shown_name.is_empty()
                 && let Some(inferred) = dom.and_then(|d| infer_name(ctx.view, d))
             {
@@ -298,8 +332,19 @@ impl<'a> Walker<'a> {
                 name_inferred = true;
             }
         }
+        // A target whose content is several blocks (a mail row's sender, subject and snippet)
+        // keeps them as lines of their own under it rather than one flattened name; its name in
+        // the interactive list is those blocks read in turn (`Dulcie / Risus. / Id placerat…`).
+        let mut line_name = shown_name.clone();
+        if interactive && blocks_in(&children) > 1 && {
+            let mut content = String::new();
+            all_text(&children, &mut content);
+            from_content || fold(&content) == shown_name
+        } {
+            line_name.clear();
+        }
         // A named node repeats its name as text; drop the duplicate.
-        if !shown_name.is_empty() {
+        if !line_name.is_empty() {
             if text_of(&children) == shown_name {
                 children.clear();
             } else if matches!(children.first(), Some(Item::Text { text, .. }) if fold(text) == shown_name) {
@@ -329,11 +374,10 @@ impl<'a> Walker<'a> {
         } else {
             None
         };
-        let mut states = states;
         if name_inferred {
             states.push("name-inferred".into());
         }
-        vec![Item::Node(NodeItem { role: display_role, name: shown_name, states, value, url, candidate, bounds, children })]
+        vec![Item::Node(NodeItem { role: display_role, name: line_name, states, value, url, candidate, bounds, children })]
     }
 
     /// A visible frame element and the document inside it (same-process or out-of-process).
@@ -402,14 +446,33 @@ impl<'a> Walker<'a> {
         let by_listener = view.clickable(dom);
         let by_cursor = view.cursor_pointer(dom) && view.parent(dom).is_none_or(|p| !view.cursor_pointer(p));
         let by_tabindex = view.attr(dom, "tabindex").and_then(|t| t.trim().parse::<i64>().ok()).is_some_and(|t| t >= 0) && prop_true(node, "focusable");
-        if !(by_listener || by_cursor || by_tabindex) {
+        // Something to pick up and move: a drag source (`draggable`, a grab cursor, a sortable
+        // or draggable library's handle class) is a target of a drag, though it has no click.
+        let by_drag = view.attr(dom, "draggable").is_some_and(|d| d.trim().eq_ignore_ascii_case("true"))
+            || (view.cursor_grab(dom) && view.parent(dom).is_none_or(|p| !view.cursor_grab(p)))
+            || view.classes(dom).any(|c| DRAG_CLASSES.contains(&c));
+        if !(by_listener || by_cursor || by_tabindex || by_drag) {
             return false;
         }
         // A container that merely delegates events (a framework root, a whole list) is not one
         // target: skip it when it covers most of the viewport or holds several targets itself.
         let inner_targets = count_candidates(children);
         let big = view.bounds(dom).is_some_and(|b| b.area() >= 0.6 * self.viewport.0 * self.viewport.1);
-        !(big || inner_targets > 2)
+        if big || inner_targets > 2 {
+            return false;
+        }
+        // One target, one ref: a container (a calendar cell) around a single target that holds
+        // all of its text (the day's link) is that target, not a second one.
+        if inner_targets == 1
+            && let Some(inner) = sole_target(children)
+        {
+            let mut text = String::new();
+            all_text(children, &mut text);
+            if fold(&text) == inner.name {
+                return false;
+            }
+        }
+        true
     }
 
     /// The field's value as shown (redacted when secret), and whether the field holds a secret.
@@ -445,6 +508,8 @@ impl<'a> Walker<'a> {
 
 struct DocCtx<'v, 'n> {
     capture: usize,
+    /// The block box text walked now flows in.
+    block: usize,
     /// Whether each form (by node) holds a filled secret field, decided once per form.
     form_secrets: HashMap<usize, bool>,
     /// The document's security origin, as the browser's frame tree reports it.
@@ -464,16 +529,139 @@ fn count_candidates(items: &[Item]) -> usize {
         .sum()
 }
 
-/// The folded text of items that are all text; empty if any node is among them.
+/// The folded text of items that are all text of one block; empty if any node is among them
+/// or the text spans blocks (it is then several lines).
 pub(crate) fn text_of(items: &[Item]) -> String {
     let mut text = String::new();
+    let mut first_block = None;
     for item in items {
         match item {
-            Item::Text { text: t, .. } => join_text(&mut text, t),
+            Item::Text { text: t, block, .. } => {
+                if !t.trim().is_empty() && *first_block.get_or_insert(*block) != *block {
+                    return String::new();
+                }
+                join_text(&mut text, t);
+            }
             Item::Node(_) => return String::new(),
         }
     }
     fold(&text)
+}
+
+/// A target's name from its content: the text of each block in turn (` / ` between blocks),
+/// with the names of the nodes inside it, but not those of other targets inside it (a row's
+/// icons have refs and names of their own).
+fn content_name(items: &[Item]) -> String {
+    fn walk(items: &[Item], groups: &mut Vec<String>, last: &mut Option<usize>) {
+        for item in items {
+            match item {
+                Item::Text { text, block, .. } => {
+                    if !text.trim().is_empty() && *last != Some(*block) {
+                        groups.push(String::new());
+                        *last = Some(*block);
+                    }
+                    if let Some(group) = groups.last_mut() {
+                        join_text(group, text);
+                    }
+                }
+                Item::Node(n) if n.candidate.is_some() => *last = None,
+                Item::Node(n) => {
+                    if !n.name.is_empty() {
+                        if groups.is_empty() {
+                            groups.push(String::new());
+                        }
+                        if let Some(group) = groups.last_mut() {
+                            join_text(group, &n.name);
+                        }
+                    }
+                    walk(&n.children, groups, last);
+                }
+            }
+        }
+    }
+    let mut groups = Vec::new();
+    walk(items, &mut groups, &mut None);
+    groups.iter().map(|g| fold(g)).filter(|g| !g.is_empty()).collect::<Vec<_>>().join(" / ")
+}
+
+/// How many block boxes the text directly among `items` flows in.
+fn blocks_in(items: &[Item]) -> usize {
+    let mut blocks: Vec<usize> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Text { text, block, .. } if !text.trim().is_empty() => Some(*block),
+            _ => None,
+        })
+        .collect();
+    blocks.dedup();
+    blocks.len()
+}
+
+/// The one target among `items` (searched through their children), when there is exactly one.
+fn sole_target(items: &[Item]) -> Option<&NodeItem> {
+    let mut found = None;
+    for item in items {
+        if let Item::Node(n) = item {
+            let inner = if n.candidate.is_some() { Some(n) } else { sole_target(&n.children) };
+            if inner.is_some() {
+                if found.is_some() {
+                    return None;
+                }
+                found = inner;
+            }
+        }
+    }
+    found
+}
+
+/// Class names drag-and-drop libraries give what can be dragged (jQuery UI, SortableJS,
+/// Dragula-style pages).
+const DRAG_CLASSES: &[&str] = &["ui-sortable-handle", "ui-draggable", "ui-draggable-handle", "draggable", "sortable-item", "drag-handle", "sortable-handle"];
+
+/// Triangles and chevrons a tree or disclosure draws on its toggles.
+const TOGGLE_GLYPHS: &str = "▸▹►▶▾▿▼▽◂◃◀▴▵▲△›‹»˃˅⌄⌃⏵⏷";
+
+/// Whether a toggle opens (`true`) or closes (`false`) a list, from the evidence the page gives
+/// when it does not say it with ARIA: a list inside the element itself, or — for a toggle (a
+/// glyph, a caret or toggle class) — a list beside it in its parent, shown or hidden; failing
+/// a list, an `expanded`/`collapsed` (`open`/`closed`) class on the toggle or its parent.
+fn inferred_expansion(view: &DocView<'_>, dom: usize, children: &[Item]) -> Option<bool> {
+    let is_list = |n: usize| matches!(view.tag(n).as_str(), "ul" | "ol") || view.attr(n, "role").is_some_and(|r| matches!(r.trim(), "group" | "tree" | "list"));
+    let child_list = |parent: usize, except: Option<usize>| {
+        view.descendants(parent).filter(|c| view.parent(*c) == Some(parent) && Some(*c) != except && view.node_type(*c) == 1).find(|c| is_list(*c))
+    };
+    let shown = |list: usize| view.visible(list) && view.descendants(list).any(|d| view.node_type(d) == 1);
+    let has_items = |list: usize| view.descendants(list).any(|d| view.node_type(d) == 1);
+    // An item (a folder, a menu entry) with its own list inside.
+    let item = view.tag(dom) == "li" || view.attr(dom, "role").is_some_and(|r| matches!(r.trim(), "treeitem" | "listitem" | "menuitem"));
+    if item && let Some(list) = child_list(dom, None).filter(|l| has_items(*l)) {
+        return Some(shown(list));
+    }
+    let mut own = String::new();
+    all_text(children, &mut own);
+    let own = own.trim();
+    let glyph = own.chars().count() == 1 && own.chars().all(|c| TOGGLE_GLYPHS.contains(c));
+    let toggle_class = view.classes(dom).any(|c| {
+        let c = c.to_ascii_lowercase();
+        ["toggle", "caret", "arrow", "expand", "collapse", "twisty", "chevron", "disclosure"].iter().any(|w| c.contains(w))
+    });
+    if !(glyph || toggle_class) {
+        return None;
+    }
+    let parent = view.parent(dom)?;
+    if let Some(list) = child_list(parent, Some(dom)).filter(|l| has_items(*l)) {
+        return Some(shown(list));
+    }
+    for node in [dom, parent] {
+        for class in view.classes(node) {
+            match class.to_ascii_lowercase().as_str() {
+                "collapsed" | "closed" | "is-collapsed" | "is-closed" => return Some(false),
+                "expanded" | "open" | "is-expanded" | "is-open" => return Some(true),
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// A link's target as shown: resolved against the document, redacted, and shortened to the path
@@ -604,12 +792,87 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
             }
         }
     }
+    // A class that is a word for what it does (`reply`, `trash`, `star`), not for how it looks.
+    if let Some(word) = view.classes(dom).find(|c| class_word(c)) {
+        return Some(humanize(word));
+    }
     for attr in ["data-testid", "id", "name"] {
         if let Some(v) = view.attr(dom, attr).map(humanize).filter(|v| !v.is_empty()) {
             return Some(v);
         }
     }
     None
+}
+
+/// A class name that can name a control: a lowercase word or two (`reply`, `add-to-cart`), not
+/// a generated hash, a layout or state class, or a generic word.
+fn class_word(class: &str) -> bool {
+    const GENERIC: &[&str] = &[
+        "btn",
+        "button",
+        "icon",
+        "icons",
+        "control",
+        "controls",
+        "action",
+        "actions",
+        "clickable",
+        "item",
+        "link",
+        "active",
+        "selected",
+        "disabled",
+        "hover",
+        "focus",
+        "small",
+        "large",
+        "sm",
+        "lg",
+        "md",
+        "xs",
+        "left",
+        "right",
+        "top",
+        "bottom",
+        "pull",
+        "float",
+        "inline",
+        "block",
+        "flex",
+        "hidden",
+        "visible",
+        "show",
+        "hide",
+        "primary",
+        "secondary",
+        "default",
+        "round",
+        "rounded",
+        "circle",
+        "fa",
+        "material",
+        "glyphicon",
+        "svg",
+        "img",
+        "image",
+        "ui",
+        "widget",
+        "container",
+        "wrapper",
+        "inner",
+        "outer",
+        "row",
+        "col",
+        "cell",
+        "toggle",
+    ];
+    let len = class.chars().count();
+    (3..=24).contains(&len)
+        && class.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_')
+        && !class.starts_with(['-', '_'])
+        && !GENERIC.contains(&class)
+        && !class.starts_with("js-")
+        && !class.starts_with("ui-")
 }
 
 /// `/icons/trash-can.svg?v=2` → `trash can`; `#icon-close` → `close`.

@@ -45,11 +45,14 @@ pub struct ObserveOptions {
     pub deadline: Duration,
     /// Where roles, names and states come from.
     pub model: PageModel,
+    /// The observation to write the snapshot's changes against (`Observation::snapshot_diff`):
+    /// used only when it is of the same document and the changes are smaller than the snapshot.
+    pub diff_base: Option<Arc<ObservationRecord>>,
 }
 
 impl Default for ObserveOptions {
     fn default() -> Self {
-        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10), model: PageModel::Auto }
+        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10), model: PageModel::Auto, diff_base: None }
     }
 }
 
@@ -144,6 +147,8 @@ pub struct ObservationRecord {
     pub viewport: Viewport,
     pub refs: HashMap<String, RefBinding>,
     pub screenshot_size: Option<protocol::ImageSize>,
+    /// The snapshot text the observation carried (the base of a later diff).
+    pub(crate) text: Arc<str>,
 }
 
 impl ObservationRecord {
@@ -171,6 +176,45 @@ impl ObservationRecord {
     /// The binding of `element`, if this observation issued it.
     pub fn binding(&self, element: &ElementRef) -> Option<&RefBinding> {
         self.refs.get(element.as_str())
+    }
+}
+
+/// The refs a tab gave the nodes of its current document, so a node keeps its ref across
+/// observations while it exists; a new document starts again at `e1`. A ref is never given to
+/// another node of the same document.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RefMemory {
+    doc: String,
+    last: u32,
+    /// (frame target id, backend node id) → ref number.
+    by_node: HashMap<(String, i64), u32>,
+}
+
+/// Nodes remembered per document before the memory starts over (numbers still go on).
+const REF_MEMORY_MAX: usize = 50_000;
+
+impl RefMemory {
+    /// Starts an observation of document `doc`.
+    pub(crate) fn begin(&mut self, doc: &str) {
+        if self.doc != doc {
+            self.doc = doc.to_owned();
+            self.by_node.clear();
+            self.last = 0;
+        }
+        if self.by_node.len() > REF_MEMORY_MAX {
+            self.by_node.clear();
+        }
+    }
+
+    /// The ref number of a node, given one if it has none.
+    pub(crate) fn number(&mut self, frame: &str, backend: i64) -> u32 {
+        let key = (frame.to_owned(), backend);
+        if let Some(n) = self.by_node.get(&key) {
+            return *n;
+        }
+        self.last += 1;
+        self.by_node.insert(key, self.last);
+        self.last
     }
 }
 
@@ -262,6 +306,7 @@ impl Tab {
             refs: HashMap::new(),
             screenshot_size: None,
             world: world.clone(),
+            text: Arc::from(text.as_str()),
         });
         *lock(&self.latest) = Some(record);
         let (console_errors, console_cut) = lock(&self.state).console.snapshot();
@@ -396,7 +441,7 @@ impl Tab {
             }
             None => None,
         };
-        Ok(self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins))
+        Ok(self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins, options.diff_base.as_deref()))
     }
 
     /// Captures each attached out-of-process iframe and finds which element hosts it.
@@ -445,6 +490,7 @@ impl Tab {
         oopif: &HashMap<HostKey, usize>,
         screenshot: Option<Screenshot>,
         frame_origins: &HashMap<String, String>,
+        diff_base: Option<&ObservationRecord>,
     ) -> Attempt {
         let viewport_px = (world.width, world.height);
         let mut walker = Walker::new(captures, oopif, viewport_px, frame_origins);
@@ -477,7 +523,21 @@ impl Tab {
         referenced.dedup();
         referenced.sort_by_key(|c| candidates[*c].order);
         listed.sort_by_key(|c| candidates[*c].order);
-        let ref_of: HashMap<usize, ElementRef> = referenced.iter().enumerate().map(|(i, c)| (*c, ElementRef::from_index(i as u32 + 1))).collect();
+        // Stable refs: a node keeps the ref it had in an earlier observation of this document;
+        // a node seen for the first time takes the next number (never one a node had before).
+        let ref_of: HashMap<usize, ElementRef> = {
+            let mut state = lock(&self.state);
+            let memory = &mut state.refs;
+            memory.begin(&world.doc);
+            referenced
+                .iter()
+                .map(|c| {
+                    let cand = &candidates[*c];
+                    let frame = captures[cand.capture].session.target_id().map(|t| t.0.as_str()).unwrap_or_default();
+                    (*c, ElementRef::from_index(memory.number(frame, cand.backend)))
+                })
+                .collect()
+        };
 
         // Text this tab typed into secret fields never comes back, wherever the page echoes it.
         let secrets = lock(&self.state).secrets.clone();
@@ -567,16 +627,9 @@ impl Tab {
         let console_errors = console_errors.iter().map(|c| scrub(c)).collect();
         let url = scrub(&policy::redact_url(&world.url));
         let origin = policy::web_origin(&world.url);
-        let record = Arc::new(ObservationRecord {
-            frame_id: frame_id.clone(),
-            navigation_epoch,
-            viewport,
-            refs,
-            screenshot_size: screenshot.as_ref().map(Screenshot::size),
-            world: world.clone(),
-        });
+        let screenshot_size = screenshot.as_ref().map(Screenshot::size);
         let tab_id = TabId::new(self.target_id().0.clone()).unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
-        let observation = Observation::bounded(ObservationParts {
+        let mut observation = Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: world.structural,
             captured_at: now_ms(),
@@ -591,6 +644,22 @@ impl Tab {
             console_errors,
             cut: ProducerCuts { aria: aria_cut, elements: elements_cut, console: console_cut },
         });
+        // Changes against the base, when it shows this same document (refs are stable only
+        // within one) and they are smaller than the snapshot; otherwise the snapshot alone.
+        if let Some(base) = diff_base.filter(|b| b.world.doc == world.doc)
+            && let Some(diff) = crate::diff::snapshot_diff(&base.frame_id, &base.text, observation.aria_snapshot())
+        {
+            observation = observation.with_diff(diff);
+        }
+        let record = Arc::new(ObservationRecord {
+            frame_id: observation.frame_id().clone(),
+            navigation_epoch,
+            viewport,
+            refs,
+            screenshot_size,
+            world: world.clone(),
+            text: Arc::from(observation.aria_snapshot()),
+        });
         Attempt::Done(Box::new(observation), record)
     }
 }
@@ -604,7 +673,7 @@ fn secret_regions(items: &[Item], candidates: &[Candidate], secrets: &policy::Se
     fn walk(items: &[Item], secrets: &policy::SecretRegistry, out: &mut Vec<Rect>) {
         for item in items {
             match item {
-                Item::Text { text, bounds: Some(b) } if shows(secrets, text) => out.push(*b),
+                Item::Text { text, bounds: Some(b), .. } if shows(secrets, text) => out.push(*b),
                 Item::Text { .. } => {}
                 Item::Node(node) => {
                     if let Some(b) = node.bounds

@@ -176,22 +176,28 @@ fn all_text(items: &[Item], out: &mut String) {
 }
 
 fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
-    // Runs of text between nodes become one line each.
+    // Runs of text of one block between nodes become one line each; text of another block is
+    // another line.
     enum Piece<'a> {
-        Text(String, Option<Rect>),
+        Text(String, Option<Rect>, usize),
         Node(&'a NodeItem),
     }
     let mut pieces: Vec<Piece<'_>> = Vec::new();
     for item in items {
         match item {
-            Item::Text { text, bounds } => match pieces.last_mut() {
-                Some(Piece::Text(acc, at)) => {
+            Item::Text { text, bounds, block } => match pieces.last_mut() {
+                Some(Piece::Text(acc, at, b)) if *b == *block || text.trim().is_empty() || acc.trim().is_empty() => {
+                    if acc.trim().is_empty() {
+                        *b = *block;
+                    }
                     join_text(acc, text);
                     *at = at.or(*bounds);
                 }
-                _ => pieces.push(Piece::Text(text.clone(), *bounds)),
+                _ => pieces.push(Piece::Text(text.clone(), *bounds, *block)),
             },
-            Item::Node(node) => pieces.push(Piece::Node(node)),
+            // A wrapper that only repeats the one target inside it (a calendar cell around its
+            // day's link) is that target's line: one target, one line.
+            Item::Node(node) => pieces.push(Piece::Node(sole_wrapped(node))),
         }
     }
     // A control's label repeats its name next to it: the name already says it.
@@ -201,7 +207,7 @@ fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<us
     };
     for (i, piece) in pieces.iter().enumerate() {
         match piece {
-            Piece::Text(text, bounds) => {
+            Piece::Text(text, bounds, _) => {
                 let folded = fold(text);
                 if folded.is_empty() || labels(i, &folded) {
                     continue;
@@ -221,6 +227,19 @@ fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<us
             Piece::Node(node) => push_node(node, depth, parent, inherited, viewport, out),
         }
     }
+}
+
+/// The node a wrapper stands for: a node that is no target itself, has no value, link or
+/// states, and whose only content is one node saying the same name, is shown as that node.
+fn sole_wrapped(node: &NodeItem) -> &NodeItem {
+    let mut node = node;
+    while node.candidate.is_none() && node.value.is_none() && node.url.is_none() && node.states.is_empty() && node.role != "heading" {
+        match node.children.as_slice() {
+            [Item::Node(inner)] if !inner.name.is_empty() && fold(&inner.name) == fold(&node.name) => node = inner,
+            _ => break,
+        }
+    }
+    node
 }
 
 fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
@@ -356,7 +375,20 @@ pub(crate) fn choose(lines: &[Line], budget: usize, viewport_height: f64) -> Vec
 /// to fit its budget, and console errors. The runtime's own facts (frame id, viewport, what was
 /// cut) travel in the trusted header; the full `Observation` stays the host API's shape.
 pub fn observation_text(o: &protocol::Observation) -> String {
-    let snapshot = o.aria_snapshot();
+    model_text(o, false)
+}
+
+/// [`observation_text`], with the snapshot written as its changes against the action's base
+/// observation when the observation carries them (`Observation::snapshot_diff`): the text's
+/// snapshot part then begins `changes since frame_…`, and interactive elements the snapshot
+/// left out are not listed again. For a transport whose model read the base (an `act` result).
+pub fn observation_text_or_changes(o: &protocol::Observation) -> String {
+    model_text(o, true)
+}
+
+fn model_text(o: &protocol::Observation, changes: bool) -> String {
+    let diff = o.snapshot_diff().filter(|_| changes);
+    let snapshot = diff.map_or(o.aria_snapshot(), |d| d.text());
     let mut out = String::with_capacity(snapshot.len() + 128);
     // First line: the URL and the quoted title (both are page-controlled, so inside the markers).
     out.push_str(o.url());
@@ -366,7 +398,7 @@ pub fn observation_text(o: &protocol::Observation) -> String {
     }
     out.push('\n');
     out.push_str(snapshot);
-    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !e.in_snapshot()).collect();
+    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !e.in_snapshot() && diff.is_none()).collect();
     if !left_out.is_empty() {
         out.push_str("interactive elements outside the text above:\n");
         for e in left_out {
@@ -405,7 +437,7 @@ mod tests {
     }
 
     fn text(t: &str) -> Item {
-        Item::Text { text: t.into(), bounds: None }
+        Item::Text { text: t.into(), bounds: None, block: 0 }
     }
 
     /// Heads and tails only (refs are added by the observation).

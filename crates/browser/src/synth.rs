@@ -370,7 +370,8 @@ impl Synth<'_, '_> {
         };
         let named = attr("aria-label").is_some_and(|v| !v.trim().is_empty()) || attr("aria-labelledby").is_some();
         match tag {
-            "a" | "area" if attr("href").is_some() => "link",
+            // Chromium makes an anchor a link when it has an href or a click listener.
+            "a" | "area" if attr("href").is_some() || view.clickable(node) => "link",
             "article" => "article",
             "aside" => "complementary",
             "nav" => "navigation",
@@ -493,6 +494,15 @@ impl Synth<'_, '_> {
                 return attr_name("title").or_else(|| attr_name("placeholder")).unwrap_or_default();
             }
             "img" => return attr_name("alt").or_else(|| attr_name("title")).unwrap_or_default(),
+            // An SVG's `<title>` child names it.
+            "svg" => {
+                if let Some(title) = self.children[node].iter().find(|c| view.node_type(**c) == NODE_ELEMENT && view.tag(**c) == "title") {
+                    let text = self.raw_text(*title);
+                    if !text.is_empty() {
+                        return text;
+                    }
+                }
+            }
             "option" => return attr_name("label").unwrap_or_else(|| self.raw_text(node)),
             "fieldset" | "table" | "figure" => {
                 let caption = match tag {
@@ -518,6 +528,11 @@ impl Synth<'_, '_> {
             if !text.is_empty() {
                 return text;
             }
+        }
+        // ARIA prohibits naming a generic element; Chromium ignores its `title` (the walker
+        // still infers a name from it, marked as inferred).
+        if role == "generic" {
+            return String::new();
         }
         attr_name("title").unwrap_or_default()
     }

@@ -40,6 +40,8 @@ pub(crate) struct TabState {
     pub(crate) dialog_default_prompt: Option<String>,
     /// Text this tab typed as secret; scrubbed from every later observation.
     pub(crate) secrets: policy::SecretRegistry,
+    /// The refs given to the current document's nodes (stable across observations).
+    pub(crate) refs: crate::observe::RefMemory,
     /// Tabs or windows this tab opened (target ids), newest last.
     pub(crate) opened: Vec<String>,
     /// Keys and mouse buttons held down across actions (`key_down`, a drag in progress).
@@ -115,6 +117,7 @@ struct ContextAux {
 pub struct TabMemory {
     latest: Option<Arc<ObservationRecord>>,
     secrets: policy::SecretRegistry,
+    refs: crate::observe::RefMemory,
     navigation_epoch: u64,
     console: ConsoleLog,
 }
@@ -143,6 +146,7 @@ impl Tab {
         let state = Arc::new(Mutex::new(TabState {
             navigation_epoch: memory.navigation_epoch,
             secrets: memory.secrets,
+            refs: memory.refs,
             console: memory.console,
             ..TabState::default()
         }));
@@ -263,6 +267,7 @@ impl Tab {
         TabMemory {
             latest: lock(&self.latest).clone(),
             secrets: state.secrets.clone(),
+            refs: state.refs.clone(),
             navigation_epoch: state.navigation_epoch,
             console: state.console.clone(),
         }

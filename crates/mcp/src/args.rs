@@ -42,6 +42,12 @@ pub(crate) struct ActArgs {
     /// protocol's (`tools::act_input_schema` puts it here), and `validate_extended_action`
     /// reads it with every problem's JSON path.
     pub(crate) action: Value,
+    /// The resulting page's snapshot whole. By default an action's result shows the snapshot as
+    /// its changes against the observation `expected_frame_id` named, when that is smaller (refs
+    /// are stable, so unchanged lines keep their refs); the whole snapshot comes whenever there is
+    /// no such base (another document, no frame id).
+    #[serde(default)]
+    pub(crate) full_snapshot: bool,
 }
 
 /// `tab_open`.

@@ -228,11 +228,16 @@ impl GloveboxMcp {
             header["error"] = json!(receipt.as_ref().and_then(|r| r.get("error")).cloned().unwrap_or(json!(ErrorCode::InvalidAction.as_str())));
             header["next"] = json!("the action was sent but did not take effect (see the receipt); look at the fresh page and choose again");
         }
+        // An action's result says whether its snapshot is whole or the changes against the
+        // observation the action named (`full_snapshot` asks for the whole one).
+        if receipt.is_some() {
+            header["snapshot"] = json!(if observation.snapshot_diff().is_some() { "changes" } else { "full" });
+        }
         content.push(Content::text(header.to_string()));
         if let Some(receipt) = receipt {
             content.push(self.wrap(&receipt));
         }
-        content.push(Content::text(self.session.untrusted.wrap(&browser::observation_text(&observation))));
+        content.push(Content::text(self.session.untrusted.wrap(&browser::observation_text_or_changes(&observation))));
         if let Some(image) = image {
             let mime = serde_json::to_value(image.mime).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "image/png".into());
             content.push(Content::image(image.data, mime));
@@ -252,7 +257,7 @@ impl GloveboxMcp {
         // Otherwise it returns the pending approval at once, and the same action sent again after
         // a person approved proceeds exactly once (the runtime keeps the decision).
         let wait = self.person_wait(peer);
-        let options = ActOptions::default();
+        let options = ActOptions { full_snapshot: args.full_snapshot, ..ActOptions::default() };
         let acting = self.runtime.act(session, surface.as_ref(), &action, &options, wait);
         let outcome = match self.asking_person(session, acting, peer, true).await {
             Driven::Done(outcome) => outcome,

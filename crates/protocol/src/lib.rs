@@ -39,7 +39,7 @@ pub use ids::{
     SurfaceName, TabId, ToolCallId, TurnId,
 };
 pub use observation::{
-    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, SurfaceKind, TargetIdentity, Viewport,
+    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, SnapshotDiff, SurfaceKind, TargetIdentity, Viewport,
 };
 pub use preview::{Landmark, Preview, PreviewParts, PreviewStatus};
 pub use receipt::{Receipt, ReceiptState};

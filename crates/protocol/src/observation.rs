@@ -268,7 +268,50 @@ pub struct Observation {
     elements_truncated: bool,
     console_errors: Vec<String>,
     console_truncated: bool,
+    /// After an action: the snapshot as changes against the observation the action was checked
+    /// against, when that is smaller (the full `aria_snapshot` is here as well).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot_diff: Option<SnapshotDiff>,
     untrusted_content: bool,
+}
+
+/// An action's resulting snapshot as changes against its base observation: lines added (`+`),
+/// removed (`-`) and changed (`~`, the same ref with new text), each group after the line it
+/// follows. Bounded like the snapshot it stands for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SnapshotDiff {
+    base_frame_id: FrameId,
+    text: String,
+    added: u32,
+    removed: u32,
+    changed: u32,
+}
+
+impl SnapshotDiff {
+    /// A diff against `base_frame_id`; its text is cut to [`ARIA_SNAPSHOT_MAX_CHARS`].
+    pub fn new(base_frame_id: FrameId, text: String, added: u32, removed: u32, changed: u32) -> Self {
+        SnapshotDiff { base_frame_id, text: BoundedText::new(text, ARIA_SNAPSHOT_MAX_CHARS).text, added, removed, changed }
+    }
+    /// The observation the changes are against.
+    pub fn base_frame_id(&self) -> &FrameId {
+        &self.base_frame_id
+    }
+    /// The changes as the model reads them (page text inside: untrusted).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    /// Lines added.
+    pub fn added(&self) -> u32 {
+        self.added
+    }
+    /// Lines removed.
+    pub fn removed(&self) -> u32 {
+        self.removed
+    }
+    /// Lines whose ref stayed and whose text changed.
+    pub fn changed(&self) -> u32 {
+        self.changed
+    }
 }
 
 impl Observation {
@@ -326,8 +369,20 @@ impl Observation {
             elements_truncated,
             console_errors,
             console_truncated,
+            snapshot_diff: None,
             untrusted_content: true,
         }
+    }
+
+    /// The same observation with its snapshot's changes against the action's base as well.
+    pub fn with_diff(mut self, diff: SnapshotDiff) -> Self {
+        self.snapshot_diff = Some(diff);
+        self
+    }
+
+    /// The changes against the action's base observation, when the action's result has them.
+    pub fn snapshot_diff(&self) -> Option<&SnapshotDiff> {
+        self.snapshot_diff.as_ref()
     }
 
     /// Takes the screenshot out (to send it as a separate image block), keeping

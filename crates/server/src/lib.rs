@@ -146,6 +146,10 @@ struct ActArguments {
     #[serde(default)]
     surface: Option<SurfaceName>,
     action: Value,
+    /// The observation's snapshot whole, without `snapshot_diff` (the changes against the
+    /// observation the action named).
+    #[serde(default)]
+    full_snapshot: bool,
 }
 
 fn error(id: &Value, code: ErrorCode, message: &str) -> Value {
@@ -381,7 +385,8 @@ async fn tool_call(
                 Ok(a) => a,
                 Err(e) => return error(id, ErrorCode::InvalidAction, &e.to_string()),
             };
-            match runtime.host_act(connection, envelope, args.surface.as_ref(), &action, &Default::default()).await {
+            let options = browser::ActOptions { full_snapshot: args.full_snapshot, ..Default::default() };
+            match runtime.host_act(connection, envelope, args.surface.as_ref(), &action, &options).await {
                 Ok((key, outcome)) => json!({
                     "type": "tool_result", "id": id, "surface": key, "receipt": outcome.receipt,
                     "observation": outcome.observation.as_ref().map(for_model), "opened": outcome.opened.len(),

@@ -80,11 +80,21 @@ pub struct ActOptions {
     /// The origins the action's requests may reach; with them the network boundary judges every
     /// request of the tab during the action and shortly after (`guard.rs`). `None`: unguarded.
     pub allowed_origins: Option<Vec<policy::Origin>>,
+    /// The fresh observation's snapshot whole, never as changes against the observation the
+    /// action was checked against (`Observation::snapshot_diff`, see `diff.rs`).
+    pub full_snapshot: bool,
 }
 
 impl Default for ActOptions {
     fn default() -> Self {
-        ActOptions { deadline: Duration::from_secs(10), observe: ObserveOptions::default(), uploads: None, downloads: None, allowed_origins: None }
+        ActOptions {
+            deadline: Duration::from_secs(10),
+            observe: ObserveOptions::default(),
+            uploads: None,
+            downloads: None,
+            allowed_origins: None,
+            full_snapshot: false,
+        }
     }
 }
 
@@ -171,7 +181,7 @@ impl Tab {
         // Set once the network boundary is armed; its window ends when this is dropped, on
         // every way out below.
         let mut disarm = None;
-        let (dispatched, before) = {
+        let (dispatched, before, base) = {
             let _write = self.write_barrier(options.deadline).await?;
             if let Some(dialog) = lock(&self.state).dialog.clone() {
                 return Err(BrowserError::NotActionable {
@@ -201,11 +211,11 @@ impl Tab {
             // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
             self.stop_intercepting_choosers().await;
             match dispatched {
-                Ok(result) => (result?, Some(before)),
+                Ok(result) => (result?, Some(before), record),
                 Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
             }
         };
-        let mut outcome = self.finish(action.kind(), dispatched, opened_before, before, options).await;
+        let mut outcome = self.finish(action.kind(), dispatched, opened_before, before, Some(base), options).await;
         if disarm.take().is_some() {
             outcome.blocked = self.guard.take_blocked();
             if !outcome.blocked.is_empty() {
@@ -225,6 +235,7 @@ impl Tab {
         dispatched: Dispatched,
         opened_before: usize,
         before: Option<([f64; 2], [f64; 2])>,
+        base: Option<std::sync::Arc<ObservationRecord>>,
         options: &ActOptions,
     ) -> ActOutcome {
         // A window the page just asked for (a modifier or middle click on a link) becomes a tab a
@@ -242,7 +253,13 @@ impl Tab {
             (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())
         };
         let observing = Instant::now();
-        let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&options.observe).await.ok() } else { None };
+        // The snapshot may come as changes against the observation the action was checked
+        // against (its base), unless the whole one was asked for.
+        let mut observe = options.observe.clone();
+        if !options.full_snapshot {
+            observe.diff_base = base;
+        }
+        let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&observe).await.ok() } else { None };
         let (settle, settled_by, awaited_requests) = {
             let mut state = lock(&self.state);
             (std::mem::take(&mut state.settled), std::mem::take(&mut state.settled_by), std::mem::take(&mut state.awaited_requests))
@@ -296,7 +313,7 @@ impl Tab {
             self.settle(&mut nav, until).await;
             Receipt::confirmed(ExtendedKind::Dialog, answer.expected_frame_id.clone())
         };
-        Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, None, options).await)
+        Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, None, None, options).await)
     }
 
     pub(super) async fn read_world_now(&self) -> Result<WorldState, BrowserError> {

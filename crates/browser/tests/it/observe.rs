@@ -198,6 +198,13 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
         "/article.html",
         "/store.html",
         "/combobox.html",
+        "/feed.html",
+        "/mail.html",
+        "/datepicker.html",
+        "/filetree.html",
+        "/instructions.html",
+        "/sortable.html",
+        "/fragments.html",
     ] {
         let tab = env.open(path).await;
         let ax = tab.observe(&ObserveOptions { model: PageModel::Accessibility, ..Default::default() }).await.unwrap();
@@ -343,4 +350,125 @@ async fn nameless_icon_controls_are_named_from_the_pages_own_attributes() {
     for expected in ["reply", "repost", "heart outline", "more options"] {
         assert!(names.iter().any(|(n, inferred)| n == expected && *inferred), "{expected} in {names:?}\n{}", o.aria_snapshot());
     }
+}
+
+/// The lines of a snapshot that hold `needle`.
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// The ref on a line (`[e12 …]`), if it has one.
+fn ref_on(line: &str) -> Option<&str> {
+    let at = line.find(" [e")?;
+    line[at + 2..].split([' ', ']']).next()
+}
+
+/// A feed (issue 16): the instruction above it and each post's parts are lines of their own, and
+/// each of the four nameless icon controls of a post is its own target with a name inferred from
+/// the page (a class name, `title`, an SVG `<title>`, `data-action`).
+#[tokio::test]
+async fn feed_with_icon_controls() {
+    let digest = check("/feed.html").await;
+    assert!(lines_with(&digest, "For the user").iter().all(|l| !l.contains("Shields")), "the instruction and the first post are apart:\n{digest}");
+    assert!(lines_with(&digest, "Cursus").iter().all(|l| !l.contains("4h ago")), "{digest}");
+    for name in ["reply", "Retweet", "Like", "more options"] {
+        let lines = lines_with(&digest, &format!("clickable \"{name}\""));
+        assert_eq!(lines.len(), 2, "one {name} per post:\n{digest}");
+        assert!(lines.iter().all(|l| ref_on(l).is_some()), "{digest}");
+    }
+    insta::assert_snapshot!(digest);
+}
+
+/// Mail rows (issue 16): a clickable row keeps sender, subject and snippet as lines of their own
+/// under one ref, and the icons inside it are targets of their own.
+#[tokio::test]
+async fn mail_rows_keep_their_parts_apart() {
+    let digest = check("/mail.html").await;
+    for part in ["\"Dulcie\"", "\"Risus.\"", "\"Id placerat pur..\""] {
+        assert_eq!(lines_with(&digest, part).len(), 1, "{part} on a line of its own:\n{digest}");
+    }
+    assert!(!digest.contains("Dulcie Risus"), "{digest}");
+    assert_eq!(lines_with(&digest, "clickable \"Delete\"").len(), 2, "{digest}");
+    insta::assert_snapshot!(digest);
+}
+
+/// A jQuery-UI-style date picker (issue 16): Prev and Next both keep their refs and their own
+/// lines apart from the month title, and each day is one line with one ref (the cell that
+/// delegates to its link gets none of its own).
+#[tokio::test]
+async fn date_picker_has_one_ref_per_day() {
+    let digest = check("/datepicker.html").await;
+    let snapshot = digest.split("--- interactive_elements").next().unwrap();
+    for arrow in ["\"Prev\"", "\"Next\""] {
+        let lines = lines_with(snapshot, arrow);
+        assert_eq!(lines.len(), 1, "{arrow}:\n{digest}");
+        assert!(ref_on(lines[0]).is_some() && !lines[0].contains("December"), "{arrow} has its ref and its own line:\n{digest}");
+    }
+    for day in 1..=10 {
+        let lines: Vec<_> = snapshot.lines().filter(|l| l.contains(&format!("\"{day}\""))).collect();
+        assert_eq!(lines.len(), 1, "day {day} is one line:\n{digest}");
+        assert!(ref_on(lines[0]).is_some(), "{digest}");
+        assert!(!lines[0].contains(" -> "), "a `#` link shows no target:\n{digest}");
+    }
+    insta::assert_snapshot!(digest);
+}
+
+/// A file tree drawn with toggles and classes only (issue 16): which folders expand is derived
+/// from the toggle and the child list it shows or hides, and marked as inferred.
+#[tokio::test]
+async fn file_tree_with_toggles() {
+    let digest = check("/filetree.html").await;
+    // The toggle before each folder's name says it.
+    let toggle_of = |name: &str| {
+        let lines: Vec<&str> = digest.lines().collect();
+        let at = lines.iter().position(|l| l.contains(&format!("clickable \"{name}\""))).unwrap_or_else(|| panic!("{name}:\n{digest}"));
+        lines[at - 1].to_owned()
+    };
+    assert!(toggle_of("src").contains("collapsed state-inferred"), "{digest}");
+    assert!(toggle_of("docs").contains("expanded state-inferred"), "{digest}");
+    assert!(!digest.contains("main.rs"), "a collapsed folder's files are hidden:\n{digest}");
+    assert!(lines_with(&digest, "README.md").iter().all(|l| !l.contains("collapsed") && !l.contains("expanded")), "a file neither expands nor collapses");
+    insta::assert_snapshot!(digest);
+}
+
+/// An instruction above a separate problem (issue 16): text of different blocks never shares a
+/// line, inline text within one block does, and a clickable word or a bare `#` link inside a
+/// sentence is a target on its own line.
+#[tokio::test]
+async fn instruction_text_above_a_separate_problem() {
+    let digest = check("/instructions.html").await;
+    assert_eq!(lines_with(&digest, "7 + 5 =").len(), 1, "{digest}");
+    assert!(lines_with(&digest, "7 + 5 =").iter().all(|l| !l.contains("Solve")), "{digest}");
+    let more = lines_with(&digest, "\"Read more\"");
+    assert!(more.iter().any(|l| ref_on(l).is_some()), "{digest}");
+    let skip = lines_with(&digest, "link \"skip\"");
+    assert!(skip.len() == 1 && ref_on(skip[0]).is_some() && !skip[0].contains(" -> "), "{digest}");
+    insta::assert_snapshot!(digest);
+}
+
+/// Items of a sortable list are drag targets with refs of their own (issue 16): jQuery UI's
+/// handle class and cursor, and `draggable`.
+#[tokio::test]
+async fn sortable_items_have_refs() {
+    let digest = check("/sortable.html").await;
+    for item in ["Sharyl", "Benni", "Marianne", "Alpha", "Beta"] {
+        let lines = lines_with(&digest, &format!("\"{item}\""));
+        assert!(lines.iter().any(|l| ref_on(l).is_some()), "{item} has a ref:\n{digest}");
+    }
+    assert!(
+        digest.lines().filter(|l| l.trim_start().starts_with("list ") || l.trim() == "list").all(|l| ref_on(l).is_none()),
+        "the list itself is not the target:\n{digest}"
+    );
+    insta::assert_snapshot!(digest);
+}
+
+/// A form on a page with a 10 Hz clock and a CSS animation (issue 16): observed at once, and
+/// the same text but for the clock.
+#[tokio::test]
+async fn busy_form() {
+    let digest = check("/busy-form.html").await;
+    let at = digest.find("Updated ").expect("the clock line");
+    let end = digest[at..].find(" ticks").unwrap() + at;
+    let steady = format!("{}Updated N{}", &digest[..at], &digest[end..]);
+    insta::assert_snapshot!(steady);
 }
