@@ -441,7 +441,10 @@ impl Tab {
             }
             None => None,
         };
-        Ok(self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins, options.diff_base.as_deref()))
+        Ok(match self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins) {
+            Attempt::Done(observation, record) => Attempt::Done(Box::new(with_changes(*observation, &record, options.diff_base.as_deref())), record),
+            changed => changed,
+        })
     }
 
     /// Captures each attached out-of-process iframe and finds which element hosts it.
@@ -490,7 +493,6 @@ impl Tab {
         oopif: &HashMap<HostKey, usize>,
         screenshot: Option<Screenshot>,
         frame_origins: &HashMap<String, String>,
-        diff_base: Option<&ObservationRecord>,
     ) -> Attempt {
         let viewport_px = (world.width, world.height);
         let mut walker = Walker::new(captures, oopif, viewport_px, frame_origins);
@@ -629,7 +631,7 @@ impl Tab {
         let origin = policy::web_origin(&world.url);
         let screenshot_size = screenshot.as_ref().map(Screenshot::size);
         let tab_id = TabId::new(self.target_id().0.clone()).unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
-        let mut observation = Observation::bounded(ObservationParts {
+        let observation = Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: world.structural,
             captured_at: now_ms(),
@@ -644,13 +646,6 @@ impl Tab {
             console_errors,
             cut: ProducerCuts { aria: aria_cut, elements: elements_cut, console: console_cut },
         });
-        // Changes against the base, when it shows this same document (refs are stable only
-        // within one) and they are smaller than the snapshot; otherwise the snapshot alone.
-        if let Some(base) = diff_base.filter(|b| b.world.doc == world.doc)
-            && let Some(diff) = crate::diff::snapshot_diff(&base.frame_id, &base.text, observation.aria_snapshot())
-        {
-            observation = observation.with_diff(diff);
-        }
         let record = Arc::new(ObservationRecord {
             frame_id: observation.frame_id().clone(),
             navigation_epoch,
@@ -661,6 +656,16 @@ impl Tab {
             text: Arc::from(observation.aria_snapshot()),
         });
         Attempt::Done(Box::new(observation), record)
+    }
+}
+
+/// The observation with its snapshot's changes against `base`, when the base shows this same
+/// document (refs are stable only within one) and the changes are smaller than the snapshot;
+/// otherwise as it is.
+fn with_changes(observation: Observation, record: &ObservationRecord, base: Option<&ObservationRecord>) -> Observation {
+    match base.filter(|b| b.world.doc == record.world.doc).and_then(|b| crate::diff::snapshot_diff(&b.frame_id, &b.text, observation.aria_snapshot())) {
+        Some(diff) => observation.with_diff(diff),
+        None => observation,
     }
 }
 

@@ -197,7 +197,8 @@ pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: 
         for i in 0..count {
             let parent_outside = view.parent(i).is_none_or(|p| p < count && outside[p]);
             outside[i] = parent_outside && !(i > 0 && matches!(view.node_type(i), NODE_FRAGMENT | NODE_DOCUMENT));
-            if outside[i] && view.node_type(i) == NODE_ELEMENT {
+            // Pseudo-elements (a list item's `::marker`) are snapshot nodes but not elements.
+            if outside[i] && view.node_type(i) == NODE_ELEMENT && !view.is_pseudo(i) {
                 if seen == n {
                     return Some(i);
                 }

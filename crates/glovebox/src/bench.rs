@@ -252,6 +252,31 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
             results.push(("observe /login with a masked screenshot".to_owned(), Stats::of(&mut with_shot)));
             results.push(("screenshot masking per image (1280×720 PNG)".to_owned(), Stats::of(&mut masking)));
         }
+        if path == "/store" {
+            // A typical click (issue 16): what the model reads after it, the whole text against
+            // the changes since the observation the click named (`act`'s default over MCP).
+            let (mut whole, mut changes) = (Vec::new(), Vec::new());
+            let mut o = tab.observe(&options).await?;
+            for _ in 0..10 {
+                let add = o.interactive_elements().iter().find(|e| e.name() == "Add to cart").ok_or_else(|| anyhow::anyhow!("no Add to cart"))?;
+                let action = protocol::validate_action(&json!({
+                    "type": "click", "expected_frame_id": o.frame_id().as_str(),
+                    "target": {"kind": "element", "ref": add.element().as_str()}, "intent": "add"
+                }))?;
+                o = tab.act(&action.into(), &::browser::ActOptions::default()).await?.observation.ok_or_else(|| anyhow::anyhow!("no observation"))?;
+                anyhow::ensure!(o.snapshot_diff().is_some(), "a click on the same document has a diff");
+                whole.push(::browser::observation_text(&o).len() as f64);
+                changes.push(::browser::observation_text_or_changes(&o).len() as f64);
+            }
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let (whole, changes) = (median(&mut whole), median(&mut changes));
+            ratios.push(("click on /store: model text bytes, whole snapshot".to_owned(), whole));
+            ratios.push(("click on /store: model text bytes, changes (act's default)".to_owned(), changes));
+            ratios.push(("click on /store: changes / whole".to_owned(), changes / whole));
+        }
     }
     Ok(results)
 }

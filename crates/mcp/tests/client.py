@@ -55,7 +55,19 @@ async def call(session, name, arguments=None):
         elif name in ("observe", "act") and not m.group(2).startswith("{"):
             # Text for the model: the url and title line, then the snapshot; the frame id is in the header.
             page = {"aria_snapshot": m.group(2), "frame_id": header.get("frame_id")}
+    if page is not None and name in ("observe", "act"):
+        # An action's result may be the changes since the observation it named; refs are stable,
+        # so what the client read before (its last whole snapshot) still names the rest.
+        key = (id(session), (arguments or {}).get("surface"))
+        if header.get("snapshot") == "changes":
+            page["base"] = LAST_WHOLE.get(key, "")
+        else:
+            LAST_WHOLE[key] = page["aria_snapshot"]
     return {"error": bool(result.isError), "header": header, "page": page, "texts": texts, "images": images}
+
+
+# The last whole snapshot each session read, per surface argument.
+LAST_WHOLE = {}
 
 
 async def shows(session, result, text):
@@ -69,7 +81,8 @@ async def shows(session, result, text):
 
 
 def ref(observation, role, name):
-    m = re.search(rf'^ *{role} "{re.escape(name)}" \[(e\d+)[ \]]', observation["aria_snapshot"], re.M)
+    pattern = rf'^[+~]? *{role} "{re.escape(name)}" \[(e\d+)[ \]]'
+    m = re.search(pattern, observation["aria_snapshot"], re.M) or re.search(pattern, observation.get("base", ""), re.M)
     if not m:
         raise SystemExit(f"no {role} {name!r} in:\n{observation['aria_snapshot']}")
     return m.group(1)
@@ -103,8 +116,11 @@ async def scenario_flow(args):
         welcome = await shows(session, clicked, "Welcome, Ada!")
         surfaces = await call(session, "surfaces")
         top = (await call(session, "observe"))["page"]
-        scrolled_up = await call(session, "act", {"action": {"type": "scroll", "expected_frame_id": top["frame_id"], "delta_y": -300, "intent": "up at the top"}})
+        scrolled_up = await call(session, "act", {"action": {"type": "scroll", "expected_frame_id": top["frame_id"], "delta_y": -300, "intent": "up at the top"}, "full_snapshot": True})
         emit({
+            "typed_snapshot": typed["header"].get("snapshot"),
+            "typed_changes": after_type["aria_snapshot"].split("\n")[1] if "\n" in after_type["aria_snapshot"] else "",
+            "full_on_request": scrolled_up["header"].get("snapshot"),
             "scroll_at_top_error": scrolled_up["error"],
             "scroll_at_top": scrolled_up["header"],
             "opened": opened["header"],

@@ -465,3 +465,83 @@ async fn a_failed_guarded_action_leaves_no_boundary_armed() {
     }
     assert_eq!(other.requests().len(), 1, "the page's own request after the window went through");
 }
+
+/// A page whose rows come and go: "Rotate" removes the first row and adds one at the end,
+/// "Mark" changes the second row's text in place.
+const ROWS: &str = r#"<!doctype html><title>Rows</title><main><h1>Queue</h1><ul id=rows></ul>
+<button id=rotate>Rotate</button> <button id=mark>Mark</button> <a href="/form.html">Elsewhere</a>
+<p>Some text that stays the same, long enough that a diff of a few lines is smaller than the whole page.</p>
+<p>More text that stays the same, so the snapshot is not only the rows that change under the diff.</p></main>
+<script>
+let next = 0;
+const add = () => { const li = document.createElement('li'); li.innerHTML = '<button>Open ' + next + '</button> item ' + next; next++; document.getElementById('rows').append(li); };
+for (let i = 0; i < 8; i++) add();
+document.getElementById('rotate').onclick = () => { document.querySelector('#rows li').remove(); add(); };
+document.getElementById('mark').onclick = () => { document.querySelectorAll('#rows li button')[1].textContent += ' (marked)'; };
+</script>"#;
+
+/// The refs of every element, by name.
+fn refs(o: &Observation) -> std::collections::HashMap<String, String> {
+    o.interactive_elements().iter().map(|e| (e.name().to_owned(), e.element().as_str().to_owned())).collect()
+}
+
+/// Refs are stable (issue 16): a node keeps its ref across observations and actions while it
+/// exists; a new node takes a number no node of the document had; the fresh observation after an
+/// action carries its changes against the observation the action named — rows added and removed
+/// with their refs — and the whole snapshot when asked for, or when the document changed.
+#[tokio::test]
+async fn stable_refs_and_diffs_after_actions() {
+    let env = env().await;
+    env.server.html("/rows", ROWS);
+    let tab = env.open("/rows").await;
+    let first = observe(&tab).await;
+    assert!(first.snapshot_diff().is_none(), "an observation on its own is whole");
+    let before = refs(&first);
+
+    let rotated = tab.act(&click(&first, "Rotate"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let after = refs(&rotated);
+    for (name, r) in &before {
+        if name != "Open 0" {
+            assert_eq!(after.get(name), Some(r), "{name} keeps its ref");
+        }
+    }
+    assert!(!after.contains_key("Open 0"));
+    let new_ref = &after["Open 8"];
+    assert!(!before.values().any(|r| r == new_ref), "a new node never takes an old ref: {new_ref}");
+    assert!(
+        tab.latest_observation().unwrap().binding(&protocol::ElementRef::new(before["Open 0"].clone()).unwrap()).is_none(),
+        "the gone row's ref is not bound"
+    );
+
+    let diff = rotated.snapshot_diff().expect("a diff after the click");
+    assert_eq!(diff.base_frame_id(), first.frame_id());
+    let lines: Vec<&str> = diff.text().lines().collect();
+    assert!(lines.iter().any(|l| l.starts_with("- ") && l.contains(&format!("[{}]", before["Open 0"]))), "the gone row:\n{}", diff.text());
+    assert!(lines.iter().any(|l| l.starts_with("+ ") && l.contains(&format!("[{new_ref}]"))), "the new row:\n{}", diff.text());
+    assert!(lines.iter().any(|l| l.starts_with("@@ after: ")), "{}", diff.text());
+    // The clicked button took focus: a changed line.
+    assert!(diff.added() >= 1 && diff.removed() >= 1, "{}", diff.text());
+    assert!(lines.iter().any(|l| l.starts_with("~ ") && l.contains("\"Rotate\"") && l.contains("focused")), "{}", diff.text());
+    assert!(diff.text().len() < rotated.aria_snapshot().len());
+    let text = browser::observation_text_or_changes(&rotated);
+    assert!(text.contains("changes since ") && !text.contains("Some text that stays"), "{text}");
+    assert!(browser::observation_text(&rotated).contains("Some text that stays"), "the whole text is still there on request");
+
+    // A row whose text changes in place keeps its ref: one changed line.
+    let marked = tab.act(&click(&rotated, "Mark"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let diff = marked.snapshot_diff().expect("a diff");
+    // The marked row, and focus moving from Rotate to Mark: changed lines, nothing added or removed.
+    assert_eq!((diff.added(), diff.removed(), diff.changed()), (0, 0, 3), "{}", diff.text());
+    assert!(diff.text().lines().any(|l| l.starts_with("~ ") && l.contains("(marked)")), "{}", diff.text());
+    assert_eq!(refs(&marked).get("Open 2 (marked)"), after.get("Open 2"), "same node, same ref");
+
+    // The whole snapshot on request.
+    let whole = tab.act(&click(&marked, "Rotate"), &ActOptions { full_snapshot: true, ..ActOptions::default() }).await.unwrap().observation.unwrap();
+    assert!(whole.snapshot_diff().is_none());
+    // No base for another document: a navigation's result is whole.
+    let moved = tab.act(&click(&whole, "Elsewhere"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    assert!(moved.url().ends_with("/form.html"), "{}", moved.url());
+    assert!(moved.snapshot_diff().is_none(), "another document has no base");
+    assert!(browser::observation_text_or_changes(&moved).contains(moved.aria_snapshot().trim_end()));
+    assert_eq!(moved.interactive_elements().first().map(|e| e.element().as_str()), Some("e1"), "a new document numbers from e1");
+}

@@ -25,6 +25,11 @@ async fn open_observe_type_click_and_a_stale_frame_is_refused() {
     assert_eq!(out["observe_images"], serde_json::json!(["image/png"]), "one viewport screenshot as image content");
     assert!(out["wrapped_untrusted"].as_bool().unwrap(), "page text travels inside the markers");
     assert!(out["typed_value_shown"].as_bool().unwrap(), "the fresh observation shows the typed name: {out}");
+    // The result of an action is its changes against the observation it named (refs stable, the
+    // button clicked next found in what the client read before), the whole snapshot on request.
+    assert_eq!(out["typed_snapshot"], "changes", "{out}");
+    assert!(out["typed_changes"].as_str().unwrap().starts_with("changes since frame_"), "{out}");
+    assert_eq!(out["full_on_request"], "full", "{out}");
     assert_eq!(out["clicked_error"], false, "{out}");
     assert!(out["welcome"].as_bool().unwrap(), "the new observation shows the submitted form: {out}");
     assert_eq!(env.fixtures.writes().len(), 1, "exactly one form POST");
