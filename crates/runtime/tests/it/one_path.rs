@@ -82,7 +82,9 @@ async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page
 /// Direct approvals carried an `expires_at` nobody enforced: they stayed listed and approvable.
 #[tokio::test]
 async fn an_expired_approval_is_neither_listed_nor_approvable() {
-    let env = env_with("one-path-expiry", false, |c| c.approval_timeout = Duration::from_millis(400)).await;
+    // Short, but long enough that opening the page (approved, then sent again) finishes within it
+    // on a loaded two-core machine.
+    let env = env_with("one-path-expiry", false, |c| c.approval_timeout = Duration::from_millis(2000)).await;
     let (s, rt) = (&env.session, &env.runtime);
     crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
