@@ -779,3 +779,20 @@ pub(crate) fn frame_id(target: &str, navigation_epoch: u64, world: &WorldState, 
     }
     FrameId::new(format!("frame_{:016x}", hasher.finish())).expect("frame_ + hex matches the frame id pattern")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RefMemory;
+
+    #[test]
+    fn refs_stay_with_their_nodes_and_are_never_given_again_in_a_document() {
+        let mut memory = RefMemory::default();
+        memory.begin("doc-a");
+        assert_eq!([memory.number("main", 10), memory.number("main", 11), memory.number("frame", 10)], [1, 2, 3]);
+        memory.begin("doc-a");
+        // Node 10 again, node 11 gone, a new node 12: the old numbers stay, the new one is next.
+        assert_eq!([memory.number("main", 12), memory.number("main", 10)], [4, 1]);
+        memory.begin("doc-b");
+        assert_eq!(memory.number("main", 10), 1, "a new document starts again");
+    }
+}

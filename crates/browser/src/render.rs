@@ -469,6 +469,24 @@ mod tests {
     }
 
     #[test]
+    fn blocks_are_lines_and_a_wrapper_is_its_one_target() {
+        let in_block = |t: &str, block: usize| Item::Text { text: t.into(), bounds: None, block };
+        let items = vec![node(
+            "main",
+            "",
+            None,
+            vec![
+                in_block("Solve the problem", 1),
+                in_block("below.", 1),
+                in_block("7 + 5 =", 2),
+                node("cell", "3", None, vec![node("link", "3", Some(0), vec![])]),
+                node("cell", "Total", None, vec![node("link", "Pay", Some(1), vec![])]),
+            ],
+        )];
+        assert_eq!(render(&items), "main\n \"Solve the problem below.\"\n \"7 + 5 =\"\n link \"3\"\n cell \"Total\"\n  link \"Pay\"\n");
+    }
+
+    #[test]
     fn a_state_that_is_not_a_token_is_left_out() {
         let mut button = NodeItem {
             role: "button".into(),
