@@ -14,14 +14,19 @@
 //! The window also ends when the tab's main frame commits a new document: that page's own loads
 //! are its own (the navigation request itself, and each of its redirects, were judged).
 //!
+//! An out-of-process (cross-site) iframe sends its requests on its own debugger session: the
+//! window covers each of the tab's iframe sessions too — those attached when it opens, and one
+//! that attaches during it, before it is let run ([`Guard::preparer`]).
+//!
 //! Outside those windows the tab's traffic is not touched: what a page's own scripts do without
-//! an agent action is the page's (and so is anything an out-of-process frame's session sends).
-//! Service workers are bypassed for the tab, so the page's requests cannot be served around it.
+//! an agent action is the page's. Service workers are bypassed for the tab and its frames, so the
+//! page's requests cannot be served around it.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use cdp::Session;
+use cdp::{ChildTarget, ChildView, Session, SessionId};
 use serde_json::{Value, json};
 
 /// How long after an action's settling its requests are still judged.
@@ -46,6 +51,8 @@ struct State {
     /// When the current window ends (set when an action's settling ends).
     disarm_at: Option<tokio::time::Instant>,
     enabled: bool,
+    /// The iframe sessions interception is on for (the tab's own is `enabled`).
+    fetching: HashSet<SessionId>,
     blocked: Vec<BlockedRequest>,
 }
 
@@ -56,6 +63,8 @@ pub(crate) struct Guard {
     state: Arc<Mutex<State>>,
     /// Wakes the task when a window's end is set.
     wake: Arc<tokio::sync::Notify>,
+    /// The tab's out-of-process frames and workers (set once, when the tab attaches them).
+    children: Arc<OnceLock<ChildView>>,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -65,14 +74,31 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 /// Static subresources a page loads by itself.
 const STATIC: &[&str] = &["Image", "Stylesheet", "Font", "Script", "Media", "TextTrack", "Manifest"];
 
+/// Turns interception on for `session` (the tab's, or one of its iframes'), service workers
+/// bypassed. A session that is gone already answers an error at once.
+async fn intercept(session: &Session) -> Result<(), cdp::CdpError> {
+    let bypass = session.send_raw("Network.setBypassServiceWorker", json!({"bypass": true}), Duration::from_secs(5));
+    let fetch = session.send_raw("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}), Duration::from_secs(5));
+    let (b, f) = tokio::join!(bypass, fetch);
+    b.and(f).map(|_| ())
+}
+
+/// Whether `child` sends requests of its own that a window must judge (an out-of-process frame).
+fn judged_child(child: &ChildTarget) -> bool {
+    child.info.target_type == "iframe"
+}
+
 impl Guard {
     /// Starts answering paused requests of `session` (nothing is paused until armed). The same
     /// task ends a window when its tail runs out (no timer outlives the tab).
     pub(crate) fn start(session: Session) -> (Guard, tokio::task::AbortHandle) {
         let state = Arc::new(Mutex::new(State::default()));
         let mut events = session.subscribe(&["Fetch.requestPaused", "Page.frameNavigated"]);
+        // Paused requests of the tab's iframes (filtered below to this tab's own children).
+        let mut child_events = session.connection().subscribe(cdp::EventFilter::default().methods(["Fetch.requestPaused"]));
         let wake = Arc::new(tokio::sync::Notify::new());
-        let guard = Guard { session: session.clone(), state: state.clone(), wake: wake.clone() };
+        let children: Arc<OnceLock<ChildView>> = Arc::default();
+        let guard = Guard { session: session.clone(), state: state.clone(), wake: wake.clone(), children: children.clone() };
         let task = tokio::spawn(async move {
             loop {
                 let until = lock(&state).disarm_at;
@@ -83,7 +109,15 @@ impl Guard {
                     }
                 };
                 let item = tokio::select! {
-                    item = events.recv() => item,
+                    item = events.recv() => item.map(|i| (i, None)),
+                    Some(item) = child_events.recv() => {
+                        let Ok(event) = item else { continue };
+                        let child = event.session_id.as_ref().filter(|id| Some(*id) != session.id()).and_then(|id| children.get()?.get(id));
+                        match child {
+                            Some(child) => Some((Ok(event), Some(child.session))),
+                            None => continue,
+                        }
+                    }
                     () = wake.notified() => continue,
                     () = tail => {
                         let disable = {
@@ -94,15 +128,19 @@ impl Guard {
                                 s.allowed = None;
                                 s.enabled = false;
                             }
-                            due
+                            due.then(|| std::mem::take(&mut s.fetching))
                         };
-                        if disable {
-                            let _ = session.send_raw("Fetch.disable", json!({}), Duration::from_secs(5)).await;
+                        if let Some(frames) = disable {
+                            let frames = frames.into_iter().map(|id| session.child(id, None));
+                            let disables = std::iter::once(session.clone()).chain(frames).map(|s| async move {
+                                let _ = s.send_raw("Fetch.disable", json!({}), Duration::from_secs(5)).await;
+                            });
+                            futures_util::future::join_all(disables).await;
                         }
                         continue;
                     }
                 };
-                let Some(item) = item else { break };
+                let Some((item, from)) = item else { break };
                 let Ok(event) = item else { continue };
                 if event.method == "Page.frameNavigated" {
                     // A new document in the main frame: the action's page is gone.
@@ -112,7 +150,8 @@ impl Guard {
                     continue;
                 }
                 let verdict = judge(&state, &event.params);
-                let session = session.clone();
+                // Answered on the session that paused it.
+                let session = from.unwrap_or_else(|| session.clone());
                 let id = event.params.get("requestId").and_then(Value::as_str).unwrap_or_default().to_owned();
                 // Answered at once, off this loop: a slow reply never holds the next request.
                 tokio::spawn(async move {
@@ -136,16 +175,54 @@ impl Guard {
             state.disarm_at = None;
             !std::mem::replace(&mut state.enabled, true)
         };
-        if enable {
-            let bypass = self.session.send_raw("Network.setBypassServiceWorker", json!({"bypass": true}), Duration::from_secs(5));
-            let fetch = self.session.send_raw("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}), Duration::from_secs(5));
-            let (b, f) = tokio::join!(bypass, fetch);
-            if let Err(e) = b.and(f) {
-                lock(&self.state).enabled = false;
-                return Err(e.into());
+        if enable && let Err(e) = intercept(&self.session).await {
+            lock(&self.state).enabled = false;
+            return Err(e.into());
+        }
+        // The iframes already there; one that attaches from now on is covered before it runs.
+        let frames: Vec<ChildTarget> = {
+            let fetching = &lock(&self.state).fetching;
+            let children = self.children.get().map(ChildView::list).unwrap_or_default();
+            children.into_iter().filter(|c| judged_child(c) && c.session.id().is_some_and(|id| !fetching.contains(id))).collect()
+        };
+        let enabled = futures_util::future::join_all(frames.iter().map(|c| async move { (c, intercept(&c.session).await) })).await;
+        for (child, result) in enabled {
+            match result {
+                Ok(()) => {
+                    lock(&self.state).fetching.extend(child.session.id().cloned());
+                }
+                // Gone meanwhile: it sends nothing more.
+                Err(cdp::CdpError::Protocol { .. } | cdp::CdpError::Detached { .. } | cdp::CdpError::Closed { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(())
+    }
+
+    /// Follows the tab's child sessions (its out-of-process frames), once they are tracked.
+    pub(crate) fn watch_children(&self, children: ChildView) {
+        let _ = self.children.set(children);
+    }
+
+    /// What runs for each child session as it attaches, before it runs: an iframe that attaches
+    /// while a window is open has interception on before its first request.
+    pub(crate) fn preparer(&self) -> cdp::Prepare {
+        let state = self.state.clone();
+        Arc::new(move |child: ChildTarget| {
+            let state = state.clone();
+            Box::pin(async move {
+                let Some(id) = child.session.id().cloned() else { return };
+                if !judged_child(&child) || !lock(&state).enabled {
+                    return;
+                }
+                match intercept(&child.session).await {
+                    Ok(()) => {
+                        lock(&state).fetching.insert(id);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "request interception could not be turned on for a new frame"),
+                }
+            })
+        })
     }
 
     /// Ends the window [`TAIL`] from now, unless another action arms it meanwhile (the guard's

@@ -239,8 +239,17 @@ impl Tab {
             .await?;
         let tree = session.call(page::GetFrameTree {}).await?;
         lock(&state).main_frame_id = tree.frame_tree.frame.id;
-        let children = ChildTargets::enable(&session).await?;
+        // The guard first: a frame that attaches while an action's window is open is covered
+        // before it runs.
         let (guard, guard_task) = crate::guard::Guard::start(session.clone());
+        let children = match ChildTargets::enable_with(&session, Some(guard.preparer())).await {
+            Ok(children) => children,
+            Err(e) => {
+                guard_task.abort();
+                return Err(e.into());
+            }
+        };
+        guard.watch_children(children.view());
         Ok(Tab { session, target_id, children, state, barrier: RwLock::new(()), latest: Mutex::new(memory.latest), events: events_task, guard, guard_task })
     }
 

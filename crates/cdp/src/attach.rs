@@ -22,6 +22,33 @@ pub struct ChildTarget {
 
 type Children = Arc<Mutex<HashMap<SessionId, ChildTarget>>>;
 
+/// Run for each child as it attaches, before a child that waits for the debugger is resumed
+/// (so whatever it sets up — request interception — is in place before the child's first
+/// request).
+pub type Prepare = Arc<dyn Fn(ChildTarget) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
+
+/// A shared view of a page's live child sessions ([`ChildTargets::view`]).
+#[derive(Clone)]
+pub struct ChildView(Children);
+
+impl std::fmt::Debug for ChildView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ChildView").field(&lock(&self.0).len()).finish()
+    }
+}
+
+impl ChildView {
+    /// The children attached right now.
+    pub fn list(&self) -> Vec<ChildTarget> {
+        lock(&self.0).values().cloned().collect()
+    }
+
+    /// The attached child with this session, if it is one of the page's.
+    pub fn get(&self, session: &SessionId) -> Option<ChildTarget> {
+        lock(&self.0).get(session).cloned()
+    }
+}
+
 /// The live set of a page's child sessions. Dropping it stops tracking (the sessions stay attached).
 #[derive(Debug)]
 pub struct ChildTargets {
@@ -40,6 +67,11 @@ impl ChildTargets {
     /// Turns on flattened auto-attach for `page`, resuming each child that waits for the debugger and
     /// enabling auto-attach inside it too, so nested out-of-process frames are reached.
     pub async fn enable(page: &Session) -> Result<ChildTargets, CdpError> {
+        Self::enable_with(page, None).await
+    }
+
+    /// [`ChildTargets::enable`], running `prepare` for each child before it is resumed.
+    pub async fn enable_with(page: &Session, prepare: Option<Prepare>) -> Result<ChildTargets, CdpError> {
         let conn = page.connection().clone();
         // Subscribe before asking, so no announcement is missed.
         let mut events = conn.subscribe(EventFilter::default().methods(["Target.attachedToTarget", "Target.detachedFromTarget"]));
@@ -59,10 +91,14 @@ impl ChildTargets {
                         let Some(attached) = event.parse::<AttachedToTarget>() else { continue };
                         let session = root.child(attached.session_id.clone(), attached.target_info.target_id.clone());
                         let child = ChildTarget { session: session.clone(), info: attached.target_info, parent: event.session_id };
-                        lock(&tracked).insert(attached.session_id, child);
+                        lock(&tracked).insert(attached.session_id, child.clone());
                         let waiting = attached.waiting_for_debugger;
+                        let prepare = prepare.clone();
                         tokio::spawn(async move {
                             let _ = session.call(SetAutoAttach { auto_attach: true, wait_for_debugger_on_start: true, flatten: true }).await;
+                            if let Some(prepare) = prepare {
+                                prepare(child).await;
+                            }
                             if waiting {
                                 let _ = session.call(RunIfWaitingForDebugger {}).await;
                             }
@@ -84,6 +120,11 @@ impl ChildTargets {
     /// The children attached right now.
     pub fn list(&self) -> Vec<ChildTarget> {
         lock(&self.children).values().cloned().collect()
+    }
+
+    /// A view of the same live set that others can keep (it stops changing when this is dropped).
+    pub fn view(&self) -> ChildView {
+        ChildView(self.children.clone())
     }
 
     /// Waits until `ready` holds for the current children, or the deadline passes (returns false).

@@ -17,7 +17,7 @@ mod events;
 pub mod launch;
 mod session;
 
-pub use attach::{ChildTarget, ChildTargets};
+pub use attach::{ChildTarget, ChildTargets, ChildView, Prepare};
 pub use connection::{Connection, ConnectionOptions, DEFAULT_COMMAND_TIMEOUT};
 pub use error::CdpError;
 pub use events::{Event, EventFilter, EventStream, Lagged};

