@@ -81,9 +81,33 @@ pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
         }
         state.main_frame_id.clone()
     };
-    let created = tab.session.call(page::CreateIsolatedWorld { frame_id: frame_id.clone(), world_name: Some(WORLD.into()) }).await?;
+    // A protocol error from either call on a live session means the frame's document went away
+    // meanwhile (a navigation replaced it, and the new world was never made or is gone): the page
+    // is changing, which a caller takes as "observe again", not as a fault.
+    let replaced = || BrowserError::Unstable { what: "the document was replaced while Glovebox's world was being set up".into() };
+    let created = match tab.session.call(page::CreateIsolatedWorld { frame_id: frame_id.clone(), world_name: Some(WORLD.into()) }).await {
+        Ok(created) => created,
+        Err(cdp::CdpError::Protocol { .. }) => return Err(replaced()),
+        Err(e) => return Err(e.into()),
+    };
     let context = created.execution_context_id;
-    evaluate_in(&tab.session, context, WORLD_JS).await?;
+    let install = runtime::Evaluate {
+        expression: WORLD_JS.to_owned(),
+        context_id: Some(context),
+        return_by_value: Some(true),
+        await_promise: Some(false),
+        silent: Some(true),
+        ..Default::default()
+    };
+    match tab.session.call(install).await {
+        Ok(reply) => {
+            if let Some(exception) = reply.exception_details {
+                return Err(BrowserError::Internal { reason: format!("isolated-world script failed: {}", exception.message()) });
+            }
+        }
+        Err(cdp::CdpError::Protocol { .. }) => return Err(replaced()),
+        Err(e) => return Err(e.into()),
+    }
     lock(&tab.state).worlds.insert(frame_id, context);
     Ok(context)
 }

@@ -359,7 +359,11 @@ impl Tab {
     }
 
     async fn capture_once(&self, options: &ObserveOptions) -> Result<Attempt, BrowserError> {
-        let context = world_context(self).await?;
+        let context = match world_context(self).await {
+            Ok(context) => context,
+            Err(BrowserError::Unstable { what }) => return Ok(Attempt::Changed(what)),
+            Err(e) => return Err(e),
+        };
         let navigation_before = self.navigation_epoch();
         let session = &self.session;
         let read = "globalThis.__glovebox.read()";
