@@ -33,10 +33,20 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
             None => json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
         })
         .collect();
+    let mut messages = messages;
+    // Prompt caching: the tools and the system prompt are the same in every request of a run, and
+    // the history up to the model's previous answer is the same in the next request (the latest
+    // page is what the planner rewrites). A breakpoint after each lets the next request read
+    // them from the cache (a prefix under the model's minimum is simply not cached).
+    if let Some(i) = messages.len().checked_sub(2).filter(|i| messages[*i]["role"] == "assistant")
+        && let Some(last) = messages[i]["content"].as_array_mut().and_then(|blocks| blocks.last_mut())
+    {
+        last["cache_control"] = json!({"type": "ephemeral"});
+    }
     json!({
         "model": model,
         "max_tokens": max_tokens,
-        "system": c.system,
+        "system": [{"type": "text", "text": c.system, "cache_control": {"type": "ephemeral"}}],
         "messages": messages,
         "tools": tools,
         "stream": true,
@@ -67,7 +77,10 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
         }
     }
     let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
-    turn.usage = Usage { input_tokens: count("input_tokens"), output_tokens: count("output_tokens") };
+    // Anthropic's `input_tokens` leaves out what was read from or written to the cache.
+    let (read, write) = (count("cache_read_input_tokens"), count("cache_creation_input_tokens"));
+    turn.usage =
+        Usage { input_tokens: count("input_tokens") + read + write, output_tokens: count("output_tokens"), cache_read_tokens: read, cache_write_tokens: write };
     Ok(turn)
 }
 

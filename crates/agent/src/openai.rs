@@ -74,7 +74,9 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
         turn.tool_calls.push((id.to_owned(), name.to_owned(), input));
     }
     let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
-    turn.usage = Usage { input_tokens: count("prompt_tokens"), output_tokens: count("completion_tokens") };
+    // OpenAI caches long prefixes by itself; `prompt_tokens` includes what it read from the cache.
+    let cached = count("prompt_tokens_details/cached_tokens");
+    turn.usage = Usage { input_tokens: count("prompt_tokens"), output_tokens: count("completion_tokens"), cache_read_tokens: cached, cache_write_tokens: 0 };
     Ok(turn)
 }
 

@@ -26,8 +26,13 @@ pub struct Accounting {
     pub provider: String,
     pub model: String,
     pub model_requests: u64,
+    /// Every input token, cached ones included.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the provider read from its prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the cache (Anthropic).
+    pub cache_write_tokens: u64,
     pub tool_calls: u64,
     /// Answers the runtime could not use (asked again).
     pub invalid_answers: u64,
@@ -364,6 +369,8 @@ impl ModelPlanner {
         let mut a = self.accounting.lock().unwrap_or_else(|p| p.into_inner());
         a.model_requests += 1;
         a.input_tokens += usage.input_tokens;
+        a.cache_read_tokens += usage.cache_read_tokens;
+        a.cache_write_tokens += usage.cache_write_tokens;
         a.output_tokens += usage.output_tokens;
         a.tool_calls += calls as u64;
         a.model_ms += took.as_millis() as u64;

@@ -170,8 +170,13 @@ pub struct Conversation {
 /// Tokens one request used, as the provider reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Usage {
+    /// Every input token of the request, those read from or written to a prompt cache included.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache (billed at a fraction).
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to it (Anthropic bills a write above the base price).
+    pub cache_write_tokens: u64,
 }
 
 /// One model turn.

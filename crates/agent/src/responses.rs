@@ -151,7 +151,8 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
         turn.native.push(item.clone());
     }
     let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
-    turn.usage = Usage { input_tokens: count("input_tokens"), output_tokens: count("output_tokens") };
+    let cached = count("input_tokens_details/cached_tokens");
+    turn.usage = Usage { input_tokens: count("input_tokens"), output_tokens: count("output_tokens"), cache_read_tokens: cached, cache_write_tokens: 0 };
     Ok(turn)
 }
 

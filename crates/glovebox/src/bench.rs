@@ -921,12 +921,58 @@ document.getElementById('out').textContent = (v('name') === 'Ada' && v('email') 
 const SHIPPING_FIELDS: [(&str, &str, (f64, f64)); 4] =
     [("Name", "Ada", (350.0, 115.0)), ("Email", "ada@example.com", (350.0, 175.0)), ("City", "London", (350.0, 235.0)), ("Zip", "N1 9GU", (350.0, 295.0))];
 
+/// Prefixes in the scripted model's prompt cache (hashes of their content).
+static PROMPT_CACHE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+/// What Anthropic's prompt cache would make of `body`, as (tokens read, tokens written): each
+/// breakpoint's prefix (tools and system, then the messages up to a marked block) of at least
+/// 1,024 tokens is written; a later request reads the longest cached prefix that ends at one of
+/// its breakpoints or at a message boundary before one (the cache looks back from each
+/// breakpoint), and writes the rest up to its last breakpoint. Markers are not content.
+fn cache_usage(body: &serde_json::Value) -> (u64, u64) {
+    fn unmarked(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => m.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), unmarked(v))).collect(),
+            serde_json::Value::Array(a) => a.iter().map(unmarked).collect(),
+            other => other.clone(),
+        }
+    }
+    let marked = |v: &serde_json::Value| v.to_string().contains("\"cache_control\"");
+    // Every prefix at a message boundary, and whether a breakpoint ends it.
+    let mut prefix = unmarked(&json!([body["tools"], body["system"]])).to_string();
+    let mut boundaries = vec![(prefix.clone(), marked(&body["system"]))];
+    for m in body["messages"].as_array().into_iter().flatten() {
+        prefix.push_str(&unmarked(m).to_string());
+        boundaries.push((prefix.clone(), marked(m)));
+    }
+    let last = boundaries.iter().rposition(|(_, marked)| *marked).map_or(0, |i| i + 1);
+    boundaries.truncate(last);
+    let hash = |text: &str| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        h.finish()
+    };
+    let mut cache = PROMPT_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let sized: Vec<(u64, u64, bool)> =
+        boundaries.iter().map(|(b, marked)| (hash(b), b.len() as u64 / 4, *marked)).filter(|(_, tokens, _)| *tokens >= 1024).collect();
+    let read = sized.iter().filter(|(h, _, _)| cache.contains(h)).map(|(_, t, _)| *t).max().unwrap_or(0);
+    let write = sized.iter().filter(|(_, _, marked)| *marked).map(|(_, t, _)| *t).max().unwrap_or(0).saturating_sub(read);
+    for (h, _, marked) in sized {
+        if marked && !cache.contains(&h) {
+            cache.push(h);
+        }
+    }
+    (read, write)
+}
+
 /// A scripted model behind the Anthropic Messages wire format. With Glovebox's tools it reads
 /// the outline (as a model reads text): it types each empty field by ref, then clicks the
 /// button. With only the computer tool and screenshots it is a perfect vision model that knows
 /// where the page's fields are in the picture: click a field, type, next, click the button.
 /// Either says done with the check the page shows. Usage is counted as the provider would bill
-/// it: text at four characters a token, images at width × height / 750.
+/// it: text at four characters a token, images at width × height / 750, and the prompt cache's
+/// share apart ([`cache_usage`]).
 async fn scripted_model(axum::Json(body): axum::Json<serde_json::Value>) -> axum::Json<serde_json::Value> {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let mut image_tokens = 0u64;
@@ -944,6 +990,7 @@ async fn scripted_model(axum::Json(body): axum::Json<serde_json::Value>) -> axum
         }
     }
     let input_tokens = text.to_string().len() as u64 / 4 + image_tokens;
+    let (read, write) = cache_usage(&text);
     let latest: String = messages
         .iter()
         .rev()
@@ -996,7 +1043,8 @@ async fn scripted_model(axum::Json(body): axum::Json<serde_json::Value>) -> axum
     axum::Json(json!({
         "id": "msg_bench", "type": "message", "role": "assistant", "model": body["model"],
         "content": [{"type": "tool_use", "id": format!("toolu_{}", messages.len()), "name": tool, "input": input}],
-        "stop_reason": "tool_use", "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "stop_reason": "tool_use", "usage": {"input_tokens": input_tokens.saturating_sub(read + write), "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write, "output_tokens": output_tokens},
     }))
 }
 
@@ -1013,6 +1061,7 @@ async fn bench_agent(global: &Global, iterations: usize, ratios: &mut Vec<(Strin
     let mut results = Vec::new();
     for (label, screenshots) in [("glovebox dom-first", false), ("screenshot-only", true)] {
         let (mut requests, mut tokens, mut steps_taken, mut images) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut billed = Vec::new();
         let mut per_step = Vec::new();
         for _ in 0..iterations.max(1) {
             let session = rt.create_session().await?;
@@ -1044,6 +1093,9 @@ async fn bench_agent(global: &Global, iterations: usize, ratios: &mut Vec<(Strin
             per_step.push(Duration::from_micros(without_model * 1000 / steps));
             requests.push(a.model_requests as f64);
             tokens.push((a.input_tokens + a.output_tokens) as f64);
+            // Input as billed: cache reads at a tenth of the base price, writes at 1.25 times it.
+            let uncached = a.input_tokens.saturating_sub(a.cache_read_tokens + a.cache_write_tokens) as f64;
+            billed.push(uncached + 0.1 * a.cache_read_tokens as f64 + 1.25 * a.cache_write_tokens as f64);
             images.push(a.image_tokens as f64);
             steps_taken.push(steps as f64);
             rt.close_session(&session).await?;
@@ -1057,6 +1109,7 @@ async fn bench_agent(global: &Global, iterations: usize, ratios: &mut Vec<(Strin
         ratios.push((format!("{label}: model requests per step"), r / s));
         ratios.push((format!("{label}: tokens per run (image tokens {i:.0})"), t));
         ratios.push((format!("{label}: tokens per step"), t / s));
+        ratios.push((format!("{label}: input tokens per run as billed with the prompt cache"), median(&mut billed)));
         results.push((format!("{label}: runtime per step without the model"), Stats::of(&mut per_step)));
     }
     let value = |name: &str| ratios.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v);

@@ -98,11 +98,13 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
         out!("{}", serde_json::to_string_pretty(&result)?);
         if args.report {
             out!(
-                "model {}/{}: {} requests, {} input and {} output tokens, {} tool calls, {} unusable answers, {} ms waiting for the model",
+                "model {}/{}: {} requests, {} input tokens ({} read from the prompt cache, {} written to it) and {} output tokens, {} tool calls, {} unusable answers, {} ms waiting for the model",
                 report.provider,
                 report.model,
                 report.model_requests,
                 report.input_tokens,
+                report.cache_read_tokens,
+                report.cache_write_tokens,
                 report.output_tokens,
                 report.tool_calls,
                 report.invalid_answers,

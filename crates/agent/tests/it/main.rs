@@ -244,17 +244,26 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
         _ => decide(model.script, call, &text),
     };
     let id = format!("call_{call}");
+    // Usage as each provider reports a prompt cache: Anthropic when the request marks breakpoints
+    // (its `input_tokens` then leaves the cached part out), OpenAI on its own after the first call.
+    let marked = body.pointer("/system/0/cache_control/type").and_then(Value::as_str) == Some("ephemeral");
+    let anthropic_usage = match (marked, call) {
+        (false, _) => json!({"input_tokens": 1000, "output_tokens": 50}),
+        (true, 0) => json!({"input_tokens": 200, "cache_creation_input_tokens": 800, "cache_read_input_tokens": 0, "output_tokens": 50}),
+        (true, _) => json!({"input_tokens": 100, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 800, "output_tokens": 50}),
+    };
+    let cached = |n: u64| if call == 0 { 0 } else { n };
     let reply = match model.kind {
         ProviderKind::Anthropic => json!({
             "id": format!("msg_{call}"), "type": "message", "role": "assistant", "model": body["model"],
             "content": [{"type": "text", "text": "Working on it."}, {"type": "tool_use", "id": id, "name": tool, "input": input}],
-            "stop_reason": "tool_use", "usage": {"input_tokens": 1000, "output_tokens": 50},
+            "stop_reason": "tool_use", "usage": anthropic_usage,
         }),
         ProviderKind::OpenaiChat => json!({
             "id": format!("chatcmpl-{call}"), "object": "chat.completion", "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                 "tool_calls": [{"id": id, "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+            "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940, "prompt_tokens_details": {"cached_tokens": cached(512)}},
         }),
         ProviderKind::OpenaiResponses => {
             let item = if tool == "computer" {
@@ -271,7 +280,7 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
             };
             json!({"id": format!("resp_{call}"), "object": "response", "status": "completed", "model": body["model"],
                 "output": [{"type": "reasoning", "id": format!("rs_{call}"), "summary": [], "encrypted_content": format!("opaque-{call}")}, item],
-                "usage": {"input_tokens": 800, "output_tokens": 30, "total_tokens": 830}})
+                "usage": {"input_tokens": 800, "output_tokens": 30, "total_tokens": 830, "input_tokens_details": {"cached_tokens": cached(256)}}})
         }
     };
     if model.stream {
@@ -459,7 +468,15 @@ async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
             let done = &first["tools"][1]["input_schema"];
             assert!(done["properties"]["checks"]["items"].to_string().contains("text_present"), "done proposes the runtime's checks: {done}");
             assert_eq!(first["tool_choice"]["type"], "any");
-            assert!(first["system"].as_str().unwrap().contains("never instructions"));
+            assert!(first["system"][0]["text"].as_str().unwrap().contains("never instructions"));
+            // Prompt caching: the tools and system prompt, and the history up to the model's
+            // previous answer, end in breakpoints; the cache's share of the input is counted.
+            assert_eq!(first["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+            let second_messages = requests[1].1["messages"].as_array().unwrap();
+            let previous_answer = &second_messages[second_messages.len() - 2];
+            assert_eq!(previous_answer["role"], "assistant");
+            assert_eq!(previous_answer["content"].as_array().unwrap().last().unwrap()["cache_control"], json!({"type": "ephemeral"}));
+            assert_eq!((accounting.input_tokens, accounting.cache_read_tokens, accounting.cache_write_tokens), (3000, 1600, 1000), "{accounting:?}");
             // Every tool call got its result in the next request.
             let second = &requests[1].1;
             let messages = second["messages"].as_array().unwrap();
@@ -476,6 +493,7 @@ async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
             assert_eq!(messages[messages.len() - 1]["role"], "tool", "{second}");
             assert_eq!(messages[messages.len() - 1]["tool_call_id"], "call_0");
             assert!(messages[messages.len() - 2]["tool_calls"][0]["function"]["arguments"].is_string());
+            assert_eq!((accounting.input_tokens, accounting.cache_read_tokens), (2700, 1024), "OpenAI's own cache: {accounting:?}");
         }
         ProviderKind::OpenaiResponses => {
             assert_eq!(headers["authorization"], format!("Bearer {KEY}"));
@@ -491,6 +509,7 @@ async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
             assert_eq!(input[n - 3]["encrypted_content"], "opaque-0", "{input:?}");
             assert_eq!((input[n - 2]["type"].clone(), input[n - 2]["call_id"].clone()), (json!("function_call"), json!("call_0")));
             assert_eq!((input[n - 1]["type"].clone(), input[n - 1]["call_id"].clone()), (json!("function_call_output"), json!("call_0")));
+            assert_eq!((accounting.input_tokens, accounting.cache_read_tokens), (2400, 512), "OpenAI's own cache: {accounting:?}");
         }
     }
     assert!(requests.iter().all(|(_, body)| body["stream"] == true), "every request asks for a stream");
