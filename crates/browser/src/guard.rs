@@ -68,6 +68,9 @@ pub(crate) struct Guard {
     wake: Arc<tokio::sync::Notify>,
     /// The tab's out-of-process frames and workers (set once, when the tab attaches them).
     children: Arc<OnceLock<ChildView>>,
+    /// Held from a change of `enabled` until its `Fetch.enable`/`disable` commands are sent, so a
+    /// window's end and the next window's start reach each session in the order they happened.
+    io: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -106,11 +109,12 @@ impl Guard {
     pub(crate) fn start(session: Session) -> (Guard, tokio::task::AbortHandle) {
         let state = Arc::new(Mutex::new(State::default()));
         let mut events = session.subscribe(&["Fetch.requestPaused", "Page.frameNavigated"]);
-        // Paused requests of the tab's iframes (filtered below to this tab's own children).
+        // Paused requests of the tab's children (filtered below to this tab's own).
         let mut child_events = session.connection().subscribe(cdp::EventFilter::default().methods(["Fetch.requestPaused"]));
         let wake = Arc::new(tokio::sync::Notify::new());
         let children: Arc<OnceLock<ChildView>> = Arc::default();
-        let guard = Guard { session: session.clone(), state: state.clone(), wake: wake.clone(), children: children.clone() };
+        let io: Arc<tokio::sync::Mutex<()>> = Arc::default();
+        let guard = Guard { session: session.clone(), state: state.clone(), wake: wake.clone(), children: children.clone(), io: io.clone() };
         let task = tokio::spawn(async move {
             loop {
                 let until = lock(&state).disarm_at;
@@ -132,6 +136,7 @@ impl Guard {
                     }
                     () = wake.notified() => continue,
                     () = tail => {
+                        let _io = io.lock().await;
                         let disable = {
                             let mut s = lock(&state);
                             let due = s.disarm_at.is_some_and(|at| at <= tokio::time::Instant::now());
@@ -142,9 +147,9 @@ impl Guard {
                             }
                             due.then(|| std::mem::take(&mut s.fetching))
                         };
-                        if let Some(frames) = disable {
-                            let frames = frames.into_iter().map(|id| session.child(id, None));
-                            let disables = std::iter::once(session.clone()).chain(frames).map(|s| async move {
+                        if let Some(covered) = disable {
+                            let covered = covered.into_iter().map(|id| session.child(id, None));
+                            let disables = std::iter::once(session.clone()).chain(covered).map(|s| async move {
                                 let _ = s.send_raw("Fetch.disable", json!({}), Duration::from_secs(5)).await;
                             });
                             futures_util::future::join_all(disables).await;
@@ -181,6 +186,7 @@ impl Guard {
 
     /// Judges every request from now on against `allowed` (plus the request's own exceptions).
     pub(crate) async fn arm(&self, allowed: Vec<policy::Origin>) -> Result<(), crate::BrowserError> {
+        let _io = self.io.lock().await;
         let enable = {
             let mut state = lock(&self.state);
             state.allowed = Some(allowed);
@@ -219,19 +225,23 @@ impl Guard {
     /// What runs for each child session as it attaches, before it runs: an iframe or worker that
     /// attaches while a window is open has interception on before its first request.
     pub(crate) fn preparer(&self) -> cdp::Prepare {
-        let state = self.state.clone();
+        let (state, io) = (self.state.clone(), self.io.clone());
         Arc::new(move |child: ChildTarget| {
-            let state = state.clone();
+            let (state, io) = (state.clone(), io.clone());
             Box::pin(async move {
                 let Some(id) = child.session.id().cloned() else { return };
-                if !judged_child(&child) || !lock(&state).enabled {
+                if !judged_child(&child) {
+                    return;
+                }
+                let _io = io.lock().await;
+                if !lock(&state).enabled {
                     return;
                 }
                 match intercept(&child.session, is_frame(&child)).await {
                     Ok(()) => {
                         lock(&state).fetching.insert(id);
                     }
-                    Err(e) => tracing::warn!(error = %e, "request interception could not be turned on for a new frame"),
+                    Err(e) => tracing::warn!(error = %e, "request interception could not be turned on for a new frame or worker"),
                 }
             })
         })
