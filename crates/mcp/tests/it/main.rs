@@ -141,10 +141,18 @@ pub fn over_http(env: &Env) -> Vec<String> {
 
 /// A raw HTTP/1.1 request (so tests control every header); returns status and body.
 pub async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Written while the answer is read: a server may answer a body over its limit and close before
+    // the rest is written (a broken pipe here), and its answer still counts.
+    let (mut read, mut write) = stream.into_split();
+    let request = request.as_bytes().to_vec();
+    let writer = tokio::spawn(async move {
+        let _ = write.write_all(&request).await;
+        write
+    });
     let mut response = Vec::new();
-    tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut response).await.unwrap();
+    let _ = tokio::io::AsyncReadExt::read_to_end(&mut read, &mut response).await;
+    drop(writer.await);
     let response = String::from_utf8_lossy(&response).into_owned();
     let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
