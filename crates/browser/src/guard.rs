@@ -14,7 +14,7 @@
 //! The window also ends when the tab's main frame commits a new document: that page's own loads
 //! are its own (the navigation request itself, and each of its redirects, were judged).
 //!
-//! An out-of-process (cross-site) iframe, and a service or shared worker of the page, send their
+//! An out-of-process (cross-site) iframe, and the page's service worker, send their
 //! requests on their own debugger sessions: the window covers each of the tab's such sessions
 //! too — those attached when it opens, and one that attaches during it, before it is let run
 //! ([`Guard::preparer`]). So a message the action makes the page post to its service worker
@@ -53,7 +53,7 @@ struct State {
     /// When the current window ends (set when an action's settling ends).
     disarm_at: Option<tokio::time::Instant>,
     enabled: bool,
-    /// The child sessions (iframes, service and shared workers) interception is on for (the
+    /// The child sessions (iframes, service workers) interception is on for (the
     /// tab's own is `enabled`).
     fetching: HashSet<SessionId>,
     blocked: Vec<BlockedRequest>,
@@ -93,10 +93,10 @@ async fn intercept(session: &Session, frame: bool) -> Result<(), cdp::CdpError> 
 }
 
 /// Whether `child` sends requests of its own that a window must judge: an out-of-process frame,
-/// or a service or shared worker the tab is attached to (a dedicated worker's requests are its
-/// frame's, judged with them).
+/// or the service worker the tab is attached to (a dedicated worker's requests are its frame's,
+/// judged with them; a shared worker is the browser's target, not the tab's child).
 fn judged_child(child: &ChildTarget) -> bool {
-    matches!(child.info.target_type.as_str(), "iframe" | "service_worker" | "shared_worker")
+    matches!(child.info.target_type.as_str(), "iframe" | "service_worker")
 }
 
 fn is_frame(child: &ChildTarget) -> bool {
