@@ -477,6 +477,11 @@ impl Planner for ModelPlanner {
                     outcome = format!("{outcome}; {why}");
                     is_error = true;
                 }
+                // What else the receipt says (requests the network boundary blocked, a download
+                // nobody captured) names page content, so it goes inside the markers.
+                if let Some(detail) = input.last.as_ref().and_then(|l| l.receipt.as_ref()).and_then(|r| r.detail()).filter(|d| !d.is_empty()) {
+                    outcome = format!("{outcome}\nreceipt: {}", self.untrusted.wrap(detail));
+                }
                 let acknowledged = flagged.filter(|_| Self::performed(&input));
                 let mut parts = self.results((format!("{outcome}\n{page}"), is_error));
                 if let (Some((id, checks)), Some(Part::ToolResult { .. })) = (acknowledged, parts.first()) {

@@ -63,6 +63,9 @@ pub(crate) struct TabState {
     /// Page targets created without an opener (headless Chromium gives a modifier-click's tab
     /// none), not yet matched: target id, URL, when.
     pub(crate) orphans: Vec<(String, String, std::time::Instant)>,
+    /// Downloads the page began during the action in flight (Chromium's guid, the file name the
+    /// page suggested), at most 16.
+    pub(crate) downloads_began: Vec<(String, String)>,
 }
 
 /// A JavaScript dialog the page opened.
@@ -165,6 +168,7 @@ impl Tab {
             "Page.javascriptDialogOpening",
             "Page.javascriptDialogClosed",
             "Page.windowOpen",
+            "Page.downloadWillBegin",
             "Network.requestWillBeSent",
         ]);
         // Popups are announced at the browser level, with this tab as their opener.
@@ -454,6 +458,12 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                     None if state.window_opens.len() < 16 => state.window_opens.push((open.url, now)),
                     None => {}
                 }
+            }
+        }
+        "Page.downloadWillBegin" => {
+            let text = |k: &str| event.params.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+            if state.downloads_began.len() < 16 {
+                state.downloads_began.push((text("guid"), text("suggestedFilename")));
             }
         }
         "Network.requestWillBeSent" => {

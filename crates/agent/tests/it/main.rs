@@ -43,6 +43,9 @@ enum Script {
     /// Through OpenAI's computer tool: a click with a pending safety check; then done, or give
     /// up when it was refused.
     SafetyCheck,
+    /// Click a link the server answers as an attachment; once the receipt says the download was
+    /// not captured, give up saying so.
+    Download,
 }
 
 #[derive(Clone)]
@@ -225,6 +228,12 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
             ),
             None => ("computer".into(), json!({"action": {"type": "screenshot"}})),
         },
+        Script::Download if text.contains("began a download") => ("give_up".into(), json!({"reason": "the download needs a person"})),
+        Script::Download => {
+            let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
+            let link = text.split("link \"Export all\" [").nth(1).and_then(|r| r.split([' ', ']']).next()).unwrap_or("e1").to_owned();
+            ("act".into(), json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": link}, "intent": "export"}))
+        }
         Script::Canvas => {
             let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
             if hit {
@@ -626,6 +635,33 @@ async fn cancelling_a_run_aborts_the_model_request_in_flight() {
 }
 
 /// Runs "click the red square" on the canvas fixture with `planner`.
+/// What the action's receipt says beyond its state reaches the model, inside the untrusted
+/// markers: here, a download the page began that nobody asked Glovebox to capture.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_reads_what_the_receipt_says_inside_the_markers() {
+    let env = env("receipt-detail", ProviderKind::Anthropic, Script::Download).await;
+    env.fixtures.route(
+        "/export",
+        test_support::Route::WithHeaders {
+            headers: vec![("Content-Disposition".into(), "attachment; filename=\"export.csv\"".into())],
+            inner: Box::new(test_support::Route::Content { content_type: "text/csv".into(), body: b"a,b\n".to_vec() }),
+        },
+    );
+    env.fixtures.html("/export.html", r#"<!doctype html><title>Export</title><a href="/export">Export all</a>"#);
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime.open_tab(&session, &env.fixtures.url("/export.html"), Duration::ZERO).await.unwrap();
+    let planner = ModelPlanner::new(Arc::new(Provider::new(&choice(&env), limits()).unwrap()), Default::default()).unwrap();
+    let mut request = RunRequest::new("Export all the rows");
+    request.max_steps = 4;
+    request.max_seconds = 60;
+    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    assert!(result.summary().contains("the download needs a person"), "{result:?}");
+    let requests = env.model.requests.lock().unwrap().clone();
+    let told = last_text(ProviderKind::Anthropic, &requests[1].1);
+    let receipt = told.split("receipt: ").nth(1).unwrap_or_else(|| panic!("the receipt's detail is there: {told}"));
+    assert!(receipt.starts_with("<untrusted nonce=") && receipt.contains(r#"began a download ("export.csv")"#), "{told}");
+}
+
 async fn click_the_square(env: &Env, planner: ModelPlanner) -> protocol::RunResult {
     let session = env.runtime.create_session().await.unwrap();
     env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();

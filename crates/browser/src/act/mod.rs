@@ -198,6 +198,7 @@ impl Tab {
                 state.settled = Duration::ZERO;
                 state.awaited_requests = 0;
                 state.action_started = Some(Instant::now());
+                state.downloads_began.clear();
             }
             if let Some(allowed) = &options.allowed_origins {
                 // Armed before anything is sent: whatever the action causes is judged.
@@ -224,6 +225,21 @@ impl Tab {
                     format!("the network boundary blocked {} request(s) to origins this action may not reach: {}", outcome.blocked.len(), listed.join(", "));
                 outcome.receipt = outcome.receipt.clone().with_note(&note);
             }
+        }
+        // A download the page began that no capture took (a link answered as an attachment, or
+        // a click without `expect_download`): the model hears of it, and how to ask for it.
+        let began = std::mem::take(&mut lock(&self.state).downloads_began);
+        let uncaptured: Vec<String> = began
+            .into_iter()
+            .filter(|(guid, _)| !outcome.downloads.iter().any(|d| d.guid == *guid))
+            .map(|(_, name)| format!("{:?}", name.chars().take(80).collect::<String>()))
+            .collect();
+        if !uncaptured.is_empty() {
+            let note = format!(
+                "the page began a download ({}) that Glovebox did not capture, so there is no artifact of it; a download is a person's to approve: act again with expect_download",
+                uncaptured.join(", ")
+            );
+            outcome.receipt = outcome.receipt.clone().with_note(&note);
         }
         Ok(outcome)
     }

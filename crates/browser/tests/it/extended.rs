@@ -341,6 +341,33 @@ async fn a_download_is_captured_into_the_given_folder() {
     assert_eq!(std::fs::read(&download.path).unwrap(), expected);
 }
 
+/// A plain link the server answers as an attachment starts a download no capture took: the
+/// receipt says so, and how to ask for it; with `expect_download` the same link is captured.
+#[tokio::test]
+async fn a_download_nobody_asked_for_is_named_in_the_receipt() {
+    let env = env().await;
+    env.server.route(
+        "/export",
+        test_support::Route::WithHeaders {
+            headers: vec![("Content-Disposition".into(), "attachment; filename=\"export.csv\"".into())],
+            inner: Box::new(test_support::Route::Content { content_type: "text/csv".into(), body: b"a,b\n".to_vec() }),
+        },
+    );
+    env.server.html("/export.html", r#"<!doctype html><title>Export</title><a href="/export">Export all</a>"#);
+    let tab = env.open("/export.html").await;
+    let o = observe(&tab).await;
+    let (outcome, o) = act(&tab, on(&o, json!({"type": "click", "target": text("Export all")})), &ActOptions::default()).await;
+    assert!(outcome.downloads.is_empty());
+    let detail = outcome.receipt.detail().unwrap_or_default();
+    assert!(detail.contains(r#"began a download ("export.csv")"#) && detail.contains("expect_download"), "{detail:?}");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("downloads-export-{}", std::process::id()));
+    let options = ActOptions { downloads: Some(dir), ..Default::default() };
+    let (outcome, _) =
+        act(&tab, on(&o.expect("the page stays"), json!({"type": "click", "target": text("Export all"), "expect_download": true})), &options).await;
+    assert_eq!(outcome.downloads.len(), 1, "{:?}", outcome.receipt);
+    assert!(!outcome.receipt.detail().unwrap_or_default().contains("began a download"), "a captured download is not named as uncaptured");
+}
+
 #[tokio::test]
 async fn every_dialog_kind_is_answered_and_answering_none_is_refused() {
     let env = env().await;
