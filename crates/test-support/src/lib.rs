@@ -34,6 +34,16 @@ pub enum Route {
     WithHeaders { headers: Vec<(String, String)>, inner: Box<Route> },
 }
 
+impl Route {
+    /// A CSV file answered as an attachment named `filename` (a download, whatever links to it).
+    pub fn attachment(filename: &str, body: &[u8]) -> Route {
+        Route::WithHeaders {
+            headers: vec![("Content-Disposition".into(), format!("attachment; filename=\"{filename}\""))],
+            inner: Box::new(Route::Content { content_type: "text/csv".into(), body: body.to_vec() }),
+        }
+    }
+}
+
 /// A page expression that keeps the page's main thread busy for `ms` milliseconds (what a page
 /// stuck in a script looks like to every CDP call that needs that thread).
 pub fn busy_main_thread(ms: u64) -> String {

@@ -640,13 +640,7 @@ async fn cancelling_a_run_aborts_the_model_request_in_flight() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_reads_what_the_receipt_says_inside_the_markers() {
     let env = env("receipt-detail", ProviderKind::Anthropic, Script::Download).await;
-    env.fixtures.route(
-        "/export",
-        test_support::Route::WithHeaders {
-            headers: vec![("Content-Disposition".into(), "attachment; filename=\"export.csv\"".into())],
-            inner: Box::new(test_support::Route::Content { content_type: "text/csv".into(), body: b"a,b\n".to_vec() }),
-        },
-    );
+    env.fixtures.route("/export", test_support::Route::attachment("export.csv", b"a,b\n"));
     env.fixtures.html("/export.html", r#"<!doctype html><title>Export</title><a href="/export">Export all</a>"#);
     let session = env.runtime.create_session().await.unwrap();
     env.runtime.open_tab(&session, &env.fixtures.url("/export.html"), Duration::ZERO).await.unwrap();

@@ -346,13 +346,7 @@ async fn a_download_is_captured_into_the_given_folder() {
 #[tokio::test]
 async fn a_download_nobody_asked_for_is_named_in_the_receipt() {
     let env = env().await;
-    env.server.route(
-        "/export",
-        test_support::Route::WithHeaders {
-            headers: vec![("Content-Disposition".into(), "attachment; filename=\"export.csv\"".into())],
-            inner: Box::new(test_support::Route::Content { content_type: "text/csv".into(), body: b"a,b\n".to_vec() }),
-        },
-    );
+    env.server.route("/export", test_support::Route::attachment("export.csv", b"a,b\n"));
     env.server.html("/export.html", r#"<!doctype html><title>Export</title><a href="/export">Export all</a>"#);
     let tab = env.open("/export.html").await;
     let o = observe(&tab).await;
