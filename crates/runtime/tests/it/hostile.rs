@@ -261,7 +261,7 @@ document.getElementById('send').onclick = () => {{
     assert_eq!(env.server.requests_to("/late.html").len(), 1, "the frame the click created loaded");
 }
 
-/// A worker the click starts sends on its own session: its requests are judged too.
+/// A dedicated worker the click starts: its requests are its page's, judged with them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_of_a_worker_an_action_starts_are_judged() {
     let env = env("hostile-worker", true).await;
