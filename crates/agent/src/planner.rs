@@ -280,17 +280,7 @@ impl ModelPlanner {
     }
 
     fn outcome(input: &PlanInput) -> (String, bool) {
-        match &input.last {
-            None => ("done".into(), false),
-            Some(last) => match (&last.error, &last.receipt) {
-                (Some((code, message)), _) => (format!("{} refused: {} ({message})", last.action, code.as_str()), true),
-                (None, Some(receipt)) => {
-                    let state = serde_json::to_value(receipt.state()).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-                    (format!("{} {state}", last.action), state == "failed")
-                }
-                (None, None) => (last.action.clone(), false),
-            },
-        }
+        input.last.as_ref().map_or_else(|| ("done".into(), false), runtime::StepReport::outcome)
     }
 
     /// Whether the last step was performed (a receipt that did not fail).
@@ -479,7 +469,7 @@ impl Planner for ModelPlanner {
                 }
                 // What else the receipt says (requests the network boundary blocked, a download
                 // nobody captured) names page content, so it goes inside the markers.
-                if let Some(detail) = input.last.as_ref().and_then(|l| l.receipt.as_ref()).and_then(|r| r.detail()).filter(|d| !d.is_empty()) {
+                if let Some(detail) = input.last.as_ref().and_then(runtime::StepReport::receipt_detail) {
                     outcome = format!("{outcome}\nreceipt: {}", self.untrusted.wrap(detail));
                 }
                 let acknowledged = flagged.filter(|_| Self::performed(&input));

@@ -51,15 +51,13 @@ pub(crate) fn client_samples(peer: &rmcp::Peer<RoleServer>) -> bool {
     peer.peer_info().is_some_and(|info| info.capabilities.sampling.is_some())
 }
 
-fn last_step(input: &PlanInput) -> String {
+/// The last step as the model is told it, its receipt's detail inside the untrusted markers.
+fn last_step(untrusted: &Untrusted, input: &PlanInput) -> String {
     match &input.last {
         None => "none yet".to_owned(),
-        Some(last) => match (&last.error, &last.receipt) {
-            (Some((code, message)), _) => format!("{} was refused: {} ({message})", last.action, code.as_str()),
-            (None, Some(receipt)) => {
-                format!("{} → {}", last.action, serde_json::to_value(receipt.state()).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default())
-            }
-            (None, None) => last.action.clone(),
+        Some(last) => match last.receipt_detail() {
+            Some(detail) => format!("{}\nreceipt: {}", last.outcome().0, untrusted.wrap(detail)),
+            None => last.outcome().0,
         },
     }
 }
@@ -71,8 +69,13 @@ fn page(untrusted: &Untrusted, observation: &Observation) -> String {
 impl Planner for SamplingPlanner {
     fn next(&mut self, input: PlanInput) -> PlanFuture<'_> {
         Box::pin(async move {
-            let header =
-                format!("Task: {}\nStep {}. Last step: {}\nframe_id: {}", input.task, input.step, last_step(&input), input.observation.frame_id().as_str());
+            let header = format!(
+                "Task: {}\nStep {}. Last step: {}\nframe_id: {}",
+                input.task,
+                input.step,
+                last_step(&self.untrusted, &input),
+                input.observation.frame_id().as_str()
+            );
             let mut messages = Vec::new();
             let start = self.history.len().saturating_sub(HISTORY_STEPS);
             for (question, answer) in &self.history[start..] {

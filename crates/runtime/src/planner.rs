@@ -31,6 +31,28 @@ pub struct StepReport {
     pub error: Option<(ErrorCode, String)>,
 }
 
+impl StepReport {
+    /// The step as a planner tells its model — `click confirmed`, `type failed`, `click refused:
+    /// stale_observation (why)` — and whether it did not take effect (refused or failed).
+    pub fn outcome(&self) -> (String, bool) {
+        match (&self.error, &self.receipt) {
+            (Some((code, message)), _) => (format!("{} refused: {} ({message})", self.action, code.as_str()), true),
+            (None, Some(receipt)) => {
+                let state = serde_json::to_value(receipt.state()).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+                (format!("{} {state}", self.action), state == "failed")
+            }
+            (None, None) => (self.action.clone(), false),
+        }
+    }
+
+    /// What the receipt says beyond its state — why it failed, what the network boundary
+    /// blocked, a download nobody captured. It names page content: a model reads it inside the
+    /// untrusted markers.
+    pub fn receipt_detail(&self) -> Option<&str> {
+        self.receipt.as_ref().and_then(Receipt::detail).filter(|d| !d.is_empty())
+    }
+}
+
 /// One proposal.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)] // one step exists at a time; boxing it buys nothing
@@ -402,6 +424,23 @@ pub fn parse_answer_seen(answer: &str, shot: Option<&(protocol::ImageSize, proto
 #[cfg(test)]
 mod tests {
     use super::read_line_bounded;
+
+    /// Every planner tells its model a step the same way: refused, failed or its state, and the
+    /// receipt's detail apart (for the untrusted markers).
+    #[test]
+    fn a_step_is_told_by_its_outcome_and_receipt_detail() {
+        use protocol::{ErrorCode, ExtendedKind, FrameId, Receipt};
+        let frame = FrameId::new("frame_1").unwrap();
+        let report = |receipt: Option<Receipt>, error: Option<(ErrorCode, String)>| super::StepReport { action: "click".into(), receipt, error };
+        let confirmed = report(Some(Receipt::confirmed(ExtendedKind::Click, frame.clone())), None);
+        assert_eq!((confirmed.outcome(), confirmed.receipt_detail()), (("click confirmed".to_owned(), false), None));
+        let noted = report(Some(Receipt::confirmed(ExtendedKind::Click, frame.clone()).with_note("the page began a download (\"a.csv\")")), None);
+        assert_eq!(noted.receipt_detail(), Some("the page began a download (\"a.csv\")"));
+        let failed = report(Some(Receipt::failed(ExtendedKind::Click, frame, ErrorCode::InvalidAction, true, "nothing changed")), None);
+        assert_eq!((failed.outcome(), failed.receipt_detail()), (("click failed".to_owned(), true), Some("nothing changed")));
+        let refused = report(None, Some((ErrorCode::StaleObservation, "observe again".into())));
+        assert_eq!(refused.outcome(), ("click refused: stale_observation (observe again)".to_owned(), true));
+    }
 
     #[tokio::test]
     async fn answer_lines_are_bounded() {
