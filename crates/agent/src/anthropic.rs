@@ -6,7 +6,7 @@ use crate::provider::{Conversation, ModelTurn, Part, ProviderError, Role, Usage}
 
 /// The request body.
 pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
-    let messages: Vec<Value> = c
+    let mut messages: Vec<Value> = c
         .messages
         .iter()
         .map(|m| {
@@ -33,7 +33,6 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
             None => json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
         })
         .collect();
-    let mut messages = messages;
     // Prompt caching: the tools and the system prompt are the same in every request of a run, and
     // the history up to the model's previous answer is the same in the next request (the latest
     // page is what the planner rewrites). A breakpoint after each lets the next request read

@@ -119,7 +119,7 @@ impl ChildTargets {
 
     /// The children attached right now.
     pub fn list(&self) -> Vec<ChildTarget> {
-        lock(&self.children).values().cloned().collect()
+        self.view().list()
     }
 
     /// A view of the same live set that others can keep (it stops changing when this is dropped).
