@@ -15,12 +15,13 @@ run: deps build
 	./target/release/glovebox doctor
 	./target/release/glovebox serve
 
-## test: formatting, clippy (warnings denied), then the whole suite against real Chromium and
-## loopback fixtures (what CI runs).
+## test: formatting, clippy (warnings denied), the seam's absences (scripts/check-seam.sh), then
+## the whole suite against real Chromium and loopback fixtures (what CI runs).
 test: deps
 	@scripts/ensure-python-mcp.sh >/dev/null
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	@scripts/check-seam.sh
 	$(CARGO) test --workspace --locked
 
 ## bench: the figures the issues ask for; not part of `make test`.

@@ -276,7 +276,7 @@ impl ModelPlanner {
         if self.screenshot_only {
             return format!("frame_id: {}\nurl: {}", input.observation.frame_id().as_str(), input.observation.url());
         }
-        format!("frame_id: {}\n{}", input.observation.frame_id().as_str(), self.untrusted.wrap(&browser::observation_text(&input.observation)))
+        format!("frame_id: {}\n{}", input.observation.frame_id().as_str(), self.untrusted.wrap(&runtime::observation_text(&input.observation)))
     }
 
     fn outcome(input: &PlanInput) -> (String, bool) {
@@ -302,7 +302,7 @@ impl ModelPlanner {
             }
         }
         if let Some(image) = parts.iter().find_map(|p| if let Part::Image { data, .. } = p { Some(data) } else { None }) {
-            let (width, height) = browser::decode_base64(&image[..image.len().min(44)])
+            let (width, height) = runtime::decode_base64(&image[..image.len().min(44)])
                 .filter(|h| h.len() >= 24)
                 .map_or((0, 0), |h| (u32::from_be_bytes([h[16], h[17], h[18], h[19]]), u32::from_be_bytes([h[20], h[21], h[22], h[23]])));
             let mut a = self.accounting.lock().unwrap_or_else(|p| p.into_inner());
@@ -443,7 +443,7 @@ impl Planner for ModelPlanner {
             let mut page = self.page(&input);
             let bounds = self.image_bounds();
             let fitted = match &input.screenshot {
-                Some(s) => Some(browser::fit_screenshot(s, bounds.0, bounds.1, bounds.2).map_err(|e| PlannerError::Failed(format!("the screenshot: {e}")))?),
+                Some(s) => Some(runtime::fit_screenshot(s, bounds.0, bounds.1, bounds.2).map_err(|e| PlannerError::Failed(format!("the screenshot: {e}")))?),
                 None => None,
             };
             self.full = input.screenshot.clone();
@@ -637,7 +637,7 @@ impl ModelPlanner {
         let (Some(full), Some((size, _))) = (&self.full, &self.shot) else { return Err(Unusable("zoom needs the page's screenshot; take one first".into())) };
         let k = f64::from(full.width) / f64::from(size.width.max(1));
         let bounds = self.image_bounds();
-        let crop = browser::crop_screenshot(full, (x0 * k, y0 * k, x1 * k, y1 * k), bounds.0, bounds.1, bounds.2).map_err(|e| Unusable(e.to_string()))?;
+        let crop = runtime::crop_screenshot(full, (x0 * k, y0 * k, x1 * k, y1 * k), bounds.0, bounds.1, bounds.2).map_err(|e| Unusable(e.to_string()))?;
         let said = format!(
             "the region ({x0}, {y0})–({x1}, {y1}) of the screenshot, as a {}×{} image; points you act on are still in the full screenshot's pixels",
             crop.width, crop.height

@@ -34,17 +34,7 @@ use serde_json::{Value, json};
 /// How long after an action's settling its requests are still judged.
 pub const TAIL: Duration = Duration::from_secs(2);
 
-/// A request the boundary refused.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct BlockedRequest {
-    pub method: String,
-    /// Redacted (`policy::redact_url`).
-    pub url: String,
-    /// The origin it would have reached.
-    pub origin: String,
-    /// CDP's resource type (`Document`, `XHR`, `Fetch`, `Ping`, …).
-    pub resource_type: String,
-}
+pub use surface::BlockedRequest;
 
 #[derive(Debug, Default)]
 struct State {

@@ -13,25 +13,32 @@
 //! with the [`TabMemory`] of the last one, so a frame observed before still holds after.
 
 mod act;
+mod adapter;
 mod capture;
 mod console;
 mod diff;
 mod dom;
 mod error;
 mod guard;
-mod image;
 mod keys;
 mod model;
 mod observe;
+mod person;
 mod preview;
+pub mod probe;
 mod render;
 mod synth;
 mod tab;
 
-pub use act::{ActOptions, ActOutcome, ActTiming, ActionMarker, DownloadInfo, MarkerKind, SettleEnd, Typing, UploadRefused, UploadRoot};
+pub use adapter::{BrowserSource, Chromium};
+pub use cdp::LaunchOptions;
 pub use error::BrowserError;
-pub use guard::{BlockedRequest, TAIL as GUARD_TAIL};
-pub use image::{ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot};
-pub use observe::{FormStructure, LocatedFacts, ObservationRecord, ObserveOptions, PageModel, RefBinding, TargetStructure};
-pub use render::{is_state_token, observation_text, observation_text_or_changes, snapshot_text};
-pub use tab::{Dialog, Tab, TabMemory};
+pub use guard::TAIL as GUARD_TAIL;
+pub use observe::{ObservationRecord, RefBinding};
+pub use tab::{Tab, TabMemory};
+
+// The surface-neutral types this adapter speaks (`surface`), for its modules and its direct users.
+pub use surface::{
+    ActOptions, ActOutcome, ActTiming, Dialog, DownloadInfo, FormStructure, LocatedFacts, ObserveOptions, PageModel, SettleEnd, TargetFacts, TargetStructure,
+    Typing, UploadRoot,
+};

@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use cdp::Session;
 use cdp::domains::accessibility::GetFullAxTree;
@@ -26,116 +26,43 @@ use cdp::domains::page::{CaptureScreenshot, GetFrameTree};
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
 use protocol::{ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, TabId, TargetIdentity, Viewport};
 
-use crate::BrowserError;
 use crate::capture::{SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context};
 use crate::dom::Rect;
-use crate::image::image_size;
 use crate::model::{Candidate, Item};
 use crate::model::{HostKey, Walker};
 use crate::render::{Line, choose, flatten, line_cost};
 use crate::synth::dom_model_fits;
 use crate::tab::{Tab, lock};
+use crate::{BrowserError, ObserveOptions, PageModel, TargetFacts};
+use surface::image::image_size;
 
-/// What to capture.
-#[derive(Debug, Clone)]
-pub struct ObserveOptions {
-    /// One viewport-only screenshot in this format (never full-page).
-    pub screenshot: Option<ImageMime>,
-    /// Deadline for the whole capture, both attempts included.
-    pub deadline: Duration,
-    /// Where roles, names and states come from.
-    pub model: PageModel,
-    /// The observation to write the snapshot's changes against (`Observation::snapshot_diff`):
-    /// used only when it is of the same document and the changes are smaller than the snapshot.
-    pub diff_base: Option<Arc<ObservationRecord>>,
-}
-
-impl Default for ObserveOptions {
-    fn default() -> Self {
-        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10), model: PageModel::Auto, diff_base: None }
-    }
-}
-
-/// The source of the page model's roles, names and states.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum PageModel {
-    /// The DOM model, except on a small page with ARIA relations (`synth::dom_model_fits`).
-    #[default]
-    Auto,
-    /// Always Chromium's AX tree.
-    Accessibility,
-    /// Always the model derived from the DOM snapshot (`synth.rs`).
-    Dom,
-}
-
-/// What a ref is bound to: the exact node, and what it was when observed.
+/// What a ref is bound to: the exact node, and what it was when observed. What the runtime may
+/// know of it ([`TargetFacts`]: role, name, box, secrecy, structure) is its `facts`, read through
+/// `Deref`; the rest is how this adapter finds the node again.
 #[derive(Debug, Clone)]
 pub struct RefBinding {
     /// The session of the frame the node lives in (the tab's, or an out-of-process frame's).
     pub session: Session,
     pub backend_node_id: i64,
-    /// The role and name as shown to the model.
-    pub role: String,
-    pub name: String,
     /// The role and name as Chromium reported them; both must still match before an action.
     pub ax_role: String,
     pub ax_name: String,
-    /// Box in top-level viewport CSS pixels when observed: `[x, y, width, height]`.
-    pub bounds: [f64; 4],
-    /// The field holds a secret (its value is redacted; typing into it is high-impact).
-    pub secret_field: bool,
     /// Offset of the node's frame viewport in the top-level viewport (non-zero only for
     /// out-of-process frames, whose coordinates CDP reports frame-local).
     pub frame_offset: (f64, f64),
     /// Set when the ref came from the DOM model (most pages): its identity is re-checked by
     /// this DOM fingerprint instead of Chromium's role and name.
     pub fingerprint: Option<String>,
-    /// The node is a frame element (`<iframe>`, `<frame>`): its ref enters the frame in a
-    /// locator's frame chain; actions do not target it.
-    pub frame: bool,
-    /// Where activating it reaches (its document's origin, a link's destination, its form).
-    pub structure: TargetStructure,
+    /// Role and name as shown to the model, box, secrecy, frame element, structure.
+    pub facts: TargetFacts,
 }
 
-/// What an element's structure says about where activating it reaches, read from the DOM
-/// snapshot (which page scripts cannot forge) when it was observed; policy judges a write by it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TargetStructure {
-    /// The web origin of the element's own document (an iframe's, for an element inside one).
-    pub document_origin: String,
-    /// A link's destination, absolute (`<base href>` applied); `None` when it is not in a link.
-    pub href: Option<String>,
-    /// The link has a `download` attribute: activating it saves a file.
-    pub download: bool,
-    /// The link's `ping` URLs, absolute: activating it sends a request to each.
-    pub pings: Vec<String>,
-    /// The form the element belongs to.
-    pub form: Option<FormStructure>,
-}
+impl std::ops::Deref for RefBinding {
+    type Target = TargetFacts;
 
-/// What a locator resolves to when an action is judged (`Tab::locator_facts`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocatedFacts {
-    pub role: String,
-    pub name: String,
-    /// A password, card, one-time-code or token field.
-    pub secret: bool,
-    /// Its structure, when the observation listed the element.
-    pub structure: Option<TargetStructure>,
-}
-
-/// The form of a target.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FormStructure {
-    /// Where it submits, absolute (the submitter's `formaction`, `<base href>` applied).
-    pub action: String,
-    /// `get`, `post` or `dialog`.
-    pub method: String,
-    /// It holds a filled password, card, one-time-code or token field: submitting it sends
-    /// credentials.
-    pub has_secret_fields: bool,
-    /// The target is the form's submit button.
-    pub submits: bool,
+    fn deref(&self) -> &TargetFacts {
+        &self.facts
+    }
 }
 
 /// The runtime's private record of the latest observation of a tab.
@@ -226,6 +153,13 @@ enum Attempt {
 impl Tab {
     /// Captures an observation of this tab. See the module docs for the consistency rules.
     pub async fn observe(&self, options: &ObserveOptions) -> Result<Observation, BrowserError> {
+        self.observe_against(options, None).await
+    }
+
+    /// [`Tab::observe`], with the snapshot written as its changes against `base` when that is of
+    /// the same document and the changes are smaller than the snapshot
+    /// (`Observation::snapshot_diff`).
+    pub(crate) async fn observe_against(&self, options: &ObserveOptions, base: Option<&ObservationRecord>) -> Result<Observation, BrowserError> {
         self.check_alive()?;
         // A JavaScript dialog blocks the page (nothing in it can be read until it is answered):
         // the observation is the dialog, at once, with a frame a `dialog` action answers on.
@@ -241,7 +175,7 @@ impl Tab {
             let _read = self.barrier.read().await;
             let mut last = String::new();
             for _ in 0..2 {
-                match self.capture_once(options).await? {
+                match self.capture_once(options, base).await? {
                     Attempt::Done(observation, record) => {
                         *lock(&self.latest) = Some(record);
                         return Ok(*observation);
@@ -358,7 +292,7 @@ impl Tab {
         lock(&self.latest).clone()
     }
 
-    async fn capture_once(&self, options: &ObserveOptions) -> Result<Attempt, BrowserError> {
+    async fn capture_once(&self, options: &ObserveOptions, base: Option<&ObservationRecord>) -> Result<Attempt, BrowserError> {
         let context = match world_context(self).await {
             Ok(context) => context,
             Err(BrowserError::Unstable { what }) => return Ok(Attempt::Changed(what)),
@@ -446,7 +380,7 @@ impl Tab {
             None => None,
         };
         Ok(match self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins) {
-            Attempt::Done(observation, record) => Attempt::Done(Box::new(with_changes(*observation, &record, options.diff_base.as_deref())), record),
+            Attempt::Done(observation, record) => Attempt::Done(Box::new(with_changes(*observation, &record, base)), record),
             changed => changed,
         })
     }
@@ -578,16 +512,18 @@ impl Tab {
                 let binding = RefBinding {
                     session: captures[cand.capture].session.clone(),
                     backend_node_id: cand.backend,
-                    role: cand.role.clone(),
-                    name: cand.name.clone(),
                     ax_role: cand.ax_role.clone(),
                     ax_name: cand.ax_name.clone(),
-                    bounds: rect_array(cand.bounds),
-                    secret_field: cand.secret,
                     fingerprint: cand.fingerprint.clone(),
                     frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
-                    frame: cand.frame,
-                    structure: cand.structure.clone(),
+                    facts: TargetFacts {
+                        role: cand.role.clone(),
+                        name: cand.name.clone(),
+                        bounds: rect_array(cand.bounds),
+                        secret_field: cand.secret,
+                        frame: cand.frame,
+                        structure: cand.structure.clone(),
+                    },
                 };
                 (ref_of[c].as_str().to_owned(), binding)
             })
@@ -621,7 +557,7 @@ impl Tab {
                 if visible.is_empty() {
                     Some(shot)
                 } else {
-                    let masked = crate::image::mask_screenshot(&shot, &visible);
+                    let masked = surface::mask_screenshot(&shot, &visible);
                     // An image that cannot be masked is not handed out at all.
                     masked.map_err(|e| tracing::warn!(error = %e, "a screenshot with secret regions could not be masked; it is withheld")).ok()
                 }

@@ -56,7 +56,7 @@ pub(crate) struct TabState {
     /// Requests the action in flight's settling waited for.
     pub(crate) awaited_requests: usize,
     /// How the last settling of the action in flight ended.
-    pub(crate) settled_by: crate::act::SettleEnd,
+    pub(crate) settled_by: crate::SettleEnd,
     /// Windows this page is expected to open — a modifier or middle click on a link (its
     /// `href`), a `Page.windowOpen` — not yet matched to the tab the browser made: URL and when.
     pub(crate) window_opens: Vec<(String, std::time::Instant)>,
@@ -68,14 +68,7 @@ pub(crate) struct TabState {
     pub(crate) downloads_began: Vec<(String, String)>,
 }
 
-/// A JavaScript dialog the page opened.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dialog {
-    /// `alert`, `confirm`, `prompt` or `beforeunload`.
-    pub kind: String,
-    /// The page's message (untrusted text).
-    pub message: String,
-}
+pub use surface::Dialog;
 
 /// One attached tab. Cheap to share behind an `Arc`; dropping it stops event tracking.
 pub struct Tab {

@@ -5,7 +5,6 @@
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use cdp::domains::runtime;
 use serde_json::json;
 
 use crate::browser;
@@ -99,9 +98,9 @@ async fn bench_cdp(global: &Global, iterations: usize) -> anyhow::Result<Vec<(St
     for _ in 0..iterations {
         let started = Instant::now();
         let handle = browser::open(global).await?;
-        let tab = handle.conn.browser().create_page("about:blank", None).await?;
-        let state = tab.call(runtime::Evaluate::value("document.readyState")).await?;
-        anyhow::ensure!(state.result.value == Some(json!("complete")), "about:blank did not load");
+        let tab = handle.chromium.scratch_page().await?;
+        let state = tab.eval("document.readyState").await?;
+        anyhow::ensure!(state == Some(json!("complete")), "about:blank did not load");
         cold.push(started.elapsed());
         drop(handle);
     }
@@ -131,16 +130,16 @@ async fn bench_cdp(global: &Global, iterations: usize) -> anyhow::Result<Vec<(St
 
     // Round trip of Runtime.evaluate("1+1") on an idle tab.
     let handle = browser::open(global).await?;
-    let tab = handle.conn.browser().create_page("about:blank", None).await?;
+    let tab = handle.chromium.scratch_page().await?;
     for _ in 0..200 {
-        tab.call(runtime::Evaluate::value("1+1")).await?;
+        tab.eval("1+1").await?;
     }
     let mut rtt = Vec::with_capacity(2000);
     for _ in 0..2000 {
         let started = Instant::now();
-        let reply = tab.call(runtime::Evaluate::value("1+1")).await?;
+        let reply = tab.eval("1+1").await?;
         rtt.push(started.elapsed());
-        anyhow::ensure!(reply.result.value == Some(json!(2)), "1+1 evaluated to {:?}", reply.result.value);
+        anyhow::ensure!(reply == Some(json!(2)), "1+1 evaluated to {reply:?}");
     }
     results.push(("Runtime.evaluate(\"1+1\") round trip".to_owned(), Stats::of(&mut rtt)));
     Ok(results)
@@ -172,7 +171,7 @@ fn bench_protocol() -> anyhow::Result<Vec<(String, Stats)>> {
 const STORE_PAGE: &str = include_str!("../../browser/tests/fixtures/store.html");
 
 async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow::Result<Vec<(String, Stats)>> {
-    use ::browser::{ObserveOptions, Tab};
+    use ::runtime::ObserveOptions;
     let pages = crate::pages::LoopbackPages::serve(
         [
             ("/login".to_owned(), crate::pages::LOGIN_PAGE.to_owned()),
@@ -185,7 +184,7 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     let handle = browser::open(global).await?;
     let mut results = Vec::new();
     for (path, n) in [("/login", 60usize), ("/store", 40), ("/big", 20)] {
-        let tab = Tab::open(&handle.conn.browser(), None).await?;
+        let tab = handle.chromium.open_tab().await?;
         tab.goto(&pages.url(path), Duration::from_secs(30)).await?;
         let options = ObserveOptions::default();
         let mut ours = Vec::new();
@@ -212,7 +211,7 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
         results.push((format!("observe {path}"), ours));
         results.push((format!("raw CDP calls of observe {path}"), raw));
         // The same page through Chromium's AX tree, for comparison with the DOM model.
-        let options = ObserveOptions { model: ::browser::PageModel::Accessibility, ..ObserveOptions::default() };
+        let options = ObserveOptions { model: ::runtime::PageModel::Accessibility, ..ObserveOptions::default() };
         let mut times = Vec::new();
         for i in 0..(n / 2).max(8) {
             let started = Instant::now();
@@ -243,7 +242,7 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
                 let took = started.elapsed();
                 let shot = observation.screenshot().ok_or_else(|| anyhow::anyhow!("no screenshot"))?;
                 let started = Instant::now();
-                ::browser::mask_screenshot(shot, &[(100.0, 100.0, 300.0, 40.0)])?;
+                ::runtime::mask_screenshot(shot, &[(100.0, 100.0, 300.0, 40.0)])?;
                 if i >= 2 {
                     with_shot.push(took);
                     masking.push(started.elapsed());
@@ -263,10 +262,10 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
                     "type": "click", "expected_frame_id": o.frame_id().as_str(),
                     "target": {"kind": "element", "ref": add.element().as_str()}, "intent": "add"
                 }))?;
-                o = tab.act(&action.into(), &::browser::ActOptions::default()).await?.observation.ok_or_else(|| anyhow::anyhow!("no observation"))?;
+                o = tab.act(&action.into(), &::runtime::ActOptions::default()).await?.observation.ok_or_else(|| anyhow::anyhow!("no observation"))?;
                 anyhow::ensure!(o.snapshot_diff().is_some(), "a click on the same document has a diff");
-                whole.push(::browser::observation_text(&o).len() as f64);
-                changes.push(::browser::observation_text_or_changes(&o).len() as f64);
+                whole.push(::runtime::observation_text(&o).len() as f64);
+                changes.push(::runtime::observation_text_or_changes(&o).len() as f64);
             }
             let median = |v: &mut Vec<f64>| {
                 v.sort_by(f64::total_cmp);
@@ -282,10 +281,10 @@ async fn bench_observe(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
 }
 
 async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
-    use ::browser::{ActOptions, ObserveOptions, Tab};
+    use ::runtime::{ActOptions, ObserveOptions};
     let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
     let handle = browser::open(global).await?;
-    let tab = Tab::open(&handle.conn.browser(), None).await?;
+    let tab = handle.chromium.open_tab().await?;
     tab.goto(&pages.url("/act"), Duration::from_secs(30)).await?;
     let mut observation = tab.observe(&ObserveOptions::default()).await?;
     let find = |o: &protocol::Observation, name: &str| -> anyhow::Result<String> {
@@ -355,7 +354,7 @@ async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
     // A busy page (issue 16): a 10 Hz clock, a CSS animation, a request polled every 250 ms and
     // a carousel; a click must not wait for quiet that never comes.
     let busy_pages = crate::pages::LoopbackPages::serve([("/busy".to_owned(), BUSY_PAGE.to_owned()), ("/poll".to_owned(), "ok".to_owned())].into()).await?;
-    let busy = Tab::open(&handle.conn.browser(), None).await?;
+    let busy = handle.chromium.open_tab().await?;
     busy.goto(&busy_pages.url("/busy"), Duration::from_secs(30)).await?;
     let mut o = busy.observe(&ObserveOptions::default()).await?;
     let mut busy_clicks = Vec::new();
@@ -422,9 +421,10 @@ async fn bench_runtime(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     use ::runtime::{RunRequest, Runtime, Scripted, ScriptedPlanner};
     let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
     // The configured browser, viewport and lists (one resolution for every command).
-    let mut config = crate::config::resolve(global, None)?.runtime;
+    let settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
     config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
-    let rt = Runtime::start(config).await?;
+    let rt = Runtime::start(config, settings.adapter()).await?;
     let session = rt.create_session().await?;
     let mut results = Vec::new();
 
@@ -585,8 +585,9 @@ async fn bench_host(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow:
     let pages =
         crate::pages::LoopbackPages::serve([("/login".to_owned(), crate::pages::LOGIN_PAGE.to_owned()), ("/shop".to_owned(), STORE_PAGE.to_owned())].into())
             .await?;
-    let config = crate::config::resolve(global, None)?.runtime;
-    let rt = ::runtime::Runtime::start(config).await?;
+    let settings = crate::config::resolve(global, None)?;
+    let config = settings.runtime.clone();
+    let rt = ::runtime::Runtime::start(config, settings.adapter()).await?;
     let options = mcp::HttpOptions {
         bind: "127.0.0.1:0".parse()?,
         routes: Some(server::router(rt.clone(), server::HostOptions::default())),
@@ -713,9 +714,11 @@ async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     const PAGE: &str = "<!doctype html><title>Live</title><body style='margin:0;font:40px sans-serif'><p id=n>0</p><button style='width:200px;height:80px'>Press</button>\
         <script>let on = false; function tick() { if (on) document.getElementById('n').textContent = String(performance.now() | 0); requestAnimationFrame(tick); } tick();</script>";
     let pages = crate::pages::LoopbackPages::serve([("/live".to_owned(), PAGE.to_owned())].into()).await?;
-    let mut config = crate::config::resolve(global, None)?.runtime;
+    let settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
     config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
-    let rt = ::runtime::Runtime::start(config).await?;
+    let chromium = settings.adapter();
+    let rt = ::runtime::Runtime::start(config, chromium.clone()).await?;
     let http = mcp::serve_http(rt.clone(), mcp::HttpOptions { bind: "127.0.0.1:0".parse()?, ..mcp::HttpOptions::default() }).await?;
     let session = rt.create_session().await?;
     rt.open_tab(&session, &pages.url("/live"), Duration::from_secs(10)).await?;
@@ -723,11 +726,8 @@ async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     let live = pages.url("/live");
     let resource = tabs.iter().find(|t| t["url"] == live.as_str() && t["state"] == "open").and_then(|t| t["tab"].as_str()).unwrap_or_default().to_owned();
     anyhow::ensure!(!resource.is_empty(), "the page's tab record is missing: {tabs:?}");
-    let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await?;
-    let target =
-        targets.target_infos.iter().find(|t| t.url.ends_with("/live")).and_then(|t| t.target_id.clone()).ok_or_else(|| anyhow::anyhow!("no target"))?;
-    let page = rt.connection().browser().attach(&target).await?;
-    let eval = async |expression: &str| page.call(runtime::Evaluate::value(expression)).await;
+    let page = chromium.scratch_attach("/live").await?;
+    let eval = async |expression: &str| page.eval(expression).await;
 
     let url = format!("ws://{}/api/tabs/{resource}/view", http.local_addr);
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
@@ -842,14 +842,15 @@ async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
 async fn bench_restore(global: &Global, iterations: usize) -> anyhow::Result<Vec<(String, Stats)>> {
     use ::runtime::{Mark, Runtime};
     let pages = crate::pages::LoopbackPages::serve([("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into()).await?;
-    let mut config = crate::config::resolve(global, None)?.runtime;
+    let mut settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
     config.data_dir = config.data_dir.join("bench").join(format!("restore-{}", std::process::id()));
-    if let ::runtime::BrowserSource::Launch(launch) = &mut config.browser {
+    if let ::browser::BrowserSource::Launch(launch) = &mut settings.browser {
         launch.data_dir = config.data_dir.clone();
     }
     config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
     let data_dir = config.data_dir.clone();
-    let rt = Runtime::start(config).await?;
+    let rt = Runtime::start(config, settings.adapter()).await?;
     let session = rt.create_session().await?;
     let turn = rt.current_turn(&session)?;
     for i in 0..10 {
@@ -981,7 +982,7 @@ async fn scripted_model(axum::Json(body): axum::Json<serde_json::Value>) -> axum
         for block in m["content"].as_array_mut().into_iter().flatten() {
             if block["type"] == "image" {
                 let data = block["source"]["data"].as_str().unwrap_or_default();
-                if let Some(h) = ::browser::decode_base64(&data[..data.len().min(44)]).filter(|h| h.len() >= 24) {
+                if let Some(h) = ::runtime::decode_base64(&data[..data.len().min(44)]).filter(|h| h.len() >= 24) {
                     let (w, hh) = (u32::from_be_bytes([h[16], h[17], h[18], h[19]]), u32::from_be_bytes([h[20], h[21], h[22], h[23]]));
                     image_tokens += (u64::from(w) * u64::from(hh)).div_ceil(750);
                 }
@@ -1055,9 +1056,10 @@ async fn bench_agent(global: &Global, iterations: usize, ratios: &mut Vec<(Strin
     let base_url = format!("http://{}", listener.local_addr()?);
     let app = axum::Router::new().route("/v1/messages", axum::routing::post(scripted_model));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let mut config = crate::config::resolve(global, None)?.runtime;
+    let settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
     config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
-    let rt = Runtime::start(config).await?;
+    let rt = Runtime::start(config, settings.adapter()).await?;
     let mut results = Vec::new();
     for (label, screenshots) in [("glovebox dom-first", false), ("screenshot-only", true)] {
         let (mut requests, mut tokens, mut steps_taken, mut images) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -1,19 +1,19 @@
-//! Getting a browser connection for a command: a managed local Chromium, or a remote endpoint.
+//! Getting a browser for a command that needs one outside the runtime (`doctor`, `launch`, the
+//! benchmarks): the configured adapter, connected.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
 
 use anyhow::Context;
-use cdp::domains::browser::{GetVersion, Version};
-use cdp::{Browser, Connection, ConnectionOptions, LaunchOptions, endpoint};
+use browser::{BrowserSource, Chromium, LaunchOptions};
+use runtime::SurfaceAdapter as _;
 
 use crate::cli::Global;
 
-/// An open browser connection; when local, the browser dies with this value.
+/// A connected browser; when local, the browser dies with this value.
 pub struct BrowserHandle {
-    pub conn: Connection,
-    pub local: Option<Browser>,
-    pub version: Version,
+    pub chromium: Arc<Chromium>,
+    pub version: browser::probe::Version,
 }
 
 /// The data directory: flag/env, else `$XDG_DATA_HOME/glovebox`, else `~/.local/share/glovebox`.
@@ -33,26 +33,20 @@ pub fn data_dir(global: &Global) -> PathBuf {
 /// The launch options the configuration describes (file, env and flags: the same resolution
 /// `serve` uses, so `--viewport` and the rest mean the same everywhere).
 pub fn launch_options(global: &Global) -> anyhow::Result<LaunchOptions> {
-    Ok(match crate::config::resolve(global, None)?.runtime.browser {
-        ::runtime::BrowserSource::Launch(options) => options,
-        ::runtime::BrowserSource::Endpoint(_) => LaunchOptions::new(data_dir(global)),
+    Ok(match crate::config::resolve(global, None)?.browser {
+        BrowserSource::Launch(options) => options,
+        BrowserSource::Endpoint(_) => LaunchOptions::new(data_dir(global)),
     })
 }
 
 /// Launches Chromium, or connects to `--browser-endpoint` when given.
 pub async fn open(global: &Global) -> anyhow::Result<BrowserHandle> {
-    let (conn, local) = match &global.browser_endpoint {
-        Some(remote) => {
-            let ws = endpoint::resolve(remote, Duration::from_secs(10)).await?;
-            let conn = Connection::connect(&ws, ConnectionOptions::default()).await.with_context(|| format!("cannot connect to the browser at {remote}"))?;
-            (conn, None)
-        }
-        None => {
-            let browser = Browser::launch(&launch_options(global)?).await?;
-            let conn = browser.connect(ConnectionOptions::default()).await?;
-            (conn, Some(browser))
-        }
+    let source = match &global.browser_endpoint {
+        Some(remote) => BrowserSource::Endpoint(remote.clone()),
+        None => BrowserSource::Launch(launch_options(global)?),
     };
-    let version = conn.browser().call(GetVersion {}).await.context("the browser did not answer Browser.getVersion")?;
-    Ok(BrowserHandle { conn, local, version })
+    let chromium = Chromium::new(source);
+    chromium.connect().await.context("cannot reach the browser")?;
+    let version = chromium.version().await.context("the browser did not say its version")?;
+    Ok(BrowserHandle { chromium, version })
 }

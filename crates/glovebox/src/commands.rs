@@ -3,10 +3,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ::browser::ObserveOptions;
 use anyhow::{Context, bail};
-use cdp::domains::runtime;
 use protocol::ImageMime;
+use runtime::ObserveOptions;
 
 use crate::browser;
 use crate::cli::{Cli, Cmd, Global, ObserveArgs};
@@ -58,7 +57,7 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     if let Some(remote) = &global.browser_endpoint {
         out!("  browser    remote endpoint {remote}");
     } else {
-        match cdp::launch::find_chromium(global.chromium.as_deref()) {
+        match ::browser::probe::find_chromium(global.chromium.as_deref()) {
             Ok(path) => out!("  chromium   {}", path.display()),
             Err(e) => {
                 out!("  chromium   not found");
@@ -82,11 +81,11 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    out!("  version    {} (CDP {})", handle.version.product, handle.version.protocol_version);
+    out!("  version    {} (CDP {})", handle.version.product, handle.version.protocol);
     out!("  connect    {} ms from launch to a connected browser", started.elapsed().as_millis());
-    let tab = handle.conn.browser().create_page("about:blank", None).await?;
-    let two = tab.call(runtime::Evaluate::value("1+1")).await?.result.value;
-    tab.close_target().await?;
+    let tab = handle.chromium.scratch_page().await?;
+    let two = tab.eval("1+1").await?;
+    tab.close().await;
     if two != Some(serde_json::json!(2)) {
         out!("  page       evaluation returned {two:?}, expected 2");
         return Ok(ExitCode::FAILURE);
@@ -119,7 +118,7 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
     {
         bail!("refusing to open {}: {e}", policy::redact_url(&url));
     }
-    let rt = ::runtime::Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let rt = ::runtime::Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     let result = async {
         let session = rt.create_session().await?;
         // The person typed this URL on their own command line: that is their approval of opening
@@ -146,7 +145,7 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         let mut observation = rt.observe(&session, None, &options).await?;
         if let Some(path) = &args.screenshot {
             let shot = observation.take_screenshot().context("no screenshot came back")?;
-            let bytes = ::browser::decode_base64(&shot.data).context("the screenshot is not valid base64")?;
+            let bytes = ::runtime::decode_base64(&shot.data).context("the screenshot is not valid base64")?;
             std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
         }
         if args.json {
@@ -177,15 +176,15 @@ async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
     // Handlers first: a signal that arrives while the browser starts, or just after the endpoint
     // is printed, still stops it cleanly instead of killing glovebox with the browser left behind.
     let mut stop = crate::serve::StopSignal::install();
-    let mut handle = browser::open(global).await?;
-    let Some(local) = handle.local.as_mut() else { bail!("no local browser") };
-    out!("endpoint: {}", local.ws_url());
-    out!("pid: {}", local.pid());
-    out!("profile: {}", local.profile_dir().display());
+    let handle = browser::open(global).await?;
+    let Some(local) = handle.chromium.process() else { bail!("no local browser") };
+    out!("endpoint: {}", local.ws_url);
+    out!("pid: {}", local.pid);
+    out!("profile: {}", local.profile_dir.display());
     out!("version: {}", handle.version.product);
     tokio::select! {
         _ = stop.recv() => eprintln!("glovebox: stopping the browser"),
-        _ = handle.conn.closed() => {
+        _ = handle.chromium.closed() => {
             eprintln!("glovebox: the browser went away");
             return Ok(ExitCode::FAILURE);
         }

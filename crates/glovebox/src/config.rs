@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use runtime::{BrowserSource, RuntimeConfig};
+use browser::BrowserSource;
+use runtime::RuntimeConfig;
 use serde::Deserialize;
 
 use crate::cli::{Global, ServeArgs};
@@ -63,10 +64,20 @@ pub struct ServeFile {
     pub calls_per_minute: Option<u32>,
 }
 
+impl Settings {
+    /// The surfaces' adapter this configuration names: the browser, not yet connected (the
+    /// runtime's start connects it).
+    pub fn adapter(&self) -> std::sync::Arc<browser::Chromium> {
+        browser::Chromium::new(self.browser.clone())
+    }
+}
+
 /// Everything resolved.
 #[derive(Debug)]
 pub struct Settings {
     pub runtime: RuntimeConfig,
+    /// Where the browser comes from (the surfaces' adapter the runtime starts with).
+    pub browser: BrowserSource,
     pub serve: mcp::HttpOptions,
     pub source: Option<PathBuf>,
 }
@@ -104,18 +115,18 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     let (file, source) = load_file(global.config.as_deref())?;
     let data_dir = global.data_dir.clone().or(file.data_dir.clone()).unwrap_or_else(|| crate::browser::data_dir(global));
     let mut runtime = RuntimeConfig::new(&data_dir);
-    match global.browser_endpoint.clone().or(file.browser_endpoint.clone()) {
-        Some(endpoint) => runtime.browser = BrowserSource::Endpoint(endpoint),
+    let browser = match global.browser_endpoint.clone().or(file.browser_endpoint.clone()) {
+        Some(endpoint) => BrowserSource::Endpoint(endpoint),
         None => {
-            let mut launch = cdp::LaunchOptions::new(&data_dir);
+            let mut launch = browser::LaunchOptions::new(&data_dir);
             launch.executable = global.chromium.clone().or(file.chromium.clone());
             launch.headless = !(global.headed || file.headed.unwrap_or(false));
             if let Some(size) = global.viewport.as_deref().map(parse_viewport).transpose()?.or(file.viewport) {
                 launch.window_size = size;
             }
-            runtime.browser = BrowserSource::Launch(launch);
+            BrowserSource::Launch(launch)
         }
-    }
+    };
     let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| if flag.is_empty() { file.clone().unwrap_or_default() } else { flag.clone() };
     runtime.trust.trusted_origins = origins(&pick(&global.trust, &file.trusted_origins), "trusted origin")?;
     runtime.trust.credential_origins = origins(&file.credential_origins.clone().unwrap_or_default(), "credential origin")?;
@@ -161,7 +172,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     options.mcp.model = model_choice(file.model.clone())?;
     // MCP clients are told the version `glovebox --version` prints.
     options.mcp.version = Some(env!("CARGO_PKG_VERSION").to_owned());
-    Ok(Settings { runtime, serve: options, source })
+    Ok(Settings { runtime, browser, serve: options, source })
 }
 
 /// The configured model: `[model]` in the file, with `GLOVEBOX_PROVIDER`, `GLOVEBOX_MODEL` and
@@ -233,7 +244,7 @@ mod tests {
         "#;
         let s = settings(&["serve"], file);
         assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-from-file"));
-        let BrowserSource::Launch(launch) = &s.runtime.browser else { panic!("expected a launch") };
+        let BrowserSource::Launch(launch) = &s.browser else { panic!("expected a launch") };
         assert!(!launch.headless);
         assert_eq!(launch.window_size, (1024, 700));
         assert_eq!(s.runtime.trust.trusted_origins.len(), 1);
@@ -251,7 +262,7 @@ mod tests {
             settings(&["--data-dir", "/tmp/gb-flag", "--trust", "http://localhost:3000", "--viewport", "800x600", "serve", "--bind", "127.0.0.1:9100"], file);
         assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-flag"));
         assert_eq!(s.runtime.trust.trusted_origins[0].serialize_web(), "http://localhost:3000");
-        let BrowserSource::Launch(launch) = &s.runtime.browser else { panic!("expected a launch") };
+        let BrowserSource::Launch(launch) = &s.browser else { panic!("expected a launch") };
         assert_eq!(launch.window_size, (800, 600));
         assert_eq!(s.serve.bind.port(), 9100);
     }

@@ -14,8 +14,9 @@ const FORM_PAGE: &str = include_str!("../../browser/tests/fixtures/form.html");
 /// Runs the demo task. `answer` decides approvals without asking (`None` = ask on the terminal).
 pub async fn run(global: &Global, answer: Option<ApprovalDecision>) -> anyhow::Result<ExitCode> {
     let pages = LoopbackPages::serve([("/".to_owned(), FORM_PAGE.to_owned())].into()).await?;
-    let config = crate::config::resolve(global, None)?.runtime;
-    let rt = Runtime::start(config).await?;
+    let settings = crate::config::resolve(global, None)?;
+    let config = settings.runtime.clone();
+    let rt = Runtime::start(config, settings.adapter()).await?;
     let session = rt.create_session().await?;
     eprintln!("demo: signing up \"Ada\" on {} (an origin nobody trusted yet, so a person is asked)", pages.url("/"));
 

@@ -122,7 +122,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
-    let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     // The host API's renderer WebSocket shares the listener (and its Host and Origin guards).
     let options = mcp::HttpOptions { routes: Some(server::router(runtime.clone(), host_options(&settings.serve))), ..settings.serve.clone() };
     let server = mcp::serve_http(runtime.clone(), options).await?;
@@ -170,7 +170,7 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
-    let runtime = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     let person_side = mcp::HttpOptions {
         bind: "127.0.0.1:0".parse()?,
         token: Some(mcp::random_token(24)),

@@ -62,7 +62,7 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let rt = Runtime::start(settings.runtime).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let rt = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
     let answer = args.answer.as_deref().map(|a| match a {
         "once" => ApprovalDecision::ApproveOnce,
         "task" => ApprovalDecision::ApproveForTask,

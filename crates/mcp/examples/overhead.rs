@@ -19,7 +19,7 @@ async fn main() {
     let fixtures = FixtureServer::start().await.unwrap();
     fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
     let data_dir = std::env::temp_dir().join("glovebox-mcp-overhead");
-    let runtime = Runtime::start(RuntimeConfig::new(&data_dir)).await.expect("runtime");
+    let runtime = Runtime::start(RuntimeConfig::new(&data_dir), browser::Chromium::local(&data_dir)).await.expect("runtime");
 
     let session = runtime.create_session().await.unwrap();
     runtime.open_tab(&session, &fixtures.url("/form.html"), std::time::Duration::ZERO).await.unwrap();

@@ -63,7 +63,7 @@ fn last_step(untrusted: &Untrusted, input: &PlanInput) -> String {
 }
 
 fn page(untrusted: &Untrusted, observation: &Observation) -> String {
-    untrusted.wrap(&browser::observation_text(observation))
+    untrusted.wrap(&runtime::observation_text(observation))
 }
 
 impl Planner for SamplingPlanner {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use browser::{ActOptions, ObserveOptions};
 use protocol::{ErrorCode, ImageMime, Observation, SessionId, SurfaceName};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -13,6 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::{ElicitationError, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use runtime::{ActOptions, ObserveOptions};
 use runtime::{ApprovalDecision, ApprovalRequest, Runtime, RuntimeError};
 use serde_json::{Map, Value, json};
 
@@ -237,7 +237,7 @@ impl GloveboxMcp {
         if let Some(receipt) = receipt {
             content.push(self.wrap(&receipt));
         }
-        content.push(Content::text(self.session.untrusted.wrap(&browser::observation_text_or_changes(&observation))));
+        content.push(Content::text(self.session.untrusted.wrap(&runtime::observation_text_or_changes(&observation))));
         if let Some(image) = image {
             let mime = serde_json::to_value(image.mime).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "image/png".into());
             content.push(Content::image(image.data, mime));

@@ -38,7 +38,7 @@ impl Artifacts {
     /// artifact: the file moves into the artifact area under an opaque id, with what a person
     /// needs to save it (its name, cleaned of paths and control characters; its size; a MIME type
     /// from the name's extension). The page's name is never used as a path.
-    pub fn adopt_download(&self, scope: &str, info: &mut browser::DownloadInfo, seq: u64) -> std::io::Result<ArtifactRef> {
+    pub fn adopt_download(&self, scope: &str, info: &mut surface::DownloadInfo, seq: u64) -> std::io::Result<ArtifactRef> {
         let id = format!("artifact_{scope}_d{seq}");
         let artifact_id = ArtifactId::new(id.clone()).map_err(|e| std::io::Error::other(e.to_string()))?;
         let dir = self.run_dir(scope).join(RETAINED);
@@ -110,7 +110,7 @@ impl Artifacts {
 
 /// What an action downloaded, as a transport reports it to a model: each file's artifact id,
 /// cleaned name (page content), size and MIME type; never a path.
-pub fn downloaded(outcome: &browser::ActOutcome) -> Vec<serde_json::Value> {
+pub fn downloaded(outcome: &surface::ActOutcome) -> Vec<serde_json::Value> {
     outcome
         .downloads
         .iter()

@@ -1,26 +1,15 @@
-//! Runtime configuration: where the browser comes from, trusted origins, navigation lists and
+//! Runtime configuration: trusted origins, navigation lists and
 //! the deadlines of leases, approvals and artifacts.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cdp::LaunchOptions;
 use policy::{NavigationPolicy, TrustConfig};
-
-/// Where the runtime's browser comes from.
-#[derive(Debug, Clone)]
-pub enum BrowserSource {
-    /// Launch a local Chromium that dies with the runtime.
-    Launch(LaunchOptions),
-    /// Connect to a running browser (`ws://…` or `http://host:port`); only its own tabs are touched.
-    Endpoint(String),
-}
 
 /// Everything the runtime needs to start.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
     pub data_dir: PathBuf,
-    pub browser: BrowserSource,
     /// Registered local project / dev-server origins and pre-approved origins (R1).
     pub trust: TrustConfig,
     /// Allowed schemes and the exact allow/block origin lists.
@@ -57,14 +46,13 @@ pub struct RuntimeConfig {
 }
 
 impl RuntimeConfig {
-    /// Defaults: launch headless Chromium, no trusted origins, http(s) only, 5 min approvals,
+    /// Defaults: no trusted origins, http(s) only, 5 min approvals,
     /// 60 s leases, 24 h artifact TTL, isolated sessions, debugger idle detach after 5 s,
     /// 3 s to detach, lifecycle operations wait up to 60 s for operations in flight, records
     /// kept 30 days and at most 100,000 operations.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let data_dir = data_dir.into();
         RuntimeConfig {
-            browser: BrowserSource::Launch(LaunchOptions::new(&data_dir)),
             data_dir,
             trust: TrustConfig::default(),
             navigation: NavigationPolicy::default(),

@@ -6,7 +6,7 @@
 //! when paused: the run re-observes and is authorised afresh. The page itself is never covered,
 //! dimmed or blocked for the person.
 //!
-//! The scope is the page (its CDP target): every view of it shares it. Dispatch and this check
+//! The scope is the page (its adapter id): every view of it shares it. Dispatch and this check
 //! meet under one lock (`begin_dispatch`), so no action can slip in after a pause was asked.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Debugger leases (`002_…` "Debugger lease 生命周期"): a tab's CDP attachment is an
+//! Debugger leases (`002_…` "Debugger lease 生命周期"): a tab's attachment (a CDP session for a browser tab) is an
 //! operation-level resource, recorded apart from the tab's ownership and marks. It is not the
 //! write lease of `lease.rs` (who may act on a tab); it is whether Glovebox holds a DevTools
 //! session on it at all.
@@ -9,7 +9,7 @@
 //! `RuntimeConfig::debugger_idle_detach` without a new holder the lease detaches, and an
 //! operation inside that window cancels the detach. The next operation attaches again on demand
 //! (never in the background), and the tab remembers its latest observation across the gap
-//! (`browser::TabMemory`). A turn's end detaches every lease of the session, marked tabs
+//! (`surface::SurfaceMemory`). A turn's end detaches every lease of the session, marked tabs
 //! included; a detach asked for while operations hold the lease happens when the last one lets
 //! go — never under a holder. Attach and detach of one tab never overlap, so a tab has at most
 //! one attachment. A detach that gets no answer leaves a recovery record in the store; the
@@ -19,9 +19,9 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use browser::{Tab, TabMemory};
 use serde::Serialize;
 use store::{NewRecovery, RecoveryKind};
+use surface::{Surface, SurfaceError, SurfaceMemory};
 
 use crate::runtime::{Inner, Runtime, now_ms};
 use crate::{Cancel, RuntimeError};
@@ -75,15 +75,15 @@ pub(crate) enum Detach {
 
 /// A detach that got no answer: the attachment is kept aside until a retry succeeds.
 struct Failed {
-    tab: Arc<Tab>,
+    tab: Arc<dyn Surface>,
     recovery: Option<store::RecoveryId>,
 }
 
 #[derive(Default)]
 struct Slot {
-    tab: Option<Arc<Tab>>,
+    tab: Option<Arc<dyn Surface>>,
     /// What the last attachment remembered, for the next one.
-    memory: TabMemory,
+    memory: Option<SurfaceMemory>,
     refs: usize,
     /// Bumped by every acquire and every release to zero: an idle timer only detaches if the
     /// generation it was started for is still current.
@@ -99,10 +99,10 @@ struct Slot {
 }
 
 impl Slot {
-    fn take_tab(&mut self) -> Option<Arc<Tab>> {
+    fn take_tab(&mut self) -> Option<Arc<dyn Surface>> {
         let tab = self.tab.take();
         if let Some(tab) = &tab {
-            self.memory = tab.memory();
+            self.memory = Some(tab.memory());
         }
         self.attached_since = None;
         self.idle_since = None;
@@ -132,11 +132,11 @@ pub(crate) struct DebuggerLease {
 /// An operation's hold on a tab's attachment. Dropping it lets go (see the module docs).
 pub(crate) struct Attached {
     lease: Arc<DebuggerLease>,
-    tab: Arc<Tab>,
+    tab: Arc<dyn Surface>,
 }
 
 impl Attached {
-    pub(crate) fn tab(&self) -> &Arc<Tab> {
+    pub(crate) fn tab(&self) -> &Arc<dyn Surface> {
         &self.tab
     }
 }
@@ -152,7 +152,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn target_lost(reason: impl Into<String>) -> RuntimeError {
-    RuntimeError::Browser(browser::BrowserError::TargetLost { reason: reason.into() })
+    RuntimeError::Surface(SurfaceError::TargetLost { reason: reason.into() })
 }
 
 impl DebuggerLease {
@@ -167,7 +167,7 @@ impl DebuggerLease {
         })
     }
 
-    /// The CDP target id of the tab.
+    /// The adapter's id of the tab.
     pub(crate) fn target(&self) -> &str {
         &self.target
     }
@@ -190,7 +190,7 @@ impl DebuggerLease {
 
     /// Takes over a tab attached by its creator (a new tab): no holder yet, so the idle
     /// window starts now.
-    pub(crate) fn adopt(self: &Arc<Self>, tab: Arc<Tab>) {
+    pub(crate) fn adopt(self: &Arc<Self>, tab: Arc<dyn Surface>) {
         let mut slot = lock(&self.slot);
         slot.tab = Some(tab);
         slot.attaches += 1;
@@ -218,23 +218,7 @@ impl DebuggerLease {
             slot.memory.clone()
         };
         let runtime = self.runtime().ok_or_else(|| RuntimeError::Internal("the runtime is gone".into()))?;
-        let conn = runtime.connection();
-        let page = conn.browser().attach(&cdp::TargetId(self.target.clone())).await.map_err(|e| match e {
-            // `Target.attachToTarget` refuses only a target it does not know: the tab is gone.
-            cdp::CdpError::Protocol { .. } => target_lost("the tab is gone"),
-            other => RuntimeError::Browser(other.into()),
-        })?;
-        let session_id = page.id().cloned();
-        let tab = match Tab::resume(page, memory).await {
-            Ok(tab) => Arc::new(tab),
-            Err(e) => {
-                // Half set up: do not leave the session behind.
-                if let Some(id) = session_id {
-                    let _ = conn.browser().call_with(cdp::domains::target::DetachFromTarget { session_id: id }, self.detach_timeout()).await;
-                }
-                return Err(e.into());
-            }
-        };
+        let tab = runtime.adapter().attach(self.target.clone(), memory).await?;
         let kept = {
             let mut slot = lock(&self.slot);
             // Closed or released while attaching: this attachment is not to be used.
@@ -373,7 +357,7 @@ impl DebuggerLease {
 
     /// Detaches `tab` (taken out of the slot, under the I/O lock); on no answer, keeps it aside
     /// with a recovery record. True when detached.
-    async fn finish_detach(&self, tab: Arc<Tab>) -> bool {
+    async fn finish_detach(&self, tab: Arc<dyn Surface>) -> bool {
         match tab.detach(self.detach_timeout()).await {
             Ok(()) => {
                 lock(&self.slot).detaches += 1;
@@ -417,7 +401,7 @@ impl DebuggerLease {
                     let _ = runtime.inner.store.record_attempt(id, Some(&format!("the debugger detach still fails ({e})")), now_ms());
                 }
                 lock(&self.slot).failed = Some(failed);
-                Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable {
+                Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
                     reason: format!("the tab's earlier debugger session could not be detached ({e}); try again"),
                 }))
             }

@@ -1,8 +1,8 @@
 //! Runtime errors, each with its code from the closed protocol set and a message that says what
 //! to do next.
 
-use browser::BrowserError;
 use protocol::ErrorCode;
+use surface::SurfaceError;
 
 /// Why a runtime call failed. Nothing was done to any surface unless the variant says so.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -28,7 +28,7 @@ pub enum RuntimeError {
     #[error("the run was cancelled")]
     Cancelled,
     #[error("{0}")]
-    Browser(#[from] BrowserError),
+    Surface(#[from] SurfaceError),
     #[error("invalid action: {0}")]
     InvalidAction(String),
     #[error("stale: {0}; send the registry's current revisions")]
@@ -63,7 +63,7 @@ impl RuntimeError {
             RuntimeError::NeedsApproval { .. } => ErrorCode::NeedsApproval,
             RuntimeError::ApprovalDenied { .. } => ErrorCode::ApprovalDenied,
             RuntimeError::Cancelled => ErrorCode::Cancelled,
-            RuntimeError::Browser(e) => e.code(),
+            RuntimeError::Surface(e) => e.code(),
             RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
             RuntimeError::StaleRevision(_) => ErrorCode::StaleObservation,
             RuntimeError::UnknownApproval { .. } => ErrorCode::InvalidAction,

@@ -1,7 +1,7 @@
 //! The host API's state (`000_…` §06 "Surface Registry 与聊天 turn", "Alias 与 primary surface
 //! 规则"): windows a host registered over its authenticated control channel, renderer
 //! connections bound by a one-time nonce, the connection-owned surface registry with monotonic
-//! revisions, chat turns that validate their references against it before any preview or CDP
+//! revisions, chat turns that validate their references against it before any preview or adapter
 //! command, immutable snapshots keyed by provider request id, and execution envelopes that
 //! resolve a tool call's surface only in its own snapshot.
 //!
@@ -596,7 +596,7 @@ impl Runtime {
     }
 
     /// A chat command: validates its references against the connection's registry (before any
-    /// preview or CDP command: unknown, cross-connection, hidden, other-group or stale
+    /// preview or adapter call: unknown, cross-connection, hidden, other-group or stale
     /// references are refused), binds each referenced web tab to the chat session, captures the
     /// bounded previews and returns the server-owned Surface Context with its tools. The
     /// snapshot is immutable; tool calls of the response resolve only in it.
@@ -880,7 +880,7 @@ impl Runtime {
             })
         };
         if !valid {
-            return Err(RuntimeError::Browser(browser::BrowserError::TargetLost {
+            return Err(RuntimeError::Surface(surface::SurfaceError::TargetLost {
                 reason: format!("{key} was hidden, closed, moved out of its group or its window disconnected; nothing else is chosen in its place"),
             }));
         }
@@ -893,7 +893,7 @@ impl Runtime {
         connection: ConnectionId,
         envelope: &Envelope,
         surface: Option<&SurfaceName>,
-        options: &browser::ObserveOptions,
+        options: &surface::ObserveOptions,
     ) -> Result<(SurfaceKey, Observation), RuntimeError> {
         let (session, key, _) = self.bound(connection, envelope, surface)?;
         let observation = self.observe(&session, Some(&SurfaceName::Key(key.clone())), options).await?;
@@ -907,8 +907,8 @@ impl Runtime {
         envelope: &Envelope,
         surface: Option<&SurfaceName>,
         action: &ExtendedAction,
-        options: &browser::ActOptions,
-    ) -> Result<(SurfaceKey, browser::ActOutcome), RuntimeError> {
+        options: &surface::ActOptions,
+    ) -> Result<(SurfaceKey, surface::ActOutcome), RuntimeError> {
         let (session, key, _) = self.bound(connection, envelope, surface)?;
         let outcome = self.act(&session, Some(&SurfaceName::Key(key.clone())), action, options, Duration::ZERO).await?;
         Ok((key, outcome))

@@ -117,7 +117,7 @@ impl Runtime {
         let store = &self.inner.store;
         let data_dir = &self.inner.config.data_dir;
         let mut done = Reconciliation::default();
-        let remote = self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).is_none();
+        let remote = !self.adapter().launched();
         for instance in store.open_instances()? {
             if instance.id == self.inner.instance || !is_dead(data_dir, instance.lock_name.as_deref()) {
                 continue;

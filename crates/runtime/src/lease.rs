@@ -17,7 +17,7 @@ pub(crate) struct LeaseHeld {
     pub(crate) holder: String,
 }
 
-/// The lease table, keyed by CDP target id.
+/// The lease table, keyed by the adapter's surface id.
 #[derive(Debug, Default)]
 pub(crate) struct Leases {
     table: Mutex<HashMap<String, Lease>>,

@@ -1,7 +1,8 @@
 //! Glovebox's runtime: everything alive. Sessions and their tabs (surfaces), the Surface Context
-//! of a turn, write leases, debugger leases, the origin and risk policy at the moment of each action, approvals
-//! from a person, the runner loop, cancellation, artifacts and events — and the one place that
-//! sets a run's status. It speaks no wire format; transports call [`Runtime`].
+//! of a turn, write leases, debugger leases, the origin and risk policy at the moment of each
+//! action, approvals from a person, the runner loop, cancellation, artifacts and events — and the
+//! one place that sets a run's status. It speaks no wire format and no surface protocol: it
+//! reaches every surface through `surface::SurfaceAdapter`; transports call [`Runtime`].
 
 mod approval;
 mod artifacts;
@@ -21,14 +22,14 @@ mod records;
 mod run;
 mod runtime;
 mod step;
-mod surface;
+mod turn_surfaces;
 mod verify;
 mod webtabs;
 
 pub use approval::{ApprovalDecision, ApprovalRequest};
 pub use artifacts::{Artifacts, DownloadMeta, downloaded};
 pub use cancel::Cancel;
-pub use config::{BrowserSource, RuntimeConfig};
+pub use config::RuntimeConfig;
 pub use control::Control;
 pub use debugger::DebuggerLeaseStatus;
 pub use error::RuntimeError;
@@ -37,7 +38,7 @@ pub use host::{Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envel
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
-pub use person_view::{PersonEntry, PersonInput, PersonView, VIEW_MAX_FPS, ViewFrame};
+pub use person_view::{PersonEntry, PersonView, VIEW_MAX_FPS, ViewFrame};
 pub use planner::{
     CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, PointError, Scripted, ScriptedPlanner, StepReport, parse_answer,
     parse_answer_seen, points_from_screenshot,
@@ -46,5 +47,11 @@ pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};
 pub use runtime::{Runtime, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
+// The surface-neutral types of the runtime's API (`surface`): transports name them from here and
+// never depend on an adapter crate.
+pub use surface::{
+    ActOptions, ActOutcome, ActionMarker, DownloadInfo, ImageError, MarkerKind, ObserveOptions, PageModel, PersonInput, SurfaceAdapter, SurfaceError,
+    crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot, observation_text, observation_text_or_changes, snapshot_text,
+};
 pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, UNMET_MAX, assertion_schema, proposed_checks, unmet_conditions};
 pub use webtabs::RestoreReport;

@@ -12,7 +12,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use browser::Tab;
 use protocol::SessionId;
 use serde::Serialize;
 use store::{Mark, NewRecovery, NewResource, Ownership, RecoveryKind, ResourceKind, ResourceState};
@@ -126,7 +125,7 @@ fn sid(session: &str) -> store::SessionId {
 }
 
 impl Runtime {
-    pub(crate) fn record_agent_tab(&self, session: &str, tab: &Tab, url: &str) -> Result<String, RuntimeError> {
+    pub(crate) fn record_agent_tab(&self, session: &str, tab: &dyn surface::Surface, url: &str) -> Result<String, RuntimeError> {
         let id = self.fresh_id("tab");
         self.inner
             .store
@@ -137,7 +136,7 @@ impl Runtime {
                 ownership: Ownership::AgentCreated,
                 state: ResourceState::Owned,
                 created_by_run: None,
-                handle: Some((store::TargetId::new(&tab.target_id().0), self.inner.instance)),
+                handle: Some((store::TargetId::new(tab.id()), self.inner.instance)),
                 url: Some(policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url))),
                 title: None,
                 now_ms: now_ms(),
@@ -206,12 +205,8 @@ impl Runtime {
     /// one claims it. Returns its resource id.
     pub async fn register_user_tab(&self, url: &str) -> Result<String, RuntimeError> {
         policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
-        let session = self.connection().browser().create_page(url, None).await.map_err(browser::BrowserError::from)?;
-        let target = session.target_id().cloned().ok_or_else(|| internal("no target id"))?;
         // The user's tab is not ours to keep attached.
-        if let Some(id) = session.id() {
-            let _ = session.connection().browser().call(cdp::domains::target::DetachFromTarget { session_id: id.clone() }).await;
-        }
+        let target = self.adapter().open_detached(url.to_owned(), None, false).await?;
         let id = self.fresh_id("tab");
         self.inner
             .store
@@ -222,7 +217,7 @@ impl Runtime {
                 ownership: Ownership::User,
                 state: ResourceState::Owned,
                 created_by_run: None,
-                handle: Some((store::TargetId::new(&target.0), self.inner.instance)),
+                handle: Some((store::TargetId::new(&target), self.inner.instance)),
                 url: Some(policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url))),
                 title: None,
                 now_ms: now_ms(),
@@ -283,7 +278,7 @@ impl Runtime {
         })?;
         let attached = match record.cdp_target_id {
             Some(target) => self.attach_entry(&state, session, resource, target.as_str()).await,
-            None => Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab is gone".into() })),
+            None => Err(RuntimeError::Surface(surface::SurfaceError::TargetLost { reason: "the tab is gone".into() })),
         };
         match attached {
             Ok(surface) => {
@@ -357,8 +352,8 @@ impl Runtime {
     async fn keep_site_storage(&self, session: &str, entry: &TabEntry, url: Option<&str>) {
         let save = async {
             let Ok(attached) = self.attach(entry).await else { return };
-            let url = attached.tab().latest_observation().map(|r| r.document_url().to_owned()).or_else(|| url.map(str::to_owned)).unwrap_or_default();
-            self.save_site_storage(&entry.resource, Some(session), &url, Some(attached.tab())).await;
+            let url = attached.tab().latest_frame().map(|r| r.document_url().to_owned()).or_else(|| url.map(str::to_owned)).unwrap_or_default();
+            self.save_site_storage(&entry.resource, Some(session), &url, Some(&**attached.tab())).await;
         };
         let _ = tokio::time::timeout(Duration::from_secs(3), save).await;
     }
@@ -471,17 +466,8 @@ impl Runtime {
         // Read first: no lock guard may live across the await below (the future must be `Send`).
         let context = state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(context) = context {
-            // Disposing the context would close every page in it, and handoff and deliverable
-            // pages stay for the user: while any page is left the context stays (it goes with
-            // the connection, being `disposeOnDetach`).
-            let browser = self.connection().browser();
-            let left = match browser.call(cdp::domains::target::GetTargets {}).await {
-                Ok(reply) => reply.target_infos.iter().any(|t| t.target_type == "page" && t.browser_context_id.as_deref() == Some(context.as_str())),
-                Err(_) => false,
-            };
-            if !left {
-                let _ = browser.call(cdp::domains::target::DisposeBrowserContext { browser_context_id: context }).await;
-            }
+            // Handoff and deliverable pages stay for the user, and their context with them.
+            self.adapter().dispose_context_if_empty(context).await;
         }
         self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         Ok(CleanupReport { tools_active: false, ..report })
@@ -525,16 +511,13 @@ impl Runtime {
             }
         }
         self.inner.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.connection().close();
-        // Dropping a launched browser stops its process group.
-        let launched = self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).take();
-        drop(launched);
+        self.adapter().shutdown();
         reports
     }
 
     /// The pid of the locally launched browser, if the runtime launched one.
     pub fn browser_pid(&self) -> Option<u32> {
-        self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(cdp::Browser::pid)
+        self.adapter().pid()
     }
 
     /// `browser_status`: tool activation, the connection, every tab of the session with its
@@ -550,7 +533,7 @@ impl Runtime {
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // A handle is live only while its browser is: a browser killed a moment ago has taken
         // every tab with it, before any later call notices and records the handles as lost.
-        let connected = self.connection().closed_reason().is_none() && self.browser_alive();
+        let connected = self.adapter().closed_reason().is_none() && self.browser_alive();
         Ok(BrowserStatus {
             tools_active: record.tools_active,
             bridge: self.bridge_state(),
@@ -578,7 +561,7 @@ impl Runtime {
     pub(crate) fn bridge_state(&self) -> String {
         if self.inner.stopped.load(std::sync::atomic::Ordering::SeqCst) {
             "stopped".into()
-        } else if self.connection().closed_reason().is_none() {
+        } else if self.adapter().closed_reason().is_none() {
             "connected".into()
         } else {
             "reconnecting".into()
@@ -601,13 +584,10 @@ impl Runtime {
         self.settle_resource(session, &entry.resource, closed, RecoveryKind::CloseFailed)
     }
 
-    /// Closes a target and waits (bounded) until the browser reports it destroyed: `closeTarget`
-    /// answers before the tab is gone, and "closed" must mean closed.
+    /// Closes a target and waits (bounded) until the adapter reports it gone: "closed" must mean
+    /// closed. A target Glovebox closes is noted first, so its destruction is not taken for a
+    /// person's close.
     pub(crate) async fn close_target(&self, target: &str) -> bool {
-        // One deadline for the whole close, whatever state the browser is in (a frozen browser
-        // answers nothing; without it each step would wait out the default command timeout).
-        let deadline = tokio::time::Instant::now() + CLOSE_DEADLINE;
-        let browser = self.connection().browser();
         {
             let mut closing = self.inner.closing_targets.lock().unwrap_or_else(|p| p.into_inner());
             if closing.len() > 10_000 {
@@ -615,34 +595,7 @@ impl Runtime {
             }
             closing.insert(target.to_owned());
         }
-        let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
-        // Destruction events flow only with target discovery on (idempotent).
-        if tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::SetDiscoverTargets { discover: true })).await.is_err() {
-            return false;
-        }
-        let reply = tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target.to_owned()) })).await;
-        match reply {
-            Ok(Ok(_)) => {}
-            // Refused: closed only if the browser no longer lists the target (a fact, not the
-            // wording of its error).
-            Ok(Err(cdp::CdpError::Protocol { .. })) => {
-                let listed = tokio::time::timeout_at(deadline, browser.call(cdp::domains::target::GetTargets {})).await;
-                return matches!(listed, Ok(Ok(reply)) if !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|id| id.0 == target)));
-            }
-            _ => return false,
-        }
-        let gone = tokio::time::timeout_at(deadline, async {
-            while let Some(event) = destroyed.recv().await {
-                if let Ok(event) = event
-                    && event.params.get("targetId").and_then(serde_json::Value::as_str) == Some(target)
-                {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        gone.unwrap_or(false)
+        self.adapter().close(target.to_owned(), CLOSE_DEADLINE).await
     }
 
     fn settle_resource(&self, session: &str, resource: &str, succeeded: bool, kind: RecoveryKind) -> bool {
@@ -877,7 +830,7 @@ impl Runtime {
     pub async fn reconnect(&self) -> Result<(), RuntimeError> {
         // One at a time; a connection someone else re-established meanwhile is kept.
         let _one = self.inner.reconnecting.lock().await;
-        if self.connection().closed_reason().is_none() && self.browser_alive() {
+        if self.adapter().closed_reason().is_none() && self.browser_alive() {
             return Ok(());
         }
         self.reconnect_now().await
@@ -885,18 +838,11 @@ impl Runtime {
 
     /// Whether the launched browser process still runs (a remote one is assumed to).
     fn browser_alive(&self) -> bool {
-        self.browser_pid().is_none_or(|pid| {
-            std::path::Path::new(&format!("/proc/{pid}")).exists() && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
-        })
+        !self.adapter().process_dead()
     }
 
     pub(crate) async fn reconnect_now(&self) -> Result<(), RuntimeError> {
-        let (conn, local) = crate::runtime::open_browser(&self.inner.config.browser).await?;
-        let relaunched = local.is_some();
-        *self.inner.conn.lock().unwrap_or_else(|p| p.into_inner()) = conn;
-        if relaunched {
-            *self.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()) = local;
-        }
+        let relaunched = self.adapter().reconnect().await? == surface::Reconnected::Relaunched;
         let sessions: Vec<(String, Arc<SessionState>)> =
             self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for (id, state) in sessions {
@@ -910,13 +856,8 @@ impl Runtime {
                 }
                 state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
                 if state.context_id.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-                    let reply = self
-                        .connection()
-                        .browser()
-                        .call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(true) })
-                        .await
-                        .map_err(browser::BrowserError::from)?;
-                    *state.context_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(reply.browser_context_id);
+                    let context = self.adapter().create_context(true).await?;
+                    *state.context_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(context);
                 }
             } else {
                 // The same browser: the tabs live on; their attachments went with the old

@@ -7,9 +7,9 @@
 //! channel read these records; a restart turns whatever a dead process left open into
 //! `unknown` (operations) and `abandoned` (runs), and nothing is replayed.
 
-use browser::{ActOutcome, BrowserError};
 use protocol::{ErrorCode, ExtendedAction, RunResult};
 use store::{NewOperation, NewRun, OperationEnd, OperationState, RunEnd, RunId, SessionId};
+use surface::{ActOutcome, SurfaceError};
 
 use crate::RuntimeError;
 use crate::runtime::{Runtime, now_ms};
@@ -102,7 +102,7 @@ impl Runtime {
     }
 
     /// Ends an operation with what became of its action.
-    pub(crate) fn end_operation(&self, open: OpenOperation, outcome: &Result<ActOutcome, BrowserError>) {
+    pub(crate) fn end_operation(&self, open: OpenOperation, outcome: &Result<ActOutcome, SurfaceError>) {
         let end = match outcome {
             Ok(outcome) => {
                 let receipt = &outcome.receipt;

@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use browser::{ActOptions, ObserveOptions, Tab};
-use protocol::{
-    ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SessionId, SurfaceKind, SurfaceName, TabId,
-};
+use protocol::{ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SessionId, SurfaceName, TabId};
+use surface::{ActOptions, FrameRecord, ObserveOptions, Surface, SurfaceError};
 
 use crate::events::EventKind;
 use crate::planner::{PlanInput, Planner, PlannerStep, StepReport};
@@ -139,10 +137,10 @@ pub(crate) struct WaitingRun {
 }
 
 /// The text `action` types into a secret field (password, card, one-time code) of `record`.
-fn secret_typed<'a>(action: &'a ExtendedAction, record: Option<&browser::ObservationRecord>) -> Option<&'a str> {
+fn secret_typed<'a>(action: &'a ExtendedAction, record: Option<&dyn FrameRecord>) -> Option<&'a str> {
     let (ExtendedAction::Type(typed), Some(record)) = (action, record) else { return None };
     let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next() else { return None };
-    record.binding(&e.element).is_some_and(|b| b.secret_field).then_some(typed.text.as_str())
+    record.target(&e.element).is_some_and(|b| b.secret_field).then_some(typed.text.as_str())
 }
 
 /// Words of a CAPTCHA or bot challenge in a frame's or widget's name.
@@ -153,7 +151,7 @@ const CHALLENGE_WORDS: &[&str] = &["captcha", "recaptcha", "hcaptcha", "turnstil
 /// a secret the run does not have — the only secrets a run has are the ones its person put in
 /// the task (whatever else the model types there is a guess). Words can only add a reason;
 /// nothing here grants one.
-fn person_needed(action: &ExtendedAction, record: Option<&browser::ObservationRecord>, observation: &Observation, task: &str) -> Option<String> {
+fn person_needed(action: &ExtendedAction, record: Option<&dyn FrameRecord>, observation: &Observation, task: &str) -> Option<String> {
     let challenge = observation.interactive_elements().iter().find(|e| {
         let name = e.name().to_lowercase();
         matches!(e.role(), "iframe" | "checkbox" | "button") && CHALLENGE_WORDS.iter().any(|w| name.contains(w))
@@ -173,7 +171,7 @@ struct RunState<'a> {
     run_id: String,
     entry: TabEntry,
     /// The attachment the run holds (through its debugger lease) from start to end.
-    tab: Arc<Tab>,
+    tab: Arc<dyn Surface>,
     lease: crate::lease::Lease,
     key: String,
     cancel: Cancel,
@@ -238,7 +236,7 @@ impl Runtime {
     ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         let session = session.as_str();
         if self.inner.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
+            return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
         }
         let state = self.session(session)?;
         let op = state
@@ -344,7 +342,7 @@ impl Runtime {
         &self,
         run_id: &str,
         entry: &TabEntry,
-        tab: Option<&Arc<Tab>>,
+        tab: Option<&Arc<dyn Surface>>,
         lease: &crate::lease::Lease,
         ending: Ending,
         steps: u32,
@@ -361,7 +359,7 @@ impl Runtime {
         self.inner.artifacts.finish_run(run_id);
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id);
         let retained: Vec<ArtifactRef> = artifacts.into_iter().filter(|a| a.retained).collect();
-        let target = TabId::new(entry.target().to_owned()).ok().map(|tab_id| RunTarget { kind: SurfaceKind::WebTab, tab_id, url: last_url });
+        let target = TabId::new(entry.target().to_owned()).ok().map(|tab_id| RunTarget { kind: self.adapter().kind(), tab_id, url: last_url });
         let result = if ending.reason == ReasonCode::Verified {
             match target.clone() {
                 Some(target) => RunResult::succeeded(ending.summary.clone(), target, steps, ending.evidence.clone(), retained.clone()),
@@ -416,10 +414,7 @@ impl RunState<'_> {
             let mut observed = self.guarded(self.tab.observe(&options)).await;
             // A page that is mostly canvas shows the planner little as text: the step is visual
             // (`000_…` §07), and the observation is taken again with its screenshot.
-            if !visual
-                && matches!(observed, Ok(Ok(_)))
-                && self.tab.latest_observation().is_some_and(|r| r.canvas_share() >= CANVAS_VISUAL && !r.has_screenshot())
-            {
+            if !visual && matches!(observed, Ok(Ok(_))) && self.tab.latest_frame().is_some_and(|r| r.canvas_share() >= CANVAS_VISUAL && !r.has_screenshot()) {
                 let options = ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() };
                 observed = self.guarded(self.tab.observe(&options)).await;
             }
@@ -443,7 +438,7 @@ impl RunState<'_> {
                 },
             );
             // A same-tab move to another origin voids the grant for the old one.
-            let now_origin = self.tab.latest_observation().and_then(|r| policy::Origin::parse(r.document_url()).ok());
+            let now_origin = self.tab.latest_frame().and_then(|r| policy::Origin::parse(r.document_url()).ok());
             if let (Some(before), Some(now)) = (&origin, &now_origin)
                 && before != now
             {
@@ -496,7 +491,7 @@ impl RunState<'_> {
             let (action, confirm) = action;
             // What only a person can do (a login, a CAPTCHA) pauses the run for one; after they
             // continue, the run observes afresh and the paused action is never sent.
-            let record = self.tab.latest_observation();
+            let record = self.tab.latest_frame();
             if let Some(reason) = person_needed(&action, record.as_deref(), &observation, &request.task) {
                 match self.wait_for_person(&reason).await {
                     Ok(()) => {
@@ -590,7 +585,7 @@ impl RunState<'_> {
 
     /// One step of this run on the one path, waiting for a person within the run's deadline.
     /// One step on the one path; `confirm` makes a person's approval necessary (`PlannerStep::Confirm`).
-    async fn step(&self, action: &ExtendedAction, options: &ActOptions, confirm: Option<String>) -> Result<browser::ActOutcome, RuntimeError> {
+    async fn step(&self, action: &ExtendedAction, options: &ActOptions, confirm: Option<String>) -> Result<surface::ActOutcome, RuntimeError> {
         let at = StepAt {
             session: &self.session,
             scope: &self.run_id,
@@ -614,7 +609,7 @@ impl RunState<'_> {
             RuntimeError::Cancelled => Err(Ending::new(ReasonCode::Cancelled, "stopped")),
             RuntimeError::NeedsApproval { .. } => Err(Ending::new(ReasonCode::NeedsApproval, "no person answered the approval within the run's time")),
             e @ RuntimeError::CapabilityDenied { .. } => Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string())),
-            RuntimeError::Browser(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => {
+            RuntimeError::Surface(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => {
                 Err(self.browser_ending(e))
             }
             e => Ok((e.code(), e.to_string())),
@@ -635,7 +630,7 @@ impl RunState<'_> {
             Ok(_) => Ok(()),
             Err(RuntimeError::ApprovalDenied { .. }) => Err(Ending::new(ReasonCode::ApprovalDenied, "a person denied opening the task's page")),
             Err(e @ RuntimeError::OriginDenied { .. }) => Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),
-            Err(RuntimeError::Browser(e)) => Err(self.browser_ending(e)),
+            Err(RuntimeError::Surface(e)) => Err(self.browser_ending(e)),
             Err(e) => Err(self.step_ending(e).err().unwrap_or_else(|| Ending::new(ReasonCode::ActionFailed, "the task's page could not be opened"))),
         }
     }
@@ -649,7 +644,7 @@ impl RunState<'_> {
         }
     }
 
-    fn browser_ending(&self, e: browser::BrowserError) -> Ending {
+    fn browser_ending(&self, e: SurfaceError) -> Ending {
         let reason = match e.code() {
             protocol::ErrorCode::TargetLost => ReasonCode::TargetLost,
             protocol::ErrorCode::BackendUnavailable => ReasonCode::BackendUnavailable,
@@ -712,7 +707,7 @@ impl RunState<'_> {
         let shot = observation.take_screenshot();
         if let Some(shot) = &shot
             && store
-            && let Some(bytes) = browser::decode_base64(&shot.data)
+            && let Some(bytes) = surface::decode_base64(&shot.data)
         {
             self.artifact_seq += 1;
             match self.runtime.inner.artifacts.store(&self.run_id, ArtifactKind::Screenshot, &bytes, retain, self.artifact_seq) {

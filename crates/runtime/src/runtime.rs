@@ -7,18 +7,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use browser::{ActOptions, ActOutcome, ObserveOptions, Tab};
-use cdp::domains::target;
-use cdp::{Browser, Connection, ConnectionOptions};
 use policy::Grants;
 use protocol::{Capability, ExtendedAction, Observation, SessionId, SurfaceName};
 use store::Store as _;
+use surface::{ActOptions, ActOutcome, ObserveOptions, SurfaceAdapter, SurfaceError};
 use tokio::sync::broadcast;
 
 use crate::RuntimeError;
 use crate::approval::Approvals;
 use crate::artifacts::Artifacts;
-use crate::config::{BrowserSource, RuntimeConfig};
+use crate::config::RuntimeConfig;
 use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
 use crate::lease::{HeldLease, Lease, Leases};
@@ -64,7 +62,7 @@ pub(crate) struct TabEntry {
 }
 
 impl TabEntry {
-    /// The CDP target id of the tab.
+    /// The adapter's id of the tab.
     pub(crate) fn target(&self) -> &str {
         self.debugger.target()
     }
@@ -104,8 +102,8 @@ pub(crate) struct SessionState {
 }
 
 pub(crate) struct Inner {
-    pub(crate) conn: Mutex<Connection>,
-    pub(crate) browser_process: Mutex<Option<Browser>>,
+    /// The surfaces' adapter (the browser connection): the one way to any surface.
+    pub(crate) adapter: Arc<dyn SurfaceAdapter>,
     pub(crate) store: Arc<dyn store::Store>,
     pub(crate) instance: store::InstanceId,
     pub(crate) config: RuntimeConfig,
@@ -172,7 +170,7 @@ impl Runtime {
     /// (first, so a full or read-only disk is named as such), launches or connects to the
     /// browser, reconciles the records of earlier processes that died without cleaning up
     /// (`incarnation.rs`) and sweeps orphan artifacts.
-    pub async fn start(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+    pub async fn start(config: RuntimeConfig, adapter: Arc<dyn SurfaceAdapter>) -> Result<Runtime, RuntimeError> {
         let instance_lock = crate::incarnation::take_lock(&config.data_dir)?;
         let db = config.data_dir.join("glovebox.sqlite");
         let store = store::SqliteStore::open(&db).map_err(|e| match &e {
@@ -181,14 +179,11 @@ impl Runtime {
             _ => e.into(),
         })?;
         let instance = store.begin_instance(now_ms(), Some(&instance_lock.name))?;
-        let (conn, local) = match open_browser(&config.browser).await {
-            Ok(opened) => opened,
-            Err(e) => {
-                let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());
-                instance_lock.remove();
-                return Err(e);
-            }
-        };
+        if let Err(e) = adapter.connect().await {
+            let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());
+            instance_lock.remove();
+            return Err(e.into());
+        }
         let artifacts = Artifacts::new(&config.data_dir);
         let swept = artifacts.sweep(config.artifact_ttl, &[]);
         if swept > 0 {
@@ -198,8 +193,7 @@ impl Runtime {
         let store: Arc<dyn store::Store> = Arc::new(store);
         let runtime = Runtime {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
-                browser_process: Mutex::new(local),
+                adapter,
                 approvals: Approvals::recorded(store.clone(), instance),
                 store,
                 instance,
@@ -261,21 +255,15 @@ impl Runtime {
         &self.inner.artifacts
     }
 
-    /// The current browser connection.
-    pub fn connection(&self) -> Connection {
-        lock(&self.inner.conn).clone()
+    /// The surfaces' adapter.
+    pub(crate) fn adapter(&self) -> &dyn SurfaceAdapter {
+        &*self.inner.adapter
     }
 
     /// A new session with its own browser context (cookies and storage), unless configured to share.
     pub async fn create_session(&self) -> Result<SessionId, RuntimeError> {
         let id = self.fresh_id("session");
-        let context_id = if self.inner.config.share_browser_context {
-            None
-        } else {
-            let reply =
-                self.connection().browser().call(target::CreateBrowserContext { dispose_on_detach: Some(true) }).await.map_err(browser::BrowserError::from)?;
-            Some(reply.browser_context_id)
-        };
+        let context_id = if self.inner.config.share_browser_context { None } else { Some(self.adapter().create_context(true).await?) };
         self.inner.store.create_session(&store::SessionId::new(&id), now_ms())?;
         let state = Arc::new(SessionState {
             context_id: Mutex::new(context_id),
@@ -293,41 +281,6 @@ impl Runtime {
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
         SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))
-    }
-
-    /// Sizes a new tab's window so that its page viewport (`innerWidth` × `innerHeight`) is the
-    /// configured size: a window's size includes the browser's own frame (about 87 px in headless
-    /// Chromium), so a point computed from the configured size would miss. Done on the blank tab,
-    /// before its first observation, and once per window (later tabs of the window fit already).
-    /// Best effort: a browser that refuses keeps its size, and observations report the real one.
-    async fn fit_viewport(&self, tab: &Tab) {
-        let BrowserSource::Launch(options) = &self.inner.config.browser else { return };
-        let (want_w, want_h) = (i64::from(options.window_size.0), i64::from(options.window_size.1));
-        let inner = || async {
-            let reply = tab.session().call(cdp::domains::runtime::Evaluate::value("[innerWidth, innerHeight]")).await.ok()?;
-            let v = reply.result.value?;
-            Some((v.get(0)?.as_i64()?, v.get(1)?.as_i64()?))
-        };
-        let Some((w, h)) = inner().await else { return };
-        if (w, h) == (want_w, want_h) {
-            return;
-        }
-        let browser = self.connection().browser();
-        let Ok(window) = browser.call(cdp::domains::browser::GetWindowForTarget { target_id: tab.target_id().clone() }).await else { return };
-        let (Some(bw), Some(bh)) = (window.bounds.width, window.bounds.height) else { return };
-        let bounds = cdp::domains::browser::Bounds { width: Some(bw + want_w - w), height: Some(bh + want_h - h), ..Default::default() };
-        if let Err(e) = browser.call(cdp::domains::browser::SetWindowBounds { window_id: window.window_id, bounds }).await {
-            tracing::debug!(error = %e, "the browser kept its window size");
-            return;
-        }
-        // The resize lands asynchronously; the first observation must see the final size.
-        for _ in 0..50 {
-            if inner().await == Some((want_w, want_h)) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        tracing::debug!(want_w, want_h, "the page viewport did not reach the configured size");
     }
 
     pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
@@ -353,16 +306,15 @@ impl Runtime {
             Some(protocol::validate_extended_action(&navigate).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?)
         };
         let context = lock(&state.context_id).clone();
-        let tab = Arc::new(Tab::open(&self.connection().browser(), context).await?);
-        self.fit_viewport(&tab).await;
+        let tab = self.adapter().open(context).await?;
         let surface = SurfaceId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let resource = self.record_agent_tab(session, &tab, url)?;
-        let debugger = DebuggerLease::new(self, session, &resource, &tab.target_id().0);
+        let resource = self.record_agent_tab(session, &*tab, url)?;
+        let debugger = DebuggerLease::new(self, session, &resource, tab.id());
         // Attached by its creation; idle from here until an operation holds it.
         debugger.adopt(tab);
         lock(&state.debuggers).push(debugger.clone());
         let key = state.next_key.fetch_add(1, Ordering::Relaxed);
-        let entry = TabEntry { surface, key, resource, debugger, capabilities: vec![Capability::Observe, Capability::Interact, Capability::Navigate] };
+        let entry = TabEntry { surface, key, resource, debugger, capabilities: self.adapter().capabilities() };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
         let Some(mut action) = first else { return Ok(surface) };
@@ -401,9 +353,9 @@ impl Runtime {
             drop(held);
             let outcome = result?;
             match outcome.receipt.state() {
-                protocol::ReceiptState::Failed => Err(RuntimeError::Browser(browser::BrowserError::NotActionable {
-                    reason: outcome.receipt.detail().unwrap_or("the page did not load").to_owned(),
-                })),
+                protocol::ReceiptState::Failed => {
+                    Err(RuntimeError::Surface(SurfaceError::NotActionable { reason: outcome.receipt.detail().unwrap_or("the page did not load").to_owned() }))
+                }
                 _ => Ok(()),
             }
         }
@@ -452,7 +404,7 @@ impl Runtime {
     /// for the whole operation.
     pub(crate) async fn begin(&self, session: &str) -> Result<(Arc<SessionState>, tokio::sync::OwnedRwLockReadGuard<()>), RuntimeError> {
         if self.inner.stopping.load(Ordering::SeqCst) {
-            return Err(RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
+            return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
         }
         let state = self.session(session)?;
         let op = tokio::time::timeout(self.inner.config.lifecycle_wait, state.ops.clone().read_owned())
@@ -471,9 +423,9 @@ impl Runtime {
 
     /// A dropped browser connection is re-established by the next operation.
     pub(crate) async fn ensure_connected(&self) -> Result<(), RuntimeError> {
-        if self.connection().closed_reason().is_some() {
+        if self.adapter().closed_reason().is_some() {
             let _one = self.inner.reconnecting.lock().await;
-            if self.connection().closed_reason().is_some() {
+            if self.adapter().closed_reason().is_some() {
                 self.reconnect_now().await?;
             }
         }
@@ -531,12 +483,12 @@ impl Runtime {
         let state = self.session(session)?;
         let tabs = lock(&state.tabs).clone();
         let focused = *lock(&state.focused);
-        let known = || crate::surface::names(&tabs, focused).join(", ");
+        let known = || crate::turn_surfaces::names(&tabs, focused).join(", ");
         let index = match name {
-            Some(name) => crate::surface::lookup(&tabs, focused, name.as_str())
+            Some(name) => crate::turn_surfaces::lookup(&tabs, focused, name.as_str())
                 .ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
             None if tabs.is_empty() => return Err(RuntimeError::NoSurface),
-            None => crate::surface::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
+            None => crate::turn_surfaces::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
         };
         let key = format!("s{}", tabs[index].key);
         Ok((state, tabs[index].clone(), key))
@@ -578,14 +530,12 @@ impl Runtime {
         entry: &TabEntry,
         result: Result<T, RuntimeError>,
     ) -> Result<T, RuntimeError> {
-        if result.as_ref().err().is_some_and(|e| e.code() == protocol::ErrorCode::TargetLost) {
-            let listed = tokio::time::timeout(Duration::from_secs(5), self.connection().browser().call(target::GetTargets {})).await;
-            if let Ok(Ok(reply)) = listed
-                && !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|id| id.0 == entry.target()))
-            {
-                tracing::info!(session, resource = %entry.resource, "a tab of the session is gone; it leaves the session");
-                self.remove_tab(session, state, entry.surface).await;
-            }
+        if result.as_ref().err().is_some_and(|e| e.code() == protocol::ErrorCode::TargetLost)
+            && let Ok(listed) = self.adapter().list().await
+            && !listed.iter().any(|t| t.id == entry.target())
+        {
+            tracing::info!(session, resource = %entry.resource, "a tab of the session is gone; it leaves the session");
+            self.remove_tab(session, state, entry.surface).await;
         }
         result
     }
@@ -672,22 +622,6 @@ impl Drop for CloseUnlessKept {
             handle.spawn(async move {
                 runtime.remove_tab(&session, &state, surface).await;
             });
-        }
-    }
-}
-
-/// Launches or connects to the configured browser (at start and on reconnect).
-pub(crate) async fn open_browser(source: &BrowserSource) -> Result<(Connection, Option<Browser>), RuntimeError> {
-    let unavailable = |e: String| RuntimeError::Browser(browser::BrowserError::BackendUnavailable { reason: e });
-    match source {
-        BrowserSource::Launch(options) => {
-            let local = Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
-            let conn = local.connect(ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
-            Ok((conn, Some(local)))
-        }
-        BrowserSource::Endpoint(endpoint) => {
-            let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
-            Ok((Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None))
         }
     }
 }

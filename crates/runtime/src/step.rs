@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use browser::{ActOptions, ActOutcome, ObservationRecord, Tab};
 use policy::{Decision, Effect, Grant, RiskFacts};
 use protocol::extended::TargetRef;
 use protocol::{Capability, ExtendedAction};
+use surface::{ActOptions, ActOutcome, FrameRecord, Surface, SurfaceError};
 
 use crate::approval::{ApprovalDecision, ApprovalRequest, Asked};
 use crate::events::EventKind;
@@ -36,7 +36,7 @@ pub(crate) struct StepAt<'a> {
     pub(crate) scope: &'a str,
     pub(crate) entry: &'a TabEntry,
     pub(crate) key: &'a str,
-    pub(crate) tab: &'a Arc<Tab>,
+    pub(crate) tab: &'a Arc<dyn Surface>,
     pub(crate) lease: &'a Lease,
     pub(crate) cancel: Option<&'a Cancel>,
     pub(crate) wait: ApprovalWait,
@@ -59,7 +59,7 @@ impl Runtime {
             Ok(checked) => checked,
             Err(e) => {
                 // Refused before anything was sent: the log says so, with what it would have been.
-                let latest = at.tab.latest_observation().filter(|r| &r.frame_id == action.expected_frame_id());
+                let latest = at.tab.latest_frame().filter(|r| r.frame_id() == action.expected_frame_id());
                 let intended = Intended::of(action, latest.as_deref(), None);
                 self.record_refused(at, action, &intended.described(latest.as_deref()), &e);
                 return Err(e);
@@ -81,11 +81,11 @@ impl Runtime {
         let dispatching = match self.begin_dispatch(at.entry.target()) {
             Ok(d) => d,
             Err(e) => {
-                self.record_refused(at, action, &intended.described(Some(&record)), &e);
+                self.record_refused(at, action, &intended.described(Some(&*record)), &e);
                 return Err(e);
             }
         };
-        let open = self.begin_operation(at, action, &intended.described(Some(&record)))?;
+        let open = self.begin_operation(at, action, &intended.described(Some(&*record)))?;
         let mut outcome = at.tab.act(action, &options).await;
         drop(dispatching);
         if let Ok(outcome) = &mut outcome {
@@ -122,16 +122,16 @@ impl Runtime {
     /// for an element of a frame the action cannot act on: a stale ref would name another
     /// element of a renumbered observation), then capability, origin and tier, a person's
     /// decision when policy asks for one, cancellation and the lease.
-    async fn checked(&self, at: &StepAt<'_>, action: &ExtendedAction) -> Result<(Arc<ObservationRecord>, Intended), RuntimeError> {
-        let record = fresh_record(at.tab, action)?;
+    async fn checked(&self, at: &StepAt<'_>, action: &ExtendedAction) -> Result<(Arc<dyn FrameRecord>, Intended), RuntimeError> {
+        let record = fresh_record(&**at.tab, action)?;
         // A locator is judged by what it resolves to now (a password field found by its label is a
         // credential write), not only by its words.
         let located = match action.targets().next() {
-            Some(TargetRef::Locator(locator)) => at.tab.locator_facts(&record, locator).await,
+            Some(TargetRef::Locator(locator)) => at.tab.locate(&*record, locator).await,
             _ => None,
         };
-        let mut intended = Intended::of(action, Some(&record), located.as_ref());
-        let judged = self.judge(at, &record, &intended)?;
+        let mut intended = Intended::of(action, Some(&*record), located.as_ref());
+        let judged = self.judge(at, &*record, &intended)?;
         for request in judged.asks {
             self.approval(at, action, request).await?;
         }
@@ -140,7 +140,7 @@ impl Runtime {
             return Err(RuntimeError::Cancelled);
         }
         if !self.inner.leases.is_current(at.entry.target(), at.lease, now_ms()) {
-            return Err(RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab's lease is gone (closed, hidden or lost)".into() }));
+            return Err(RuntimeError::Surface(SurfaceError::TargetLost { reason: "the tab's lease is gone (closed, hidden or lost)".into() }));
         }
         Ok((record, intended))
     }
@@ -152,7 +152,7 @@ impl Runtime {
         if options.uploads.is_none()
             && let Some(dir) = &self.inner.config.uploads_dir
         {
-            options.uploads = browser::UploadRoot::new(dir).ok();
+            options.uploads = surface::UploadRoot::new(dir).ok();
         }
         if options.downloads.is_none() {
             let dir = self.inner.config.data_dir.join("downloads").join(session);
@@ -168,7 +168,7 @@ impl Runtime {
     /// element's own document (an iframe's), a link's destination, a form's action, a link's
     /// pings. Each is decided alone: a refusal anywhere refuses, and each origin that needs a
     /// person gets its own approval, naming (and granting) exactly that origin.
-    fn judge(&self, at: &StepAt<'_>, record: &ObservationRecord, intended: &Intended) -> Result<Judged, RuntimeError> {
+    fn judge(&self, at: &StepAt<'_>, record: &dyn FrameRecord, intended: &Intended) -> Result<Judged, RuntimeError> {
         match intended.effect {
             Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
             Effect::Read => require(at.entry, Capability::Observe, at.key)?,
@@ -377,21 +377,21 @@ fn decided(decision: ApprovalDecision, summary: &str) -> Result<(), RuntimeError
 }
 
 /// The tab's latest observation, if `action` was planned against it.
-fn fresh_record(tab: &Tab, action: &ExtendedAction) -> Result<Arc<ObservationRecord>, RuntimeError> {
-    let stale = |reason: String| RuntimeError::Browser(browser::BrowserError::Stale { reason });
-    let record = tab.latest_observation().ok_or_else(|| stale("this surface has not been observed yet".into()))?;
-    if &record.frame_id != action.expected_frame_id() {
+fn fresh_record(tab: &dyn Surface, action: &ExtendedAction) -> Result<Arc<dyn FrameRecord>, RuntimeError> {
+    let stale = |reason: String| RuntimeError::Surface(SurfaceError::Stale { reason });
+    let record = tab.latest_frame().ok_or_else(|| stale("this surface has not been observed yet".into()))?;
+    if record.frame_id() != action.expected_frame_id() {
         return Err(stale(format!(
             "frame {} is not the latest observation of this tab (that is {}); observe again",
             action.expected_frame_id().as_str(),
-            record.frame_id.as_str()
+            record.frame_id().as_str()
         )));
     }
     for target in action.targets() {
         if let TargetRef::Ref(e) = target
-            && record.binding(&e.element).is_none()
+            && record.target(&e.element).is_none()
         {
-            return Err(stale(format!("{} is not a ref of frame {}", e.element.as_str(), record.frame_id.as_str())));
+            return Err(stale(format!("{} is not a ref of frame {}", e.element.as_str(), record.frame_id().as_str())));
         }
     }
     Ok(record)
@@ -417,7 +417,7 @@ struct Intended {
     secret_field: bool,
     text_chars: Option<usize>,
     /// The target's structure when observed (a ref's, or the element under a point).
-    structure: Option<browser::TargetStructure>,
+    structure: Option<surface::TargetStructure>,
     /// Requests the action causes beyond its own page, from that structure: (URL, what causes
     /// it) — a link it follows, a form it submits, the pings it sends.
     side_effects: Vec<(String, &'static str)>,
@@ -434,19 +434,19 @@ struct Judged {
 
 impl Intended {
     /// What a record of the action says: never the text, only its length and sensitivity.
-    fn described<'a>(&'a self, record: Option<&'a ObservationRecord>) -> Described<'a> {
+    fn described<'a>(&'a self, record: Option<&'a dyn FrameRecord>) -> Described<'a> {
         Described { kind: &self.kind, target: &self.target, text_chars: self.text_chars, secret: self.secret_field, url: record.map(|r| r.document_url()) }
     }
 
     /// `record`: the observation the action was planned against, when it is the latest.
-    fn of(action: &ExtendedAction, record: Option<&ObservationRecord>, located: Option<&browser::LocatedFacts>) -> Intended {
+    fn of(action: &ExtendedAction, record: Option<&dyn FrameRecord>, located: Option<&surface::LocatedFacts>) -> Intended {
         let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
         let mut structure = None;
         if let Some(first) = action.targets().next() {
             match first {
                 TargetRef::Ref(e) => {
                     target = e.element.as_str().to_owned();
-                    if let Some(b) = record.and_then(|r| r.binding(&e.element)) {
+                    if let Some(b) = record.and_then(|r| r.target(&e.element)) {
                         target = format!("{} \"{}\"", b.role, b.name);
                         role = Some(b.role.clone());
                         name = Some(b.name.clone());
@@ -478,7 +478,7 @@ impl Intended {
                 TargetRef::Point(p) => {
                     target = format!("point ({}, {})", p.x, p.y);
                     // The element under the point, as observed: classified like its ref.
-                    if let Some(b) = record.and_then(|r| element_at(r, f64::from(p.x), f64::from(p.y))) {
+                    if let Some(b) = record.and_then(|r| r.target_at(f64::from(p.x), f64::from(p.y))) {
                         target = format!("point ({}, {}) on {} \"{}\"", p.x, p.y, b.role, b.name);
                         role = Some(b.role.clone());
                         name = Some(b.name.clone());
@@ -547,20 +547,6 @@ impl Intended {
             allowed: Vec::new(),
         }
     }
-}
-
-/// The element under a viewport point as the observation saw it: the smallest bound element
-/// whose box holds the point (a page's own overlay swap is caught by the frame check first).
-fn element_at(record: &ObservationRecord, x: f64, y: f64) -> Option<&browser::RefBinding> {
-    record
-        .refs
-        .values()
-        .filter(|b| !b.frame)
-        .filter(|b| {
-            let [bx, by, bw, bh] = b.bounds;
-            bw > 0.0 && bh > 0.0 && x >= bx && x < bx + bw && y >= by && y < by + bh
-        })
-        .min_by(|a, b| (a.bounds[2] * a.bounds[3]).total_cmp(&(b.bounds[2] * b.bounds[3])))
 }
 
 fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {

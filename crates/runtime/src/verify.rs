@@ -101,7 +101,7 @@ impl Assertion {
                 // never the snapshot's syntax (`button`, `[e1]`), whitespace folded as the
                 // snapshot folds it.
                 let wanted = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                let page = browser::snapshot_text(observation.aria_snapshot());
+                let page = surface::snapshot_text(observation.aria_snapshot());
                 (!wanted.is_empty() && page.iter().any(|t| t.contains(wanted.as_str())), EvidenceKind::Assertion)
             }
             Assertion::UrlContains { text } => (observation.url().contains(text.as_str()), EvidenceKind::UrlMatch),

@@ -1,7 +1,7 @@
 //! Tabs kept for a person across restarts and browser deaths (`004_…` 浏览器重启恢复).
 //!
 //! - **Location.** A watcher on the browser connection follows every tab Glovebox tracks
-//!   (`Target.targetInfoChanged`: committed navigations, same-document ones included) and
+//!   (`SurfaceAdapter::events`: committed navigations, same-document ones included) and
 //!   records its last confirmed URL and title as one pair, the URL through
 //!   [`policy::restorable_url`] (credentials removed, the rest kept so it still opens). A tab
 //!   that goes away without Glovebox closing it was closed by a person: it stays closed.
@@ -23,15 +23,14 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 use store::{Mark, Ownership, Resource, ResourceId, ResourceState};
+use surface::{KeptSite, Surface, SurfaceError, SurfaceEvent, SurfaceInfo};
 
 use crate::RuntimeError;
 use crate::runtime::{Runtime, now_ms};
 
-/// The most local-storage bytes saved per tab.
-const LOCAL_STORAGE_MAX_BYTES: usize = 1 << 20;
 /// A title is recorded up to this many characters.
 const TITLE_MAX: usize = 300;
 /// A tab's location is written at most this often; the latest one always lands (a trailing
@@ -50,16 +49,6 @@ pub(crate) struct LocationWrites {
 
 /// How long one tab's restore may take.
 const RESTORE_DEADLINE: Duration = Duration::from_secs(15);
-
-/// What is saved of a kept tab's site.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct SiteStorage {
-    /// The origin the local storage belongs to.
-    origin: String,
-    /// `Network.CookieParam` objects of the site's cookies.
-    cookies: Vec<Value>,
-    local_storage: Vec<(String, String)>,
-}
 
 /// Why a kept tab could not be restored now (the words a person reads; the next restore tries
 /// again).
@@ -92,43 +81,6 @@ pub struct RestoreReport {
     pub passes: u32,
 }
 
-fn host_of(url: &str) -> Option<String> {
-    let origin = policy::Origin::parse(url).ok()?.serialize_web();
-    let authority = origin.split("://").nth(1)?;
-    Some(match authority.strip_prefix('[') {
-        Some(v6) => format!("[{}]", v6.split(']').next().unwrap_or_default()),
-        None => authority.split(':').next().unwrap_or_default().to_owned(),
-    })
-}
-
-/// Whether the browser reports no title yet: while a page has none, Chromium reports its URL
-/// (without the scheme) as the title.
-fn untitled(info: &cdp::domains::target::TargetInfo) -> bool {
-    info.url.split_once("://").is_some_and(|(_, rest)| rest == info.title) || info.title == info.url
-}
-
-/// Whether a cookie of `domain` is sent to `host`.
-fn cookie_for(domain: &str, host: &str) -> bool {
-    let domain = domain.trim_start_matches('.');
-    host == domain || host.ends_with(&format!(".{domain}"))
-}
-
-/// The `CookieParam` that recreates a reported cookie (only the fields `setCookies` takes).
-fn cookie_param(cookie: &Value) -> Value {
-    let mut param = serde_json::Map::new();
-    for key in ["name", "value", "domain", "path", "secure", "httpOnly", "sameSite", "priority", "sourceScheme", "sourcePort"] {
-        if let Some(v) = cookie.get(key) {
-            param.insert(key.to_owned(), v.clone());
-        }
-    }
-    if cookie.get("session") != Some(&json!(true))
-        && let Some(expires) = cookie.get("expires").filter(|e| e.as_f64().is_some_and(|e| e > 0.0))
-    {
-        param.insert("expires".into(), expires.clone());
-    }
-    Value::Object(param)
-}
-
 /// The trailing location write, boxed as a `Send` future (it re-enters the watcher's handler).
 fn trailing_refresh(runtime: Runtime, target: String) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     Box::pin(async move { runtime.refresh_location(&target).await })
@@ -144,7 +96,7 @@ impl Runtime {
         resource.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-').then(|| self.webtabs_dir().join(format!("{resource}.json")))
     }
 
-    fn write_site_storage(&self, resource: &str, saved: &SiteStorage) -> std::io::Result<()> {
+    fn write_site_storage(&self, resource: &str, saved: &KeptSite) -> std::io::Result<()> {
         use std::io::Write as _;
         use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
         let Some(path) = self.site_storage_path(resource) else { return Ok(()) };
@@ -156,7 +108,7 @@ impl Runtime {
         std::fs::rename(&tmp, &path)
     }
 
-    fn read_site_storage(&self, resource: &str) -> Option<SiteStorage> {
+    fn read_site_storage(&self, resource: &str) -> Option<KeptSite> {
         let bytes = std::fs::read(self.site_storage_path(resource)?).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
@@ -175,34 +127,11 @@ impl Runtime {
 
     /// Saves the site storage of a kept tab: its site's cookies from its browser context, and
     /// its origin's local storage when `tab` (an attachment) is given; without one, the local
-    /// storage saved before is kept.
-    pub(crate) async fn save_site_storage(&self, resource: &str, session: Option<&str>, url: &str, tab: Option<&browser::Tab>) {
-        let (Some(host), Ok(origin)) = (host_of(url), policy::Origin::parse(url)) else { return };
-        let origin = origin.serialize_web();
-        let context = self.context_of(session);
-        let browser = self.connection().browser();
-        let cookies = match tokio::time::timeout(Duration::from_secs(3), browser.call(cdp::domains::storage::GetCookies { browser_context_id: context })).await
-        {
-            Ok(Ok(reply)) => reply.cookies,
-            _ => return,
-        };
-        let cookies: Vec<Value> = cookies.iter().filter(|c| c["domain"].as_str().is_some_and(|d| cookie_for(d, &host))).map(cookie_param).collect();
-        let mut local_storage = self.read_site_storage(resource).filter(|s| s.origin == origin).map(|s| s.local_storage).unwrap_or_default();
-        if let Some(tab) = tab {
-            let read = cdp::domains::runtime::Evaluate {
-                expression: format!(
-                    "(() => {{ try {{ const s = JSON.stringify(Object.entries(localStorage)); return s.length <= {LOCAL_STORAGE_MAX_BYTES} ? s : '[]'; }} catch (e) {{ return '[]'; }} }})()"
-                ),
-                return_by_value: Some(true),
-                ..Default::default()
-            };
-            if let Ok(Ok(reply)) = tokio::time::timeout(Duration::from_secs(3), tab.session().call(read)).await
-                && let Some(items) = reply.result.value.as_ref().and_then(Value::as_str).and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
-            {
-                local_storage = items;
-            }
-        }
-        if let Err(e) = self.write_site_storage(resource, &SiteStorage { origin, cookies, local_storage }) {
+    /// storage saved before is kept (`SurfaceAdapter::keep_site`).
+    pub(crate) async fn save_site_storage(&self, resource: &str, session: Option<&str>, url: &str, tab: Option<&dyn Surface>) {
+        let previous = self.read_site_storage(resource);
+        let Some(kept) = self.adapter().keep_site(self.context_of(session), url, tab, previous).await else { return };
+        if let Err(e) = self.write_site_storage(resource, &kept) {
             tracing::warn!(resource, error = %e, "a kept tab's site storage could not be saved");
         }
     }
@@ -218,35 +147,23 @@ impl Runtime {
     pub(crate) fn watch_browser(&self) {
         // The watcher must not keep the runtime alive: it holds it weakly, and ends with it.
         let weak = std::sync::Arc::downgrade(&self.inner);
-        let conn = self.connection();
+        let runtime = self.clone();
         tokio::spawn(async move {
-            let browser = conn.browser();
-            let mut events = browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
-            if browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }).await.is_err() {
-                return;
-            }
+            let Some(mut events) = runtime.adapter().events().await else { return };
+            drop(runtime);
             while let Some(event) = events.recv().await {
-                let Ok(event) = event else { continue };
                 let Some(inner) = weak.upgrade() else { return };
                 let runtime = Runtime { inner };
-                match event.method.as_str() {
-                    "Target.targetInfoChanged" => {
-                        if let Some(changed) = event.parse::<cdp::domains::target::TargetInfoEvent>() {
-                            runtime.on_target_changed(changed.target_info).await;
-                        }
-                    }
-                    _ => {
-                        if let Some(target) = event.params.get("targetId").and_then(Value::as_str) {
-                            runtime.on_target_destroyed(target);
-                        }
-                    }
+                match event {
+                    SurfaceEvent::Changed(info) => runtime.on_target_changed(info).await,
+                    SurfaceEvent::Destroyed(target) => runtime.on_target_destroyed(&target),
                 }
             }
             // The connection ended. A launched browser that died is relaunched and what was
             // kept comes back; a shutdown, or a remote browser, is left to the next operation.
             let Some(inner) = weak.upgrade() else { return };
             let runtime = Runtime { inner };
-            let launched = runtime.inner.browser_process.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+            let launched = runtime.adapter().launched();
             if launched && runtime.inner.config.relaunch_dead_browser && !runtime.inner.stopping.load(Ordering::SeqCst) {
                 tracing::warn!("the browser connection ended; relaunching the browser");
                 // The reconnect restores what was kept.
@@ -258,23 +175,23 @@ impl Runtime {
         });
     }
 
-    async fn on_target_changed(&self, info: cdp::domains::target::TargetInfo) {
-        if info.target_type != "page" {
+    async fn on_target_changed(&self, info: SurfaceInfo) {
+        if !info.top_level {
             return;
         }
-        let Some(target) = info.target_id.as_ref() else { return };
+        let target = &info.id;
         let save_storage = {
             let now = std::time::Instant::now();
             let mut writes = self.inner.location_writes.lock().unwrap_or_else(|p| p.into_inner());
             if writes.len() > 4096 {
                 writes.retain(|_, w| now.duration_since(w.written) < LOCATION_MIN_INTERVAL);
             }
-            match writes.get_mut(&target.0) {
+            match writes.get_mut(target) {
                 Some(w) if now.duration_since(w.written) < LOCATION_MIN_INTERVAL => {
                     if !w.trailing {
                         w.trailing = true;
                         let wait = LOCATION_MIN_INTERVAL - now.duration_since(w.written);
-                        let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.0.clone());
+                        let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.clone());
                         tokio::spawn(async move {
                             tokio::time::sleep(wait).await;
                             let Some(inner) = weak.upgrade() else { return };
@@ -295,22 +212,22 @@ impl Runtime {
                     due
                 }
                 None => {
-                    writes.insert(target.0.clone(), LocationWrites { written: now, saved: Some(now), trailing: false });
+                    writes.insert(target.clone(), LocationWrites { written: now, saved: Some(now), trailing: false });
                     true
                 }
             }
         };
-        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(&target.0)) else { return };
+        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return };
         let Some(url) = policy::restorable_url(&info.url) else { return };
         if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
             return;
         }
         // No title yet is no title: the pair must never show an older page's title with a newer URL.
-        let placeholder = untitled(&info);
+        let placeholder = info.title.is_empty();
         let title: String = if placeholder { String::new() } else { info.title.chars().take(TITLE_MAX).collect() };
         if placeholder {
             // Chromium announces no title change: look again shortly for the page's title.
-            let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.0.clone());
+            let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.clone());
             tokio::spawn(async move {
                 for wait in [300, 1000, 3000] {
                     tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -334,10 +251,8 @@ impl Runtime {
     }
 
     /// What the browser reports of a target now.
-    async fn target_info(&self, target: &str) -> Option<cdp::domains::target::TargetInfo> {
-        let browser = self.connection().browser();
-        let reply = tokio::time::timeout(Duration::from_secs(3), browser.call(cdp::domains::target::GetTargets {})).await.ok()?.ok()?;
-        reply.target_infos.into_iter().find(|t| t.target_id.as_ref().is_some_and(|id| id.0 == target))
+    async fn target_info(&self, target: &str) -> Option<SurfaceInfo> {
+        self.adapter().list().await.ok()?.into_iter().find(|t| t.id == target)
     }
 
     /// Records a tracked tab's location as the browser reports it now.
@@ -350,7 +265,7 @@ impl Runtime {
     /// Records the page's title once it has one (`true`), or says it has none yet.
     async fn titled(&self, target: &str) -> bool {
         let Some(info) = self.target_info(target).await else { return true };
-        if untitled(&info) {
+        if info.title.is_empty() {
             return false;
         }
         let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return true };
@@ -411,7 +326,7 @@ impl Runtime {
                 }
             }
             if !self.close_target(target.as_str()).await {
-                return Err(RuntimeError::Browser(browser::BrowserError::Timeout { what: "closing the tab".into(), after_ms: 5000 }));
+                return Err(RuntimeError::Surface(SurfaceError::Timeout { what: "closing the tab".into(), after_ms: 5000 }));
             }
         }
         self.inner.store.close_by_person(&id, now_ms())?;
@@ -457,22 +372,8 @@ impl Runtime {
     /// viewport as JPEG, through a short attachment of its own — never through an agent's lease,
     /// never an input, nothing changed on the page.
     pub async fn person_screenshot(&self, resource: &str) -> Result<Vec<u8>, RuntimeError> {
-        let gone = || RuntimeError::Browser(browser::BrowserError::TargetLost { reason: "the tab is not open in this browser".into() });
         let target = self.person_target(resource)?;
-        let browser = self.connection().browser();
-        let session = tokio::time::timeout(Duration::from_secs(3), browser.attach(&cdp::TargetId(target))).await.map_err(|_| gone())?.map_err(|_| gone())?;
-        let shot = tokio::time::timeout(
-            Duration::from_secs(5),
-            session.call(cdp::domains::page::CaptureScreenshot { format: Some("jpeg".into()), quality: Some(70), clip: None, optimize_for_speed: Some(true) }),
-        )
-        .await;
-        if let Some(id) = session.id() {
-            let _ = browser.call(cdp::domains::target::DetachFromTarget { session_id: id.clone() }).await;
-        }
-        let shot = shot
-            .map_err(|_| RuntimeError::Browser(browser::BrowserError::Timeout { what: "a preview image".into(), after_ms: 5000 }))?
-            .map_err(browser::BrowserError::from)?;
-        browser::decode_base64(&shot.data).ok_or_else(|| RuntimeError::Internal("the browser sent an image that is not base64".into()))
+        Ok(self.adapter().person_image(target).await?)
     }
 
     /// A person's preview preferences for a tab (the console's pin and hide): stored as given,
@@ -534,7 +435,7 @@ impl Runtime {
         // storage seeded once, from the tab whose storage was saved last.
         let mut contexts: HashMap<String, Option<String>> = HashMap::new();
         let mut ready = Vec::new();
-        let mut seeds: HashMap<(Option<String>, String), (std::time::SystemTime, SiteStorage)> = HashMap::new();
+        let mut seeds: HashMap<(Option<String>, String), (std::time::SystemTime, KeptSite)> = HashMap::new();
         for record in records {
             if self.inner.stopping.load(Ordering::SeqCst) {
                 return report;
@@ -607,36 +508,26 @@ impl Runtime {
                 if let Some(c) = contexts.get(session.as_str()) {
                     return Ok(c.clone());
                 }
-                let reply = self
-                    .connection()
-                    .browser()
-                    .call(cdp::domains::target::CreateBrowserContext { dispose_on_detach: Some(false) })
-                    .await
-                    .map_err(|e| format!("no browser context: {e}"))?;
-                contexts.insert(session.to_string(), Some(reply.browser_context_id.clone()));
-                Ok(Some(reply.browser_context_id))
+                let context = self.adapter().create_context(false).await.map_err(|e| format!("no browser context: {e}"))?;
+                contexts.insert(session.to_string(), Some(context.clone()));
+                Ok(Some(context))
             }
             _ => Ok(None),
         }
     }
 
     async fn restore_one(&self, record: &Resource, url: String, context: Option<String>) -> Result<(), RestoreFailure> {
-        let browser = self.connection().browser();
-        let created = browser
-            .call(cdp::domains::target::CreateTarget { url, browser_context_id: context, new_window: Some(true), background: Some(true) })
-            .await
-            .map_err(|e| format!("no page: {e}"))?;
-        let restored =
-            self.inner.store.restored(&record.id, &store::TargetId::new(&created.target_id.0), self.inner.instance, now_ms()).map_err(|e| e.to_string())?;
+        let created = self.adapter().open_detached(url, context, true).await.map_err(|e| format!("no page: {e}"))?;
+        let restored = self.inner.store.restored(&record.id, &store::TargetId::new(&created), self.inner.instance, now_ms()).map_err(|e| e.to_string())?;
         // What the page reported before its handle was on record is read once now.
-        self.refresh_location(&created.target_id.0).await;
+        self.refresh_location(&created).await;
         // A tab a live session still owns (the browser died under it) goes back into that
         // session as a new surface: its old key, refs and frames stay invalid.
         let live = restored.session_id.as_ref().and_then(|s| self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(s.as_str()).cloned());
         match live {
             Some(state) if restored.state == ResourceState::Owned => {
                 let session = restored.session_id.as_ref().map(|s| s.to_string()).unwrap_or_default();
-                self.attach_entry(&state, &session, restored.id.as_str(), &created.target_id.0).await.map_err(|e| e.to_string())?;
+                self.attach_entry(&state, &session, restored.id.as_str(), &created).await.map_err(|e| e.to_string())?;
             }
             _ => {
                 self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).insert(restored.id.to_string());
@@ -645,73 +536,9 @@ impl Runtime {
         Ok(())
     }
 
-    /// Puts saved cookies into `context` and saved local storage on its origin, through a
-    /// short-lived page whose one request is answered here (the site is not loaded).
-    async fn seed_site_storage(&self, saved: &SiteStorage, context: Option<String>) -> Result<(), RestoreFailure> {
-        let browser = self.connection().browser();
-        if !saved.cookies.is_empty() {
-            browser
-                .call(cdp::domains::storage::SetCookies { cookies: saved.cookies.clone(), browser_context_id: context.clone() })
-                .await
-                .map_err(|e| format!("its cookies could not be set: {e}"))?;
-        }
-        if saved.local_storage.is_empty() || policy::Origin::parse(&saved.origin).is_err() {
-            return Ok(());
-        }
-        let page = browser.create_page("about:blank", context).await.map_err(|e| format!("no page to seed its storage: {e}"))?;
-        let seeded = async {
-            let seed_url = format!("{}/__glovebox_restore__", saved.origin);
-            let mut paused = page.subscribe(&["Fetch.requestPaused"]);
-            page.call(cdp::domains::storage::FetchEnable { patterns: vec![json!({"urlPattern": format!("{seed_url}*"), "requestStage": "Request"})] })
-                .await
-                .map_err(|e| e.to_string())?;
-            let navigate = page.call(cdp::domains::page::Navigate { url: seed_url, frame_id: None });
-            let answer = async {
-                while let Some(Ok(event)) = paused.recv().await {
-                    if let Some(id) = event.params.get("requestId").and_then(Value::as_str) {
-                        let _ = page
-                            .call(cdp::domains::storage::FulfillRequest {
-                                request_id: id.to_owned(),
-                                response_code: 200,
-                                response_headers: vec![json!({"name": "Content-Type", "value": "text/html"})],
-                                body: String::new(),
-                            })
-                            .await;
-                        return;
-                    }
-                }
-            };
-            let (navigated, ()) = tokio::join!(navigate, answer);
-            navigated.map_err(|e| e.to_string())?;
-            let items = serde_json::to_string(&saved.local_storage).map_err(|e| e.to_string())?;
-            let write = cdp::domains::runtime::Evaluate {
-                expression: format!("(() => {{ for (const [k, v] of {items}) localStorage.setItem(k, v); return localStorage.length; }})()"),
-                return_by_value: Some(true),
-                ..Default::default()
-            };
-            let reply = page.call(write).await.map_err(|e| e.to_string())?;
-            if reply.exception_details.is_some() {
-                return Err("the page refused its local storage".to_owned());
-            }
-            Ok::<(), String>(())
-        };
-        let result = tokio::time::timeout(Duration::from_secs(5), seeded).await.unwrap_or_else(|_| Err("seeding its storage timed out".into()));
-        let _ = page.close_target().await;
-        result.map_err(|e| RestoreFailure(format!("its local storage could not be restored: {e}")))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cookies_follow_their_domain() {
-        assert!(cookie_for(".example.com", "shop.example.com"));
-        assert!(cookie_for("example.com", "example.com"));
-        assert!(!cookie_for("example.com", "badexample.com"));
-        assert_eq!(host_of("http://127.0.0.1:8080/x").as_deref(), Some("127.0.0.1"));
-        let param = cookie_param(&json!({"name": "a", "value": "b", "domain": "x", "path": "/", "size": 2, "session": true, "expires": -1}));
-        assert_eq!(param, json!({"name": "a", "value": "b", "domain": "x", "path": "/"}));
+    /// Puts a kept site's saved state (cookies, local storage) into `context`
+    /// (`SurfaceAdapter::restore_site`).
+    async fn seed_site_storage(&self, saved: &KeptSite, context: Option<String>) -> Result<(), RestoreFailure> {
+        self.adapter().restore_site(saved, context).await.map_err(|e| RestoreFailure(e.to_string()))
     }
 }

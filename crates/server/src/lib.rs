@@ -370,7 +370,7 @@ async fn tool_call(
                 Ok(a) => a,
                 Err(e) => return error(id, ErrorCode::InvalidAction, &format!("observe arguments: {e}")),
             };
-            let options = browser::ObserveOptions { screenshot: args.screenshot.then_some(protocol::ImageMime::Png), ..Default::default() };
+            let options = runtime::ObserveOptions { screenshot: args.screenshot.then_some(protocol::ImageMime::Png), ..Default::default() };
             match runtime.host_observe(connection, envelope, args.surface.as_ref(), &options).await {
                 Ok((key, observation)) => json!({"type": "tool_result", "id": id, "surface": key, "observation": for_model(&observation)}),
                 Err(e) => runtime_error(id, &e),
@@ -385,7 +385,7 @@ async fn tool_call(
                 Ok(a) => a,
                 Err(e) => return error(id, ErrorCode::InvalidAction, &e.to_string()),
             };
-            let options = browser::ActOptions { full_snapshot: args.full_snapshot, ..Default::default() };
+            let options = runtime::ActOptions { full_snapshot: args.full_snapshot, ..Default::default() };
             match runtime.host_act(connection, envelope, args.surface.as_ref(), &action, &options).await {
                 Ok((key, outcome)) => json!({
                     "type": "tool_result", "id": id, "surface": key, "receipt": outcome.receipt,

@@ -3,6 +3,9 @@
 //!
 //! Each [`FixtureServer`] is its own origin (`http://127.0.0.1:<port>`); start several for
 //! cross-origin tests. The request log lets a test prove that a refused action sent nothing.
+//! [`fake::FakeAdapter`] is a surface adapter with no browser behind it.
+
+pub mod fake;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -98,7 +98,7 @@ fn last_image(kind: ProviderKind, body: &Value) -> Option<Vec<u8>> {
             _ if item["role"] == "user" => item["content"].as_array()?.iter().find_map(|c| c["image_url"].as_str().map(str::to_owned)),
             _ => None,
         })?;
-        return browser::decode_base64(url.strip_prefix("data:image/png;base64,")?);
+        return runtime::decode_base64(url.strip_prefix("data:image/png;base64,")?);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let data = messages.iter().rev().filter(|m| m["role"] == "user").find_map(|m| {
@@ -110,7 +110,7 @@ fn last_image(kind: ProviderKind, body: &Value) -> Option<Vec<u8>> {
             _ => None,
         })
     })?;
-    browser::decode_base64(&data)
+    runtime::decode_base64(&data)
 }
 
 /// A PNG's size from its IHDR header (no decoding needed).
@@ -378,6 +378,8 @@ fn sse(kind: ProviderKind, reply: &Value) -> Response {
 
 struct Env {
     runtime: Runtime,
+    /// The browser beneath the runtime, for the tests' own checks of it.
+    browser: std::sync::Arc<browser::Chromium>,
     fixtures: FixtureServer,
     model: Model,
     base_url: String,
@@ -400,10 +402,10 @@ async fn env_with(name: &str, kind: ProviderKind, script: Script, stream: bool, 
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut config = RuntimeConfig::new(&data_dir);
     config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
-    if let runtime::BrowserSource::Launch(launch) = &mut config.browser {
-        launch.extra_args.extend(flags.iter().map(|f| f.to_string()));
-    }
-    let runtime = Runtime::start(config).await.expect("runtime starts");
+    let mut launch = browser::LaunchOptions::new(&data_dir);
+    launch.extra_args.extend(flags.iter().map(|f| f.to_string()));
+    let browser = browser::Chromium::new(browser::BrowserSource::Launch(launch));
+    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
     let model = Model { kind, script, stream, requests: Default::default(), calls: Default::default(), aborted: Default::default(), seen: Default::default() };
     let path = match kind {
         ProviderKind::Anthropic => "/v1/messages",
@@ -414,7 +416,7 @@ async fn env_with(name: &str, kind: ProviderKind, script: Script, stream: bool, 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base_url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Env { runtime, fixtures, model, base_url }
+    Env { runtime, browser, fixtures, model, base_url }
 }
 
 /// The environment variable the tests' key lives in (set once; never read back in a log).
@@ -718,7 +720,7 @@ async fn a_canvas_task_through_anthropics_computer_tool() {
 /// 1280×720 window of a display at DPR 2: 1024×576 CSS pixels shown, 2560×1440 screenshots).
 /// The zoom lasts while the returned session is attached.
 async fn scaled(env: &Env, url: &str) -> cdp::Session {
-    let connection = env.runtime.connection();
+    let connection = env.browser.connection().unwrap();
     let targets = connection.browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
     let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).expect("the tab's target");
     let page = connection.browser().attach(&target).await.unwrap();

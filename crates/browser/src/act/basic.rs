@@ -10,8 +10,9 @@ use cdp::domains::page;
 use protocol::{ActionKind, FrameId, Receipt};
 
 use super::element::{Need, Resolved};
-use super::{Typing, same_document_url};
+use super::same_document_url;
 use crate::BrowserError;
+use crate::Typing;
 use crate::keys::{Chord, parse_chord};
 use crate::tab::Tab;
 

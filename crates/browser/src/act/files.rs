@@ -26,10 +26,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::DownloadInfo;
 use cdp::EventStream;
 use cdp::domains::dom::{ResolveNode, SetFileInputFiles};
 use cdp::domains::page::{self, FileChooserOpened, SetInterceptFileChooserDialog};
-use protocol::extended::{UploadName, UploadNameError};
 use protocol::{ErrorCode, ExtendedKind, FrameId, Receipt};
 use serde_json::{Value, json};
 
@@ -45,86 +45,6 @@ const CHOOSER_WAIT: Duration = Duration::from_secs(3);
 const CHOOSER_MARGIN: Duration = Duration::from_millis(250);
 /// The longest turning interception off may take (a lost session must not hold up the action).
 const DISARM_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// A directory of files a run may upload. An upload name maps to `root/name` only after the
-/// protocol's own name rules (no absolute paths, `..`, `~`, `:`, backslashes, control
-/// characters) and a canonicalisation check: the real path (symlinks resolved) must stay under
-/// the root's real path and be a regular file. Nothing else on disk can be named.
-#[derive(Debug, Clone)]
-pub struct UploadRoot {
-    root: PathBuf,
-}
-
-/// Why an upload name was refused; nothing was sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UploadRefused {
-    /// The name breaks the protocol's rules for upload names.
-    #[error("upload {name:?} is not a valid upload name: {reason}")]
-    Invalid { name: String, reason: UploadNameError },
-    /// No such file under the upload root.
-    #[error("upload {name:?} is not among the files offered for upload")]
-    Missing { name: String },
-    /// The name resolves (through a symlink) to somewhere outside the upload root.
-    #[error("upload {name:?} leads outside the files offered for upload")]
-    OutsideRoot { name: String },
-    /// The name is a directory or another non-regular file.
-    #[error("upload {name:?} is not a regular file")]
-    NotAFile { name: String },
-}
-
-impl UploadRoot {
-    /// The root: an existing directory, canonicalised once here.
-    pub fn new(dir: impl AsRef<Path>) -> std::io::Result<UploadRoot> {
-        let root = std::fs::canonicalize(dir)?;
-        if !root.is_dir() {
-            return Err(std::io::Error::new(std::io::ErrorKind::NotADirectory, "an upload root must be a directory"));
-        }
-        Ok(UploadRoot { root })
-    }
-
-    /// The canonical directory.
-    pub fn path(&self) -> &Path {
-        &self.root
-    }
-
-    /// The real path of an authorised file, or why it is refused.
-    pub fn authorise(&self, name: &UploadName) -> Result<PathBuf, UploadRefused> {
-        let name_str = name.as_str();
-        // The protocol checked this when the action was read; checked again here because an
-        // `UploadName` is the only thing standing between a model and the filesystem.
-        if let Some(reason) = UploadName::content_problem(name_str) {
-            return Err(UploadRefused::Invalid { name: name_str.to_owned(), reason });
-        }
-        let joined = self.root.join(name_str);
-        let real = std::fs::canonicalize(&joined).map_err(|_| UploadRefused::Missing { name: name_str.to_owned() })?;
-        if !real.starts_with(&self.root) {
-            return Err(UploadRefused::OutsideRoot { name: name_str.to_owned() });
-        }
-        let meta = std::fs::metadata(&real).map_err(|_| UploadRefused::Missing { name: name_str.to_owned() })?;
-        if !meta.is_file() {
-            return Err(UploadRefused::NotAFile { name: name_str.to_owned() });
-        }
-        Ok(real)
-    }
-}
-
-/// A file a click downloaded, complete on disk.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DownloadInfo {
-    /// Chromium's id of the download; the file is saved under this name.
-    pub guid: String,
-    /// The file name the page suggested (untrusted page content; never used as a path).
-    pub suggested_filename: String,
-    /// Where the file is: `<downloads dir>/<guid>`.
-    pub path: PathBuf,
-    /// Its size in bytes.
-    pub size: u64,
-    /// Where it came from, redacted (no query values).
-    pub url: String,
-    /// The artifact it became, once the runtime kept it as one (the path is then the
-    /// artifact's, and only this id leaves the runtime).
-    pub artifact_id: Option<protocol::ArtifactId>,
-}
 
 /// What a download wait saw.
 pub(super) enum DownloadEnd {

@@ -5,9 +5,9 @@ use cdp::domains::dom::Focus;
 use cdp::domains::input::{DispatchKeyEvent, DispatchMouseEvent, InsertText};
 use serde_json::{Value, json};
 
-use super::Typing;
 use super::element::{Facts, Resolved, is_settable_input};
 use crate::BrowserError;
+use crate::Typing;
 use crate::keys::{Chord, KeyDef, modifier_bit, parse_chord};
 use crate::tab::{Tab, lock};
 

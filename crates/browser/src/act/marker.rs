@@ -5,45 +5,12 @@
 //! offset its points are in: a viewer draws it only over a frame with the same, so navigation,
 //! scrolling and resizing invalidate it. Nothing is ever drawn into the page.
 
-use serde::{Deserialize, Serialize};
+pub use surface::{ActionMarker, MarkerKind};
 
 use crate::tab::{Tab, lock};
 
 /// At most this many path points are kept for a drag.
 const MAX_PATH: usize = 64;
-
-/// What an action's marker shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MarkerKind {
-    Click,
-    Drag,
-    Scroll,
-    Type,
-    Key,
-    Hover,
-}
-
-/// An action's marker (see the module docs). Coordinates are the top-level viewport's CSS px.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ActionMarker {
-    pub kind: MarkerKind,
-    /// A click's or hover's point; a drag's start, path and end; a wheel's point.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub points: Vec<[f64; 2]>,
-    /// The field typed into: x, y, width, height.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<[f64; 4]>,
-    /// A wheel's total scroll (x, y).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta: Option<[f64; 2]>,
-    /// Key chords pressed, as text (`Control+A`, `Enter`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub keys: Vec<String>,
-    /// The viewport (width, height) and scroll offset (x, y) the marker is valid for.
-    pub viewport: [f64; 2],
-    pub scroll: [f64; 2],
-}
 
 /// One input the tab sent during the current action.
 #[derive(Debug, Clone, PartialEq)]

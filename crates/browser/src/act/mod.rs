@@ -28,126 +28,19 @@ mod pointer;
 mod select;
 mod settle;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use protocol::extended::{DialogAction, DialogResponse};
-use protocol::{ExtendedAction, ExtendedKind, FrameId, Observation, PointTarget, Receipt};
+use protocol::{ExtendedAction, ExtendedKind, FrameId, PointTarget, Receipt};
 
-pub use files::{DownloadInfo, UploadRefused, UploadRoot};
 pub(crate) use keyboard::Held;
 pub(crate) use marker::Trace;
-pub use marker::{ActionMarker, MarkerKind};
 
 use crate::BrowserError;
 use crate::capture::{WorldState, evaluate_in, world_context};
-use crate::observe::{ObservationRecord, ObserveOptions};
-use crate::tab::{Dialog, Tab, lock};
-
-/// How `type` enters text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Typing {
-    /// Insert like a paste; fall back to keystrokes when the value did not take.
-    #[default]
-    Auto,
-    /// Insert like a paste only.
-    Paste,
-    /// Real key events for every character (for pages that listen to keys).
-    Keystrokes,
-}
-
-impl From<protocol::extended::TypeMode> for Typing {
-    fn from(mode: protocol::extended::TypeMode) -> Self {
-        match mode {
-            protocol::extended::TypeMode::Auto => Typing::Auto,
-            protocol::extended::TypeMode::Paste => Typing::Paste,
-            protocol::extended::TypeMode::Keystrokes => Typing::Keystrokes,
-        }
-    }
-}
-
-/// How to run an action.
-#[derive(Debug, Clone)]
-pub struct ActOptions {
-    /// Deadline for checks, dispatch and settling together.
-    pub deadline: Duration,
-    /// The observation taken after the action.
-    pub observe: ObserveOptions,
-    /// The files this run may upload; `None`: every `upload` is refused.
-    pub uploads: Option<UploadRoot>,
-    /// Where a `click` with `expect_download` saves the file; `None`: such clicks are refused.
-    pub downloads: Option<PathBuf>,
-    /// The origins the action's requests may reach; with them the network boundary judges every
-    /// request of the tab during the action and shortly after (`guard.rs`). `None`: unguarded.
-    pub allowed_origins: Option<Vec<policy::Origin>>,
-    /// The fresh observation's snapshot whole, never as changes against the observation the
-    /// action was checked against (`Observation::snapshot_diff`, see `diff.rs`).
-    pub full_snapshot: bool,
-}
-
-impl Default for ActOptions {
-    fn default() -> Self {
-        ActOptions {
-            deadline: Duration::from_secs(10),
-            observe: ObserveOptions::default(),
-            uploads: None,
-            downloads: None,
-            allowed_origins: None,
-            full_snapshot: false,
-        }
-    }
-}
-
-/// What an action did.
-#[derive(Debug)]
-pub struct ActOutcome {
-    /// The exact kind of action run (the receipt names the same kind).
-    pub action: ExtendedKind,
-    pub receipt: Receipt,
-    /// The fresh observation after the action (absent while a dialog blocks the page).
-    pub observation: Option<Observation>,
-    /// Tabs or popups the page opened during the action (never adopted).
-    pub opened: Vec<String>,
-    /// A dialog the action opened.
-    pub dialog: Option<Dialog>,
-    /// Files a `click` with `expect_download` saved (completed downloads only).
-    pub downloads: Vec<DownloadInfo>,
-    /// Where its input went, for a person's view (`marker.rs`); none when it sent no input.
-    pub marker: Option<ActionMarker>,
-    /// How long it waited for the page to settle, and how long its fresh observation took.
-    pub timing: ActTiming,
-    /// Requests the network boundary refused while it ran (also noted in the receipt's detail).
-    pub blocked: Vec<crate::BlockedRequest>,
-}
-
-/// Where an action's time went (for a run's accounting).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ActTiming {
-    pub settle: Duration,
-    pub observe: Duration,
-    /// How its (last) settling ended.
-    pub settled_by: SettleEnd,
-    /// How many requests its settling waited for (the page's own polling is never among them).
-    pub awaited_requests: usize,
-}
-
-/// What ended an action's settling.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SettleEnd {
-    /// No settling happened (an action that sends no input to a page, or failed before).
-    #[default]
-    None,
-    /// The page went quiet (no navigation; its requests done or out of time).
-    Quiet,
-    /// A navigation within the document (a fragment, `history.pushState`) completed.
-    SameDocument,
-    /// A navigation loaded its new document (or stopped loading).
-    Loaded,
-    /// A JavaScript dialog opened.
-    Dialog,
-    /// The deadline came first (a navigation that neither loaded nor stopped).
-    Deadline,
-}
+use crate::observe::ObservationRecord;
+use crate::tab::{Tab, lock};
+use crate::{ActOptions, ActOutcome, ActTiming, DownloadInfo};
 
 /// What dispatch produced, before the fresh observation.
 pub(super) struct Dispatched {
@@ -271,11 +164,9 @@ impl Tab {
         let observing = Instant::now();
         // The snapshot may come as changes against the observation the action was checked
         // against (its base), unless the whole one was asked for.
-        let mut observe = options.observe.clone();
-        if !options.full_snapshot {
-            observe.diff_base = base;
-        }
-        let observation = if dialog.is_none() && self.check_alive().is_ok() { self.observe(&observe).await.ok() } else { None };
+        let base = base.filter(|_| !options.full_snapshot);
+        let observation =
+            if dialog.is_none() && self.check_alive().is_ok() { self.observe_against(&options.observe, base.as_deref()).await.ok() } else { None };
         let (settle, settled_by, awaited_requests) = {
             let mut state = lock(&self.state);
             (std::mem::take(&mut state.settled), std::mem::take(&mut state.settled_by), std::mem::take(&mut state.awaited_requests))

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use cdp::EventStream;
 use serde_json::Value;
 
-use super::SettleEnd;
+use crate::SettleEnd;
 use crate::capture::world_context;
 use crate::tab::{Tab, lock};
 

@@ -523,9 +523,9 @@ async fn stable_refs_and_diffs_after_actions() {
     assert!(diff.added() >= 1 && diff.removed() >= 1, "{}", diff.text());
     assert!(lines.iter().any(|l| l.starts_with("~ ") && l.contains("\"Rotate\"") && l.contains("focused")), "{}", diff.text());
     assert!(diff.text().len() < rotated.aria_snapshot().len());
-    let text = browser::observation_text_or_changes(&rotated);
+    let text = surface::observation_text_or_changes(&rotated);
     assert!(text.contains("changes since ") && !text.contains("Some text that stays"), "{text}");
-    assert!(browser::observation_text(&rotated).contains("Some text that stays"), "the whole text is still there on request");
+    assert!(surface::observation_text(&rotated).contains("Some text that stays"), "the whole text is still there on request");
 
     // A row whose text changes in place keeps its ref: one changed line.
     let marked = tab.act(&click(&rotated, "Mark"), &ActOptions::default()).await.unwrap().observation.unwrap();
@@ -542,6 +542,6 @@ async fn stable_refs_and_diffs_after_actions() {
     let moved = tab.act(&click(&whole, "Elsewhere"), &ActOptions::default()).await.unwrap().observation.unwrap();
     assert!(moved.url().ends_with("/form.html"), "{}", moved.url());
     assert!(moved.snapshot_diff().is_none(), "another document has no base");
-    assert!(browser::observation_text_or_changes(&moved).contains(moved.aria_snapshot().trim_end()));
+    assert!(surface::observation_text_or_changes(&moved).contains(moved.aria_snapshot().trim_end()));
     assert_eq!(moved.interactive_elements().first().map(|e| e.element().as_str()), Some("e1"), "a new document numbers from e1");
 }

@@ -264,7 +264,8 @@ async fn page_model_choice() {
 /// into one of them; a public field stays as the page drew it. Read back pixel by pixel.
 #[tokio::test]
 async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
-    use browser::{ActOptions, MASK_RGBA};
+    use browser::ActOptions;
+    use surface::MASK_RGBA;
     let env = env().await;
     let tab = env.open("/masked.html").await;
     let o = observe(&tab).await;
@@ -276,7 +277,7 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     tab.act(&typing, &ActOptions::default()).await.unwrap();
     let shot = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
     let image = shot.screenshot().expect("a screenshot");
-    let bytes = browser::decode_base64(&image.data).unwrap();
+    let bytes = surface::decode_base64(&image.data).unwrap();
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info().unwrap();

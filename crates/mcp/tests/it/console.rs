@@ -53,7 +53,7 @@ impl Person {
 
     async fn shot(&self, name: &str) {
         let shot = self.page.call(cdp::domains::page::CaptureScreenshot { format: Some("png".into()), ..Default::default() }).await.unwrap();
-        std::fs::write(self.shots.join(format!("{name}.png")), browser::decode_base64(&shot.data).unwrap()).unwrap();
+        std::fs::write(self.shots.join(format!("{name}.png")), runtime::decode_base64(&shot.data).unwrap()).unwrap();
     }
 }
 
@@ -214,10 +214,10 @@ async fn the_real_entry_pauses_the_agent_on_a_click_not_a_hover_and_a_stalled_pa
     person.until("frames carry B's viewport", "!!view.frame && view.frame.width > 0").await;
     // Where "Add one" is in the console (the page's point mapped onto the `contain` image).
     let page = {
-        let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+        let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
         let url = env.fixtures.url("/counter.html");
         let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
-        rt.connection().browser().attach(&target).await.unwrap()
+        env.browser.connection().unwrap().browser().attach(&target).await.unwrap()
     };
     let page_eval =
         async |expression: &str| -> Value { page.call(cdp::domains::runtime::Evaluate::value(expression)).await.unwrap().result.value.unwrap_or(Value::Null) };

@@ -113,7 +113,7 @@ async fn a_client_that_supports_elicitation_asks_its_user() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_stay_isolated_and_disconnect_cleans_up() {
     let env = env("isolation", true, None).await;
-    let baseline = page_count(&env.runtime).await;
+    let baseline = page_count(&env.browser).await;
     let out = run("isolation", &over_http(&env), &[env.fixtures.url("/set"), env.fixtures.url("/show")]).await;
     let (a, b) = (&out["a"], &out["b"]);
     assert!(a["snapshot"].as_str().unwrap().contains("cookie: who=a"), "{a}");
@@ -122,13 +122,13 @@ async fn two_clients_stay_isolated_and_disconnect_cleans_up() {
     assert_eq!(b["tabs"], serde_json::json!(["s1"]), "B must not see A's tabs");
     assert_eq!(a["act_error"], false, "no lease conflict across sessions: {a}");
     assert_eq!(b["act_error"], false, "no lease conflict across sessions: {b}");
-    assert_eq!(until_pages(&env.runtime, baseline).await, baseline, "both sessions' tabs closed when their clients left");
+    assert_eq!(until_pages(&env.browser, baseline).await, baseline, "both sessions' tabs closed when their clients left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_host_origin_and_missing_token_are_refused() {
     let env = env("guard", false, Some("s3cret")).await;
-    let baseline = page_count(&env.runtime).await;
+    let baseline = page_count(&env.browser).await;
     let addr = env.server.local_addr;
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
     let request = |host: &str, extra: &str| {
@@ -187,7 +187,7 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
     transport.extend(["--token".to_owned(), "s3cret".to_owned()]);
     let out = run("tools", &transport, &[]).await;
     assert_eq!(out["tools"].as_array().map(Vec::len), Some(mcp::tools::all().len()));
-    assert_eq!(page_count(&env.runtime).await, baseline, "listing tools opens no tab");
+    assert_eq!(page_count(&env.browser).await, baseline, "listing tools opens no tab");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,7 +218,7 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
     let (status, body) = raw_http(addr, &open(&env.server.person.token)).await;
     assert_eq!(status, 200, "{body}");
     let user_tab = serde_json::from_str::<Value>(&body).unwrap()["tab"].as_str().unwrap().to_owned();
-    let baseline = page_count(&env.runtime).await;
+    let baseline = page_count(&env.browser).await;
 
     let out = run("lifecycle", &over_http(&env), &[env.fixtures.url("/table.html"), env.fixtures.url("/form.html")]).await;
     assert_eq!(out["user_tabs_before"], json!([user_tab.clone()]), "{out}");
@@ -252,7 +252,7 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
     assert_eq!(out["old_key"]["error"], "unknown_surface", "the old key names nothing: {out}");
     assert!(out["user_tabs_end"].as_array().unwrap().iter().any(|t| t == user_tab.as_str()), "{out}");
     // The person's tab and the deliverable are open; the unmarked agent tab is gone.
-    assert_eq!(until_pages(&env.runtime, baseline + 1).await, baseline + 1, "{out}");
+    assert_eq!(until_pages(&env.browser, baseline + 1).await, baseline + 1, "{out}");
 }
 
 /// `computer_use` with a configured planner (a program speaking JSON lines): the run signs up on
@@ -335,7 +335,7 @@ async fn person_post(env: &Env, path: &str, token: &str, body: &str) -> (u16, Va
 async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
     let env = env("turns", true, None).await;
     let person = env.server.person.token.clone();
-    let baseline = page_count(&env.runtime).await;
+    let baseline = page_count(&env.browser).await;
     let mut client = Client::start("turns", &over_http(&env), &[env.fixtures.url("/table.html"), env.fixtures.url("/form.html")]);
     assert_eq!(client.next().await["step"], "first turn");
     assert_eq!(person_post(&env, "/api/turn-end", "not-the-person", "{}").await.0, 401, "only a person's tool ends turns");
@@ -381,7 +381,7 @@ async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
     assert_eq!(out["activated"]["tools_active"], true, "{out}");
     assert_eq!(out["tools_after_activate"], 12, "{out}");
     assert!(out["works_again"].as_str().is_some(), "{out}");
-    assert_eq!(until_pages(&env.runtime, baseline).await, baseline, "the session's tabs are gone with it: {out}");
+    assert_eq!(until_pages(&env.browser, baseline).await, baseline, "the session's tabs are gone with it: {out}");
 }
 
 /// A person's access switch over the person channel (`000_…` cases 5 and 12): `observe` answers

@@ -34,6 +34,8 @@ pub fn client_script() -> PathBuf {
 
 pub struct Env {
     pub runtime: Runtime,
+    /// The browser beneath the runtime, for the tests' own checks of it.
+    pub browser: std::sync::Arc<browser::Chromium>,
     pub fixtures: FixtureServer,
     pub server: HttpServer,
 }
@@ -74,7 +76,8 @@ pub async fn env_configured(name: &str, trusted: bool, token: Option<&str>, plan
         config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
     }
     tweak(&mut config);
-    let runtime = Runtime::start(config).await.expect("runtime starts");
+    let browser = browser::Chromium::local(&data_dir);
+    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
     let options = HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
         token: token.map(str::to_owned),
@@ -82,7 +85,7 @@ pub async fn env_configured(name: &str, trusted: bool, token: Option<&str>, plan
         ..HttpOptions::default()
     };
     let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");
-    Env { runtime, fixtures, server }
+    Env { runtime, browser, fixtures, server }
 }
 
 /// A running client scenario: JSON lines out, lines in.
@@ -160,16 +163,16 @@ pub async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String
 }
 
 /// The page targets of the browser (to see a session's tabs close after its client leaves).
-pub async fn page_count(runtime: &Runtime) -> usize {
-    let reply = runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+pub async fn page_count(browser: &browser::Chromium) -> usize {
+    let reply = browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
     reply.target_infos.iter().filter(|t| t.target_type == "page").count()
 }
 
 /// Waits (up to 15 s) until the browser is back to `baseline` page targets.
-pub async fn until_pages(runtime: &Runtime, baseline: usize) -> usize {
+pub async fn until_pages(browser: &browser::Chromium, baseline: usize) -> usize {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let n = page_count(runtime).await;
+        let n = page_count(browser).await;
         if n <= baseline || tokio::time::Instant::now() > deadline {
             return n;
         }

@@ -314,7 +314,7 @@ async fn case_20_and_31_artifacts_are_deleted_on_every_ending_and_swept_after_a_
     std::fs::write(orphan.join("retained/artifact_run_orphan_2"), b"keep").unwrap();
     let mut config = runtime::RuntimeConfig::new(&env.data_dir);
     config.artifact_ttl = Duration::ZERO;
-    let _restarted = runtime::Runtime::start(config).await.unwrap();
+    let _restarted = runtime::Runtime::start(config, browser::Chromium::local(&env.data_dir)).await.unwrap();
     assert!(!orphan.join("artifact_run_orphan_1").exists());
     assert!(orphan.join("retained/artifact_run_orphan_2").exists());
 }

@@ -186,7 +186,7 @@ async fn a_debugger_detached_from_outside_clears_only_the_attachment_and_the_nex
     env.runtime.claim_tab(s, &user).await.unwrap();
     let frame = crate::observe_until(&env.runtime, s, "Add one").await;
     let target = db_target(&env, &user);
-    let browser = env.runtime.connection().browser();
+    let browser = env.browser.connection().unwrap().browser();
     browser.send_raw("Target.detachFromTarget", serde_json::json!({ "targetId": target }), Duration::from_secs(5)).await.unwrap();
     eventually("the lease sees its attachment gone", || !lease(&env).attached).await;
     let status = env.runtime.status(s).unwrap();

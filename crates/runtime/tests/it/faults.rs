@@ -79,7 +79,7 @@ async fn a_browser_killed_during_an_act_is_a_structured_error_and_the_tab_is_not
     let (acted, ()) = tokio::join!(answered("act", rt.act(s, None, &slow, &options, Duration::ZERO)), killer);
     let code = acted.map(|_| ()).map_err(|e| e.code());
     assert!(matches!(code, Ok(()) | Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable)), "{code:?}");
-    answered("the connection closes", rt.connection().closed()).await;
+    answered("the connection closes", env.browser.connection().unwrap().closed()).await;
     // Nothing describes the dead tab as alive.
     let status = rt.status(s).unwrap();
     let observed = answered("observe", rt.observe(s, None, &Default::default())).await;
@@ -99,10 +99,10 @@ async fn a_browser_killed_during_an_observe_is_a_structured_error() {
     let (s, rt) = (&env.session, &env.runtime);
     open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     rt.observe(s, None, &Default::default()).await.unwrap();
-    let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
     let url = env.server.url("/counter.html");
     let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
-    let page = rt.connection().browser().attach(&target).await.unwrap();
+    let page = env.browser.connection().unwrap().browser().attach(&target).await.unwrap();
     // The page's main thread busy for longer than the whole test: the observation waits on it.
     let busy = test_support::busy_main_thread(20_000);
     let hold = tokio::spawn(async move { page.send_raw("Runtime.evaluate", serde_json::json!({"expression": busy}), Duration::from_secs(30)).await });
@@ -115,7 +115,7 @@ async fn a_browser_killed_during_an_observe_is_a_structured_error() {
     let (observed, ()) = tokio::join!(answered("observe", rt.observe(s, None, &options)), killer);
     let code = observed.map(|_| ()).map_err(|e| e.code());
     assert!(matches!(code, Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable | ErrorCode::Timeout)), "{code:?}");
-    answered("the connection closes", rt.connection().closed()).await;
+    answered("the connection closes", env.browser.connection().unwrap().closed()).await;
     assert!(rt.status(s).unwrap().tabs.iter().all(|t| !t.live));
     hold.abort();
 }
@@ -181,7 +181,8 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     let mut config = runtime::RuntimeConfig::new(mnt.join("data"));
     config.trust.trusted_origins.push(policy::Origin::parse(&server.origin()).unwrap());
     config.relaunch_dead_browser = false;
-    let rt = runtime::Runtime::start(config).await.expect("starts with room to spare");
+    let chromium = browser::Chromium::local(mnt.join("data"));
+    let rt = runtime::Runtime::start(config, chromium.clone()).await.expect("starts with room to spare");
     let s = rt.create_session().await.unwrap();
     open(&rt, &s, &server.url("/counter.html")).await.unwrap();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
@@ -205,7 +206,7 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     assert!(observed.aria_snapshot().contains("0 clicks"), "nothing was clicked: {}", observed.aria_snapshot());
     // A tab that cannot be recorded is not left open in the browser.
     let opened = answered("open on a full disk", rt.open_tab(&s, &server.url("/form.html"), Duration::ZERO)).await;
-    let targets = rt.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    let targets = chromium.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
     assert!(opened.is_ok() || !targets.iter().any(|t| t.url.contains("/form.html")), "a failed open leaks no tab: {opened:?}");
     let ended = answered("end_turn on a full disk", rt.end_turn(&s, "turn_1")).await;
     for e in [opened.err(), ended.err()].into_iter().flatten() {
@@ -224,7 +225,7 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     fill();
     let mut config = runtime::RuntimeConfig::new(mnt.join("other"));
     config.relaunch_dead_browser = false;
-    let Err(refused) = runtime::Runtime::start(config).await else { panic!("no start on a full disk") };
+    let Err(refused) = runtime::Runtime::start(config, browser::Chromium::local(mnt.join("other"))).await else { panic!("no start on a full disk") };
     assert!(refused.to_string().contains("disk is full"), "{refused}");
     assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
 }

@@ -10,7 +10,7 @@ fn tab<'a>(status: &'a runtime::BrowserStatus, resource: &str) -> &'a runtime::T
 }
 
 async fn page_open(env: &crate::Env, target_count_of: &str) -> usize {
-    let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
     targets.iter().filter(|t| t.target_type == "page" && t.url.contains(target_count_of)).count()
 }
 
@@ -44,7 +44,7 @@ async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     let before = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap().list_resources(&store::SessionId::new(s.as_str())).unwrap();
     let old_handle = before[0].cdp_target_id.clone().expect("a live handle");
     drop(env.runtime);
-    let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir)).await.unwrap();
+    let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir), browser::Chromium::local(&env.data_dir)).await.unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
     let resources = store.list_resources(&store::SessionId::new(s.as_str())).unwrap();
     assert_eq!(resources.len(), 1);

@@ -5,6 +5,7 @@
 mod cases;
 mod debugger;
 mod direct;
+mod fake_adapter;
 mod faults;
 mod hostile;
 mod lifecycle;
@@ -23,6 +24,8 @@ use tokio::sync::Notify;
 
 pub struct Env {
     pub runtime: Runtime,
+    /// The browser beneath the runtime, for the tests' own checks of it and faults in it.
+    pub browser: Arc<browser::Chromium>,
     pub server: FixtureServer,
     pub session: protocol::SessionId,
     pub data_dir: PathBuf,
@@ -42,6 +45,11 @@ pub async fn env(name: &str, trusted: bool) -> Env {
 
 /// [`env`] with the configuration adjusted by `adjust`.
 pub async fn env_with(name: &str, trusted: bool, adjust: impl FnOnce(&mut RuntimeConfig)) -> Env {
+    env_on(name, trusted, None, adjust).await
+}
+
+/// [`env_with`] on the browser `source` names (a local launch when `None`).
+pub async fn env_on(name: &str, trusted: bool, source: Option<browser::BrowserSource>, adjust: impl FnOnce(&mut RuntimeConfig)) -> Env {
     let server = FixtureServer::start().await.unwrap();
     server.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
     server.dir("/rt", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
@@ -55,9 +63,10 @@ pub async fn env_with(name: &str, trusted: bool, adjust: impl FnOnce(&mut Runtim
     // (the automatic relaunch and restore are tested against the binary, `glovebox` faults).
     config.relaunch_dead_browser = false;
     adjust(&mut config);
-    let runtime = Runtime::start(config).await.expect("runtime starts");
+    let browser = browser::Chromium::new(source.unwrap_or_else(|| browser::BrowserSource::Launch(browser::LaunchOptions::new(&data_dir))));
+    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
     let session = runtime.create_session().await.unwrap();
-    Env { runtime, server, session, data_dir }
+    Env { runtime, browser, server, session, data_dir }
 }
 
 /// Plays the person: answers approval requests with `decisions` in order, then stops listening.
@@ -106,7 +115,7 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 
 /// The browser's own view of page targets whose URL contains `url_part`: (open, attached).
 pub async fn page_targets(env: &Env, url_part: &str) -> (usize, usize) {
-    let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
+    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
     let pages: Vec<_> = targets.iter().filter(|t| t.target_type == "page" && t.url.contains(url_part)).collect();
     (pages.len(), pages.iter().filter(|t| t.attached).count())
 }

@@ -14,7 +14,7 @@ use crate::env;
 /// Evaluates `expression` in the page whose URL contains `url_part`, as a person's own browser
 /// session would (a CDP session of its own, not the run's).
 async fn in_page(env: &crate::Env, url_part: &str, expression: &str) -> Value {
-    let browser = env.runtime.connection().browser();
+    let browser = env.browser.connection().unwrap().browser();
     let targets = browser.call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
     let target = targets.into_iter().find(|t| t.url.contains(url_part)).and_then(|t| t.target_id).expect("the page is open");
     let page = browser.attach(&target).await.unwrap();

@@ -344,7 +344,7 @@ async fn a_tab_closed_from_outside_leaves_the_session_and_is_not_described_as_al
     let surface = crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let target = o.target().tab_id.as_str().to_owned();
-    rt.connection().browser().call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target) }).await.unwrap();
+    env.browser.connection().unwrap().browser().call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target) }).await.unwrap();
     let err = rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::TargetLost, "{err}");
     assert!(!rt.surface_ids(s).unwrap().contains(&surface), "the dead tab left the session");

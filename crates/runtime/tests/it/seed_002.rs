@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::{ErrorCode, SurfaceName};
-use runtime::{BrowserSource, BrowserStatus, Mark, RunRequest, TabStatus};
+use runtime::{BrowserStatus, Mark, RunRequest, TabStatus};
 use store::Store as _;
 use tokio::sync::Notify;
 
@@ -111,7 +111,7 @@ async fn kill_browser(env: &Env) {
     let pid = env.runtime.browser_pid().unwrap();
     // SAFETY: killing the browser this test's runtime launched.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-    tokio::time::timeout(Duration::from_secs(5), env.runtime.connection().closed()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), env.browser.connection().unwrap().closed()).await.unwrap();
 }
 
 /// A runtime on a remote browser (its own process, which outlives the connection), with one
@@ -119,8 +119,7 @@ async fn kill_browser(env: &Env) {
 async fn remote_env(name: &str) -> (Env, cdp::Browser) {
     let browser = cdp::Browser::launch(&cdp::LaunchOptions::new(crate::data_dir(&format!("{name}-browser")))).await.unwrap();
     let ws = browser.ws_url().to_owned();
-    let env = env_with(name, true, |c| {
-        c.browser = BrowserSource::Endpoint(ws);
+    let env = crate::env_on(name, true, Some(browser::BrowserSource::Endpoint(ws)), |c| {
         c.share_browser_context = true;
     })
     .await;
@@ -159,7 +158,7 @@ async fn unit_02_turn_end_closes_temporary_tabs_releases_claims_and_keeps_the_br
     assert_eq!(page_targets(&env, "/form.html").await.0, 0, "the temporary tab is closed");
     assert_eq!(page_targets(&env, "/table.html").await, (1, 0), "the claimed tab is open and let go");
     assert_eq!((report.bridge.as_str(), status(&env, s).bridge.as_str()), ("connected", "connected"));
-    assert!(env.runtime.connection().closed_reason().is_none());
+    assert!(env.browser.connection().unwrap().closed_reason().is_none());
     assert_eq!(env.runtime.browser_pid(), pid, "the same browser, never restarted");
 }
 
@@ -370,15 +369,15 @@ async fn unit_11_agent_disposal_closes_its_temporary_tabs_and_nothing_else() {
 async fn unit_12_the_bridge_stays_connected_after_turn_end_and_finalize() {
     let env = env("seed-u12", true).await;
     let s = &env.session;
-    let (pid, endpoint) = (env.runtime.browser_pid(), env.runtime.connection().endpoint().to_owned());
+    let (pid, endpoint) = (env.runtime.browser_pid(), env.browser.connection().unwrap().endpoint().to_owned());
     crate::open(&env.runtime, s, &env.server.url("/form.html")).await.unwrap();
     assert_eq!(env.runtime.end_turn(s, "turn_1").await.unwrap().bridge, "connected");
     crate::open(&env.runtime, s, &env.server.url("/form.html")).await.unwrap();
     assert_eq!(env.runtime.finalize(s).await.unwrap().bridge, "connected");
     crate::open(&env.runtime, s, &env.server.url("/login.html")).await.unwrap();
     env.runtime.observe(s, None, &Default::default()).await.unwrap();
-    assert!(env.runtime.connection().closed_reason().is_none());
-    assert_eq!((env.runtime.browser_pid(), env.runtime.connection().endpoint().to_owned()), (pid, endpoint), "one connection throughout");
+    assert!(env.browser.connection().unwrap().closed_reason().is_none());
+    assert_eq!((env.runtime.browser_pid(), env.browser.connection().unwrap().endpoint().to_owned()), (pid, endpoint), "one connection throughout");
 }
 
 #[tokio::test]
@@ -395,13 +394,13 @@ async fn unit_13_plugin_disposal_waits_for_active_requests_and_stops_the_bridge(
     // The active request holds the shutdown; new ones are refused meanwhile.
     assert!(tokio::time::timeout(Duration::from_millis(500), &mut shutdown).await.is_err(), "shutdown waited for the run");
     assert_eq!(env.runtime.observe(&s, None, &Default::default()).await.unwrap_err().code(), ErrorCode::BackendUnavailable);
-    assert_eq!(env.runtime.connection().closed_reason(), None, "the bridge is up while the request runs");
+    assert_eq!(env.browser.connection().unwrap().closed_reason(), None, "the bridge is up while the request runs");
     release.notify_one();
     let result = run.await.unwrap();
     assert_eq!(result.reason_code(), protocol::ReasonCode::ActionFailed, "the run ended on its own, not cancelled: {result:?}");
     let reports = shutdown.await.unwrap();
     assert!(reports.len() == 1 && reports[0].ok && reports[0].closed.len() == 1, "{reports:?}");
-    assert!(env.runtime.connection().closed_reason().is_some());
+    assert!(env.browser.connection().unwrap().closed_reason().is_some());
     assert!(env.runtime.browser_pid().is_none());
     // SAFETY: signal 0 only checks that the process exists.
     assert_eq!(unsafe { libc::kill(pid as libc::pid_t, 0) }, -1, "the browser is gone");
@@ -488,7 +487,7 @@ async fn integration_04_after_a_context_reset_the_old_snapshot_is_refused() {
     }
     // The handed-over page was not clicked.
     let target = resource(&env, &kept_id).cdp_target_id.unwrap();
-    let page = env.runtime.connection().browser().attach(&cdp::TargetId(target.to_string())).await.unwrap();
+    let page = env.browser.connection().unwrap().browser().attach(&cdp::TargetId(target.to_string())).await.unwrap();
     let text = page.call(cdp::domains::runtime::Evaluate::value("document.getElementById('count').textContent")).await.unwrap();
     assert_eq!(text.result.value, Some(serde_json::json!("0 clicks")));
     assert!(!status(&env, s).tools_active);
@@ -529,7 +528,7 @@ async fn integration_07_a_reconnect_after_a_bridge_drop_keeps_the_sessions_owner
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
     let before = records(&status(&env, s).tabs);
-    env.runtime.connection().close();
+    env.browser.connection().unwrap().close();
     assert_eq!(status(&env, s).bridge, "reconnecting");
     assert_eq!(records(&status(&env, s).tabs), before, "ownership is kept while the bridge is down");
     // The next operation reconnects; the same surfaces reach the same tabs.
@@ -726,7 +725,7 @@ async fn acceptance_8_cleanup_retried_after_a_bridge_drop_keeps_ownership() {
     let temp = newest(&env, s);
     let user = env.runtime.register_user_tab(&env.server.url("/table.html")).await.unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
-    env.runtime.connection().close();
+    env.browser.connection().unwrap().close();
     let failed = env.runtime.finalize(s).await.unwrap();
     assert!(!failed.ok && failed.failed == vec![temp.clone()], "{failed:?}");
     let record = resource(&env, &temp);

@@ -61,7 +61,7 @@ async fn sessions_are_isolated_browser_contexts() {
     crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
     let other = env.runtime.create_session().await.unwrap();
     crate::open(&env.runtime, &other, &env.server.url("/form.html")).await.unwrap();
-    let conn = env.runtime.connection();
+    let conn = env.browser.connection().unwrap();
     let targets = conn.browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
     let contexts: std::collections::HashSet<_> = targets.iter().filter(|t| t.target_type == "page").filter_map(|t| t.browser_context_id.clone()).collect();
     assert!(contexts.len() >= 2, "each session has its own browser context: {contexts:?}");

@@ -18,6 +18,8 @@ fn test_planner() -> Vec<String> {
 
 struct Env {
     runtime: Runtime,
+    /// The browser beneath the runtime, for the tests' own checks of it.
+    browser: std::sync::Arc<browser::Chromium>,
     fixtures: FixtureServer,
     server: mcp::HttpServer,
 }
@@ -32,14 +34,15 @@ async fn env(name: &str) -> Env {
     config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
     // No idle detach while a test counts CDP commands.
     config.debugger_idle_detach = Duration::from_secs(600);
-    let runtime = Runtime::start(config).await.expect("runtime starts");
+    let browser = browser::Chromium::local(&data_dir);
+    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
     let options = mcp::HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
         routes: Some(server::router(runtime.clone(), server::HostOptions { planner: Some(test_planner()), model: None })),
         ..mcp::HttpOptions::default()
     };
     let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");
-    Env { runtime, fixtures, server }
+    Env { runtime, browser, fixtures, server }
 }
 
 /// A raw HTTP/1.1 POST to the listener; returns status and JSON body.
@@ -99,7 +102,7 @@ async fn user_tab(env: &Env, path: &str) -> String {
     let tab = env.runtime.register_user_tab(&url).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+        let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
         if targets.target_infos.iter().any(|t| t.url == url && !t.title.is_empty() && t.title != url) || tokio::time::Instant::now() > deadline {
             return tab;
         }
@@ -313,7 +316,7 @@ async fn forged_cross_connection_and_stale_references_are_refused_before_any_cdp
     // The network boundary of the tabs' opening ends its window with one command of its own.
     tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(300)).await;
 
-    let sent = env.runtime.connection().commands_sent();
+    let sent = env.browser.connection().unwrap().commands_sent();
     for (visible, code) in [
         (vec![("forged", 1)], "unknown_surface"),
         (vec![("theirs", 1)], "unknown_surface"),
@@ -345,7 +348,7 @@ async fn forged_cross_connection_and_stale_references_are_refused_before_any_cdp
     assert_eq!(unknown_field["code"], "invalid_action", "{unknown_field}");
     let not_json = r.call(json!({"type": "chat_turn"})).await;
     assert_eq!(not_json["code"], "invalid_action", "{not_json}");
-    assert_eq!(env.runtime.connection().commands_sent(), sent, "no CDP command was sent for a refused reference");
+    assert_eq!(env.browser.connection().unwrap().commands_sent(), sent, "no CDP command was sent for a refused reference");
 
     // A nonce is used once; without one the socket is closed.
     let used = nonce(&env, "win-3", "r1").await;
@@ -445,7 +448,7 @@ async fn access_off_lists_the_surface_without_content_or_tool_and_observe_only_r
     // The chat session's first turn (with nothing shared) creates its browser context.
     assert_eq!(r.turn("chat", &[], None).await["tools"], json!([]));
     tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(300)).await;
-    let sent = env.runtime.connection().commands_sent();
+    let sent = env.browser.connection().unwrap().commands_sent();
     let off = r.turn("chat", &[("web", 2)], None).await;
     assert_eq!(off["type"], "surface_context", "{off}");
     let only = &off["context"]["surfaces"][0];
@@ -453,7 +456,7 @@ async fn access_off_lists_the_surface_without_content_or_tool_and_observe_only_r
     assert!(only.get("preview").is_none(), "no page content: {off}");
     assert_eq!(off["tools"], json!([]), "no tool for a turn with nothing to observe: {off}");
     assert_eq!(off["context"]["primary_surface_key"], Value::Null);
-    assert_eq!(env.runtime.connection().commands_sent(), sent, "the tab was not touched");
+    assert_eq!(env.browser.connection().unwrap().commands_sent(), sent, "the tab was not touched");
     let refused = r.tool(&off, "c1", "observe", json!({"surface": only["surface_key"]})).await;
     assert_eq!(refused["code"], "capability_denied", "{refused}");
 
@@ -552,9 +555,9 @@ async fn a_preview_captured_while_the_layout_changes_is_discarded_retried_once_t
     let env = env("layout").await;
     let tab = user_tab(&env, "/counter.html").await;
     let url = env.fixtures.url("/counter.html");
-    let targets = env.runtime.connection().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
     let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
-    let page = env.runtime.connection().browser().attach(&target).await.unwrap();
+    let page = env.browser.connection().unwrap().browser().attach(&target).await.unwrap();
     let mut r = Renderer::open(&env, "win-1").await;
     r.open_chat("chat", "g1").await;
     r.open_tab("web", "g1", &tab, "right", 0).await;
@@ -596,7 +599,7 @@ async fn a_preview_captured_while_the_layout_changes_is_discarded_retried_once_t
 /// Holds the page's main thread for `ms` from the test's own CDP session (a capture waits
 /// behind it); returns once the command is on the wire, with the task that ends with the hold.
 async fn hold(env: &Env, page: &cdp::Session, ms: u64) -> tokio::task::JoinHandle<()> {
-    let connection = env.runtime.connection();
+    let connection = env.browser.connection().unwrap();
     let sent = connection.commands_sent();
     let page = page.clone();
     let task = tokio::spawn(async move {

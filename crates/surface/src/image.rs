@@ -35,7 +35,7 @@ pub fn decode_base64(input: &str) -> Option<Vec<u8>> {
 }
 
 /// Width and height of a base64 PNG or JPEG.
-pub(crate) fn image_size(base64: &str) -> Option<(u32, u32)> {
+pub fn image_size(base64: &str) -> Option<(u32, u32)> {
     // PNG: the IHDR sits in the first 33 bytes (44 base64 characters).
     let head = decode_base64(&base64[..base64.len().min(44)])?;
     if head.starts_with(b"\x89PNG\r\n\x1a\n") && head.len() >= 24 {

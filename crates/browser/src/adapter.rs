@@ -1,0 +1,637 @@
+//! The browser as a [`SurfaceAdapter`]: one Chromium connection (a launched local browser or a
+//! remote CDP endpoint) whose page targets are the surfaces, and [`Tab`] as an attached
+//! [`Surface`]. Every CDP call the runtime's lifecycle needs lives here: browser contexts,
+//! target creation, listing and closing, the target watcher, attaching, window fitting, a
+//! person's preview image, and a kept tab's cookies and local storage. The person's live view is
+//! `person.rs`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cdp::domains::target;
+use cdp::{Browser, CdpError, Connection, ConnectionOptions, LaunchOptions, Session, TargetId};
+use protocol::extended::Locator;
+use protocol::{ExtendedAction, Observation, Preview, SurfaceKind};
+use serde_json::{Value, json};
+use surface::{
+    BoxFuture, FrameRecord, InputDomain, KeptSite, PersonCast, Reconnected, Surface, SurfaceAdapter, SurfaceError, SurfaceEvent, SurfaceEvents, SurfaceInfo,
+    SurfaceMemory,
+};
+
+use crate::{ActOptions, ActOutcome, Dialog, LocatedFacts, ObservationRecord, ObserveOptions, Tab, TabMemory};
+
+/// The most local-storage bytes saved per tab.
+const LOCAL_STORAGE_MAX_BYTES: usize = 1 << 20;
+/// How long one call of the lifecycle may wait for the browser.
+const CALL_DEADLINE: Duration = Duration::from_secs(3);
+
+/// Where the browser comes from.
+#[derive(Debug, Clone)]
+pub enum BrowserSource {
+    /// Launch a local Chromium that dies with the adapter.
+    Launch(LaunchOptions),
+    /// Connect to a running browser (`ws://…` or `http://host:port`); only its own tabs are touched.
+    Endpoint(String),
+}
+
+/// One browser connection as a source of tabs (see the module docs).
+pub struct Chromium {
+    source: BrowserSource,
+    conn: Mutex<Option<Connection>>,
+    process: Mutex<Option<Browser>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl From<crate::BrowserError> for SurfaceError {
+    fn from(e: crate::BrowserError) -> Self {
+        use crate::BrowserError as B;
+        match e {
+            B::TargetLost { reason } => SurfaceError::TargetLost { reason },
+            B::BackendUnavailable { reason } => SurfaceError::BackendUnavailable { reason },
+            B::Unstable { what } => SurfaceError::Unstable { what },
+            B::Stale { reason } => SurfaceError::Stale { reason },
+            B::NotActionable { reason } => SurfaceError::NotActionable { reason },
+            B::Timeout { what, after_ms } => SurfaceError::Timeout { what, after_ms },
+            B::Internal { reason } => SurfaceError::Internal { reason },
+        }
+    }
+}
+
+fn cdp_error(e: CdpError) -> SurfaceError {
+    crate::BrowserError::from(e).into()
+}
+
+/// Launches or connects to `source` (at start and on reconnect).
+async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), SurfaceError> {
+    let unavailable = |e: String| SurfaceError::BackendUnavailable { reason: e };
+    match source {
+        BrowserSource::Launch(options) => {
+            let local = Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
+            let conn = local.connect(ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
+            Ok((conn, Some(local)))
+        }
+        BrowserSource::Endpoint(endpoint) => {
+            let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
+            Ok((Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None))
+        }
+    }
+}
+
+impl Chromium {
+    /// An adapter for `source`, not yet connected ([`SurfaceAdapter::connect`]).
+    pub fn new(source: BrowserSource) -> Arc<Chromium> {
+        Arc::new(Chromium { source, conn: Mutex::default(), process: Mutex::default() })
+    }
+
+    /// A local headless Chromium with its profiles under `data_dir` (the embedded default).
+    pub fn local(data_dir: impl Into<std::path::PathBuf>) -> Arc<Chromium> {
+        Chromium::new(BrowserSource::Launch(LaunchOptions::new(data_dir)))
+    }
+
+    /// Where the browser comes from.
+    pub fn source(&self) -> &BrowserSource {
+        &self.source
+    }
+
+    /// The current connection (for the adapter's own benchmarks and tests).
+    pub fn connection(&self) -> Result<Connection, SurfaceError> {
+        lock(&self.conn).clone().ok_or_else(|| SurfaceError::unavailable("the browser is not connected yet"))
+    }
+
+    pub(crate) fn with_process<T>(&self, f: impl FnOnce(&Browser) -> T) -> Option<T> {
+        lock(&self.process).as_ref().map(f)
+    }
+
+    fn browser(&self) -> Result<Session, SurfaceError> {
+        Ok(self.connection()?.browser())
+    }
+
+    /// Sizes a new tab's window so that its page viewport (`innerWidth` × `innerHeight`) is the
+    /// configured size: a window's size includes the browser's own frame (about 87 px in headless
+    /// Chromium), so a point computed from the configured size would miss. Done on the blank tab,
+    /// before its first observation, and once per window (later tabs of the window fit already).
+    /// Best effort: a browser that refuses keeps its size, and observations report the real one.
+    async fn fit_viewport(&self, tab: &Tab) {
+        let BrowserSource::Launch(options) = &self.source else { return };
+        let Ok(browser) = self.browser() else { return };
+        let (want_w, want_h) = (i64::from(options.window_size.0), i64::from(options.window_size.1));
+        let inner = || async {
+            let reply = tab.session().call(cdp::domains::runtime::Evaluate::value("[innerWidth, innerHeight]")).await.ok()?;
+            let v = reply.result.value?;
+            Some((v.get(0)?.as_i64()?, v.get(1)?.as_i64()?))
+        };
+        let Some((w, h)) = inner().await else { return };
+        if (w, h) == (want_w, want_h) {
+            return;
+        }
+        let Ok(window) = browser.call(cdp::domains::browser::GetWindowForTarget { target_id: tab.target_id().clone() }).await else { return };
+        let (Some(bw), Some(bh)) = (window.bounds.width, window.bounds.height) else { return };
+        let bounds = cdp::domains::browser::Bounds { width: Some(bw + want_w - w), height: Some(bh + want_h - h), ..Default::default() };
+        if let Err(e) = browser.call(cdp::domains::browser::SetWindowBounds { window_id: window.window_id, bounds }).await {
+            tracing::debug!(error = %e, "the browser kept its window size");
+            return;
+        }
+        // The resize lands asynchronously; the first observation must see the final size.
+        for _ in 0..50 {
+            if inner().await == Some((want_w, want_h)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tracing::debug!(want_w, want_h, "the page viewport did not reach the configured size");
+    }
+
+    async fn attach_tab(&self, id: String, memory: Option<SurfaceMemory>) -> Result<Arc<dyn Surface>, SurfaceError> {
+        let browser = self.browser()?;
+        let page = browser.attach(&TargetId(id)).await.map_err(|e| match e {
+            // `Target.attachToTarget` refuses only a target it does not know: the tab is gone.
+            CdpError::Protocol { .. } => SurfaceError::lost("the tab is gone"),
+            other => cdp_error(other),
+        })?;
+        let session_id = page.id().cloned();
+        let memory = memory.and_then(|m| m.0.downcast_ref::<TabMemory>().cloned()).unwrap_or_default();
+        match Tab::resume(page, memory).await {
+            Ok(tab) => Ok(Arc::new(tab)),
+            Err(e) => {
+                // Half set up: do not leave the session behind.
+                if let Some(id) = session_id {
+                    let _ = browser.call_with(target::DetachFromTarget { session_id: id }, CALL_DEADLINE).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    async fn close_target(&self, id: String, deadline: Duration) -> bool {
+        let Ok(browser) = self.browser() else { return false };
+        // One deadline for the whole close, whatever state the browser is in (a frozen browser
+        // answers nothing; without it each step would wait out the default command timeout).
+        let deadline = tokio::time::Instant::now() + deadline;
+        let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
+        // Destruction events flow only with target discovery on (idempotent).
+        if tokio::time::timeout_at(deadline, browser.call(target::SetDiscoverTargets { discover: true })).await.is_err() {
+            return false;
+        }
+        let reply = tokio::time::timeout_at(deadline, browser.call(target::CloseTarget { target_id: TargetId(id.clone()) })).await;
+        match reply {
+            Ok(Ok(_)) => {}
+            // Refused: closed only if the browser no longer lists the target (a fact, not the
+            // wording of its error).
+            Ok(Err(CdpError::Protocol { .. })) => {
+                let listed = tokio::time::timeout_at(deadline, browser.call(target::GetTargets {})).await;
+                return matches!(listed, Ok(Ok(reply)) if !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|t| t.0 == id)));
+            }
+            _ => return false,
+        }
+        let gone = tokio::time::timeout_at(deadline, async {
+            while let Some(event) = destroyed.recv().await {
+                if let Ok(event) = event
+                    && event.params.get("targetId").and_then(Value::as_str) == Some(id.as_str())
+                {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        matches!(gone, Ok(true))
+    }
+
+    async fn screenshot(&self, id: String) -> Result<Vec<u8>, SurfaceError> {
+        let gone = || SurfaceError::lost("the tab is not open in this browser");
+        let browser = self.browser()?;
+        let session = tokio::time::timeout(CALL_DEADLINE, browser.attach(&TargetId(id))).await.map_err(|_| gone())?.map_err(|_| gone())?;
+        let shot = tokio::time::timeout(
+            Duration::from_secs(5),
+            session.call(cdp::domains::page::CaptureScreenshot { format: Some("jpeg".into()), quality: Some(70), clip: None, optimize_for_speed: Some(true) }),
+        )
+        .await;
+        if let Some(id) = session.id() {
+            let _ = browser.call(target::DetachFromTarget { session_id: id.clone() }).await;
+        }
+        let shot = shot.map_err(|_| SurfaceError::Timeout { what: "a preview image".into(), after_ms: 5000 })?.map_err(cdp_error)?;
+        surface::decode_base64(&shot.data).ok_or_else(|| SurfaceError::Internal { reason: "the browser sent an image that is not base64".into() })
+    }
+
+    async fn keep(&self, context: Option<String>, url: &str, tab: Option<&dyn Surface>, previous: Option<KeptSite>) -> Option<KeptSite> {
+        let (Some(host), Ok(origin)) = (host_of(url), policy::Origin::parse(url)) else { return None };
+        let origin = origin.serialize_web();
+        let browser = self.browser().ok()?;
+        let cookies = match tokio::time::timeout(CALL_DEADLINE, browser.call(cdp::domains::storage::GetCookies { browser_context_id: context })).await {
+            Ok(Ok(reply)) => reply.cookies,
+            _ => return None,
+        };
+        let cookies: Vec<Value> = cookies.iter().filter(|c| c["domain"].as_str().is_some_and(|d| cookie_for(d, &host))).map(cookie_param).collect();
+        let mut local_storage = previous.filter(|p| p.origin == origin).and_then(|p| p.state.get("local_storage").cloned()).unwrap_or_else(|| json!([]));
+        // Only a tab of this adapter holds a CDP session to read its origin's local storage.
+        if let Some(tab) = tab.and_then(|t| self.own_tab(t)) {
+            let read = cdp::domains::runtime::Evaluate {
+                expression: format!(
+                    "(() => {{ try {{ const s = JSON.stringify(Object.entries(localStorage)); return s.length <= {LOCAL_STORAGE_MAX_BYTES} ? s : '[]'; }} catch (e) {{ return '[]'; }} }})()"
+                ),
+                return_by_value: Some(true),
+                ..Default::default()
+            };
+            if let Ok(Ok(reply)) = tokio::time::timeout(CALL_DEADLINE, tab.session().call(read)).await
+                && let Some(items) = reply.result.value.as_ref().and_then(Value::as_str).and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
+            {
+                local_storage = json!(items);
+            }
+        }
+        let mut state = serde_json::Map::new();
+        state.insert("cookies".into(), Value::Array(cookies));
+        state.insert("local_storage".into(), local_storage);
+        Some(KeptSite { origin, state })
+    }
+
+    /// The [`Tab`] behind a surface this adapter attached.
+    fn own_tab<'a>(&self, surface: &'a dyn Surface) -> Option<&'a Tab> {
+        surface.as_any().downcast_ref::<Tab>()
+    }
+
+    /// Puts saved cookies into `context` and saved local storage on its origin, through a
+    /// short-lived page whose one request is answered here (the site is not loaded).
+    async fn seed(&self, kept: &KeptSite, context: Option<String>) -> Result<(), SurfaceError> {
+        let failed = |why: String| SurfaceError::Internal { reason: why };
+        let browser = self.browser()?;
+        let cookies = kept.state.get("cookies").and_then(Value::as_array).cloned().unwrap_or_default();
+        let local_storage: Vec<(String, String)> = kept.state.get("local_storage").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
+        if !cookies.is_empty() {
+            browser
+                .call(cdp::domains::storage::SetCookies { cookies, browser_context_id: context.clone() })
+                .await
+                .map_err(|e| failed(format!("its cookies could not be set: {e}")))?;
+        }
+        if local_storage.is_empty() || policy::Origin::parse(&kept.origin).is_err() {
+            return Ok(());
+        }
+        let page = browser.create_page("about:blank", context).await.map_err(|e| failed(format!("no page to seed its storage: {e}")))?;
+        let seeded = async {
+            let seed_url = format!("{}/__glovebox_restore__", kept.origin);
+            let mut paused = page.subscribe(&["Fetch.requestPaused"]);
+            page.call(cdp::domains::storage::FetchEnable { patterns: vec![json!({"urlPattern": format!("{seed_url}*"), "requestStage": "Request"})] })
+                .await
+                .map_err(|e| e.to_string())?;
+            let navigate = page.call(cdp::domains::page::Navigate { url: seed_url, frame_id: None });
+            let answer = async {
+                while let Some(Ok(event)) = paused.recv().await {
+                    if let Some(id) = event.params.get("requestId").and_then(Value::as_str) {
+                        let _ = page
+                            .call(cdp::domains::storage::FulfillRequest {
+                                request_id: id.to_owned(),
+                                response_code: 200,
+                                response_headers: vec![json!({"name": "Content-Type", "value": "text/html"})],
+                                body: String::new(),
+                            })
+                            .await;
+                        return;
+                    }
+                }
+            };
+            let (navigated, ()) = tokio::join!(navigate, answer);
+            navigated.map_err(|e| e.to_string())?;
+            let items = serde_json::to_string(&local_storage).map_err(|e| e.to_string())?;
+            let write = cdp::domains::runtime::Evaluate {
+                expression: format!("(() => {{ for (const [k, v] of {items}) localStorage.setItem(k, v); return localStorage.length; }})()"),
+                return_by_value: Some(true),
+                ..Default::default()
+            };
+            let reply = page.call(write).await.map_err(|e| e.to_string())?;
+            if reply.exception_details.is_some() {
+                return Err("the page refused its local storage".to_owned());
+            }
+            Ok::<(), String>(())
+        };
+        let result = tokio::time::timeout(Duration::from_secs(5), seeded).await.unwrap_or_else(|_| Err("seeding its storage timed out".into()));
+        let _ = page.close_target().await;
+        result.map_err(|e| failed(format!("its local storage could not be restored: {e}")))
+    }
+}
+
+/// A target as the runtime sees it; a title Chromium made up from the URL is no title.
+fn info_of(t: target::TargetInfo) -> Option<SurfaceInfo> {
+    let id = t.target_id?.0;
+    // While a page has no title, Chromium reports its URL (without the scheme) as the title.
+    let untitled = t.url.split_once("://").is_some_and(|(_, rest)| rest == t.title) || t.title == t.url;
+    Some(SurfaceInfo {
+        id,
+        top_level: t.target_type == "page",
+        title: if untitled { String::new() } else { t.title },
+        url: t.url,
+        context: t.browser_context_id,
+    })
+}
+
+fn host_of(url: &str) -> Option<String> {
+    let origin = policy::Origin::parse(url).ok()?.serialize_web();
+    let authority = origin.split("://").nth(1)?;
+    Some(match authority.strip_prefix('[') {
+        Some(v6) => format!("[{}]", v6.split(']').next().unwrap_or_default()),
+        None => authority.split(':').next().unwrap_or_default().to_owned(),
+    })
+}
+
+/// Whether a cookie of `domain` is sent to `host`.
+fn cookie_for(domain: &str, host: &str) -> bool {
+    let domain = domain.trim_start_matches('.');
+    host == domain || host.ends_with(&format!(".{domain}"))
+}
+
+/// The `CookieParam` that recreates a reported cookie (only the fields `setCookies` takes).
+fn cookie_param(cookie: &Value) -> Value {
+    let mut param = serde_json::Map::new();
+    for key in ["name", "value", "domain", "path", "secure", "httpOnly", "sameSite", "priority", "sourceScheme", "sourcePort"] {
+        if let Some(v) = cookie.get(key) {
+            param.insert(key.to_owned(), v.clone());
+        }
+    }
+    if cookie.get("session") != Some(&json!(true))
+        && let Some(expires) = cookie.get("expires").filter(|e| e.as_f64().is_some_and(|e| e > 0.0))
+    {
+        param.insert("expires".into(), expires.clone());
+    }
+    Value::Object(param)
+}
+
+impl SurfaceAdapter for Chromium {
+    fn kind(&self) -> SurfaceKind {
+        SurfaceKind::WebTab
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move {
+            let (conn, local) = open(&self.source).await?;
+            *lock(&self.conn) = Some(conn);
+            *lock(&self.process) = local;
+            Ok(())
+        })
+    }
+
+    fn closed_reason(&self) -> Option<String> {
+        match &*lock(&self.conn) {
+            Some(conn) => conn.closed_reason(),
+            None => Some("the browser is not connected yet".into()),
+        }
+    }
+
+    fn process_dead(&self) -> bool {
+        self.pid().is_some_and(|pid| {
+            !std::path::Path::new(&format!("/proc/{pid}")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+        })
+    }
+
+    fn pid(&self) -> Option<u32> {
+        lock(&self.process).as_ref().map(Browser::pid)
+    }
+
+    fn launched(&self) -> bool {
+        lock(&self.process).is_some()
+    }
+
+    fn reconnect(&self) -> BoxFuture<'_, Result<Reconnected, SurfaceError>> {
+        Box::pin(async move {
+            let (conn, local) = open(&self.source).await?;
+            let relaunched = local.is_some();
+            *lock(&self.conn) = Some(conn);
+            if relaunched {
+                // Dropping the old process stops what is left of it.
+                *lock(&self.process) = local;
+                Ok(Reconnected::Relaunched)
+            } else {
+                Ok(Reconnected::Same)
+            }
+        })
+    }
+
+    fn shutdown(&self) {
+        if let Some(conn) = &*lock(&self.conn) {
+            conn.close();
+        }
+        // Dropping a launched browser stops its process group.
+        let launched = lock(&self.process).take();
+        drop(launched);
+    }
+
+    fn events(&self) -> BoxFuture<'_, Option<SurfaceEvents>> {
+        Box::pin(async move {
+            let browser = self.browser().ok()?;
+            let mut events = browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
+            browser.call(target::SetDiscoverTargets { discover: true }).await.ok()?;
+            let (tx, rx) = tokio::sync::mpsc::channel(1024);
+            tokio::spawn(async move {
+                while let Some(event) = events.recv().await {
+                    let Ok(event) = event else { continue };
+                    let forwarded = match event.method.as_str() {
+                        "Target.targetInfoChanged" => event.parse::<target::TargetInfoEvent>().and_then(|e| info_of(e.target_info)).map(SurfaceEvent::Changed),
+                        _ => event.params.get("targetId").and_then(Value::as_str).map(|t| SurfaceEvent::Destroyed(t.to_owned())),
+                    };
+                    if let Some(forwarded) = forwarded
+                        && tx.send(forwarded).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+            Some(rx)
+        })
+    }
+
+    fn create_context(&self, with_connection: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
+        Box::pin(async move {
+            let reply = self.browser()?.call(target::CreateBrowserContext { dispose_on_detach: Some(with_connection) }).await.map_err(cdp_error)?;
+            Ok(reply.browser_context_id)
+        })
+    }
+
+    fn dispose_context_if_empty(&self, context: String) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Ok(browser) = self.browser() else { return };
+            // Disposing the context would close every page in it, and handoff and deliverable
+            // pages stay for the user: while any page is left the context stays (it goes with
+            // the connection, being `disposeOnDetach`).
+            let left = match browser.call(target::GetTargets {}).await {
+                Ok(reply) => reply.target_infos.iter().any(|t| t.target_type == "page" && t.browser_context_id.as_deref() == Some(context.as_str())),
+                Err(_) => false,
+            };
+            if !left {
+                let _ = browser.call(target::DisposeBrowserContext { browser_context_id: context }).await;
+            }
+        })
+    }
+
+    fn open(&self, context: Option<String>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+        Box::pin(async move {
+            let tab = Tab::open(&self.browser()?, context).await?;
+            self.fit_viewport(&tab).await;
+            Ok(Arc::new(tab) as Arc<dyn Surface>)
+        })
+    }
+
+    fn open_detached(&self, url: String, context: Option<String>, background: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
+        Box::pin(async move {
+            let created = self
+                .browser()?
+                .call(target::CreateTarget { url, browser_context_id: context, new_window: Some(true), background: background.then_some(true) })
+                .await
+                .map_err(cdp_error)?;
+            Ok(created.target_id.0)
+        })
+    }
+
+    fn attach(&self, id: String, memory: Option<SurfaceMemory>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+        Box::pin(self.attach_tab(id, memory))
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>> {
+        Box::pin(async move {
+            let reply = tokio::time::timeout(Duration::from_secs(5), self.browser()?.call(target::GetTargets {}))
+                .await
+                .map_err(|_| SurfaceError::Timeout { what: "listing the browser's tabs".into(), after_ms: 5000 })?
+                .map_err(cdp_error)?;
+            Ok(reply.target_infos.into_iter().filter_map(info_of).collect())
+        })
+    }
+
+    fn close(&self, id: String, deadline: Duration) -> BoxFuture<'_, bool> {
+        Box::pin(self.close_target(id, deadline))
+    }
+
+    fn input_domain(&self, id: &str) -> InputDomain {
+        // CDP's Input domain dispatches to one target: a tab is its own input domain.
+        InputDomain(format!("tab:{id}"))
+    }
+
+    fn person_image(&self, id: String) -> BoxFuture<'_, Result<Vec<u8>, SurfaceError>> {
+        Box::pin(self.screenshot(id))
+    }
+
+    fn person_view(&self, id: String) -> BoxFuture<'_, Result<Box<dyn PersonCast>, SurfaceError>> {
+        Box::pin(async move { Ok(Box::new(crate::person::Screencast::open(self.browser()?, id).await?) as Box<dyn PersonCast>) })
+    }
+
+    fn keep_site<'a>(
+        &'a self,
+        context: Option<String>,
+        url: &'a str,
+        surface: Option<&'a dyn Surface>,
+        previous: Option<KeptSite>,
+    ) -> BoxFuture<'a, Option<KeptSite>> {
+        Box::pin(self.keep(context, url, surface, previous))
+    }
+
+    fn restore_site<'a>(&'a self, kept: &'a KeptSite, context: Option<String>) -> BoxFuture<'a, Result<(), SurfaceError>> {
+        Box::pin(self.seed(kept, context))
+    }
+}
+
+impl FrameRecord for ObservationRecord {
+    fn frame_id(&self) -> &protocol::FrameId {
+        &self.frame_id
+    }
+
+    fn document_url(&self) -> &str {
+        ObservationRecord::document_url(self)
+    }
+
+    fn canvas_share(&self) -> f64 {
+        ObservationRecord::canvas_share(self)
+    }
+
+    fn has_screenshot(&self) -> bool {
+        ObservationRecord::has_screenshot(self)
+    }
+
+    fn target(&self, element: &protocol::ElementRef) -> Option<&surface::TargetFacts> {
+        self.binding(element).map(|b| &b.facts)
+    }
+
+    fn targets(&self) -> Box<dyn Iterator<Item = &surface::TargetFacts> + '_> {
+        Box::new(self.refs.values().map(|b| &b.facts))
+    }
+}
+
+impl Surface for Tab {
+    fn id(&self) -> &str {
+        &self.target_id().0
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn lost(&self) -> Option<String> {
+        Tab::lost(self)
+    }
+
+    fn observe<'a>(&'a self, options: &'a ObserveOptions) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
+        Box::pin(async move { Ok(Tab::observe(self, options).await?) })
+    }
+
+    fn preview(&self, deadline: Duration) -> BoxFuture<'_, Preview> {
+        Box::pin(Tab::preview(self, deadline))
+    }
+
+    fn act<'a>(&'a self, action: &'a ExtendedAction, options: &'a ActOptions) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>> {
+        Box::pin(async move { Ok(Tab::act(self, action, options).await?) })
+    }
+
+    fn latest_frame(&self) -> Option<Arc<dyn FrameRecord>> {
+        self.latest_observation().map(|r| r as Arc<dyn FrameRecord>)
+    }
+
+    fn locate<'a>(&'a self, frame: &'a dyn FrameRecord, locator: &'a Locator) -> BoxFuture<'a, Option<LocatedFacts>> {
+        Box::pin(async move {
+            // Only a record this tab issued can resolve a locator in its document.
+            let record = self.latest_observation().filter(|r| &r.frame_id == frame.frame_id())?;
+            self.locator_facts(&record, locator).await
+        })
+    }
+
+    fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move { Ok(Tab::release_input(self).await?) })
+    }
+
+    fn dialog(&self) -> Option<Dialog> {
+        Tab::dialog(self)
+    }
+
+    fn detach(&self, deadline: Duration) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move { Ok(Tab::detach(self, deadline).await?) })
+    }
+
+    fn memory(&self) -> SurfaceMemory {
+        SurfaceMemory(Arc::new(Tab::memory(self)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_follow_their_domain() {
+        assert!(cookie_for(".example.com", "shop.example.com"));
+        assert!(cookie_for("example.com", "example.com"));
+        assert!(!cookie_for("example.com", "badexample.com"));
+        assert_eq!(host_of("http://127.0.0.1:8080/x").as_deref(), Some("127.0.0.1"));
+        let param = cookie_param(&json!({"name": "a", "value": "b", "domain": "x", "path": "/", "size": 2, "session": true, "expires": -1}));
+        assert_eq!(param, json!({"name": "a", "value": "b", "domain": "x", "path": "/"}));
+    }
+
+    #[test]
+    fn a_title_chromium_made_from_the_url_is_no_title() {
+        let info = |url: &str, title: &str| target::TargetInfo {
+            target_id: Some(TargetId("t".into())),
+            target_type: "page".into(),
+            url: url.into(),
+            title: title.into(),
+            ..Default::default()
+        };
+        assert_eq!(info_of(info("http://a.test/x", "a.test/x")).unwrap().title, "");
+        assert_eq!(info_of(info("about:blank", "about:blank")).unwrap().title, "");
+        assert_eq!(info_of(info("http://a.test/x", "Inbox")).unwrap().title, "Inbox");
+    }
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The seam's absences, checked by `make test` so they cannot come back (design.md, "The seam is
+# real before a second surface kind lands"):
+#   - the runtime and the transports (runtime, mcp, server, agent) do not depend on an adapter
+#     crate (browser) or on the CDP client (cdp); the binary (glovebox) composes the browser
+#     adapter but does not depend on cdp;
+#   - no source file of those crates names a CDP method or a `cdp::` item.
+# Tests may reach the real browser beneath the runtime (dev-dependencies are not checked).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+import json, sys
+banned = {"runtime": {"browser", "cdp"}, "mcp": {"browser", "cdp"}, "server": {"browser", "cdp"}, "agent": {"browser", "cdp"}, "glovebox": {"cdp"}}
+bad = []
+for package in json.load(sys.stdin)["packages"]:
+    for dep in package["dependencies"]:
+        if dep.get("kind") is None and dep["name"] in banned.get(package["name"], ()):
+            bad.append(package["name"] + " depends on " + dep["name"])
+if bad:
+    print("check-seam: " + "; ".join(bad) + " (reach surfaces through surface::SurfaceAdapter; see ARCHITECTURE.md)", file=sys.stderr)
+    sys.exit(1)
+'
+
+domains='Page|Input|Runtime|Target|Fetch|Storage|Network|DOM|DOMSnapshot|Accessibility|Emulation|Browser|Overlay|Log|Security|Debugger'
+found=$(grep -rnE "cdp::|\"($domains)\\.[a-z][A-Za-z]+\"" crates/runtime/src crates/mcp/src crates/server/src crates/agent/src crates/glovebox/src --include='*.rs' || true)
+if [ -n "$found" ]; then
+    echo "check-seam: CDP outside crates/cdp and crates/browser:" >&2
+    echo "$found" >&2
+    exit 1
+fi
+echo "check-seam: the runtime and the transports speak no CDP and depend on no adapter"
