@@ -64,7 +64,7 @@ async fn the_one_path_runs_on_an_adapter_with_no_browser() {
 
     // The turn's end closes the agent's unmarked tab through the adapter.
     rt.end_current_turn(&s).await.unwrap();
-    assert_eq!(fake.log().closed, [id.clone()], "the turn end closed the agent's tab");
+    assert_eq!(fake.log().closed, std::slice::from_ref(&id), "the turn end closed the agent's tab");
     assert!(rt.surface_ids(&s).unwrap().is_empty());
 
     // A dead backend is a structured error, not a panic or a hang.
