@@ -436,10 +436,7 @@ impl GloveboxMcp {
     async fn tab_release(&self, session: &SessionId, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
         let name = args.surface.as_str();
         let surface = self.runtime.surface_id(session, &args.surface)?;
-        let claimed = self.runtime.status(session)?.tabs.iter().any(|t| t.surface == Some(surface) && t.ownership == runtime::Ownership::AgentClaimed);
-        if !claimed {
-            return Ok(own_error(ErrorCode::InvalidAction, &format!("{name} is not a claimed tab; tabs this session opened are closed with tab_close")));
-        }
+        // The runtime's rule: only a claimed tab goes back to its person.
         self.runtime.release_tab(session, surface).await?;
         let left = self.runtime.surface_ids(session)?.len();
         Ok(CallToolResult::success(vec![Content::text(json!({"released": name, "tabs": left}).to_string())]))

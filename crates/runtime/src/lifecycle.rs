@@ -306,17 +306,24 @@ impl Runtime {
             key: state.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             resource: resource.to_owned(),
             debugger,
-            capabilities: vec![protocol::Capability::Observe, protocol::Capability::Interact, protocol::Capability::Navigate],
+            capabilities: self.adapter().capabilities(),
         });
         *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(surface);
         Ok(surface)
     }
 
-    /// Gives a claimed tab back to the user (the page stays open; the debugger detaches).
+    /// Gives a claimed tab back to the user (the page stays open; the debugger detaches). Only a
+    /// tab the session claimed from a person goes back: a tab the session opened is the agent's
+    /// own (closed with `close_tab`, or kept by a mark), never handed over as a person's.
     pub async fn release_tab(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
+        let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
+        let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+        if self.inner.store.get_resource(&store::ResourceId::new(&resource))?.ownership != Ownership::AgentClaimed {
+            return Err(RuntimeError::InvalidAction("this is not a claimed tab; tabs this session opened are closed with tab_close".into()));
+        }
         let entry = self.take_entry(&state, surface)?;
         self.inner.store.release_resource(&store::ResourceId::new(&entry.resource), &sid(session), now_ms()).map_err(RuntimeError::from)?;
         self.inner.leases.invalidate(entry.target());

@@ -219,7 +219,8 @@ impl Runtime {
         };
         let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return };
         let Some(url) = policy::restorable_url(&info.url) else { return };
-        if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
+        // A page without a title yet always gets its title looked for again below.
+        if !info.title.is_empty() && resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
             return;
         }
         // No title yet is no title: the pair must never show an older page's title with a newer URL.

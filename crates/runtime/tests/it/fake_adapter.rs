@@ -72,3 +72,19 @@ async fn the_one_path_runs_on_an_adapter_with_no_browser() {
     let s2 = rt.create_session().await.unwrap_err();
     assert_eq!(s2.code(), ErrorCode::BackendUnavailable, "{s2}");
 }
+
+/// Regression (issue 28): `tab_release`'s "only a claimed tab" rule lived in MCP alone, so the
+/// runtime (and the host API) handed an agent's own tab over as a person's.
+#[tokio::test]
+async fn an_agent_tab_is_never_released_as_a_persons() {
+    let (rt, fake) = start("fake-release-own-tab").await;
+    let s = rt.create_session().await.unwrap();
+    let surface = rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    let refused = rt.release_tab(&s, surface).await.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidAction, "{refused}");
+    assert!(refused.to_string().contains("not a claimed tab"), "{refused}");
+    assert_eq!(rt.surface_ids(&s).unwrap(), [surface], "the tab stays the session's");
+    let status = rt.status(&s).unwrap();
+    assert!(status.tabs.iter().all(|t| t.ownership == runtime::Ownership::AgentCreated), "{status:?}");
+    assert!(fake.log().closed.is_empty());
+}
