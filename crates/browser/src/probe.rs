@@ -91,7 +91,10 @@ impl Chromium {
     }
 }
 
+/// Why no Chromium binary was found (every place tried is named).
+pub use cdp::LaunchError;
+
 /// The Chromium binary `glovebox doctor` would launch, or why there is none.
-pub fn find_chromium(explicit: Option<&std::path::Path>) -> Result<std::path::PathBuf, String> {
-    cdp::launch::find_chromium(explicit).map_err(|e| e.to_string())
+pub fn find_chromium(explicit: Option<&std::path::Path>) -> Result<std::path::PathBuf, LaunchError> {
+    cdp::launch::find_chromium(explicit)
 }
