@@ -1,7 +1,10 @@
 //! Write leases: one per tab, generation-numbered, with an expiry. Reads never need one.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::runtime::now_ms;
 
 /// Who holds a tab's write lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,22 +94,47 @@ impl Leases {
     }
 }
 
-/// A lease let go when this is dropped: a call cancelled part-way (its future dropped while it
-/// waits for a person, say) still releases the tab.
-pub(crate) struct HeldLease<'a> {
-    leases: &'a Leases,
+/// A held lease: renewed while its holder lives — however long it waits for a model's answer,
+/// a person's approval or a login — and let go when this is dropped (a call cancelled
+/// part-way, its future dropped while it waits for a person, still releases the tab). The
+/// lease's time-to-live is only the backstop for a holder that stopped without letting go.
+pub(crate) struct HeldLease {
+    leases: Arc<Leases>,
     target: String,
     pub(crate) lease: Lease,
+    keeper: tokio::task::JoinHandle<()>,
 }
 
-impl<'a> HeldLease<'a> {
-    pub(crate) fn new(leases: &'a Leases, target: &str, lease: Lease) -> Self {
-        HeldLease { leases, target: target.to_owned(), lease }
+impl HeldLease {
+    /// Takes the tab's lease for `holder` (see [`Leases::acquire`]) and keeps it alive.
+    pub(crate) fn take(leases: &Arc<Leases>, target: &str, holder: &str, ttl: Duration) -> Result<HeldLease, LeaseHeld> {
+        let ttl_ms = ttl.as_millis() as u64;
+        let lease = leases.acquire(target, holder, now_ms(), ttl_ms)?;
+        let keeper = {
+            let (leases, target, lease) = (leases.clone(), target.to_owned(), lease.clone());
+            tokio::spawn(async move {
+                let every = (ttl / 3).max(Duration::from_millis(10));
+                loop {
+                    tokio::time::sleep(every).await;
+                    // A lease invalidated (its tab closed, hidden or lost) stays gone.
+                    if !leases.renew(&target, &lease, now_ms(), ttl_ms) {
+                        return;
+                    }
+                }
+            })
+        };
+        Ok(HeldLease { leases: leases.clone(), target: target.to_owned(), lease, keeper })
+    }
+
+    /// The surface the lease is of.
+    pub(crate) fn target(&self) -> &str {
+        &self.target
     }
 }
 
-impl Drop for HeldLease<'_> {
+impl Drop for HeldLease {
     fn drop(&mut self) {
+        self.keeper.abort();
         self.leases.release(&self.target, &self.lease);
     }
 }

@@ -11,7 +11,7 @@ use surface::{ActOptions, FrameRecord, ObserveOptions, Surface, SurfaceError};
 
 use crate::events::EventKind;
 use crate::planner::{PlanInput, Planner, PlannerStep, StepReport};
-use crate::runtime::{Runtime, TabEntry, now_ms};
+use crate::runtime::{Runtime, TabEntry};
 use crate::step::{ApprovalWait, StepAt};
 use crate::verify::Assertion;
 use crate::{Cancel, RuntimeError};
@@ -272,7 +272,8 @@ impl Runtime {
         let run_id = self.fresh_id("run");
         let typed = protocol::RunId::new(run_id.clone()).map_err(|e| RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}")))?;
         let cancel = Cancel::default();
-        let lease = self.acquire(&entry, &run_id)?;
+        let held = self.acquire(&entry, &run_id)?;
+        let lease = held.lease.clone();
         self.record_run_start(&run_id, session, &key, &request, planner.model());
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), (session.to_owned(), cancel.clone()));
         let handle = RunHandle { run_id: typed, cancel: cancel.clone() };
@@ -287,7 +288,7 @@ impl Runtime {
                         protocol::ErrorCode::BackendUnavailable => ReasonCode::BackendUnavailable,
                         _ => ReasonCode::TargetLost,
                     };
-                    return runtime.finish(&run_id, &entry, None, &lease, Ending::new(reason, e.to_string()), 0, Vec::new(), String::new()).await;
+                    return runtime.finish(&run_id, None, held, Ending::new(reason, e.to_string()), 0, Vec::new(), String::new()).await;
                 }
             };
             let inner_runtime = runtime.clone();
@@ -331,7 +332,7 @@ impl Runtime {
                 Ok(done) => done,
                 Err(e) => (Ending::new(ReasonCode::Internal, format!("the run crashed: {e}")), 0, Vec::new(), String::new()),
             };
-            runtime.finish(&run_id, &entry, Some(attached.tab()), &lease, ending, steps, artifacts, last_url).await
+            runtime.finish(&run_id, Some(attached.tab()), held, ending, steps, artifacts, last_url).await
         });
         Ok((handle, join))
     }
@@ -341,9 +342,8 @@ impl Runtime {
     async fn finish(
         &self,
         run_id: &str,
-        entry: &TabEntry,
         tab: Option<&Arc<dyn Surface>>,
-        lease: &crate::lease::Lease,
+        lease: crate::lease::HeldLease,
         ending: Ending,
         steps: u32,
         artifacts: Vec<ArtifactRef>,
@@ -353,13 +353,14 @@ impl Runtime {
         if let Some(tab) = tab.filter(|t| t.dialog().is_none()) {
             let _ = tokio::time::timeout(Duration::from_secs(2), tab.release_input()).await;
         }
-        self.inner.leases.release(entry.target(), lease);
+        let target = lease.target().to_owned();
+        drop(lease);
         self.inner.approvals.withdraw_run(run_id);
         self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).end_run(run_id);
         self.inner.artifacts.finish_run(run_id);
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id);
         let retained: Vec<ArtifactRef> = artifacts.into_iter().filter(|a| a.retained).collect();
-        let target = TabId::new(entry.target().to_owned()).ok().map(|tab_id| RunTarget { kind: self.adapter().kind(), tab_id, url: last_url });
+        let target = TabId::new(target).ok().map(|tab_id| RunTarget { kind: self.adapter().kind(), tab_id, url: last_url });
         let result = if ending.reason == ReasonCode::Verified {
             match target.clone() {
                 Some(target) => RunResult::succeeded(ending.summary.clone(), target, steps, ending.evidence.clone(), retained.clone()),
@@ -527,8 +528,6 @@ impl RunState<'_> {
             RunTimes::add(&self.times.capture, observe);
             RunTimes::add(&self.times.input, acting.elapsed().saturating_sub(settle + observe + approvals));
             self.steps += 1;
-            let leases = &self.runtime.inner.leases;
-            leases.renew(self.entry.target(), &self.lease, now_ms(), self.runtime.inner.config.lease_ttl.as_millis() as u64);
             match outcome {
                 Ok(outcome) => {
                     if !outcome.opened.is_empty() {

@@ -19,7 +19,7 @@ use crate::artifacts::Artifacts;
 use crate::config::RuntimeConfig;
 use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
-use crate::lease::{HeldLease, Lease, Leases};
+use crate::lease::{HeldLease, Leases};
 use crate::step::{ApprovalWait, StepAt};
 
 /// `bytes` random bytes from the OS as hex (nonces, request ids).
@@ -108,7 +108,7 @@ pub(crate) struct Inner {
     pub(crate) instance: store::InstanceId,
     pub(crate) config: RuntimeConfig,
     pub(crate) sessions: Mutex<HashMap<String, Arc<SessionState>>>,
-    pub(crate) leases: Leases,
+    pub(crate) leases: Arc<Leases>,
     pub(crate) grants: Mutex<Grants>,
     pub(crate) approvals: Approvals,
     pub(crate) artifacts: Artifacts,
@@ -199,7 +199,7 @@ impl Runtime {
                 instance,
                 config,
                 sessions: Mutex::default(),
-                leases: Leases::default(),
+                leases: Arc::default(),
                 grants: Mutex::default(),
                 artifacts,
                 events,
@@ -322,7 +322,7 @@ impl Runtime {
         let mut unless_loaded = CloseUnlessKept { runtime: self.clone(), session: session.to_owned(), state: state.clone(), surface: Some(surface) };
         let loaded = async {
             let holder = format!("{session}/act/{}", self.next_surface());
-            let held = HeldLease::new(&self.inner.leases, entry.target(), self.acquire(&entry, &holder)?);
+            let held = self.acquire(&entry, &holder)?;
             let lease = &held.lease;
             let result = async {
                 let attached = self.attach(&entry).await?;
@@ -559,7 +559,7 @@ impl Runtime {
         let (state, entry, key) = self.resolve(session, surface)?;
         let direct = format!("{session}/act/");
         let holder = format!("{direct}{}", self.next_surface());
-        let held = HeldLease::new(&self.inner.leases, entry.target(), self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?);
+        let held = self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?;
         let result = async {
             let attached = self.attach(&entry).await?;
             let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
@@ -583,15 +583,16 @@ impl Runtime {
         self.forget_if_lost(session, &state, &entry, result).await
     }
 
-    pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<Lease, RuntimeError> {
-        let ttl = self.inner.config.lease_ttl.as_millis() as u64;
-        self.inner.leases.acquire(entry.target(), holder, now_ms(), ttl).map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
+    /// Takes the tab's write lease for `holder`, kept alive until the returned guard drops.
+    pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<HeldLease, RuntimeError> {
+        HeldLease::take(&self.inner.leases, entry.target(), holder, self.inner.config.lease_ttl)
+            .map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
     }
 
     /// Takes the tab's lease, waiting (up to `patience`) while a holder whose name starts with
     /// `queue` has it: direct calls of one session queue behind each other instead of taking
     /// each other's lease.
-    async fn acquire_waiting(&self, entry: &TabEntry, holder: &str, queue: &str, patience: Duration) -> Result<Lease, RuntimeError> {
+    async fn acquire_waiting(&self, entry: &TabEntry, holder: &str, queue: &str, patience: Duration) -> Result<HeldLease, RuntimeError> {
         let until = Instant::now() + patience;
         loop {
             let released = self.inner.leases.released();

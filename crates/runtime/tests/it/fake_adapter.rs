@@ -88,3 +88,80 @@ async fn an_agent_tab_is_never_released_as_a_persons() {
     assert!(status.tabs.iter().all(|t| t.ownership == runtime::Ownership::AgentCreated), "{status:?}");
     assert!(fake.log().closed.is_empty());
 }
+
+async fn start_with(name: &str, tune: impl FnOnce(&mut RuntimeConfig)) -> (Runtime, std::sync::Arc<FakeAdapter>) {
+    let fake = FakeAdapter::new();
+    let mut config = RuntimeConfig::new(crate::data_dir(name));
+    config.relaunch_dead_browser = false;
+    tune(&mut config);
+    let runtime = Runtime::start(config, fake.clone()).await.expect("the runtime starts on the fake adapter");
+    (runtime, fake)
+}
+
+/// Waits until exactly one approval is pending and answers it.
+async fn approve_when_asked(rt: &Runtime, after: Duration) {
+    for _ in 0..200 {
+        if let Some(p) = rt.pending_approvals().first() {
+            tokio::time::sleep(after).await;
+            rt.resolve_approval(&p.approval_id, ApprovalDecision::ApproveOnce).unwrap();
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no approval was asked for");
+}
+
+/// Regression (issue 28): a direct call waiting for a person's approval longer than the lease's
+/// time lost its lease, so the person's decision ended in `target_lost`.
+#[tokio::test]
+async fn a_lease_lives_while_a_direct_call_waits_for_a_person() {
+    let (rt, fake) = start_with("fake-lease-approval", |c| c.lease_ttl = Duration::from_millis(300)).await;
+    let s = rt.create_session().await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    let id = fake.log().opened[0].clone();
+    let o = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let action = click(&o, "Add one");
+    let options = runtime::ActOptions::default();
+    let (answered, outcome) = tokio::join!(
+        approve_when_asked(&rt, Duration::from_millis(1_000)),
+        rt.act(&s, None, &action, &options, Duration::from_secs(10))
+    );
+    let () = answered;
+    let outcome = outcome.expect("the approved click goes through after a wait longer than the lease's time");
+    assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
+    assert_eq!(fake.count(&id), Some(1));
+}
+
+/// Regression (issue 28): a run waiting for its model (or a person) longer than the lease's time
+/// lost its lease, and its next step failed `target_lost`; meanwhile another session could take
+/// the tab's input.
+#[tokio::test]
+async fn a_runs_lease_lives_while_it_waits_for_its_model_and_a_person() {
+    let (rt, fake) = start_with("fake-lease-run", |c| c.lease_ttl = Duration::from_millis(300)).await;
+    let s = rt.create_session().await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    let id = fake.log().opened[0].clone();
+    let planner = runtime::ScriptedPlanner::new([
+        runtime::Scripted::Think(Duration::from_millis(1_000)),
+        runtime::Scripted::Click("Add one".into()),
+        runtime::Scripted::GiveUp("clicked once".into()),
+    ]);
+    let mut request = runtime::RunRequest::new("click the button once");
+    request.max_seconds = 30;
+    let before = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let (_, join) = rt.start_run(&s, request, Box::new(planner)).unwrap();
+    // Past the lease's time while the run waits for a person, the tab is still the run's: a
+    // direct call of the same session is a conflict, not a taker of an expired lease.
+    while rt.pending_approvals().is_empty() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // (Observing would make the run's frame stale; the lease is checked before freshness.)
+    let options = runtime::ActOptions { deadline: Duration::from_millis(200), ..Default::default() };
+    let conflict = rt.act(&s, None, &click(&before, "Add one"), &options, Duration::ZERO).await.unwrap_err();
+    assert_eq!(conflict.code(), ErrorCode::LeaseConflict, "{conflict}");
+    approve_when_asked(&rt, Duration::ZERO).await;
+    let result = join.await.unwrap();
+    assert_ne!(result.reason_code(), protocol::ReasonCode::TargetLost, "{}", result.summary());
+    assert_eq!(fake.count(&id), Some(1), "the click was sent: {}", result.summary());
+}
