@@ -94,8 +94,9 @@ struct Entry {
 
 /// The result of asking.
 pub(crate) enum Asked {
-    /// A person already decided this exact action (the decision is consumed).
-    Decided(ApprovalDecision),
+    /// A person already decided this exact action; the decision stays until it is taken
+    /// ([`Approvals::take_all`]) or expires.
+    Decided { approval_id: ApprovalId, decision: ApprovalDecision },
     /// Waiting for a person.
     Pending { approval_id: ApprovalId, decision: watch::Receiver<Option<ApprovalDecision>>, request: Box<ApprovalRequest>, fresh: bool },
 }
@@ -147,18 +148,15 @@ impl Approvals {
     }
 
     /// Asks for `request` on the exact action `key`. A decision already given for the same action
-    /// is consumed; an approval already pending for it is shared (never asked twice).
+    /// is answered (not consumed: see [`Approvals::take_all`]); an approval already pending for
+    /// it is shared (never asked twice).
     pub(crate) fn ask(&self, request: ApprovalRequest, key: String, grant: Option<Origin>, now: u64) -> Asked {
         let mut entries = self.lock();
         expire(&mut entries, now);
         let same = entries.iter().find(|(_, e)| e.key == key).map(|(id, _)| id.clone());
         if let Some(id) = same {
             match &entries[&id].state {
-                State::Decided { decision, .. } => {
-                    let decision = *decision;
-                    entries.remove(&id);
-                    return Asked::Decided(decision);
-                }
+                State::Decided { decision, .. } => return Asked::Decided { approval_id: id, decision: *decision },
                 State::Pending(tx) => {
                     let request = Box::new(entries[&id].request.clone());
                     return Asked::Pending { approval_id: id, decision: tx.subscribe(), request, fresh: false };
@@ -219,18 +217,27 @@ impl Approvals {
         Ok(resolved)
     }
 
-    /// Consumes the decision of `approval_id` (the waiting call's side); `None` if another
-    /// taker had it first, or it was withdrawn.
+    /// Consumes the decision of `approval_id`; `None` if another taker had it first, or it was
+    /// withdrawn.
     pub(crate) fn take(&self, approval_id: &ApprovalId) -> Option<ApprovalDecision> {
+        self.take_all(&[approval_id]).and_then(|d| d.first().copied())
+    }
+
+    /// Consumes the decisions of one action's approvals together: all of them, or none when any
+    /// is not decided (another taker had it first, it was withdrawn or it expired).
+    pub(crate) fn take_all(&self, approval_ids: &[&ApprovalId]) -> Option<Vec<ApprovalDecision>> {
         let mut entries = self.lock();
-        match entries.get(approval_id).map(|e| &e.state) {
-            Some(State::Decided { decision, .. }) => {
-                let decision = *decision;
-                entries.remove(approval_id);
-                Some(decision)
-            }
-            _ => None,
+        let decisions = approval_ids
+            .iter()
+            .map(|id| match entries.get(*id).map(|e| &e.state) {
+                Some(State::Decided { decision, .. }) => Some(*decision),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        for id in approval_ids {
+            entries.remove(*id);
         }
+        Some(decisions)
     }
 
     /// Withdraws one approval (its waiter gave up: cancelled, out of time).
@@ -338,7 +345,11 @@ mod tests {
         let Asked::Pending { approval_id, .. } = approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0) else { panic!("asks") };
         approvals.resolve(&approval_id, ApprovalDecision::ApproveOnce, 10, 100).unwrap();
         assert!(approvals.list(10).is_empty(), "decided approvals are not listed");
-        assert!(matches!(approvals.ask(request("a2", "s", "s", 20), "k".into(), None, 20), Asked::Decided(ApprovalDecision::ApproveOnce)));
+        let Asked::Decided { approval_id, decision: ApprovalDecision::ApproveOnce } = approvals.ask(request("a2", "s", "s", 20), "k".into(), None, 20) else {
+            panic!("decided")
+        };
+        assert_eq!(approvals.take_all(&[&approval_id]), Some(vec![ApprovalDecision::ApproveOnce]));
+        assert_eq!(approvals.take(&approval_id), None, "taken once");
         assert!(matches!(approvals.ask(request("a3", "s", "s", 30), "k".into(), None, 30), Asked::Pending { fresh: true, .. }), "used up");
     }
 

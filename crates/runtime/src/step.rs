@@ -132,9 +132,7 @@ impl Runtime {
         };
         let mut intended = Intended::of(action, Some(&*record), located.as_ref());
         let judged = self.judge(at, &*record, &intended)?;
-        for request in judged.asks {
-            self.approval(at, action, request).await?;
-        }
+        self.approvals(at, action, judged.asks).await?;
         intended.allowed = judged.allowed;
         if at.cancel.is_some_and(Cancel::is_cancelled) {
             return Err(RuntimeError::Cancelled);
@@ -265,78 +263,116 @@ impl Runtime {
         Ok(Judged { asks: requests, allowed })
     }
 
-    /// Asks a person about exactly this action and waits as `at.wait` allows. `Ok` = approved.
-    async fn approval(&self, at: &StepAt<'_>, action: &ExtendedAction, request: ApprovalRequest) -> Result<(), RuntimeError> {
+    /// Asks a person about exactly this action, once for each origin it reaches, and waits as
+    /// `at.wait` allows. `Ok` = every one approved. The decisions are one set: all are asked at
+    /// once (the person sees every origin the action reaches), a denial of any refuses (and
+    /// withdraws the rest), and none is consumed until all are given — so an action nobody
+    /// waits for, sent again after each answer, is asked about once per origin, never again
+    /// for an origin a person already decided.
+    async fn approvals(&self, at: &StepAt<'_>, action: &ExtendedAction, requests: Vec<ApprovalRequest>) -> Result<(), RuntimeError> {
+        if requests.is_empty() {
+            return Ok(());
+        }
         // Bound to who asks (a run, or the session's direct calls) and to exactly what.
         let what = at.approval_key.clone().unwrap_or_else(|| format!("{}\u{0}{}", at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
-        // …and to the origin it names: one action reaching two origins is two decisions.
-        let key = format!("{}\u{0}{}\u{0}{what}\u{0}{}", at.session, at.scope, request.origin);
-        // A flagged action's approval grants nothing beyond itself.
-        let grant = if at.confirm.is_some() { None } else { policy::Origin::parse(&request.origin).ok() };
-        let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
-        let expires_at = request.expires_at;
-        let (approval_id, mut decision) = match self.inner.approvals.ask(request, key, grant, now_ms()) {
-            Asked::Decided(decision) => return decided(decision, &summary),
-            Asked::Pending { approval_id, decision, request, fresh } => {
-                if fresh {
-                    self.emit(
-                        at.scope,
-                        EventKind::ApprovalRequested {
-                            approval_id: approval_id.clone(),
-                            tier: request.tier,
-                            origin: request.origin.clone(),
-                            what: format!("{} {}", request.action, request.target),
-                        },
-                    );
+        let mut asked: Vec<Asking> = Vec::new();
+        for request in requests {
+            // …and to the origin it names: one action reaching two origins is two decisions.
+            let key = format!("{}\u{0}{}\u{0}{what}\u{0}{}", at.session, at.scope, request.origin);
+            // A flagged action's approval grants nothing beyond itself.
+            let grant = if at.confirm.is_some() { None } else { policy::Origin::parse(&request.origin).ok() };
+            let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
+            let expires_at = request.expires_at;
+            let one = match self.inner.approvals.ask(request, key, grant, now_ms()) {
+                Asked::Decided { approval_id, decision } => Asking { approval_id, summary, expires_at, decision: Err(decision), waited: false },
+                Asked::Pending { approval_id, decision, request, fresh } => {
+                    if fresh {
+                        self.emit(
+                            at.scope,
+                            EventKind::ApprovalRequested {
+                                approval_id: approval_id.clone(),
+                                tier: request.tier,
+                                origin: request.origin.clone(),
+                                what: format!("{} {}", request.action, request.target),
+                            },
+                        );
+                    }
+                    Asking { approval_id, summary, expires_at, decision: Ok(decision), waited: false }
                 }
-                (approval_id, decision)
-            }
-        };
-        let pending = || RuntimeError::NeedsApproval { approval_id: approval_id.clone(), summary: summary.clone() };
-        let ApprovalWait::Until(deadline) = at.wait else { return Err(pending()) };
-        // No longer than the approval itself lives.
-        let deadline = deadline.min(Instant::now() + std::time::Duration::from_millis(expires_at.saturating_sub(now_ms())));
-        let answered = async {
-            loop {
-                if decision.borrow_and_update().is_some() {
-                    return true;
-                }
-                if decision.changed().await.is_err() {
-                    return false; // withdrawn
+            };
+            asked.push(one);
+        }
+        let denied = |asked: &[Asking], which: usize| {
+            for (i, other) in asked.iter().enumerate() {
+                if i == which {
+                    self.inner.approvals.take(&other.approval_id);
+                } else if other.decision.is_ok() {
+                    self.inner.approvals.withdraw(&other.approval_id);
                 }
             }
+            Err(RuntimeError::ApprovalDenied { summary: asked[which].summary.clone() })
         };
-        let cancelled = async {
-            match at.cancel {
-                Some(cancel) => cancel.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        if let Some(which) = asked.iter().position(|a| matches!(a.decision, Err(ApprovalDecision::Deny))) {
+            return denied(&asked, which);
+        }
+        let pending = |one: &Asking| RuntimeError::NeedsApproval { approval_id: one.approval_id.clone(), summary: one.summary.clone() };
         let waiting = Instant::now();
         let _count = CountOnDrop(at.approval_time, waiting);
-        let outcome = tokio::select! {
-            answered = answered => answered,
-            _ = cancelled => {
-                self.inner.approvals.withdraw(&approval_id);
-                return Err(RuntimeError::Cancelled);
+        for which in 0..asked.len() {
+            let Ok(decision) = &asked[which].decision else { continue };
+            let mut decision = decision.clone();
+            let ApprovalWait::Until(deadline) = at.wait else { return Err(pending(&asked[which])) };
+            // No longer than the approval itself lives.
+            let deadline = deadline.min(Instant::now() + std::time::Duration::from_millis(asked[which].expires_at.saturating_sub(now_ms())));
+            let answered = async {
+                loop {
+                    if let Some(given) = *decision.borrow_and_update() {
+                        return Some(given);
+                    }
+                    if decision.changed().await.is_err() {
+                        return None; // withdrawn
+                    }
+                }
+            };
+            let cancelled = async {
+                match at.cancel {
+                    Some(cancel) => cancel.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let given = tokio::select! {
+                given = answered => given,
+                _ = cancelled => {
+                    for one in asked.iter().filter(|a| a.decision.is_ok()) {
+                        self.inner.approvals.withdraw(&one.approval_id);
+                    }
+                    return Err(RuntimeError::Cancelled);
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    // Out of this caller's time: the approvals stay pending (until they expire)
+                    // for the identical action sent again.
+                    return Err(pending(&asked[which]));
+                }
+            };
+            let Some(given) = given else { return Err(pending(&asked[which])) };
+            asked[which].waited = true;
+            if given == ApprovalDecision::Deny {
+                self.emit(at.scope, EventKind::ApprovalResolved { approval_id: asked[which].approval_id.clone(), outcome: given });
+                return denied(&asked, which);
             }
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                // Out of this caller's time: the approval stays pending (until it expires) for
-                // the identical action sent again.
-                return Err(pending());
-            }
+        }
+        // Every decision is given: all are taken together, exactly once.
+        let ids: Vec<&protocol::ApprovalId> = asked.iter().map(|a| &a.approval_id).collect();
+        let Some(decisions) = self.inner.approvals.take_all(&ids) else {
+            // The identical action, sent again meanwhile, used the decisions.
+            return Err(pending(&asked[0]));
         };
-        if !outcome {
-            return Err(pending());
-        }
-        match self.inner.approvals.take(&approval_id) {
-            Some(decision) => {
-                self.emit(at.scope, EventKind::ApprovalResolved { approval_id: approval_id.clone(), outcome: decision });
-                decided(decision, &summary)
+        for (one, decision) in asked.iter().zip(decisions) {
+            if one.waited {
+                self.emit(at.scope, EventKind::ApprovalResolved { approval_id: one.approval_id.clone(), outcome: decision });
             }
-            // The identical action, sent again meanwhile, used the decision.
-            None => Err(pending()),
         }
+        Ok(())
     }
 
     /// A person's decision on a pending approval. Only person channels (console, host API, CLI
@@ -369,11 +405,15 @@ impl Runtime {
     }
 }
 
-fn decided(decision: ApprovalDecision, summary: &str) -> Result<(), RuntimeError> {
-    match decision {
-        ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveForTask => Ok(()),
-        ApprovalDecision::Deny => Err(RuntimeError::ApprovalDenied { summary: summary.to_owned() }),
-    }
+/// One approval of an action's set: `decision` is the decision already given (`Err`) or the
+/// watch to wait on for it (`Ok`).
+struct Asking {
+    approval_id: protocol::ApprovalId,
+    summary: String,
+    expires_at: u64,
+    decision: Result<tokio::sync::watch::Receiver<Option<ApprovalDecision>>, ApprovalDecision>,
+    /// This call waited for the person's answer (its resolution is this call's event).
+    waited: bool,
 }
 
 /// The tab's latest observation, if `action` was planned against it.

@@ -22,6 +22,9 @@ use surface::{
 /// The fake page's address (an origin nobody trusts).
 pub const FAKE_URL: &str = "https://fake.example/";
 
+/// Where the fake page's link leads (another origin nobody trusts).
+pub const OTHER_URL: &str = "https://other.example/page";
+
 /// What the fake did, for a test's assertions.
 #[derive(Debug, Default)]
 pub struct FakeLog {
@@ -115,7 +118,7 @@ impl FakeSurface {
         let n = self.frames.fetch_add(1, Ordering::SeqCst) + 1;
         let frame_id = FrameId::new(format!("frame_fake{n:04}")).map_err(|e| SurfaceError::Internal { reason: e.to_string() })?;
         let count = self.count.load(Ordering::SeqCst);
-        let facts = TargetFacts {
+        let button = TargetFacts {
             role: "button".into(),
             name: "Add one".into(),
             bounds: [10.0, 10.0, 80.0, 24.0],
@@ -123,9 +126,18 @@ impl FakeSurface {
             frame: false,
             structure: TargetStructure { document_origin: "https://fake.example".into(), ..TargetStructure::default() },
         };
-        *lock(&self.latest) = Some(Arc::new(FakeFrame { frame_id: frame_id.clone(), targets: HashMap::from([("e1".to_owned(), facts)]) }));
+        // A link to another origin: activating it reaches two origins (the page's and its own).
+        let link = TargetFacts {
+            role: "link".into(),
+            name: "Visit other".into(),
+            bounds: [10.0, 40.0, 80.0, 20.0],
+            secret_field: false,
+            frame: false,
+            structure: TargetStructure { document_origin: "https://fake.example".into(), href: Some(OTHER_URL.into()), ..TargetStructure::default() },
+        };
+        *lock(&self.latest) = Some(Arc::new(FakeFrame { frame_id: frame_id.clone(), targets: HashMap::from([("e1".to_owned(), button), ("e2".to_owned(), link)]) }));
         lock(&self.log).observed += 1;
-        let element = ElementRef::new("e1").map_err(|e| SurfaceError::Internal { reason: e.to_string() })?;
+        let element = |id: &str| ElementRef::new(id).map_err(|e| SurfaceError::Internal { reason: e.to_string() });
         let tab = TabId::new(self.id.clone()).map_err(|e| SurfaceError::Internal { reason: e.to_string() })?;
         Ok(Observation::bounded(ObservationParts {
             frame_id,
@@ -137,8 +149,11 @@ impl FakeSurface {
             title: "Fake".into(),
             viewport: Viewport { width: 800.0, height: 600.0, device_scale_factor: 1.0, page_zoom: 1.0, scroll_x: 0.0, scroll_y: 0.0 },
             screenshot: None,
-            aria_snapshot: format!("button \"Add one\" [e1]\n\"{count} clicks\"\n"),
-            interactive_elements: vec![InteractiveElement::new(element, "button", "Add one", false, Vec::new(), None).shown_in_snapshot(true)],
+            aria_snapshot: format!("button \"Add one\" [e1]\n\"{count} clicks\"\nlink \"Visit other\" [e2]\n"),
+            interactive_elements: vec![
+                InteractiveElement::new(element("e1")?, "button", "Add one", false, Vec::new(), None).shown_in_snapshot(true),
+                InteractiveElement::new(element("e2")?, "link", "Visit other", false, Vec::new(), None).shown_in_snapshot(true),
+            ],
             console_errors: Vec::new(),
             cut: ProducerCuts::default(),
         }))
@@ -170,7 +185,8 @@ impl Surface for FakeSurface {
             }
             let kind: ExtendedKind = action.kind();
             lock(&self.log).acted.push(kind.as_str().to_owned());
-            if matches!(action, ExtendedAction::Click(_)) {
+            let on_button = action.targets().next().is_some_and(|t| matches!(t, protocol::TargetRef::Ref(e) if e.element.as_str() == "e1"));
+            if matches!(action, ExtendedAction::Click(_)) && on_button {
                 self.count.fetch_add(1, Ordering::SeqCst);
             }
             let receipt = Receipt::confirmed(kind, action.expected_frame_id().clone());

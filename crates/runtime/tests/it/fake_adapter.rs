@@ -165,3 +165,40 @@ async fn a_runs_lease_lives_while_it_waits_for_its_model_and_a_person() {
     assert_ne!(result.reason_code(), protocol::ReasonCode::TargetLost, "{}", result.summary());
     assert_eq!(fake.count(&id), Some(1), "the click was sent: {}", result.summary());
 }
+
+/// Regression (issue 28): "approve once" on an action that reaches two origins (a link on one
+/// page to another site) asked the person three times when nobody waited — the first origin's
+/// decision was used up while the second was still asked, so the first was asked again. Each
+/// origin is one decision, asked once.
+#[tokio::test]
+async fn an_action_reaching_two_origins_asks_once_per_origin() {
+    let (rt, fake) = start("fake-two-origins").await;
+    let s = rt.create_session().await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    let o = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let action = click(&o, "Visit other");
+    let mut asked = Vec::new();
+    let options = runtime::ActOptions::default();
+    for _ in 0..4 {
+        match rt.act(&s, None, &action, &options, Duration::ZERO).await {
+            Err(RuntimeError::NeedsApproval { .. }) => {
+                for p in rt.pending_approvals() {
+                    asked.push(p.origin.clone());
+                    rt.resolve_approval(&p.approval_id, ApprovalDecision::ApproveOnce).unwrap();
+                }
+            }
+            Ok(outcome) => {
+                assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    asked.sort();
+    assert_eq!(asked, ["https://fake.example", "https://other.example"], "each origin asked about once");
+    assert_eq!(fake.log().acted, ["click"], "the click went once, after both decisions");
+    // Used up: the same click on the next frame asks again.
+    let fresh = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let again = rt.act(&s, None, &click(&fresh, "Visit other"), &options, Duration::ZERO).await.unwrap_err();
+    assert_eq!(again.code(), ErrorCode::NeedsApproval, "{again}");
+}
