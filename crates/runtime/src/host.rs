@@ -210,6 +210,12 @@ pub struct ChatTurnRequest {
     pub branch_id: Option<String>,
 }
 
+/// A host's turn that ended, its cleanup still to run ([`Runtime::begin_host_turn_end`]).
+pub struct TurnEnding {
+    session: SessionId,
+    turn: String,
+}
+
 /// A chat command validated and bound, its previews not yet captured
 /// ([`Runtime::prepare_chat_turn`]).
 pub struct PreparedTurn {
@@ -667,11 +673,12 @@ impl Runtime {
 
         // 2. The chat session's Glovebox session (created on its first turn).
         let session = self.chat_session(&request.chat_session_id, &window_id).await?;
-        let turn = self.current_turn(&session)?;
-        *lock(&self.session(session.as_str())?.branch) = request.branch_id.clone();
+        let state = self.session(session.as_str())?;
+        let turn_number = state.turn_number();
+        let turn = crate::lifecycle::turn_name(turn_number);
+        *lock(&state.branch) = request.branch_id.clone();
 
         // 3. Bind each referenced tab to the session (claimed for the turn) with its access.
-        let held = self.status(&session)?;
         let mut bound: Vec<(Chosen, Option<SurfaceId>, SurfaceKey)> = Vec::new();
         for c in chosen {
             let local = c.entry.local_surface_id.clone().unwrap_or_default();
@@ -681,7 +688,13 @@ impl Runtime {
                 bound.push((c, None, key));
                 continue;
             }
-            let surface = match held.tabs.iter().find(|t| t.resource == local).and_then(|t| t.surface) {
+            // A tab the session holds is this turn's from now (the end of the turn before
+            // leaves it alone); one it does not hold is claimed (after that end, if it runs).
+            let held = lock(&state.tabs).iter_mut().find(|t| t.resource == local).map(|t| {
+                t.turn = t.turn.max(turn_number);
+                t.surface
+            });
+            let surface = match held {
                 Some(s) => s,
                 None => match self.claim_tab(&session, &local).await {
                     Ok(s) => s,
@@ -933,23 +946,42 @@ impl Runtime {
         Ok((key, handle, join))
     }
 
-    /// The host's turn end of a chat session: the runtime's turn end (claims given back,
-    /// unmarked agent tabs closed, turn-scoped marks expire, leases detached) and the turn's
-    /// snapshots released. A turn that already ended is not ended twice.
+    /// The host's turn end of a chat session: [`Runtime::begin_host_turn_end`], then
+    /// [`Runtime::finish_host_turn_end`].
     pub async fn host_turn_end(&self, connection: ConnectionId, chat_session_id: &str, turn_id: &str) -> Result<Option<crate::TurnEnded>, RuntimeError> {
+        match self.begin_host_turn_end(connection, chat_session_id, turn_id).await? {
+            Some(ending) => self.finish_host_turn_end(ending).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The first half of a host's turn end, which a transport awaits in the order of the
+    /// connection's messages: the turn ends here — the next turn begins (a chat command after
+    /// this is that turn, and what it binds is its own) and the ended turn's snapshots resolve
+    /// nothing more. `None`: that turn is not the current one (it ended before: a turn end is
+    /// idempotent).
+    pub async fn begin_host_turn_end(&self, connection: ConnectionId, chat_session_id: &str, turn_id: &str) -> Result<Option<TurnEnding>, RuntimeError> {
         let window_id = lock(&self.host().connections).get(&connection).cloned().ok_or_else(|| unknown("connection", "this connection"))?;
         let session = {
             let chats = self.host().chats.lock().await;
             let chat = chats.get(chat_session_id).filter(|c| c.window_id == window_id).ok_or_else(|| unknown("chat session", chat_session_id))?;
             chat.session.clone()
         };
-        let current = self.current_turn(&session)?;
-        if turn_id != current {
-            return Ok(None); // ended before (a turn end is idempotent)
+        let Some(ended) = crate::lifecycle::turn_number(turn_id) else { return Ok(None) };
+        if self.session(session.as_str())?.advance_turn(Some(ended)).is_none() {
+            return Ok(None);
         }
         lock(&self.host().snapshots).retain(|_, s| !(s.session == session && s.turn == turn_id));
-        let (turn, report) = self.end_current_turn(&session).await?;
-        Ok(Some(crate::TurnEnded { session, turn, report }))
+        Ok(Some(TurnEnding { session, turn: turn_id.to_owned() }))
+    }
+
+    /// The second half: the runtime's turn end cleanup of the ended turn (claims given back,
+    /// unmarked agent tabs closed, turn-scoped marks expire, leases detached), which may run
+    /// beside the next turn's messages — it leaves alone what a later turn holds.
+    pub async fn finish_host_turn_end(&self, ending: TurnEnding) -> Result<crate::TurnEnded, RuntimeError> {
+        let TurnEnding { session, turn } = ending;
+        let report = self.end_turn(&session, &turn).await?;
+        Ok(crate::TurnEnded { session, turn, report })
     }
 
     /// The host closed a chat session: its Glovebox session gets the disposal cleanup (claimed

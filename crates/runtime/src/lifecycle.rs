@@ -307,6 +307,7 @@ impl Runtime {
             resource: resource.to_owned(),
             debugger,
             capabilities: self.adapter().capabilities(),
+            turn: state.turn_number(),
         });
         *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(surface);
         Ok(surface)
@@ -372,17 +373,15 @@ impl Runtime {
     /// The session's current turn (`turn_<n>`): the one a mark made now belongs to and the one
     /// [`Runtime::end_current_turn`] ends.
     pub fn current_turn(&self, session: &SessionId) -> Result<String, RuntimeError> {
-        let state = self.session(session.as_str())?;
-        Ok(format!("turn_{}", state.turns_ended.load(std::sync::atomic::Ordering::SeqCst) + 1))
+        Ok(turn_name(self.session(session.as_str())?.turn_number()))
     }
 
     /// Ends the session's current turn ([`Runtime::end_turn`]) and starts the next: what a client
-    /// hook (`glovebox turn-end`) or the host API's turn end calls. Returns the turn that ended.
+    /// hook (`glovebox turn-end`) calls. Returns the turn that ended.
     pub async fn end_current_turn(&self, session: &SessionId) -> Result<(String, CleanupReport), RuntimeError> {
         let state = self.session(session.as_str())?;
-        // The next turn begins now: a mark that lands after this point belongs to it.
-        let ended = state.turns_ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let turn = format!("turn_{ended}");
+        let ended = state.advance_turn(None).unwrap_or_default();
+        let turn = turn_name(ended);
         let report = self.end_turn(session, &turn).await?;
         Ok((turn, report))
     }
@@ -395,7 +394,7 @@ impl Runtime {
             .into_iter()
             .filter(|(_, s)| !s.closing.load(std::sync::atomic::Ordering::SeqCst))
             .map(|(id, s)| SessionSummary {
-                turn: format!("turn_{}", s.turns_ended.load(std::sync::atomic::Ordering::SeqCst) + 1),
+                turn: turn_name(s.turn_number()),
                 tools_active: s.tools_active.load(std::sync::atomic::Ordering::SeqCst),
                 tabs: s.tabs.lock().unwrap_or_else(|p| p.into_inner()).len(),
                 host: s.host_turns.load(std::sync::atomic::Ordering::SeqCst),
@@ -575,6 +574,17 @@ impl Runtime {
         }
     }
 
+    /// Takes a tab's entry out of the session for a cleanup, unless a turn after `later_than`
+    /// holds it — decided under the tabs' lock, where a chat turn binds a tab to its turn.
+    fn take_entry_for(&self, state: &SessionState, surface: SurfaceId, later_than: Option<u64>) -> Taken {
+        let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(index) = tabs.iter().position(|t| t.surface == surface) else { return Taken::Gone };
+        if later_than.is_some_and(|ended| tabs[index].turn > ended) {
+            return Taken::Later;
+        }
+        Taken::Taken(tabs.remove(index))
+    }
+
     fn take_entry(&self, state: &SessionState, surface: SurfaceId) -> Result<TabEntry, RuntimeError> {
         let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
         let index = tabs
@@ -655,13 +665,19 @@ impl Runtime {
         let resources = self.inner.store.list_resources(&sid(session)).map_err(RuntimeError::from)?;
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut to_close: Vec<(String, Option<TabEntry>, store::Resource)> = Vec::new();
+        // A tab a later turn opened, claimed or bound is that turn's: its end decides (a host's
+        // next chat turn may bind a tab while the turn before it is still being cleaned up).
+        let later_than = if boundary == Boundary::TurnEnd { turn.and_then(turn_number) } else { None };
         for resource in resources {
             let id = resource.id.to_string();
             if matches!(resource.state, ResourceState::Released) || retried.contains(&id) {
                 continue;
             }
             let entry = entries.iter().find(|e| e.resource == id).cloned();
-            let marked_now = resource.mark != Mark::None && turn.is_some_and(|t| resource.mark_turn_id.as_ref().is_some_and(|m| m.to_string() == t));
+            let ended = turn.and_then(turn_number);
+            // Marked in the ending turn (or in a later one that already began).
+            let marked_now = resource.mark != Mark::None
+                && ended.is_some_and(|ended| resource.mark_turn_id.as_ref().and_then(|m| turn_number(m.as_str())).is_some_and(|m| m >= ended));
             if boundary == Boundary::TurnEnd && marked_now {
                 let _ = self.inner.store.transition(&resource.id, resource.version, ResourceState::Retained, now_ms());
                 if let Some(entry) = &entry {
@@ -682,7 +698,9 @@ impl Runtime {
                 Ownership::AgentCreated if !(marked && boundary != Boundary::TurnEnd) => {
                     // Closes run together below: each waits for its tab to go.
                     if let Some(entry) = &entry {
-                        let _ = self.take_entry(&state, entry.surface);
+                        if let Taken::Later = self.take_entry_for(&state, entry.surface, later_than) {
+                            continue;
+                        }
                         self.inner.leases.invalidate(entry.target());
                         entry.debugger.detach(Some(Retired::Closed)).await;
                     }
@@ -692,11 +710,15 @@ impl Runtime {
                 // disposal stays open and leaves this session's ownership.
                 _ => {
                     let mut detach = Detach::NotAttached;
-                    if let Some(entry) = &entry
-                        && let Ok(taken) = self.take_entry(&state, entry.surface)
-                    {
-                        self.inner.leases.invalidate(taken.target());
-                        detach = taken.debugger.detach(Some(Retired::Left)).await;
+                    if let Some(entry) = &entry {
+                        match self.take_entry_for(&state, entry.surface, later_than) {
+                            Taken::Later => continue,
+                            Taken::Gone => {}
+                            Taken::Taken(taken) => {
+                                self.inner.leases.invalidate(taken.target());
+                                detach = taken.debugger.detach(Some(Retired::Left)).await;
+                            }
+                        }
                     }
                     match self.inner.store.release_resource(&resource.id, &sid(session), now_ms()) {
                         Ok(_) => {
@@ -895,4 +917,23 @@ impl Runtime {
         }
         Ok(())
     }
+}
+
+/// A turn's name (`turn_<n>`).
+pub(crate) fn turn_name(n: u64) -> String {
+    format!("turn_{n}")
+}
+
+/// A turn name's number.
+pub(crate) fn turn_number(turn: &str) -> Option<u64> {
+    turn.strip_prefix("turn_")?.parse().ok()
+}
+
+/// What [`Runtime::take_entry_for`] found.
+enum Taken {
+    Taken(TabEntry),
+    /// The session no longer has it.
+    Gone,
+    /// A later turn holds it.
+    Later,
 }

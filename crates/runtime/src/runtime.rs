@@ -59,6 +59,9 @@ pub(crate) struct TabEntry {
     /// The tab's debugger lease: every DevTools operation holds it (`debugger.rs`).
     pub(crate) debugger: Arc<DebuggerLease>,
     pub(crate) capabilities: Vec<Capability>,
+    /// The last turn (its number) the tab was opened, claimed or bound in: a turn's end leaves
+    /// a tab a later turn holds to that turn's end.
+    pub(crate) turn: u64,
 }
 
 impl TabEntry {
@@ -163,6 +166,23 @@ impl std::fmt::Debug for Runtime {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl SessionState {
+    /// The current turn's number (`turn_<n>`).
+    pub(crate) fn turn_number(&self) -> u64 {
+        self.turns_ended.load(Ordering::SeqCst) + 1
+    }
+
+    /// Ends turn `only` (or whichever is current) and begins the next, atomically: a mark or a
+    /// tab bound after this belongs to the next turn. `None` when `only` is not current (it
+    /// ended already: a turn ends once).
+    pub(crate) fn advance_turn(&self, only: Option<u64>) -> Option<u64> {
+        match only {
+            Some(n) => self.turns_ended.compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst).ok().map(|_| n),
+            None => Some(self.turns_ended.fetch_add(1, Ordering::SeqCst) + 1),
+        }
+    }
 }
 
 impl Runtime {
@@ -314,7 +334,7 @@ impl Runtime {
         debugger.adopt(tab);
         lock(&state.debuggers).push(debugger.clone());
         let key = state.next_key.fetch_add(1, Ordering::Relaxed);
-        let entry = TabEntry { surface, key, resource, debugger, capabilities: self.adapter().capabilities() };
+        let entry = TabEntry { surface, key, resource, debugger, capabilities: self.adapter().capabilities(), turn: state.turn_number() };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
         let Some(mut action) = first else { return Ok(surface) };

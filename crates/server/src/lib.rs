@@ -18,7 +18,9 @@
 //! nothing; the connection stays. Registry events and chat turns are validated in the order they
 //! arrive (a chat turn sees every event sent before it and none sent after); a chat turn's
 //! previews, tool calls and turn ends run beside the next messages, so a layout change while a
-//! preview is captured discards it (retried once, then `unavailable`). Closing the socket deletes the connection's registry entries and invalidates its
+//! preview is captured discards it (retried once, then `unavailable`). A turn end takes effect
+//! in message order too (the next chat command is the next turn); its cleanup runs beside the
+//! next messages and leaves alone what the next turn binds. Closing the socket deletes the connection's registry entries and invalidates its
 //! bindings (`Runtime::disconnect_renderer`).
 
 use std::time::Duration;
@@ -268,11 +270,23 @@ async fn serve(state: HostState, socket: WebSocket) {
                 });
             }
             Incoming::TurnEnd { id, chat_session_id, turn_id } => {
+                // The turn ends in message order (the next chat command is the next turn); its
+                // cleanup runs beside the next messages.
+                let ending = match runtime.begin_host_turn_end(connection, &chat_session_id, &turn_id).await {
+                    Ok(Some(ending)) => ending,
+                    Ok(None) => {
+                        let _ = tx.send(json!({"type": "turn_ended", "id": id, "ended": false})).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(runtime_error(&id, &e)).await;
+                        continue;
+                    }
+                };
                 let (runtime, tx) = (runtime.clone(), tx.clone());
                 tasks.spawn(async move {
-                    let reply = match runtime.host_turn_end(connection, &chat_session_id, &turn_id).await {
-                        Ok(Some(ended)) => json!({"type": "turn_ended", "id": id, "ended": true, "turn": ended.turn, "report": ended.report}),
-                        Ok(None) => json!({"type": "turn_ended", "id": id, "ended": false}),
+                    let reply = match runtime.finish_host_turn_end(ending).await {
+                        Ok(ended) => json!({"type": "turn_ended", "id": id, "ended": true, "turn": ended.turn, "report": ended.report}),
                         Err(e) => runtime_error(&id, &e),
                     };
                     let _ = tx.send(reply).await;

@@ -610,3 +610,46 @@ async fn hold(env: &Env, page: &cdp::Session, ms: u64) -> tokio::task::JoinHandl
     }
     task
 }
+
+/// Regression (issue 28): a host's turn end and its next chat turn, sent back to back, raced —
+/// the turn end ran beside the next command, so the new turn could be bound in the old turn
+/// (its turn id the ended one, its snapshot dropped with it) and its tab released under it.
+/// The turn end takes effect in message order: the next command is always the next turn, and
+/// what it binds stays bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_end_and_the_next_chat_turn_sent_back_to_back_do_not_race() {
+    let env = env("turn-race").await;
+    let tab = user_tab(&env, "/counter.html").await;
+    let mut r = Renderer::open(&env, "win-race").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &tab, "right", 0).await;
+    r.focus(Some("web")).await;
+    let mut turn = r.turn("chat", &[("web", 1)], Some("web")).await;
+    assert_eq!(turn["type"], "surface_context", "{turn}");
+    for round in 0..5 {
+        let turn_id = turn["context"]["turn_id"].as_str().unwrap().to_owned();
+        // Both sent before either reply is read.
+        r.next += 1;
+        let end_id = r.next;
+        let end = json!({"type": "turn_end", "id": end_id, "chat_session_id": r.chat_session, "turn_id": turn_id});
+        r.socket.send(Message::Text(end.to_string().into())).await.unwrap();
+        r.next += 1;
+        let next_id = r.next;
+        let refs = json!({
+            "chat_session_id": r.chat_session, "chat_surface_id": "chat",
+            "window_revision": r.window_revision, "layout_revision": r.layout_revision,
+            "focused_registry_surface_id": "web",
+            "visible": [{"registry_surface_id": "web", "surface_revision": 1}],
+        });
+        r.socket.send(Message::Text(json!({"type": "chat_turn", "id": next_id, "surface_refs": refs}).to_string().into())).await.unwrap();
+        let ended = r.reply(end_id).await;
+        assert_eq!(ended["ended"], true, "round {round}: {ended}");
+        let next = r.reply(next_id).await;
+        assert_eq!(next["type"], "surface_context", "round {round}: {next}");
+        assert_ne!(next["context"]["turn_id"], json!(turn_id), "round {round}: the next command is the next turn: {next}");
+        // What the new turn bound is still bound after the old turn's cleanup.
+        let seen = r.tool(&next, &format!("call-{round}"), "observe", json!({})).await;
+        assert_eq!(seen["type"], "tool_result", "round {round}: the new turn's tab stays bound: {seen}");
+        turn = next;
+    }
+}
