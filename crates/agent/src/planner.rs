@@ -457,7 +457,9 @@ impl Planner for ModelPlanner {
                     size.width, size.height, viewport.width, viewport.height
                 ));
             }
-            self.task = input.task.chars().take(2000).collect();
+            // The whole task (the run bounds it to `TASK_MAX_CHARS`): the compacted history
+            // starts with it.
+            self.task = input.task.clone();
             let mut parts = if self.pending.is_empty() {
                 vec![Part::Text(format!("Task: {}\n{page}", input.task))]
             } else {

@@ -34,7 +34,9 @@ pub use control::Control;
 pub use debugger::DebuggerLeaseStatus;
 pub use error::RuntimeError;
 pub use events::{Event, EventKind};
-pub use host::{Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envelope, PreparedTurn, RegistryAck, TurnEnding, RegistryEvent, SurfaceRef, WindowTicket};
+pub use host::{
+    Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envelope, PreparedTurn, RegistryAck, RegistryEvent, SurfaceRef, TurnEnding, WindowTicket,
+};
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};

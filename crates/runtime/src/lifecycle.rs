@@ -582,7 +582,7 @@ impl Runtime {
         if later_than.is_some_and(|ended| tabs[index].turn > ended) {
             return Taken::Later;
         }
-        Taken::Taken(tabs.remove(index))
+        Taken::Out(tabs.remove(index))
     }
 
     fn take_entry(&self, state: &SessionState, surface: SurfaceId) -> Result<TabEntry, RuntimeError> {
@@ -714,7 +714,7 @@ impl Runtime {
                         match self.take_entry_for(&state, entry.surface, later_than) {
                             Taken::Later => continue,
                             Taken::Gone => {}
-                            Taken::Taken(taken) => {
+                            Taken::Out(taken) => {
                                 self.inner.leases.invalidate(taken.target());
                                 detach = taken.debugger.detach(Some(Retired::Left)).await;
                             }
@@ -931,7 +931,7 @@ pub(crate) fn turn_number(turn: &str) -> Option<u64> {
 
 /// What [`Runtime::take_entry_for`] found.
 enum Taken {
-    Taken(TabEntry),
+    Out(TabEntry),
     /// The session no longer has it.
     Gone,
     /// A later turn holds it.

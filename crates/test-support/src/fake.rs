@@ -135,7 +135,8 @@ impl FakeSurface {
             frame: false,
             structure: TargetStructure { document_origin: "https://fake.example".into(), href: Some(OTHER_URL.into()), ..TargetStructure::default() },
         };
-        *lock(&self.latest) = Some(Arc::new(FakeFrame { frame_id: frame_id.clone(), targets: HashMap::from([("e1".to_owned(), button), ("e2".to_owned(), link)]) }));
+        *lock(&self.latest) =
+            Some(Arc::new(FakeFrame { frame_id: frame_id.clone(), targets: HashMap::from([("e1".to_owned(), button), ("e2".to_owned(), link)]) }));
         lock(&self.log).observed += 1;
         let element = |id: &str| ElementRef::new(id).map_err(|e| SurfaceError::Internal { reason: e.to_string() });
         let tab = TabId::new(self.id.clone()).map_err(|e| SurfaceError::Internal { reason: e.to_string() })?;

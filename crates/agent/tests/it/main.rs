@@ -46,6 +46,8 @@ enum Script {
     /// Click a link the server answers as an attachment; once the receipt says the download was
     /// not captured, give up saying so.
     Download,
+    /// Wait a moment, step after step (a long run, its history compacted), then give up.
+    Wander,
 }
 
 #[derive(Clone)]
@@ -228,6 +230,11 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
             ),
             None => ("computer".into(), json!({"action": {"type": "screenshot"}})),
         },
+        Script::Wander if call >= 16 => ("give_up".into(), json!({"reason": "wandered long enough"})),
+        Script::Wander => {
+            let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
+            ("act".into(), json!({"type": "wait", "expected_frame_id": frame, "duration_ms": 1, "intent": "wait"}))
+        }
         Script::Download if text.contains("began a download") => ("give_up".into(), json!({"reason": "the download needs a person"})),
         Script::Download => {
             let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
@@ -852,4 +859,27 @@ async fn a_pending_safety_check_waits_for_a_person() {
         }
         assert!(env.runtime.pending_approvals().is_empty());
     }
+}
+
+/// Regression (issue 28): the history's compaction kept only the first 2,000 of up to 8,000 task
+/// characters, so a long run forgot the end of its task. The compacted history the provider is
+/// sent keeps the whole task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_history_keeps_the_whole_task() {
+    let env = env("compaction-task", ProviderKind::Anthropic, Script::Wander).await;
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime.open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO).await.unwrap();
+    let planner = ModelPlanner::new(Arc::new(Provider::new(&choice(&env), limits()).unwrap()), Default::default()).unwrap();
+    let task = format!("{}and at the very end: the last instruction is ZEBRA-7.", "Fill in the form with care. ".repeat(280));
+    assert!(task.chars().count() > 7_000 && task.chars().count() <= 8_000);
+    let mut request = RunRequest::new(task.clone());
+    request.max_steps = 30;
+    request.max_seconds = 120;
+    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    assert!(result.summary().contains("wandered long enough"), "{result:?}");
+    let requests = env.model.requests.lock().unwrap().clone();
+    let last = &requests.last().unwrap().1;
+    let first = last["messages"][0]["content"].to_string();
+    assert!(first.contains("was compacted"), "the history was compacted by the last request: {first:.300}");
+    assert!(first.contains("the last instruction is ZEBRA-7."), "the compacted history keeps the task's end");
 }

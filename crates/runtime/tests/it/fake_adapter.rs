@@ -122,10 +122,7 @@ async fn a_lease_lives_while_a_direct_call_waits_for_a_person() {
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
     let action = click(&o, "Add one");
     let options = runtime::ActOptions::default();
-    let (answered, outcome) = tokio::join!(
-        approve_when_asked(&rt, Duration::from_millis(1_000)),
-        rt.act(&s, None, &action, &options, Duration::from_secs(10))
-    );
+    let (answered, outcome) = tokio::join!(approve_when_asked(&rt, Duration::from_millis(1_000)), rt.act(&s, None, &action, &options, Duration::from_secs(10)));
     let () = answered;
     let outcome = outcome.expect("the approved click goes through after a wait longer than the lease's time");
     assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
