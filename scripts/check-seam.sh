@@ -4,7 +4,9 @@
 #   - the runtime and the transports (runtime, mcp, server, agent) do not depend on an adapter
 #     crate (browser) or on the CDP client (cdp); the binary (glovebox) composes the browser
 #     adapter but does not depend on cdp;
-#   - no source file of those crates names a CDP method or a `cdp::` item.
+#   - no source file of those crates names a CDP method or a `cdp::` item;
+#   - HTTP lives in `server`: `mcp` serves no listener of its own (it is the tool router that
+#     `server` mounts, and stdio), and `server` does not depend on an adapter either.
 # Tests may reach the real browser beneath the runtime (dev-dependencies are not checked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +31,10 @@ if [ -n "$found" ]; then
     echo "$found" >&2
     exit 1
 fi
-echo "check-seam: the runtime and the transports speak no CDP and depend on no adapter"
+listeners=$(grep -rnE "axum::serve|TcpListener::bind" crates/mcp/src --include='*.rs' || true)
+if [ -n "$listeners" ]; then
+    echo "check-seam: an HTTP listener outside crates/server (mcp is a router that server mounts):" >&2
+    echo "$listeners" >&2
+    exit 1
+fi
+echo "check-seam: the runtime and the transports speak no CDP and depend on no adapter; HTTP is served by crates/server alone"

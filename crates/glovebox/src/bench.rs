@@ -588,12 +588,8 @@ async fn bench_host(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyhow:
     let settings = crate::config::resolve(global, None)?;
     let config = settings.runtime.clone();
     let rt = ::runtime::Runtime::start(config, settings.adapter()).await?;
-    let options = mcp::HttpOptions {
-        bind: "127.0.0.1:0".parse()?,
-        routes: Some(server::router(rt.clone(), server::HostOptions::default())),
-        ..mcp::HttpOptions::default()
-    };
-    let http = mcp::serve_http(rt.clone(), options).await?;
+    let options = server::HttpOptions { bind: "127.0.0.1:0".parse()?, ..server::HttpOptions::default() };
+    let http = server::serve(rt.clone(), options).await?;
     let url = format!("ws://{}{}", http.local_addr, server::RENDERER_PATH);
     type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
     async fn call(ws: &mut Ws, message: serde_json::Value) -> anyhow::Result<serde_json::Value> {
@@ -719,7 +715,7 @@ async fn bench_console(global: &Global, ratios: &mut Vec<(String, f64)>) -> anyh
     config.trust.trusted_origins.push(policy::Origin::parse(&pages.url("/"))?);
     let chromium = settings.adapter();
     let rt = ::runtime::Runtime::start(config, chromium.clone()).await?;
-    let http = mcp::serve_http(rt.clone(), mcp::HttpOptions { bind: "127.0.0.1:0".parse()?, ..mcp::HttpOptions::default() }).await?;
+    let http = server::serve(rt.clone(), server::HttpOptions { bind: "127.0.0.1:0".parse()?, ..server::HttpOptions::default() }).await?;
     let session = rt.create_session().await?;
     rt.open_tab(&session, &pages.url("/live"), Duration::from_secs(10)).await?;
     let tabs = rt.tabs_for_person()?;

@@ -78,7 +78,7 @@ pub struct Settings {
     pub runtime: RuntimeConfig,
     /// Where the browser comes from (the surfaces' adapter the runtime starts with).
     pub browser: BrowserSource,
-    pub serve: mcp::HttpOptions,
+    pub serve: server::HttpOptions,
     pub source: Option<PathBuf>,
 }
 
@@ -152,7 +152,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         runtime.records_max_operations = max;
     }
 
-    let mut options = mcp::HttpOptions::default();
+    let mut options = server::HttpOptions::default();
     if let Some(bind) = serve.and_then(|s| s.bind).or(file.serve.bind) {
         options.bind = bind;
     }
@@ -172,6 +172,8 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     options.mcp.model = model_choice(file.model.clone())?;
     // MCP clients are told the version `glovebox --version` prints.
     options.mcp.version = Some(env!("CARGO_PKG_VERSION").to_owned());
+    // One planner for both: MCP's `computer_use` and the host API's.
+    options.host = server::HostOptions { planner: options.mcp.planner.clone(), model: options.mcp.model.clone() };
     Ok(Settings { runtime, browser, serve: options, source })
 }
 

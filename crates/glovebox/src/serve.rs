@@ -109,11 +109,6 @@ impl StopSignal {
     }
 }
 
-/// The host API's options, from the same settings as MCP's (one planner for both).
-fn host_options(serve: &mcp::HttpOptions) -> server::HostOptions {
-    server::HostOptions { planner: serve.mcp.planner.clone(), model: serve.mcp.model.clone() }
-}
-
 /// How long a stopping server lets tool calls in flight finish before it stops their runs.
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -123,9 +118,8 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    // The host API's renderer WebSocket shares the listener (and its Host and Origin guards).
-    let options = mcp::HttpOptions { routes: Some(server::router(runtime.clone(), host_options(&settings.serve))), ..settings.serve.clone() };
-    let server = mcp::serve_http(runtime.clone(), options).await?;
+    // MCP, the person channel and console, the live view and the host API: one listener.
+    let server = server::serve(runtime.clone(), settings.serve.clone()).await?;
     let _discovery = write_discovery(&data_dir, &server.person)?;
     let url = server.mcp_url();
     let mut headers = json!({});
@@ -171,13 +165,8 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
     let runtime = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    let person_side = mcp::HttpOptions {
-        bind: "127.0.0.1:0".parse()?,
-        token: Some(mcp::random_token(24)),
-        routes: Some(server::router(runtime.clone(), host_options(&settings.serve))),
-        ..settings.serve.clone()
-    };
-    let person = mcp::serve_http(runtime.clone(), person_side).await?;
+    let person_side = server::HttpOptions { bind: "127.0.0.1:0".parse()?, token: Some(mcp::random_token(24)), ..settings.serve.clone() };
+    let person = server::serve(runtime.clone(), person_side).await?;
     let _discovery = write_discovery(&data_dir, &person.person)?;
     tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");
     if let Some(line) = reconciled_line(&runtime) {

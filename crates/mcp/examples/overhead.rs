@@ -85,7 +85,7 @@ async fn main() {
     drop(lines);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), serving).await;
 
-    let server = mcp::serve_http(runtime.clone(), mcp::HttpOptions { bind: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).await.unwrap();
+    let server = server::serve(runtime.clone(), server::HttpOptions { bind: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).await.unwrap();
     let python = std::process::Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh")).output().unwrap();
     let python = String::from_utf8(python.stdout).unwrap();
     let out = tokio::process::Command::new(python.trim())

@@ -1,18 +1,19 @@
-//! Glovebox as MCP tools: a thin [rmcp] server over stdio and streamable HTTP on top of
-//! [`runtime::Runtime`]. It holds no logic the runtime lacks (design invariant 7): it translates
-//! tool calls into runtime calls, wraps page-derived text as untrusted, maps errors to the closed
-//! error codes with a next step, bounds the rate of tool calls, and carries approvals to a person
-//! (elicitation, or the loopback person channel in [`person`]). It never approves anything itself.
+//! Glovebox as MCP tools: a thin [rmcp] tool router on top of [`runtime::Runtime`], served over
+//! stdio ([`serve_stdio`]) or as the `/mcp` route ([`router`]) that `server` mounts on its HTTP
+//! listener. It holds no logic the runtime lacks (design invariant 7): it translates tool calls
+//! into runtime calls, wraps page-derived text as untrusted, maps errors to the closed error
+//! codes with a next step, bounds the rate of tool calls, and carries approvals to a person
+//! (elicitation, or by naming the person channel, [`PersonChannel`]). It never approves anything
+//! itself, and it serves no HTTP of its own.
 //!
 //! One MCP session is one Glovebox session with its own browser context; the session is created
 //! on the first tool call and closed (`Runtime::close_session`) when the MCP session ends.
 
 mod args;
 mod errors;
-pub mod http;
+mod http;
 mod jsonrpc;
-pub mod person;
-mod person_view;
+mod person;
 mod rate;
 mod sampling;
 mod server;
@@ -21,22 +22,16 @@ pub mod stdio;
 pub mod tools;
 mod wrap;
 
-pub use http::{HttpOptions, HttpServer, serve_http};
-pub use person::{PersonChannel, PersonDecision};
+pub use http::{MCP_PATH, McpRouter, RouterOptions, router};
+pub use person::PersonChannel;
 pub use rate::RateLimit;
 pub use server::{GloveboxMcp, McpOptions};
 pub use stdio::serve_stdio;
 pub use wrap::Untrusted;
 
-/// Why the MCP server could not start or stopped.
+/// Why the MCP server stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
-    /// The listener could not bind.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: String, source: std::io::Error },
-    /// Binding beyond loopback needs a bearer token.
-    #[error("binding {addr} (not loopback) needs a bearer token: set --token or GLOVEBOX_TOKEN")]
-    TokenRequired { addr: String },
     /// The transport failed.
     #[error("MCP transport failed: {0}")]
     Transport(String),

@@ -192,10 +192,10 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binding_beyond_loopback_needs_a_token() {
-    let runtime_less = mcp::HttpOptions { bind: "0.0.0.0:0".parse().unwrap(), ..Default::default() };
+    let runtime_less = server::HttpOptions { bind: "0.0.0.0:0".parse().unwrap(), ..Default::default() };
     let env = env("bind", false, None).await;
-    let err = mcp::serve_http(env.runtime.clone(), runtime_less).await.err().expect("refused without a token");
-    assert!(matches!(err, mcp::McpError::TokenRequired { .. }), "{err}");
+    let err = server::serve(env.runtime.clone(), runtime_less).await.err().expect("refused without a token");
+    assert!(matches!(err, server::ServeError::TokenRequired { .. }), "{err}");
 }
 
 /// `002_…` over MCP: a person's tab (opened through the person channel) is claimed, used and

@@ -11,9 +11,10 @@ use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use mcp::{HttpOptions, HttpServer, McpOptions};
+use mcp::McpOptions;
 use runtime::{Runtime, RuntimeConfig};
 use serde_json::Value;
+use server::{HttpOptions, HttpServer};
 use test_support::FixtureServer;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -84,7 +85,7 @@ pub async fn env_configured(name: &str, trusted: bool, token: Option<&str>, plan
         mcp: McpOptions { elicitation_timeout: Some(Duration::from_secs(20)), planner, ..McpOptions::default() },
         ..HttpOptions::default()
     };
-    let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");
+    let server = server::serve(runtime.clone(), options).await.expect("serve");
     Env { runtime, browser, fixtures, server }
 }
 

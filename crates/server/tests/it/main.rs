@@ -21,7 +21,7 @@ struct Env {
     /// The browser beneath the runtime, for the tests' own checks of it.
     browser: std::sync::Arc<browser::Chromium>,
     fixtures: FixtureServer,
-    server: mcp::HttpServer,
+    server: server::HttpServer,
 }
 
 async fn env(name: &str) -> Env {
@@ -36,12 +36,12 @@ async fn env(name: &str) -> Env {
     config.debugger_idle_detach = Duration::from_secs(600);
     let browser = browser::Chromium::local(&data_dir);
     let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
-    let options = mcp::HttpOptions {
+    let options = server::HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
-        routes: Some(server::router(runtime.clone(), server::HostOptions { planner: Some(test_planner()), model: None })),
-        ..mcp::HttpOptions::default()
+        host: server::HostOptions { planner: Some(test_planner()), model: None },
+        ..server::HttpOptions::default()
     };
-    let server = mcp::serve_http(runtime.clone(), options).await.expect("serve");
+    let server = server::serve(runtime.clone(), options).await.expect("serve");
     Env { runtime, browser, fixtures, server }
 }
 

@@ -45,7 +45,7 @@ async fn serve(state: PersonState, resource: String, socket: WebSocket) {
         Ok(Some(Ok(Message::Text(text)))) => serde_json::from_str::<Value>(&text)
             .ok()
             .filter(|v| v["type"] == "hello")
-            .and_then(|v| v["token"].as_str().map(|t| crate::http::constant_time_eq(t.as_bytes(), state.token.as_bytes())))
+            .and_then(|v| v["token"].as_str().map(|t| crate::listener::constant_time_eq(t.as_bytes(), state.token.as_bytes())))
             .unwrap_or(false),
         _ => false,
     };

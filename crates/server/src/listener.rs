@@ -1,0 +1,251 @@
+//! The one HTTP listener of `glovebox serve` and `glovebox mcp`: MCP at `/mcp` (the router
+//! `mcp` builds), the person channel and console (`person.rs`), the live view
+//! (`person_view.rs`) and the host API's renderer socket (`host.rs`). Loopback by default;
+//! every request passes one guard first: a Host allowlist (DNS rebinding), an Origin check, and
+//! who may call what — the bearer token for `/mcp` (required off loopback), the person token for
+//! the person channel's `/api/` routes (the live view and the renderer socket authenticate in
+//! their first message: a browser cannot set headers on a WebSocket), nothing for the console's
+//! own page, script and style; body size limits.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use mcp::{McpOptions, PersonChannel};
+use runtime::Runtime;
+use tokio::task::JoinHandle;
+
+use crate::HostOptions;
+
+/// Why the listener could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listener could not bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    /// Binding beyond loopback needs a bearer token.
+    #[error("binding {addr} (not loopback) needs a bearer token: set --token or GLOVEBOX_TOKEN")]
+    TokenRequired { addr: String },
+    /// The server task failed.
+    #[error("the HTTP server failed: {0}")]
+    Failed(String),
+    /// I/O while serving.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// How `serve` listens.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen; `127.0.0.1:7777` by default.
+    pub bind: SocketAddr,
+    /// Bearer token for `/mcp`. Required when `bind` is not loopback.
+    pub token: Option<String>,
+    /// Token of the person channel; a random one when `None`.
+    pub person_token: Option<String>,
+    /// Extra `Host` names accepted besides loopback names (e.g. the machine's DNS name).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (`Origin` header); requests without `Origin` pass.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Options every MCP session shares (the person channel is filled in by [`serve`]).
+    pub mcp: McpOptions,
+    /// What the host API needs besides the runtime.
+    pub host: HostOptions,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            bind: SocketAddr::from(([127, 0, 0, 1], 7777)),
+            token: None,
+            person_token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: 1 << 20,
+            mcp: McpOptions::default(),
+            host: HostOptions::default(),
+        }
+    }
+}
+
+/// A running HTTP server.
+pub struct HttpServer {
+    /// The address it listens on.
+    pub local_addr: SocketAddr,
+    /// The person channel (its token is for the person's terminal, never for a model).
+    pub person: PersonChannel,
+    stop: Box<dyn Fn() + Send + Sync>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl HttpServer {
+    /// `http://host:port/mcp`
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.local_addr)
+    }
+
+    /// Stops accepting, ends every MCP session (closing their Glovebox sessions) and waits.
+    pub async fn shutdown(self) -> Result<(), ServeError> {
+        (self.stop)();
+        match self.task.await {
+            Ok(result) => Ok(result?),
+            Err(e) => Err(ServeError::Failed(e.to_string())),
+        }
+    }
+
+    /// Waits until the server stops by itself (it does not unless it fails).
+    pub async fn wait(&mut self) -> Result<(), ServeError> {
+        match (&mut self.task).await {
+            Ok(result) => Ok(result?),
+            Err(e) => Err(ServeError::Failed(e.to_string())),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Guard {
+    hosts: Arc<Vec<String>>,
+    /// The port this server listens on: a `Host` must name it (or an `--allow-host` with its
+    /// own port), so a page served on another local port cannot reach this one by name.
+    port: u16,
+    /// `--allow-host` entries that name their port (`name:port`), lowercased.
+    host_ports: Arc<Vec<String>>,
+    origins: Arc<Vec<String>>,
+    token: Option<Arc<String>>,
+}
+
+/// Compares secrets without an early exit on the first differing byte.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The host part of a `Host` header value (`[::1]:80` → `[::1]`, `a:80` → `a`), lowercased.
+fn host_name(value: &str) -> String {
+    let value = value.trim().to_ascii_lowercase();
+    if value.starts_with('[') {
+        return value.split(']').next().map(|h| format!("{h}]")).unwrap_or(value);
+    }
+    value.rsplit_once(':').map_or(value.clone(), |(h, _)| h.to_owned())
+}
+
+/// The port of a `Host` header value, if it names one (`[::1]:80` → 80, `a` → none).
+fn host_port(value: &str) -> Option<u16> {
+    let value = value.trim();
+    let after_host = if value.starts_with('[') { value.split_once(']').map(|(_, rest)| rest)? } else { value };
+    after_host.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({"error": message}))).into_response()
+}
+
+async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let headers: &HeaderMap = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(|v| (host_name(v), host_port(v), v.trim().to_ascii_lowercase()));
+    match &host {
+        // The name is ours and so is the port (HTTP leaves out port 80), or an allowed host:port.
+        Some((name, port, _)) if guard.hosts.contains(name) && port.unwrap_or(80) == guard.port => {}
+        Some((_, _, whole)) if guard.host_ports.contains(whole) => {}
+        _ => {
+            tracing::warn!(host = ?headers.get(header::HOST), "refused a request with a foreign Host header");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "Host not allowed (DNS rebinding protection): it must name this server and its port; add another with --allow-host",
+            );
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default().trim_end_matches('/').to_ascii_lowercase();
+        // The server's own origin (its console page, the only content it serves) is same-origin:
+        // the Host was checked above, so this cannot be a rebound name.
+        let own = host.as_ref().is_some_and(|(_, _, whole)| origin == format!("http://{whole}"));
+        if !own && !guard.origins.contains(&origin) {
+            tracing::warn!(%origin, "refused a request from a foreign Origin");
+            return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-client-origin (GLOVEBOX_ALLOWED_CLIENT_ORIGINS)");
+        }
+    }
+    // The person channel has its own token; the bearer token guards MCP.
+    if request.uri().path().starts_with(mcp::MCP_PATH)
+        && let Some(token) = &guard.token
+    {
+        let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+            return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
+        }
+    }
+    next.run(request).await
+}
+
+/// Binds and serves; returns once listening.
+pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer, ServeError> {
+    let loopback = options.bind.ip().is_loopback();
+    if !loopback && options.token.as_deref().is_none_or(str::is_empty) {
+        return Err(ServeError::TokenRequired { addr: options.bind.to_string() });
+    }
+    let listener = tokio::net::TcpListener::bind(options.bind).await.map_err(|source| ServeError::Bind { addr: options.bind.to_string(), source })?;
+    let local_addr = listener.local_addr()?;
+    let port = local_addr.port();
+
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+    if !loopback && !local_addr.ip().is_unspecified() {
+        hosts.push(host_name(&local_addr.to_string()));
+    }
+    hosts.extend(options.allowed_hosts.iter().map(|h| host_name(h)));
+    let mut origins: Vec<String> = vec![format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://[::1]:{port}")];
+    origins.extend(options.allowed_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()));
+
+    let person_token = options.person_token.clone().unwrap_or_else(|| mcp::random_token(24));
+    let person_host = if loopback { local_addr.to_string() } else { format!("127.0.0.1:{port}") };
+    let person = PersonChannel { base_url: format!("http://{person_host}"), token: person_token.clone() };
+    let mcp = mcp::router(
+        runtime.clone(),
+        mcp::RouterOptions {
+            hosts: hosts.clone(),
+            origins: origins.clone(),
+            max_body_bytes: options.max_body_bytes,
+            mcp: McpOptions { person: Some(person.clone()), ..options.mcp.clone() },
+        },
+    );
+    let host_ports: Vec<String> = options.allowed_hosts.iter().filter(|h| host_port(h).is_some()).map(|h| h.trim().to_ascii_lowercase()).collect();
+    let guard_state = Guard { hosts: Arc::new(hosts), port, host_ports: Arc::new(host_ports), origins: Arc::new(origins), token: options.token.map(Arc::new) };
+    let app = mcp
+        .router
+        .merge(crate::person::router(runtime.clone(), person_token))
+        .merge(crate::host::router(runtime, options.host))
+        .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(middleware::from_fn_with_state(guard_state, guard));
+
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.wait_for(|stop| *stop).await;
+            })
+            .await
+    });
+    let stop_mcp = mcp.stop;
+    let stop = Box::new(move || {
+        stop_mcp();
+        let _ = stop_tx.send(true);
+    });
+    tracing::info!(%local_addr, "listening: MCP on /mcp, the person channel and console on /");
+    Ok(HttpServer { local_addr, person, stop, task })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_name;
+
+    #[test]
+    fn host_names() {
+        assert_eq!(host_name("127.0.0.1:7777"), "127.0.0.1");
+        assert_eq!(host_name("LocalHost"), "localhost");
+        assert_eq!(host_name("[::1]:80"), "[::1]");
+        assert_eq!(host_name("evil.example:7777"), "evil.example");
+    }
+}
