@@ -12,4 +12,7 @@ mod responses;
 
 pub use computer::ComputerTool;
 pub use planner::{Accounting, ModelPlanner};
-pub use provider::{Conversation, Limits, Message, ModelChoice, ModelTurn, Part, Provider, ProviderError, ProviderKind, Role, ToolSpec, Usage};
+pub use provider::{
+    Conversation, Limits, Message, ModelChoice, ModelTurn, Part, Provider, ProviderError,
+    ProviderKind, Role, ToolSpec, Usage,
+};

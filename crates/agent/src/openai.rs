@@ -32,7 +32,17 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                 }
             }
             Role::Assistant => {
-                let text: String = m.parts.iter().filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None }).collect();
+                let text: String = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| {
+                        if let Part::Text(t) = p {
+                            Some(t.as_str())
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
                 let calls: Vec<Value> = m
                     .parts
                     .iter()
@@ -63,20 +73,54 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
     if let Some(message) = v.pointer("/error/message").and_then(Value::as_str) {
         return Err(ProviderError::Request(message.chars().take(300).collect()));
     }
-    let message = v.pointer("/choices/0/message").ok_or_else(|| garbage("no choices[0].message"))?;
-    let mut turn = ModelTurn { text: message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(), ..ModelTurn::default() };
-    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        let id = call.get("id").and_then(Value::as_str).ok_or_else(|| garbage("a tool call without an id"))?;
-        let name = call.pointer("/function/name").and_then(Value::as_str).ok_or_else(|| garbage("a tool call without a function name"))?;
-        let arguments = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
+    let message = v
+        .pointer("/choices/0/message")
+        .ok_or_else(|| garbage("no choices[0].message"))?;
+    let mut turn = ModelTurn {
+        text: message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        ..ModelTurn::default()
+    };
+    for call in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| garbage("a tool call without an id"))?;
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| garbage("a tool call without a function name"))?;
+        let arguments = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
         // Arguments that are not JSON reach the planner as a string, which it refuses to the model.
-        let input = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.chars().take(2000).collect()));
-        turn.tool_calls.push((id.to_owned(), name.to_owned(), input));
+        let input = serde_json::from_str(arguments)
+            .unwrap_or(Value::String(arguments.chars().take(2000).collect()));
+        turn.tool_calls
+            .push((id.to_owned(), name.to_owned(), input));
     }
-    let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
+    let count = |k: &str| {
+        v.pointer(&format!("/usage/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     // OpenAI caches long prefixes by itself; `prompt_tokens` includes what it read from the cache.
     let cached = count("prompt_tokens_details/cached_tokens");
-    turn.usage = Usage { input_tokens: count("prompt_tokens"), output_tokens: count("completion_tokens"), cache_read_tokens: cached, cache_write_tokens: 0 };
+    turn.usage = Usage {
+        input_tokens: count("prompt_tokens"),
+        output_tokens: count("completion_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    };
     Ok(turn)
 }
 
@@ -95,15 +139,27 @@ pub(crate) fn from_events(events: &[(String, Value)]) -> Result<Value, ProviderE
         if chunk.get("usage").is_some_and(|u| !u.is_null()) {
             usage = chunk["usage"].clone();
         }
-        let Some(delta) = chunk.pointer("/choices/0/delta") else { continue };
+        let Some(delta) = chunk.pointer("/choices/0/delta") else {
+            continue;
+        };
         any = true;
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             content.push_str(text);
         }
-        for piece in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let i = piece.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64) as usize;
+        for piece in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let i = piece
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(calls.len() as u64) as usize;
             if i > 64 {
-                return Err(ProviderError::Garbage("a tool call index out of range".into()));
+                return Err(ProviderError::Garbage(
+                    "a tool call index out of range".into(),
+                ));
             }
             while calls.len() <= i {
                 calls.push(json!({"type": "function", "function": {"name": "", "arguments": ""}}));
@@ -112,8 +168,14 @@ pub(crate) fn from_events(events: &[(String, Value)]) -> Result<Value, ProviderE
                 calls[i]["id"] = json!(id);
             }
             for field in ["name", "arguments"] {
-                if let Some(part) = piece.pointer(&format!("/function/{field}")).and_then(Value::as_str) {
-                    let joined = format!("{}{part}", calls[i]["function"][field].as_str().unwrap_or_default());
+                if let Some(part) = piece
+                    .pointer(&format!("/function/{field}"))
+                    .and_then(Value::as_str)
+                {
+                    let joined = format!(
+                        "{}{part}",
+                        calls[i]["function"][field].as_str().unwrap_or_default()
+                    );
                     calls[i]["function"][field] = json!(joined);
                 }
             }

@@ -102,12 +102,23 @@ const KEEP_MESSAGES: usize = 8;
 
 /// The tools of a step: Glovebox's own, or with the provider's computer tool (sized to the
 /// screenshot the model sees) in place of `act` and `look`.
-fn tools(computer: Option<ComputerTool>, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Vec<ToolSpec> {
+fn tools(
+    computer: Option<ComputerTool>,
+    shot: Option<&(protocol::ImageSize, protocol::Viewport)>,
+) -> Vec<ToolSpec> {
     let mut all = own_tools();
     if let Some(tool) = computer {
         all.retain(|t| t.name != "act" && t.name != "look");
         let (width, height) = shot.map_or((1280, 720), |(size, _)| (size.width, size.height));
-        all.insert(0, ToolSpec { name: "computer", description: "", input_schema: Value::Null, native: Some(tool.definition(width, height)) });
+        all.insert(
+            0,
+            ToolSpec {
+                name: "computer",
+                description: "",
+                input_schema: Value::Null,
+                native: Some(tool.definition(width, height)),
+            },
+        );
     }
     all
 }
@@ -135,7 +146,10 @@ fn own_tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "give_up",
             description: "You cannot continue (say why): a missing permission, a login or payment only the user can do, a page that does not respond.",
-            input_schema: crate::provider::string_tool_schema("reason", "why the task cannot be done"),
+            input_schema: crate::provider::string_tool_schema(
+                "reason",
+                "why the task cannot be done",
+            ),
             native: None,
         },
         ToolSpec {
@@ -162,17 +176,26 @@ fn done_schema() -> Value {
 /// The element that has the keyboard focus in an observation (where a computer tool's typing
 /// goes), by ref.
 fn focused_ref(observation: &protocol::Observation) -> Option<String> {
-    observation.interactive_elements().iter().find(|e| e.states().iter().any(|s| s == "focused")).map(|e| e.element().as_str().to_owned())
+    observation
+        .interactive_elements()
+        .iter()
+        .find(|e| e.states().iter().any(|s| s == "focused"))
+        .map(|e| e.element().as_str().to_owned())
 }
 
 /// An action's point targets from the screenshot's pixels to CSS pixels (`runtime`'s one mapping).
-fn to_css(action: &Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<Value, runtime::PointError> {
+fn to_css(
+    action: &Value,
+    shot: Option<&(protocol::ImageSize, protocol::Viewport)>,
+) -> Result<Value, runtime::PointError> {
     runtime::points_from_screenshot(action, shot)
 }
 
 fn random_nonce() -> Result<String, PlannerError> {
     let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes).map_err(|e| PlannerError::Failed(format!("no randomness for the untrusted markers: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| {
+        PlannerError::Failed(format!("no randomness for the untrusted markers: {e}"))
+    })?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -193,7 +216,9 @@ struct Unusable(String);
 fn image_tokens(kind: ProviderKind, width: u32, height: u32) -> u64 {
     match kind {
         ProviderKind::Anthropic => (u64::from(width) * u64::from(height)).div_ceil(750),
-        ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => 85 + 170 * u64::from(width.div_ceil(512)) * u64::from(height.div_ceil(512)),
+        ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => {
+            85 + 170 * u64::from(width.div_ceil(512)) * u64::from(height.div_ceil(512))
+        }
     }
 }
 
@@ -203,7 +228,10 @@ const LOCAL_ANSWERS_PER_STEP: u32 = 6;
 
 impl ModelPlanner {
     /// A planner for one run with `provider`; its costs add up in `accounting`.
-    pub fn new(provider: Arc<Provider>, accounting: Arc<Mutex<Accounting>>) -> Result<Self, PlannerError> {
+    pub fn new(
+        provider: Arc<Provider>,
+        accounting: Arc<Mutex<Accounting>>,
+    ) -> Result<Self, PlannerError> {
         {
             let mut a = accounting.lock().unwrap_or_else(|p| p.into_inner());
             a.provider = provider.kind().name().to_owned();
@@ -231,19 +259,35 @@ impl ModelPlanner {
     /// A planner for one run with the model `choice` names: its provider starts now, and a
     /// provider that cannot start is that error (the caller fails the run with it; nothing else
     /// is tried in its place).
-    pub fn for_choice(choice: &crate::ModelChoice, accounting: Arc<Mutex<Accounting>>) -> Result<Self, crate::ProviderError> {
+    pub fn for_choice(
+        choice: &crate::ModelChoice,
+        accounting: Arc<Mutex<Accounting>>,
+    ) -> Result<Self, crate::ProviderError> {
         let provider = Arc::new(Provider::new(choice, crate::Limits::default())?);
-        let planner = Self::new(provider, accounting).map_err(|e| crate::ProviderError::Init { provider: "agent", why: e.to_string() })?;
-        if choice.computer_tool { planner.with_computer_tool(choice.computer_tool_version) } else { Ok(planner) }
+        let planner = Self::new(provider, accounting).map_err(|e| crate::ProviderError::Init {
+            provider: "agent",
+            why: e.to_string(),
+        })?;
+        if choice.computer_tool {
+            planner.with_computer_tool(choice.computer_tool_version)
+        } else {
+            Ok(planner)
+        }
     }
 
     /// Plans with the provider's own computer tool (`version`, or the newest the model takes):
     /// every page comes as a screenshot, and the model's pointer and keyboard actions become
     /// protocol actions on the one path. A provider without one (Chat Completions), or a tool of
     /// another provider, is refused here, before any run.
-    pub fn with_computer_tool(mut self, version: Option<ComputerTool>) -> Result<Self, crate::ProviderError> {
+    pub fn with_computer_tool(
+        mut self,
+        version: Option<ComputerTool>,
+    ) -> Result<Self, crate::ProviderError> {
         let kind = self.provider.kind();
-        let refuse = |why: String| crate::ProviderError::Init { provider: "agent", why };
+        let refuse = |why: String| crate::ProviderError::Init {
+            provider: "agent",
+            why,
+        };
         let tool = match version {
             Some(tool) if tool.fits(kind) => tool,
             Some(tool) => return Err(refuse(format!("the computer tool {tool:?} is not {}'s", kind.name()))),
@@ -274,18 +318,35 @@ impl ModelPlanner {
 
     fn page(&self, input: &PlanInput) -> String {
         if self.screenshot_only {
-            return format!("frame_id: {}\nurl: {}", input.observation.frame_id().as_str(), input.observation.url());
+            return format!(
+                "frame_id: {}\nurl: {}",
+                input.observation.frame_id().as_str(),
+                input.observation.url()
+            );
         }
-        format!("frame_id: {}\n{}", input.observation.frame_id().as_str(), self.untrusted.wrap(&runtime::observation_text(&input.observation)))
+        format!(
+            "frame_id: {}\n{}",
+            input.observation.frame_id().as_str(),
+            self.untrusted
+                .wrap(&runtime::observation_text(&input.observation))
+        )
     }
 
     fn outcome(input: &PlanInput) -> (String, bool) {
-        input.last.as_ref().map_or_else(|| ("done".into(), false), runtime::StepReport::outcome)
+        input
+            .last
+            .as_ref()
+            .map_or_else(|| ("done".into(), false), runtime::StepReport::outcome)
     }
 
     /// Whether the last step was performed (a receipt that did not fail).
     fn performed(input: &PlanInput) -> bool {
-        input.last.as_ref().is_some_and(|l| l.error.is_none() && l.receipt.as_ref().is_some_and(|r| r.state() != protocol::ReceiptState::Failed))
+        input.last.as_ref().is_some_and(|l| {
+            l.error.is_none()
+                && l.receipt
+                    .as_ref()
+                    .is_some_and(|r| r.state() != protocol::ReceiptState::Failed)
+        })
     }
 
     /// Adds a user message; unless `keep_images`, first dropping the pages and screenshots of
@@ -295,21 +356,39 @@ impl ModelPlanner {
             for p in &mut m.parts {
                 match p {
                     Part::Text(t) if !keep_images => *t = without_page(t),
-                    Part::ToolResult { content, .. } if !keep_images => *content = without_page(content),
-                    Part::Image { .. } if !keep_images => *p = Part::Text("[screenshot omitted: a newer observation follows]".into()),
+                    Part::ToolResult { content, .. } if !keep_images => {
+                        *content = without_page(content)
+                    }
+                    Part::Image { .. } if !keep_images => {
+                        *p = Part::Text("[screenshot omitted: a newer observation follows]".into())
+                    }
                     _ => {}
                 }
             }
         }
-        if let Some(image) = parts.iter().find_map(|p| if let Part::Image { data, .. } = p { Some(data) } else { None }) {
+        if let Some(image) = parts.iter().find_map(|p| {
+            if let Part::Image { data, .. } = p {
+                Some(data)
+            } else {
+                None
+            }
+        }) {
             let (width, height) = runtime::decode_base64(&image[..image.len().min(44)])
                 .filter(|h| h.len() >= 24)
-                .map_or((0, 0), |h| (u32::from_be_bytes([h[16], h[17], h[18], h[19]]), u32::from_be_bytes([h[20], h[21], h[22], h[23]])));
+                .map_or((0, 0), |h| {
+                    (
+                        u32::from_be_bytes([h[16], h[17], h[18], h[19]]),
+                        u32::from_be_bytes([h[20], h[21], h[22], h[23]]),
+                    )
+                });
             let mut a = self.accounting.lock().unwrap_or_else(|p| p.into_inner());
             a.images += 1;
             a.image_tokens += image_tokens(self.provider.kind(), width, height);
         }
-        self.messages.push(Message { role: Role::User, parts });
+        self.messages.push(Message {
+            role: Role::User,
+            parts,
+        });
         self.compact();
     }
 
@@ -329,7 +408,11 @@ impl ModelPlanner {
             return;
         }
         self.messages.drain(..cut);
-        let refused: Vec<&String> = self.log.iter().filter(|l| l.contains(" refused: ")).collect();
+        let refused: Vec<&String> = self
+            .log
+            .iter()
+            .filter(|l| l.contains(" refused: "))
+            .collect();
         let mut summary = format!(
             "Task: {}\nThe conversation so far was compacted; its pages are gone, the latest page follows below. Steps so far:\n{}",
             self.task,
@@ -338,10 +421,20 @@ impl ModelPlanner {
         if !refused.is_empty() {
             summary.push_str(&format!(
                 "\nRefused so far (do not retry these without a new reason): {}",
-                refused.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+                refused
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ));
         }
-        self.messages.insert(0, Message { role: Role::User, parts: vec![Part::Text(summary)] });
+        self.messages.insert(
+            0,
+            Message {
+                role: Role::User,
+                parts: vec![Part::Text(summary)],
+            },
+        );
     }
 
     /// Results for every pending tool call: `first` for the one acted on, "not executed" for the rest.
@@ -349,8 +442,16 @@ impl ModelPlanner {
         let pending = std::mem::take(&mut self.pending);
         let mut parts = Vec::new();
         for (i, id) in pending.into_iter().enumerate() {
-            let (content, is_error) = if i == 0 { first.clone() } else { ("not executed: one action per step".into(), true) };
-            parts.push(Part::ToolResult { id, content, is_error });
+            let (content, is_error) = if i == 0 {
+                first.clone()
+            } else {
+                ("not executed: one action per step".into(), true)
+            };
+            parts.push(Part::ToolResult {
+                id,
+                content,
+                is_error,
+            });
         }
         parts
     }
@@ -367,12 +468,17 @@ impl ModelPlanner {
     }
 
     fn invalid(&self) {
-        self.accounting.lock().unwrap_or_else(|p| p.into_inner()).invalid_answers += 1;
+        self.accounting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .invalid_answers += 1;
     }
 
     /// Image pixels per CSS pixel of the screenshot the model saw.
     fn scale(&self) -> f64 {
-        self.shot.map_or(1.0, |(size, viewport)| f64::from(size.width) / viewport.width.max(1.0))
+        self.shot.map_or(1.0, |(size, viewport)| {
+            f64::from(size.width) / viewport.width.max(1.0)
+        })
     }
 
     /// A protocol action (points in the screenshot's pixels) on `frame`, validated like any other.
@@ -385,7 +491,9 @@ impl ModelPlanner {
     fn validated(&self, action: &Value) -> Result<protocol::ExtendedAction, Unusable> {
         to_css(action, self.shot.as_ref())
             .map_err(|e| Unusable(e.to_string()))
-            .and_then(|a| protocol::validate_extended_action(&a).map_err(|e| Unusable(e.to_string())))
+            .and_then(|a| {
+                protocol::validate_extended_action(&a).map_err(|e| Unusable(e.to_string()))
+            })
     }
 
     /// The next action of a batch in flight, if the batch goes on: the last action was
@@ -396,10 +504,16 @@ impl ModelPlanner {
             return None;
         }
         if !Self::performed(input) {
-            return Some(Err(Unusable(format!("the batch stopped after {} of {} actions: the last one was not performed", batch.done, batch.total))));
+            return Some(Err(Unusable(format!(
+                "the batch stopped after {} of {} actions: the last one was not performed",
+                batch.done, batch.total
+            ))));
         }
         if input.observation.url() != batch.url {
-            return Some(Err(Unusable(format!("the batch stopped after {} of {} actions: the page moved to another document", batch.done, batch.total))));
+            return Some(Err(Unusable(format!(
+                "the batch stopped after {} of {} actions: the page moved to another document",
+                batch.done, batch.total
+            ))));
         }
         let frame = input.observation.frame_id().as_str().to_owned();
         let focused = focused_ref(&input.observation);
@@ -416,12 +530,21 @@ impl ModelPlanner {
                 // The next page comes with its screenshot anyway.
                 Ok(Computed::Look | Computed::Zoom(_) | Computed::Answer(_)) => continue,
                 Ok(Computed::Act(a)) => {
-                    self.accounting.lock().unwrap_or_else(|p| p.into_inner()).batched_actions += 1;
-                    return Some(
-                        self.act(a, &frame).map(PlannerStep::Act).map_err(|e| Unusable(format!("the batch stopped at action {done} of {total}: {e}"))),
-                    );
+                    self.accounting
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .batched_actions += 1;
+                    return Some(self.act(a, &frame).map(PlannerStep::Act).map_err(|e| {
+                        Unusable(format!(
+                            "the batch stopped at action {done} of {total}: {e}"
+                        ))
+                    }));
                 }
-                Err(e) => return Some(Err(Unusable(format!("the batch stopped at action {done} of {total}: {e}")))),
+                Err(e) => {
+                    return Some(Err(Unusable(format!(
+                        "the batch stopped at action {done} of {total}: {e}"
+                    ))));
+                }
             }
         }
         None
@@ -443,14 +566,25 @@ impl Planner for ModelPlanner {
             let mut page = self.page(&input);
             let bounds = self.image_bounds();
             let fitted = match &input.screenshot {
-                Some(s) => Some(runtime::fit_screenshot(s, bounds.0, bounds.1, bounds.2).map_err(|e| PlannerError::Failed(format!("the screenshot: {e}")))?),
+                Some(s) => Some(
+                    runtime::fit_screenshot(s, bounds.0, bounds.1, bounds.2)
+                        .map_err(|e| PlannerError::Failed(format!("the screenshot: {e}")))?,
+                ),
                 None => None,
             };
             self.full = input.screenshot.clone();
-            self.shot = fitted.as_ref().map(|s| (s.size(), *input.observation.viewport()));
-            let image = fitted
+            self.shot = fitted
                 .as_ref()
-                .map(|s| Part::Image { mime: if s.mime == protocol::ImageMime::Png { "image/png" } else { "image/jpeg" }.to_owned(), data: s.data.clone() });
+                .map(|s| (s.size(), *input.observation.viewport()));
+            let image = fitted.as_ref().map(|s| Part::Image {
+                mime: if s.mime == protocol::ImageMime::Png {
+                    "image/png"
+                } else {
+                    "image/jpeg"
+                }
+                .to_owned(),
+                data: s.data.clone(),
+            });
             if let Some((size, viewport)) = &self.shot {
                 page.push_str(&format!(
                     "\nA screenshot of this page's viewport follows: {}×{} image pixels for {}×{} CSS pixels. A point target on this frame is in the screenshot's pixels.",
@@ -464,19 +598,30 @@ impl Planner for ModelPlanner {
                 vec![Part::Text(format!("Task: {}\n{page}", input.task))]
             } else {
                 let (mut outcome, mut is_error) = Self::outcome(&input);
-                self.log.push(format!("{}. {} → {}", self.log.len() + 1, self.asked, outcome.chars().take(300).collect::<String>()));
+                self.log.push(format!(
+                    "{}. {} → {}",
+                    self.log.len() + 1,
+                    self.asked,
+                    outcome.chars().take(300).collect::<String>()
+                ));
                 if let Some(why) = &stopped {
                     outcome = format!("{outcome}; {why}");
                     is_error = true;
                 }
                 // What else the receipt says (requests the network boundary blocked, a download
                 // nobody captured) names page content, so it goes inside the markers.
-                if let Some(detail) = input.last.as_ref().and_then(runtime::StepReport::receipt_detail) {
+                if let Some(detail) = input
+                    .last
+                    .as_ref()
+                    .and_then(runtime::StepReport::receipt_detail)
+                {
                     outcome = format!("{outcome}\nreceipt: {}", self.untrusted.wrap(detail));
                 }
                 let acknowledged = flagged.filter(|_| Self::performed(&input));
                 let mut parts = self.results((format!("{outcome}\n{page}"), is_error));
-                if let (Some((id, checks)), Some(Part::ToolResult { .. })) = (acknowledged, parts.first()) {
+                if let (Some((id, checks)), Some(Part::ToolResult { .. })) =
+                    (acknowledged, parts.first())
+                {
                     parts.push(Part::Acknowledged { id, checks });
                 }
                 parts
@@ -487,27 +632,48 @@ impl Planner for ModelPlanner {
             let mut local = 0;
             let mut tries = 0;
             while tries <= RETRIES_PER_STEP {
-                let conversation = Conversation { system: SYSTEM.to_owned(), messages: self.messages.clone(), tools: tools(self.computer, self.shot.as_ref()) };
+                let conversation = Conversation {
+                    system: SYSTEM.to_owned(),
+                    messages: self.messages.clone(),
+                    tools: tools(self.computer, self.shot.as_ref()),
+                };
                 let started = Instant::now();
-                let turn = self.provider.turn(&conversation).await.map_err(|e| PlannerError::Failed(e.to_string()))?;
+                let turn = self
+                    .provider
+                    .turn(&conversation)
+                    .await
+                    .map_err(|e| PlannerError::Failed(e.to_string()))?;
                 self.count(turn.usage, started.elapsed(), turn.tool_calls.len());
                 let mut parts: Vec<Part> = turn.native.iter().cloned().map(Part::Native).collect();
                 if !turn.text.is_empty() {
                     parts.push(Part::Text(turn.text.clone()));
                 }
                 for (id, name, input) in &turn.tool_calls {
-                    parts.push(Part::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() });
+                    parts.push(Part::ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                    });
                 }
                 if parts.is_empty() {
                     parts.push(Part::Text(String::new()));
                 }
-                self.messages.push(Message { role: Role::Assistant, parts });
-                self.pending = turn.tool_calls.iter().map(|(id, _, _)| id.clone()).collect();
+                self.messages.push(Message {
+                    role: Role::Assistant,
+                    parts,
+                });
+                self.pending = turn
+                    .tool_calls
+                    .iter()
+                    .map(|(id, _, _)| id.clone())
+                    .collect();
                 let Some((call_id, name, args)) = turn.tool_calls.first().cloned() else {
                     self.invalid();
                     tries += 1;
                     last_problem = "the model answered without calling a tool".into();
-                    let mut parts = vec![Part::Text(format!("Call exactly one tool: act, done, give_up or infeasible.\n{page}"))];
+                    let mut parts = vec![Part::Text(format!(
+                        "Call exactly one tool: act, done, give_up or infeasible.\n{page}"
+                    ))];
                     parts.extend(image.clone());
                     self.push_user(parts, false);
                     continue;
@@ -526,40 +692,73 @@ impl Planner for ModelPlanner {
                             Err(e) => Err(e.0),
                         }
                     }
-                    "computer" if self.computer.is_some() => self.openai_call(&call_id, &args, &input).map_err(|e| e.0),
+                    "computer" if self.computer.is_some() => {
+                        self.openai_call(&call_id, &args, &input).map_err(|e| e.0)
+                    }
                     // The model's own frame id: a stale one is refused on the one path, never replaced.
                     "act" => self.validated(&args).map(PlannerStep::Act).map_err(|e| e.0),
-                    "look" if self.shot.is_some() => Err("this page came with its screenshot already; act on it".to_owned()),
+                    "look" if self.shot.is_some() => {
+                        Err("this page came with its screenshot already; act on it".to_owned())
+                    }
                     "look" => Ok(PlannerStep::Look),
                     "done" => match (text(&args, "summary"), args.get("checks")) {
                         (None, _) => Err("done needs a summary".to_owned()),
-                        (Some(summary), None) => Ok(PlannerStep::Done { summary, checks: Vec::new() }),
-                        (Some(summary), Some(checks)) => serde_json::from_value::<Vec<runtime::Assertion>>(checks.clone())
-                            .map_err(|e| format!("done's checks: {e}"))
-                            .and_then(|checks| runtime::proposed_checks(checks).map_err(|e| e.to_string()))
-                            .map(|checks| PlannerStep::Done { summary, checks }),
+                        (Some(summary), None) => Ok(PlannerStep::Done {
+                            summary,
+                            checks: Vec::new(),
+                        }),
+                        (Some(summary), Some(checks)) => {
+                            serde_json::from_value::<Vec<runtime::Assertion>>(checks.clone())
+                                .map_err(|e| format!("done's checks: {e}"))
+                                .and_then(|checks| {
+                                    runtime::proposed_checks(checks).map_err(|e| e.to_string())
+                                })
+                                .map(|checks| PlannerStep::Done { summary, checks })
+                        }
                     },
-                    "give_up" => text(&args, "reason").map(|summary| PlannerStep::GiveUp { summary }).ok_or_else(|| "give_up needs a reason".to_owned()),
+                    "give_up" => text(&args, "reason")
+                        .map(|summary| PlannerStep::GiveUp { summary })
+                        .ok_or_else(|| "give_up needs a reason".to_owned()),
                     "infeasible" => text(&args, "reason")
                         .map(|summary| {
-                            let unmet =
-                                args.get("unmet").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect();
-                            PlannerStep::Infeasible { summary, unmet: runtime::unmet_conditions(unmet) }
+                            let unmet = args
+                                .get("unmet")
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect();
+                            PlannerStep::Infeasible {
+                                summary,
+                                unmet: runtime::unmet_conditions(unmet),
+                            }
                         })
                         .ok_or_else(|| "infeasible needs a reason".to_owned()),
-                    other => Err(format!("there is no tool {other:?}; call act, look, done, give_up or infeasible")),
+                    other => Err(format!(
+                        "there is no tool {other:?}; call act, look, done, give_up or infeasible"
+                    )),
                 };
                 match step {
                     Ok(step) => {
                         self.asked = match &step {
                             PlannerStep::Act(a) | PlannerStep::Confirm { action: a, .. } => {
                                 let target = match a.targets().next() {
-                                    Some(protocol::extended::TargetRef::Ref(r)) => format!(" {}", r.element.as_str()),
-                                    Some(protocol::extended::TargetRef::Point(p)) => format!(" at ({}, {})", p.x, p.y),
-                                    Some(protocol::extended::TargetRef::Locator(_)) => " (a locator)".into(),
+                                    Some(protocol::extended::TargetRef::Ref(r)) => {
+                                        format!(" {}", r.element.as_str())
+                                    }
+                                    Some(protocol::extended::TargetRef::Point(p)) => {
+                                        format!(" at ({}, {})", p.x, p.y)
+                                    }
+                                    Some(protocol::extended::TargetRef::Locator(_)) => {
+                                        " (a locator)".into()
+                                    }
                                     None => String::new(),
                                 };
-                                format!("{}{target}: {}", a.kind().as_str(), a.intent().as_str()).chars().take(200).collect()
+                                format!("{}{target}: {}", a.kind().as_str(), a.intent().as_str())
+                                    .chars()
+                                    .take(200)
+                                    .collect()
                             }
                             PlannerStep::Look => "look".into(),
                             _ => name.clone(),
@@ -574,18 +773,26 @@ impl Planner for ModelPlanner {
                         self.flagged = None;
                         last_problem = problem.clone();
                         // The page goes with it again: only the latest message keeps one.
-                        let mut parts = self.results((format!("invalid_action: {problem}\n{page}"), true));
+                        let mut parts =
+                            self.results((format!("invalid_action: {problem}\n{page}"), true));
                         parts.extend(image.clone());
                         self.push_user(parts, false);
                     }
                 }
             }
-            Err(PlannerError::Failed(format!("the model gave no usable answer in {} tries: {last_problem}", RETRIES_PER_STEP + 1)))
+            Err(PlannerError::Failed(format!(
+                "the model gave no usable answer in {} tries: {last_problem}",
+                RETRIES_PER_STEP + 1
+            )))
         })
     }
 
     fn model(&self) -> Option<String> {
-        Some(format!("{}/{}", self.provider.kind().name(), self.provider.model()))
+        Some(format!(
+            "{}/{}",
+            self.provider.kind().name(),
+            self.provider.model()
+        ))
     }
 
     fn sees_screenshots(&self) -> bool {
@@ -608,21 +815,43 @@ enum Answered {
 impl ModelPlanner {
     /// An Anthropic computer call: its first step now, the rest (a `hold_key`'s key up) queued;
     /// a read it needs no page for is answered at once while `may_answer` (the step's budget).
-    fn anthropic_call(&mut self, args: &Value, input: &PlanInput, may_answer: bool) -> Result<Answered, Unusable> {
+    fn anthropic_call(
+        &mut self,
+        args: &Value,
+        input: &PlanInput,
+        may_answer: bool,
+    ) -> Result<Answered, Unusable> {
         let zoom = self.computer == Some(ComputerTool::Anthropic20251124);
         let focused = focused_ref(&input.observation);
-        let mut steps = computer::anthropic(args, focused.as_deref(), &mut self.pointer, zoom).map_err(|e| Unusable(e.to_string()))?.into_iter();
+        let mut steps = computer::anthropic(args, focused.as_deref(), &mut self.pointer, zoom)
+            .map_err(|e| Unusable(e.to_string()))?
+            .into_iter();
         match steps.next() {
             Some(Computed::Look) | None => Ok(Answered::Step(PlannerStep::Look)),
             Some(Computed::Act(a)) => {
-                let rest: std::collections::VecDeque<Queued> =
-                    steps.filter_map(|c| if let Computed::Act(a) = c { Some(Queued::Protocol(a)) } else { None }).collect();
+                let rest: std::collections::VecDeque<Queued> = steps
+                    .filter_map(|c| {
+                        if let Computed::Act(a) = c {
+                            Some(Queued::Protocol(a))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
                 if !rest.is_empty() {
-                    self.batch = Some(Batch { total: rest.len() + 1, done: 1, queue: rest, url: input.observation.url().to_owned() });
+                    self.batch = Some(Batch {
+                        total: rest.len() + 1,
+                        done: 1,
+                        queue: rest,
+                        url: input.observation.url().to_owned(),
+                    });
                 }
-                self.act(a, input.observation.frame_id().as_str()).map(|a| Answered::Step(PlannerStep::Act(a)))
+                self.act(a, input.observation.frame_id().as_str())
+                    .map(|a| Answered::Step(PlannerStep::Act(a)))
             }
-            Some(_) if !may_answer => Err(Unusable("act on the page now: that is enough zooming and asking for this step".into())),
+            Some(_) if !may_answer => Err(Unusable(
+                "act on the page now: that is enough zooming and asking for this step".into(),
+            )),
             Some(Computed::Answer(said)) => Ok(Answered::Told(self.results((said, false)))),
             Some(Computed::Zoom(region)) => {
                 let (said, image) = self.zoom(region)?;
@@ -636,23 +865,53 @@ impl ModelPlanner {
     /// A zoom's answer: the region (in the screenshot's pixels) cropped from the full-resolution
     /// capture of the current page, within the tool's image bound.
     fn zoom(&self, (x0, y0, x1, y1): (f64, f64, f64, f64)) -> Result<(String, Part), Unusable> {
-        let (Some(full), Some((size, _))) = (&self.full, &self.shot) else { return Err(Unusable("zoom needs the page's screenshot; take one first".into())) };
+        let (Some(full), Some((size, _))) = (&self.full, &self.shot) else {
+            return Err(Unusable(
+                "zoom needs the page's screenshot; take one first".into(),
+            ));
+        };
         let k = f64::from(full.width) / f64::from(size.width.max(1));
         let bounds = self.image_bounds();
-        let crop = runtime::crop_screenshot(full, (x0 * k, y0 * k, x1 * k, y1 * k), bounds.0, bounds.1, bounds.2).map_err(|e| Unusable(e.to_string()))?;
+        let crop = runtime::crop_screenshot(
+            full,
+            (x0 * k, y0 * k, x1 * k, y1 * k),
+            bounds.0,
+            bounds.1,
+            bounds.2,
+        )
+        .map_err(|e| Unusable(e.to_string()))?;
         let said = format!(
             "the region ({x0}, {y0})–({x1}, {y1}) of the screenshot, as a {}×{} image; points you act on are still in the full screenshot's pixels",
             crop.width, crop.height
         );
-        Ok((said, Part::Image { mime: "image/png".into(), data: crop.data }))
+        Ok((
+            said,
+            Part::Image {
+                mime: "image/png".into(),
+                data: crop.data,
+            },
+        ))
     }
 
     /// An OpenAI `computer_call`: its first action now (screenshots skipped: the next page has
     /// one), the rest queued as a batch; pending safety checks make the first action one a
     /// person must approve, and are acknowledged in the call's output only if they did.
-    fn openai_call(&mut self, call_id: &str, args: &Value, input: &PlanInput) -> Result<PlannerStep, Unusable> {
-        let actions = args.get("actions").and_then(Value::as_array).cloned().unwrap_or_default();
-        let checks: Vec<Value> = args.get("pending_safety_checks").and_then(Value::as_array).cloned().unwrap_or_default();
+    fn openai_call(
+        &mut self,
+        call_id: &str,
+        args: &Value,
+        input: &PlanInput,
+    ) -> Result<PlannerStep, Unusable> {
+        let actions = args
+            .get("actions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let checks: Vec<Value> = args
+            .get("pending_safety_checks")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let focused = focused_ref(&input.observation);
         let frame = input.observation.frame_id().as_str().to_owned();
         let scale = self.scale();
@@ -661,12 +920,18 @@ impl ModelPlanner {
         let mut done = 0;
         while let Some(a) = queue.pop_front() {
             done += 1;
-            match computer::openai(&a, focused.as_deref(), scale).map_err(|e| Unusable(e.to_string()))? {
+            match computer::openai(&a, focused.as_deref(), scale)
+                .map_err(|e| Unusable(e.to_string()))?
+            {
                 Computed::Act(a) => {
                     let action = self.act(a, &frame)?;
                     if !queue.is_empty() {
-                        self.batch =
-                            Some(Batch { queue: queue.into_iter().map(Queued::OpenAi).collect(), total, done, url: input.observation.url().to_owned() });
+                        self.batch = Some(Batch {
+                            queue: queue.into_iter().map(Queued::OpenAi).collect(),
+                            total,
+                            done,
+                            url: input.observation.url().to_owned(),
+                        });
                     }
                     if checks.is_empty() {
                         return Ok(PlannerStep::Act(action));
@@ -674,13 +939,20 @@ impl ModelPlanner {
                     let why: Vec<String> = checks
                         .iter()
                         .map(|c| {
-                            let code = c.get("code").and_then(Value::as_str).unwrap_or("safety_check");
-                            let message = c.get("message").and_then(Value::as_str).unwrap_or_default();
+                            let code = c
+                                .get("code")
+                                .and_then(Value::as_str)
+                                .unwrap_or("safety_check");
+                            let message =
+                                c.get("message").and_then(Value::as_str).unwrap_or_default();
                             format!("{code}: {message}").chars().take(300).collect()
                         })
                         .collect();
                     self.flagged = Some((call_id.to_owned(), checks.clone()));
-                    return Ok(PlannerStep::Confirm { action, why: why.join("; ") });
+                    return Ok(PlannerStep::Confirm {
+                        action,
+                        why: why.join("; "),
+                    });
                 }
                 Computed::Look | Computed::Zoom(_) | Computed::Answer(_) => {}
             }
@@ -694,7 +966,14 @@ mod tests {
     use super::*;
 
     fn viewport(width: f64, height: f64, dpr: f64, zoom: f64) -> protocol::Viewport {
-        protocol::Viewport { width, height, device_scale_factor: dpr, page_zoom: zoom, scroll_x: 0.0, scroll_y: 0.0 }
+        protocol::Viewport {
+            width,
+            height,
+            device_scale_factor: dpr,
+            page_zoom: zoom,
+            scroll_x: 0.0,
+            scroll_y: 0.0,
+        }
     }
 
     /// A model reads points off the image it saw; the planner turns them into the viewport's CSS
@@ -703,20 +982,54 @@ mod tests {
     fn point_targets_map_from_the_screenshot_the_model_saw() {
         let click = |x: f64, y: f64| serde_json::json!({"type": "click", "expected_frame_id": "frame_1", "target": {"kind": "point", "x": x, "y": y}});
         // DPR 2: a 2560×1440 image of a 1280×720 viewport.
-        let dpr2 = (protocol::ImageSize { width: 2560, height: 1440 }, viewport(1280.0, 720.0, 2.0, 1.0));
-        assert_eq!(to_css(&click(640.0, 440.0), Some(&dpr2)).unwrap()["target"], serde_json::json!({"kind": "point", "x": 320, "y": 220}));
+        let dpr2 = (
+            protocol::ImageSize {
+                width: 2560,
+                height: 1440,
+            },
+            viewport(1280.0, 720.0, 2.0, 1.0),
+        );
+        assert_eq!(
+            to_css(&click(640.0, 440.0), Some(&dpr2)).unwrap()["target"],
+            serde_json::json!({"kind": "point", "x": 320, "y": 220})
+        );
         // Zoom 1.25 at DPR 2: the CSS viewport shrinks to 1024×576, the image stays 2560×1440.
-        let zoomed = (protocol::ImageSize { width: 2560, height: 1440 }, viewport(1024.0, 576.0, 2.0, 1.25));
-        assert_eq!(to_css(&click(800.0, 550.0), Some(&zoomed)).unwrap()["target"], serde_json::json!({"kind": "point", "x": 320, "y": 220}));
+        let zoomed = (
+            protocol::ImageSize {
+                width: 2560,
+                height: 1440,
+            },
+            viewport(1024.0, 576.0, 2.0, 1.25),
+        );
+        assert_eq!(
+            to_css(&click(800.0, 550.0), Some(&zoomed)).unwrap()["target"],
+            serde_json::json!({"kind": "point", "x": 320, "y": 220})
+        );
         // A provider's downscale to 640×360.
-        let small = (protocol::ImageSize { width: 640, height: 360 }, viewport(1280.0, 720.0, 1.0, 1.0));
+        let small = (
+            protocol::ImageSize {
+                width: 640,
+                height: 360,
+            },
+            viewport(1280.0, 720.0, 1.0, 1.0),
+        );
         let drag = serde_json::json!({"type": "drag", "source": {"kind": "point", "x": 10, "y": 10}, "destination": {"kind": "point", "x": 100.0, "y": 50.0}});
         let mapped = to_css(&drag, Some(&small)).unwrap();
-        assert_eq!((mapped["source"]["x"].clone(), mapped["destination"]["y"].clone()), (serde_json::json!(20), serde_json::json!(100)));
+        assert_eq!(
+            (
+                mapped["source"]["x"].clone(),
+                mapped["destination"]["y"].clone()
+            ),
+            (serde_json::json!(20), serde_json::json!(100))
+        );
         // Refs pass untouched; a point needs a screenshot; a point off the image is refused.
-        let by_ref = serde_json::json!({"type": "click", "target": {"kind": "element", "ref": "e1"}});
+        let by_ref =
+            serde_json::json!({"type": "click", "target": {"kind": "element", "ref": "e1"}});
         assert_eq!(to_css(&by_ref, None).unwrap(), by_ref);
-        assert!(matches!(to_css(&click(1.0, 1.0), None), Err(runtime::PointError::NoScreenshot)));
+        assert!(matches!(
+            to_css(&click(1.0, 1.0), None),
+            Err(runtime::PointError::NoScreenshot)
+        ));
         assert!(to_css(&click(700.0, 10.0), Some(&small)).is_err());
     }
 
@@ -736,28 +1049,60 @@ mod tests {
         let provider = Arc::new(Provider::new(&choice, crate::Limits::default()).unwrap());
         let mut planner = ModelPlanner::new(provider, Default::default()).unwrap();
         planner.task = "Sign up as Ada".into();
-        planner.push_user(vec![Part::Text("Task: Sign up as Ada\npage 0".into())], false);
+        planner.push_user(
+            vec![Part::Text("Task: Sign up as Ada\npage 0".into())],
+            false,
+        );
         for i in 0..20 {
-            planner
-                .messages
-                .push(Message { role: Role::Assistant, parts: vec![Part::ToolCall { id: format!("c{i}"), name: "act".into(), input: Value::Null }] });
-            let outcome = if i == 3 { "click refused: approval_denied (a person declined)".to_owned() } else { format!("type confirmed {i}") };
+            planner.messages.push(Message {
+                role: Role::Assistant,
+                parts: vec![Part::ToolCall {
+                    id: format!("c{i}"),
+                    name: "act".into(),
+                    input: Value::Null,
+                }],
+            });
+            let outcome = if i == 3 {
+                "click refused: approval_denied (a person declined)".to_owned()
+            } else {
+                format!("type confirmed {i}")
+            };
             planner.log.push(format!("{}. act → {outcome}", i + 1));
-            planner.push_user(vec![Part::ToolResult { id: format!("c{i}"), content: format!("{outcome}\npage {}", i + 1), is_error: false }], false);
-            assert!(planner.messages.len() <= MAX_MESSAGES, "bounded at step {i}");
+            planner.push_user(
+                vec![Part::ToolResult {
+                    id: format!("c{i}"),
+                    content: format!("{outcome}\npage {}", i + 1),
+                    is_error: false,
+                }],
+                false,
+            );
+            assert!(
+                planner.messages.len() <= MAX_MESSAGES,
+                "bounded at step {i}"
+            );
         }
-        let Part::Text(summary) = &planner.messages[0].parts[0] else { panic!("a summary first") };
+        let Part::Text(summary) = &planner.messages[0].parts[0] else {
+            panic!("a summary first")
+        };
         assert!(summary.starts_with("Task: Sign up as Ada"), "{summary}");
-        assert!(summary.contains("4. act → click refused: approval_denied") && summary.contains("20. act → type confirmed 19"), "{summary}");
+        assert!(
+            summary.contains("4. act → click refused: approval_denied")
+                && summary.contains("20. act → type confirmed 19"),
+            "{summary}"
+        );
         assert!(summary.contains("Refused so far"), "{summary}");
         assert_eq!(planner.messages[1].role, Role::Assistant);
         for pair in planner.messages[1..].chunks(2) {
-            let (Part::ToolCall { id: call, .. }, Part::ToolResult { id: result, .. }) = (&pair[0].parts[0], &pair[1].parts[0]) else {
+            let (Part::ToolCall { id: call, .. }, Part::ToolResult { id: result, .. }) =
+                (&pair[0].parts[0], &pair[1].parts[0])
+            else {
                 panic!("call then result")
             };
             assert_eq!(call, result);
         }
-        let Part::ToolResult { content, .. } = &planner.messages.last().unwrap().parts[0] else { panic!() };
+        let Part::ToolResult { content, .. } = &planner.messages.last().unwrap().parts[0] else {
+            panic!()
+        };
         assert!(content.ends_with("page 20"), "the latest page is kept");
     }
 }

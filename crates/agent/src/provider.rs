@@ -226,7 +226,11 @@ pub struct Provider {
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Provider").field("kind", &self.kind).field("model", &self.model).field("endpoint", &self.endpoint).finish_non_exhaustive()
+        f.debug_struct("Provider")
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
     }
 }
 
@@ -237,11 +241,17 @@ impl Provider {
     /// A provider for `choice`, its key read from the environment now.
     pub fn new(choice: &ModelChoice, limits: Limits) -> Result<Provider, ProviderError> {
         let name = choice.provider.name();
-        let init = |why: String| ProviderError::Init { provider: name, why };
+        let init = |why: String| ProviderError::Init {
+            provider: name,
+            why,
+        };
         if choice.model.trim().is_empty() {
             return Err(init("no model is named".into()));
         }
-        let key_env = choice.api_key_env.clone().unwrap_or_else(|| choice.provider.default_key_env().to_owned());
+        let key_env = choice
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| choice.provider.default_key_env().to_owned());
         let key = if key_env.is_empty() {
             None
         } else {
@@ -250,19 +260,33 @@ impl Provider {
                 _ => return Err(init(format!("{key_env} is not set"))),
             }
         };
-        let base = choice.base_url.clone().unwrap_or_else(|| choice.provider.default_base_url().to_owned());
+        let base = choice
+            .base_url
+            .clone()
+            .unwrap_or_else(|| choice.provider.default_base_url().to_owned());
         let base = base.trim_end_matches('/');
         if !(base.starts_with("https://") || base.starts_with("http://")) {
             return Err(init(format!("the base URL {base:?} is not http(s)")));
         }
         let path = choice.provider.path();
-        let endpoint = if base.ends_with("/v1") { format!("{base}{}", &path[3..]) } else { format!("{base}{path}") };
+        let endpoint = if base.ends_with("/v1") {
+            format!("{base}{}", &path[3..])
+        } else {
+            format!("{base}{path}")
+        };
         let client = reqwest::Client::builder()
             .timeout(limits.request_deadline)
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| init(format!("the HTTP client cannot start: {e}")))?;
-        Ok(Provider { kind: choice.provider, model: choice.model.clone(), endpoint, key, client, limits })
+        Ok(Provider {
+            kind: choice.provider,
+            model: choice.model.clone(),
+            endpoint,
+            key,
+            client,
+            limits,
+        })
     }
 
     /// The provider's kind.
@@ -278,31 +302,55 @@ impl Provider {
     /// One model turn, retried on 429, 5xx and connection errors.
     pub async fn turn(&self, conversation: &Conversation) -> Result<ModelTurn, ProviderError> {
         let body = match self.kind {
-            ProviderKind::Anthropic => crate::anthropic::request(&self.model, self.limits.max_tokens, conversation),
-            ProviderKind::OpenaiChat => crate::openai::request(&self.model, self.limits.max_tokens, conversation),
-            ProviderKind::OpenaiResponses => crate::responses::request(&self.model, self.limits.max_tokens, conversation),
+            ProviderKind::Anthropic => {
+                crate::anthropic::request(&self.model, self.limits.max_tokens, conversation)
+            }
+            ProviderKind::OpenaiChat => {
+                crate::openai::request(&self.model, self.limits.max_tokens, conversation)
+            }
+            ProviderKind::OpenaiResponses => {
+                crate::responses::request(&self.model, self.limits.max_tokens, conversation)
+            }
         };
         let mut backoff = self.limits.first_backoff;
         let mut last = String::new();
         for attempt in 1..=self.limits.attempts.max(1) {
             let mut request = self.client.post(&self.endpoint).json(&body);
             if self.kind == ProviderKind::Anthropic {
-                let betas: Vec<&str> = conversation.tools.iter().filter_map(|t| t.native.as_ref().and_then(|(_, beta)| *beta)).collect();
+                let betas: Vec<&str> = conversation
+                    .tools
+                    .iter()
+                    .filter_map(|t| t.native.as_ref().and_then(|(_, beta)| *beta))
+                    .collect();
                 if !betas.is_empty() {
                     request = request.header("anthropic-beta", betas.join(","));
                 }
             }
             request = match (self.kind, &self.key) {
-                (ProviderKind::Anthropic, Some(key)) => request.header("x-api-key", key).header("anthropic-version", "2023-06-01"),
-                (ProviderKind::Anthropic, None) => request.header("anthropic-version", "2023-06-01"),
-                (ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses, Some(key)) => request.bearer_auth(key),
+                (ProviderKind::Anthropic, Some(key)) => request
+                    .header("x-api-key", key)
+                    .header("anthropic-version", "2023-06-01"),
+                (ProviderKind::Anthropic, None) => {
+                    request.header("anthropic-version", "2023-06-01")
+                }
+                (ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses, Some(key)) => {
+                    request.bearer_auth(key)
+                }
                 (ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses, None) => request,
             };
             let wait = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
-                    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
-                    let streamed = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+                    let retry_after = response
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok());
+                    let streamed = response
+                        .headers()
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|t| t.starts_with("text/event-stream"));
                     let bytes = read_bounded(response).await?;
                     if status.is_success() {
                         let value = if streamed {
@@ -310,10 +358,13 @@ impl Provider {
                             match self.kind {
                                 ProviderKind::Anthropic => crate::anthropic::from_events(&events)?,
                                 ProviderKind::OpenaiChat => crate::openai::from_events(&events)?,
-                                ProviderKind::OpenaiResponses => crate::responses::from_events(&events)?,
+                                ProviderKind::OpenaiResponses => {
+                                    crate::responses::from_events(&events)?
+                                }
                             }
                         } else {
-                            serde_json::from_slice(&bytes).map_err(|e| ProviderError::Garbage(format!("not JSON: {e}")))?
+                            serde_json::from_slice(&bytes)
+                                .map_err(|e| ProviderError::Garbage(format!("not JSON: {e}")))?
                         };
                         return match self.kind {
                             ProviderKind::Anthropic => crate::anthropic::response(&value),
@@ -325,10 +376,20 @@ impl Provider {
                     if status.as_u16() != 429 && !status.is_server_error() {
                         return Err(ProviderError::Request(last));
                     }
-                    retry_after.map(Duration::from_secs).unwrap_or(backoff).min(self.limits.max_backoff)
+                    retry_after
+                        .map(Duration::from_secs)
+                        .unwrap_or(backoff)
+                        .min(self.limits.max_backoff)
                 }
                 Err(e) => {
-                    last = if e.is_timeout() { format!("no answer within {} s", self.limits.request_deadline.as_secs()) } else { describe(&e) };
+                    last = if e.is_timeout() {
+                        format!(
+                            "no answer within {} s",
+                            self.limits.request_deadline.as_secs()
+                        )
+                    } else {
+                        describe(&e)
+                    };
                     backoff
                 }
             };
@@ -355,9 +416,15 @@ fn describe(e: &reqwest::Error) -> String {
 
 async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| ProviderError::Request(describe(&e)))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ProviderError::Request(describe(&e)))?
+    {
         if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(ProviderError::Garbage(format!("the response is over {MAX_RESPONSE_BYTES} bytes")));
+            return Err(ProviderError::Garbage(format!(
+                "the response is over {MAX_RESPONSE_BYTES} bytes"
+            )));
         }
         bytes.extend_from_slice(&chunk);
     }
@@ -367,12 +434,14 @@ async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, Provid
 /// A server-sent event stream's events: (event name, data as JSON), `[DONE]` and comments
 /// skipped. Data that is not JSON is the provider's garbage.
 pub(crate) fn server_sent_events(body: &[u8]) -> Result<Vec<(String, Value)>, ProviderError> {
-    let text = std::str::from_utf8(body).map_err(|_| ProviderError::Garbage("the stream is not UTF-8".into()))?;
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ProviderError::Garbage("the stream is not UTF-8".into()))?;
     let mut events = Vec::new();
     let (mut event, mut data) = (String::new(), String::new());
     let mut flush = |event: &mut String, data: &mut String| -> Result<(), ProviderError> {
         if !data.is_empty() && data.trim() != "[DONE]" {
-            let value = serde_json::from_str(data).map_err(|e| ProviderError::Garbage(format!("an event's data is not JSON: {e}")))?;
+            let value = serde_json::from_str(data)
+                .map_err(|e| ProviderError::Garbage(format!("an event's data is not JSON: {e}")))?;
             events.push((std::mem::take(event), value));
         }
         event.clear();
@@ -400,7 +469,11 @@ pub(crate) fn server_sent_events(body: &[u8]) -> Result<Vec<(String, Value)>, Pr
 fn error_message(body: &[u8]) -> String {
     let message = serde_json::from_slice::<Value>(body)
         .ok()
-        .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned());
     message.chars().take(300).collect()
 }

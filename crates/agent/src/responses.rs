@@ -16,7 +16,17 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
     for m in &c.messages {
         match m.role {
             Role::Assistant => {
-                let native: Vec<&Value> = m.parts.iter().filter_map(|p| if let Part::Native(v) = p { Some(v) } else { None }).collect();
+                let native: Vec<&Value> = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| {
+                        if let Part::Native(v) = p {
+                            Some(v)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
                 for p in &m.parts {
                     if let Part::ToolCall { id, name, .. } = p
                         && name == "computer"
@@ -39,17 +49,27 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                 }
             }
             Role::User => {
-                let image = m.parts.iter().find_map(|p| if let Part::Image { mime, data } = p { Some(format!("data:{mime};base64,{data}")) } else { None });
+                let image = m.parts.iter().find_map(|p| {
+                    if let Part::Image { mime, data } = p {
+                        Some(format!("data:{mime};base64,{data}"))
+                    } else {
+                        None
+                    }
+                });
                 let mut content = Vec::new();
                 let mut image_used = false;
                 for p in &m.parts {
                     match p {
-                        Part::ToolResult { id, content: text, .. } if computer_calls.contains(id) => {
+                        Part::ToolResult {
+                            id, content: text, ..
+                        } if computer_calls.contains(id) => {
                             let acknowledged: Vec<Value> = m
                                 .parts
                                 .iter()
                                 .filter_map(|p| match p {
-                                    Part::Acknowledged { id: of, checks } if of == id => Some(checks.clone()),
+                                    Part::Acknowledged { id: of, checks } if of == id => {
+                                        Some(checks.clone())
+                                    }
                                     _ => None,
                                 })
                                 .flatten()
@@ -57,7 +77,8 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                             // A computer call's output is a screenshot; what happened goes beside it as text.
                             let mut output = json!({"type": "computer_call_output", "call_id": id});
                             if let Some(url) = &image {
-                                output["output"] = json!({"type": "computer_screenshot", "image_url": url});
+                                output["output"] =
+                                    json!({"type": "computer_screenshot", "image_url": url});
                                 image_used = true;
                             }
                             if !acknowledged.is_empty() {
@@ -66,7 +87,9 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                             input.push(output);
                             content.push(json!({"type": "input_text", "text": text}));
                         }
-                        Part::ToolResult { id, content: text, .. } => {
+                        Part::ToolResult {
+                            id, content: text, ..
+                        } => {
                             input.push(json!({"type": "function_call_output", "call_id": id, "output": text}));
                         }
                         Part::Text(t) => content.push(json!({"type": "input_text", "text": t})),
@@ -74,7 +97,8 @@ pub(crate) fn request(model: &str, max_tokens: u32, c: &Conversation) -> Value {
                     }
                 }
                 if let (Some(url), false) = (&image, image_used) {
-                    content.push(json!({"type": "input_image", "image_url": url, "detail": "high"}));
+                    content
+                        .push(json!({"type": "input_image", "image_url": url, "detail": "high"}));
                 }
                 if !content.is_empty() {
                     input.push(json!({"role": "user", "content": content}));
@@ -118,41 +142,83 @@ pub(crate) fn response(v: &Value) -> Result<ModelTurn, ProviderError> {
     if v.get("status").and_then(Value::as_str) == Some("failed") {
         return Err(ProviderError::Request("the response failed".into()));
     }
-    let output = v.get("output").and_then(Value::as_array).ok_or_else(|| garbage("no output array"))?;
+    let output = v
+        .get("output")
+        .and_then(Value::as_array)
+        .ok_or_else(|| garbage("no output array"))?;
     let mut turn = ModelTurn::default();
     for item in output {
         match item.get("type").and_then(Value::as_str) {
             Some("message") => {
-                for c in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                for c in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     if c.get("type").and_then(Value::as_str) == Some("output_text") {
-                        turn.text.push_str(c.get("text").and_then(Value::as_str).unwrap_or_default());
+                        turn.text
+                            .push_str(c.get("text").and_then(Value::as_str).unwrap_or_default());
                     }
                 }
             }
             Some("function_call") => {
-                let id = item.get("call_id").and_then(Value::as_str).ok_or_else(|| garbage("a function_call without a call_id"))?;
-                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| garbage("a function_call without a name"))?;
-                let arguments = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
-                let input = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.chars().take(2000).collect()));
-                turn.tool_calls.push((id.to_owned(), name.to_owned(), input));
+                let id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| garbage("a function_call without a call_id"))?;
+                let name = item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| garbage("a function_call without a name"))?;
+                let arguments = item
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}");
+                let input = serde_json::from_str(arguments)
+                    .unwrap_or(Value::String(arguments.chars().take(2000).collect()));
+                turn.tool_calls
+                    .push((id.to_owned(), name.to_owned(), input));
             }
             Some("computer_call") => {
-                let id = item.get("call_id").and_then(Value::as_str).ok_or_else(|| garbage("a computer_call without a call_id"))?;
-                let actions = match (item.get("actions").and_then(Value::as_array), item.get("action")) {
+                let id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| garbage("a computer_call without a call_id"))?;
+                let actions = match (
+                    item.get("actions").and_then(Value::as_array),
+                    item.get("action"),
+                ) {
                     (Some(batch), _) => batch.clone(),
                     (None, Some(one)) if one.is_object() => vec![one.clone()],
                     _ => return Err(garbage("a computer_call without an action")),
                 };
-                let checks = item.get("pending_safety_checks").cloned().unwrap_or_else(|| json!([]));
-                turn.tool_calls.push((id.to_owned(), "computer".into(), json!({"actions": actions, "pending_safety_checks": checks})));
+                let checks = item
+                    .get("pending_safety_checks")
+                    .cloned()
+                    .unwrap_or_else(|| json!([]));
+                turn.tool_calls.push((
+                    id.to_owned(),
+                    "computer".into(),
+                    json!({"actions": actions, "pending_safety_checks": checks}),
+                ));
             }
             _ => {} // reasoning and others: passed back, not for the planner
         }
         turn.native.push(item.clone());
     }
-    let count = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
+    let count = |k: &str| {
+        v.pointer(&format!("/usage/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     let cached = count("input_tokens_details/cached_tokens");
-    turn.usage = Usage { input_tokens: count("input_tokens"), output_tokens: count("output_tokens"), cache_read_tokens: cached, cache_write_tokens: 0 };
+    turn.usage = Usage {
+        input_tokens: count("input_tokens"),
+        output_tokens: count("output_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    };
     Ok(turn)
 }
 
@@ -163,18 +229,29 @@ pub(crate) fn from_events(events: &[(String, Value)]) -> Result<Value, ProviderE
         let kind = data.get("type").and_then(Value::as_str).unwrap_or(event);
         match kind {
             "response.completed" | "response.incomplete" => {
-                return data.get("response").cloned().ok_or_else(|| ProviderError::Garbage("a completed event without its response".into()));
+                return data.get("response").cloned().ok_or_else(|| {
+                    ProviderError::Garbage("a completed event without its response".into())
+                });
             }
             "response.failed" => {
-                let message = data.pointer("/response/error/message").and_then(Value::as_str).unwrap_or("the response failed");
+                let message = data
+                    .pointer("/response/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the response failed");
                 return Err(ProviderError::Request(message.chars().take(300).collect()));
             }
             "error" => {
-                let message = data.pointer("/error/message").or(data.get("message")).and_then(Value::as_str).unwrap_or("an error event");
+                let message = data
+                    .pointer("/error/message")
+                    .or(data.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("an error event");
                 return Err(ProviderError::Request(message.chars().take(300).collect()));
             }
             _ => {}
         }
     }
-    Err(ProviderError::Garbage("the stream ended without a completed response".into()))
+    Err(ProviderError::Garbage(
+        "the stream ended without a completed response".into(),
+    ))
 }

@@ -14,11 +14,13 @@ use protocol::extended::Locator;
 use protocol::{ExtendedAction, Observation, Preview, SurfaceKind};
 use serde_json::{Value, json};
 use surface::{
-    BoxFuture, FrameRecord, InputDomain, KeptSite, PersonCast, Reconnected, Surface, SurfaceAdapter, SurfaceError, SurfaceEvent, SurfaceEvents, SurfaceInfo,
-    SurfaceMemory,
+    BoxFuture, FrameRecord, InputDomain, KeptSite, PersonCast, Reconnected, Surface,
+    SurfaceAdapter, SurfaceError, SurfaceEvent, SurfaceEvents, SurfaceInfo, SurfaceMemory,
 };
 
-use crate::{ActOptions, ActOutcome, Dialog, LocatedFacts, ObservationRecord, ObserveOptions, Tab, TabMemory};
+use crate::{
+    ActOptions, ActOutcome, Dialog, LocatedFacts, ObservationRecord, ObserveOptions, Tab, TabMemory,
+};
 
 /// The most local-storage bytes saved per tab.
 const LOCAL_STORAGE_MAX_BYTES: usize = 1 << 20;
@@ -69,13 +71,25 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
     let unavailable = |e: String| SurfaceError::BackendUnavailable { reason: e };
     match source {
         BrowserSource::Launch(options) => {
-            let local = Browser::launch(options).await.map_err(|e| unavailable(e.to_string()))?;
-            let conn = local.connect(ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?;
+            let local = Browser::launch(options)
+                .await
+                .map_err(|e| unavailable(e.to_string()))?;
+            let conn = local
+                .connect(ConnectionOptions::default())
+                .await
+                .map_err(|e| unavailable(e.to_string()))?;
             Ok((conn, Some(local)))
         }
         BrowserSource::Endpoint(endpoint) => {
-            let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10)).await.map_err(|e| unavailable(e.to_string()))?;
-            Ok((Connection::connect(&ws, ConnectionOptions::default()).await.map_err(|e| unavailable(e.to_string()))?, None))
+            let ws = cdp::endpoint::resolve(endpoint, Duration::from_secs(10))
+                .await
+                .map_err(|e| unavailable(e.to_string()))?;
+            Ok((
+                Connection::connect(&ws, ConnectionOptions::default())
+                    .await
+                    .map_err(|e| unavailable(e.to_string()))?,
+                None,
+            ))
         }
     }
 }
@@ -83,7 +97,11 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
 impl Chromium {
     /// An adapter for `source`, not yet connected ([`SurfaceAdapter::connect`]).
     pub fn new(source: BrowserSource) -> Arc<Chromium> {
-        Arc::new(Chromium { source, conn: Mutex::default(), process: Mutex::default() })
+        Arc::new(Chromium {
+            source,
+            conn: Mutex::default(),
+            process: Mutex::default(),
+        })
     }
 
     /// A local headless Chromium with its profiles under `data_dir` (the embedded default).
@@ -98,7 +116,9 @@ impl Chromium {
 
     /// The current connection (for the adapter's own benchmarks and tests).
     pub fn connection(&self) -> Result<Connection, SurfaceError> {
-        lock(&self.conn).clone().ok_or_else(|| SurfaceError::unavailable("the browser is not connected yet"))
+        lock(&self.conn)
+            .clone()
+            .ok_or_else(|| SurfaceError::unavailable("the browser is not connected yet"))
     }
 
     pub(crate) fn with_process<T>(&self, f: impl FnOnce(&Browser) -> T) -> Option<T> {
@@ -115,11 +135,22 @@ impl Chromium {
     /// before its first observation, and once per window (later tabs of the window fit already).
     /// Best effort: a browser that refuses keeps its size, and observations report the real one.
     async fn fit_viewport(&self, tab: &Tab) {
-        let BrowserSource::Launch(options) = &self.source else { return };
+        let BrowserSource::Launch(options) = &self.source else {
+            return;
+        };
         let Ok(browser) = self.browser() else { return };
-        let (want_w, want_h) = (i64::from(options.window_size.0), i64::from(options.window_size.1));
+        let (want_w, want_h) = (
+            i64::from(options.window_size.0),
+            i64::from(options.window_size.1),
+        );
         let inner = || async {
-            let reply = tab.session().call(cdp::domains::runtime::Evaluate::value("[innerWidth, innerHeight]")).await.ok()?;
+            let reply = tab
+                .session()
+                .call(cdp::domains::runtime::Evaluate::value(
+                    "[innerWidth, innerHeight]",
+                ))
+                .await
+                .ok()?;
             let v = reply.result.value?;
             Some((v.get(0)?.as_i64()?, v.get(1)?.as_i64()?))
         };
@@ -127,10 +158,29 @@ impl Chromium {
         if (w, h) == (want_w, want_h) {
             return;
         }
-        let Ok(window) = browser.call(cdp::domains::browser::GetWindowForTarget { target_id: tab.target_id().clone() }).await else { return };
-        let (Some(bw), Some(bh)) = (window.bounds.width, window.bounds.height) else { return };
-        let bounds = cdp::domains::browser::Bounds { width: Some(bw + want_w - w), height: Some(bh + want_h - h), ..Default::default() };
-        if let Err(e) = browser.call(cdp::domains::browser::SetWindowBounds { window_id: window.window_id, bounds }).await {
+        let Ok(window) = browser
+            .call(cdp::domains::browser::GetWindowForTarget {
+                target_id: tab.target_id().clone(),
+            })
+            .await
+        else {
+            return;
+        };
+        let (Some(bw), Some(bh)) = (window.bounds.width, window.bounds.height) else {
+            return;
+        };
+        let bounds = cdp::domains::browser::Bounds {
+            width: Some(bw + want_w - w),
+            height: Some(bh + want_h - h),
+            ..Default::default()
+        };
+        if let Err(e) = browser
+            .call(cdp::domains::browser::SetWindowBounds {
+                window_id: window.window_id,
+                bounds,
+            })
+            .await
+        {
             tracing::debug!(error = %e, "the browser kept its window size");
             return;
         }
@@ -141,10 +191,18 @@ impl Chromium {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tracing::debug!(want_w, want_h, "the page viewport did not reach the configured size");
+        tracing::debug!(
+            want_w,
+            want_h,
+            "the page viewport did not reach the configured size"
+        );
     }
 
-    async fn attach_tab(&self, id: String, memory: Option<SurfaceMemory>) -> Result<Arc<dyn Surface>, SurfaceError> {
+    async fn attach_tab(
+        &self,
+        id: String,
+        memory: Option<SurfaceMemory>,
+    ) -> Result<Arc<dyn Surface>, SurfaceError> {
         let browser = self.browser()?;
         let page = browser.attach(&TargetId(id)).await.map_err(|e| match e {
             // `Target.attachToTarget` refuses only a target it does not know: the tab is gone.
@@ -152,13 +210,17 @@ impl Chromium {
             other => cdp_error(other),
         })?;
         let session_id = page.id().cloned();
-        let memory = memory.and_then(|m| m.0.downcast_ref::<TabMemory>().cloned()).unwrap_or_default();
+        let memory = memory
+            .and_then(|m| m.0.downcast_ref::<TabMemory>().cloned())
+            .unwrap_or_default();
         match Tab::resume(page, memory).await {
             Ok(tab) => Ok(Arc::new(tab)),
             Err(e) => {
                 // Half set up: do not leave the session behind.
                 if let Some(id) = session_id {
-                    let _ = browser.call_with(target::DetachFromTarget { session_id: id }, CALL_DEADLINE).await;
+                    let _ = browser
+                        .call_with(target::DetachFromTarget { session_id: id }, CALL_DEADLINE)
+                        .await;
                 }
                 Err(e.into())
             }
@@ -166,22 +228,37 @@ impl Chromium {
     }
 
     async fn close_target(&self, id: String, deadline: Duration) -> bool {
-        let Ok(browser) = self.browser() else { return false };
+        let Ok(browser) = self.browser() else {
+            return false;
+        };
         // One deadline for the whole close, whatever state the browser is in (a frozen browser
         // answers nothing; without it each step would wait out the default command timeout).
         let deadline = tokio::time::Instant::now() + deadline;
         let mut destroyed = browser.subscribe(&["Target.targetDestroyed"]);
         // Destruction events flow only with target discovery on (idempotent).
-        if tokio::time::timeout_at(deadline, browser.call(target::SetDiscoverTargets { discover: true })).await.is_err() {
+        if tokio::time::timeout_at(
+            deadline,
+            browser.call(target::SetDiscoverTargets { discover: true }),
+        )
+        .await
+        .is_err()
+        {
             return false;
         }
-        let reply = tokio::time::timeout_at(deadline, browser.call(target::CloseTarget { target_id: TargetId(id.clone()) })).await;
+        let reply = tokio::time::timeout_at(
+            deadline,
+            browser.call(target::CloseTarget {
+                target_id: TargetId(id.clone()),
+            }),
+        )
+        .await;
         match reply {
             Ok(Ok(_)) => {}
             // Refused: closed only if the browser no longer lists the target (a fact, not the
             // wording of its error).
             Ok(Err(CdpError::Protocol { .. })) => {
-                let listed = tokio::time::timeout_at(deadline, browser.call(target::GetTargets {})).await;
+                let listed =
+                    tokio::time::timeout_at(deadline, browser.call(target::GetTargets {})).await;
                 return matches!(listed, Ok(Ok(reply)) if !reply.target_infos.iter().any(|t| t.target_id.as_ref().is_some_and(|t| t.0 == id)));
             }
             _ => return false,
@@ -203,29 +280,70 @@ impl Chromium {
     async fn screenshot(&self, id: String) -> Result<Vec<u8>, SurfaceError> {
         let gone = || SurfaceError::lost("the tab is not open in this browser");
         let browser = self.browser()?;
-        let session = tokio::time::timeout(CALL_DEADLINE, browser.attach(&TargetId(id))).await.map_err(|_| gone())?.map_err(|_| gone())?;
+        let session = tokio::time::timeout(CALL_DEADLINE, browser.attach(&TargetId(id)))
+            .await
+            .map_err(|_| gone())?
+            .map_err(|_| gone())?;
         let shot = tokio::time::timeout(
             Duration::from_secs(5),
-            session.call(cdp::domains::page::CaptureScreenshot { format: Some("jpeg".into()), quality: Some(70), clip: None, optimize_for_speed: Some(true) }),
+            session.call(cdp::domains::page::CaptureScreenshot {
+                format: Some("jpeg".into()),
+                quality: Some(70),
+                clip: None,
+                optimize_for_speed: Some(true),
+            }),
         )
         .await;
         if let Some(id) = session.id() {
-            let _ = browser.call(target::DetachFromTarget { session_id: id.clone() }).await;
+            let _ = browser
+                .call(target::DetachFromTarget {
+                    session_id: id.clone(),
+                })
+                .await;
         }
-        let shot = shot.map_err(|_| SurfaceError::Timeout { what: "a preview image".into(), after_ms: 5000 })?.map_err(cdp_error)?;
-        surface::decode_base64(&shot.data).ok_or_else(|| SurfaceError::Internal { reason: "the browser sent an image that is not base64".into() })
+        let shot = shot
+            .map_err(|_| SurfaceError::Timeout {
+                what: "a preview image".into(),
+                after_ms: 5000,
+            })?
+            .map_err(cdp_error)?;
+        surface::decode_base64(&shot.data).ok_or_else(|| SurfaceError::Internal {
+            reason: "the browser sent an image that is not base64".into(),
+        })
     }
 
-    async fn keep(&self, context: Option<String>, url: &str, tab: Option<&dyn Surface>, previous: Option<KeptSite>) -> Option<KeptSite> {
-        let (Some(host), Ok(origin)) = (host_of(url), policy::Origin::parse(url)) else { return None };
+    async fn keep(
+        &self,
+        context: Option<String>,
+        url: &str,
+        tab: Option<&dyn Surface>,
+        previous: Option<KeptSite>,
+    ) -> Option<KeptSite> {
+        let (Some(host), Ok(origin)) = (host_of(url), policy::Origin::parse(url)) else {
+            return None;
+        };
         let origin = origin.serialize_web();
         let browser = self.browser().ok()?;
-        let cookies = match tokio::time::timeout(CALL_DEADLINE, browser.call(cdp::domains::storage::GetCookies { browser_context_id: context })).await {
+        let cookies = match tokio::time::timeout(
+            CALL_DEADLINE,
+            browser.call(cdp::domains::storage::GetCookies {
+                browser_context_id: context,
+            }),
+        )
+        .await
+        {
             Ok(Ok(reply)) => reply.cookies,
             _ => return None,
         };
-        let cookies: Vec<Value> = cookies.iter().filter(|c| c["domain"].as_str().is_some_and(|d| cookie_for(d, &host))).map(cookie_param).collect();
-        let mut local_storage = previous.filter(|p| p.origin == origin).and_then(|p| p.state.get("local_storage").cloned()).unwrap_or_else(|| json!([]));
+        let cookies: Vec<Value> = cookies
+            .iter()
+            .filter(|c| c["domain"].as_str().is_some_and(|d| cookie_for(d, &host)))
+            .map(cookie_param)
+            .collect();
+        let mut local_storage = previous
+            .filter(|p| p.origin == origin)
+            .and_then(|p| p.state.get("local_storage").cloned())
+            .unwrap_or_else(|| json!([]));
         // Only a tab of this adapter holds a CDP session to read its origin's local storage.
         if let Some(tab) = tab.and_then(|t| self.own_tab(t)) {
             let read = cdp::domains::runtime::Evaluate {
@@ -235,8 +353,14 @@ impl Chromium {
                 return_by_value: Some(true),
                 ..Default::default()
             };
-            if let Ok(Ok(reply)) = tokio::time::timeout(CALL_DEADLINE, tab.session().call(read)).await
-                && let Some(items) = reply.result.value.as_ref().and_then(Value::as_str).and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
+            if let Ok(Ok(reply)) =
+                tokio::time::timeout(CALL_DEADLINE, tab.session().call(read)).await
+                && let Some(items) = reply
+                    .result
+                    .value
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
             {
                 local_storage = json!(items);
             }
@@ -257,25 +381,47 @@ impl Chromium {
     async fn seed(&self, kept: &KeptSite, context: Option<String>) -> Result<(), SurfaceError> {
         let failed = |why: String| SurfaceError::Internal { reason: why };
         let browser = self.browser()?;
-        let cookies = kept.state.get("cookies").and_then(Value::as_array).cloned().unwrap_or_default();
-        let local_storage: Vec<(String, String)> = kept.state.get("local_storage").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
+        let cookies = kept
+            .state
+            .get("cookies")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let local_storage: Vec<(String, String)> = kept
+            .state
+            .get("local_storage")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
         if !cookies.is_empty() {
             browser
-                .call(cdp::domains::storage::SetCookies { cookies, browser_context_id: context.clone() })
+                .call(cdp::domains::storage::SetCookies {
+                    cookies,
+                    browser_context_id: context.clone(),
+                })
                 .await
                 .map_err(|e| failed(format!("its cookies could not be set: {e}")))?;
         }
         if local_storage.is_empty() || policy::Origin::parse(&kept.origin).is_err() {
             return Ok(());
         }
-        let page = browser.create_page("about:blank", context).await.map_err(|e| failed(format!("no page to seed its storage: {e}")))?;
+        let page = browser
+            .create_page("about:blank", context)
+            .await
+            .map_err(|e| failed(format!("no page to seed its storage: {e}")))?;
         let seeded = async {
             let seed_url = format!("{}/__glovebox_restore__", kept.origin);
             let mut paused = page.subscribe(&["Fetch.requestPaused"]);
-            page.call(cdp::domains::storage::FetchEnable { patterns: vec![json!({"urlPattern": format!("{seed_url}*"), "requestStage": "Request"})] })
-                .await
-                .map_err(|e| e.to_string())?;
-            let navigate = page.call(cdp::domains::page::Navigate { url: seed_url, frame_id: None });
+            page.call(cdp::domains::storage::FetchEnable {
+                patterns: vec![
+                    json!({"urlPattern": format!("{seed_url}*"), "requestStage": "Request"}),
+                ],
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            let navigate = page.call(cdp::domains::page::Navigate {
+                url: seed_url,
+                frame_id: None,
+            });
             let answer = async {
                 while let Some(Ok(event)) = paused.recv().await {
                     if let Some(id) = event.params.get("requestId").and_then(Value::as_str) {
@@ -283,7 +429,9 @@ impl Chromium {
                             .call(cdp::domains::storage::FulfillRequest {
                                 request_id: id.to_owned(),
                                 response_code: 200,
-                                response_headers: vec![json!({"name": "Content-Type", "value": "text/html"})],
+                                response_headers: vec![
+                                    json!({"name": "Content-Type", "value": "text/html"}),
+                                ],
                                 body: String::new(),
                             })
                             .await;
@@ -295,7 +443,9 @@ impl Chromium {
             navigated.map_err(|e| e.to_string())?;
             let items = serde_json::to_string(&local_storage).map_err(|e| e.to_string())?;
             let write = cdp::domains::runtime::Evaluate {
-                expression: format!("(() => {{ for (const [k, v] of {items}) localStorage.setItem(k, v); return localStorage.length; }})()"),
+                expression: format!(
+                    "(() => {{ for (const [k, v] of {items}) localStorage.setItem(k, v); return localStorage.length; }})()"
+                ),
                 return_by_value: Some(true),
                 ..Default::default()
             };
@@ -305,7 +455,9 @@ impl Chromium {
             }
             Ok::<(), String>(())
         };
-        let result = tokio::time::timeout(Duration::from_secs(5), seeded).await.unwrap_or_else(|_| Err("seeding its storage timed out".into()));
+        let result = tokio::time::timeout(Duration::from_secs(5), seeded)
+            .await
+            .unwrap_or_else(|_| Err("seeding its storage timed out".into()));
         let _ = page.close_target().await;
         result.map_err(|e| failed(format!("its local storage could not be restored: {e}")))
     }
@@ -315,7 +467,11 @@ impl Chromium {
 fn info_of(t: target::TargetInfo) -> Option<SurfaceInfo> {
     let id = t.target_id?.0;
     // While a page has no title, Chromium reports its URL (without the scheme) as the title.
-    let untitled = t.url.split_once("://").is_some_and(|(_, rest)| rest == t.title) || t.title == t.url;
+    let untitled = t
+        .url
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest == t.title)
+        || t.title == t.url;
     Some(SurfaceInfo {
         id,
         top_level: t.target_type == "page",
@@ -343,13 +499,26 @@ fn cookie_for(domain: &str, host: &str) -> bool {
 /// The `CookieParam` that recreates a reported cookie (only the fields `setCookies` takes).
 fn cookie_param(cookie: &Value) -> Value {
     let mut param = serde_json::Map::new();
-    for key in ["name", "value", "domain", "path", "secure", "httpOnly", "sameSite", "priority", "sourceScheme", "sourcePort"] {
+    for key in [
+        "name",
+        "value",
+        "domain",
+        "path",
+        "secure",
+        "httpOnly",
+        "sameSite",
+        "priority",
+        "sourceScheme",
+        "sourcePort",
+    ] {
         if let Some(v) = cookie.get(key) {
             param.insert(key.to_owned(), v.clone());
         }
     }
     if cookie.get("session") != Some(&json!(true))
-        && let Some(expires) = cookie.get("expires").filter(|e| e.as_f64().is_some_and(|e| e > 0.0))
+        && let Some(expires) = cookie
+            .get("expires")
+            .filter(|e| e.as_f64().is_some_and(|e| e > 0.0))
     {
         param.insert("expires".into(), expires.clone());
     }
@@ -379,7 +548,9 @@ impl SurfaceAdapter for Chromium {
 
     fn process_dead(&self) -> bool {
         self.pid().is_some_and(|pid| {
-            !std::path::Path::new(&format!("/proc/{pid}")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z "))
         })
     }
 
@@ -418,15 +589,26 @@ impl SurfaceAdapter for Chromium {
     fn events(&self) -> BoxFuture<'_, Option<SurfaceEvents>> {
         Box::pin(async move {
             let browser = self.browser().ok()?;
-            let mut events = browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
-            browser.call(target::SetDiscoverTargets { discover: true }).await.ok()?;
+            let mut events =
+                browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
+            browser
+                .call(target::SetDiscoverTargets { discover: true })
+                .await
+                .ok()?;
             let (tx, rx) = tokio::sync::mpsc::channel(1024);
             tokio::spawn(async move {
                 while let Some(event) = events.recv().await {
                     let Ok(event) = event else { continue };
                     let forwarded = match event.method.as_str() {
-                        "Target.targetInfoChanged" => event.parse::<target::TargetInfoEvent>().and_then(|e| info_of(e.target_info)).map(SurfaceEvent::Changed),
-                        _ => event.params.get("targetId").and_then(Value::as_str).map(|t| SurfaceEvent::Destroyed(t.to_owned())),
+                        "Target.targetInfoChanged" => event
+                            .parse::<target::TargetInfoEvent>()
+                            .and_then(|e| info_of(e.target_info))
+                            .map(SurfaceEvent::Changed),
+                        _ => event
+                            .params
+                            .get("targetId")
+                            .and_then(Value::as_str)
+                            .map(|t| SurfaceEvent::Destroyed(t.to_owned())),
                     };
                     if let Some(forwarded) = forwarded
                         && tx.send(forwarded).await.is_err()
@@ -441,7 +623,13 @@ impl SurfaceAdapter for Chromium {
 
     fn create_context(&self, with_connection: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
-            let reply = self.browser()?.call(target::CreateBrowserContext { dispose_on_detach: Some(with_connection) }).await.map_err(cdp_error)?;
+            let reply = self
+                .browser()?
+                .call(target::CreateBrowserContext {
+                    dispose_on_detach: Some(with_connection),
+                })
+                .await
+                .map_err(cdp_error)?;
             Ok(reply.browser_context_id)
         })
     }
@@ -453,16 +641,26 @@ impl SurfaceAdapter for Chromium {
             // pages stay for the user: while any page is left the context stays (it goes with
             // the connection, being `disposeOnDetach`).
             let left = match browser.call(target::GetTargets {}).await {
-                Ok(reply) => reply.target_infos.iter().any(|t| t.target_type == "page" && t.browser_context_id.as_deref() == Some(context.as_str())),
+                Ok(reply) => reply.target_infos.iter().any(|t| {
+                    t.target_type == "page"
+                        && t.browser_context_id.as_deref() == Some(context.as_str())
+                }),
                 Err(_) => false,
             };
             if !left {
-                let _ = browser.call(target::DisposeBrowserContext { browser_context_id: context }).await;
+                let _ = browser
+                    .call(target::DisposeBrowserContext {
+                        browser_context_id: context,
+                    })
+                    .await;
             }
         })
     }
 
-    fn open(&self, context: Option<String>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+    fn open(
+        &self,
+        context: Option<String>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
             let tab = Tab::open(&self.browser()?, context).await?;
             self.fit_viewport(&tab).await;
@@ -470,27 +668,47 @@ impl SurfaceAdapter for Chromium {
         })
     }
 
-    fn open_detached(&self, url: String, context: Option<String>, background: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
+    fn open_detached(
+        &self,
+        url: String,
+        context: Option<String>,
+        background: bool,
+    ) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
             let created = self
                 .browser()?
-                .call(target::CreateTarget { url, browser_context_id: context, new_window: Some(true), background: background.then_some(true) })
+                .call(target::CreateTarget {
+                    url,
+                    browser_context_id: context,
+                    new_window: Some(true),
+                    background: background.then_some(true),
+                })
                 .await
                 .map_err(cdp_error)?;
             Ok(created.target_id.0)
         })
     }
 
-    fn attach(&self, id: String, memory: Option<SurfaceMemory>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+    fn attach(
+        &self,
+        id: String,
+        memory: Option<SurfaceMemory>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(self.attach_tab(id, memory))
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>> {
         Box::pin(async move {
-            let reply = tokio::time::timeout(Duration::from_secs(5), self.browser()?.call(target::GetTargets {}))
-                .await
-                .map_err(|_| SurfaceError::Timeout { what: "listing the browser's tabs".into(), after_ms: 5000 })?
-                .map_err(cdp_error)?;
+            let reply = tokio::time::timeout(
+                Duration::from_secs(5),
+                self.browser()?.call(target::GetTargets {}),
+            )
+            .await
+            .map_err(|_| SurfaceError::Timeout {
+                what: "listing the browser's tabs".into(),
+                after_ms: 5000,
+            })?
+            .map_err(cdp_error)?;
             Ok(reply.target_infos.into_iter().filter_map(info_of).collect())
         })
     }
@@ -509,7 +727,12 @@ impl SurfaceAdapter for Chromium {
     }
 
     fn person_view(&self, id: String) -> BoxFuture<'_, Result<Box<dyn PersonCast>, SurfaceError>> {
-        Box::pin(async move { Ok(Box::new(crate::person::Screencast::open(self.browser()?, id).await?) as Box<dyn PersonCast>) })
+        Box::pin(async move {
+            Ok(
+                Box::new(crate::person::Screencast::open(self.browser()?, id).await?)
+                    as Box<dyn PersonCast>,
+            )
+        })
     }
 
     fn keep_site<'a>(
@@ -522,7 +745,11 @@ impl SurfaceAdapter for Chromium {
         Box::pin(self.keep(context, url, surface, previous))
     }
 
-    fn restore_site<'a>(&'a self, kept: &'a KeptSite, context: Option<String>) -> BoxFuture<'a, Result<(), SurfaceError>> {
+    fn restore_site<'a>(
+        &'a self,
+        kept: &'a KeptSite,
+        context: Option<String>,
+    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
         Box::pin(self.seed(kept, context))
     }
 }
@@ -566,7 +793,10 @@ impl Surface for Tab {
         Tab::lost(self)
     }
 
-    fn observe<'a>(&'a self, options: &'a ObserveOptions) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
+    fn observe<'a>(
+        &'a self,
+        options: &'a ObserveOptions,
+    ) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
         Box::pin(async move { Ok(Tab::observe(self, options).await?) })
     }
 
@@ -574,7 +804,11 @@ impl Surface for Tab {
         Box::pin(Tab::preview(self, deadline))
     }
 
-    fn act<'a>(&'a self, action: &'a ExtendedAction, options: &'a ActOptions) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>> {
+    fn act<'a>(
+        &'a self,
+        action: &'a ExtendedAction,
+        options: &'a ActOptions,
+    ) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>> {
         Box::pin(async move { Ok(Tab::act(self, action, options).await?) })
     }
 
@@ -582,10 +816,16 @@ impl Surface for Tab {
         self.latest_observation().map(|r| r as Arc<dyn FrameRecord>)
     }
 
-    fn locate<'a>(&'a self, frame: &'a dyn FrameRecord, locator: &'a Locator) -> BoxFuture<'a, Option<LocatedFacts>> {
+    fn locate<'a>(
+        &'a self,
+        frame: &'a dyn FrameRecord,
+        locator: &'a Locator,
+    ) -> BoxFuture<'a, Option<LocatedFacts>> {
         Box::pin(async move {
             // Only a record this tab issued can resolve a locator in its document.
-            let record = self.latest_observation().filter(|r| &r.frame_id == frame.frame_id())?;
+            let record = self
+                .latest_observation()
+                .filter(|r| &r.frame_id == frame.frame_id())?;
             self.locator_facts(&record, locator).await
         })
     }
@@ -616,9 +856,17 @@ mod tests {
         assert!(cookie_for(".example.com", "shop.example.com"));
         assert!(cookie_for("example.com", "example.com"));
         assert!(!cookie_for("example.com", "badexample.com"));
-        assert_eq!(host_of("http://127.0.0.1:8080/x").as_deref(), Some("127.0.0.1"));
-        let param = cookie_param(&json!({"name": "a", "value": "b", "domain": "x", "path": "/", "size": 2, "session": true, "expires": -1}));
-        assert_eq!(param, json!({"name": "a", "value": "b", "domain": "x", "path": "/"}));
+        assert_eq!(
+            host_of("http://127.0.0.1:8080/x").as_deref(),
+            Some("127.0.0.1")
+        );
+        let param = cookie_param(
+            &json!({"name": "a", "value": "b", "domain": "x", "path": "/", "size": 2, "session": true, "expires": -1}),
+        );
+        assert_eq!(
+            param,
+            json!({"name": "a", "value": "b", "domain": "x", "path": "/"})
+        );
     }
 
     #[test]
@@ -630,8 +878,17 @@ mod tests {
             title: title.into(),
             ..Default::default()
         };
-        assert_eq!(info_of(info("http://a.test/x", "a.test/x")).unwrap().title, "");
-        assert_eq!(info_of(info("about:blank", "about:blank")).unwrap().title, "");
-        assert_eq!(info_of(info("http://a.test/x", "Inbox")).unwrap().title, "Inbox");
+        assert_eq!(
+            info_of(info("http://a.test/x", "a.test/x")).unwrap().title,
+            ""
+        );
+        assert_eq!(
+            info_of(info("about:blank", "about:blank")).unwrap().title,
+            ""
+        );
+        assert_eq!(
+            info_of(info("http://a.test/x", "Inbox")).unwrap().title,
+            "Inbox"
+        );
     }
 }

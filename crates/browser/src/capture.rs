@@ -84,8 +84,17 @@ pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
     // A protocol error from either call on a live session means the frame's document went away
     // meanwhile (a navigation replaced it, and the new world was never made or is gone): the page
     // is changing, which a caller takes as "observe again", not as a fault.
-    let replaced = || BrowserError::Unstable { what: "the document was replaced while Glovebox's world was being set up".into() };
-    let created = match tab.session.call(page::CreateIsolatedWorld { frame_id: frame_id.clone(), world_name: Some(WORLD.into()) }).await {
+    let replaced = || BrowserError::Unstable {
+        what: "the document was replaced while Glovebox's world was being set up".into(),
+    };
+    let created = match tab
+        .session
+        .call(page::CreateIsolatedWorld {
+            frame_id: frame_id.clone(),
+            world_name: Some(WORLD.into()),
+        })
+        .await
+    {
         Ok(created) => created,
         Err(cdp::CdpError::Protocol { .. }) => return Err(replaced()),
         Err(e) => return Err(e.into()),
@@ -102,7 +111,9 @@ pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
     match tab.session.call(install).await {
         Ok(reply) => {
             if let Some(exception) = reply.exception_details {
-                return Err(BrowserError::Internal { reason: format!("isolated-world script failed: {}", exception.message()) });
+                return Err(BrowserError::Internal {
+                    reason: format!("isolated-world script failed: {}", exception.message()),
+                });
             }
         }
         Err(cdp::CdpError::Protocol { .. }) => return Err(replaced()),
@@ -113,7 +124,11 @@ pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
 }
 
 /// Evaluates `expression` in a context, returning its value; page exceptions become errors.
-pub(crate) async fn evaluate_in(session: &Session, context: i64, expression: &str) -> Result<serde_json::Value, BrowserError> {
+pub(crate) async fn evaluate_in(
+    session: &Session,
+    context: i64,
+    expression: &str,
+) -> Result<serde_json::Value, BrowserError> {
     let reply = session
         .call(runtime::Evaluate {
             expression: expression.to_owned(),
@@ -125,7 +140,9 @@ pub(crate) async fn evaluate_in(session: &Session, context: i64, expression: &st
         })
         .await?;
     if let Some(exception) = reply.exception_details {
-        return Err(BrowserError::Internal { reason: format!("isolated-world script failed: {}", exception.message()) });
+        return Err(BrowserError::Internal {
+            reason: format!("isolated-world script failed: {}", exception.message()),
+        });
     }
     Ok(reply.result.value.unwrap_or(serde_json::Value::Null))
 }
@@ -154,33 +171,73 @@ pub(crate) struct SessionCapture {
 }
 
 pub(crate) fn snapshot_command() -> CaptureSnapshot {
-    CaptureSnapshot { computed_styles: STYLES.iter().map(|s| (*s).to_owned()).collect(), include_dom_rects: None, include_paint_order: None }
+    CaptureSnapshot {
+        computed_styles: STYLES.iter().map(|s| (*s).to_owned()).collect(),
+        include_dom_rects: None,
+        include_paint_order: None,
+    }
 }
 
 /// A capture built from the DOM snapshot alone: every document's AX-shaped tree synthesised.
-pub(crate) fn dom_model_session(session: Session, snapshot: CaptureSnapshotReply, world: &WorldState) -> SessionCapture {
-    let page = crate::synth::PageFacts { modal_dialog: usize::try_from(world.modal_dialog).ok(), focused: usize::try_from(world.focused).ok() };
+pub(crate) fn dom_model_session(
+    session: Session,
+    snapshot: CaptureSnapshotReply,
+    world: &WorldState,
+) -> SessionCapture {
+    let page = crate::synth::PageFacts {
+        modal_dialog: usize::try_from(world.modal_dialog).ok(),
+        focused: usize::try_from(world.focused).ok(),
+    };
     let ax = (0..snapshot.documents.len())
         .map(|i| {
-            let facts = if i == 0 { page } else { crate::synth::PageFacts::default() };
-            (snapshot.string(snapshot.documents[i].frame_id).to_owned(), crate::synth::synthesize(&snapshot, i, facts))
+            let facts = if i == 0 {
+                page
+            } else {
+                crate::synth::PageFacts::default()
+            };
+            (
+                snapshot.string(snapshot.documents[i].frame_id).to_owned(),
+                crate::synth::synthesize(&snapshot, i, facts),
+            )
         })
         .collect();
-    SessionCapture { session, snapshot, ax, dom_model: true }
+    SessionCapture {
+        session,
+        snapshot,
+        ax,
+        dom_model: true,
+    }
 }
 
 /// Fetches the AX trees of the same-process child documents the snapshot found (the root's is given).
-pub(crate) async fn complete_session(session: Session, snapshot: CaptureSnapshotReply, root_ax: Vec<AxNode>) -> Result<SessionCapture, BrowserError> {
+pub(crate) async fn complete_session(
+    session: Session,
+    snapshot: CaptureSnapshotReply,
+    root_ax: Vec<AxNode>,
+) -> Result<SessionCapture, BrowserError> {
     let mut ax = HashMap::new();
     let frame_of = |i: usize| snapshot.string(snapshot.documents[i].frame_id).to_owned();
     if let Some(first) = snapshot.documents.first() {
         ax.insert(snapshot.string(first.frame_id).to_owned(), root_ax);
     }
-    let extra: Vec<String> = (1..snapshot.documents.len()).map(frame_of).filter(|f| !f.is_empty()).collect();
+    let extra: Vec<String> = (1..snapshot.documents.len())
+        .map(frame_of)
+        .filter(|f| !f.is_empty())
+        .collect();
     let fetches = extra.iter().map(|frame| {
         let session = session.clone();
         let frame = frame.clone();
-        async move { (frame.clone(), session.call(GetFullAxTree { depth: None, frame_id: Some(frame) }).await) }
+        async move {
+            (
+                frame.clone(),
+                session
+                    .call(GetFullAxTree {
+                        depth: None,
+                        frame_id: Some(frame),
+                    })
+                    .await,
+            )
+        }
     });
     for (frame, reply) in futures_util::future::join_all(fetches).await {
         match reply {
@@ -192,5 +249,10 @@ pub(crate) async fn complete_session(session: Session, snapshot: CaptureSnapshot
             Err(e) => tracing::debug!(%frame, error = %e, "no AX tree for a same-process frame"),
         }
     }
-    Ok(SessionCapture { session, snapshot, ax, dom_model: false })
+    Ok(SessionCapture {
+        session,
+        snapshot,
+        ax,
+        dom_model: false,
+    })
 }

@@ -23,12 +23,24 @@ enum Op {
 
 /// The changes from `base` to `current` (two snapshots as `observe` writes them), when that is
 /// smaller than `current`; `None` when the whole snapshot is as small or the change too large.
-pub(crate) fn snapshot_diff(base_frame: &protocol::FrameId, base: &str, current: &str) -> Option<SnapshotDiff> {
+pub(crate) fn snapshot_diff(
+    base_frame: &protocol::FrameId,
+    base: &str,
+    current: &str,
+) -> Option<SnapshotDiff> {
     let old: Vec<&str> = base.lines().collect();
     let new: Vec<&str> = current.lines().collect();
     let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let suffix = old[prefix..].iter().rev().zip(new[prefix..].iter().rev()).take_while(|(a, b)| a == b).count();
-    let (a, b) = (&old[prefix..old.len() - suffix], &new[prefix..new.len() - suffix]);
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (a, b) = (
+        &old[prefix..old.len() - suffix],
+        &new[prefix..new.len() - suffix],
+    );
     if a.len().saturating_mul(b.len()) > MAX_CELLS {
         return None;
     }
@@ -100,14 +112,18 @@ pub(crate) fn snapshot_diff(base_frame: &protocol::FrameId, base: &str, current:
     }
     let unchanged = new.len() as u32 - added - changed;
     let text = if added + removed + changed == 0 {
-        format!("no line changed since {} ({unchanged} lines as they were)\n", base_frame.as_str())
+        format!(
+            "no line changed since {} ({unchanged} lines as they were)\n",
+            base_frame.as_str()
+        )
     } else {
         format!(
             "changes since {}: {added} added (+), {removed} removed (-), {changed} changed (~); the other {unchanged} lines and their refs are as they were\n{body}",
             base_frame.as_str()
         )
     };
-    (text.len() < current.len()).then(|| SnapshotDiff::new(base_frame.clone(), text, added, removed, changed))
+    (text.len() < current.len())
+        .then(|| SnapshotDiff::new(base_frame.clone(), text, added, removed, changed))
 }
 
 /// The ref a snapshot line carries (`[e12 …]`), if any.
@@ -126,7 +142,11 @@ fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
     let at = |i: usize, j: usize| i * (m + 1) + j;
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            lcs[at(i, j)] = if a[i] == b[j] { lcs[at(i + 1, j + 1)] + 1 } else { lcs[at(i + 1, j)].max(lcs[at(i, j + 1)]) };
+            lcs[at(i, j)] = if a[i] == b[j] {
+                lcs[at(i + 1, j + 1)] + 1
+            } else {
+                lcs[at(i + 1, j)].max(lcs[at(i, j + 1)])
+            };
         }
     }
     let mut ops = Vec::with_capacity(n + m);
@@ -164,24 +184,49 @@ mod tests {
             base.push_str(&format!(" row \"mail {i}\" [e{}]\n", i + 1));
         }
         base.push_str(" textbox \"Search\" [e40]\n");
-        let current = base.replace(" row \"mail 3\" [e4]\n", "").replace(" row \"mail 10\" [e11]\n", " row \"mail 10\" [e11 selected]\n  \"opened\"\n")
-            + " row \"mail 30\" [e41]\n";
+        let current = base.replace(" row \"mail 3\" [e4]\n", "").replace(
+            " row \"mail 10\" [e11]\n",
+            " row \"mail 10\" [e11 selected]\n  \"opened\"\n",
+        ) + " row \"mail 30\" [e41]\n";
         let diff = snapshot_diff(&frame(), &base, &current).expect("smaller than the snapshot");
-        assert_eq!((diff.added(), diff.removed(), diff.changed()), (2, 1, 1), "{}", diff.text());
+        assert_eq!(
+            (diff.added(), diff.removed(), diff.changed()),
+            (2, 1, 1),
+            "{}",
+            diff.text()
+        );
         let text = diff.text();
         assert!(text.contains("@@ after: row \"mail 2\" [e3]\n- "), "{text}");
         assert!(text.contains("-  row \"mail 3\" [e4]\n"), "{text}");
-        assert!(text.contains("~  row \"mail 10\" [e11 selected]\n+   \"opened\"\n"), "{text}");
-        assert!(text.contains("@@ after: textbox \"Search\" [e40]\n+  row \"mail 30\" [e41]\n"), "{text}");
+        assert!(
+            text.contains("~  row \"mail 10\" [e11 selected]\n+   \"opened\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("@@ after: textbox \"Search\" [e40]\n+  row \"mail 30\" [e41]\n"),
+            "{text}"
+        );
         assert!(text.len() < current.len());
     }
 
     #[test]
     fn nothing_changed_and_everything_changed() {
-        let page: String = (0..20).map(|i| format!(" button \"b{i}\" [e{i}]\n")).collect();
-        assert!(snapshot_diff(&frame(), &page, &page).unwrap().text().starts_with("no line changed"));
-        let other: String = (0..20).map(|i| format!(" link \"l{i}\" [e{}]\n", i + 100)).collect();
-        assert!(snapshot_diff(&frame(), &page, &other).is_none(), "a diff as big as the page is not sent");
+        let page: String = (0..20)
+            .map(|i| format!(" button \"b{i}\" [e{i}]\n"))
+            .collect();
+        assert!(
+            snapshot_diff(&frame(), &page, &page)
+                .unwrap()
+                .text()
+                .starts_with("no line changed")
+        );
+        let other: String = (0..20)
+            .map(|i| format!(" link \"l{i}\" [e{}]\n", i + 100))
+            .collect();
+        assert!(
+            snapshot_diff(&frame(), &page, &other).is_none(),
+            "a diff as big as the page is not sent"
+        );
         assert!(snapshot_diff(&frame(), "", "").is_none());
     }
 }

@@ -59,19 +59,67 @@ pub(crate) struct DocView<'a> {
 
 impl<'a> DocView<'a> {
     /// `frame_origin` is where this document's (0,0) viewport corner sits in the top-level viewport.
-    pub(crate) fn new(reply: &'a CaptureSnapshotReply, doc_index: usize, frame_origin: (f64, f64)) -> Option<DocView<'a>> {
+    pub(crate) fn new(
+        reply: &'a CaptureSnapshotReply,
+        doc_index: usize,
+        frame_origin: (f64, f64),
+    ) -> Option<DocView<'a>> {
         let doc = reply.documents.get(doc_index)?;
         let nodes = &doc.nodes;
-        let by_backend = nodes.backend_node_id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        let layout_of = doc.layout.node_index.iter().enumerate().map(|(l, n)| (*n, l)).collect();
+        let by_backend = nodes
+            .backend_node_id
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (*id, i))
+            .collect();
+        let layout_of = doc
+            .layout
+            .node_index
+            .iter()
+            .enumerate()
+            .map(|(l, n)| (*n, l))
+            .collect();
         let clickable = nodes.is_clickable.index.iter().copied().collect();
         let checked = nodes.input_checked.index.iter().copied().collect();
         let selected = nodes.option_selected.index.iter().copied().collect();
-        let input_value = nodes.input_value.index.iter().copied().zip(nodes.input_value.value.iter().copied()).collect();
-        let text_value = nodes.text_value.index.iter().copied().zip(nodes.text_value.value.iter().copied()).collect();
-        let content_doc = nodes.content_document_index.index.iter().copied().zip(nodes.content_document_index.value.iter().map(|v| *v as usize)).collect();
-        let pseudo = nodes.pseudo_type.index.iter().copied().zip(nodes.pseudo_type.value.iter().copied()).collect();
-        let scroll = (doc.scroll_offset_x.unwrap_or(0.0), doc.scroll_offset_y.unwrap_or(0.0));
+        let input_value = nodes
+            .input_value
+            .index
+            .iter()
+            .copied()
+            .zip(nodes.input_value.value.iter().copied())
+            .collect();
+        let text_value = nodes
+            .text_value
+            .index
+            .iter()
+            .copied()
+            .zip(nodes.text_value.value.iter().copied())
+            .collect();
+        let content_doc = nodes
+            .content_document_index
+            .index
+            .iter()
+            .copied()
+            .zip(
+                nodes
+                    .content_document_index
+                    .value
+                    .iter()
+                    .map(|v| *v as usize),
+            )
+            .collect();
+        let pseudo = nodes
+            .pseudo_type
+            .index
+            .iter()
+            .copied()
+            .zip(nodes.pseudo_type.value.iter().copied())
+            .collect();
+        let scroll = (
+            doc.scroll_offset_x.unwrap_or(0.0),
+            doc.scroll_offset_y.unwrap_or(0.0),
+        );
         Some(DocView {
             reply,
             doc,
@@ -108,7 +156,8 @@ impl<'a> DocView<'a> {
 
     /// Its computed `visibility` is `visible` (true when unknown).
     pub(crate) fn visibility_visible(&self, node: usize) -> bool {
-        self.style(node, STYLE_VISIBILITY).is_none_or(|v| v == "visible")
+        self.style(node, STYLE_VISIBILITY)
+            .is_none_or(|v| v == "visible")
     }
 
     /// A pseudo-element (`::marker`, `::before`, …).
@@ -127,16 +176,28 @@ impl<'a> DocView<'a> {
     }
 
     pub(crate) fn parent(&self, node: usize) -> Option<usize> {
-        self.doc.nodes.parent_index.get(node).and_then(|p| usize::try_from(*p).ok())
+        self.doc
+            .nodes
+            .parent_index
+            .get(node)
+            .and_then(|p| usize::try_from(*p).ok())
     }
 
     pub(crate) fn tag(&self, node: usize) -> String {
-        self.doc.nodes.node_name.get(node).map(|i| self.reply.string(*i).to_ascii_lowercase()).unwrap_or_default()
+        self.doc
+            .nodes
+            .node_name
+            .get(node)
+            .map(|i| self.reply.string(*i).to_ascii_lowercase())
+            .unwrap_or_default()
     }
 
     pub(crate) fn attr(&self, node: usize, name: &str) -> Option<&'a str> {
         let attrs = self.doc.nodes.attributes.get(node)?;
-        attrs.chunks(2).find(|kv| kv.len() == 2 && self.reply.string(kv[0]).eq_ignore_ascii_case(name)).map(|kv| self.reply.string(kv[1]))
+        attrs
+            .chunks(2)
+            .find(|kv| kv.len() == 2 && self.reply.string(kv[0]).eq_ignore_ascii_case(name))
+            .map(|kv| self.reply.string(kv[1]))
     }
 
     pub(crate) fn bounds(&self, node: usize) -> Option<Rect> {
@@ -145,7 +206,12 @@ impl<'a> DocView<'a> {
         if b.len() < 4 {
             return None;
         }
-        Some(Rect { x: b[0] + self.origin.0, y: b[1] + self.origin.1, w: b[2], h: b[3] })
+        Some(Rect {
+            x: b[0] + self.origin.0,
+            y: b[1] + self.origin.1,
+            w: b[2],
+            h: b[3],
+        })
     }
 
     fn style(&self, node: usize, which: usize) -> Option<&'a str> {
@@ -160,7 +226,10 @@ impl<'a> DocView<'a> {
 
     /// Its computed `cursor` says it can be picked up and moved (`move`, `grab`).
     pub(crate) fn cursor_grab(&self, node: usize) -> bool {
-        matches!(self.style(node, STYLE_CURSOR), Some("move" | "grab" | "grabbing" | "-webkit-grab"))
+        matches!(
+            self.style(node, STYLE_CURSOR),
+            Some("move" | "grab" | "grabbing" | "-webkit-grab")
+        )
     }
 
     /// An element whose box is block-level (its computed `display` is not an inline kind):
@@ -170,31 +239,45 @@ impl<'a> DocView<'a> {
         if self.node_type(node) != 1 {
             return false;
         }
-        self.style(node, STYLE_DISPLAY).is_some_and(|d| !(d.is_empty() || d.starts_with("inline") || d == "contents" || d.starts_with("ruby")))
+        self.style(node, STYLE_DISPLAY).is_some_and(|d| {
+            !(d.is_empty() || d.starts_with("inline") || d == "contents" || d.starts_with("ruby"))
+        })
     }
 
     /// Its `class` tokens.
     pub(crate) fn classes(&self, node: usize) -> impl Iterator<Item = &'a str> {
-        self.attr(node, "class").unwrap_or_default().split_ascii_whitespace()
+        self.attr(node, "class")
+            .unwrap_or_default()
+            .split_ascii_whitespace()
     }
 
     /// Rendered and not made invisible by CSS (`visibility`, `opacity: 0`).
     pub(crate) fn visible(&self, node: usize) -> bool {
-        let Some(bounds) = self.bounds(node) else { return false };
+        let Some(bounds) = self.bounds(node) else {
+            return false;
+        };
         bounds.w > 0.0
             && bounds.h > 0.0
-            && self.style(node, STYLE_VISIBILITY).is_none_or(|v| v == "visible")
-            && self.style(node, STYLE_OPACITY).is_none_or(|o| o.parse::<f64>().map_or(true, |o| o > 0.0))
+            && self
+                .style(node, STYLE_VISIBILITY)
+                .is_none_or(|v| v == "visible")
+            && self
+                .style(node, STYLE_OPACITY)
+                .is_none_or(|o| o.parse::<f64>().map_or(true, |o| o > 0.0))
     }
 
     /// Rendered with `opacity: 0`: invisible with everything inside it.
     pub(crate) fn transparent(&self, node: usize) -> bool {
-        self.style(node, STYLE_OPACITY).and_then(|o| o.parse::<f64>().ok()).is_some_and(|o| o <= 0.0)
+        self.style(node, STYLE_OPACITY)
+            .and_then(|o| o.parse::<f64>().ok())
+            .is_some_and(|o| o <= 0.0)
     }
 
     /// A `::marker` pseudo-element (a list bullet): decoration, not content.
     pub(crate) fn is_marker(&self, node: usize) -> bool {
-        self.pseudo.get(&node).is_some_and(|v| self.reply.string(*v) == "marker")
+        self.pseudo
+            .get(&node)
+            .is_some_and(|v| self.reply.string(*v) == "marker")
     }
 
     pub(crate) fn clickable(&self, node: usize) -> bool {
@@ -240,7 +323,11 @@ impl<'a> DocView<'a> {
 
     /// The text of a text node.
     pub(crate) fn node_value(&self, node: usize) -> &'a str {
-        self.doc.nodes.node_value.get(node).map_or("", |i| self.reply.string(*i))
+        self.doc
+            .nodes
+            .node_value
+            .get(node)
+            .map_or("", |i| self.reply.string(*i))
     }
 
     pub(crate) fn url(&self) -> &'a str {

@@ -36,7 +36,9 @@ impl BrowserError {
         match self {
             BrowserError::TargetLost { .. } => ErrorCode::TargetLost,
             BrowserError::BackendUnavailable { .. } => ErrorCode::BackendUnavailable,
-            BrowserError::Unstable { .. } | BrowserError::Stale { .. } => ErrorCode::StaleObservation,
+            BrowserError::Unstable { .. } | BrowserError::Stale { .. } => {
+                ErrorCode::StaleObservation
+            }
             BrowserError::NotActionable { .. } => ErrorCode::InvalidAction,
             BrowserError::Timeout { .. } => ErrorCode::Timeout,
             BrowserError::Internal { .. } => ErrorCode::Internal,
@@ -47,10 +49,21 @@ impl BrowserError {
 impl From<CdpError> for BrowserError {
     fn from(e: CdpError) -> Self {
         match e {
-            CdpError::Detached { .. } => BrowserError::TargetLost { reason: e.to_string() },
-            CdpError::Closed { .. } | CdpError::Connect { .. } => BrowserError::BackendUnavailable { reason: e.to_string() },
-            CdpError::Timeout { ref method, after } => BrowserError::Timeout { what: method.clone(), after_ms: after.as_millis() as u64 },
-            CdpError::Protocol { .. } | CdpError::Decode { .. } => BrowserError::Internal { reason: e.to_string() },
+            CdpError::Detached { .. } => BrowserError::TargetLost {
+                reason: e.to_string(),
+            },
+            CdpError::Closed { .. } | CdpError::Connect { .. } => {
+                BrowserError::BackendUnavailable {
+                    reason: e.to_string(),
+                }
+            }
+            CdpError::Timeout { ref method, after } => BrowserError::Timeout {
+                what: method.clone(),
+                after_ms: after.as_millis() as u64,
+            },
+            CdpError::Protocol { .. } | CdpError::Decode { .. } => BrowserError::Internal {
+                reason: e.to_string(),
+            },
         }
     }
 }

@@ -68,16 +68,39 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 }
 
 /// Static subresources a page loads by itself.
-const STATIC: &[&str] = &["Image", "Stylesheet", "Font", "Script", "Media", "TextTrack", "Manifest"];
+const STATIC: &[&str] = &[
+    "Image",
+    "Stylesheet",
+    "Font",
+    "Script",
+    "Media",
+    "TextTrack",
+    "Manifest",
+];
 
 /// Turns interception on for `session` (the tab's, one of its iframes', or a worker's of its
 /// own); for a frame, service workers are bypassed too. A session that is gone already answers
 /// an error at once.
 async fn intercept(session: &Session, frame: bool) -> Result<(), cdp::CdpError> {
     let bypass = async {
-        if frame { session.send_raw("Network.setBypassServiceWorker", json!({"bypass": true}), Duration::from_secs(5)).await.map(|_| ()) } else { Ok(()) }
+        if frame {
+            session
+                .send_raw(
+                    "Network.setBypassServiceWorker",
+                    json!({"bypass": true}),
+                    Duration::from_secs(5),
+                )
+                .await
+                .map(|_| ())
+        } else {
+            Ok(())
+        }
     };
-    let fetch = session.send_raw("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}), Duration::from_secs(5));
+    let fetch = session.send_raw(
+        "Fetch.enable",
+        json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}),
+        Duration::from_secs(5),
+    );
     let (b, f) = tokio::join!(bypass, fetch);
     b.and(f).map(|_| ())
 }
@@ -100,11 +123,19 @@ impl Guard {
         let state = Arc::new(Mutex::new(State::default()));
         let mut events = session.subscribe(&["Fetch.requestPaused", "Page.frameNavigated"]);
         // Paused requests of the tab's children (filtered below to this tab's own).
-        let mut child_events = session.connection().subscribe(cdp::EventFilter::default().methods(["Fetch.requestPaused"]));
+        let mut child_events = session
+            .connection()
+            .subscribe(cdp::EventFilter::default().methods(["Fetch.requestPaused"]));
         let wake = Arc::new(tokio::sync::Notify::new());
         let children: Arc<OnceLock<ChildView>> = Arc::default();
         let io: Arc<tokio::sync::Mutex<()>> = Arc::default();
-        let guard = Guard { session: session.clone(), state: state.clone(), wake: wake.clone(), children: children.clone(), io: io.clone() };
+        let guard = Guard {
+            session: session.clone(),
+            state: state.clone(),
+            wake: wake.clone(),
+            children: children.clone(),
+            io: io.clone(),
+        };
         let task = tokio::spawn(async move {
             loop {
                 let until = lock(&state).disarm_at;
@@ -175,7 +206,10 @@ impl Guard {
     }
 
     /// Judges every request from now on against `allowed` (plus the request's own exceptions).
-    pub(crate) async fn arm(&self, allowed: Vec<policy::Origin>) -> Result<(), crate::BrowserError> {
+    pub(crate) async fn arm(
+        &self,
+        allowed: Vec<policy::Origin>,
+    ) -> Result<(), crate::BrowserError> {
         let _io = self.io.lock().await;
         let enable = {
             let mut state = lock(&self.state);
@@ -191,16 +225,32 @@ impl Guard {
         let uncovered: Vec<ChildTarget> = {
             let fetching = &lock(&self.state).fetching;
             let children = self.children.get().map(ChildView::list).unwrap_or_default();
-            children.into_iter().filter(|c| judged_child(c) && c.session.id().is_some_and(|id| !fetching.contains(id))).collect()
+            children
+                .into_iter()
+                .filter(|c| {
+                    judged_child(c) && c.session.id().is_some_and(|id| !fetching.contains(id))
+                })
+                .collect()
         };
-        let enabled = futures_util::future::join_all(uncovered.iter().map(|c| async move { (c, intercept(&c.session, is_frame(c)).await) })).await;
+        let enabled = futures_util::future::join_all(
+            uncovered
+                .iter()
+                .map(|c| async move { (c, intercept(&c.session, is_frame(c)).await) }),
+        )
+        .await;
         for (child, result) in enabled {
             match result {
                 Ok(()) => {
-                    lock(&self.state).fetching.extend(child.session.id().cloned());
+                    lock(&self.state)
+                        .fetching
+                        .extend(child.session.id().cloned());
                 }
                 // Gone meanwhile: it sends nothing more.
-                Err(cdp::CdpError::Protocol { .. } | cdp::CdpError::Detached { .. } | cdp::CdpError::Closed { .. }) => {}
+                Err(
+                    cdp::CdpError::Protocol { .. }
+                    | cdp::CdpError::Detached { .. }
+                    | cdp::CdpError::Closed { .. },
+                ) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -219,7 +269,9 @@ impl Guard {
         Arc::new(move |child: ChildTarget| {
             let (state, io) = (state.clone(), io.clone());
             Box::pin(async move {
-                let Some(id) = child.session.id().cloned() else { return };
+                let Some(id) = child.session.id().cloned() else {
+                    return;
+                };
                 if !judged_child(&child) {
                     return;
                 }
@@ -231,7 +283,9 @@ impl Guard {
                     Ok(()) => {
                         lock(&state).fetching.insert(id);
                     }
-                    Err(e) => tracing::warn!(error = %e, "request interception could not be turned on for a new frame or worker"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "request interception could not be turned on for a new frame or worker")
+                    }
                 }
             })
         })
@@ -268,14 +322,29 @@ impl Drop for Disarm<'_> {
 
 /// `None` to let the request go, `Some` when it is refused (and recorded).
 fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
-    let url = params.pointer("/request/url").and_then(Value::as_str).unwrap_or_default();
-    let method = params.pointer("/request/method").and_then(Value::as_str).unwrap_or("GET");
-    let kind = params.get("resourceType").and_then(Value::as_str).unwrap_or("Other");
+    let url = params
+        .pointer("/request/url")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let method = params
+        .pointer("/request/method")
+        .and_then(Value::as_str)
+        .unwrap_or("GET");
+    let kind = params
+        .get("resourceType")
+        .and_then(Value::as_str)
+        .unwrap_or("Other");
     let mut state = lock(state);
     let allowed = state.allowed.as_ref()?;
     // Only web requests reach an origin (data:, blob: and the like stay in the browser).
-    let Ok(origin) = policy::Origin::parse(url) else { return None };
-    if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("ws://") || url.starts_with("wss://")) {
+    let Ok(origin) = policy::Origin::parse(url) else {
+        return None;
+    };
+    if !(url.starts_with("http://")
+        || url.starts_with("https://")
+        || url.starts_with("ws://")
+        || url.starts_with("wss://"))
+    {
         return None;
     }
     if allowed.contains(&origin) {
@@ -285,7 +354,12 @@ fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
     if plain && STATIC.contains(&kind) {
         return None;
     }
-    let blocked = BlockedRequest { method: method.to_owned(), url: policy::redact_url(url), origin: origin.serialize_web(), resource_type: kind.to_owned() };
+    let blocked = BlockedRequest {
+        method: method.to_owned(),
+        url: policy::redact_url(url),
+        origin: origin.serialize_web(),
+        resource_type: kind.to_owned(),
+    };
     tracing::info!(method = %blocked.method, url = %blocked.url, kind = %blocked.resource_type, "a request outside the action's origins was blocked");
     if state.blocked.len() < 64 {
         state.blocked.push(blocked.clone());
@@ -303,9 +377,18 @@ mod tests {
 
     #[test]
     fn requests_are_judged_by_origin_method_and_kind() {
-        let state = Mutex::new(State { allowed: Some(vec![policy::Origin::parse("http://app.test").unwrap()]), ..State::default() });
-        assert!(judge(&state, &paused("http://app.test/api", "POST", "Fetch")).is_none(), "the page's own origin");
-        assert!(judge(&state, &paused("https://cdn.test/lib.js", "GET", "Script")).is_none(), "a static subresource");
+        let state = Mutex::new(State {
+            allowed: Some(vec![policy::Origin::parse("http://app.test").unwrap()]),
+            ..State::default()
+        });
+        assert!(
+            judge(&state, &paused("http://app.test/api", "POST", "Fetch")).is_none(),
+            "the page's own origin"
+        );
+        assert!(
+            judge(&state, &paused("https://cdn.test/lib.js", "GET", "Script")).is_none(),
+            "a static subresource"
+        );
         assert!(judge(&state, &paused("data:text/plain,x", "GET", "Fetch")).is_none());
         for (url, method, kind) in [
             ("https://evil.test/steal", "POST", "Document"),
@@ -314,12 +397,16 @@ mod tests {
             ("https://evil.test/x", "GET", "XHR"),
             ("https://evil.test/", "GET", "Document"),
         ] {
-            let blocked = judge(&state, &paused(url, method, kind)).unwrap_or_else(|| panic!("{url} {kind} passed"));
+            let blocked = judge(&state, &paused(url, method, kind))
+                .unwrap_or_else(|| panic!("{url} {kind} passed"));
             assert_eq!(blocked.origin, "https://evil.test");
             assert!(!blocked.url.contains("secret"), "redacted: {}", blocked.url);
         }
         assert_eq!(lock(&state).blocked.len(), 5);
         let idle = Mutex::new(State::default());
-        assert!(judge(&idle, &paused("https://evil.test/steal", "POST", "Fetch")).is_none(), "nothing is judged while unarmed");
+        assert!(
+            judge(&idle, &paused("https://evil.test/steal", "POST", "Fetch")).is_none(),
+            "nothing is judged while unarmed"
+        );
     }
 }

@@ -24,39 +24,57 @@ pub(crate) struct Chord {
 }
 
 fn named(name: &str) -> Option<KeyDef> {
-    let (key, code, key_code, text): (&str, &str, i64, Option<&str>) = match name.to_ascii_lowercase().as_str() {
-        "enter" | "return" => ("Enter", "Enter", 13, Some("\r")),
-        "tab" => ("Tab", "Tab", 9, None),
-        "escape" | "esc" => ("Escape", "Escape", 27, None),
-        "backspace" => ("Backspace", "Backspace", 8, None),
-        "delete" | "del" => ("Delete", "Delete", 46, None),
-        "insert" => ("Insert", "Insert", 45, None),
-        "space" | "spacebar" => (" ", "Space", 32, Some(" ")),
-        "arrowup" | "up" => ("ArrowUp", "ArrowUp", 38, None),
-        "arrowdown" | "down" => ("ArrowDown", "ArrowDown", 40, None),
-        "arrowleft" | "left" => ("ArrowLeft", "ArrowLeft", 37, None),
-        "arrowright" | "right" => ("ArrowRight", "ArrowRight", 39, None),
-        "home" => ("Home", "Home", 36, None),
-        "end" => ("End", "End", 35, None),
-        "pageup" => ("PageUp", "PageUp", 33, None),
-        "pagedown" => ("PageDown", "PageDown", 34, None),
-        "shift" => ("Shift", "ShiftLeft", 16, None),
-        "control" | "ctrl" => ("Control", "ControlLeft", 17, None),
-        "alt" | "option" => ("Alt", "AltLeft", 18, None),
-        "meta" | "cmd" | "command" | "super" => ("Meta", "MetaLeft", 91, None),
-        other => {
-            if let Some(n) = other.strip_prefix('f').and_then(|n| n.parse::<i64>().ok()).filter(|n| (1..=12).contains(n)) {
-                return Some(KeyDef { key: format!("F{n}"), code: format!("F{n}"), key_code: 111 + n, text: None });
+    let (key, code, key_code, text): (&str, &str, i64, Option<&str>) =
+        match name.to_ascii_lowercase().as_str() {
+            "enter" | "return" => ("Enter", "Enter", 13, Some("\r")),
+            "tab" => ("Tab", "Tab", 9, None),
+            "escape" | "esc" => ("Escape", "Escape", 27, None),
+            "backspace" => ("Backspace", "Backspace", 8, None),
+            "delete" | "del" => ("Delete", "Delete", 46, None),
+            "insert" => ("Insert", "Insert", 45, None),
+            "space" | "spacebar" => (" ", "Space", 32, Some(" ")),
+            "arrowup" | "up" => ("ArrowUp", "ArrowUp", 38, None),
+            "arrowdown" | "down" => ("ArrowDown", "ArrowDown", 40, None),
+            "arrowleft" | "left" => ("ArrowLeft", "ArrowLeft", 37, None),
+            "arrowright" | "right" => ("ArrowRight", "ArrowRight", 39, None),
+            "home" => ("Home", "Home", 36, None),
+            "end" => ("End", "End", 35, None),
+            "pageup" => ("PageUp", "PageUp", 33, None),
+            "pagedown" => ("PageDown", "PageDown", 34, None),
+            "shift" => ("Shift", "ShiftLeft", 16, None),
+            "control" | "ctrl" => ("Control", "ControlLeft", 17, None),
+            "alt" | "option" => ("Alt", "AltLeft", 18, None),
+            "meta" | "cmd" | "command" | "super" => ("Meta", "MetaLeft", 91, None),
+            other => {
+                if let Some(n) = other
+                    .strip_prefix('f')
+                    .and_then(|n| n.parse::<i64>().ok())
+                    .filter(|n| (1..=12).contains(n))
+                {
+                    return Some(KeyDef {
+                        key: format!("F{n}"),
+                        code: format!("F{n}"),
+                        key_code: 111 + n,
+                        text: None,
+                    });
+                }
+                return None;
             }
-            return None;
-        }
-    };
-    Some(KeyDef { key: key.into(), code: code.into(), key_code, text: text.map(Into::into) })
+        };
+    Some(KeyDef {
+        key: key.into(),
+        code: code.into(),
+        key_code,
+        text: text.map(Into::into),
+    })
 }
 
 fn character(c: char, shift: bool) -> KeyDef {
     let (code, key_code) = if c.is_ascii_alphabetic() {
-        (format!("Key{}", c.to_ascii_uppercase()), i64::from(c.to_ascii_uppercase() as u8))
+        (
+            format!("Key{}", c.to_ascii_uppercase()),
+            i64::from(c.to_ascii_uppercase() as u8),
+        )
     } else if c.is_ascii_digit() {
         (format!("Digit{c}"), i64::from(c as u8))
     } else {
@@ -76,8 +94,17 @@ fn character(c: char, shift: bool) -> KeyDef {
         };
         (code.to_owned(), 0)
     };
-    let typed = if shift && c.is_ascii_alphabetic() { c.to_ascii_uppercase() } else { c };
-    KeyDef { key: typed.to_string(), code, key_code, text: Some(typed.to_string()) }
+    let typed = if shift && c.is_ascii_alphabetic() {
+        c.to_ascii_uppercase()
+    } else {
+        c
+    };
+    KeyDef {
+        key: typed.to_string(),
+        code,
+        key_code,
+        text: Some(typed.to_string()),
+    }
 }
 
 pub(crate) fn modifier_bit(key: &KeyDef) -> Option<i64> {
@@ -119,7 +146,10 @@ pub(crate) fn parse_chord(chord: &str) -> Option<Chord> {
             character(c, bits & SHIFT != 0)
         }
     };
-    Some(Chord { modifiers: mods, key })
+    Some(Chord {
+        modifiers: mods,
+        key,
+    })
 }
 
 #[cfg(test)]
@@ -131,7 +161,10 @@ mod tests {
         let c = parse_chord("Control+A").unwrap();
         assert_eq!(c.modifiers.len(), 1);
         assert_eq!(c.key.code, "KeyA");
-        assert_eq!(parse_chord("Enter").unwrap().key.text.as_deref(), Some("\r"));
+        assert_eq!(
+            parse_chord("Enter").unwrap().key.text.as_deref(),
+            Some("\r")
+        );
         assert_eq!(parse_chord("Shift+Tab").unwrap().key.key, "Tab");
         assert_eq!(parse_chord("Control++").unwrap().key.key, "+");
         assert_eq!(parse_chord("F5").unwrap().key.key_code, 116);

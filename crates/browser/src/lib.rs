@@ -39,6 +39,6 @@ pub use tab::{Tab, TabMemory};
 
 // The surface-neutral types this adapter speaks (`surface`), for its modules and its direct users.
 pub use surface::{
-    ActOptions, ActOutcome, ActTiming, Dialog, DownloadInfo, FormStructure, LocatedFacts, ObserveOptions, PageModel, SettleEnd, TargetFacts, TargetStructure,
-    Typing, UploadRoot,
+    ActOptions, ActOutcome, ActTiming, Dialog, DownloadInfo, FormStructure, LocatedFacts,
+    ObserveOptions, PageModel, SettleEnd, TargetFacts, TargetStructure, Typing, UploadRoot,
 };

@@ -66,7 +66,17 @@ const TRANSPARENT_ROLES: &[&str] = &[
 ];
 
 /// Roles whose value is shown.
-const VALUE_ROLES: &[&str] = &["textbox", "searchbox", "combobox", "spinbutton", "slider", "textField", "Date", "DateTime", "InputTime"];
+const VALUE_ROLES: &[&str] = &[
+    "textbox",
+    "searchbox",
+    "combobox",
+    "spinbutton",
+    "slider",
+    "textField",
+    "Date",
+    "DateTime",
+    "InputTime",
+];
 
 /// One interactive element found on the page, before refs are assigned.
 #[derive(Debug, Clone)]
@@ -149,20 +159,30 @@ fn value_text(v: &Option<AxValue>) -> String {
 }
 
 fn prop<'n>(node: &'n AxNode, name: &str) -> Option<&'n AxValue> {
-    node.properties.iter().find(|p| p.name == name).map(|p| &p.value)
+    node.properties
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| &p.value)
 }
 
 fn prop_true(node: &AxNode, name: &str) -> bool {
-    prop(node, name).and_then(|v| v.value.as_ref()).is_some_and(|v| v == &serde_json::Value::Bool(true) || v == "true")
+    prop(node, name)
+        .and_then(|v| v.value.as_ref())
+        .is_some_and(|v| v == &serde_json::Value::Bool(true) || v == "true")
 }
 
 /// Appends a piece of text from the next text node. Adjacent text nodes keep their own edge
 /// whitespace; between two that touch, a space is added unless punctuation follows or an
 /// opening bracket or quote precedes (`by <code>x</code>.` reads "by x.").
 pub(crate) fn join_text(acc: &mut String, piece: &str) {
-    let touching = !acc.is_empty() && !acc.ends_with(char::is_whitespace) && !piece.starts_with(char::is_whitespace);
+    let touching = !acc.is_empty()
+        && !acc.ends_with(char::is_whitespace)
+        && !piece.starts_with(char::is_whitespace);
     let glue = touching
-        && !piece.starts_with(['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', '’', '”', '%', '…', '。', '，', '、'])
+        && !piece.starts_with([
+            '.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', '’', '”', '%', '…', '。', '，',
+            '、',
+        ])
         && !acc.ends_with(['(', '[', '{', '\'', '"', '‘', '“', '$', '#', '@']);
     if glue {
         acc.push(' ');
@@ -182,33 +202,80 @@ impl<'a> Walker<'a> {
         viewport: (f64, f64),
         frame_origins: &'a HashMap<String, String>,
     ) -> Self {
-        Walker { captures, oopif, candidates: Vec::new(), viewport, seq: 0, capture_origins: HashMap::new(), frame_origins, blocks: 0 }
+        Walker {
+            captures,
+            oopif,
+            candidates: Vec::new(),
+            viewport,
+            seq: 0,
+            capture_origins: HashMap::new(),
+            frame_origins,
+            blocks: 0,
+        }
     }
 
     /// Walks the root document of capture `index` whose viewport origin is `origin`.
-    pub(crate) fn walk_capture(&mut self, index: usize, origin: (f64, f64), depth_guard: usize) -> Vec<Item> {
-        let Some(capture) = self.captures.get(index) else { return Vec::new() };
+    pub(crate) fn walk_capture(
+        &mut self,
+        index: usize,
+        origin: (f64, f64),
+        depth_guard: usize,
+    ) -> Vec<Item> {
+        let Some(capture) = self.captures.get(index) else {
+            return Vec::new();
+        };
         self.capture_origins.insert(index, origin);
-        let Some(first) = capture.snapshot.documents.first() else { return Vec::new() };
+        let Some(first) = capture.snapshot.documents.first() else {
+            return Vec::new();
+        };
         let frame = capture.snapshot.string(first.frame_id).to_owned();
         self.walk_document(index, 0, &frame, origin, depth_guard)
     }
 
-    fn walk_document(&mut self, capture: usize, doc: usize, frame: &str, origin: (f64, f64), depth_guard: usize) -> Vec<Item> {
+    fn walk_document(
+        &mut self,
+        capture: usize,
+        doc: usize,
+        frame: &str,
+        origin: (f64, f64),
+        depth_guard: usize,
+    ) -> Vec<Item> {
         if depth_guard > 8 {
             return Vec::new();
         }
         let captures = self.captures;
         let cap = &captures[capture];
-        let Some(nodes) = cap.ax.get(frame) else { return Vec::new() };
-        let Some(view) = DocView::new(&cap.snapshot, doc, origin) else { return Vec::new() };
+        let Some(nodes) = cap.ax.get(frame) else {
+            return Vec::new();
+        };
+        let Some(view) = DocView::new(&cap.snapshot, doc, origin) else {
+            return Vec::new();
+        };
         let by_id: HashMap<&str, &AxNode> = nodes.iter().map(|n| (n.node_id.as_str(), n)).collect();
-        let Some(root) = nodes.iter().find(|n| n.parent_id.is_none()).or_else(|| nodes.first()) else { return Vec::new() };
+        let Some(root) = nodes
+            .iter()
+            .find(|n| n.parent_id.is_none())
+            .or_else(|| nodes.first())
+        else {
+            return Vec::new();
+        };
         // The frame tree's security origin (authoritative; the snapshot's document URL of a
         // child frame can name its parent's), else the document's own URL.
-        let origin = self.frame_origins.get(frame).cloned().unwrap_or_else(|| policy::web_origin(view.url()));
+        let origin = self
+            .frame_origins
+            .get(frame)
+            .cloned()
+            .unwrap_or_else(|| policy::web_origin(view.url()));
         self.blocks += 1;
-        let mut ctx = DocCtx { capture, form_secrets: HashMap::new(), origin, view: &view, by_id: &by_id, depth_guard, block: self.blocks };
+        let mut ctx = DocCtx {
+            capture,
+            form_secrets: HashMap::new(),
+            origin,
+            view: &view,
+            by_id: &by_id,
+            depth_guard,
+            block: self.blocks,
+        };
         self.walk_node(&mut ctx, root)
     }
 
@@ -225,7 +292,10 @@ impl<'a> Walker<'a> {
     /// Walks one node; a block-level element's text is its own block, and so is the text after
     /// it in its parent (CSS's anonymous block).
     fn walk_node(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode) -> Vec<Item> {
-        let block = node.backend_dom_node_id.and_then(|b| ctx.view.node(b)).is_some_and(|d| ctx.view.is_block(d));
+        let block = node
+            .backend_dom_node_id
+            .and_then(|b| ctx.view.node(b))
+            .is_some_and(|d| ctx.view.is_block(d));
         if !block {
             return self.walk_one(ctx, node);
         }
@@ -258,13 +328,23 @@ impl<'a> Walker<'a> {
         self.seq += 1;
         let order = self.seq;
         match role.as_str() {
-            "LineBreak" => return vec![Item::Text { text: " ".into(), bounds: None, block: ctx.block }],
+            "LineBreak" => {
+                return vec![Item::Text {
+                    text: " ".into(),
+                    bounds: None,
+                    block: ctx.block,
+                }];
+            }
             "StaticText" => {
                 let text = value_text(&node.name);
                 if text.trim().is_empty() {
                     return Vec::new();
                 }
-                return vec![Item::Text { text, bounds: dom.and_then(|d| ctx.view.bounds(d)), block: ctx.block }];
+                return vec![Item::Text {
+                    text,
+                    bounds: dom.and_then(|d| ctx.view.bounds(d)),
+                    block: ctx.block,
+                }];
             }
             "RootWebArea" | "WebArea" => return self.walk_children(ctx, node),
             "Iframe" | "IframePresentational" => return self.walk_iframe(ctx, node, dom, order),
@@ -275,8 +355,13 @@ impl<'a> Walker<'a> {
         let editable = VALUE_ROLES.contains(&role.as_str()) || prop_true(node, "editable");
         // An editable field's children are its inner editor: its value again, which may be a
         // secret. The value is shown (or redacted) once, from the field itself.
-        let mut children = if editable { Vec::new() } else { self.walk_children(ctx, node) };
-        let interactive = visible && dom.is_some_and(|d| self.is_interactive(ctx.view, &role, node, d, &children));
+        let mut children = if editable {
+            Vec::new()
+        } else {
+            self.walk_children(ctx, node)
+        };
+        let interactive = visible
+            && dom.is_some_and(|d| self.is_interactive(ctx.view, &role, node, d, &children));
         let name = fold(&value_text(&node.name));
         if !interactive && TRANSPARENT_ROLES.contains(&role.as_str()) {
             return children;
@@ -295,7 +380,9 @@ impl<'a> Walker<'a> {
             states.push("state-inferred".into());
         }
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
-        let (value, secret) = dom.map_or((None, false), |d| self.value(ctx.view, node, &role, &tag, d, &name));
+        let (value, secret) = dom.map_or((None, false), |d| {
+            self.value(ctx.view, node, &role, &tag, d, &name)
+        });
         let url = match (role.as_str(), dom) {
             // A link that goes nowhere (`#`, `javascript:`) has no target to show; a fragment
             // stays on the page and is shown as itself.
@@ -305,7 +392,9 @@ impl<'a> Walker<'a> {
                     None
                 } else if href.starts_with('#') {
                     // Only a plain anchor survives redaction; one that carries data shows nothing.
-                    link_target(ctx.view.url(), ctx.view.url(), href).rsplit_once('#').map(|(_, f)| format!("#{f}"))
+                    link_target(ctx.view.url(), ctx.view.url(), href)
+                        .rsplit_once('#')
+                        .map(|(_, f)| format!("#{f}"))
                 } else {
                     Some(link_target(ctx.view.url(), ctx.view.base_url(), href))
                 }
@@ -313,7 +402,9 @@ impl<'a> Walker<'a> {
             _ => None,
         };
         let display_role = match role.as_str() {
-            "generic" | "none" | "presentation" | "GenericContainer" | "Unknown" => "clickable".to_owned(),
+            "generic" | "none" | "presentation" | "GenericContainer" | "Unknown" => {
+                "clickable".to_owned()
+            }
             "DisclosureTriangle" => "summary".to_owned(),
             "image" => "img".to_owned(),
             _ => role.clone(),
@@ -347,7 +438,8 @@ impl<'a> Walker<'a> {
         if !line_name.is_empty() {
             if text_of(&children) == shown_name {
                 children.clear();
-            } else if matches!(children.first(), Some(Item::Text { text, .. }) if fold(text) == shown_name) {
+            } else if matches!(children.first(), Some(Item::Text { text, .. }) if fold(text) == shown_name)
+            {
                 children.remove(0);
             }
         }
@@ -362,13 +454,22 @@ impl<'a> Walker<'a> {
                 name_inferred,
                 states: states.clone(),
                 value: value.clone(),
-                bounds: bounds.unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 }),
+                bounds: bounds.unwrap_or(Rect {
+                    x: 0.0,
+                    y: 0.0,
+                    w: 0.0,
+                    h: 0.0,
+                }),
                 ax_role: role.clone(),
                 ax_name: name.clone(),
                 secret,
-                fingerprint: dom.filter(|_| self.captures[ctx.capture].dom_model).map(|d| crate::synth::fingerprint(ctx.view, d)),
+                fingerprint: dom
+                    .filter(|_| self.captures[ctx.capture].dom_model)
+                    .map(|d| crate::synth::fingerprint(ctx.view, d)),
                 frame: false,
-                structure: dom.map(|d| structure(ctx.view, d, &ctx.origin, &mut ctx.form_secrets)).unwrap_or_default(),
+                structure: dom
+                    .map(|d| structure(ctx.view, d, &ctx.origin, &mut ctx.form_secrets))
+                    .unwrap_or_default(),
             });
             Some(index)
         } else {
@@ -377,13 +478,28 @@ impl<'a> Walker<'a> {
         if name_inferred {
             states.push("name-inferred".into());
         }
-        vec![Item::Node(NodeItem { role: display_role, name: line_name, states, value, url, candidate, bounds, children })]
+        vec![Item::Node(NodeItem {
+            role: display_role,
+            name: line_name,
+            states,
+            value,
+            url,
+            candidate,
+            bounds,
+            children,
+        })]
     }
 
     /// A visible frame element and the document inside it (same-process or out-of-process).
     /// The frame element itself gets a ref, so a locator's frame chain can enter it by the ref
     /// the model saw (`{"kind":"element","ref":…}`); its candidate precedes its content's.
-    fn walk_iframe(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode, dom: Option<usize>, order: usize) -> Vec<Item> {
+    fn walk_iframe(
+        &mut self,
+        ctx: &mut DocCtx<'_, '_>,
+        node: &AxNode,
+        dom: Option<usize>,
+        order: usize,
+    ) -> Vec<Item> {
         let Some(d) = dom else { return Vec::new() };
         if !ctx.view.visible(d) {
             return Vec::new();
@@ -409,9 +525,14 @@ impl<'a> Walker<'a> {
                     ax_role: value_text(&node.role),
                     ax_name,
                     secret: false,
-                    fingerprint: self.captures[ctx.capture].dom_model.then(|| crate::synth::fingerprint(ctx.view, d)),
+                    fingerprint: self.captures[ctx.capture]
+                        .dom_model
+                        .then(|| crate::synth::fingerprint(ctx.view, d)),
                     frame: true,
-                    structure: crate::TargetStructure { document_origin: ctx.origin.clone(), ..Default::default() },
+                    structure: crate::TargetStructure {
+                        document_origin: ctx.origin.clone(),
+                        ..Default::default()
+                    },
                 });
                 Some(self.candidates.len() - 1)
             }
@@ -420,35 +541,74 @@ impl<'a> Walker<'a> {
         let origin = bounds.map_or((0.0, 0.0), |b| (b.x, b.y));
         let children = if let Some(doc) = ctx.view.content_document(d) {
             let cap = &self.captures[ctx.capture];
-            let frame = cap.snapshot.documents.get(doc).map(|x| cap.snapshot.string(x.frame_id).to_owned()).unwrap_or_default();
+            let frame = cap
+                .snapshot
+                .documents
+                .get(doc)
+                .map(|x| cap.snapshot.string(x.frame_id).to_owned())
+                .unwrap_or_default();
             self.walk_document(ctx.capture, doc, &frame, origin, ctx.depth_guard + 1)
-        } else if let Some(child) = node.backend_dom_node_id.and_then(|b| self.oopif.get(&HostKey { capture: ctx.capture, backend: b })) {
+        } else if let Some(child) = node.backend_dom_node_id.and_then(|b| {
+            self.oopif.get(&HostKey {
+                capture: ctx.capture,
+                backend: b,
+            })
+        }) {
             self.walk_capture(*child, origin, ctx.depth_guard + 1)
         } else {
             Vec::new()
         };
-        vec![Item::Node(NodeItem { role: "iframe".into(), name, states: Vec::new(), value: None, url: None, candidate, bounds, children })]
+        vec![Item::Node(NodeItem {
+            role: "iframe".into(),
+            name,
+            states: Vec::new(),
+            value: None,
+            url: None,
+            candidate,
+            bounds,
+            children,
+        })]
     }
 
-    fn is_interactive(&self, view: &DocView<'_>, role: &str, node: &AxNode, dom: usize, children: &[Item]) -> bool {
+    fn is_interactive(
+        &self,
+        view: &DocView<'_>,
+        role: &str,
+        node: &AxNode,
+        dom: usize,
+        children: &[Item],
+    ) -> bool {
         let tag = view.tag(dom);
         // A label forwards clicks to its control, which has its own ref.
-        if matches!(tag.as_str(), "html" | "body" | "#document" | "iframe" | "label") || role == "LabelText" {
+        if matches!(
+            tag.as_str(),
+            "html" | "body" | "#document" | "iframe" | "label"
+        ) || role == "LabelText"
+        {
             return false;
         }
         if INTERACTIVE_ROLES.contains(&role) {
             return true;
         }
-        let editable = prop(node, "editable").and_then(AxValue::text).is_some_and(|v| v != "false" && !v.is_empty());
+        let editable = prop(node, "editable")
+            .and_then(AxValue::text)
+            .is_some_and(|v| v != "false" && !v.is_empty());
         if editable && role != "RootWebArea" {
             return true;
         }
         let by_listener = view.clickable(dom);
-        let by_cursor = view.cursor_pointer(dom) && view.parent(dom).is_none_or(|p| !view.cursor_pointer(p));
-        let by_tabindex = view.attr(dom, "tabindex").and_then(|t| t.trim().parse::<i64>().ok()).is_some_and(|t| t >= 0) && prop_true(node, "focusable");
+        let by_cursor =
+            view.cursor_pointer(dom) && view.parent(dom).is_none_or(|p| !view.cursor_pointer(p));
+        let by_tabindex = view
+            .attr(dom, "tabindex")
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .is_some_and(|t| t >= 0)
+            && prop_true(node, "focusable");
         // Something to pick up and move: a drag source (`draggable`, a grab cursor, a sortable
         // or draggable library's handle class) is a target of a drag, though it has no click.
-        let by_drag = view.attr(dom, "draggable").is_some_and(|d| d.trim().eq_ignore_ascii_case("true"))
+        let by_drag = view
+            .attr(dom, "draggable")
+            .is_some_and(|d| d.trim().eq_ignore_ascii_case("true"))
             || (view.cursor_grab(dom) && view.parent(dom).is_none_or(|p| !view.cursor_grab(p)))
             || view.classes(dom).any(|c| DRAG_CLASSES.contains(&c));
         if !(by_listener || by_cursor || by_tabindex || by_drag) {
@@ -457,7 +617,9 @@ impl<'a> Walker<'a> {
         // A container that merely delegates events (a framework root, a whole list) is not one
         // target: skip it when it covers most of the viewport or holds several targets itself.
         let inner_targets = count_candidates(children);
-        let big = view.bounds(dom).is_some_and(|b| b.area() >= 0.6 * self.viewport.0 * self.viewport.1);
+        let big = view
+            .bounds(dom)
+            .is_some_and(|b| b.area() >= 0.6 * self.viewport.0 * self.viewport.1);
         if big || inner_targets > 2 {
             return false;
         }
@@ -476,11 +638,25 @@ impl<'a> Walker<'a> {
     }
 
     /// The field's value as shown (redacted when secret), and whether the field holds a secret.
-    fn value(&self, view: &DocView<'_>, node: &AxNode, role: &str, tag: &str, dom: usize, name: &str) -> (Option<String>, bool) {
+    fn value(
+        &self,
+        view: &DocView<'_>,
+        node: &AxNode,
+        role: &str,
+        tag: &str,
+        dom: usize,
+        name: &str,
+    ) -> (Option<String>, bool) {
         if !(VALUE_ROLES.contains(&role) || role == "generic" && prop_true(node, "editable")) {
             return (None, false);
         }
-        let raw = if tag == "select" { value_text(&node.value) } else { view.input_value(dom).map(str::to_owned).unwrap_or_else(|| value_text(&node.value)) };
+        let raw = if tag == "select" {
+            value_text(&node.value)
+        } else {
+            view.input_value(dom)
+                .map(str::to_owned)
+                .unwrap_or_else(|| value_text(&node.value))
+        };
         let facts = FieldFacts {
             tag: Some(tag),
             input_type: view.attr(dom, "type"),
@@ -581,7 +757,12 @@ fn content_name(items: &[Item]) -> String {
     }
     let mut groups = Vec::new();
     walk(items, &mut groups, &mut None);
-    groups.iter().map(|g| fold(g)).filter(|g| !g.is_empty()).collect::<Vec<_>>().join(" / ")
+    groups
+        .iter()
+        .map(|g| fold(g))
+        .filter(|g| !g.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 /// How many block boxes the text directly among `items` flows in.
@@ -602,7 +783,11 @@ fn sole_target(items: &[Item]) -> Option<&NodeItem> {
     let mut found = None;
     for item in items {
         if let Item::Node(n) = item {
-            let inner = if n.candidate.is_some() { Some(n) } else { sole_target(&n.children) };
+            let inner = if n.candidate.is_some() {
+                Some(n)
+            } else {
+                sole_target(&n.children)
+            };
             if inner.is_some() {
                 if found.is_some() {
                     return None;
@@ -616,7 +801,15 @@ fn sole_target(items: &[Item]) -> Option<&NodeItem> {
 
 /// Class names drag-and-drop libraries give what can be dragged (jQuery UI, SortableJS,
 /// Dragula-style pages).
-const DRAG_CLASSES: &[&str] = &["ui-sortable-handle", "ui-draggable", "ui-draggable-handle", "draggable", "sortable-item", "drag-handle", "sortable-handle"];
+const DRAG_CLASSES: &[&str] = &[
+    "ui-sortable-handle",
+    "ui-draggable",
+    "ui-draggable-handle",
+    "draggable",
+    "sortable-item",
+    "drag-handle",
+    "sortable-handle",
+];
 
 /// Triangles and chevrons a tree or disclosure draws on its toggles.
 const TOGGLE_GLYPHS: &str = "▸▹►▶▾▿▼▽◂◃◀▴▵▲△›‹»˃˅⌄⌃⏵⏷";
@@ -626,14 +819,27 @@ const TOGGLE_GLYPHS: &str = "▸▹►▶▾▿▼▽◂◃◀▴▵▲△›‹
 /// glyph, a caret or toggle class) — a list beside it in its parent, shown or hidden; failing
 /// a list, an `expanded`/`collapsed` (`open`/`closed`) class on the toggle or its parent.
 fn inferred_expansion(view: &DocView<'_>, dom: usize, children: &[Item]) -> Option<bool> {
-    let is_list = |n: usize| matches!(view.tag(n).as_str(), "ul" | "ol") || view.attr(n, "role").is_some_and(|r| matches!(r.trim(), "group" | "tree" | "list"));
-    let child_list = |parent: usize, except: Option<usize>| {
-        view.descendants(parent).filter(|c| view.parent(*c) == Some(parent) && Some(*c) != except && view.node_type(*c) == 1).find(|c| is_list(*c))
+    let is_list = |n: usize| {
+        matches!(view.tag(n).as_str(), "ul" | "ol")
+            || view
+                .attr(n, "role")
+                .is_some_and(|r| matches!(r.trim(), "group" | "tree" | "list"))
     };
-    let shown = |list: usize| view.visible(list) && view.descendants(list).any(|d| view.node_type(d) == 1);
+    let child_list = |parent: usize, except: Option<usize>| {
+        view.descendants(parent)
+            .filter(|c| {
+                view.parent(*c) == Some(parent) && Some(*c) != except && view.node_type(*c) == 1
+            })
+            .find(|c| is_list(*c))
+    };
+    let shown =
+        |list: usize| view.visible(list) && view.descendants(list).any(|d| view.node_type(d) == 1);
     let has_items = |list: usize| view.descendants(list).any(|d| view.node_type(d) == 1);
     // An item (a folder, a menu entry) with its own list inside.
-    let item = view.tag(dom) == "li" || view.attr(dom, "role").is_some_and(|r| matches!(r.trim(), "treeitem" | "listitem" | "menuitem"));
+    let item = view.tag(dom) == "li"
+        || view
+            .attr(dom, "role")
+            .is_some_and(|r| matches!(r.trim(), "treeitem" | "listitem" | "menuitem"));
     if item && let Some(list) = child_list(dom, None).filter(|l| has_items(*l)) {
         return Some(shown(list));
     }
@@ -643,7 +849,18 @@ fn inferred_expansion(view: &DocView<'_>, dom: usize, children: &[Item]) -> Opti
     let glyph = own.chars().count() == 1 && own.chars().all(|c| TOGGLE_GLYPHS.contains(c));
     let toggle_class = view.classes(dom).any(|c| {
         let c = c.to_ascii_lowercase();
-        ["toggle", "caret", "arrow", "expand", "collapse", "twisty", "chevron", "disclosure"].iter().any(|w| c.contains(w))
+        [
+            "toggle",
+            "caret",
+            "arrow",
+            "expand",
+            "collapse",
+            "twisty",
+            "chevron",
+            "disclosure",
+        ]
+        .iter()
+        .any(|w| c.contains(w))
     });
     if !(glyph || toggle_class) {
         return None;
@@ -754,7 +971,15 @@ fn states(node: &AxNode, role: &str) -> Vec<String> {
 /// A fallback name for a nameless interactive element without text, from what the author left
 /// behind: `title`, `alt`, `placeholder`, image file names, icon classes, ids.
 fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
-    for attr in ["title", "aria-label", "alt", "placeholder", "data-tooltip", "data-title", "value"] {
+    for attr in [
+        "title",
+        "aria-label",
+        "alt",
+        "placeholder",
+        "data-tooltip",
+        "data-title",
+        "value",
+    ] {
         if let Some(v) = view.attr(dom, attr).map(fold).filter(|v| !v.is_empty()) {
             return Some(v);
         }
@@ -767,7 +992,10 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
             }
         }
         if tag == "title"
-            && let Some(t) = view.descendants(d).map(|t| fold(view.node_value(t))).find(|t| !t.is_empty())
+            && let Some(t) = view
+                .descendants(d)
+                .map(|t| fold(view.node_value(t)))
+                .find(|t| !t.is_empty())
         {
             return Some(t);
         }
@@ -868,7 +1096,9 @@ fn class_word(class: &str) -> bool {
     ];
     let len = class.chars().count();
     (3..=24).contains(&len)
-        && class.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_')
+        && class
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_')
         && !class.starts_with(['-', '_'])
         && !GENERIC.contains(&class)
         && !class.starts_with("js-")
@@ -881,9 +1111,16 @@ fn file_stem(source: &str) -> Option<String> {
         return None;
     }
     let path = source.split(['?', '#']).next().unwrap_or_default();
-    let last = if path.is_empty() { source.rsplit('#').next()? } else { path.rsplit('/').next()? };
+    let last = if path.is_empty() {
+        source.rsplit('#').next()?
+    } else {
+        path.rsplit('/').next()?
+    };
     let stem = last.split('.').next().unwrap_or(last);
-    let stem = stem.trim_start_matches("icon-").trim_start_matches("ic_").trim_start_matches("icon_");
+    let stem = stem
+        .trim_start_matches("icon-")
+        .trim_start_matches("ic_")
+        .trim_start_matches("icon_");
     let human = humanize(stem);
     (!human.is_empty()).then_some(human)
 }
@@ -894,7 +1131,10 @@ fn icon_class(classes: &str) -> Option<String> {
         for prefix in ["fa-", "icon-", "bi-", "glyphicon-", "mdi-", "ti-"] {
             if let Some(rest) = c.strip_prefix(prefix)
                 && !rest.is_empty()
-                && !matches!(rest, "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x")
+                && !matches!(
+                    rest,
+                    "solid" | "regular" | "light" | "lg" | "sm" | "xs" | "fw" | "2x" | "3x"
+                )
             {
                 return Some(humanize(rest));
             }
@@ -928,7 +1168,12 @@ fn humanize(raw: &str) -> String {
 /// Where an element's activation reaches, read from the snapshot: its document's origin, a
 /// link's destination, `download` and `ping`, and its form (action and method with the
 /// submitter's own `formaction`/`formmethod`, secret fields inside, whether it submits).
-fn structure(view: &DocView<'_>, node: usize, document_origin: &str, form_secrets: &mut HashMap<usize, bool>) -> crate::TargetStructure {
+fn structure(
+    view: &DocView<'_>,
+    node: usize,
+    document_origin: &str,
+    form_secrets: &mut HashMap<usize, bool>,
+) -> crate::TargetStructure {
     let base = view.base_url();
     let tag = view.tag(node);
     // The link around the element (a span inside an anchor activates the anchor).
@@ -941,10 +1186,19 @@ fn structure(view: &DocView<'_>, node: usize, document_origin: &str, form_secret
         }
         at = view.parent(n);
     }
-    let href = link.and_then(|l| view.attr(l, "href")).map(|h| resolve_href(base, h.trim()));
+    let href = link
+        .and_then(|l| view.attr(l, "href"))
+        .map(|h| resolve_href(base, h.trim()));
     let download = link.is_some_and(|l| view.attr(l, "download").is_some());
-    let pings =
-        link.and_then(|l| view.attr(l, "ping")).map(|p| p.split_ascii_whitespace().take(8).map(|u| resolve_href(base, u)).collect()).unwrap_or_default();
+    let pings = link
+        .and_then(|l| view.attr(l, "ping"))
+        .map(|p| {
+            p.split_ascii_whitespace()
+                .take(8)
+                .map(|u| resolve_href(base, u))
+                .collect()
+        })
+        .unwrap_or_default();
     let form = view.form_of(node).map(|f| {
         let input_type = view.attr(node, "type").map(str::to_ascii_lowercase);
         let submits = match tag.as_str() {
@@ -953,8 +1207,14 @@ fn structure(view: &DocView<'_>, node: usize, document_origin: &str, form_secret
             _ => false,
         };
         let own = |attr: &str| if submits { view.attr(node, attr) } else { None };
-        let action = own("formaction").or_else(|| view.attr(f, "action")).unwrap_or("");
-        let method = own("formmethod").or_else(|| view.attr(f, "method")).unwrap_or("get").trim().to_ascii_lowercase();
+        let action = own("formaction")
+            .or_else(|| view.attr(f, "action"))
+            .unwrap_or("");
+        let method = own("formmethod")
+            .or_else(|| view.attr(f, "method"))
+            .unwrap_or("get")
+            .trim()
+            .to_ascii_lowercase();
         // A secret field with something in it: submitting the form sends a credential (decided
         // once per form: a page that is one big form has many targets in it).
         let has_secret_fields = *form_secrets.entry(f).or_insert_with(|| {
@@ -976,24 +1236,46 @@ fn structure(view: &DocView<'_>, node: usize, document_origin: &str, form_secret
             })
         });
         crate::FormStructure {
-            action: resolve_href(if action.trim().is_empty() { view.url() } else { base }, action.trim()),
-            method: if method == "post" || method == "dialog" { method } else { "get".into() },
+            action: resolve_href(
+                if action.trim().is_empty() {
+                    view.url()
+                } else {
+                    base
+                },
+                action.trim(),
+            ),
+            method: if method == "post" || method == "dialog" {
+                method
+            } else {
+                "get".into()
+            },
             has_secret_fields,
             submits,
         }
     });
-    crate::TargetStructure { document_origin: document_origin.to_owned(), href, download, pings, form }
+    crate::TargetStructure {
+        document_origin: document_origin.to_owned(),
+        href,
+        download,
+        pings,
+        form,
+    }
 }
 
 fn resolve_href(base: &str, href: &str) -> String {
     let has_scheme = href.find(':').is_some_and(|i| {
         let scheme = &href[..i];
-        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
     });
     if has_scheme {
         return href.to_owned();
     }
-    let Some((scheme, rest)) = base.split_once("://") else { return href.to_owned() };
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return href.to_owned();
+    };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path_and_more) = rest.split_at(authority_end);
     let path = path_and_more.split(['?', '#']).next().unwrap_or("");
@@ -1023,24 +1305,54 @@ mod tests {
     fn hrefs_resolve_like_a_browser() {
         let base = "http://127.0.0.1:8080/dir/page.html?x=1#top";
         assert_eq!(resolve_href(base, "https://a.test/b"), "https://a.test/b");
-        assert_eq!(resolve_href(base, "//cdn.test/x.js"), "http://cdn.test/x.js");
-        assert_eq!(resolve_href(base, "/reset?token=1"), "http://127.0.0.1:8080/reset?token=1");
-        assert_eq!(resolve_href(base, "?page=2"), "http://127.0.0.1:8080/dir/page.html?page=2");
-        assert_eq!(resolve_href(base, "#section"), "http://127.0.0.1:8080/dir/page.html?x=1#section");
-        assert_eq!(resolve_href(base, "other.html"), "http://127.0.0.1:8080/dir/other.html");
+        assert_eq!(
+            resolve_href(base, "//cdn.test/x.js"),
+            "http://cdn.test/x.js"
+        );
+        assert_eq!(
+            resolve_href(base, "/reset?token=1"),
+            "http://127.0.0.1:8080/reset?token=1"
+        );
+        assert_eq!(
+            resolve_href(base, "?page=2"),
+            "http://127.0.0.1:8080/dir/page.html?page=2"
+        );
+        assert_eq!(
+            resolve_href(base, "#section"),
+            "http://127.0.0.1:8080/dir/page.html?x=1#section"
+        );
+        assert_eq!(
+            resolve_href(base, "other.html"),
+            "http://127.0.0.1:8080/dir/other.html"
+        );
         assert_eq!(resolve_href(base, "mailto:a@b.c"), "mailto:a@b.c");
-        assert_eq!(link_target(base, base, "/reset?token=abc#access_token=x"), "/reset?token=");
-        assert_eq!(link_target(base, base, "https://other.test/a?b=c"), "https://other.test/a?b=");
+        assert_eq!(
+            link_target(base, base, "/reset?token=abc#access_token=x"),
+            "/reset?token="
+        );
+        assert_eq!(
+            link_target(base, base, "https://other.test/a?b=c"),
+            "https://other.test/a?b="
+        );
         // A `<base href>` elsewhere sends every relative link there, and the outline says so.
-        assert_eq!(link_target(base, "https://evil.test/", "/pay"), "https://evil.test/pay");
+        assert_eq!(
+            link_target(base, "https://evil.test/", "/pay"),
+            "https://evil.test/pay"
+        );
     }
 
     #[test]
     fn fallback_names_from_files_classes_and_ids() {
-        assert_eq!(file_stem("/static/icons/trash-can.svg?v=3").as_deref(), Some("trash can"));
+        assert_eq!(
+            file_stem("/static/icons/trash-can.svg?v=3").as_deref(),
+            Some("trash can")
+        );
         assert_eq!(file_stem("#icon-close").as_deref(), Some("close"));
         assert_eq!(file_stem("data:image/png;base64,xxx"), None);
-        assert_eq!(icon_class("fa fa-solid fa-magnifying-glass").as_deref(), Some("magnifying glass"));
+        assert_eq!(
+            icon_class("fa fa-solid fa-magnifying-glass").as_deref(),
+            Some("magnifying glass")
+        );
         assert_eq!(humanize("saveDraftButton"), "save draft button");
     }
 }

@@ -24,9 +24,15 @@ use cdp::domains::accessibility::GetFullAxTree;
 use cdp::domains::dom::DescribeNode;
 use cdp::domains::page::{CaptureScreenshot, GetFrameTree};
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
-use protocol::{ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, TabId, TargetIdentity, Viewport};
+use protocol::{
+    ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts,
+    ProducerCuts, Screenshot, TabId, TargetIdentity, Viewport,
+};
 
-use crate::capture::{SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context, snapshot_command, world_context};
+use crate::capture::{
+    SessionCapture, WorldState, complete_session, dom_model_session, evaluate_in, forget_context,
+    snapshot_command, world_context,
+};
 use crate::dom::Rect;
 use crate::model::{Candidate, Item};
 use crate::model::{HostKey, Walker};
@@ -159,7 +165,11 @@ impl Tab {
     /// [`Tab::observe`], with the snapshot written as its changes against `base` when that is of
     /// the same document and the changes are smaller than the snapshot
     /// (`Observation::snapshot_diff`).
-    pub(crate) async fn observe_against(&self, options: &ObserveOptions, base: Option<&ObservationRecord>) -> Result<Observation, BrowserError> {
+    pub(crate) async fn observe_against(
+        &self,
+        options: &ObserveOptions,
+        base: Option<&ObservationRecord>,
+    ) -> Result<Observation, BrowserError> {
         self.check_alive()?;
         // A JavaScript dialog blocks the page (nothing in it can be read until it is answered):
         // the observation is the dialog, at once, with a frame a `dialog` action answers on.
@@ -214,20 +224,32 @@ impl Tab {
     /// viewport, the dialog as its only content (`alertdialog "message" [kind]`, page text and
     /// so untrusted like any), no refs, and a frame of its own — the one a `dialog` action names.
     fn dialog_observation(&self, dialog: &crate::tab::Dialog) -> Result<Observation, BrowserError> {
-        let previous = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
+        let previous = self
+            .latest_observation()
+            .ok_or_else(|| BrowserError::Stale {
+                reason: "this tab has not been observed yet".into(),
+            })?;
         let world = previous.world.clone();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         previous.frame_id.as_str().hash(&mut hasher);
         dialog.kind.hash(&mut hasher);
         dialog.message.hash(&mut hasher);
         "javascript dialog".hash(&mut hasher);
-        let frame_id = FrameId::new(format!("frame_{:016x}", hasher.finish())).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
+        let frame_id = FrameId::new(format!("frame_{:016x}", hasher.finish())).map_err(|e| {
+            BrowserError::Internal {
+                reason: e.to_string(),
+            }
+        })?;
         // Text this tab typed into secret fields never comes back, a dialog's message included.
         let secrets = lock(&self.state).secrets.clone();
         // …and no credential the page shows (`policy::redact_text`: URLs' query values, tokens,
         // `password=…` pairs), in its text, names, values, title and console.
         let scrub = |t: &str| secrets.redact(&policy::redact_text(t)).into_owned();
-        let kind: String = dialog.kind.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        let kind: String = dialog
+            .kind
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
         let message = scrub(&dialog.message);
         let text = format!(
             "alertdialog {} [{kind} modal]\n \"the page is blocked until the dialog is answered: act with {{\\\"type\\\": \\\"dialog\\\", \\\"accept\\\": true|false}}\"\n",
@@ -244,7 +266,8 @@ impl Tab {
         });
         *lock(&self.latest) = Some(record);
         let (console_errors, console_cut) = lock(&self.state).console.snapshot();
-        let tab_id = TabId::new(self.target_id().0.clone()).unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
+        let tab_id = TabId::new(self.target_id().0.clone())
+            .unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
         Ok(Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: world.structural,
@@ -258,7 +281,11 @@ impl Tab {
             aria_snapshot: text,
             interactive_elements: Vec::new(),
             console_errors: console_errors.iter().map(|c| scrub(c)).collect(),
-            cut: ProducerCuts { aria: false, elements: false, console: console_cut },
+            cut: ProducerCuts {
+                aria: false,
+                elements: false,
+                console: console_cut,
+            },
         }))
     }
 
@@ -270,21 +297,44 @@ impl Tab {
         let session = &self.session;
         let timeout = session.connection().default_timeout();
         let read = serde_json::json!({ "expression": "globalThis.__glovebox.read()", "contextId": context, "returnByValue": true });
-        let snapshot = serde_json::to_value(snapshot_command()).map_err(|e| BrowserError::Internal { reason: e.to_string() })?;
+        let snapshot =
+            serde_json::to_value(snapshot_command()).map_err(|e| BrowserError::Internal {
+                reason: e.to_string(),
+            })?;
         let first_read = serde_json::json!({ "expression": "globalThis.__glovebox.read(true)", "contextId": context, "returnByValue": true });
-        let first = session.send_raw("Runtime.evaluate", first_read, timeout).await?;
-        let elements = first.pointer("/result/value/elements").and_then(serde_json::Value::as_u64).unwrap_or(0);
-        let relations = first.pointer("/result/value/aria_relations").and_then(serde_json::Value::as_bool).unwrap_or(false);
+        let first = session
+            .send_raw("Runtime.evaluate", first_read, timeout)
+            .await?;
+        let elements = first
+            .pointer("/result/value/elements")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        let relations = first
+            .pointer("/result/value/aria_relations")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
         let ax = async {
             if dom_model_fits(elements, relations) {
                 Ok(serde_json::Value::Null)
             } else {
-                session.send_raw("Accessibility.getFullAXTree", serde_json::json!({}), timeout).await
+                session
+                    .send_raw(
+                        "Accessibility.getFullAXTree",
+                        serde_json::json!({}),
+                        timeout,
+                    )
+                    .await
             }
         };
-        let (b, c, d) =
-            tokio::join!(session.send_raw("DOMSnapshot.captureSnapshot", snapshot, timeout), ax, session.send_raw("Runtime.evaluate", read, timeout),);
-        Ok([first, b?, c?, d?].iter().map(|v| v.to_string().len()).sum())
+        let (b, c, d) = tokio::join!(
+            session.send_raw("DOMSnapshot.captureSnapshot", snapshot, timeout),
+            ax,
+            session.send_raw("Runtime.evaluate", read, timeout),
+        );
+        Ok([first, b?, c?, d?]
+            .iter()
+            .map(|v| v.to_string().len())
+            .sum())
     }
 
     /// The latest observation's record (refs, frame id), if any.
@@ -292,7 +342,11 @@ impl Tab {
         lock(&self.latest).clone()
     }
 
-    async fn capture_once(&self, options: &ObserveOptions, base: Option<&ObservationRecord>) -> Result<Attempt, BrowserError> {
+    async fn capture_once(
+        &self,
+        options: &ObserveOptions,
+        base: Option<&ObservationRecord>,
+    ) -> Result<Attempt, BrowserError> {
         let context = match world_context(self).await {
             Ok(context) => context,
             Err(BrowserError::Unstable { what }) => return Ok(Attempt::Changed(what)),
@@ -309,7 +363,15 @@ impl Tab {
                         ImageMime::Jpeg => "jpeg",
                     };
                     let quality = matches!(mime, ImageMime::Jpeg).then_some(80);
-                    Some(session.call(CaptureScreenshot { format: Some(format.into()), quality, ..Default::default() }).await)
+                    Some(
+                        session
+                            .call(CaptureScreenshot {
+                                format: Some(format.into()),
+                                quality,
+                                ..Default::default()
+                            })
+                            .await,
+                    )
                 }
                 None => None,
             }
@@ -329,16 +391,39 @@ impl Tab {
             PageModel::Accessibility => false,
             PageModel::Dom => true,
         };
-        let ax_tree = async { if dom_model { None } else { Some(session.call(GetFullAxTree { depth: None, frame_id: None }).await) } };
+        let ax_tree = async {
+            if dom_model {
+                None
+            } else {
+                Some(
+                    session
+                        .call(GetFullAxTree {
+                            depth: None,
+                            frame_id: None,
+                        })
+                        .await,
+                )
+            }
+        };
         // Sent together, processed in order by the renderer: the two reads bracket the capture.
-        let (snapshot, ax, shot, after, frames) =
-            tokio::join!(session.call(snapshot_command()), ax_tree, screenshot, evaluate_in(session, context, read), session.call(GetFrameTree {}));
+        let (snapshot, ax, shot, after, frames) = tokio::join!(
+            session.call(snapshot_command()),
+            ax_tree,
+            screenshot,
+            evaluate_in(session, context, read),
+            session.call(GetFrameTree {})
+        );
         // Each frame's security origin: what a write inside it reaches (an iframe's, not the page's).
         let mut frame_origins = HashMap::new();
         if let Ok(frames) = frames {
             let mut pending = vec![frames.frame_tree];
             while let Some(tree) = pending.pop() {
-                let origin = tree.frame.security_origin.clone().filter(|o| o.contains("://")).unwrap_or_else(|| policy::web_origin(&tree.frame.url));
+                let origin = tree
+                    .frame
+                    .security_origin
+                    .clone()
+                    .filter(|o| o.contains("://"))
+                    .unwrap_or_else(|| policy::web_origin(&tree.frame.url));
                 frame_origins.insert(tree.frame.id.clone(), origin);
                 pending.extend(tree.child_frames);
             }
@@ -374,21 +459,47 @@ impl Tab {
             Some(reply) => {
                 let data = reply?.data;
                 let mime = options.screenshot.unwrap_or(ImageMime::Png);
-                let (width, height) = image_size(&data).ok_or_else(|| BrowserError::Internal { reason: "screenshot is not a PNG or JPEG".into() })?;
-                Some(Screenshot { mime, data, width, height })
+                let (width, height) = image_size(&data).ok_or_else(|| BrowserError::Internal {
+                    reason: "screenshot is not a PNG or JPEG".into(),
+                })?;
+                Some(Screenshot {
+                    mime,
+                    data,
+                    width,
+                    height,
+                })
             }
             None => None,
         };
-        Ok(match self.assemble(before, navigation_before, &captures, &oopif, screenshot, &frame_origins) {
-            Attempt::Done(observation, record) => Attempt::Done(Box::new(with_changes(*observation, &record, base)), record),
-            changed => changed,
-        })
+        Ok(
+            match self.assemble(
+                before,
+                navigation_before,
+                &captures,
+                &oopif,
+                screenshot,
+                &frame_origins,
+            ) {
+                Attempt::Done(observation, record) => {
+                    Attempt::Done(Box::new(with_changes(*observation, &record, base)), record)
+                }
+                changed => changed,
+            },
+        )
     }
 
     /// Captures each attached out-of-process iframe and finds which element hosts it.
-    async fn capture_out_of_process_frames(&self, captures: &mut Vec<SessionCapture>) -> HashMap<HostKey, usize> {
+    async fn capture_out_of_process_frames(
+        &self,
+        captures: &mut Vec<SessionCapture>,
+    ) -> HashMap<HostKey, usize> {
         let mut hosts = HashMap::new();
-        let children: Vec<_> = self.children.list().into_iter().filter(|c| c.info.target_type == "iframe").collect();
+        let children: Vec<_> = self
+            .children
+            .list()
+            .into_iter()
+            .filter(|c| c.info.target_type == "iframe")
+            .collect();
         if children.is_empty() {
             return hosts;
         }
@@ -400,23 +511,56 @@ impl Tab {
             let described = futures_util::future::join_all(hosts_here.iter().map(|backend| {
                 let session = captures[index].session.clone();
                 let backend = *backend;
-                async move { (backend, session.call(DescribeNode { backend_node_id: Some(backend), object_id: None }).await) }
+                async move {
+                    (
+                        backend,
+                        session
+                            .call(DescribeNode {
+                                backend_node_id: Some(backend),
+                                object_id: None,
+                            })
+                            .await,
+                    )
+                }
             }))
             .await;
             for (backend, reply) in described {
                 let Ok(reply) = reply else { continue };
-                let Some(frame) = reply.node.frame_id else { continue };
-                let Some(child) = children.iter().find(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame)) else { continue };
+                let Some(frame) = reply.node.frame_id else {
+                    continue;
+                };
+                let Some(child) = children
+                    .iter()
+                    .find(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
+                else {
+                    continue;
+                };
                 if !seen.insert(frame.clone()) {
                     continue;
                 }
                 let session = child.session.clone();
-                let (snapshot, ax) = tokio::join!(session.call(snapshot_command()), session.call(GetFullAxTree { depth: None, frame_id: None }));
-                let (Ok(snapshot), Ok(ax)) = (snapshot, ax) else { continue };
-                let Ok(capture) = complete_session(session, snapshot, ax.nodes).await else { continue };
+                let (snapshot, ax) = tokio::join!(
+                    session.call(snapshot_command()),
+                    session.call(GetFullAxTree {
+                        depth: None,
+                        frame_id: None
+                    })
+                );
+                let (Ok(snapshot), Ok(ax)) = (snapshot, ax) else {
+                    continue;
+                };
+                let Ok(capture) = complete_session(session, snapshot, ax.nodes).await else {
+                    continue;
+                };
                 captures.push(capture);
                 let child_index = captures.len() - 1;
-                hosts.insert(HostKey { capture: index, backend }, child_index);
+                hosts.insert(
+                    HostKey {
+                        capture: index,
+                        backend,
+                    },
+                    child_index,
+                );
                 pending.push(child_index);
             }
         }
@@ -451,14 +595,24 @@ impl Tab {
         let elements_cut = listed.len() > INTERACTIVE_ELEMENTS_MAX;
         if elements_cut {
             listed.sort_by(|a, b| {
-                let da = candidates[*a].bounds.distance_to_viewport(world.width, world.height);
-                let db = candidates[*b].bounds.distance_to_viewport(world.width, world.height);
+                let da = candidates[*a]
+                    .bounds
+                    .distance_to_viewport(world.width, world.height);
+                let db = candidates[*b]
+                    .bounds
+                    .distance_to_viewport(world.width, world.height);
                 da.total_cmp(&db).then(a.cmp(b))
             });
             listed.truncate(INTERACTIVE_ELEMENTS_MAX);
         }
         let mut referenced: Vec<usize> = listed.clone();
-        referenced.extend(lines.iter().zip(&chosen).filter(|(_, c)| **c).filter_map(|(l, _)| l.candidate));
+        referenced.extend(
+            lines
+                .iter()
+                .zip(&chosen)
+                .filter(|(_, c)| **c)
+                .filter_map(|(l, _)| l.candidate),
+        );
         referenced.sort_unstable();
         referenced.dedup();
         referenced.sort_by_key(|c| candidates[*c].order);
@@ -473,8 +627,15 @@ impl Tab {
                 .iter()
                 .map(|c| {
                     let cand = &candidates[*c];
-                    let frame = captures[cand.capture].session.target_id().map(|t| t.0.as_str()).unwrap_or_default();
-                    (*c, ElementRef::from_index(memory.number(frame, cand.backend)))
+                    let frame = captures[cand.capture]
+                        .session
+                        .target_id()
+                        .map(|t| t.0.as_str())
+                        .unwrap_or_default();
+                    (
+                        *c,
+                        ElementRef::from_index(memory.number(frame, cand.backend)),
+                    )
                 })
                 .collect()
         };
@@ -489,7 +650,12 @@ impl Tab {
             let left_out = chosen.iter().filter(|c| !**c).count();
             text.push_str(&format!("- note: {left_out} lines far from the viewport were left out to fit; scroll there and observe again\n"));
         }
-        let shown: std::collections::HashSet<usize> = lines.iter().zip(&chosen).filter(|(_, c)| **c).filter_map(|(l, _)| l.candidate).collect();
+        let shown: std::collections::HashSet<usize> = lines
+            .iter()
+            .zip(&chosen)
+            .filter(|(_, c)| **c)
+            .filter_map(|(l, _)| l.candidate)
+            .collect();
         let interactive_elements = listed
             .iter()
             .map(|c| {
@@ -515,7 +681,11 @@ impl Tab {
                     ax_role: cand.ax_role.clone(),
                     ax_name: cand.ax_name.clone(),
                     fingerprint: cand.fingerprint.clone(),
-                    frame_offset: if cand.capture == 0 { (0.0, 0.0) } else { origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0)) },
+                    frame_offset: if cand.capture == 0 {
+                        (0.0, 0.0)
+                    } else {
+                        origins.get(&cand.capture).copied().unwrap_or((0.0, 0.0))
+                    },
                     facts: TargetFacts {
                         role: cand.role.clone(),
                         name: cand.name.clone(),
@@ -532,7 +702,11 @@ impl Tab {
         // A pinch zoom (`visualViewport.scale`) shows `inner / scale` CSS pixels of the layout
         // viewport, each enlarged by the scale: the viewport a screenshot covers and a point is
         // planned in (its origin the layout viewport's: a panned visual viewport is not modelled).
-        let zoom = if world.scale.is_finite() && world.scale > 0.0 { world.scale } else { 1.0 };
+        let zoom = if world.scale.is_finite() && world.scale > 0.0 {
+            world.scale
+        } else {
+            1.0
+        };
         let viewport = Viewport {
             width: world.width / zoom,
             height: world.height / zoom,
@@ -547,12 +721,29 @@ impl Tab {
         let screenshot = match screenshot {
             Some(shot) => {
                 let regions = secret_regions(&items, &candidates, &secrets);
-                let (sx, sy) = (f64::from(shot.width) / viewport.width.max(1.0), f64::from(shot.height) / viewport.height.max(1.0));
+                let (sx, sy) = (
+                    f64::from(shot.width) / viewport.width.max(1.0),
+                    f64::from(shot.height) / viewport.height.max(1.0),
+                );
                 let visible: Vec<(f64, f64, f64, f64)> = regions
                     .iter()
                     // Two CSS pixels of margin: glyphs and focus rings reach past a layout box.
-                    .map(|r| ((r.x - 2.0) * sx, (r.y - 2.0) * sy, (r.w + 4.0) * sx, (r.h + 4.0) * sy))
-                    .filter(|(x, y, w, h)| *w > 0.0 && *h > 0.0 && x + w > 0.0 && y + h > 0.0 && *x < f64::from(shot.width) && *y < f64::from(shot.height))
+                    .map(|r| {
+                        (
+                            (r.x - 2.0) * sx,
+                            (r.y - 2.0) * sy,
+                            (r.w + 4.0) * sx,
+                            (r.h + 4.0) * sy,
+                        )
+                    })
+                    .filter(|(x, y, w, h)| {
+                        *w > 0.0
+                            && *h > 0.0
+                            && x + w > 0.0
+                            && y + h > 0.0
+                            && *x < f64::from(shot.width)
+                            && *y < f64::from(shot.height)
+                    })
                     .collect();
                 if visible.is_empty() {
                     Some(shot)
@@ -564,13 +755,19 @@ impl Tab {
             }
             None => None,
         };
-        let frame_id = frame_id(self.target_id().0.as_str(), navigation_epoch, &world, screenshot.as_ref());
+        let frame_id = frame_id(
+            self.target_id().0.as_str(),
+            navigation_epoch,
+            &world,
+            screenshot.as_ref(),
+        );
         let (console_errors, console_cut) = lock(&self.state).console.snapshot();
         let console_errors = console_errors.iter().map(|c| scrub(c)).collect();
         let url = scrub(&policy::redact_url(&world.url));
         let origin = policy::web_origin(&world.url);
         let screenshot_size = screenshot.as_ref().map(Screenshot::size);
-        let tab_id = TabId::new(self.target_id().0.clone()).unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
+        let tab_id = TabId::new(self.target_id().0.clone())
+            .unwrap_or_else(|_| TabId::new("tab").expect("a literal tab id is valid"));
         let observation = Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: world.structural,
@@ -584,7 +781,11 @@ impl Tab {
             aria_snapshot: text,
             interactive_elements,
             console_errors,
-            cut: ProducerCuts { aria: aria_cut, elements: elements_cut, console: console_cut },
+            cut: ProducerCuts {
+                aria: aria_cut,
+                elements: elements_cut,
+                console: console_cut,
+            },
         });
         let record = Arc::new(ObservationRecord {
             frame_id: observation.frame_id().clone(),
@@ -602,8 +803,15 @@ impl Tab {
 /// The observation with its snapshot's changes against `base`, when the base shows this same
 /// document (refs are stable only within one) and the changes are smaller than the snapshot;
 /// otherwise as it is.
-fn with_changes(observation: Observation, record: &ObservationRecord, base: Option<&ObservationRecord>) -> Observation {
-    match base.filter(|b| b.world.doc == record.world.doc).and_then(|b| crate::diff::snapshot_diff(&b.frame_id, &b.text, observation.aria_snapshot())) {
+fn with_changes(
+    observation: Observation,
+    record: &ObservationRecord,
+    base: Option<&ObservationRecord>,
+) -> Observation {
+    match base
+        .filter(|b| b.world.doc == record.world.doc)
+        .and_then(|b| crate::diff::snapshot_diff(&b.frame_id, &b.text, observation.aria_snapshot()))
+    {
         Some(diff) => observation.with_diff(diff),
         None => observation,
     }
@@ -611,18 +819,27 @@ fn with_changes(observation: Observation, record: &ObservationRecord, base: Opti
 
 /// Where a screenshot must be masked (viewport CSS pixels): every secret field (password, card,
 /// one-time code, token), and every element or text whose content shows a secret this tab typed.
-fn secret_regions(items: &[Item], candidates: &[Candidate], secrets: &policy::SecretRegistry) -> Vec<Rect> {
+fn secret_regions(
+    items: &[Item],
+    candidates: &[Candidate],
+    secrets: &policy::SecretRegistry,
+) -> Vec<Rect> {
     fn shows(secrets: &policy::SecretRegistry, text: &str) -> bool {
         !secrets.is_empty() && matches!(secrets.redact(text), std::borrow::Cow::Owned(_))
     }
     fn walk(items: &[Item], secrets: &policy::SecretRegistry, out: &mut Vec<Rect>) {
         for item in items {
             match item {
-                Item::Text { text, bounds: Some(b), .. } if shows(secrets, text) => out.push(*b),
+                Item::Text {
+                    text,
+                    bounds: Some(b),
+                    ..
+                } if shows(secrets, text) => out.push(*b),
                 Item::Text { .. } => {}
                 Item::Node(node) => {
                     if let Some(b) = node.bounds
-                        && (shows(secrets, &node.name) || node.value.as_deref().is_some_and(|v| shows(secrets, v)))
+                        && (shows(secrets, &node.name)
+                            || node.value.as_deref().is_some_and(|v| shows(secrets, v)))
                     {
                         out.push(b);
                     }
@@ -631,14 +848,27 @@ fn secret_regions(items: &[Item], candidates: &[Candidate], secrets: &policy::Se
             }
         }
     }
-    let mut out: Vec<Rect> =
-        candidates.iter().filter(|c| c.secret || shows(secrets, &c.name) || c.value.as_deref().is_some_and(|v| shows(secrets, v))).map(|c| c.bounds).collect();
+    let mut out: Vec<Rect> = candidates
+        .iter()
+        .filter(|c| {
+            c.secret
+                || shows(secrets, &c.name)
+                || c.value.as_deref().is_some_and(|v| shows(secrets, v))
+        })
+        .map(|c| c.bounds)
+        .collect();
     walk(items, secrets, &mut out);
     out
 }
 
 fn render_lines(lines: &[Line], chosen: &[bool], ref_of: &HashMap<usize, ElementRef>) -> String {
-    let mut out = String::with_capacity(lines.iter().map(line_cost).sum::<usize>().min(ARIA_SNAPSHOT_MAX_CHARS + 256));
+    let mut out = String::with_capacity(
+        lines
+            .iter()
+            .map(line_cost)
+            .sum::<usize>()
+            .min(ARIA_SNAPSHOT_MAX_CHARS + 256),
+    );
     for (line, _) in lines.iter().zip(chosen).filter(|(_, c)| **c) {
         for _ in 0..line.depth {
             out.push(' ');
@@ -647,7 +877,10 @@ fn render_lines(lines: &[Line], chosen: &[bool], ref_of: &HashMap<usize, Element
         let reference = line.candidate.and_then(|c| ref_of.get(&c));
         if reference.is_some() || !line.states.is_empty() {
             out.push_str(" [");
-            let mut words = reference.map(ElementRef::as_str).into_iter().chain(line.states.iter().map(String::as_str));
+            let mut words = reference
+                .map(ElementRef::as_str)
+                .into_iter()
+                .chain(line.states.iter().map(String::as_str));
             if let Some(first) = words.next() {
                 out.push_str(first);
             }
@@ -665,8 +898,16 @@ fn render_lines(lines: &[Line], chosen: &[bool], ref_of: &HashMap<usize, Element
 
 fn iframe_hosts_without_content(capture: &SessionCapture) -> Vec<i64> {
     let mut hosts = Vec::new();
-    let Some(doc) = capture.snapshot.documents.first() else { return hosts };
-    let with_content: HashSet<usize> = doc.nodes.content_document_index.index.iter().copied().collect();
+    let Some(doc) = capture.snapshot.documents.first() else {
+        return hosts;
+    };
+    let with_content: HashSet<usize> = doc
+        .nodes
+        .content_document_index
+        .index
+        .iter()
+        .copied()
+        .collect();
     for (i, name) in doc.nodes.node_name.iter().enumerate() {
         let tag = capture.snapshot.string(*name);
         if (tag.eq_ignore_ascii_case("iframe") || tag.eq_ignore_ascii_case("frame"))
@@ -680,7 +921,9 @@ fn iframe_hosts_without_content(capture: &SessionCapture) -> Vec<i64> {
 }
 
 fn decode_world(value: serde_json::Value) -> Result<WorldState, BrowserError> {
-    serde_json::from_value(value).map_err(|e| BrowserError::Internal { reason: format!("world state did not decode: {e}") })
+    serde_json::from_value(value).map_err(|e| BrowserError::Internal {
+        reason: format!("world state did not decode: {e}"),
+    })
 }
 
 fn describe_change(before: &WorldState, after: &WorldState) -> String {
@@ -700,24 +943,39 @@ fn rect_array(r: Rect) -> [f64; 4] {
 }
 
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `frame_<16 hex>` from everything that identifies what the model saw.
-pub(crate) fn frame_id(target: &str, navigation_epoch: u64, world: &WorldState, screenshot: Option<&Screenshot>) -> FrameId {
+pub(crate) fn frame_id(
+    target: &str,
+    navigation_epoch: u64,
+    world: &WorldState,
+    screenshot: Option<&Screenshot>,
+) -> FrameId {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     target.hash(&mut hasher);
     navigation_epoch.hash(&mut hasher);
     world.doc.hash(&mut hasher);
     world.url.hash(&mut hasher);
     world.structural.hash(&mut hasher);
-    for metric in [world.width, world.height, world.dpr, world.scale, world.scroll_x, world.scroll_y] {
+    for metric in [
+        world.width,
+        world.height,
+        world.dpr,
+        world.scale,
+        world.scroll_x,
+        world.scroll_y,
+    ] {
         metric.to_bits().hash(&mut hasher);
     }
     if let Some(shot) = screenshot {
         shot.data.hash(&mut hasher);
     }
-    FrameId::new(format!("frame_{:016x}", hasher.finish())).expect("frame_ + hex matches the frame id pattern")
+    FrameId::new(format!("frame_{:016x}", hasher.finish()))
+        .expect("frame_ + hex matches the frame id pattern")
 }
 
 #[cfg(test)]
@@ -728,10 +986,20 @@ mod tests {
     fn refs_stay_with_their_nodes_and_are_never_given_again_in_a_document() {
         let mut memory = RefMemory::default();
         memory.begin("doc-a");
-        assert_eq!([memory.number("main", 10), memory.number("main", 11), memory.number("frame", 10)], [1, 2, 3]);
+        assert_eq!(
+            [
+                memory.number("main", 10),
+                memory.number("main", 11),
+                memory.number("frame", 10)
+            ],
+            [1, 2, 3]
+        );
         memory.begin("doc-a");
         // Node 10 again, node 11 gone, a new node 12: the old numbers stay, the new one is next.
-        assert_eq!([memory.number("main", 12), memory.number("main", 10)], [4, 1]);
+        assert_eq!(
+            [memory.number("main", 12), memory.number("main", 10)],
+            [4, 1]
+        );
         memory.begin("doc-b");
         assert_eq!(memory.number("main", 10), 1, "a new document starts again");
     }

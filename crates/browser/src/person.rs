@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use cdp::domains::target;
 use cdp::{EventStream, Session, TargetId};
 use serde_json::{Value, json};
-use surface::{BoxFuture, CastFrame, HistoryMove, KeyEvent, PersonCast, PersonEntry, PersonInput, PointerEvent, SurfaceError};
+use surface::{
+    BoxFuture, CastFrame, HistoryMove, KeyEvent, PersonCast, PersonEntry, PersonInput,
+    PointerEvent, SurfaceError,
+};
 
 /// The largest frame the screencast sends (CSS px; the page's own size when smaller). Frames are
 /// sent at the page's own size below it: a smaller cap made Chromium scale each frame, which cost
@@ -40,9 +43,20 @@ fn cdp_error(e: cdp::CdpError) -> SurfaceError {
 impl Screencast {
     pub(crate) async fn open(browser: Session, target: String) -> Result<Screencast, SurfaceError> {
         let gone = || SurfaceError::lost("the tab is not open in this browser");
-        let session = tokio::time::timeout(Duration::from_secs(3), browser.attach(&TargetId(target))).await.map_err(|_| gone())?.map_err(|_| gone())?;
+        let session =
+            tokio::time::timeout(Duration::from_secs(3), browser.attach(&TargetId(target)))
+                .await
+                .map_err(|_| gone())?
+                .map_err(|_| gone())?;
         let frames = session.subscribe(&["Page.screencastFrame"]);
-        Ok(Screencast { entry: Arc::new(Entry { session }), browser, frames, casting: false, unacked: None, last_delivered: None })
+        Ok(Screencast {
+            entry: Arc::new(Entry { session }),
+            browser,
+            frames,
+            casting: false,
+            unacked: None,
+            last_delivered: None,
+        })
     }
 }
 
@@ -53,7 +67,11 @@ impl PersonCast for Screencast {
                 return Ok(());
             }
             let params = json!({"format": "jpeg", "quality": 60, "maxWidth": MAX_FRAME.0, "maxHeight": MAX_FRAME.1, "everyNthFrame": 1});
-            self.entry.session.send_raw("Page.startScreencast", params, Duration::from_secs(3)).await.map_err(cdp_error)?;
+            self.entry
+                .session
+                .send_raw("Page.startScreencast", params, Duration::from_secs(3))
+                .await
+                .map_err(cdp_error)?;
             self.casting = true;
             Ok(())
         })
@@ -66,12 +84,19 @@ impl PersonCast for Screencast {
             }
             self.casting = false;
             self.unacked = None;
-            self.entry.session.send_raw("Page.stopScreencast", json!({}), Duration::from_secs(3)).await.map_err(cdp_error)?;
+            self.entry
+                .session
+                .send_raw("Page.stopScreencast", json!({}), Duration::from_secs(3))
+                .await
+                .map_err(cdp_error)?;
             Ok(())
         })
     }
 
-    fn next_frame(&mut self, min_interval: Duration) -> BoxFuture<'_, Result<CastFrame, SurfaceError>> {
+    fn next_frame(
+        &mut self,
+        min_interval: Duration,
+    ) -> BoxFuture<'_, Result<CastFrame, SurfaceError>> {
         Box::pin(async move {
             loop {
                 // Cancel-safe: the frame stays unacknowledged until the acknowledgement was sent.
@@ -79,7 +104,15 @@ impl PersonCast for Screencast {
                     if let Some(last) = self.last_delivered {
                         tokio::time::sleep(min_interval.saturating_sub(last.elapsed())).await;
                     }
-                    let _ = self.entry.session.send_raw("Page.screencastFrameAck", json!({"sessionId": id}), Duration::from_secs(3)).await;
+                    let _ = self
+                        .entry
+                        .session
+                        .send_raw(
+                            "Page.screencastFrameAck",
+                            json!({"sessionId": id}),
+                            Duration::from_secs(3),
+                        )
+                        .await;
                     self.unacked = None;
                 }
                 if !self.casting {
@@ -91,12 +124,16 @@ impl PersonCast for Screencast {
                     None => return Err(SurfaceError::lost("the browser connection closed")),
                 };
                 let p = &event.params;
-                let Some(id) = p["sessionId"].as_i64() else { continue };
+                let Some(id) = p["sessionId"].as_i64() else {
+                    continue;
+                };
                 self.unacked = Some(id);
                 if !self.casting {
                     continue;
                 }
-                let Some(data) = p["data"].as_str() else { continue };
+                let Some(data) = p["data"].as_str() else {
+                    continue;
+                };
                 let m = &p["metadata"];
                 self.last_delivered = Some(Instant::now());
                 return Ok(CastFrame {
@@ -118,24 +155,44 @@ impl PersonCast for Screencast {
 
 impl PersonEntry for Entry {
     fn alive(&self, deadline: Duration) -> BoxFuture<'_, bool> {
-        Box::pin(
-            async move { tokio::time::timeout(deadline, self.session.send_raw("Page.getLayoutMetrics", json!({}), deadline)).await.is_ok_and(|r| r.is_ok()) },
-        )
+        Box::pin(async move {
+            tokio::time::timeout(
+                deadline,
+                self.session
+                    .send_raw("Page.getLayoutMetrics", json!({}), deadline),
+            )
+            .await
+            .is_ok_and(|r| r.is_ok())
+        })
     }
 
     fn input(&self, input: PersonInput) -> BoxFuture<'_, Result<(), SurfaceError>> {
         Box::pin(async move {
-            let call =
-                |method: &'static str, params: Value| async move { self.session.send_raw(method, params, Duration::from_secs(5)).await.map_err(cdp_error) };
+            let call = |method: &'static str, params: Value| async move {
+                self.session
+                    .send_raw(method, params, Duration::from_secs(5))
+                    .await
+                    .map_err(cdp_error)
+            };
             match input {
-                PersonInput::Pointer { event, x, y, button, click_count, delta_x, delta_y, modifiers } => {
+                PersonInput::Pointer {
+                    event,
+                    x,
+                    y,
+                    button,
+                    click_count,
+                    delta_x,
+                    delta_y,
+                    modifiers,
+                } => {
                     let kind = match event {
                         PointerEvent::Down => "mousePressed",
                         PointerEvent::Up => "mouseReleased",
                         PointerEvent::Move => "mouseMoved",
                         PointerEvent::Wheel => "mouseWheel",
                     };
-                    let mut params = json!({"type": kind, "x": x, "y": y, "modifiers": modifiers.unwrap_or(0)});
+                    let mut params =
+                        json!({"type": kind, "x": x, "y": y, "modifiers": modifiers.unwrap_or(0)});
                     if matches!(event, PointerEvent::Down | PointerEvent::Up) {
                         params["button"] = json!(button.unwrap_or_else(|| "left".into()));
                         params["clickCount"] = json!(click_count.unwrap_or(1));
@@ -146,12 +203,20 @@ impl PersonEntry for Entry {
                     }
                     call("Input.dispatchMouseEvent", params).await?;
                 }
-                PersonInput::Key { event, key, code, key_code, modifiers } => {
+                PersonInput::Key {
+                    event,
+                    key,
+                    code,
+                    key_code,
+                    modifiers,
+                } => {
                     let modifiers = modifiers.unwrap_or(0);
                     // A printable key types its character unless a command modifier (Ctrl, Alt, Meta) is held.
                     let text = match key.as_str() {
                         "Enter" => Some("\r".to_owned()),
-                        k if k.chars().count() == 1 && modifiers & 0b0111 == 0 => Some(k.to_owned()),
+                        k if k.chars().count() == 1 && modifiers & 0b0111 == 0 => {
+                            Some(k.to_owned())
+                        }
                         _ => None,
                     };
                     let mut params = json!({"key": key, "modifiers": modifiers});
@@ -163,7 +228,11 @@ impl PersonEntry for Entry {
                     }
                     match event {
                         KeyEvent::Down => {
-                            params["type"] = json!(if text.is_some() { "keyDown" } else { "rawKeyDown" });
+                            params["type"] = json!(if text.is_some() {
+                                "keyDown"
+                            } else {
+                                "rawKeyDown"
+                            });
                             if let Some(text) = text {
                                 params["text"] = json!(text);
                                 params["unmodifiedText"] = json!(text);
@@ -176,15 +245,24 @@ impl PersonEntry for Entry {
                 PersonInput::Navigate { url } => {
                     call("Page.navigate", json!({"url": url})).await?;
                 }
-                PersonInput::History { to: HistoryMove::Reload } => {
+                PersonInput::History {
+                    to: HistoryMove::Reload,
+                } => {
                     call("Page.reload", json!({})).await?;
                 }
                 PersonInput::History { to } => {
                     let history = call("Page.getNavigationHistory", json!({})).await?;
                     let current = history["currentIndex"].as_i64().unwrap_or(0);
                     let index = current + if to == HistoryMove::Back { -1 } else { 1 };
-                    if let Some(entry) = history["entries"].as_array().and_then(|e| usize::try_from(index).ok().and_then(|i| e.get(i))) {
-                        call("Page.navigateToHistoryEntry", json!({"entryId": entry["id"]})).await?;
+                    if let Some(entry) = history["entries"]
+                        .as_array()
+                        .and_then(|e| usize::try_from(index).ok().and_then(|i| e.get(i)))
+                    {
+                        call(
+                            "Page.navigateToHistoryEntry",
+                            json!({"entryId": entry["id"]}),
+                        )
+                        .await?;
                     }
                 }
             }
@@ -195,15 +273,23 @@ impl PersonEntry for Entry {
 
 impl Drop for Screencast {
     fn drop(&mut self) {
-        let (browser, id, casting) = (self.browser.clone(), self.entry.session.id().cloned(), self.casting);
+        let (browser, id, casting) = (
+            self.browser.clone(),
+            self.entry.session.id().cloned(),
+            self.casting,
+        );
         let session = self.entry.session.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 if casting {
-                    let _ = session.send_raw("Page.stopScreencast", json!({}), Duration::from_secs(2)).await;
+                    let _ = session
+                        .send_raw("Page.stopScreencast", json!({}), Duration::from_secs(2))
+                        .await;
                 }
                 if let Some(id) = id {
-                    let _ = browser.call(target::DetachFromTarget { session_id: id }).await;
+                    let _ = browser
+                        .call(target::DetachFromTarget { session_id: id })
+                        .await;
                 }
             });
         }

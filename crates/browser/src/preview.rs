@@ -56,7 +56,10 @@ impl Tab {
         let navigation = self.navigation_epoch();
         let context = world_context(self).await.ok()?;
         // One synchronous turn in the page: text, landmarks and the world state cannot tear.
-        let expression = format!("({PREVIEW_JS})({}, {})", PREVIEW_TEXT_MAX_CHARS, PREVIEW_LANDMARKS_MAX);
+        let expression = format!(
+            "({PREVIEW_JS})({}, {})",
+            PREVIEW_TEXT_MAX_CHARS, PREVIEW_LANDMARKS_MAX
+        );
         let value = match evaluate_in(&self.session, context, &expression).await {
             Ok(value) => value,
             Err(_) => {
@@ -82,7 +85,11 @@ impl Tab {
             title: scrub(&raw.title),
             origin: policy::web_origin(&raw.state.url),
             visible_text: scrub(&raw.text),
-            aria_landmarks: raw.landmarks.into_iter().map(|l| Landmark::new(l.role, scrub(&l.name))).collect(),
+            aria_landmarks: raw
+                .landmarks
+                .into_iter()
+                .map(|l| Landmark::new(l.role, scrub(&l.name)))
+                .collect(),
             interactive_count: raw.interactive_count,
         })))
     }

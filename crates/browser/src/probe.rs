@@ -40,7 +40,13 @@ pub struct ScratchPage {
 impl ScratchPage {
     /// Evaluates `expression` in the page and returns its value.
     pub async fn eval(&self, expression: &str) -> Result<Option<Value>, SurfaceError> {
-        Ok(self.session.call(Evaluate::value(expression)).await.map_err(cdp_error)?.result.value)
+        Ok(self
+            .session
+            .call(Evaluate::value(expression))
+            .await
+            .map_err(cdp_error)?
+            .result
+            .value)
     }
 
     /// Closes a page this opened, or detaches from one it attached to.
@@ -48,7 +54,14 @@ impl ScratchPage {
         if self.created {
             let _ = self.session.close_target().await;
         } else if let Some(id) = self.session.id() {
-            let _ = self.session.connection().browser().call(cdp::domains::target::DetachFromTarget { session_id: id.clone() }).await;
+            let _ = self
+                .session
+                .connection()
+                .browser()
+                .call(cdp::domains::target::DetachFromTarget {
+                    session_id: id.clone(),
+                })
+                .await;
         }
     }
 }
@@ -56,13 +69,25 @@ impl ScratchPage {
 impl Chromium {
     /// `Browser.getVersion`.
     pub async fn version(&self) -> Result<Version, SurfaceError> {
-        let v = self.connection()?.browser().call(GetVersion {}).await.map_err(cdp_error)?;
-        Ok(Version { product: v.product, protocol: v.protocol_version })
+        let v = self
+            .connection()?
+            .browser()
+            .call(GetVersion {})
+            .await
+            .map_err(cdp_error)?;
+        Ok(Version {
+            product: v.product,
+            protocol: v.protocol_version,
+        })
     }
 
     /// The launched browser's endpoint, pid and profile.
     pub fn process(&self) -> Option<Process> {
-        self.with_process(|p| Process { ws_url: p.ws_url().to_owned(), pid: p.pid(), profile_dir: p.profile_dir().to_path_buf() })
+        self.with_process(|p| Process {
+            ws_url: p.ws_url().to_owned(),
+            pid: p.pid(),
+            profile_dir: p.profile_dir().to_path_buf(),
+        })
     }
 
     /// Waits until the connection ends.
@@ -74,15 +99,36 @@ impl Chromium {
 
     /// A new blank page in the default context.
     pub async fn scratch_page(&self) -> Result<ScratchPage, SurfaceError> {
-        let session = self.connection()?.browser().create_page("about:blank", None).await.map_err(cdp_error)?;
-        Ok(ScratchPage { session, created: true })
+        let session = self
+            .connection()?
+            .browser()
+            .create_page("about:blank", None)
+            .await
+            .map_err(cdp_error)?;
+        Ok(ScratchPage {
+            session,
+            created: true,
+        })
     }
 
     /// An attachment of its own to the page whose URL ends with `suffix`.
     pub async fn scratch_attach(&self, suffix: &str) -> Result<ScratchPage, SurfaceError> {
-        let target = self.list().await?.into_iter().find(|t| t.url.ends_with(suffix)).ok_or_else(|| SurfaceError::lost("no such page"))?;
-        let session = self.connection()?.browser().attach(&TargetId(target.id)).await.map_err(cdp_error)?;
-        Ok(ScratchPage { session, created: false })
+        let target = self
+            .list()
+            .await?
+            .into_iter()
+            .find(|t| t.url.ends_with(suffix))
+            .ok_or_else(|| SurfaceError::lost("no such page"))?;
+        let session = self
+            .connection()?
+            .browser()
+            .attach(&TargetId(target.id))
+            .await
+            .map_err(cdp_error)?;
+        Ok(ScratchPage {
+            session,
+            created: false,
+        })
     }
 
     /// A new blank tab in the default context, attached, as the adapter opens one.
@@ -95,6 +141,8 @@ impl Chromium {
 pub use cdp::LaunchError;
 
 /// The Chromium binary `glovebox doctor` would launch, or why there is none.
-pub fn find_chromium(explicit: Option<&std::path::Path>) -> Result<std::path::PathBuf, LaunchError> {
+pub fn find_chromium(
+    explicit: Option<&std::path::Path>,
+) -> Result<std::path::PathBuf, LaunchError> {
     cdp::launch::find_chromium(explicit)
 }

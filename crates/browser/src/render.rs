@@ -52,7 +52,9 @@ pub(crate) fn flatten(items: &[Item], viewport: (f64, f64)) -> Vec<Line> {
 }
 
 fn distance(bounds: Option<Rect>, inherited: Option<Rect>, viewport: (f64, f64)) -> f64 {
-    bounds.or(inherited).map_or(f64::MAX / 4.0, |b| b.distance_to_viewport(viewport.0, viewport.1))
+    bounds.or(inherited).map_or(f64::MAX / 4.0, |b| {
+        b.distance_to_viewport(viewport.0, viewport.1)
+    })
 }
 
 /// Whether a node's subtree holds nothing but text that says `name` (a caption, legend or label
@@ -61,11 +63,19 @@ fn only_repeats(node: &NodeItem, name: &str) -> bool {
     fn inert(items: &[Item]) -> bool {
         items.iter().all(|i| match i {
             Item::Text { .. } => true,
-            Item::Node(n) => n.candidate.is_none() && n.value.is_none() && n.url.is_none() && inert(&n.children),
+            Item::Node(n) => {
+                n.candidate.is_none() && n.value.is_none() && n.url.is_none() && inert(&n.children)
+            }
         })
     }
     // Headings stay: they are the outline a model skims (and what the budget keeps first).
-    if name.is_empty() || node.role == "heading" || node.candidate.is_some() || node.value.is_some() || node.url.is_some() || !inert(&node.children) {
+    if name.is_empty()
+        || node.role == "heading"
+        || node.candidate.is_some()
+        || node.value.is_some()
+        || node.url.is_some()
+        || !inert(&node.children)
+    {
         return false;
     }
     if node.children.is_empty() {
@@ -86,7 +96,15 @@ fn all_text(items: &[Item], out: &mut String) {
     }
 }
 
-fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
+fn push_items(
+    items: &[Item],
+    parent_name: &str,
+    depth: usize,
+    parent: Option<usize>,
+    inherited: Option<Rect>,
+    viewport: (f64, f64),
+    out: &mut Vec<Line>,
+) {
     // Runs of text of one block between nodes become one line each; text of another block is
     // another line.
     enum Piece<'a> {
@@ -96,8 +114,14 @@ fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<us
     let mut pieces: Vec<Piece<'_>> = Vec::new();
     for item in items {
         match item {
-            Item::Text { text, bounds, block } => match pieces.last_mut() {
-                Some(Piece::Text(acc, at, b)) if *b == *block || text.trim().is_empty() || acc.trim().is_empty() => {
+            Item::Text {
+                text,
+                bounds,
+                block,
+            } => match pieces.last_mut() {
+                Some(Piece::Text(acc, at, b))
+                    if *b == *block || text.trim().is_empty() || acc.trim().is_empty() =>
+                {
                     if acc.trim().is_empty() {
                         *b = *block;
                     }
@@ -144,16 +168,32 @@ fn push_items(items: &[Item], parent_name: &str, depth: usize, parent: Option<us
 /// states, and whose only content is one node saying the same name, is shown as that node.
 fn sole_wrapped(node: &NodeItem) -> &NodeItem {
     let mut node = node;
-    while node.candidate.is_none() && node.value.is_none() && node.url.is_none() && node.states.is_empty() && node.role != "heading" {
+    while node.candidate.is_none()
+        && node.value.is_none()
+        && node.url.is_none()
+        && node.states.is_empty()
+        && node.role != "heading"
+    {
         match node.children.as_slice() {
-            [Item::Node(inner)] if !inner.name.is_empty() && fold(&inner.name) == fold(&node.name) => node = inner,
+            [Item::Node(inner)]
+                if !inner.name.is_empty() && fold(&inner.name) == fold(&node.name) =>
+            {
+                node = inner
+            }
             _ => break,
         }
     }
     node
 }
 
-fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Option<Rect>, viewport: (f64, f64), out: &mut Vec<Line>) {
+fn push_node(
+    node: &NodeItem,
+    depth: usize,
+    parent: Option<usize>,
+    inherited: Option<Rect>,
+    viewport: (f64, f64),
+    out: &mut Vec<Line>,
+) {
     let mut head = node.role.clone();
     if !node.name.is_empty() {
         head.push(' ');
@@ -165,7 +205,9 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         tail.push_str(url);
     }
     let inline = text_of(&node.children);
-    let row = (node.role == "row").then(|| row_text(&node.children)).flatten();
+    let row = (node.role == "row")
+        .then(|| row_text(&node.children))
+        .flatten();
     let mut expand_children = true;
     if let Some(value) = &node.value {
         if !value.is_empty() {
@@ -194,14 +236,27 @@ fn push_node(node: &NodeItem, depth: usize, parent: Option<usize>, inherited: Op
         head,
         // States are tokens; one that is not (page text that got this far) is left out rather
         // than let it write structure into the line.
-        states: node.states.iter().filter(|s| is_state_token(s)).cloned().collect(),
+        states: node
+            .states
+            .iter()
+            .filter(|s| is_state_token(s))
+            .cloned()
+            .collect(),
         tail,
         candidate: node.candidate,
         distance: distance(node.bounds, inherited, viewport),
         heading: node.role == "heading",
     });
     if expand_children {
-        push_items(&node.children, &fold(&node.name), depth + 1, Some(index), bounds, viewport, out);
+        push_items(
+            &node.children,
+            &fold(&node.name),
+            depth + 1,
+            Some(index),
+            bounds,
+            viewport,
+            out,
+        );
     }
 }
 
@@ -213,7 +268,11 @@ fn row_text(children: &[Item]) -> Option<String> {
         if !CELL_ROLES.contains(&cell.role.as_str()) || cell.candidate.is_some() {
             return None;
         }
-        let text = if cell.children.is_empty() { cell.name.clone() } else { text_of(&cell.children) };
+        let text = if cell.children.is_empty() {
+            cell.name.clone()
+        } else {
+            text_of(&cell.children)
+        };
         if text.is_empty() && !cell.children.is_empty() {
             return None;
         }
@@ -252,7 +311,11 @@ pub(crate) fn choose(lines: &[Line], budget: usize, viewport_height: f64) -> Vec
         screens - bonus
     };
     let mut order: Vec<usize> = (0..lines.len()).collect();
-    order.sort_by(|a, b| priority(&lines[*a]).total_cmp(&priority(&lines[*b])).then(a.cmp(b)));
+    order.sort_by(|a, b| {
+        priority(&lines[*a])
+            .total_cmp(&priority(&lines[*b]))
+            .then(a.cmp(b))
+    });
     let mut chosen = vec![false; lines.len()];
     let mut used = 0usize;
     for index in order {
@@ -286,16 +349,32 @@ mod tests {
     use super::*;
 
     fn node(role: &str, name: &str, candidate: Option<usize>, children: Vec<Item>) -> Item {
-        Item::Node(NodeItem { role: role.into(), name: name.into(), states: Vec::new(), value: None, url: None, candidate, bounds: None, children })
+        Item::Node(NodeItem {
+            role: role.into(),
+            name: name.into(),
+            states: Vec::new(),
+            value: None,
+            url: None,
+            candidate,
+            bounds: None,
+            children,
+        })
     }
 
     fn text(t: &str) -> Item {
-        Item::Text { text: t.into(), bounds: None, block: 0 }
+        Item::Text {
+            text: t.into(),
+            bounds: None,
+            block: 0,
+        }
     }
 
     /// Heads and tails only (refs are added by the observation).
     fn render(items: &[Item]) -> String {
-        flatten(items, (800.0, 600.0)).iter().map(|l| format!("{}{}{}\n", " ".repeat(l.depth), l.head, l.tail)).collect()
+        flatten(items, (800.0, 600.0))
+            .iter()
+            .map(|l| format!("{}{}{}\n", " ".repeat(l.depth), l.head, l.tail))
+            .collect()
     }
 
     #[test]
@@ -309,8 +388,24 @@ mod tests {
                 node("textbox", "Email", Some(0), vec![]),
                 text("Subscribe"),
                 node("button", "Send", Some(1), vec![]),
-                node("group", "Size", None, vec![node("Legend", "", None, vec![text("Size")]), node("checkbox", "8", Some(2), vec![])]),
-                node("table", "Plans", None, vec![node("caption", "", None, vec![text("Plans")]), node("heading", "Plans", None, vec![text("Plans")])]),
+                node(
+                    "group",
+                    "Size",
+                    None,
+                    vec![
+                        node("Legend", "", None, vec![text("Size")]),
+                        node("checkbox", "8", Some(2), vec![]),
+                    ],
+                ),
+                node(
+                    "table",
+                    "Plans",
+                    None,
+                    vec![
+                        node("caption", "", None, vec![text("Plans")]),
+                        node("heading", "Plans", None, vec![text("Plans")]),
+                    ],
+                ),
                 text("Send"), // not next to the button: kept
                 node("paragraph", "", None, vec![text("Send")]),
             ],
@@ -323,7 +418,11 @@ mod tests {
 
     #[test]
     fn blocks_are_lines_and_a_wrapper_is_its_one_target() {
-        let in_block = |t: &str, block: usize| Item::Text { text: t.into(), bounds: None, block };
+        let in_block = |t: &str, block: usize| Item::Text {
+            text: t.into(),
+            bounds: None,
+            block,
+        };
         let items = vec![node(
             "main",
             "",
@@ -333,10 +432,18 @@ mod tests {
                 in_block("below.", 1),
                 in_block("7 + 5 =", 2),
                 node("cell", "3", None, vec![node("link", "3", Some(0), vec![])]),
-                node("cell", "Total", None, vec![node("link", "Pay", Some(1), vec![])]),
+                node(
+                    "cell",
+                    "Total",
+                    None,
+                    vec![node("link", "Pay", Some(1), vec![])],
+                ),
             ],
         )];
-        assert_eq!(render(&items), "main\n \"Solve the problem below.\"\n \"7 + 5 =\"\n link \"3\"\n cell \"Total\"\n  link \"Pay\"\n");
+        assert_eq!(
+            render(&items),
+            "main\n \"Solve the problem below.\"\n \"7 + 5 =\"\n link \"3\"\n cell \"Total\"\n  link \"Pay\"\n"
+        );
     }
 
     #[test]
@@ -344,7 +451,11 @@ mod tests {
         let mut button = NodeItem {
             role: "button".into(),
             name: "Go".into(),
-            states: vec!["pressed".into(), "haspopup=x]\n button \"confirm\" [e12".into(), "level=2".into()],
+            states: vec![
+                "pressed".into(),
+                "haspopup=x]\n button \"confirm\" [e12".into(),
+                "level=2".into(),
+            ],
             value: None,
             url: None,
             candidate: Some(0),
@@ -354,6 +465,10 @@ mod tests {
         let lines = flatten(&[Item::Node(button.clone())], (800.0, 600.0));
         assert_eq!(lines[0].states, ["pressed", "level=2"]);
         button.states.clear();
-        assert!(flatten(&[Item::Node(button)], (800.0, 600.0))[0].states.is_empty());
+        assert!(
+            flatten(&[Item::Node(button)], (800.0, 600.0))[0]
+                .states
+                .is_empty()
+        );
     }
 }

@@ -46,7 +46,9 @@ const NODE_DOCUMENT: i64 = 9;
 const NODE_FRAGMENT: i64 = 11;
 
 /// Elements that are never content.
-const SKIPPED: &[&str] = &["script", "style", "head", "title", "meta", "link", "noscript", "template", "base", "datalist"];
+const SKIPPED: &[&str] = &[
+    "script", "style", "head", "title", "meta", "link", "noscript", "template", "base", "datalist",
+];
 
 /// Roles whose accessible name comes from their content when no label is given.
 const NAME_FROM_CONTENT: &[&str] = &[
@@ -169,8 +171,14 @@ pub(crate) struct PageFacts {
     pub(crate) focused: Option<usize>,
 }
 
-pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: PageFacts) -> Vec<AxNode> {
-    let Some(view) = DocView::new(reply, doc_index, (0.0, 0.0)) else { return Vec::new() };
+pub(crate) fn synthesize(
+    reply: &CaptureSnapshotReply,
+    doc_index: usize,
+    facts: PageFacts,
+) -> Vec<AxNode> {
+    let Some(view) = DocView::new(reply, doc_index, (0.0, 0.0)) else {
+        return Vec::new();
+    };
     let count = view.node_count();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); count];
     let mut ids: HashMap<&str, usize> = HashMap::new();
@@ -188,7 +196,11 @@ pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: 
             }
         }
     }
-    let modal = facts.modal_dialog.and_then(|n| (0..count).filter(|i| view.node_type(*i) == NODE_ELEMENT && view.tag(*i) == "dialog").nth(n));
+    let modal = facts.modal_dialog.and_then(|n| {
+        (0..count)
+            .filter(|i| view.node_type(*i) == NODE_ELEMENT && view.tag(*i) == "dialog")
+            .nth(n)
+    });
     // Elements in document order as `getElementsByTagName('*')` counts them: not inside shadow
     // trees or frame documents.
     let focused = facts.focused.and_then(|n| {
@@ -196,7 +208,8 @@ pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: 
         let mut seen = 0;
         for i in 0..count {
             let parent_outside = view.parent(i).is_none_or(|p| p < count && outside[p]);
-            outside[i] = parent_outside && !(i > 0 && matches!(view.node_type(i), NODE_FRAGMENT | NODE_DOCUMENT));
+            outside[i] = parent_outside
+                && !(i > 0 && matches!(view.node_type(i), NODE_FRAGMENT | NODE_DOCUMENT));
             // Pseudo-elements (a list item's `::marker`) are snapshot nodes but not elements.
             if outside[i] && view.node_type(i) == NODE_ELEMENT && !view.is_pseudo(i) {
                 if seen == n {
@@ -215,7 +228,15 @@ pub(crate) fn synthesize(reply: &CaptureSnapshotReply, doc_index: usize, facts: 
             p = view.parent(a);
         }
     }
-    let synth = Synth { view: &view, children: &children, ids, labels_for, modal, modal_ancestors, focused };
+    let synth = Synth {
+        view: &view,
+        children: &children,
+        ids,
+        labels_for,
+        modal,
+        modal_ancestors,
+        focused,
+    };
     let mut out = Vec::with_capacity(count / 2);
     if count > 0 {
         synth.emit(0, None, modal.is_none(), &mut out);
@@ -235,11 +256,17 @@ struct Synth<'v, 'a> {
 }
 
 fn text_value(kind: &str, value: impl Into<Value>) -> AxValue {
-    AxValue { value_type: kind.to_owned(), value: Some(value.into()) }
+    AxValue {
+        value_type: kind.to_owned(),
+        value: Some(value.into()),
+    }
 }
 
 fn property(name: &str, kind: &str, value: impl Into<Value>) -> AxProperty {
-    AxProperty { name: name.to_owned(), value: text_value(kind, value) }
+    AxProperty {
+        name: name.to_owned(),
+        value: text_value(kind, value),
+    }
 }
 
 impl Synth<'_, '_> {
@@ -252,12 +279,19 @@ impl Synth<'_, '_> {
         if !live && !self.modal_ancestors.contains(&node) {
             return false;
         }
-        let mut ax =
-            AxNode { node_id: node.to_string(), parent_id: parent.map(|p| p.to_string()), backend_dom_node_id: view.backend(node), ..Default::default() };
+        let mut ax = AxNode {
+            node_id: node.to_string(),
+            parent_id: parent.map(|p| p.to_string()),
+            backend_dom_node_id: view.backend(node),
+            ..Default::default()
+        };
         match kind {
             NODE_TEXT | NODE_CDATA => {
                 let text = view.node_value(node);
-                if text.trim().is_empty() || !view.has_layout(node) || !view.visibility_visible(node) {
+                if text.trim().is_empty()
+                    || !view.has_layout(node)
+                    || !view.visibility_visible(node)
+                {
                     return false;
                 }
                 ax.role = Some(text_value("role", "StaticText"));
@@ -266,7 +300,14 @@ impl Synth<'_, '_> {
                 return true;
             }
             NODE_DOCUMENT => {
-                ax.role = Some(text_value("role", if parent.is_none() { "RootWebArea" } else { "WebArea" }));
+                ax.role = Some(text_value(
+                    "role",
+                    if parent.is_none() {
+                        "RootWebArea"
+                    } else {
+                        "WebArea"
+                    },
+                ));
                 return self.emit_with_children(node, ax, live, out);
             }
             NODE_FRAGMENT => {
@@ -279,9 +320,14 @@ impl Synth<'_, '_> {
         let tag = view.tag(node);
         if SKIPPED.contains(&tag.as_str())
             || view.is_pseudo(node)
-            || view.attr(node, "aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            || view
+                .attr(node, "aria-hidden")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
             || view.attr(node, "inert").is_some()
-            || (tag == "input" && view.attr(node, "type").is_some_and(|t| t.eq_ignore_ascii_case("hidden")))
+            || (tag == "input"
+                && view
+                    .attr(node, "type")
+                    .is_some_and(|t| t.eq_ignore_ascii_case("hidden")))
         {
             return false;
         }
@@ -301,14 +347,18 @@ impl Synth<'_, '_> {
             ax.properties.push(property("modal", "boolean", true));
         }
         if self.focused == Some(node) {
-            ax.properties.push(property("focused", "booleanOrUndefined", true));
+            ax.properties
+                .push(property("focused", "booleanOrUndefined", true));
         }
         if tag == "textarea" {
             ax.value = view.text_value(node).map(|v| text_value("string", v));
         }
         if role == "combobox" && tag == "select" {
-            ax.value = self.selected_option_text(node).map(|t| text_value("string", t));
-            ax.properties.push(property("expanded", "booleanOrUndefined", false));
+            ax.value = self
+                .selected_option_text(node)
+                .map(|t| text_value("string", t));
+            ax.properties
+                .push(property("expanded", "booleanOrUndefined", false));
             ax.properties.push(property("hasPopup", "token", "menu"));
         }
         ax.role = Some(text_value("role", role.as_str()));
@@ -329,7 +379,13 @@ impl Synth<'_, '_> {
         self.emit_with_children(node, ax, live, out)
     }
 
-    fn emit_with_children(&self, node: usize, mut ax: AxNode, live: bool, out: &mut Vec<AxNode>) -> bool {
+    fn emit_with_children(
+        &self,
+        node: usize,
+        mut ax: AxNode,
+        live: bool,
+        out: &mut Vec<AxNode>,
+    ) -> bool {
         let at = out.len();
         out.push(AxNode::default());
         let mut kept = Vec::new();
@@ -345,7 +401,10 @@ impl Synth<'_, '_> {
 
     fn role(&self, node: usize, tag: &str) -> String {
         let view = self.view;
-        if let Some(explicit) = view.attr(node, "role").and_then(|r| r.split_whitespace().next()) {
+        if let Some(explicit) = view
+            .attr(node, "role")
+            .and_then(|r| r.split_whitespace().next())
+        {
             let explicit = explicit.to_ascii_lowercase();
             if explicit == "img" || explicit == "image" {
                 return "image".into();
@@ -362,14 +421,18 @@ impl Synth<'_, '_> {
         let landmark_scoped = || {
             let mut p = view.parent(node);
             while let Some(a) = p {
-                if matches!(view.tag(a).as_str(), "article" | "aside" | "main" | "nav" | "section") {
+                if matches!(
+                    view.tag(a).as_str(),
+                    "article" | "aside" | "main" | "nav" | "section"
+                ) {
                     return true;
                 }
                 p = view.parent(a);
             }
             false
         };
-        let named = attr("aria-label").is_some_and(|v| !v.trim().is_empty()) || attr("aria-labelledby").is_some();
+        let named = attr("aria-label").is_some_and(|v| !v.trim().is_empty())
+            || attr("aria-labelledby").is_some();
         match tag {
             // Chromium makes an anchor a link when it has an href or a click listener.
             "a" | "area" if attr("href").is_some() || view.clickable(node) => "link",
@@ -399,8 +462,14 @@ impl Synth<'_, '_> {
             "dt" => "term",
             "dd" => "definition",
             "select" => {
-                let size = attr("size").and_then(|s| s.trim().parse::<u32>().ok()).unwrap_or(0);
-                if attr("multiple").is_some() || size > 1 { "listbox" } else { "combobox" }
+                let size = attr("size")
+                    .and_then(|s| s.trim().parse::<u32>().ok())
+                    .unwrap_or(0);
+                if attr("multiple").is_some() || size > 1 {
+                    "listbox"
+                } else {
+                    "combobox"
+                }
             }
             "option" => "option",
             "optgroup" | "fieldset" | "address" => "group",
@@ -459,11 +528,18 @@ impl Synth<'_, '_> {
                 return text;
             }
         }
-        if let Some(label) = view.attr(node, "aria-label").map(fold).filter(|l| !l.is_empty()) {
+        if let Some(label) = view
+            .attr(node, "aria-label")
+            .map(fold)
+            .filter(|l| !l.is_empty())
+        {
             return label;
         }
         let attr_name = |name: &str| view.attr(node, name).map(fold).filter(|v| !v.is_empty());
-        let input_type = view.attr(node, "type").map(str::to_ascii_lowercase).unwrap_or_default();
+        let input_type = view
+            .attr(node, "type")
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
         match tag {
             "input" if matches!(input_type.as_str(), "button" | "submit" | "reset") => {
                 return attr_name("value").unwrap_or_else(|| match input_type.as_str() {
@@ -472,7 +548,11 @@ impl Synth<'_, '_> {
                     _ => String::new(),
                 });
             }
-            "input" if input_type == "image" => return attr_name("alt").or_else(|| attr_name("title")).unwrap_or_default(),
+            "input" if input_type == "image" => {
+                return attr_name("alt")
+                    .or_else(|| attr_name("title"))
+                    .unwrap_or_default();
+            }
             "input" | "textarea" | "select" => {
                 let mut text = String::new();
                 if let Some(labels) = view.attr(node, "id").and_then(|id| self.labels_for.get(id)) {
@@ -492,12 +572,21 @@ impl Synth<'_, '_> {
                 if !text.is_empty() {
                     return text;
                 }
-                return attr_name("title").or_else(|| attr_name("placeholder")).unwrap_or_default();
+                return attr_name("title")
+                    .or_else(|| attr_name("placeholder"))
+                    .unwrap_or_default();
             }
-            "img" => return attr_name("alt").or_else(|| attr_name("title")).unwrap_or_default(),
+            "img" => {
+                return attr_name("alt")
+                    .or_else(|| attr_name("title"))
+                    .unwrap_or_default();
+            }
             // An SVG's `<title>` child names it.
             "svg" => {
-                if let Some(title) = self.children[node].iter().find(|c| view.node_type(**c) == NODE_ELEMENT && view.tag(**c) == "title") {
+                if let Some(title) = self.children[node]
+                    .iter()
+                    .find(|c| view.node_type(**c) == NODE_ELEMENT && view.tag(**c) == "title")
+                {
                     let text = self.raw_text(*title);
                     if !text.is_empty() {
                         return text;
@@ -511,7 +600,10 @@ impl Synth<'_, '_> {
                     "table" => "caption",
                     _ => "figcaption",
                 };
-                if let Some(c) = self.children[node].iter().find(|c| view.node_type(**c) == NODE_ELEMENT && view.tag(**c) == caption) {
+                if let Some(c) = self.children[node]
+                    .iter()
+                    .find(|c| view.node_type(**c) == NODE_ELEMENT && view.tag(**c) == caption)
+                {
                     let mut text = String::new();
                     self.content_text(*c, &mut text, 0);
                     let text = fold(&text);
@@ -548,7 +640,9 @@ impl Synth<'_, '_> {
         for child in &self.children[node] {
             let child = *child;
             match view.node_type(child) {
-                NODE_TEXT | NODE_CDATA if view.has_layout(child) && view.visibility_visible(child) => {
+                NODE_TEXT | NODE_CDATA
+                    if view.has_layout(child) && view.visibility_visible(child) =>
+                {
                     join_text(out, view.node_value(child));
                 }
                 NODE_TEXT | NODE_CDATA => {}
@@ -556,22 +650,32 @@ impl Synth<'_, '_> {
                     let tag = view.tag(child);
                     if SKIPPED.contains(&tag.as_str())
                         || view.is_pseudo(child)
-                        || view.attr(child, "aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+                        || view
+                            .attr(child, "aria-hidden")
+                            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
                     {
                         continue;
                     }
                     // A nested group of items (a tree item's children, a submenu) is not part of
                     // the item's own name.
-                    if view.attr(child, "role").is_some_and(|r| matches!(r.trim(), "group" | "tree" | "treeitem" | "menu" | "listbox")) {
+                    if view.attr(child, "role").is_some_and(|r| {
+                        matches!(r.trim(), "group" | "tree" | "treeitem" | "menu" | "listbox")
+                    }) {
                         continue;
                     }
-                    if let Some(label) = view.attr(child, "aria-label").map(fold).filter(|l| !l.is_empty()) {
+                    if let Some(label) = view
+                        .attr(child, "aria-label")
+                        .map(fold)
+                        .filter(|l| !l.is_empty())
+                    {
                         join_text(out, &label);
                         continue;
                     }
                     match tag.as_str() {
                         "img" => {
-                            if let Some(alt) = view.attr(child, "alt").map(fold).filter(|a| !a.is_empty()) {
+                            if let Some(alt) =
+                                view.attr(child, "alt").map(fold).filter(|a| !a.is_empty())
+                            {
                                 join_text(out, &alt);
                             }
                         }
@@ -591,28 +695,73 @@ impl Synth<'_, '_> {
     fn properties(&self, node: usize, tag: &str, role: &str) -> Vec<AxProperty> {
         let view = self.view;
         let attr = |name: &str| view.attr(node, name);
-        let aria_true = |name: &str| attr(name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        let form_control = matches!(tag, "button" | "input" | "select" | "textarea" | "option" | "fieldset" | "optgroup");
+        let aria_true =
+            |name: &str| attr(name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let form_control = matches!(
+            tag,
+            "button" | "input" | "select" | "textarea" | "option" | "fieldset" | "optgroup"
+        );
         let mut props = Vec::new();
-        if (form_control && attr("disabled").is_some()) || aria_true("aria-disabled") || self.in_disabled_fieldset(node, tag) {
+        if (form_control && attr("disabled").is_some())
+            || aria_true("aria-disabled")
+            || self.in_disabled_fieldset(node, tag)
+        {
             props.push(property("disabled", "boolean", true));
         }
-        let input_type = attr("type").map(str::to_ascii_lowercase).unwrap_or_default();
+        let input_type = attr("type")
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
         if tag == "input" && matches!(input_type.as_str(), "checkbox" | "radio") {
-            props.push(property("checked", "tristate", if view.input_checked(node) { "true" } else { "false" }));
-        } else if let Some(checked) = attr("aria-checked")
+            props.push(property(
+                "checked",
+                "tristate",
+                if view.input_checked(node) {
+                    "true"
+                } else {
+                    "false"
+                },
+            ));
+        } else if let Some(checked) = attr("aria-checked").map(str::trim).filter(|_| {
+            matches!(
+                role,
+                "checkbox"
+                    | "radio"
+                    | "switch"
+                    | "menuitemcheckbox"
+                    | "menuitemradio"
+                    | "option"
+                    | "treeitem"
+            )
+        }) {
+            props.push(property(
+                "checked",
+                "tristate",
+                checked.to_ascii_lowercase(),
+            ));
+        }
+        if let Some(pressed) = attr("aria-pressed")
             .map(str::trim)
-            .filter(|_| matches!(role, "checkbox" | "radio" | "switch" | "menuitemcheckbox" | "menuitemradio" | "option" | "treeitem"))
+            .filter(|p| !p.eq_ignore_ascii_case("undefined"))
         {
-            props.push(property("checked", "tristate", checked.to_ascii_lowercase()));
+            props.push(property(
+                "pressed",
+                "tristate",
+                pressed.to_ascii_lowercase(),
+            ));
         }
-        if let Some(pressed) = attr("aria-pressed").map(str::trim).filter(|p| !p.eq_ignore_ascii_case("undefined")) {
-            props.push(property("pressed", "tristate", pressed.to_ascii_lowercase()));
-        }
-        if let Some(expanded) = attr("aria-expanded").map(str::trim).filter(|e| matches!(e.to_ascii_lowercase().as_str(), "true" | "false")) {
-            props.push(property("expanded", "booleanOrUndefined", expanded.eq_ignore_ascii_case("true")));
+        if let Some(expanded) = attr("aria-expanded")
+            .map(str::trim)
+            .filter(|e| matches!(e.to_ascii_lowercase().as_str(), "true" | "false"))
+        {
+            props.push(property(
+                "expanded",
+                "booleanOrUndefined",
+                expanded.eq_ignore_ascii_case("true"),
+            ));
         } else if tag == "summary" {
-            let open = view.parent(node).is_some_and(|d| view.tag(d) == "details" && view.attr(d, "open").is_some());
+            let open = view
+                .parent(node)
+                .is_some_and(|d| view.tag(d) == "details" && view.attr(d, "open").is_some());
             props.push(property("expanded", "booleanOrUndefined", open));
         }
         if (tag == "option" && view.option_selected(node)) || aria_true("aria-selected") {
@@ -621,10 +770,15 @@ impl Synth<'_, '_> {
         if (form_control && attr("required").is_some()) || aria_true("aria-required") {
             props.push(property("required", "boolean", true));
         }
-        if let Some(invalid) = attr("aria-invalid").map(str::trim).filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("false")) {
+        if let Some(invalid) = attr("aria-invalid")
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("false"))
+        {
             props.push(property("invalid", "token", invalid.to_ascii_lowercase()));
         }
-        if (matches!(tag, "input" | "textarea") && attr("readonly").is_some()) || aria_true("aria-readonly") {
+        if (matches!(tag, "input" | "textarea") && attr("readonly").is_some())
+            || aria_true("aria-readonly")
+        {
             props.push(property("readonly", "boolean", true));
         }
         if (tag == "select" && attr("multiple").is_some()) || aria_true("aria-multiselectable") {
@@ -642,22 +796,36 @@ impl Synth<'_, '_> {
             "h6" => Some(6),
             _ => None,
         };
-        if let Some(level) = attr("aria-level").and_then(|l| l.trim().parse::<i64>().ok()).or(level).filter(|_| role == "heading") {
+        if let Some(level) = attr("aria-level")
+            .and_then(|l| l.trim().parse::<i64>().ok())
+            .or(level)
+            .filter(|_| role == "heading")
+        {
             props.push(property("level", "integer", level));
         }
-        if let Some(popup) = attr("aria-haspopup").map(|p| p.trim().to_ascii_lowercase()).filter(|p| !p.is_empty() && p != "false") {
+        if let Some(popup) = attr("aria-haspopup")
+            .map(|p| p.trim().to_ascii_lowercase())
+            .filter(|p| !p.is_empty() && p != "false")
+        {
             // Only ARIA's tokens, as Chromium does: the attribute is page text and must not
             // reach the snapshot as anything else.
             match popup.as_str() {
                 "true" | "menu" => props.push(property("hasPopup", "token", "menu")),
-                "listbox" | "tree" | "grid" | "dialog" => props.push(property("hasPopup", "token", popup)),
+                "listbox" | "tree" | "grid" | "dialog" => {
+                    props.push(property("hasPopup", "token", popup))
+                }
                 _ => {}
             }
         } else if role == "combobox" && tag != "select" && attr("aria-haspopup").is_none() {
             // ARIA 1.2: a combobox pops up a listbox unless it says otherwise.
             props.push(property("hasPopup", "token", "listbox"));
         }
-        let content_editable = attr("contenteditable").is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "" | "true" | "plaintext-only"));
+        let content_editable = attr("contenteditable").is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "" | "true" | "plaintext-only"
+            )
+        });
         if content_editable {
             props.push(property("editable", "token", "richtext"));
         } else if role == "textbox" || role == "searchbox" {
@@ -676,7 +844,10 @@ impl Synth<'_, '_> {
         let view = self.view;
         let mut p = view.parent(node);
         while let Some(a) = p {
-            if view.node_type(a) == NODE_ELEMENT && view.tag(a) == "fieldset" && view.attr(a, "disabled").is_some() {
+            if view.node_type(a) == NODE_ELEMENT
+                && view.tag(a) == "fieldset"
+                && view.attr(a, "disabled").is_some()
+            {
                 return true;
             }
             p = view.parent(a);
@@ -699,9 +870,15 @@ impl Synth<'_, '_> {
         let view = self.view;
         let mut options = Vec::new();
         self.collect_options(select, &mut options);
-        let chosen = options.iter().find(|o| view.option_selected(**o)).or(options.first())?;
+        let chosen = options
+            .iter()
+            .find(|o| view.option_selected(**o))
+            .or(options.first())?;
         // A collapsed drop-down's options have no boxes: read their text as written.
-        view.attr(*chosen, "label").map(fold).filter(|l| !l.is_empty()).or(Some(self.raw_text(*chosen)))
+        view.attr(*chosen, "label")
+            .map(fold)
+            .filter(|l| !l.is_empty())
+            .or(Some(self.raw_text(*chosen)))
     }
 
     fn collect_options(&self, node: usize, out: &mut Vec<usize>) {
@@ -716,7 +893,9 @@ impl Synth<'_, '_> {
 }
 
 fn input_role(input_type: Option<&str>, has_list: bool) -> &'static str {
-    let t = input_type.map(|t| t.trim().to_ascii_lowercase()).unwrap_or_default();
+    let t = input_type
+        .map(|t| t.trim().to_ascii_lowercase())
+        .unwrap_or_default();
     match t.as_str() {
         "button" | "submit" | "reset" | "image" | "file" => "button",
         "checkbox" => "checkbox",
@@ -770,7 +949,13 @@ pub(crate) fn fingerprint(view: &DocView<'_>, node: usize) -> String {
             units <= 200
         })
         .collect();
-    format!("{}\u{1}{}\u{1}{}\u{1}{}", view.tag(node), view.attr(node, "role").unwrap_or_default(), view.attr(node, "aria-label").unwrap_or_default(), clipped)
+    format!(
+        "{}\u{1}{}\u{1}{}\u{1}{}",
+        view.tag(node),
+        view.attr(node, "role").unwrap_or_default(),
+        view.attr(node, "aria-label").unwrap_or_default(),
+        clipped
+    )
 }
 
 /// The page-side half of [`fingerprint`]: run on the live element with `this` bound to it.
@@ -817,7 +1002,10 @@ mod tests {
 
     #[test]
     fn js_fold_matches_the_page_side() {
-        assert_eq!(fold_like_js("  Buy \n\t 3\u{a0}items  "), "Buy 3\u{a0}items");
+        assert_eq!(
+            fold_like_js("  Buy \n\t 3\u{a0}items  "),
+            "Buy 3\u{a0}items"
+        );
         assert_eq!(fold_like_js(""), "");
     }
 }

@@ -94,7 +94,9 @@ impl Drop for Tab {
 
 impl std::fmt::Debug for Tab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tab").field("target_id", &self.target_id).finish()
+        f.debug_struct("Tab")
+            .field("target_id", &self.target_id)
+            .finish()
     }
 }
 
@@ -122,7 +124,10 @@ impl std::fmt::Debug for TabMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Secrets never reach a log.
         f.debug_struct("TabMemory")
-            .field("latest", &self.latest.as_ref().map(|r| r.frame_id.as_str().to_owned()))
+            .field(
+                "latest",
+                &self.latest.as_ref().map(|r| r.frame_id.as_str().to_owned()),
+            )
             .field("navigation_epoch", &self.navigation_epoch)
             .finish_non_exhaustive()
     }
@@ -138,7 +143,12 @@ impl Tab {
     /// [`Tab::attach`] to a target this process was attached to before, carrying what the
     /// earlier attachment remembered (see [`TabMemory`]).
     pub async fn resume(session: Session, memory: TabMemory) -> Result<Tab, BrowserError> {
-        let target_id = session.target_id().cloned().ok_or_else(|| BrowserError::Internal { reason: "a tab needs a target session".into() })?;
+        let target_id = session
+            .target_id()
+            .cloned()
+            .ok_or_else(|| BrowserError::Internal {
+                reason: "a tab needs a target session".into(),
+            })?;
         let state = Arc::new(Mutex::new(TabState {
             navigation_epoch: memory.navigation_epoch,
             secrets: memory.secrets,
@@ -167,11 +177,13 @@ impl Tab {
         // Popups are announced at the browser level, with this tab as their opener.
         // So is the end of this session, whoever ended it (a detach from outside leaves the tab
         // open but this attachment dead).
-        let mut opened = session.connection().subscribe(cdp::EventFilter::session(None).methods([
-            "Target.targetCreated",
-            "Target.targetInfoChanged",
-            "Target.detachedFromTarget",
-        ]));
+        let mut opened = session
+            .connection()
+            .subscribe(cdp::EventFilter::session(None).methods([
+                "Target.targetCreated",
+                "Target.targetInfoChanged",
+                "Target.detachedFromTarget",
+            ]));
         let tracked = state.clone();
         let me = target_id.0.clone();
         let my_session = session.id().map(|id| id.0.clone());
@@ -218,7 +230,11 @@ impl Tab {
             lock(&tracked).lost.get_or_insert_with(|| "the browser connection closed".to_owned());
         })
         .abort_handle();
-        session.connection().browser().call(cdp::domains::target::SetDiscoverTargets { discover: true }).await?;
+        session
+            .connection()
+            .browser()
+            .call(cdp::domains::target::SetDiscoverTargets { discover: true })
+            .await?;
 
         let (p, r, l, n) = tokio::join!(
             session.call(page::Enable {}),
@@ -232,7 +248,11 @@ impl Tab {
         l?;
         n?;
         session
-            .call(page::AddScriptToEvaluateOnNewDocument { source: WORLD_JS.to_owned(), world_name: Some(WORLD.to_owned()), run_immediately: Some(true) })
+            .call(page::AddScriptToEvaluateOnNewDocument {
+                source: WORLD_JS.to_owned(),
+                world_name: Some(WORLD.to_owned()),
+                run_immediately: Some(true),
+            })
             .await?;
         let tree = session.call(page::GetFrameTree {}).await?;
         lock(&state).main_frame_id = tree.frame_tree.frame.id;
@@ -247,7 +267,17 @@ impl Tab {
             }
         };
         guard.watch_children(children.view());
-        Ok(Tab { session, target_id, children, state, barrier: RwLock::new(()), latest: Mutex::new(memory.latest), events: events_task, guard, guard_task })
+        Ok(Tab {
+            session,
+            target_id,
+            children,
+            state,
+            barrier: RwLock::new(()),
+            latest: Mutex::new(memory.latest),
+            events: events_task,
+            guard,
+            guard_task,
+        })
     }
 
     /// The live session of the frame `observed` belonged to: this attachment's own session for
@@ -260,9 +290,12 @@ impl Tab {
         }
         match observed.target_id() {
             Some(target) if *target == self.target_id => self.session.clone(),
-            Some(target) => {
-                self.children.list().into_iter().find(|c| c.info.target_id.as_ref() == Some(target)).map_or_else(|| observed.clone(), |c| c.session)
-            }
+            Some(target) => self
+                .children
+                .list()
+                .into_iter()
+                .find(|c| c.info.target_id.as_ref() == Some(target))
+                .map_or_else(|| observed.clone(), |c| c.session),
             None => observed.clone(),
         }
     }
@@ -299,21 +332,39 @@ impl Tab {
             }
         });
         let _ = tokio::time::timeout(deadline, futures_util::future::join_all(stops)).await;
-        let Some(id) = self.session.id().cloned() else { return Ok(()) };
+        let Some(id) = self.session.id().cloned() else {
+            return Ok(());
+        };
         let browser = self.session.connection().browser();
-        match browser.call_with(cdp::domains::target::DetachFromTarget { session_id: id }, deadline).await {
+        match browser
+            .call_with(
+                cdp::domains::target::DetachFromTarget { session_id: id },
+                deadline,
+            )
+            .await
+        {
             // `Target.detachFromTarget` answers an error only when it knows no such session (it
             // detached already, or its target is gone); a closed connection took its sessions
             // with it. Each of these is detached.
-            Ok(_) | Err(cdp::CdpError::Protocol { .. } | cdp::CdpError::Closed { .. } | cdp::CdpError::Detached { .. }) => Ok(()),
+            Ok(_)
+            | Err(
+                cdp::CdpError::Protocol { .. }
+                | cdp::CdpError::Closed { .. }
+                | cdp::CdpError::Detached { .. },
+            ) => Ok(()),
             // No answer in time: the session may still be attached. The caller keeps a record.
             Err(e) => Err(e.into()),
         }
     }
 
     /// Creates a new tab (in `browser_context_id` when given), attaches to it and tracks it.
-    pub async fn open(browser: &Session, browser_context_id: Option<String>) -> Result<Tab, BrowserError> {
-        let session = browser.create_page("about:blank", browser_context_id).await?;
+    pub async fn open(
+        browser: &Session,
+        browser_context_id: Option<String>,
+    ) -> Result<Tab, BrowserError> {
+        let session = browser
+            .create_page("about:blank", browser_context_id)
+            .await?;
         Tab::attach(session).await
     }
 
@@ -338,9 +389,17 @@ impl Tab {
     pub async fn goto(&self, url: &str, deadline: Duration) -> Result<(), BrowserError> {
         let _write = self.barrier.write().await;
         let mut loads = self.session.subscribe(&["Page.loadEventFired"]);
-        let reply = self.session.call(page::Navigate { url: url.to_owned(), frame_id: None }).await?;
+        let reply = self
+            .session
+            .call(page::Navigate {
+                url: url.to_owned(),
+                frame_id: None,
+            })
+            .await?;
         if let Some(error) = reply.error_text {
-            return Err(BrowserError::Internal { reason: format!("navigation failed: {error}") });
+            return Err(BrowserError::Internal {
+                reason: format!("navigation failed: {error}"),
+            });
         }
         if reply.loader_id.is_none() {
             // Same-document navigation: no load event follows.
@@ -349,13 +408,20 @@ impl Tab {
         match tokio::time::timeout(deadline, loads.recv()).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(self.lost_error()),
-            Err(_) => Err(BrowserError::Timeout { what: format!("loading {url}"), after_ms: deadline.as_millis() as u64 }),
+            Err(_) => Err(BrowserError::Timeout {
+                what: format!("loading {url}"),
+                after_ms: deadline.as_millis() as u64,
+            }),
         }
     }
 
     /// How many out-of-process child frames are attached right now.
     pub fn child_frame_count(&self) -> usize {
-        self.children.list().iter().filter(|c| c.info.target_type == "iframe").count()
+        self.children
+            .list()
+            .iter()
+            .filter(|c| c.info.target_type == "iframe")
+            .count()
     }
 
     /// Records a `Page.javascriptDialogOpening` seen by an operation before the tab's own event
@@ -364,7 +430,10 @@ impl Tab {
         if let Some(opening) = event.parse::<cdp::domains::page::JavascriptDialogOpening>() {
             let mut state = lock(&self.state);
             if state.dialog.is_none() {
-                state.dialog = Some(Dialog { kind: opening.dialog_type, message: opening.message });
+                state.dialog = Some(Dialog {
+                    kind: opening.dialog_type,
+                    message: opening.message,
+                });
                 state.dialog_default_prompt = opening.default_prompt;
             }
         }
@@ -376,11 +445,22 @@ impl Tab {
     }
 
     /// Accepts or dismisses the open dialog (with text for a prompt).
-    pub async fn handle_dialog(&self, accept: bool, prompt_text: Option<String>) -> Result<(), BrowserError> {
+    pub async fn handle_dialog(
+        &self,
+        accept: bool,
+        prompt_text: Option<String>,
+    ) -> Result<(), BrowserError> {
         if lock(&self.state).dialog.is_none() {
-            return Err(BrowserError::NotActionable { reason: "no dialog is open".into() });
+            return Err(BrowserError::NotActionable {
+                reason: "no dialog is open".into(),
+            });
         }
-        self.session.call(page::HandleJavaScriptDialog { accept, prompt_text }).await?;
+        self.session
+            .call(page::HandleJavaScriptDialog {
+                accept,
+                prompt_text,
+            })
+            .await?;
         lock(&self.state).dialog = None;
         Ok(())
     }
@@ -403,13 +483,18 @@ impl Tab {
 
     pub(crate) fn check_alive(&self) -> Result<(), BrowserError> {
         match &lock(&self.state).lost {
-            Some(reason) => Err(BrowserError::TargetLost { reason: reason.clone() }),
+            Some(reason) => Err(BrowserError::TargetLost {
+                reason: reason.clone(),
+            }),
             None => Ok(()),
         }
     }
 
     fn lost_error(&self) -> BrowserError {
-        let reason = lock(&self.state).lost.clone().unwrap_or_else(|| "the tab's event stream ended".into());
+        let reason = lock(&self.state)
+            .lost
+            .clone()
+            .unwrap_or_else(|| "the tab's event stream ended".into());
         BrowserError::TargetLost { reason }
     }
 }
@@ -426,9 +511,17 @@ const WINDOW_MATCH: std::time::Duration = std::time::Duration::from_secs(5);
 /// modifier-click's tab). Anything else stays unattributed: never another tab's window.
 fn note_orphan(state: &mut TabState, id: String, url: String) {
     let now = std::time::Instant::now();
-    state.orphans.retain(|(other, _, at)| *other != id && now.duration_since(*at) < WINDOW_MATCH);
-    state.window_opens.retain(|(_, at)| now.duration_since(*at) < WINDOW_MATCH);
-    if let Some(i) = state.window_opens.iter().position(|(wanted, _)| !url.is_empty() && *wanted == url) {
+    state
+        .orphans
+        .retain(|(other, _, at)| *other != id && now.duration_since(*at) < WINDOW_MATCH);
+    state
+        .window_opens
+        .retain(|(_, at)| now.duration_since(*at) < WINDOW_MATCH);
+    if let Some(i) = state
+        .window_opens
+        .iter()
+        .position(|(wanted, _)| !url.is_empty() && *wanted == url)
+    {
         state.window_opens.remove(i);
         state.opened.push(id);
     } else if state.orphans.len() < 16 {
@@ -442,21 +535,38 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         "Page.windowOpen" => {
             if let Some(open) = event.parse::<page::WindowOpen>() {
                 let now = std::time::Instant::now();
-                state.orphans.retain(|(_, _, at)| now.duration_since(*at) < WINDOW_MATCH);
-                match state.orphans.iter().position(|(_, url, _)| *url == open.url) {
+                state
+                    .orphans
+                    .retain(|(_, _, at)| now.duration_since(*at) < WINDOW_MATCH);
+                match state
+                    .orphans
+                    .iter()
+                    .position(|(_, url, _)| *url == open.url)
+                {
                     Some(i) => {
                         let (id, _, _) = state.orphans.remove(i);
                         state.opened.push(id);
                     }
-                    None if state.window_opens.len() < 16 => state.window_opens.push((open.url, now)),
+                    None if state.window_opens.len() < 16 => {
+                        state.window_opens.push((open.url, now))
+                    }
                     None => {}
                 }
             }
         }
         "Page.downloadWillBegin" => {
-            let text = |k: &str| event.params.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+            let text = |k: &str| {
+                event
+                    .params
+                    .get(k)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             if state.downloads_began.len() < 16 {
-                state.downloads_began.push((text("guid"), text("suggestedFilename")));
+                state
+                    .downloads_began
+                    .push((text("guid"), text("suggestedFilename")));
             }
         }
         "Network.requestWillBeSent" => {
@@ -464,7 +574,9 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                 if state.recent_requests.len() >= 64 {
                     state.recent_requests.pop_front();
                 }
-                state.recent_requests.push_back((key, std::time::Instant::now()));
+                state
+                    .recent_requests
+                    .push_back((key, std::time::Instant::now()));
             }
         }
         "Page.frameNavigated" => {
@@ -487,7 +599,10 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
             if let Some(created) = event.parse::<runtime::ExecutionContextCreated>()
                 && created.context.name == WORLD
             {
-                let aux = created.context.aux_data.and_then(|a| serde_json::from_value::<ContextAux>(a).ok());
+                let aux = created
+                    .context
+                    .aux_data
+                    .and_then(|a| serde_json::from_value::<ContextAux>(a).ok());
                 if let Some(frame) = aux.and_then(|a| a.frame_id) {
                     state.worlds.insert(frame, created.context.id);
                 }
@@ -495,7 +610,9 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         }
         "Runtime.executionContextDestroyed" => {
             if let Some(destroyed) = event.parse::<runtime::ExecutionContextDestroyed>() {
-                state.worlds.retain(|_, id| *id != destroyed.execution_context_id);
+                state
+                    .worlds
+                    .retain(|_, id| *id != destroyed.execution_context_id);
             }
         }
         "Runtime.executionContextsCleared" => state.worlds.clear(),
@@ -524,7 +641,11 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         "Log.entryAdded" => {
             if let Some(added) = event.parse::<log::EntryAdded>() {
                 // Every page without a favicon logs its 404; it tells the model nothing.
-                let favicon = added.entry.url.as_deref().is_some_and(|u| u.ends_with("/favicon.ico"));
+                let favicon = added
+                    .entry
+                    .url
+                    .as_deref()
+                    .is_some_and(|u| u.ends_with("/favicon.ico"));
                 if added.entry.level == "error" && !favicon {
                     let text = match added.entry.url {
                         Some(url) => format!("{} ({})", added.entry.text, policy::redact_url(&url)),
@@ -536,13 +657,18 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
         }
         "Page.javascriptDialogOpening" => {
             if let Some(opening) = event.parse::<page::JavascriptDialogOpening>() {
-                state.dialog = Some(Dialog { kind: opening.dialog_type, message: opening.message });
+                state.dialog = Some(Dialog {
+                    kind: opening.dialog_type,
+                    message: opening.message,
+                });
                 state.dialog_default_prompt = opening.default_prompt;
             }
         }
         "Page.javascriptDialogClosed" => state.dialog = None,
         "Inspector.detached" | "Inspector.targetCrashed" => {
-            state.lost.get_or_insert_with(|| format!("{} ", event.method).trim().to_owned());
+            state
+                .lost
+                .get_or_insert_with(|| format!("{} ", event.method).trim().to_owned());
         }
         _ => {}
     }
@@ -554,5 +680,9 @@ pub(crate) fn request_key(params: &serde_json::Value) -> Option<String> {
     let request = params.get("request")?;
     // Without the query: a poll that busts caches (`?t=…`) is the same poll.
     let url = request.get("url")?.as_str()?;
-    Some(format!("{} {}", request.get("method")?.as_str()?, url.split(['?', '#']).next().unwrap_or(url)))
+    Some(format!(
+        "{} {}",
+        request.get("method")?.as_str()?,
+        url.split(['?', '#']).next().unwrap_or(url)
+    ))
 }

@@ -25,7 +25,11 @@ type Children = Arc<Mutex<HashMap<SessionId, ChildTarget>>>;
 /// Run for each child as it attaches, before a child that waits for the debugger is resumed
 /// (so whatever it sets up — request interception — is in place before the child's first
 /// request).
-pub type Prepare = Arc<dyn Fn(ChildTarget) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
+pub type Prepare = Arc<
+    dyn Fn(ChildTarget) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// A shared view of a page's live child sessions ([`ChildTargets::view`]).
 #[derive(Clone)]
@@ -33,7 +37,9 @@ pub struct ChildView(Children);
 
 impl std::fmt::Debug for ChildView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("ChildView").field(&lock(&self.0).len()).finish()
+        f.debug_tuple("ChildView")
+            .field(&lock(&self.0).len())
+            .finish()
     }
 }
 
@@ -71,10 +77,16 @@ impl ChildTargets {
     }
 
     /// [`ChildTargets::enable`], running `prepare` for each child before it is resumed.
-    pub async fn enable_with(page: &Session, prepare: Option<Prepare>) -> Result<ChildTargets, CdpError> {
+    pub async fn enable_with(
+        page: &Session,
+        prepare: Option<Prepare>,
+    ) -> Result<ChildTargets, CdpError> {
         let conn = page.connection().clone();
         // Subscribe before asking, so no announcement is missed.
-        let mut events = conn.subscribe(EventFilter::default().methods(["Target.attachedToTarget", "Target.detachedFromTarget"]));
+        let mut events = conn.subscribe(
+            EventFilter::default()
+                .methods(["Target.attachedToTarget", "Target.detachedFromTarget"]),
+        );
         let children: Children = Arc::default();
         let (revision_tx, revision) = watch::channel(0u64);
         let root = page.clone();
@@ -82,20 +94,39 @@ impl ChildTargets {
         let task = tokio::spawn(async move {
             while let Some(item) = events.recv().await {
                 let Ok(event) = item else { continue };
-                let ours = event.session_id.as_ref() == root.id() || event.session_id.as_ref().is_some_and(|s| lock(&tracked).contains_key(s));
+                let ours = event.session_id.as_ref() == root.id()
+                    || event
+                        .session_id
+                        .as_ref()
+                        .is_some_and(|s| lock(&tracked).contains_key(s));
                 if !ours {
                     continue;
                 }
                 match event.method.as_str() {
                     "Target.attachedToTarget" => {
-                        let Some(attached) = event.parse::<AttachedToTarget>() else { continue };
-                        let session = root.child(attached.session_id.clone(), attached.target_info.target_id.clone());
-                        let child = ChildTarget { session: session.clone(), info: attached.target_info, parent: event.session_id };
+                        let Some(attached) = event.parse::<AttachedToTarget>() else {
+                            continue;
+                        };
+                        let session = root.child(
+                            attached.session_id.clone(),
+                            attached.target_info.target_id.clone(),
+                        );
+                        let child = ChildTarget {
+                            session: session.clone(),
+                            info: attached.target_info,
+                            parent: event.session_id,
+                        };
                         lock(&tracked).insert(attached.session_id, child.clone());
                         let waiting = attached.waiting_for_debugger;
                         let prepare = prepare.clone();
                         tokio::spawn(async move {
-                            let _ = session.call(SetAutoAttach { auto_attach: true, wait_for_debugger_on_start: true, flatten: true }).await;
+                            let _ = session
+                                .call(SetAutoAttach {
+                                    auto_attach: true,
+                                    wait_for_debugger_on_start: true,
+                                    flatten: true,
+                                })
+                                .await;
                             if let Some(prepare) = prepare {
                                 prepare(child).await;
                             }
@@ -105,7 +136,9 @@ impl ChildTargets {
                         });
                     }
                     _ => {
-                        let Some(detached) = event.parse::<DetachedFromTarget>() else { continue };
+                        let Some(detached) = event.parse::<DetachedFromTarget>() else {
+                            continue;
+                        };
                         lock(&tracked).remove(&detached.session_id);
                     }
                 }
@@ -113,8 +146,17 @@ impl ChildTargets {
             }
         })
         .abort_handle();
-        page.call(SetAutoAttach { auto_attach: true, wait_for_debugger_on_start: true, flatten: true }).await?;
-        Ok(ChildTargets { children, revision, task })
+        page.call(SetAutoAttach {
+            auto_attach: true,
+            wait_for_debugger_on_start: true,
+            flatten: true,
+        })
+        .await?;
+        Ok(ChildTargets {
+            children,
+            revision,
+            task,
+        })
     }
 
     /// The children attached right now.
@@ -128,7 +170,11 @@ impl ChildTargets {
     }
 
     /// Waits until `ready` holds for the current children, or the deadline passes (returns false).
-    pub async fn wait_until(&self, deadline: Duration, ready: impl Fn(&[ChildTarget]) -> bool) -> bool {
+    pub async fn wait_until(
+        &self,
+        deadline: Duration,
+        ready: impl Fn(&[ChildTarget]) -> bool,
+    ) -> bool {
         let mut revision = self.revision.clone();
         let check = || ready(&self.list());
         tokio::time::timeout(deadline, async {

@@ -32,7 +32,11 @@ pub struct ConnectionOptions {
 
 impl Default for ConnectionOptions {
     fn default() -> Self {
-        ConnectionOptions { command_timeout: DEFAULT_COMMAND_TIMEOUT, connect_timeout: Duration::from_secs(10), event_capacity: 1024 }
+        ConnectionOptions {
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: Duration::from_secs(10),
+            event_capacity: 1024,
+        }
     }
 }
 
@@ -83,7 +87,9 @@ pub struct Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("endpoint", &self.inner.endpoint).finish()
+        f.debug_struct("Connection")
+            .field("endpoint", &self.inner.endpoint)
+            .finish()
     }
 }
 
@@ -111,13 +117,27 @@ impl Connection {
     /// Connects to a browser's WebSocket debugger URL (`ws://…/devtools/browser/…`).
     pub async fn connect(ws_url: &str, options: ConnectionOptions) -> Result<Connection, CdpError> {
         // Accessibility trees and screenshots of large pages exceed tungstenite's default caps.
-        let config = WebSocketConfig::default().max_message_size(None).max_frame_size(None);
+        let config = WebSocketConfig::default()
+            .max_message_size(None)
+            .max_frame_size(None);
         let connect = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true);
-        let (socket, _response) = match tokio::time::timeout(options.connect_timeout, connect).await {
+        let (socket, _response) = match tokio::time::timeout(options.connect_timeout, connect).await
+        {
             Ok(Ok(ok)) => ok,
-            Ok(Err(e)) => return Err(CdpError::Connect { endpoint: ws_url.to_owned(), reason: e.to_string() }),
+            Ok(Err(e)) => {
+                return Err(CdpError::Connect {
+                    endpoint: ws_url.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
             Err(_) => {
-                return Err(CdpError::Connect { endpoint: ws_url.to_owned(), reason: format!("no WebSocket handshake within {:?}", options.connect_timeout) });
+                return Err(CdpError::Connect {
+                    endpoint: ws_url.to_owned(),
+                    reason: format!(
+                        "no WebSocket handshake within {:?}",
+                        options.connect_timeout
+                    ),
+                });
             }
         };
         let (mut sink, mut stream) = socket.split();
@@ -163,7 +183,9 @@ impl Connection {
                     Message::Binary(bytes) => dispatch(&inner, &bytes),
                     Message::Close(frame) => {
                         break match frame {
-                            Some(frame) => format!("the browser closed the connection ({})", frame.reason),
+                            Some(frame) => {
+                                format!("the browser closed the connection ({})", frame.reason)
+                            }
                             None => "the browser closed the connection".to_owned(),
                         };
                     }
@@ -227,31 +249,65 @@ impl Connection {
     /// Sends one command to exactly one session (or the browser) and waits for its reply.
     ///
     /// Dropping the returned future cancels the wait and forgets the request id; a late reply is ignored.
-    pub async fn send(&self, session: Option<&SessionId>, method: &str, params: Value, timeout: Duration) -> Result<Value, CdpError> {
+    pub async fn send(
+        &self,
+        session: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = lock(&self.inner.pending);
             if let Some(reason) = &pending.closed {
-                return Err(CdpError::Closed { reason: reason.clone() });
+                return Err(CdpError::Closed {
+                    reason: reason.clone(),
+                });
             }
             if let Some(session) = session.filter(|s| pending.detached.contains(*s)) {
-                return Err(CdpError::Detached { session_id: session.0.clone() });
+                return Err(CdpError::Detached {
+                    session_id: session.0.clone(),
+                });
             }
-            pending.waiting.insert(id, Waiting { method: method.to_owned(), session: session.cloned(), tx });
+            pending.waiting.insert(
+                id,
+                Waiting {
+                    method: method.to_owned(),
+                    session: session.cloned(),
+                    tx,
+                },
+            );
         }
-        let _forget = ForgetOnDrop { inner: &self.inner, id };
+        let _forget = ForgetOnDrop {
+            inner: &self.inner,
+            id,
+        };
         let mut message = json!({ "id": id, "method": method, "params": params });
         if let Some(session) = session {
             message["sessionId"] = Value::String(session.0.clone());
         }
-        if self.inner.outgoing.send(Message::Text(message.to_string().into())).is_err() {
-            return Err(CdpError::Closed { reason: "the writer stopped".to_owned() });
+        if self
+            .inner
+            .outgoing
+            .send(Message::Text(message.to_string().into()))
+            .is_err()
+        {
+            return Err(CdpError::Closed {
+                reason: "the writer stopped".to_owned(),
+            });
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(reply)) => reply,
-            Ok(Err(_)) => Err(CdpError::Closed { reason: self.closed_reason().unwrap_or_else(|| "reply dropped".to_owned()) }),
-            Err(_) => Err(CdpError::Timeout { method: method.to_owned(), after: timeout }),
+            Ok(Err(_)) => Err(CdpError::Closed {
+                reason: self
+                    .closed_reason()
+                    .unwrap_or_else(|| "reply dropped".to_owned()),
+            }),
+            Err(_) => Err(CdpError::Timeout {
+                method: method.to_owned(),
+                after: timeout,
+            }),
         }
     }
 }
@@ -270,7 +326,9 @@ impl Drop for ForgetOnDrop<'_> {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic elsewhere must not take the connection down with a poisoned lock.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn dispatch(inner: &Inner, bytes: &[u8]) {
@@ -283,7 +341,10 @@ fn dispatch(inner: &Inner, bytes: &[u8]) {
     };
     if let Some(id) = incoming.id {
         let Some(waiting) = lock(&inner.pending).waiting.remove(&id) else {
-            tracing::debug!(id, "reply for a command nobody waits for (timed out or cancelled)");
+            tracing::debug!(
+                id,
+                "reply for a command nobody waits for (timed out or cancelled)"
+            );
             return;
         };
         let reply = match (incoming.error, incoming.result) {
@@ -303,10 +364,17 @@ fn dispatch(inner: &Inner, bytes: &[u8]) {
         return;
     }
     let Some(method) = incoming.method else {
-        tracing::warn!(len = bytes.len(), "skipping a CDP message with neither id nor method");
+        tracing::warn!(
+            len = bytes.len(),
+            "skipping a CDP message with neither id nor method"
+        );
         return;
     };
-    let event = Event { method, params: incoming.params.unwrap_or(Value::Null), session_id: incoming.session_id };
+    let event = Event {
+        method,
+        params: incoming.params.unwrap_or(Value::Null),
+        session_id: incoming.session_id,
+    };
     match event.method.as_str() {
         "Target.detachedFromTarget" => {
             if let Some(gone) = event.params.get("sessionId").and_then(Value::as_str) {
@@ -332,11 +400,20 @@ fn fail_session(inner: &Inner, session: &SessionId) {
             pending.detached.clear();
         }
         pending.detached.insert(session.clone());
-        let ids: Vec<u64> = pending.waiting.iter().filter(|(_, w)| w.session.as_ref() == Some(session)).map(|(id, _)| *id).collect();
-        ids.into_iter().filter_map(|id| pending.waiting.remove(&id)).collect()
+        let ids: Vec<u64> = pending
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.session.as_ref() == Some(session))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.into_iter()
+            .filter_map(|id| pending.waiting.remove(&id))
+            .collect()
     };
     for waiting in failed {
-        let _ = waiting.tx.send(Err(CdpError::Detached { session_id: session.0.clone() }));
+        let _ = waiting.tx.send(Err(CdpError::Detached {
+            session_id: session.0.clone(),
+        }));
     }
 }
 
@@ -350,7 +427,9 @@ fn fail_all(inner: &Inner, reason: String) {
         std::mem::take(&mut pending.waiting)
     };
     for (_, waiting) in waiting {
-        let _ = waiting.tx.send(Err(CdpError::Closed { reason: reason.clone() }));
+        let _ = waiting.tx.send(Err(CdpError::Closed {
+            reason: reason.clone(),
+        }));
     }
     // Dropping the senders ends every event stream.
     lock(&inner.subscribers).clear();

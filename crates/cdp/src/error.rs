@@ -16,7 +16,12 @@ pub enum CdpError {
     Detached { session_id: String },
     /// The browser answered with a protocol error.
     #[error("CDP command {method} failed: {message} (code {code})")]
-    Protocol { method: String, code: i64, message: String, data: Option<String> },
+    Protocol {
+        method: String,
+        code: i64,
+        message: String,
+        data: Option<String>,
+    },
     /// The reply arrived but did not have the shape the typed command expects.
     #[error("CDP reply to {method} did not decode: {reason}")]
     Decode { method: String, reason: String },

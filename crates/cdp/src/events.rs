@@ -35,7 +35,10 @@ pub struct EventFilter {
 impl EventFilter {
     /// Events of exactly this session (or of the browser when `session` is `None`).
     pub fn session(session: Option<SessionId>) -> Self {
-        EventFilter { session: Some(session), methods: Vec::new() }
+        EventFilter {
+            session: Some(session),
+            methods: Vec::new(),
+        }
     }
 
     /// Restricts the filter to these methods.
@@ -127,5 +130,12 @@ impl EventStream {
 pub(crate) fn subscriber_pair(filter: EventFilter, capacity: usize) -> (Subscriber, EventStream) {
     let (tx, rx) = mpsc::channel(capacity.max(1));
     let dropped = Arc::new(AtomicU64::new(0));
-    (Subscriber { filter, tx, dropped: dropped.clone() }, EventStream { rx, dropped })
+    (
+        Subscriber {
+            filter,
+            tx,
+            dropped: dropped.clone(),
+        },
+        EventStream { rx, dropped },
+    )
 }

@@ -18,7 +18,13 @@ use crate::{CdpError, Connection, ConnectionOptions};
 pub const CHROMIUM_ENV: &str = "GLOVEBOX_CHROMIUM";
 
 /// Names looked up on `PATH`, then absolute locations, in this order.
-const PATH_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
+const PATH_NAMES: &[&str] = &[
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "chrome",
+];
 const KNOWN_LOCATIONS: &[&str] = &[
     "/usr/bin/chromium",
     "/usr/lib/chromium/chromium",
@@ -58,13 +64,24 @@ pub enum LaunchError {
     )]
     NotFound { tried: Vec<PathBuf> },
     #[error("cannot start {}: {source}", path.display())]
-    Spawn { path: PathBuf, source: std::io::Error },
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("Chromium exited during start-up ({status}); its last output:\n{log_tail}")]
-    Exited { status: ExitStatus, log_tail: String },
-    #[error("Chromium did not open its DevTools port within {after:?}; its last output:\n{log_tail}")]
+    Exited {
+        status: ExitStatus,
+        log_tail: String,
+    },
+    #[error(
+        "Chromium did not open its DevTools port within {after:?}; its last output:\n{log_tail}"
+    )]
     StartTimeout { after: Duration, log_tail: String },
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Connect(#[from] CdpError),
 }
@@ -108,14 +125,18 @@ impl LaunchOptions {
 /// Finds the Chromium binary: explicit path, then `$GLOVEBOX_CHROMIUM`, then `PATH`, then known locations.
 pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
     let mut tried = Vec::new();
-    let env = std::env::var_os(CHROMIUM_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = std::env::var_os(CHROMIUM_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     for candidate in explicit.map(Path::to_path_buf).into_iter().chain(env) {
         if is_executable(&candidate) {
             return Ok(candidate);
         }
         tried.push(candidate);
     }
-    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
     for name in PATH_NAMES {
         for dir in &path_dirs {
             let candidate = dir.join(name);
@@ -154,13 +175,24 @@ impl Browser {
     pub async fn launch(options: &LaunchOptions) -> Result<Browser, LaunchError> {
         let executable = find_chromium(options.executable.as_deref())?;
         let profiles = options.data_dir.join("profiles");
-        std::fs::create_dir_all(&profiles).map_err(|source| LaunchError::Io { context: format!("cannot create {}", profiles.display()), source })?;
+        std::fs::create_dir_all(&profiles).map_err(|source| LaunchError::Io {
+            context: format!("cannot create {}", profiles.display()),
+            source,
+        })?;
         sweep_dead_profiles(&profiles);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let profile_dir = profiles.join(format!("chromium-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&profile_dir).map_err(|source| LaunchError::Io { context: format!("cannot create {}", profile_dir.display()), source })?;
+        std::fs::create_dir_all(&profile_dir).map_err(|source| LaunchError::Io {
+            context: format!("cannot create {}", profile_dir.display()),
+            source,
+        })?;
         let log_path = profile_dir.join("chromium.log");
-        let log = std::fs::File::create(&log_path).map_err(|source| LaunchError::Io { context: format!("cannot create {}", log_path.display()), source })?;
+        let log = std::fs::File::create(&log_path).map_err(|source| LaunchError::Io {
+            context: format!("cannot create {}", log_path.display()),
+            source,
+        })?;
 
         let mut command = Command::new(&executable);
         if options.headless {
@@ -173,14 +205,25 @@ impl Browser {
             .args(BASE_FLAGS)
             .arg(format!("--user-data-dir={}", profile_dir.display()))
             .arg("--remote-debugging-port=0")
-            .arg(format!("--window-size={},{}", options.window_size.0, options.window_size.1))
+            .arg(format!(
+                "--window-size={},{}",
+                options.window_size.0, options.window_size.1
+            ))
             .args(&options.extra_args)
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        let child = spawn_tied_to_process(command).map_err(|source| LaunchError::Spawn { path: executable.clone(), source })?;
-        let mut browser = Browser { child, executable, profile_dir, ws_url: String::new() };
+        let child = spawn_tied_to_process(command).map_err(|source| LaunchError::Spawn {
+            path: executable.clone(),
+            source,
+        })?;
+        let mut browser = Browser {
+            child,
+            executable,
+            profile_dir,
+            ws_url: String::new(),
+        };
         browser.ws_url = browser.wait_for_port(options.startup_timeout).await?;
         Ok(browser)
     }
@@ -201,19 +244,34 @@ impl Browser {
                 }
             }
             match self.child.try_wait() {
-                Ok(Some(status)) => return Err(LaunchError::Exited { status, log_tail: self.log_tail() }),
+                Ok(Some(status)) => {
+                    return Err(LaunchError::Exited {
+                        status,
+                        log_tail: self.log_tail(),
+                    });
+                }
                 Ok(None) => {}
-                Err(source) => return Err(LaunchError::Io { context: "cannot poll Chromium".into(), source }),
+                Err(source) => {
+                    return Err(LaunchError::Io {
+                        context: "cannot poll Chromium".into(),
+                        source,
+                    });
+                }
             }
             if started.elapsed() > deadline {
-                return Err(LaunchError::StartTimeout { after: deadline, log_tail: self.log_tail() });
+                return Err(LaunchError::StartTimeout {
+                    after: deadline,
+                    log_tail: self.log_tail(),
+                });
             }
         }
     }
 
     /// The last 2 KiB of Chromium's own output, for error messages.
     pub fn log_tail(&self) -> String {
-        let Ok(mut file) = std::fs::File::open(self.profile_dir.join("chromium.log")) else { return String::new() };
+        let Ok(mut file) = std::fs::File::open(self.profile_dir.join("chromium.log")) else {
+            return String::new();
+        };
         let len = file.metadata().map_or(0, |m| m.len());
         let _ = file.seek(SeekFrom::Start(len.saturating_sub(2048)));
         let mut tail = String::new();
@@ -279,13 +337,21 @@ fn remove_profile(dir: &Path) {
 
 /// Removes `chromium-<pid>-…` profiles whose Glovebox process is gone (killed, crashed).
 pub fn sweep_dead_profiles(profiles: &Path) {
-    let Ok(entries) = std::fs::read_dir(profiles) else { return };
+    let Ok(entries) = std::fs::read_dir(profiles) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("chromium-")).and_then(|n| n.split('-').next()) else {
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("chromium-"))
+            .and_then(|n| n.split('-').next())
+        else {
             continue;
         };
-        let Ok(pid) = pid.parse::<libc::pid_t>() else { continue };
+        let Ok(pid) = pid.parse::<libc::pid_t>() else {
+            continue;
+        };
         if pid as u32 != std::process::id() && !process_alive(pid) {
             tracing::debug!(profile = %entry.path().display(), "removing the profile of a dead Glovebox process");
             remove_profile(&entry.path());
@@ -314,7 +380,14 @@ fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The parent may have died between fork and prctl; then nobody would ever kill us.
@@ -328,14 +401,22 @@ fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
         let (tx, rx) = std_mpsc::channel::<Request>();
         // If the thread cannot start, `rx` is dropped with the closure and every send below
         // reports "the spawner thread is gone" instead of panicking.
-        let _ = std::thread::Builder::new().name("glovebox-spawner".into()).spawn(move || {
-            for (mut command, reply) in rx {
-                let _ = reply.send(command.spawn());
-            }
-        });
+        let _ = std::thread::Builder::new()
+            .name("glovebox-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            });
         std::sync::Mutex::new(tx)
     });
     let (reply_tx, reply_rx) = std_mpsc::channel();
-    sender.lock().unwrap_or_else(|p| p.into_inner()).send((command, reply_tx)).map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
-    reply_rx.recv().map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+    sender
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send((command, reply_tx))
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    reply_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }

@@ -52,13 +52,24 @@ pub struct Session {
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Session").field("id", &self.id).field("target_id", &self.target_id).finish()
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("target_id", &self.target_id)
+            .finish()
     }
 }
 
 impl Session {
-    pub(crate) fn new(conn: Connection, id: Option<SessionId>, target_id: Option<TargetId>) -> Self {
-        Session { conn, id, target_id }
+    pub(crate) fn new(
+        conn: Connection,
+        id: Option<SessionId>,
+        target_id: Option<TargetId>,
+    ) -> Self {
+        Session {
+            conn,
+            id,
+            target_id,
+        }
     }
 
     /// The session id, or `None` for the browser-level session.
@@ -82,26 +93,53 @@ impl Session {
     }
 
     /// Sends a typed command with an explicit deadline.
-    pub async fn call_with<C: Command>(&self, command: C, timeout: Duration) -> Result<C::Response, CdpError> {
-        let params = serde_json::to_value(&command).map_err(|e| CdpError::Decode { method: C::METHOD.to_owned(), reason: e.to_string() })?;
+    pub async fn call_with<C: Command>(
+        &self,
+        command: C,
+        timeout: Duration,
+    ) -> Result<C::Response, CdpError> {
+        let params = serde_json::to_value(&command).map_err(|e| CdpError::Decode {
+            method: C::METHOD.to_owned(),
+            reason: e.to_string(),
+        })?;
         let value = self.send_raw(C::METHOD, params, timeout).await?;
-        serde_json::from_value(value).map_err(|e| CdpError::Decode { method: C::METHOD.to_owned(), reason: e.to_string() })
+        serde_json::from_value(value).map_err(|e| CdpError::Decode {
+            method: C::METHOD.to_owned(),
+            reason: e.to_string(),
+        })
     }
 
     /// The escape hatch for methods without typed structs.
-    pub async fn send_raw(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CdpError> {
-        self.conn.send(self.id.as_ref(), method, params, timeout).await
+    pub async fn send_raw(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpError> {
+        self.conn
+            .send(self.id.as_ref(), method, params, timeout)
+            .await
     }
 
     /// Subscribes to this session's events (only this session's), optionally limited to some methods.
     pub fn subscribe(&self, methods: &[&str]) -> EventStream {
-        self.conn.subscribe(EventFilter::session(self.id.clone()).methods(methods.iter().copied()))
+        self.conn
+            .subscribe(EventFilter::session(self.id.clone()).methods(methods.iter().copied()))
     }
 
     /// Attaches to a target with a flattened session on the same connection.
     pub async fn attach(&self, target_id: &TargetId) -> Result<Session, CdpError> {
-        let reply = self.call(target::AttachToTarget { target_id: target_id.clone(), flatten: true }).await?;
-        Ok(Session::new(self.conn.clone(), Some(reply.session_id), Some(target_id.clone())))
+        let reply = self
+            .call(target::AttachToTarget {
+                target_id: target_id.clone(),
+                flatten: true,
+            })
+            .await?;
+        Ok(Session::new(
+            self.conn.clone(),
+            Some(reply.session_id),
+            Some(target_id.clone()),
+        ))
     }
 
     /// Creates a new tab (optionally in an isolated browser context) and attaches to it.
@@ -109,8 +147,19 @@ impl Session {
     /// Each tab gets a window of its own, so no tab is ever a background tab: background tabs
     /// throttle timers, skip animation frames and defer dialogs, which would stall parallel runs.
     /// Only targets created or attached this way are ever touched; other tabs of the browser are not.
-    pub async fn create_page(&self, url: &str, browser_context_id: Option<String>) -> Result<Session, CdpError> {
-        let created = self.call(target::CreateTarget { url: url.to_owned(), browser_context_id, new_window: Some(true), background: None }).await?;
+    pub async fn create_page(
+        &self,
+        url: &str,
+        browser_context_id: Option<String>,
+    ) -> Result<Session, CdpError> {
+        let created = self
+            .call(target::CreateTarget {
+                url: url.to_owned(),
+                browser_context_id,
+                new_window: Some(true),
+                background: None,
+            })
+            .await?;
         self.attach(&created.target_id).await
     }
 
@@ -124,7 +173,12 @@ impl Session {
                 data: None,
             });
         };
-        Ok(self.conn.browser().call(target::CloseTarget { target_id }).await?.success)
+        Ok(self
+            .conn
+            .browser()
+            .call(target::CloseTarget { target_id })
+            .await?
+            .success)
     }
 
     /// A session object for an already attached session id (e.g. one announced by `Target.attachedToTarget`).

@@ -46,7 +46,13 @@ pub async fn open(global: &Global) -> anyhow::Result<BrowserHandle> {
         None => BrowserSource::Launch(launch_options(global)?),
     };
     let chromium = Chromium::new(source);
-    chromium.connect().await.context("cannot reach the browser")?;
-    let version = chromium.version().await.context("the browser did not say its version")?;
+    chromium
+        .connect()
+        .await
+        .context("cannot reach the browser")?;
+    let version = chromium
+        .version()
+        .await
+        .context("the browser did not say its version")?;
     Ok(BrowserHandle { chromium, version })
 }

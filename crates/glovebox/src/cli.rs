@@ -41,13 +41,28 @@ pub struct Global {
     #[arg(long, global = true, env = "GLOVEBOX_VIEWPORT")]
     pub viewport: Option<String>,
     /// A trusted local origin (your dev server): actions there need no approval. Repeatable.
-    #[arg(long = "trust", global = true, env = "GLOVEBOX_TRUSTED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "trust",
+        global = true,
+        env = "GLOVEBOX_TRUSTED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub trust: Vec<String>,
     /// Only these origins may be opened (repeatable; default: any http/https origin).
-    #[arg(long = "allow-origin", global = true, env = "GLOVEBOX_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "allow-origin",
+        global = true,
+        env = "GLOVEBOX_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub allow_origin: Vec<String>,
     /// Origins that may never be opened. Repeatable.
-    #[arg(long = "block-origin", global = true, env = "GLOVEBOX_BLOCKED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "block-origin",
+        global = true,
+        env = "GLOVEBOX_BLOCKED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub block_origin: Vec<String>,
     /// Hours an orphan run's artifacts are kept before they are swept (default 24).
     #[arg(long, global = true, env = "GLOVEBOX_ARTIFACT_RETENTION_HOURS")]
@@ -117,10 +132,18 @@ pub struct ServeArgs {
     #[arg(long, env = "GLOVEBOX_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// An extra Host name to accept besides localhost/127.0.0.1/[::1]. Repeatable.
-    #[arg(long = "allow-host", env = "GLOVEBOX_ALLOWED_HOSTS", value_delimiter = ',')]
+    #[arg(
+        long = "allow-host",
+        env = "GLOVEBOX_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
     pub allow_host: Vec<String>,
     /// A browser Origin allowed to call the server (e.g. a web client). Repeatable.
-    #[arg(long = "allow-client-origin", env = "GLOVEBOX_ALLOWED_CLIENT_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "allow-client-origin",
+        env = "GLOVEBOX_ALLOWED_CLIENT_ORIGINS",
+        value_delimiter = ','
+    )]
     pub allow_client_origin: Vec<String>,
 }
 

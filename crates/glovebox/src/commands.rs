@@ -39,15 +39,24 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     let data_dir = browser::data_dir(global);
     out!("glovebox {}", env!("CARGO_PKG_VERSION"));
     let writable = std::fs::create_dir_all(&data_dir).is_ok() && tempfile_probe(&data_dir).is_ok();
-    out!("  data dir   {} ({})", data_dir.display(), if writable { "writable" } else { "NOT writable" });
+    out!(
+        "  data dir   {} ({})",
+        data_dir.display(),
+        if writable { "writable" } else { "NOT writable" }
+    );
     if !writable {
         out!("fix: choose a writable directory with --data-dir or GLOVEBOX_DATA_DIR");
         return Ok(ExitCode::FAILURE);
     }
     match crate::config::resolve(global, None) {
         Ok(settings) => match &settings.runtime.uploads_dir {
-            Some(dir) => out!("  uploads    from {} (files named relative to it; each upload asks a person)", dir.display()),
-            None => out!("  uploads    off (set --upload-root or GLOVEBOX_UPLOAD_ROOT to allow uploads from one directory)"),
+            Some(dir) => out!(
+                "  uploads    from {} (files named relative to it; each upload asks a person)",
+                dir.display()
+            ),
+            None => out!(
+                "  uploads    off (set --upload-root or GLOVEBOX_UPLOAD_ROOT to allow uploads from one directory)"
+            ),
         },
         Err(e) => {
             out!("  config     {e:#}");
@@ -68,8 +77,16 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
         let options = browser::launch_options(global)?;
         out!(
             "  mode       {}, sandbox {}",
-            if options.headless { "headless" } else { "headed" },
-            if options.sandbox { "on" } else { "off (running as root; Chromium's sandbox needs an unprivileged user)" }
+            if options.headless {
+                "headless"
+            } else {
+                "headed"
+            },
+            if options.sandbox {
+                "on"
+            } else {
+                "off (running as root; Chromium's sandbox needs an unprivileged user)"
+            }
         );
     }
     let started = Instant::now();
@@ -81,8 +98,15 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    out!("  version    {} (CDP {})", handle.version.product, handle.version.protocol);
-    out!("  connect    {} ms from launch to a connected browser", started.elapsed().as_millis());
+    out!(
+        "  version    {} (CDP {})",
+        handle.version.product,
+        handle.version.protocol
+    );
+    out!(
+        "  connect    {} ms from launch to a connected browser",
+        started.elapsed().as_millis()
+    );
     let tab = handle.chromium.scratch_page().await?;
     let two = tab.eval("1+1").await?;
     tab.close().await;
@@ -105,7 +129,11 @@ fn tempfile_probe(dir: &std::path::Path) -> std::io::Result<()> {
 /// `glovebox observe URL`: one session of the runtime, as every transport uses it — the configured
 /// browser, the configured allowed and blocked origins, the same observation.
 async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode> {
-    let demo = if args.demo { Some(LoopbackPages::serve([("/".to_owned(), DEMO_PAGE.to_owned())].into()).await?) } else { None };
+    let demo = if args.demo {
+        Some(LoopbackPages::serve([("/".to_owned(), DEMO_PAGE.to_owned())].into()).await?)
+    } else {
+        None
+    };
     let url = match (&demo, args.url) {
         (Some(pages), _) => pages.url("/"),
         (None, Some(url)) => url,
@@ -118,7 +146,9 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
     {
         bail!("refusing to open {}: {e}", policy::redact_url(&url));
     }
-    let rt = ::runtime::Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let rt = ::runtime::Runtime::start(settings.runtime.clone(), settings.adapter())
+        .await
+        .context("cannot start the runtime (try `glovebox doctor`)")?;
     let result = async {
         let session = rt.create_session().await?;
         // The person typed this URL on their own command line: that is their approval of opening
@@ -133,7 +163,11 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         opened.with_context(|| format!("cannot open {}", policy::redact_url(&url)))?;
         if args.preview {
             let context = rt.surface_context(&session, "turn_cli", 1).await?;
-            let preview = context.surfaces().first().and_then(|s| s.preview()).context("no preview came back")?;
+            let preview = context
+                .surfaces()
+                .first()
+                .and_then(|s| s.preview())
+                .context("no preview came back")?;
             out!("{}", serde_json::to_string_pretty(preview)?);
             return Ok(());
         }
@@ -144,9 +178,13 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         };
         let mut observation = rt.observe(&session, None, &options).await?;
         if let Some(path) = &args.screenshot {
-            let shot = observation.take_screenshot().context("no screenshot came back")?;
-            let bytes = ::runtime::decode_base64(&shot.data).context("the screenshot is not valid base64")?;
-            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            let shot = observation
+                .take_screenshot()
+                .context("no screenshot came back")?;
+            let bytes = ::runtime::decode_base64(&shot.data)
+                .context("the screenshot is not valid base64")?;
+            std::fs::write(path, bytes)
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
         if args.json {
             out!("{}", serde_json::to_string_pretty(&observation)?);
@@ -157,7 +195,11 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
                 "frame: {}  elements: {}{}",
                 observation.frame_id().as_str(),
                 observation.interactive_elements().len(),
-                if observation.aria_truncated() { "  (snapshot cut to fit)" } else { "" }
+                if observation.aria_truncated() {
+                    "  (snapshot cut to fit)"
+                } else {
+                    ""
+                }
             );
             out_part!("{}", observation.aria_snapshot());
         }
@@ -177,7 +219,9 @@ async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
     // is printed, still stops it cleanly instead of killing glovebox with the browser left behind.
     let mut stop = crate::serve::StopSignal::install();
     let handle = browser::open(global).await?;
-    let Some(local) = handle.chromium.process() else { bail!("no local browser") };
+    let Some(local) = handle.chromium.process() else {
+        bail!("no local browser")
+    };
     out!("endpoint: {}", local.ws_url);
     out!("pid: {}", local.pid);
     out!("profile: {}", local.profile_dir.display());

@@ -86,7 +86,11 @@ fn default_file() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".config")))?;
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".config"))
+        })?;
     let path = base.join("glovebox/config.toml");
     path.exists().then_some(path)
 }
@@ -97,51 +101,105 @@ pub fn load_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<
         Some(p) => Some(p.to_path_buf()),
         None => default_file(),
     };
-    let Some(path) = path else { return Ok((FileConfig::default(), None)) };
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read the config file {}", path.display()))?;
-    let file: FileConfig = toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
+    let Some(path) = path else {
+        return Ok((FileConfig::default(), None));
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    let file: FileConfig =
+        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
     Ok((file, Some(path)))
 }
 
 fn origins(list: &[String], what: &str) -> anyhow::Result<Vec<policy::Origin>> {
     list.iter()
         .filter(|s| !s.trim().is_empty())
-        .map(|s| policy::Origin::parse(s.trim()).map_err(|e| anyhow::anyhow!("{what}: {s:?} is not an origin: {e}")))
+        .map(|s| {
+            policy::Origin::parse(s.trim())
+                .map_err(|e| anyhow::anyhow!("{what}: {s:?} is not an origin: {e}"))
+        })
         .collect()
 }
 
 /// Layers file, env and flags (env and flags already merged by clap) over the defaults.
 pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Settings> {
     let (file, source) = load_file(global.config.as_deref())?;
-    let data_dir = global.data_dir.clone().or(file.data_dir.clone()).unwrap_or_else(|| crate::browser::data_dir(global));
+    let data_dir = global
+        .data_dir
+        .clone()
+        .or(file.data_dir.clone())
+        .unwrap_or_else(|| crate::browser::data_dir(global));
     let mut runtime = RuntimeConfig::new(&data_dir);
-    let browser = match global.browser_endpoint.clone().or(file.browser_endpoint.clone()) {
+    let browser = match global
+        .browser_endpoint
+        .clone()
+        .or(file.browser_endpoint.clone())
+    {
         Some(endpoint) => BrowserSource::Endpoint(endpoint),
         None => {
             let mut launch = browser::LaunchOptions::new(&data_dir);
             launch.executable = global.chromium.clone().or(file.chromium.clone());
             launch.headless = !(global.headed || file.headed.unwrap_or(false));
-            if let Some(size) = global.viewport.as_deref().map(parse_viewport).transpose()?.or(file.viewport) {
+            if let Some(size) = global
+                .viewport
+                .as_deref()
+                .map(parse_viewport)
+                .transpose()?
+                .or(file.viewport)
+            {
                 launch.window_size = size;
             }
             BrowserSource::Launch(launch)
         }
     };
-    let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| if flag.is_empty() { file.clone().unwrap_or_default() } else { flag.clone() };
-    runtime.trust.trusted_origins = origins(&pick(&global.trust, &file.trusted_origins), "trusted origin")?;
-    runtime.trust.credential_origins = origins(&file.credential_origins.clone().unwrap_or_default(), "credential origin")?;
+    let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| {
+        if flag.is_empty() {
+            file.clone().unwrap_or_default()
+        } else {
+            flag.clone()
+        }
+    };
+    runtime.trust.trusted_origins = origins(
+        &pick(&global.trust, &file.trusted_origins),
+        "trusted origin",
+    )?;
+    runtime.trust.credential_origins = origins(
+        &file.credential_origins.clone().unwrap_or_default(),
+        "credential origin",
+    )?;
     let allowed = pick(&global.allow_origin, &file.allowed_origins);
-    runtime.navigation.allowed_origins = if allowed.is_empty() { None } else { Some(origins(&allowed, "allowed origin")?) };
-    runtime.navigation.blocked_origins = origins(&pick(&global.block_origin, &file.blocked_origins), "blocked origin")?;
-    if let Some(hours) = global.artifact_retention_hours.or(file.artifact_retention_hours) {
+    runtime.navigation.allowed_origins = if allowed.is_empty() {
+        None
+    } else {
+        Some(origins(&allowed, "allowed origin")?)
+    };
+    runtime.navigation.blocked_origins = origins(
+        &pick(&global.block_origin, &file.blocked_origins),
+        "blocked origin",
+    )?;
+    if let Some(hours) = global
+        .artifact_retention_hours
+        .or(file.artifact_retention_hours)
+    {
         runtime.artifact_ttl = Duration::from_secs(hours * 3600);
     }
-    if let Some(ms) = global.debugger_idle_detach_ms.or(file.debugger_idle_detach_ms) {
+    if let Some(ms) = global
+        .debugger_idle_detach_ms
+        .or(file.debugger_idle_detach_ms)
+    {
         runtime.debugger_idle_detach = Duration::from_millis(ms);
     }
-    if let Some(root) = global.upload_root.clone().or(file.upload_root.clone()).filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(root) = global
+        .upload_root
+        .clone()
+        .or(file.upload_root.clone())
+        .filter(|p| !p.as_os_str().is_empty())
+    {
         if !root.is_dir() {
-            anyhow::bail!("the upload root {} is not a directory (--upload-root, GLOVEBOX_UPLOAD_ROOT or upload_root in the config file)", root.display());
+            anyhow::bail!(
+                "the upload root {} is not a directory (--upload-root, GLOVEBOX_UPLOAD_ROOT or upload_root in the config file)",
+                root.display()
+            );
         }
         runtime.uploads_dir = Some(root);
     }
@@ -156,41 +214,76 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     if let Some(bind) = serve.and_then(|s| s.bind).or(file.serve.bind) {
         options.bind = bind;
     }
-    options.token = serve.and_then(|s| s.token.clone()).or(file.serve.token.clone()).filter(|t| !t.is_empty());
-    options.allowed_hosts = serve.map(|s| s.allow_host.clone()).filter(|v| !v.is_empty()).or(file.serve.allowed_hosts.clone()).unwrap_or_default();
-    options.allowed_origins =
-        serve.map(|s| s.allow_client_origin.clone()).filter(|v| !v.is_empty()).or(file.serve.allowed_client_origins.clone()).unwrap_or_default();
+    options.token = serve
+        .and_then(|s| s.token.clone())
+        .or(file.serve.token.clone())
+        .filter(|t| !t.is_empty());
+    options.allowed_hosts = serve
+        .map(|s| s.allow_host.clone())
+        .filter(|v| !v.is_empty())
+        .or(file.serve.allowed_hosts.clone())
+        .unwrap_or_default();
+    options.allowed_origins = serve
+        .map(|s| s.allow_client_origin.clone())
+        .filter(|v| !v.is_empty())
+        .or(file.serve.allowed_client_origins.clone())
+        .unwrap_or_default();
     if let Some(max) = file.serve.max_body_bytes {
         options.max_body_bytes = max;
     }
     if let Some(per_minute) = file.serve.calls_per_minute {
-        options.mcp.rate = Some(mcp::RateLimit { per_minute, burst: mcp::RateLimit::default().burst.min(per_minute.max(1)) });
+        options.mcp.rate = Some(mcp::RateLimit {
+            per_minute,
+            burst: mcp::RateLimit::default().burst.min(per_minute.max(1)),
+        });
     }
     // `GLOVEBOX_PLANNER`: the command, split on whitespace (use the file for arguments with spaces).
-    let from_env = std::env::var("GLOVEBOX_PLANNER").ok().map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>()).filter(|c| !c.is_empty());
+    let from_env = std::env::var("GLOVEBOX_PLANNER")
+        .ok()
+        .map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|c| !c.is_empty());
     options.mcp.planner = from_env.or(file.planner.clone()).filter(|c| !c.is_empty());
     options.mcp.model = model_choice(file.model.clone())?;
     // MCP clients are told the version `glovebox --version` prints.
     options.mcp.version = Some(env!("CARGO_PKG_VERSION").to_owned());
     // One planner for both: MCP's `computer_use` and the host API's.
-    options.host = server::HostOptions { planner: options.mcp.planner.clone(), model: options.mcp.model.clone() };
-    Ok(Settings { runtime, browser, serve: options, source })
+    options.host = server::HostOptions {
+        planner: options.mcp.planner.clone(),
+        model: options.mcp.model.clone(),
+    };
+    Ok(Settings {
+        runtime,
+        browser,
+        serve: options,
+        source,
+    })
 }
 
 /// The configured model: `[model]` in the file, with `GLOVEBOX_PROVIDER`, `GLOVEBOX_MODEL` and
 /// `GLOVEBOX_MODEL_BASE_URL` over it.
-pub fn model_choice(file: Option<agent::ModelChoice>) -> anyhow::Result<Option<agent::ModelChoice>> {
+pub fn model_choice(
+    file: Option<agent::ModelChoice>,
+) -> anyhow::Result<Option<agent::ModelChoice>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let provider = match env("GLOVEBOX_PROVIDER") {
-        Some(p) => {
-            Some(agent::ProviderKind::parse(p.trim()).with_context(|| format!("GLOVEBOX_PROVIDER={p}: use anthropic, openai_responses or openai_chat"))?)
-        }
+        Some(p) => Some(agent::ProviderKind::parse(p.trim()).with_context(|| {
+            format!("GLOVEBOX_PROVIDER={p}: use anthropic, openai_responses or openai_chat")
+        })?),
         None => None,
     };
     let mut choice = file;
     if let Some(provider) = provider {
-        let model = env("GLOVEBOX_MODEL").or_else(|| choice.as_ref().map(|c| c.model.clone())).unwrap_or_default();
-        choice = Some(agent::ModelChoice { provider, model, base_url: None, api_key_env: None, computer_tool: false, computer_tool_version: None });
+        let model = env("GLOVEBOX_MODEL")
+            .or_else(|| choice.as_ref().map(|c| c.model.clone()))
+            .unwrap_or_default();
+        choice = Some(agent::ModelChoice {
+            provider,
+            model,
+            base_url: None,
+            api_key_env: None,
+            computer_tool: false,
+            computer_tool_version: None,
+        });
     } else if let (Some(c), Some(model)) = (choice.as_mut(), env("GLOVEBOX_MODEL")) {
         c.model = model;
     }
@@ -201,8 +294,13 @@ pub fn model_choice(file: Option<agent::ModelChoice>) -> anyhow::Result<Option<a
 }
 
 fn parse_viewport(s: &str) -> anyhow::Result<(u32, u32)> {
-    let Some((w, h)) = s.split_once(['x', 'X']) else { bail!("--viewport takes WIDTHxHEIGHT, e.g. 1280x800") };
-    Ok((w.trim().parse().context("viewport width")?, h.trim().parse().context("viewport height")?))
+    let Some((w, h)) = s.split_once(['x', 'X']) else {
+        bail!("--viewport takes WIDTHxHEIGHT, e.g. 1280x800")
+    };
+    Ok((
+        w.trim().parse().context("viewport width")?,
+        h.trim().parse().context("viewport height")?,
+    ))
 }
 
 #[cfg(test)]
@@ -213,7 +311,11 @@ mod tests {
     use crate::cli::{Cli, Cmd};
 
     fn settings(args: &[&str], file: &str) -> Settings {
-        let dir = std::env::temp_dir().join(format!("glovebox-config-{}-{}", std::process::id(), file.len()));
+        let dir = std::env::temp_dir().join(format!(
+            "glovebox-config-{}-{}",
+            std::process::id(),
+            file.len()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("config.toml");
         std::fs::write(&path, file).unwrap();
@@ -246,7 +348,9 @@ mod tests {
         "#;
         let s = settings(&["serve"], file);
         assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-from-file"));
-        let BrowserSource::Launch(launch) = &s.browser else { panic!("expected a launch") };
+        let BrowserSource::Launch(launch) = &s.browser else {
+            panic!("expected a launch")
+        };
         assert!(!launch.headless);
         assert_eq!(launch.window_size, (1024, 700));
         assert_eq!(s.runtime.trust.trusted_origins.len(), 1);
@@ -254,17 +358,40 @@ mod tests {
         assert_eq!(s.runtime.artifact_ttl, Duration::from_secs(7200));
         assert_eq!(s.runtime.debugger_idle_detach, Duration::from_millis(1500));
         assert_eq!(s.runtime.uploads_dir.as_deref(), Some(Path::new("/tmp")));
-        assert_eq!((s.runtime.records_max_age, s.runtime.records_max_operations), (Duration::from_secs(7 * 86_400), 500));
+        assert_eq!(
+            (s.runtime.records_max_age, s.runtime.records_max_operations),
+            (Duration::from_secs(7 * 86_400), 500)
+        );
         assert_eq!(s.serve.bind.port(), 9000);
         assert_eq!(s.serve.mcp.rate.map(|r| r.per_minute), Some(60));
         // MCP's `initialize` reports the binary's version, not the library crate's 0.0.0.
-        assert_eq!(s.serve.mcp.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+        assert_eq!(
+            s.serve.mcp.version.as_deref(),
+            Some(env!("CARGO_PKG_VERSION"))
+        );
 
-        let s =
-            settings(&["--data-dir", "/tmp/gb-flag", "--trust", "http://localhost:3000", "--viewport", "800x600", "serve", "--bind", "127.0.0.1:9100"], file);
+        let s = settings(
+            &[
+                "--data-dir",
+                "/tmp/gb-flag",
+                "--trust",
+                "http://localhost:3000",
+                "--viewport",
+                "800x600",
+                "serve",
+                "--bind",
+                "127.0.0.1:9100",
+            ],
+            file,
+        );
         assert_eq!(s.runtime.data_dir, PathBuf::from("/tmp/gb-flag"));
-        assert_eq!(s.runtime.trust.trusted_origins[0].serialize_web(), "http://localhost:3000");
-        let BrowserSource::Launch(launch) = &s.browser else { panic!("expected a launch") };
+        assert_eq!(
+            s.runtime.trust.trusted_origins[0].serialize_web(),
+            "http://localhost:3000"
+        );
+        let BrowserSource::Launch(launch) = &s.browser else {
+            panic!("expected a launch")
+        };
         assert_eq!(launch.window_size, (800, 600));
         assert_eq!(s.serve.bind.port(), 9100);
     }

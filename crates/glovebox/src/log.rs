@@ -9,7 +9,11 @@ use serde_json::Value;
 use crate::cli::{Global, LogArgs};
 
 pub fn run(global: &Global, args: &LogArgs) -> anyhow::Result<ExitCode> {
-    let query = runtime::LogQuery { session: args.session.clone(), run: args.run.clone(), limit: args.limit };
+    let query = runtime::LogQuery {
+        session: args.session.clone(),
+        run: args.run.clone(),
+        limit: args.limit,
+    };
     let entries = runtime::read_log(&crate::browser::data_dir(global), &query)?;
     for entry in &entries {
         if args.json {
@@ -19,7 +23,13 @@ pub fn run(global: &Global, args: &LogArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if entries.is_empty() && !args.json {
-        out!("(no records{})", args.session.as_deref().map(|s| format!(" for {s}")).unwrap_or_default());
+        out!(
+            "(no records{})",
+            args.session
+                .as_deref()
+                .map(|s| format!(" for {s}"))
+                .unwrap_or_default()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -37,7 +47,12 @@ fn time(ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (rest / 3_600_000, rest / 60_000 % 60, rest / 1000 % 60, rest % 1000);
+    let (h, m, s, milli) = (
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000,
+    );
     format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02}.{milli:03}")
 }
 
@@ -53,11 +68,25 @@ fn line(e: &Value) -> String {
     };
     match text(e, "kind") {
         "run_started" => {
-            format!("{at}  {scope}  run started on {} ({}): {:?}", text(e, "surface"), e["model"].as_str().unwrap_or("no model recorded"), text(e, "task"))
+            format!(
+                "{at}  {scope}  run started on {} ({}): {:?}",
+                text(e, "surface"),
+                e["model"].as_str().unwrap_or("no model recorded"),
+                text(e, "task")
+            )
         }
         "run_ended" => {
-            let cost = e["accounting"]["model_requests"].as_u64().map(|n| format!(", {n} model request(s)")).unwrap_or_default();
-            format!("{at}  {scope}  run ended {} ({}) after {} step(s){cost}: {}", text(e, "status"), text(e, "reason"), e["steps"], text(e, "summary"))
+            let cost = e["accounting"]["model_requests"]
+                .as_u64()
+                .map(|n| format!(", {n} model request(s)"))
+                .unwrap_or_default();
+            format!(
+                "{at}  {scope}  run ended {} ({}) after {} step(s){cost}: {}",
+                text(e, "status"),
+                text(e, "reason"),
+                e["steps"],
+                text(e, "summary")
+            )
         }
         "approval" => format!(
             "{at}  {scope}  approval {} for {} on {} → {}",
@@ -82,7 +111,11 @@ fn line(e: &Value) -> String {
                 (None, Some(detail)) => format!(": {detail}"),
                 (None, None) => String::new(),
             };
-            let uncertain = if e["effect_uncertain"] == true { " (effect uncertain)" } else { "" };
+            let uncertain = if e["effect_uncertain"] == true {
+                " (effect uncertain)"
+            } else {
+                ""
+            };
             format!(
                 "{at}  {scope}  {} {}{typed} on {} at {} [{frames}] → {}{uncertain}{why}",
                 text(e, "action"),

@@ -21,7 +21,9 @@ impl Drop for LoopbackPages {
 
 impl LoopbackPages {
     pub async fn serve(pages: HashMap<String, String>) -> anyhow::Result<LoopbackPages> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("cannot bind a loopback port")?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("cannot bind a loopback port")?;
         let origin = format!("http://{}", listener.local_addr()?);
         let pages = Arc::new(pages);
         let task = tokio::spawn(async move {

@@ -40,7 +40,9 @@ fn discovery_pid(path: &Path) -> Option<u32> {
 /// Removes the discovery files of servers that died without removing theirs (SIGKILL, a
 /// crash): each holds a person token for a URL nobody serves any more.
 fn sweep_discovery(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     let mut removed = 0;
     for entry in entries.flatten() {
         let path = entry.path();
@@ -72,11 +74,23 @@ fn write_discovery(data_dir: &Path, person: &mcp::PersonChannel) -> anyhow::Resu
     std::fs::create_dir_all(&dir)?;
     let swept = sweep_discovery(&dir);
     if swept > 0 {
-        tracing::info!(swept, "removed the approvals discovery files of servers that are gone");
+        tracing::info!(
+            swept,
+            "removed the approvals discovery files of servers that are gone"
+        );
     }
     let path = dir.join(format!("{}.json", std::process::id()));
-    let mut file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&path)?;
-    file.write_all(json!({"url": person.base_url, "token": person.token, "pid": std::process::id()}).to_string().as_bytes())?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(
+        json!({"url": person.base_url, "token": person.token, "pid": std::process::id()})
+            .to_string()
+            .as_bytes(),
+    )?;
     Ok(Discovery(path))
 }
 
@@ -90,7 +104,10 @@ pub(crate) struct StopSignal {
 impl StopSignal {
     pub(crate) fn install() -> Self {
         use tokio::signal::unix::{SignalKind, signal};
-        StopSignal { terminate: signal(SignalKind::terminate()).ok(), interrupt: signal(SignalKind::interrupt()).ok() }
+        StopSignal {
+            terminate: signal(SignalKind::terminate()).ok(),
+            interrupt: signal(SignalKind::interrupt()).ok(),
+        }
     }
 
     pub(crate) async fn recv(&mut self) {
@@ -117,7 +134,9 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
-    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter())
+        .await
+        .context("cannot start the runtime (try `glovebox doctor`)")?;
     // MCP, the person channel and console, the live view and the host API: one listener.
     let server = server::serve(runtime.clone(), settings.serve.clone()).await?;
     let _discovery = write_discovery(&data_dir, &server.person)?;
@@ -126,7 +145,8 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     if let Some(token) = &settings.serve.token {
         headers = json!({"Authorization": format!("Bearer {token}")});
     }
-    let client = json!({"mcpServers": {"glovebox": {"type": "http", "url": url, "headers": headers}}});
+    let client =
+        json!({"mcpServers": {"glovebox": {"type": "http", "url": url, "headers": headers}}});
     out!("Glovebox MCP listening on {url}");
     if let Some(source) = &settings.source {
         out!("config: {}", source.display());
@@ -135,7 +155,9 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         out!("{line}");
     }
     out!();
-    out!("Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):");
+    out!(
+        "Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):"
+    );
     out!("{}", serde_json::to_string_pretty(&client)?);
     out!();
     out!(
@@ -144,9 +166,17 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         server.local_addr,
         server::RENDERER_PATH
     );
-    out!("Console (for you, never for the model): {}/#token={}", server.person.base_url, server.person.token);
+    out!(
+        "Console (for you, never for the model): {}/#token={}",
+        server.person.base_url,
+        server.person.token
+    );
     out!("Approvals (for you, never for the model): glovebox approve <id>");
-    out!("  or POST {}/api/approvals/<id> with Authorization: Bearer {}", server.person.base_url, server.person.token);
+    out!(
+        "  or POST {}/api/approvals/<id> with Authorization: Bearer {}",
+        server.person.base_url,
+        server.person.token
+    );
     out!("Stop with Ctrl-C.");
     std::io::stdout().flush()?;
     stop.recv().await;
@@ -164,15 +194,24 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
-    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
-    let person_side = server::HttpOptions { bind: "127.0.0.1:0".parse()?, token: Some(mcp::random_token(24)), ..settings.serve.clone() };
+    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter())
+        .await
+        .context("cannot start the runtime (try `glovebox doctor`)")?;
+    let person_side = server::HttpOptions {
+        bind: "127.0.0.1:0".parse()?,
+        token: Some(mcp::random_token(24)),
+        ..settings.serve.clone()
+    };
     let person = server::serve(runtime.clone(), person_side).await?;
     let _discovery = write_discovery(&data_dir, &person.person)?;
     tracing::info!(url = %person.person.base_url, "approvals endpoint for a person (see `glovebox approve`)");
     if let Some(line) = reconciled_line(&runtime) {
         tracing::info!("{line}");
     }
-    let options = mcp::McpOptions { person: Some(person.person.clone()), ..settings.serve.mcp.clone() };
+    let options = mcp::McpOptions {
+        person: Some(person.person.clone()),
+        ..settings.serve.mcp.clone()
+    };
     tokio::select! {
         result = mcp::serve_stdio(runtime.clone(), options) => result?,
         _ = stop.recv() => {}
@@ -183,9 +222,18 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
 }
 
 /// One HTTP/1.1 request to a loopback endpoint (the person channel only listens there).
-fn request(url: &str, token: &str, method: &str, path: &str, body: Option<&Value>) -> anyhow::Result<(u16, Value)> {
-    let authority = url.strip_prefix("http://").context("the approvals URL is not http://")?;
-    let mut stream = std::net::TcpStream::connect(authority).with_context(|| format!("cannot reach {url}"))?;
+fn request(
+    url: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> anyhow::Result<(u16, Value)> {
+    let authority = url
+        .strip_prefix("http://")
+        .context("the approvals URL is not http://")?;
+    let mut stream =
+        std::net::TcpStream::connect(authority).with_context(|| format!("cannot reach {url}"))?;
     stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
     let body = body.map(Value::to_string).unwrap_or_default();
     write!(
@@ -195,8 +243,15 @@ fn request(url: &str, token: &str, method: &str, path: &str, body: Option<&Value
     )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
-    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
     Ok((status, serde_json::from_str(body).unwrap_or(Value::Null)))
 }
 
@@ -218,7 +273,9 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
         if discovery_pid(&path).is_some_and(|pid| !alive(pid)) {
             continue; // a server that died without removing its file
         }
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         if let Ok(v) = serde_json::from_str::<Value>(&text)
             && let (Some(url), Some(token)) = (v["url"].as_str(), v["token"].as_str())
         {
@@ -260,7 +317,11 @@ pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode>
                         count("closed"),
                         count("released"),
                         count("kept"),
-                        if r["ok"] == json!(true) { String::new() } else { format!(", {} FAILED (kept with a recovery record)", count("failed")) }
+                        if r["ok"] == json!(true) {
+                            String::new()
+                        } else {
+                            format!(", {} FAILED (kept with a recovery record)", count("failed"))
+                        }
                     );
                     failed |= r["ok"] != json!(true);
                 }
@@ -270,31 +331,58 @@ pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode>
         }
     }
     if !found {
-        bail!("no running server has the session {}", args.session.as_deref().unwrap_or_default());
+        bail!(
+            "no running server has the session {}",
+            args.session.as_deref().unwrap_or_default()
+        );
     }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `glovebox user-tab [URL]`: a person's tab for an agent to claim, or the list of them.
 pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode> {
     if args.url.is_some() && !std::io::stdin().is_terminal() {
-        bail!("`glovebox user-tab <url>` offers a tab as a person's and needs a terminal; a model's tool cannot use it");
+        bail!(
+            "`glovebox user-tab <url>` offers a tab as a person's and needs a terminal; a model's tool cannot use it"
+        );
     }
-    let servers: Vec<_> =
-        running_servers(global)?.into_iter().filter(|(url, token)| request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)).collect();
+    let servers: Vec<_> = running_servers(global)?
+        .into_iter()
+        .filter(|(url, token)| {
+            request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)
+        })
+        .collect();
     let Some(url) = &args.url else {
         for (server, token) in &servers {
             let (_, body) = request(server, token, "GET", "/api/user-tabs", None)?;
             for t in body["user_tabs"].as_array().into_iter().flatten() {
-                out!("{}  {}  {}", t["tab"].as_str().unwrap_or(""), t["url"].as_str().unwrap_or(""), t["title"].as_str().unwrap_or(""));
+                out!(
+                    "{}  {}  {}",
+                    t["tab"].as_str().unwrap_or(""),
+                    t["url"].as_str().unwrap_or(""),
+                    t["title"].as_str().unwrap_or("")
+                );
             }
         }
         return Ok(ExitCode::SUCCESS);
     };
     let [(server, token)] = servers.as_slice() else {
-        bail!("{} Glovebox servers are running; open the tab through the one you mean (POST <its URL>/api/user-tabs)", servers.len());
+        bail!(
+            "{} Glovebox servers are running; open the tab through the one you mean (POST <its URL>/api/user-tabs)",
+            servers.len()
+        );
     };
-    let (status, body) = request(server, token, "POST", "/api/user-tabs", Some(&json!({"url": url})))?;
+    let (status, body) = request(
+        server,
+        token,
+        "POST",
+        "/api/user-tabs",
+        Some(&json!({"url": url})),
+    )?;
     if status != 200 {
         bail!("the server refused ({status}): {body}");
     }
@@ -305,7 +393,9 @@ pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode>
 /// `glovebox approve [ID] [--for-task|--deny]`
 pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<ExitCode> {
     if !std::io::stdin().is_terminal() {
-        bail!("`glovebox approve` answers for a person and needs a terminal; a model's tool cannot use it");
+        bail!(
+            "`glovebox approve` answers for a person and needs a terminal; a model's tool cannot use it"
+        );
     }
     let servers = running_servers(global)?;
     let mut pending = Vec::new();
@@ -336,7 +426,10 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let Some((url, token, p)) = pending.iter().find(|(_, _, p)| p["approval_id"].as_str() == Some(id)) else {
+    let Some((url, token, p)) = pending
+        .iter()
+        .find(|(_, _, p)| p["approval_id"].as_str() == Some(id))
+    else {
         bail!("no pending approval {id} (run `glovebox approve` to list them)");
     };
     let decision = if args.deny {
@@ -359,7 +452,13 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
         out!("left pending");
         return Ok(ExitCode::FAILURE);
     }
-    let (status, body) = request(url, token, "POST", &format!("/api/approvals/{id}"), Some(&json!({"decision": decision})))?;
+    let (status, body) = request(
+        url,
+        token,
+        "POST",
+        &format!("/api/approvals/{id}"),
+        Some(&json!({"decision": decision})),
+    )?;
     if status != 200 {
         bail!("the server refused ({status}): {body}");
     }

@@ -12,19 +12,31 @@ use serde_json::json;
 use crate::cli::{Global, RunArgs};
 
 /// The model a run uses: the flags (this request's choice) over the configuration's.
-fn choice(args: &RunArgs, configured: Option<agent::ModelChoice>) -> anyhow::Result<agent::ModelChoice> {
+fn choice(
+    args: &RunArgs,
+    configured: Option<agent::ModelChoice>,
+) -> anyhow::Result<agent::ModelChoice> {
     let provider = match &args.provider {
-        Some(p) => Some(agent::ProviderKind::parse(p).with_context(|| format!("--provider {p}: use anthropic, openai_responses or openai_chat"))?),
+        Some(p) => Some(agent::ProviderKind::parse(p).with_context(|| {
+            format!("--provider {p}: use anthropic, openai_responses or openai_chat")
+        })?),
         None => None,
     };
     let mut choice = match (provider, configured) {
         (Some(provider), Some(c)) if c.provider == provider => c,
-        (Some(provider), _) => {
-            agent::ModelChoice { provider, model: String::new(), base_url: None, api_key_env: None, computer_tool: false, computer_tool_version: None }
-        }
+        (Some(provider), _) => agent::ModelChoice {
+            provider,
+            model: String::new(),
+            base_url: None,
+            api_key_env: None,
+            computer_tool: false,
+            computer_tool_version: None,
+        },
         (None, Some(c)) => c,
         (None, None) => {
-            anyhow::bail!("no model is configured: pass --provider and --model, or set [model] in the config file (or GLOVEBOX_PROVIDER and GLOVEBOX_MODEL)")
+            anyhow::bail!(
+                "no model is configured: pass --provider and --model, or set [model] in the config file (or GLOVEBOX_PROVIDER and GLOVEBOX_MODEL)"
+            )
         }
     };
     if let Some(model) = &args.model {
@@ -56,13 +68,18 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => {
             if args.json {
-                out!("{}", json!({"error": protocol::ErrorCode::BackendUnavailable.as_str(), "message": e.to_string()}));
+                out!(
+                    "{}",
+                    json!({"error": protocol::ErrorCode::BackendUnavailable.as_str(), "message": e.to_string()})
+                );
             }
             eprintln!("glovebox: backend_unavailable: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let rt = Runtime::start(settings.runtime.clone(), settings.adapter()).await.context("cannot start the runtime (try `glovebox doctor`)")?;
+    let rt = Runtime::start(settings.runtime.clone(), settings.adapter())
+        .await
+        .context("cannot start the runtime (try `glovebox doctor`)")?;
     let answer = args.answer.as_deref().map(|a| match a {
         "once" => ApprovalDecision::ApproveOnce,
         "task" => ApprovalDecision::ApproveForTask,
@@ -71,18 +88,31 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let person = crate::terminal::person_on_terminal(&rt, answer, args.json);
     let session = rt.create_session().await?;
     let outcome = async {
-        rt.open_tab(&session, &args.url, Duration::from_secs(300)).await?;
+        rt.open_tab(&session, &args.url, Duration::from_secs(300))
+            .await?;
         let mut request = RunRequest::new(args.task.as_str());
         request.max_steps = args.max_steps;
         request.max_seconds = args.max_seconds;
-        request.assertions = args.check_text.iter().map(|t| Assertion::TextPresent { text: t.clone() }).collect();
+        request.assertions = args
+            .check_text
+            .iter()
+            .map(|t| Assertion::TextPresent { text: t.clone() })
+            .collect();
         rt.run(&session, request, Box::new(planner)).await
     }
     .await;
     person.abort();
     // Where the run's time went, as its record keeps it.
-    let query = runtime::LogQuery { session: Some(session.as_str().to_owned()), run: None, limit: 0 };
-    let time = rt.log(&query).ok().and_then(|entries| entries.into_iter().rev().find(|e| e["kind"] == "run_ended")).map(|e| e["accounting"]["time"].clone());
+    let query = runtime::LogQuery {
+        session: Some(session.as_str().to_owned()),
+        run: None,
+        limit: 0,
+    };
+    let time = rt
+        .log(&query)
+        .ok()
+        .and_then(|entries| entries.into_iter().rev().find(|e| e["kind"] == "run_ended"))
+        .map(|e| e["accounting"]["time"].clone());
     let _ = rt.close_session(&session).await;
     rt.shutdown(Duration::from_secs(5)).await;
     let result = outcome?;
@@ -126,5 +156,9 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if result.status() == protocol::RunStatus::Succeeded { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if result.status() == protocol::RunStatus::Succeeded {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

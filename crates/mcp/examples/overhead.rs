@@ -17,60 +17,100 @@ use test_support::FixtureServer;
 async fn main() {
     let iterations = 50;
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     let data_dir = std::env::temp_dir().join("glovebox-mcp-overhead");
-    let runtime = Runtime::start(RuntimeConfig::new(&data_dir), browser::Chromium::local(&data_dir)).await.expect("runtime");
+    let runtime = Runtime::start(
+        RuntimeConfig::new(&data_dir),
+        browser::Chromium::local(&data_dir),
+    )
+    .await
+    .expect("runtime");
 
     let session = runtime.create_session().await.unwrap();
-    runtime.open_tab(&session, &fixtures.url("/form.html"), std::time::Duration::ZERO).await.unwrap();
+    runtime
+        .open_tab(
+            &session,
+            &fixtures.url("/form.html"),
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap();
 
     // The same over MCP on an in-process byte stream (as stdio carries it), raw JSON-RPC lines.
     let (client_io, server_io) = tokio::io::duplex(1 << 22);
     let (server_read, server_write) = tokio::io::split(server_io);
     let serving = tokio::spawn(mcp::stdio::serve_io(
         runtime.clone(),
-        mcp::McpOptions { rate: Some(mcp::RateLimit::UNLIMITED), ..Default::default() },
+        mcp::McpOptions {
+            rate: Some(mcp::RateLimit::UNLIMITED),
+            ..Default::default()
+        },
         (server_read, server_write),
     ));
     let (client_read, mut client_write) = tokio::io::split(client_io);
     let mut lines = tokio::io::BufReader::new(client_read).lines();
     let mut next_id = 0;
-    let mut rpc = async |method: &str, params: serde_json::Value, notify: bool| -> serde_json::Value {
-        let mut message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
-        if !notify {
-            next_id += 1;
-            message["id"] = next_id.into();
-        }
-        client_write.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-        if notify {
-            return serde_json::Value::Null;
-        }
-        loop {
-            let line = lines.next_line().await.unwrap().expect("the server answers");
-            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if reply["id"] == next_id {
-                return reply;
+    let mut rpc =
+        async |method: &str, params: serde_json::Value, notify: bool| -> serde_json::Value {
+            let mut message =
+                serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+            if !notify {
+                next_id += 1;
+                message["id"] = next_id.into();
             }
-        }
-    };
+            client_write
+                .write_all(format!("{message}\n").as_bytes())
+                .await
+                .unwrap();
+            if notify {
+                return serde_json::Value::Null;
+            }
+            loop {
+                let line = lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the server answers");
+                let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if reply["id"] == next_id {
+                    return reply;
+                }
+            }
+        };
     let init = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "overhead", "version": "0"}});
     rpc("initialize", init, false).await;
     rpc("notifications/initialized", serde_json::json!({}), true).await;
-    let opened = rpc("tools/call", serde_json::json!({"name": "tab_open", "arguments": {"url": fixtures.url("/form.html")}}), false).await;
+    let opened = rpc(
+        "tools/call",
+        serde_json::json!({"name": "tab_open", "arguments": {"url": fixtures.url("/form.html")}}),
+        false,
+    )
+    .await;
     assert!(opened["result"]["isError"] != true, "{opened}");
     // Alternate the two so a noisy machine's drift hits both alike.
     let mut direct = Vec::new();
     let mut stdio = Vec::new();
     for i in 0..iterations + 5 {
         let t = Instant::now();
-        let o = runtime.observe(&session, None, &ObserveOptions::default()).await.unwrap();
+        let o = runtime
+            .observe(&session, None, &ObserveOptions::default())
+            .await
+            .unwrap();
         // What the tool does besides the call: serialise the observation.
         let _ = serde_json::to_string(&o).unwrap();
         if i >= 5 {
             direct.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         let t = Instant::now();
-        let reply = rpc("tools/call", serde_json::json!({"name": "observe", "arguments": {}}), false).await;
+        let reply = rpc(
+            "tools/call",
+            serde_json::json!({"name": "observe", "arguments": {}}),
+            false,
+        )
+        .await;
         if i >= 5 {
             stdio.push(t.elapsed().as_secs_f64() * 1000.0);
         }
@@ -85,28 +125,64 @@ async fn main() {
     drop(lines);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), serving).await;
 
-    let server = server::serve(runtime.clone(), server::HttpOptions { bind: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).await.unwrap();
-    let python = std::process::Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh")).output().unwrap();
+    let server = server::serve(
+        runtime.clone(),
+        server::HttpOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let python = std::process::Command::new(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh"),
+    )
+    .output()
+    .unwrap();
     let python = String::from_utf8(python.stdout).unwrap();
     let out = tokio::process::Command::new(python.trim())
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/client.py"))
-        .args(["bench", "--url", &server.mcp_url(), "--fixture", &fixtures.url("/form.html"), "--iterations", &iterations.to_string()])
+        .args([
+            "bench",
+            "--url",
+            &server.mcp_url(),
+            "--fixture",
+            &fixtures.url("/form.html"),
+            "--iterations",
+            &iterations.to_string(),
+        ])
         .output()
         .await
         .unwrap();
-    let mcp: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let mcp: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     let median = direct[direct.len() / 2];
     println!("observe form.html, {iterations} iterations");
-    println!("  direct runtime call  median {median:.2} ms  p90 {:.2} ms", direct[direct.len() * 9 / 10]);
+    println!(
+        "  direct runtime call  median {median:.2} ms  p90 {:.2} ms",
+        direct[direct.len() * 9 / 10]
+    );
     let stdio_median = stdio[stdio.len() / 2];
-    println!("  via MCP (byte stream as stdio, raw JSON-RPC client)  median {stdio_median:.2} ms  p90 {:.2} ms", stdio[stdio.len() * 9 / 10]);
-    println!("  MCP server overhead (median difference)  {:.2} ms", stdio_median - median);
-    println!("  MCP server overhead (median of paired differences)  {:.2} ms", paired[paired.len() / 2]);
+    println!(
+        "  via MCP (byte stream as stdio, raw JSON-RPC client)  median {stdio_median:.2} ms  p90 {:.2} ms",
+        stdio[stdio.len() * 9 / 10]
+    );
+    println!(
+        "  MCP server overhead (median difference)  {:.2} ms",
+        stdio_median - median
+    );
+    println!(
+        "  MCP server overhead (median of paired differences)  {:.2} ms",
+        paired[paired.len() / 2]
+    );
     println!(
         "  via MCP (HTTP, Python SDK client)  median {:.2} ms  p90 {:.2} ms",
         mcp["observe_ms_median"].as_f64().unwrap(),
         mcp["observe_ms_p90"].as_f64().unwrap()
     );
-    println!("  MCP overhead seen by the Python SDK over HTTP (median difference)  {:.2} ms", mcp["observe_ms_median"].as_f64().unwrap() - median);
+    println!(
+        "  MCP overhead seen by the Python SDK over HTTP (median difference)  {:.2} ms",
+        mcp["observe_ms_median"].as_f64().unwrap() - median
+    );
     server.shutdown().await.unwrap();
 }

@@ -138,24 +138,38 @@ pub(crate) enum Refused {
     /// The arguments do not fit the tool's types (serde's words: an unknown field and the
     /// expected ones, a wrong type, a value out of range).
     #[error("{tool}: {source}")]
-    Arguments { tool: String, source: serde_json::Error },
+    Arguments {
+        tool: String,
+        source: serde_json::Error,
+    },
 }
 
 /// Reads a tool's arguments.
-pub(crate) fn parse<T: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<T, Refused> {
-    serde_json::from_value(Value::Object(args)).map_err(|source| Refused::Arguments { tool: tool.to_owned(), source })
+pub(crate) fn parse<T: DeserializeOwned>(
+    tool: &str,
+    args: Map<String, Value>,
+) -> Result<T, Refused> {
+    serde_json::from_value(Value::Object(args)).map_err(|source| Refused::Arguments {
+        tool: tool.to_owned(),
+        source,
+    })
 }
 
 /// The input schema of `T`: an object at the root (several clients reject anything else),
 /// subschemas inline, descriptions kept from the doc comments.
 pub(crate) fn schema<T: JsonSchema>() -> Value {
-    let mut value = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true).into_generator().into_root_schema_for::<T>().to_value();
+    let mut value = SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
     if let Value::Object(map) = &mut value {
         // The tool's description says what the struct's doc comment would.
         for keyword in ["$schema", "title", "description"] {
             map.remove(keyword);
         }
-        map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        map.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
         if let Some(Value::Object(properties)) = map.get_mut("properties") {
             properties.values_mut().for_each(tidy);
         }
@@ -200,7 +214,11 @@ pub(crate) enum Call {
 impl Call {
     /// Reads a call of tool `name`; `computer_use` exists only with a planner. `Err` says what is
     /// wrong (no such tool, an unknown or ill-typed argument).
-    pub(crate) fn read(name: &str, args: Map<String, Value>, planner: bool) -> Result<Call, Refused> {
+    pub(crate) fn read(
+        name: &str,
+        args: Map<String, Value>,
+        planner: bool,
+    ) -> Result<Call, Refused> {
         use crate::tools as t;
         Ok(match name {
             t::SURFACES => parse::<NoArgs>(name, args).map(|_| Call::Surfaces)?,

@@ -11,20 +11,44 @@ use crate::wrap::Untrusted;
 pub(crate) fn next_step(code: ErrorCode) -> &'static str {
     match code {
         ErrorCode::StaleObservation => "observe again and use the new frame_id and refs",
-        ErrorCode::UnknownSurface => "call `surfaces` (or `tabs`) and use one of the listed keys or aliases",
-        ErrorCode::AmbiguousSurface => "name a surface: a key or alias from `surfaces`, or open a tab with `tab_open`",
-        ErrorCode::CapabilityDenied => "the user has not given you this capability on this surface; choose another surface or ask the user",
-        ErrorCode::TargetLost => "the tab or element is gone; call `tabs`, observe again, or open a new tab",
-        ErrorCode::LeaseConflict => "another run holds this tab; wait for it to finish or use another tab",
-        ErrorCode::OriginDenied => "the configuration does not allow this origin or scheme; do not retry it, ask the user",
-        ErrorCode::NeedsApproval => "a person must approve this; tell the user what is pending, and after they approve send the same action again",
-        ErrorCode::ApprovalDenied => "a person declined this action; do not retry it, ask the user how to proceed",
-        ErrorCode::NewSurfaceCreated => "the page opened a new tab or popup; call `surfaces` to see it",
-        ErrorCode::InvalidAction => "fix the action at the paths named in the message, following the act schema",
+        ErrorCode::UnknownSurface => {
+            "call `surfaces` (or `tabs`) and use one of the listed keys or aliases"
+        }
+        ErrorCode::AmbiguousSurface => {
+            "name a surface: a key or alias from `surfaces`, or open a tab with `tab_open`"
+        }
+        ErrorCode::CapabilityDenied => {
+            "the user has not given you this capability on this surface; choose another surface or ask the user"
+        }
+        ErrorCode::TargetLost => {
+            "the tab or element is gone; call `tabs`, observe again, or open a new tab"
+        }
+        ErrorCode::LeaseConflict => {
+            "another run holds this tab; wait for it to finish or use another tab"
+        }
+        ErrorCode::OriginDenied => {
+            "the configuration does not allow this origin or scheme; do not retry it, ask the user"
+        }
+        ErrorCode::NeedsApproval => {
+            "a person must approve this; tell the user what is pending, and after they approve send the same action again"
+        }
+        ErrorCode::ApprovalDenied => {
+            "a person declined this action; do not retry it, ask the user how to proceed"
+        }
+        ErrorCode::NewSurfaceCreated => {
+            "the page opened a new tab or popup; call `surfaces` to see it"
+        }
+        ErrorCode::InvalidAction => {
+            "fix the action at the paths named in the message, following the act schema"
+        }
         ErrorCode::StepLimit => "the step limit is reached; report what was done",
-        ErrorCode::Timeout => "the page did not settle in time; observe again before deciding what to do",
+        ErrorCode::Timeout => {
+            "the page did not settle in time; observe again before deciding what to do"
+        }
         ErrorCode::Cancelled => "the run was cancelled by a person; stop",
-        ErrorCode::BackendUnavailable => "the browser is unavailable; retry later, or ask the user to run `glovebox doctor`",
+        ErrorCode::BackendUnavailable => {
+            "the browser is unavailable; retry later, or ask the user to run `glovebox doctor`"
+        }
         ErrorCode::Internal => "an internal error; observe again, and report it if it repeats",
     }
 }
@@ -32,7 +56,10 @@ pub(crate) fn next_step(code: ErrorCode) -> &'static str {
 /// A tool error: a JSON header the runtime wrote (`error`, `next`) and the message, wrapped.
 pub(crate) fn tool_error(untrusted: &Untrusted, code: ErrorCode, message: &str) -> CallToolResult {
     let header = json!({"error": code.as_str(), "next": next_step(code)});
-    CallToolResult::error(vec![Content::text(header.to_string()), Content::text(untrusted.wrap(message))])
+    CallToolResult::error(vec![
+        Content::text(header.to_string()),
+        Content::text(untrusted.wrap(message)),
+    ])
 }
 
 /// A tool error whose message is the server's own (no page text in it).

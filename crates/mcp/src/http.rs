@@ -45,14 +45,31 @@ pub fn router(runtime: Runtime, options: RouterOptions) -> McpRouter {
     let mcp_options = Arc::new(options.mcp.clone());
     let hosts = &options.hosts;
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts.iter().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned()).chain(hosts.iter().cloned()))
+        .with_allowed_hosts(
+            hosts
+                .iter()
+                .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned())
+                .chain(hosts.iter().cloned()),
+        )
         .with_allowed_origins(options.origins.iter().cloned())
         .with_max_request_body_bytes(options.max_body_bytes);
     let cancel = config.cancellation_token.clone();
-    let service =
-        StreamableHttpService::new(move || Ok(GloveboxMcp::new(runtime.clone(), mcp_options.clone())), Arc::new(LocalSessionManager::default()), config);
-    let router = axum::Router::new().route_service(MCP_PATH, service).layer(middleware::from_fn_with_state(options.max_body_bytes, check_post));
-    McpRouter { router, stop: Box::new(move || cancel.cancel()) }
+    let service = StreamableHttpService::new(
+        move || Ok(GloveboxMcp::new(runtime.clone(), mcp_options.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router =
+        axum::Router::new()
+            .route_service(MCP_PATH, service)
+            .layer(middleware::from_fn_with_state(
+                options.max_body_bytes,
+                check_post,
+            ));
+    McpRouter {
+        router,
+        stop: Box::new(move || cancel.cancel()),
+    }
 }
 
 /// A POST's body is read (bounded) and checked as one JSON-RPC message before rmcp sees it.
@@ -68,7 +85,12 @@ async fn check_post(State(max): State<usize>, request: Request, next: Next) -> R
 
 /// A JSON-RPC error as an HTTP answer.
 fn jsonrpc_refusal(status: StatusCode, answer: crate::jsonrpc::Answer) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], answer.0).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.0,
+    )
+        .into_response()
 }
 
 /// The request with its body read (bounded) and checked as one JSON-RPC message.
@@ -76,15 +98,26 @@ async fn checked(request: Request, max: usize) -> Result<Request, Response> {
     let too_large = || {
         jsonrpc_refusal(
             StatusCode::PAYLOAD_TOO_LARGE,
-            crate::jsonrpc::error_line(&serde_json::Value::Null, -32600, format!("Invalid Request: the body is larger than {max} bytes")),
+            crate::jsonrpc::error_line(
+                &serde_json::Value::Null,
+                -32600,
+                format!("Invalid Request: the body is larger than {max} bytes"),
+            ),
         )
     };
-    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| too_large())?;
-    crate::jsonrpc::check(&bytes).map_err(|answer| jsonrpc_refusal(StatusCode::BAD_REQUEST, answer))?;
+    let bytes = axum::body::to_bytes(body, max)
+        .await
+        .map_err(|_| too_large())?;
+    crate::jsonrpc::check(&bytes)
+        .map_err(|answer| jsonrpc_refusal(StatusCode::BAD_REQUEST, answer))?;
     Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
 }

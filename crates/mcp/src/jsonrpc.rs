@@ -15,13 +15,25 @@ pub(crate) struct Answer(pub(crate) String);
 pub(crate) fn check(bytes: &[u8]) -> Result<(), Answer> {
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(value) => value,
-        Err(e) => return Err(error_line(&Value::Null, -32700, format!("Parse error: {e}"))),
+        Err(e) => {
+            return Err(error_line(
+                &Value::Null,
+                -32700,
+                format!("Parse error: {e}"),
+            ));
+        }
     };
     let Value::Object(message) = &value else {
-        return Err(error_line(&Value::Null, -32600, "Invalid Request: a message is one JSON object (batches are not supported)".into()));
+        return Err(error_line(
+            &Value::Null,
+            -32600,
+            "Invalid Request: a message is one JSON object (batches are not supported)".into(),
+        ));
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let valid_id = matches!(id, Value::Null | Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some();
+    let valid_id = matches!(id, Value::Null | Value::String(_))
+        || id.as_i64().is_some()
+        || id.as_u64().is_some();
     let method = message.get("method");
     if message.get("jsonrpc") != Some(&json!("2.0")) || !valid_id {
         return Err(error_line(
@@ -35,22 +47,36 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), Answer> {
         None => Err(error_line(&id, -32600, "Invalid Request: no method".into())),
         Some(Value::String(name)) if name == "tools/call" => {
             let params = message.get("params");
-            let well_formed = params
-                .and_then(Value::as_object)
-                .is_some_and(|p| p.get("name").is_some_and(Value::is_string) && p.get("arguments").is_none_or(|a| a.is_object() || a.is_null()));
+            let well_formed = params.and_then(Value::as_object).is_some_and(|p| {
+                p.get("name").is_some_and(Value::is_string)
+                    && p.get("arguments")
+                        .is_none_or(|a| a.is_object() || a.is_null())
+            });
             if well_formed || message.get("id").is_none() {
                 Ok(())
             } else {
-                Err(error_line(&id, -32602, "Invalid params: tools/call takes {\"name\": string, \"arguments\"?: object}".into()))
+                Err(error_line(
+                    &id,
+                    -32602,
+                    "Invalid params: tools/call takes {\"name\": string, \"arguments\"?: object}"
+                        .into(),
+                ))
             }
         }
         Some(Value::String(_)) => Ok(()),
-        Some(_) => Err(error_line(&id, -32600, "Invalid Request: method must be a string".into())),
+        Some(_) => Err(error_line(
+            &id,
+            -32600,
+            "Invalid Request: method must be a string".into(),
+        )),
     }
 }
 
 pub(crate) fn error_line(id: &Value, code: i64, message: String) -> Answer {
-    Answer(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string())
+    Answer(
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            .to_string(),
+    )
 }
 
 #[cfg(test)]
@@ -59,19 +85,55 @@ mod tests {
 
     #[test]
     fn malformed_lines_are_answered_with_the_spec_codes() {
-        let code =
-            |line: &str| check(line.as_bytes()).err().map(|e| serde_json::from_str::<serde_json::Value>(&e.0).unwrap()["error"]["code"].as_i64().unwrap());
+        let code = |line: &str| {
+            check(line.as_bytes()).err().map(|e| {
+                serde_json::from_str::<serde_json::Value>(&e.0).unwrap()["error"]["code"]
+                    .as_i64()
+                    .unwrap()
+            })
+        };
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), None);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"s":"\ud800"}}"#), Some(-32700), "lone surrogate");
-        assert_eq!(code(&format!("{}1{}", "[".repeat(200), "]".repeat(200))), Some(-32700), "too deep");
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":1e400}}"#), Some(-32700), "out of range");
-        assert!(check(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}").is_err(), "invalid UTF-8");
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"s":"\ud800"}}"#),
+            Some(-32700),
+            "lone surrogate"
+        );
+        assert_eq!(
+            code(&format!("{}1{}", "[".repeat(200), "]".repeat(200))),
+            Some(-32700),
+            "too deep"
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":1e400}}"#),
+            Some(-32700),
+            "out of range"
+        );
+        assert!(
+            check(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}").is_err(),
+            "invalid UTF-8"
+        );
         assert_eq!(code("[1, 2]"), Some(-32600));
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":7}"#), Some(-32600));
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":3}}"#), Some(-32602));
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}"#), Some(-32602));
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"observe","arguments":{}}}"#), None);
-        let answered = check(br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{}}"#).unwrap_err().0;
-        assert!(answered.contains(r#""id":"abc""#), "the request's own id: {answered}");
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":3}}"#),
+            Some(-32602)
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}"#),
+            Some(-32602)
+        );
+        assert_eq!(
+            code(
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"observe","arguments":{}}}"#
+            ),
+            None
+        );
+        let answered = check(br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{}}"#)
+            .unwrap_err()
+            .0;
+        assert!(
+            answered.contains(r#""id":"abc""#),
+            "the request's own id: {answered}"
+        );
     }
 }

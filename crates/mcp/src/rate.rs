@@ -15,13 +15,19 @@ impl Default for RateLimit {
     /// Over HTTP: 200 at once, 6,000 a minute (100 a second): a scripted client or a fast agent
     /// loop of observe/act calls is never throttled, a runaway still is.
     fn default() -> Self {
-        RateLimit { burst: 200, per_minute: 6000 }
+        RateLimit {
+            burst: 200,
+            per_minute: 6000,
+        }
     }
 }
 
 impl RateLimit {
     /// No bound: stdio's default, where the client that started Glovebox is its only user.
-    pub const UNLIMITED: RateLimit = RateLimit { burst: u32::MAX, per_minute: u32::MAX };
+    pub const UNLIMITED: RateLimit = RateLimit {
+        burst: u32::MAX,
+        per_minute: u32::MAX,
+    };
 }
 
 #[derive(Debug)]
@@ -32,7 +38,10 @@ pub(crate) struct Bucket {
 
 impl Bucket {
     pub(crate) fn new(limit: RateLimit, now: Instant) -> Self {
-        Bucket { tokens: f64::from(limit.burst), last: now }
+        Bucket {
+            tokens: f64::from(limit.burst),
+            last: now,
+        }
     }
 
     /// Takes one call, or says how long until the next one is allowed.
@@ -56,7 +65,10 @@ mod tests {
 
     #[test]
     fn burst_then_refill() {
-        let limit = RateLimit { burst: 2, per_minute: 60 };
+        let limit = RateLimit {
+            burst: 2,
+            per_minute: 60,
+        };
         let t0 = Instant::now();
         let mut b = Bucket::new(limit, t0);
         assert!(b.take(limit, t0).is_ok());

@@ -42,13 +42,20 @@ pub(crate) struct SamplingPlanner {
 
 impl SamplingPlanner {
     pub(crate) fn new(peer: rmcp::Peer<RoleServer>, untrusted: Untrusted) -> Self {
-        SamplingPlanner { peer, untrusted, history: Vec::new(), requests: 0, client_model: None }
+        SamplingPlanner {
+            peer,
+            untrusted,
+            history: Vec::new(),
+            requests: 0,
+            client_model: None,
+        }
     }
 }
 
 /// Whether the client offers sampling (`capabilities.sampling`).
 pub(crate) fn client_samples(peer: &rmcp::Peer<RoleServer>) -> bool {
-    peer.peer_info().is_some_and(|info| info.capabilities.sampling.is_some())
+    peer.peer_info()
+        .is_some_and(|info| info.capabilities.sampling.is_some())
 }
 
 /// The last step as the model is told it, its receipt's detail inside the untrusted markers.
@@ -82,13 +89,23 @@ impl Planner for SamplingPlanner {
                 messages.push(SamplingMessage::user_text(question.clone()));
                 messages.push(SamplingMessage::assistant_text(answer.clone()));
             }
-            let text = format!("{header}\nThe page:\n{}", page(&self.untrusted, &input.observation));
+            let text = format!(
+                "{header}\nThe page:\n{}",
+                page(&self.untrusted, &input.observation)
+            );
             // A page the model asked to see (`{"look": true}`) comes with its screenshot; only the
             // latest one is ever sent.
-            let shot = input.screenshot.as_ref().map(|s| (s.size(), *input.observation.viewport()));
+            let shot = input
+                .screenshot
+                .as_ref()
+                .map(|s| (s.size(), *input.observation.viewport()));
             match (&input.screenshot, &shot) {
                 (Some(image), Some((size, viewport))) => {
-                    let mime = if image.mime == protocol::ImageMime::Png { "image/png" } else { "image/jpeg" };
+                    let mime = if image.mime == protocol::ImageMime::Png {
+                        "image/png"
+                    } else {
+                        "image/jpeg"
+                    };
                     let note = format!(
                         "\nA screenshot of this page's viewport follows: {}×{} image pixels for {}×{} CSS pixels. A point target on this frame is in the screenshot's pixels.",
                         size.width, size.height, viewport.width, viewport.height
@@ -97,7 +114,10 @@ impl Planner for SamplingPlanner {
                         Role::User,
                         vec![
                             SamplingMessageContentBlock::text(format!("{text}{note}")),
-                            SamplingMessageContentBlock::Image(rmcp::model::ImageContent::new(image.data.clone(), mime)),
+                            SamplingMessageContentBlock::Image(rmcp::model::ImageContent::new(
+                                image.data.clone(),
+                                mime,
+                            )),
                         ],
                     ));
                 }
@@ -109,13 +129,31 @@ impl Planner for SamplingPlanner {
             let asked = tokio::time::timeout(STEP_DEADLINE, self.peer.create_message(params)).await;
             let reply = match asked {
                 Ok(Ok(reply)) => reply,
-                Ok(Err(e)) => return Err(PlannerError::Failed(format!("the client's model did not answer: {e}"))),
-                Err(_) => return Err(PlannerError::Failed(format!("the client's model did not answer within {} s", STEP_DEADLINE.as_secs()))),
+                Ok(Err(e)) => {
+                    return Err(PlannerError::Failed(format!(
+                        "the client's model did not answer: {e}"
+                    )));
+                }
+                Err(_) => {
+                    return Err(PlannerError::Failed(format!(
+                        "the client's model did not answer within {} s",
+                        STEP_DEADLINE.as_secs()
+                    )));
+                }
             };
             self.client_model = Some(reply.model.chars().take(100).collect());
-            let text: String = reply.message.content.into_vec().iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("");
+            let text: String = reply
+                .message
+                .content
+                .into_vec()
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join("");
             if reply.message.role != Role::Assistant || text.is_empty() {
-                return Err(PlannerError::Failed("the client's model answered no text".into()));
+                return Err(PlannerError::Failed(
+                    "the client's model answered no text".into(),
+                ));
             }
             let step = runtime::parse_answer_seen(&text, shot.as_ref());
             self.history.push((header, text));
@@ -128,6 +166,8 @@ impl Planner for SamplingPlanner {
     }
 
     fn accounting(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({"provider": "sampling", "model": self.client_model, "model_requests": self.requests}))
+        Some(
+            serde_json::json!({"provider": "sampling", "model": self.client_model, "model_requests": self.requests}),
+        )
     }
 }

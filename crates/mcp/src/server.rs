@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use protocol::{ErrorCode, ImageMime, Observation, SessionId, SurfaceName};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{ElicitationError, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -64,13 +64,24 @@ rmcp::elicit_safe!(ApprovalForm);
 
 type Args = Map<String, Value>;
 
-use crate::args::{ActArgs, Call, ComputerUseArgs, ObserveArgs, SurfaceArgs, TabClaimArgs, TabMarkArgs, TabOpenArgs};
+use crate::args::{
+    ActArgs, Call, ComputerUseArgs, ObserveArgs, SurfaceArgs, TabClaimArgs, TabMarkArgs,
+    TabOpenArgs,
+};
 
 impl GloveboxMcp {
     /// A handler with a session of its own (created on the first tool call).
     pub fn new(runtime: Runtime, options: Arc<McpOptions>) -> Self {
-        let session = Arc::new(SessionSlot::new(runtime.clone(), options.rate.unwrap_or_default()));
-        GloveboxMcp { runtime, options, session, asked: Default::default() }
+        let session = Arc::new(SessionSlot::new(
+            runtime.clone(),
+            options.rate.unwrap_or_default(),
+        ));
+        GloveboxMcp {
+            runtime,
+            options,
+            session,
+            asked: Default::default(),
+        }
     }
 
     /// Ends the Glovebox session now (stdio calls this when the client goes away).
@@ -87,7 +98,9 @@ impl GloveboxMcp {
     /// Whether `computer_use` can plan: with the client's own model (sampling) or the
     /// configured planner.
     fn can_plan(&self, peer: &rmcp::Peer<RoleServer>) -> bool {
-        crate::sampling::client_samples(peer) || self.options.model.is_some() || self.options.planner.is_some()
+        crate::sampling::client_samples(peer)
+            || self.options.model.is_some()
+            || self.options.planner.is_some()
     }
 
     fn runtime_error(&self, e: &RuntimeError) -> CallToolResult {
@@ -98,7 +111,12 @@ impl GloveboxMcp {
         Content::text(self.session.untrusted.wrap(&value.to_string()))
     }
 
-    async fn dispatch(&self, name: &str, args: Args, context: &RequestContext<RoleServer>) -> CallToolResult {
+    async fn dispatch(
+        &self,
+        name: &str,
+        args: Args,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let peer = &context.peer;
         if let Err(wait) = self.session.admit() {
             return crate::errors::rate_limited(wait);
@@ -115,7 +133,9 @@ impl GloveboxMcp {
         };
         // After a context reset only `browser_activate` (and `status`) run: a call from the
         // tool list the client held before the reset is refused here, whatever it is.
-        if !matches!(call, Call::Activate | Call::Status) && !self.runtime.tools_active(&session).unwrap_or(true) {
+        if !matches!(call, Call::Activate | Call::Status)
+            && !self.runtime.tools_active(&session).unwrap_or(true)
+        {
             return self.runtime_error(&RuntimeError::ToolsInactive);
         }
         let result = match call {
@@ -144,16 +164,21 @@ impl GloveboxMcp {
     }
 
     async fn surfaces(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
-        let context = serde_json::to_value(self.context(session).await?).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let context = serde_json::to_value(self.context(session).await?)
+            .map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let header = json!({
             "surfaces": keys(&context),
             "primary": context.get("primary_surface_key"),
         });
-        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&context)]))
+        Ok(CallToolResult::success(vec![
+            Content::text(header.to_string()),
+            self.wrap(&context),
+        ]))
     }
 
     async fn tabs(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
-        let context = serde_json::to_value(self.context(session).await?).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let context = serde_json::to_value(self.context(session).await?)
+            .map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let list: Vec<Value> = context["surfaces"]
             .as_array()
             .into_iter()
@@ -175,16 +200,34 @@ impl GloveboxMcp {
             "user_tabs": user_tabs.iter().map(|t| t.tab.as_str()).collect::<Vec<_>>(),
         });
         let listed = json!({"tabs": list, "user_tabs": user_tabs});
-        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&listed)]))
+        Ok(CallToolResult::success(vec![
+            Content::text(header.to_string()),
+            self.wrap(&listed),
+        ]))
     }
 
-    async fn observe(&self, session: &SessionId, args: ObserveArgs) -> Result<CallToolResult, RuntimeError> {
-        let options = ObserveOptions { screenshot: args.screenshot.then_some(ImageMime::Png), ..ObserveOptions::default() };
-        let observation = self.runtime.observe(session, args.surface.as_ref(), &options).await?;
+    async fn observe(
+        &self,
+        session: &SessionId,
+        args: ObserveArgs,
+    ) -> Result<CallToolResult, RuntimeError> {
+        let options = ObserveOptions {
+            screenshot: args.screenshot.then_some(ImageMime::Png),
+            ..ObserveOptions::default()
+        };
+        let observation = self
+            .runtime
+            .observe(session, args.surface.as_ref(), &options)
+            .await?;
         Ok(self.observation_result(args.surface.as_ref(), None, observation))
     }
 
-    fn observation_result(&self, surface: Option<&SurfaceName>, receipt: Option<Value>, mut observation: Observation) -> CallToolResult {
+    fn observation_result(
+        &self,
+        surface: Option<&SurfaceName>,
+        receipt: Option<Value>,
+        mut observation: Observation,
+    ) -> CallToolResult {
         let image = observation.take_screenshot();
         let v = observation.viewport();
         // The surface is named only when the call named one: without one, every call means the
@@ -196,8 +239,10 @@ impl GloveboxMcp {
         // The viewport matters for point targets (screenshots) and says where the page is
         // scrolled or zoomed; at the top, unzoomed and without a screenshot it is left out.
         if image.is_some() || v.scroll_x != 0.0 || v.scroll_y != 0.0 || v.page_zoom != 1.0 {
-            header["viewport"] =
-                json!(format!("{}x{} scale {} zoom {} scroll {},{}", v.width, v.height, v.device_scale_factor, v.page_zoom, v.scroll_x, v.scroll_y));
+            header["viewport"] = json!(format!(
+                "{}x{} scale {} zoom {} scroll {},{}",
+                v.width, v.height, v.device_scale_factor, v.page_zoom, v.scroll_x, v.scroll_y
+            ));
         }
         let cut: Vec<&str> = [
             (observation.aria_truncated(), "snapshot"),
@@ -214,54 +259,102 @@ impl GloveboxMcp {
         // An action that was sent but did not take (a scroll at the page's end, a checkbox that
         // did not change) is the tool's error, with its receipt and the fresh page: a model must
         // not read it as done.
-        let failed = receipt.as_ref().is_some_and(|r| r.get("state") == Some(&json!("failed")));
+        let failed = receipt
+            .as_ref()
+            .is_some_and(|r| r.get("state") == Some(&json!("failed")));
         if let Some(receipt) = &receipt {
             header["receipt_state"] = receipt.get("state").cloned().unwrap_or(Value::Null);
             if let Some(downloads) = receipt.get("downloads").and_then(Value::as_array) {
-                header["artifacts"] = json!(downloads.iter().filter_map(|d| d.get("artifact_id").cloned()).collect::<Vec<_>>());
+                header["artifacts"] = json!(
+                    downloads
+                        .iter()
+                        .filter_map(|d| d.get("artifact_id").cloned())
+                        .collect::<Vec<_>>()
+                );
                 header["next"] = json!(
                     "the downloaded files are kept for the user as artifacts (ids above); a person saves them from Glovebox's person channel, you cannot read their content"
                 );
             }
         }
         if failed {
-            header["error"] = json!(receipt.as_ref().and_then(|r| r.get("error")).cloned().unwrap_or(json!(ErrorCode::InvalidAction.as_str())));
-            header["next"] = json!("the action was sent but did not take effect (see the receipt); look at the fresh page and choose again");
+            header["error"] = json!(
+                receipt
+                    .as_ref()
+                    .and_then(|r| r.get("error"))
+                    .cloned()
+                    .unwrap_or(json!(ErrorCode::InvalidAction.as_str()))
+            );
+            header["next"] = json!(
+                "the action was sent but did not take effect (see the receipt); look at the fresh page and choose again"
+            );
         }
         // An action's result says whether its snapshot is whole or the changes against the
         // observation the action named (`full_snapshot` asks for the whole one).
         if receipt.is_some() {
-            header["snapshot"] = json!(if observation.snapshot_diff().is_some() { "changes" } else { "full" });
+            header["snapshot"] = json!(if observation.snapshot_diff().is_some() {
+                "changes"
+            } else {
+                "full"
+            });
         }
         content.push(Content::text(header.to_string()));
         if let Some(receipt) = receipt {
             content.push(self.wrap(&receipt));
         }
-        content.push(Content::text(self.session.untrusted.wrap(&runtime::observation_text_or_changes(&observation))));
+        content.push(Content::text(
+            self.session
+                .untrusted
+                .wrap(&runtime::observation_text_or_changes(&observation)),
+        ));
         if let Some(image) = image {
-            let mime = serde_json::to_value(image.mime).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "image/png".into());
+            let mime = serde_json::to_value(image.mime)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "image/png".into());
             content.push(Content::image(image.data, mime));
         }
-        if failed { CallToolResult::error(content) } else { CallToolResult::success(content) }
+        if failed {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
     }
 
-    async fn act(&self, session: &SessionId, args: ActArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn act(
+        &self,
+        session: &SessionId,
+        args: ActArgs,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<CallToolResult, RuntimeError> {
         let surface = args.surface;
         // The extended set (`glovebox.actions/2`) is a superset of the seed's eight actions; its
         // validator reports every problem with its JSON path.
         let action = match protocol::validate_extended_action(&args.action) {
             Ok(action) => action,
-            Err(e) => return Ok(tool_error(&self.session.untrusted, ErrorCode::InvalidAction, &e.to_string())),
+            Err(e) => {
+                return Ok(tool_error(
+                    &self.session.untrusted,
+                    ErrorCode::InvalidAction,
+                    &e.to_string(),
+                ));
+            }
         };
         // A client that can ask its user: the call waits while the user is asked (elicitation).
         // Otherwise it returns the pending approval at once, and the same action sent again after
         // a person approved proceeds exactly once (the runtime keeps the decision).
         let wait = self.person_wait(peer);
-        let options = ActOptions { full_snapshot: args.full_snapshot, ..ActOptions::default() };
-        let acting = self.runtime.act(session, surface.as_ref(), &action, &options, wait);
+        let options = ActOptions {
+            full_snapshot: args.full_snapshot,
+            ..ActOptions::default()
+        };
+        let acting = self
+            .runtime
+            .act(session, surface.as_ref(), &action, &options, wait);
         let outcome = match self.asking_person(session, acting, peer, true).await {
             Driven::Done(outcome) => outcome,
-            Driven::NotAsked(request) => return Ok(self.pending(&request.approval_id, "", Some(&request))),
+            Driven::NotAsked(request) => {
+                return Ok(self.pending(&request.approval_id, "", Some(&request)));
+            }
         };
         match outcome {
             Ok(outcome) => {
@@ -278,7 +371,11 @@ impl GloveboxMcp {
                 }
                 let observation = match outcome.observation {
                     Some(o) => o,
-                    None => self.runtime.observe(session, surface.as_ref(), &ObserveOptions::default()).await?,
+                    None => {
+                        self.runtime
+                            .observe(session, surface.as_ref(), &ObserveOptions::default())
+                            .await?
+                    }
                 };
                 Ok(self.observation_result(surface.as_ref(), Some(receipt), observation))
             }
@@ -288,7 +385,9 @@ impl GloveboxMcp {
 
     /// How long a call may wait for the client's user to answer an approval.
     fn elicitation_wait(&self) -> Duration {
-        self.options.elicitation_timeout.unwrap_or(Duration::from_secs(300))
+        self.options
+            .elicitation_timeout
+            .unwrap_or(Duration::from_secs(300))
     }
 
     /// Drives `work` to its end while asking the client's user (elicitation) about each approval
@@ -297,13 +396,20 @@ impl GloveboxMcp {
     /// the runtime's waiting step then proceeds (or not) by itself. With `stop_if_not_asked`, an
     /// approval the client could not ask about ends the wait (the approval stays pending for a
     /// person channel, and `work` — parked before any side effect — is dropped).
-    async fn asking_person<F: Future>(&self, session: &SessionId, work: F, peer: &rmcp::Peer<RoleServer>, stop_if_not_asked: bool) -> Driven<F::Output> {
+    async fn asking_person<F: Future>(
+        &self,
+        session: &SessionId,
+        work: F,
+        peer: &rmcp::Peer<RoleServer>,
+        stop_if_not_asked: bool,
+    ) -> Driven<F::Output> {
         let mut events = self.runtime.subscribe_events();
         let mut work = std::pin::pin!(work);
         let mut events_open = true;
         loop {
-            let waiting =
-                self.runtime.pending_approvals().into_iter().find(|r| r.session == session.as_str() && lock(&self.asked).insert(r.approval_id.clone()));
+            let waiting = self.runtime.pending_approvals().into_iter().find(|r| {
+                r.session == session.as_str() && lock(&self.asked).insert(r.approval_id.clone())
+            });
             if let Some(request) = waiting {
                 if !can_elicit(peer) {
                     continue;
@@ -344,9 +450,14 @@ impl GloveboxMcp {
             r.origin,
             r.tier,
             r.reason,
-            r.text_chars.map(|n| format!(" It types {n} characters.")).unwrap_or_default()
+            r.text_chars
+                .map(|n| format!(" It types {n} characters."))
+                .unwrap_or_default()
         );
-        match peer.elicit_with_timeout::<ApprovalForm>(message, self.options.elicitation_timeout).await {
+        match peer
+            .elicit_with_timeout::<ApprovalForm>(message, self.options.elicitation_timeout)
+            .await
+        {
             Ok(Some(form)) => Asked::Decided(match (form.approve, form.for_this_site) {
                 (false, _) => ApprovalDecision::Deny,
                 (true, false) => ApprovalDecision::ApproveOnce,
@@ -357,7 +468,12 @@ impl GloveboxMcp {
         }
     }
 
-    fn pending(&self, approval_id: &protocol::ApprovalId, summary: &str, request: Option<&ApprovalRequest>) -> CallToolResult {
+    fn pending(
+        &self,
+        approval_id: &protocol::ApprovalId,
+        summary: &str,
+        request: Option<&ApprovalRequest>,
+    ) -> CallToolResult {
         let how = match &self.options.person {
             Some(channel) => channel.how_to_grant(approval_id.as_str()),
             None => "No person channel is configured for this server; a person must approve through the MCP client (elicitation).".to_owned(),
@@ -372,11 +488,19 @@ impl GloveboxMcp {
             "how_a_person_grants": how,
             "next": "Nothing was done. Tell the user what is pending and how to grant it; you cannot approve it yourself. After a person approves, send the same action again (same expected_frame_id).",
         });
-        let detail = request.map_or_else(|| json!({"summary": summary}), |r| json!({"target": r.target, "reason": r.reason, "text_chars": r.text_chars}));
+        let detail = request.map_or_else(
+            || json!({"summary": summary}),
+            |r| json!({"target": r.target, "reason": r.reason, "text_chars": r.text_chars}),
+        );
         CallToolResult::error(vec![Content::text(header.to_string()), self.wrap(&detail)])
     }
 
-    async fn tab_open(&self, session: &SessionId, args: TabOpenArgs, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_open(
+        &self,
+        session: &SessionId,
+        args: TabOpenArgs,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<CallToolResult, RuntimeError> {
         let surface = match self.open(session, &args.url, peer).await? {
             Ok(surface) => surface,
             Err(refused) => return Ok(refused),
@@ -387,45 +511,75 @@ impl GloveboxMcp {
 
     /// Opens a tab at `url` the way `act` navigates: a page that needs a person is asked about
     /// through the client, or left pending. `Ok(Err(result))` is the result to return instead.
-    async fn open(&self, session: &SessionId, url: &str, peer: &rmcp::Peer<RoleServer>) -> Result<Result<runtime::SurfaceId, CallToolResult>, RuntimeError> {
+    async fn open(
+        &self,
+        session: &SessionId,
+        url: &str,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<Result<runtime::SurfaceId, CallToolResult>, RuntimeError> {
         let opening = self.runtime.open_tab(session, url, self.person_wait(peer));
         match self.asking_person(session, opening, peer, true).await {
             Driven::Done(Ok(surface)) => Ok(Ok(surface)),
             Driven::Done(Err(e)) => self.refusal(e).map(Err),
-            Driven::NotAsked(request) => Ok(Err(self.pending(&request.approval_id, "", Some(&request)))),
+            Driven::NotAsked(request) => {
+                Ok(Err(self.pending(&request.approval_id, "", Some(&request))))
+            }
         }
     }
 
     /// How long a call may wait for a person: while the client can ask its user, that long;
     /// otherwise not at all (the approval is returned pending).
     fn person_wait(&self, peer: &rmcp::Peer<RoleServer>) -> Duration {
-        if can_elicit(peer) { self.elicitation_wait() } else { Duration::ZERO }
+        if can_elicit(peer) {
+            self.elicitation_wait()
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// The tool result of a refusal that involves a person (pending, denied); other errors stay
     /// errors.
     fn refusal(&self, e: RuntimeError) -> Result<CallToolResult, RuntimeError> {
         match e {
-            RuntimeError::NeedsApproval { approval_id, summary } => {
-                let request = self.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id);
+            RuntimeError::NeedsApproval {
+                approval_id,
+                summary,
+            } => {
+                let request = self
+                    .runtime
+                    .pending_approvals()
+                    .into_iter()
+                    .find(|r| r.approval_id == approval_id);
                 Ok(self.pending(&approval_id, &summary, request.as_ref()))
             }
-            RuntimeError::ApprovalDenied { summary } => {
-                Ok(tool_error(&self.session.untrusted, ErrorCode::ApprovalDenied, &format!("a person denied: {summary}")))
-            }
+            RuntimeError::ApprovalDenied { summary } => Ok(tool_error(
+                &self.session.untrusted,
+                ErrorCode::ApprovalDenied,
+                &format!("a person denied: {summary}"),
+            )),
             e => Err(e),
         }
     }
 
-    async fn tab_close(&self, session: &SessionId, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_close(
+        &self,
+        session: &SessionId,
+        args: SurfaceArgs,
+    ) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.surface_id(session, &args.surface)?;
         self.runtime.close_tab(session, surface).await?;
-        Ok(CallToolResult::success(vec![Content::text(json!({"closed": args.surface.as_str()}).to_string())]))
+        Ok(CallToolResult::success(vec![Content::text(
+            json!({"closed": args.surface.as_str()}).to_string(),
+        )]))
     }
 }
 
 impl GloveboxMcp {
-    async fn tab_claim(&self, session: &SessionId, args: TabClaimArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_claim(
+        &self,
+        session: &SessionId,
+        args: TabClaimArgs,
+    ) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.claim_tab(session, &args.tab).await?;
         let key = self.runtime.surface_key(session, surface);
         Ok(CallToolResult::success(vec![Content::text(
@@ -433,21 +587,34 @@ impl GloveboxMcp {
         )]))
     }
 
-    async fn tab_release(&self, session: &SessionId, args: SurfaceArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_release(
+        &self,
+        session: &SessionId,
+        args: SurfaceArgs,
+    ) -> Result<CallToolResult, RuntimeError> {
         let name = args.surface.as_str();
         let surface = self.runtime.surface_id(session, &args.surface)?;
         // The runtime's rule: only a claimed tab goes back to its person.
         self.runtime.release_tab(session, surface).await?;
         let left = self.runtime.surface_ids(session)?.len();
-        Ok(CallToolResult::success(vec![Content::text(json!({"released": name, "tabs": left}).to_string())]))
+        Ok(CallToolResult::success(vec![Content::text(
+            json!({"released": name, "tabs": left}).to_string(),
+        )]))
     }
 
-    async fn tab_mark(&self, session: &SessionId, args: TabMarkArgs) -> Result<CallToolResult, RuntimeError> {
+    async fn tab_mark(
+        &self,
+        session: &SessionId,
+        args: TabMarkArgs,
+    ) -> Result<CallToolResult, RuntimeError> {
         let surface = self.runtime.surface_id(session, &args.surface)?;
         let mark = runtime::Mark::from(args.mark);
         let turn = self.runtime.current_turn(session)?;
         self.runtime.mark(session, surface, mark, &turn).await?;
-        Ok(CallToolResult::success(vec![Content::text(json!({"marked": args.surface.as_str(), "mark": mark.as_str(), "turn": turn}).to_string())]))
+        Ok(CallToolResult::success(vec![Content::text(
+            json!({"marked": args.surface.as_str(), "mark": mark.as_str(), "turn": turn})
+                .to_string(),
+        )]))
     }
 
     fn status(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
@@ -464,7 +631,11 @@ impl GloveboxMcp {
                 })
             })
             .collect();
-        let pages: Vec<Value> = status.tabs.iter().map(|t| json!({"tab": t.resource, "url": t.url, "title": t.title})).collect();
+        let pages: Vec<Value> = status
+            .tabs
+            .iter()
+            .map(|t| json!({"tab": t.resource, "url": t.url, "title": t.title}))
+            .collect();
         let header = json!({
             "tools_active": status.tools_active,
             "browser": status.bridge,
@@ -472,20 +643,34 @@ impl GloveboxMcp {
             "debugger_leases": status.debugger_leases,
             "pending_recoveries": status.pending_recoveries,
         });
-        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&Value::Array(pages))]))
+        Ok(CallToolResult::success(vec![
+            Content::text(header.to_string()),
+            self.wrap(&Value::Array(pages)),
+        ]))
     }
 
-    async fn computer_use(&self, session: &SessionId, args: ComputerUseArgs, context: &RequestContext<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn computer_use(
+        &self,
+        session: &SessionId,
+        args: ComputerUseArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, RuntimeError> {
         let peer = &context.peer;
         if !self.can_plan(peer) {
-            return Ok(own_error(ErrorCode::InvalidAction, "no planner: the client offers no sampling and none is configured for this server"));
+            return Ok(own_error(
+                ErrorCode::InvalidAction,
+                "no planner: the client offers no sampling and none is configured for this server",
+            ));
         }
         let mut url = args.url.map(|u| u.as_str().to_owned());
         let surface = args.surface;
         if surface.is_none() && self.runtime.surface_ids(session)?.is_empty() {
             // No tab yet: the run gets a new one at the URL.
             let Some(first) = url.take() else {
-                return Ok(own_error(ErrorCode::UnknownSurface, "this session has no tab: give a `url` (or open one with tab_open)"));
+                return Ok(own_error(
+                    ErrorCode::UnknownSurface,
+                    "this session has no tab: give a `url` (or open one with tab_open)",
+                ));
             };
             if let Err(refused) = self.open(session, &first, peer).await? {
                 return Ok(refused);
@@ -495,7 +680,10 @@ impl GloveboxMcp {
         // model); otherwise the configured planner. A planner that cannot start fails the call
         // with its own error, never a silent fallback to another one.
         let planner: Box<dyn runtime::Planner> = if crate::sampling::client_samples(peer) {
-            Box::new(crate::sampling::SamplingPlanner::new(peer.clone(), self.session.untrusted.clone()))
+            Box::new(crate::sampling::SamplingPlanner::new(
+                peer.clone(),
+                self.session.untrusted.clone(),
+            ))
         } else if let Some(choice) = &self.options.model {
             match agent::ModelPlanner::for_choice(choice, Default::default()) {
                 Ok(p) => Box::new(p),
@@ -531,10 +719,15 @@ impl GloveboxMcp {
         // Without elicitation the run waits for a person channel (`glovebox approve`).
         let result = match self.asking_person(session, run, peer, false).await {
             Driven::Done(done) => done.map_err(|e| RuntimeError::Internal(e.to_string()))?,
-            Driven::NotAsked(_) => return Err(RuntimeError::Internal("the run's approvals were left to a person channel".into())),
+            Driven::NotAsked(_) => {
+                return Err(RuntimeError::Internal(
+                    "the run's approvals were left to a person channel".into(),
+                ));
+            }
         };
         guard.disarm();
-        let value = serde_json::to_value(&result).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let value =
+            serde_json::to_value(&result).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let header = json!({
             "run_id": handle.run_id,
             "status": value["status"],
@@ -543,7 +736,10 @@ impl GloveboxMcp {
             "verified_by": value["completion_evidence"].as_array().map(|e| e.iter().filter_map(|x| x.get("kind").cloned()).collect::<Vec<_>>()),
         });
         // The summary is the planner's words and the evidence names page text: both wrapped.
-        Ok(CallToolResult::success(vec![Content::text(header.to_string()), self.wrap(&value)]))
+        Ok(CallToolResult::success(vec![
+            Content::text(header.to_string()),
+            self.wrap(&value),
+        ]))
     }
 
     async fn cleanup(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
@@ -557,7 +753,11 @@ impl GloveboxMcp {
 
     /// `context_reset`: the finalize, then (only if it fully succeeded) the browser tools go off
     /// and the client is told its tool list changed.
-    async fn context_reset(&self, session: &SessionId, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn context_reset(
+        &self,
+        session: &SessionId,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<CallToolResult, RuntimeError> {
         let report = self.runtime.context_reset(session).await?;
         if report.ok
             && let Err(e) = peer.notify_tool_list_changed().await
@@ -571,13 +771,20 @@ impl GloveboxMcp {
         ))
     }
 
-    async fn activate(&self, session: &SessionId, peer: &rmcp::Peer<RoleServer>) -> Result<CallToolResult, RuntimeError> {
+    async fn activate(
+        &self,
+        session: &SessionId,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<CallToolResult, RuntimeError> {
         let was = self.runtime.tools_active(session)?;
         self.runtime.activate_tools(session)?;
         if !was && let Err(e) = peer.notify_tool_list_changed().await {
             tracing::debug!(error = %e, "the client was not told that the tool list changed");
         }
-        Ok(CallToolResult::success(vec![Content::text(json!({"tools_active": true, "next": "list the tools again; start with `surfaces`"}).to_string())]))
+        Ok(CallToolResult::success(vec![Content::text(
+            json!({"tools_active": true, "next": "list the tools again; start with `surfaces`"})
+                .to_string(),
+        )]))
     }
 }
 
@@ -614,7 +821,12 @@ fn cleanup_result(report: &runtime::CleanupReport, done: &str, not_done: &str) -
 }
 
 fn keys(context: &Value) -> Vec<Value> {
-    context["surfaces"].as_array().into_iter().flatten().map(|s| s["surface_key"].clone()).collect()
+    context["surfaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["surface_key"].clone())
+        .collect()
 }
 
 impl ServerHandler for GloveboxMcp {
@@ -626,16 +838,26 @@ impl ServerHandler for GloveboxMcp {
             )
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
         if let Some(session) = self.session.existing().await
             && !self.runtime.tools_active(&session).unwrap_or(true)
         {
             return Ok(ListToolsResult::with_all_items(tools::inactive()));
         }
-        Ok(ListToolsResult::with_all_items(tools::with_planner(self.can_plan(&context.peer))))
+        Ok(ListToolsResult::with_all_items(tools::with_planner(
+            self.can_plan(&context.peer),
+        )))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         Ok(self.dispatch(&request.name, args, &context).await.into())
     }

@@ -89,7 +89,9 @@ impl Drop for SessionSlot {
                 Ok(_) => {
                     close_detached(self.runtime.clone(), id);
                 }
-                Err(_) => tracing::warn!(session = %id, "no async runtime at disconnect; the session's tabs close with the browser"),
+                Err(_) => {
+                    tracing::warn!(session = %id, "no async runtime at disconnect; the session's tabs close with the browser")
+                }
             }
         }
     }

@@ -29,7 +29,11 @@ pub async fn serve_stdio(runtime: Runtime, options: McpOptions) -> Result<(), Mc
 }
 
 /// The same over any byte stream pair (tests and embedding).
-pub async fn serve_io<R, W>(runtime: Runtime, mut options: McpOptions, (input, output): (R, W)) -> Result<(), McpError>
+pub async fn serve_io<R, W>(
+    runtime: Runtime,
+    mut options: McpOptions,
+    (input, output): (R, W),
+) -> Result<(), McpError>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -44,7 +48,11 @@ where
     let handler = GloveboxMcp::new(runtime, Arc::new(options));
     let close = handler.closer();
     let result = match handler.serve((rmcp_in, rmcp_out)).await {
-        Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(e.to_string())),
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| McpError::Transport(e.to_string())),
         Err(e) => Err(McpError::Transport(e.to_string())),
     };
     reader.abort();
@@ -55,7 +63,11 @@ where
 
 /// Reads the client's lines; forwards the well-formed ones to rmcp and answers the rest itself.
 /// Ends (closing rmcp's input) at the end of the client's stream.
-async fn read_in<R: AsyncRead + Unpin>(input: R, mut to_rmcp: tokio::io::DuplexStream, answers: mpsc::Sender<String>) {
+async fn read_in<R: AsyncRead + Unpin>(
+    input: R,
+    mut to_rmcp: tokio::io::DuplexStream,
+    answers: mpsc::Sender<String>,
+) {
     let mut input = BufReader::new(input);
     loop {
         let line = match next_line(&mut input).await {
@@ -63,11 +75,20 @@ async fn read_in<R: AsyncRead + Unpin>(input: R, mut to_rmcp: tokio::io::DuplexS
             Ok(None) | Err(_) => break,
         };
         let refusal = match line {
-            Line::TooLong => Some(error_line(&serde_json::Value::Null, -32600, format!("Invalid Request: the line is longer than {LINE_MAX_BYTES} bytes")).0),
+            Line::TooLong => Some(
+                error_line(
+                    &serde_json::Value::Null,
+                    -32600,
+                    format!("Invalid Request: the line is longer than {LINE_MAX_BYTES} bytes"),
+                )
+                .0,
+            ),
             Line::Text(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
             Line::Text(bytes) => match check(&bytes) {
                 Ok(()) => {
-                    if to_rmcp.write_all(&bytes).await.is_err() || to_rmcp.write_all(b"\n").await.is_err() {
+                    if to_rmcp.write_all(&bytes).await.is_err()
+                        || to_rmcp.write_all(b"\n").await.is_err()
+                    {
                         break;
                     }
                     None
@@ -85,7 +106,11 @@ async fn read_in<R: AsyncRead + Unpin>(input: R, mut to_rmcp: tokio::io::DuplexS
 }
 
 /// Writes rmcp's messages and the guard's answers to the client, one whole line at a time.
-async fn write_out<W: AsyncWrite + Unpin>(from_rmcp: tokio::io::DuplexStream, mut refusals: mpsc::Receiver<String>, mut output: W) {
+async fn write_out<W: AsyncWrite + Unpin>(
+    from_rmcp: tokio::io::DuplexStream,
+    mut refusals: mpsc::Receiver<String>,
+    mut output: W,
+) {
     let mut from_rmcp = BufReader::new(from_rmcp).lines();
     let mut rmcp_open = true;
     loop {
@@ -129,7 +154,9 @@ enum Line {
 }
 
 /// The next line (without its newline), never holding more than [`LINE_MAX_BYTES`] of it.
-async fn next_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> std::io::Result<Option<Line>> {
+async fn next_line<R: AsyncRead + Unpin>(
+    input: &mut BufReader<R>,
+) -> std::io::Result<Option<Line>> {
     let mut line = Vec::new();
     let mut too_long = false;
     loop {
@@ -156,7 +183,11 @@ async fn next_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> std::io::R
         let used = end.unwrap_or(buf.len());
         input.consume(used);
         if end.is_some() {
-            return Ok(Some(if too_long { Line::TooLong } else { Line::Text(line) }));
+            return Ok(Some(if too_long {
+                Line::TooLong
+            } else {
+                Line::Text(line)
+            }));
         }
     }
 }

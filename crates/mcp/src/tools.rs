@@ -7,7 +7,10 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
 
-use crate::args::{ActArgs, ComputerUseArgs, NoArgs, ObserveArgs, SurfaceArgs, TabClaimArgs, TabMarkArgs, TabOpenArgs, schema};
+use crate::args::{
+    ActArgs, ComputerUseArgs, NoArgs, ObserveArgs, SurfaceArgs, TabClaimArgs, TabMarkArgs,
+    TabOpenArgs, schema,
+};
 
 /// `surfaces`: the session's tabs with keys, aliases and bounded previews.
 pub const SURFACES: &str = "surfaces";

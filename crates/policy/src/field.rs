@@ -178,13 +178,20 @@ const SUBSTRINGS: &[(&str, SecretKind)] = &[
     ("カード番号", SecretKind::CreditCard),
 ];
 
-const KIND_TABLES: &[(SecretKind, &[&[&str]])] =
-    &[(SecretKind::CreditCard, CREDIT_CARD), (SecretKind::OneTimeCode, ONE_TIME_CODE), (SecretKind::Password, PASSWORD), (SecretKind::Token, TOKEN)];
+const KIND_TABLES: &[(SecretKind, &[&[&str]])] = &[
+    (SecretKind::CreditCard, CREDIT_CARD),
+    (SecretKind::OneTimeCode, ONE_TIME_CODE),
+    (SecretKind::Password, PASSWORD),
+    (SecretKind::Token, TOKEN),
+];
 
 /// Classifies a form field. See the module docs for the rules.
 pub fn classify_field(facts: &FieldFacts<'_>) -> Sensitivity {
     let from_autocomplete = facts.autocomplete.and_then(autocomplete_kind);
-    let from_words = || kind_from_texts(&[facts.name, facts.id]).or_else(|| kind_from_texts(&[facts.aria_label, facts.label, facts.placeholder]));
+    let from_words = || {
+        kind_from_texts(&[facts.name, facts.id])
+            .or_else(|| kind_from_texts(&[facts.aria_label, facts.label, facts.placeholder]))
+    };
     if let Some(kind) = from_autocomplete {
         return Sensitivity::Secret(kind);
     }
@@ -212,12 +219,18 @@ fn is(fact: Option<&str>, expected: &str) -> bool {
 }
 
 fn autocomplete_kind(autocomplete: &str) -> Option<SecretKind> {
-    let tokens: Vec<String> = autocomplete.split_ascii_whitespace().map(str::to_ascii_lowercase).collect();
+    let tokens: Vec<String> = autocomplete
+        .split_ascii_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
     if tokens.iter().any(|t| t.starts_with("cc-")) {
         Some(SecretKind::CreditCard)
     } else if tokens.iter().any(|t| t == "one-time-code") {
         Some(SecretKind::OneTimeCode)
-    } else if tokens.iter().any(|t| t == "current-password" || t == "new-password") {
+    } else if tokens
+        .iter()
+        .any(|t| t == "current-password" || t == "new-password")
+    {
         Some(SecretKind::Password)
     } else {
         None
@@ -225,9 +238,15 @@ fn autocomplete_kind(autocomplete: &str) -> Option<SecretKind> {
 }
 
 fn carries_no_text(facts: &FieldFacts<'_>) -> bool {
-    const NO_TEXT_TYPES: &[&str] = &["checkbox", "radio", "button", "submit", "reset", "image", "range", "color", "file"];
-    const NO_TEXT_ROLES: &[&str] = &["button", "link", "checkbox", "radio", "switch", "tab", "menuitem"];
-    NO_TEXT_TYPES.iter().any(|t| is(facts.input_type, t)) || is(facts.tag, "button") || NO_TEXT_ROLES.iter().any(|r| is(facts.role, r))
+    const NO_TEXT_TYPES: &[&str] = &[
+        "checkbox", "radio", "button", "submit", "reset", "image", "range", "color", "file",
+    ];
+    const NO_TEXT_ROLES: &[&str] = &[
+        "button", "link", "checkbox", "radio", "switch", "tab", "menuitem",
+    ];
+    NO_TEXT_TYPES.iter().any(|t| is(facts.input_type, t))
+        || is(facts.tag, "button")
+        || NO_TEXT_ROLES.iter().any(|r| is(facts.role, r))
 }
 
 /// The first kind, in table order, any of `texts` names.
@@ -238,16 +257,23 @@ fn kind_from_texts(texts: &[Option<&str>]) -> Option<SecretKind> {
     }
     let all_words: Vec<Vec<String>> = texts.iter().map(|t| words(t)).collect();
     for (kind, table) in KIND_TABLES {
-        let named = all_words.iter().any(|w| table.iter().any(|phrase| contains_phrase(w, phrase)));
+        let named = all_words
+            .iter()
+            .any(|w| table.iter().any(|phrase| contains_phrase(w, phrase)));
         if named {
             return Some(*kind);
         }
     }
-    SUBSTRINGS.iter().find(|(needle, _)| texts.iter().any(|t| t.contains(needle))).map(|(_, kind)| *kind)
+    SUBSTRINGS
+        .iter()
+        .find(|(needle, _)| texts.iter().any(|t| t.contains(needle)))
+        .map(|(_, kind)| *kind)
 }
 
 /// Whether an identifier (header name, parameter name) names a credential.
 pub(crate) fn names_credential(identifier: &str) -> bool {
     let w = words(identifier);
-    [TOKEN, PASSWORD].iter().any(|table| table.iter().any(|phrase| contains_phrase(&w, phrase)))
+    [TOKEN, PASSWORD]
+        .iter()
+        .any(|table| table.iter().any(|phrase| contains_phrase(&w, phrase)))
 }

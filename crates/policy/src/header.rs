@@ -13,7 +13,16 @@ use crate::redact::redact_url;
 /// (`X-Api-Key`, `X-Auth-Token`, `X-CSRF-Token`, `X-Session-Id`). Case-insensitive.
 pub fn is_secret_header(name: &str) -> bool {
     let name = name.trim();
-    ["authorization", "proxy-authorization", "cookie", "set-cookie", "cookie2", "set-cookie2"].iter().any(|h| name.eq_ignore_ascii_case(h))
+    [
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "cookie2",
+        "set-cookie2",
+    ]
+    .iter()
+    .any(|h| name.eq_ignore_ascii_case(h))
         || names_credential(name)
 }
 
@@ -24,7 +33,10 @@ pub fn redact_header<'a>(name: &str, value: &'a str) -> Cow<'a, str> {
     let name = name.trim();
     if is_secret_header(name) {
         Cow::Borrowed(REDACTED)
-    } else if ["referer", "location", "content-location"].iter().any(|h| name.eq_ignore_ascii_case(h)) {
+    } else if ["referer", "location", "content-location"]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
+    {
         Cow::Owned(redact_url(value))
     } else {
         Cow::Borrowed(value)

@@ -13,7 +13,9 @@ use crate::error::InvalidUrlReason;
 /// Normalises the raw host of a special URL (`http`, `https`, `ws`, `wss`, `ftp`, `file`).
 pub(crate) fn normalise_special_host(raw: &str) -> Result<String, InvalidUrlReason> {
     if let Some(inner) = raw.strip_prefix('[') {
-        let inner = inner.strip_suffix(']').ok_or(InvalidUrlReason::InvalidIpv6)?;
+        let inner = inner
+            .strip_suffix(']')
+            .ok_or(InvalidUrlReason::InvalidIpv6)?;
         return parse_ipv6(inner).map(|addr| format!("[{}]", serialise_ipv6(addr)));
     }
     let decoded = percent_decode(raw);
@@ -43,10 +45,15 @@ pub(crate) fn normalise_special_host(raw: &str) -> Result<String, InvalidUrlReas
 /// browsers keep as written apart from IPv6 literals.
 pub(crate) fn check_opaque_host(raw: &str) -> Result<String, InvalidUrlReason> {
     if let Some(inner) = raw.strip_prefix('[') {
-        let inner = inner.strip_suffix(']').ok_or(InvalidUrlReason::InvalidIpv6)?;
+        let inner = inner
+            .strip_suffix(']')
+            .ok_or(InvalidUrlReason::InvalidIpv6)?;
         return parse_ipv6(inner).map(|addr| format!("[{}]", serialise_ipv6(addr)));
     }
-    if raw.chars().any(|c| is_forbidden_host_code_point(c) || c.is_control()) {
+    if raw
+        .chars()
+        .any(|c| is_forbidden_host_code_point(c) || c.is_control())
+    {
         return Err(InvalidUrlReason::ForbiddenHostCodePoint);
     }
     Ok(raw.to_owned())
@@ -58,7 +65,10 @@ fn percent_decode(s: &str) -> Vec<u8> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%'
-            && let (Some(hi), Some(lo)) = (bytes.get(i + 1).and_then(|&b| hex_value(b)), bytes.get(i + 2).and_then(|&b| hex_value(b)))
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).and_then(|&b| hex_value(b)),
+                bytes.get(i + 2).and_then(|&b| hex_value(b)),
+            )
         {
             out.push(hi << 4 | lo);
             i += 3;
@@ -81,7 +91,25 @@ pub(crate) fn hex_value(b: u8) -> Option<u8> {
 
 /// WHATWG forbidden host code points (for opaque hosts).
 fn is_forbidden_host_code_point(c: char) -> bool {
-    matches!(c, '\0' | '\t' | '\n' | '\r' | ' ' | '#' | '/' | ':' | '<' | '>' | '?' | '@' | '[' | '\\' | ']' | '^' | '|')
+    matches!(
+        c,
+        '\0' | '\t'
+            | '\n'
+            | '\r'
+            | ' '
+            | '#'
+            | '/'
+            | ':'
+            | '<'
+            | '>'
+            | '?'
+            | '@'
+            | '['
+            | '\\'
+            | ']'
+            | '^'
+            | '|'
+    )
 }
 
 /// WHATWG forbidden domain code points: the host code points plus C0 controls, `%`, DEL.
@@ -172,7 +200,11 @@ pub(crate) fn punycode_encode(label: &str) -> Option<String> {
 
     fn digit(d: u32) -> char {
         // d < 36 by construction of the callers below.
-        if d < 26 { char::from(b'a' + d as u8) } else { char::from(b'0' + (d - 26) as u8) }
+        if d < 26 {
+            char::from(b'a' + d as u8)
+        } else {
+            char::from(b'0' + (d - 26) as u8)
+        }
     }
 
     let input: Vec<u32> = label.chars().map(u32::from).collect();
@@ -246,7 +278,9 @@ fn ends_in_number(host: &str) -> bool {
     if !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()) {
         return true;
     }
-    last.strip_prefix("0x").or_else(|| last.strip_prefix("0X")).is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    last.strip_prefix("0x")
+        .or_else(|| last.strip_prefix("0X"))
+        .is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// WHATWG IPv4 parser: 1–4 parts, each decimal, octal (leading `0`) or hex (`0x`).
@@ -276,13 +310,14 @@ fn parse_ipv4(host: &str) -> Result<u32, InvalidUrlReason> {
 }
 
 fn parse_ipv4_number(part: &str) -> Option<u64> {
-    let (digits, radix) = if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
-        (hex, 16)
-    } else if part.len() > 1 && part.starts_with('0') {
-        (&part[1..], 8)
-    } else {
-        (part, 10)
-    };
+    let (digits, radix) =
+        if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            (hex, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
     if part.is_empty() {
         return None;
     }
@@ -290,14 +325,19 @@ fn parse_ipv4_number(part: &str) -> Option<u64> {
     for c in digits.chars() {
         let d = u64::from(c.to_digit(radix)?);
         // Anything past 2^32 is invalid whatever follows; saturate instead of overflowing.
-        value = value.saturating_mul(u64::from(radix)).saturating_add(d).min(1 << 33);
+        value = value
+            .saturating_mul(u64::from(radix))
+            .saturating_add(d)
+            .min(1 << 33);
     }
     Some(value)
 }
 
 fn parse_ipv6(inner: &str) -> Result<Ipv6Addr, InvalidUrlReason> {
     // Zone ids (`%25eth0`) are not allowed in URLs; std's parser refuses them too.
-    inner.parse::<Ipv6Addr>().map_err(|_| InvalidUrlReason::InvalidIpv6)
+    inner
+        .parse::<Ipv6Addr>()
+        .map_err(|_| InvalidUrlReason::InvalidIpv6)
 }
 
 /// WHATWG IPv6 serialiser: lower-case hex, the first longest run of two or more zero
@@ -363,10 +403,24 @@ mod tests {
             ("0x7F000001", "127.0.0.1"),
             ("1.2.3.4.", "1.2.3.4"),
         ] {
-            assert_eq!(normalise_special_host(input).as_deref(), Ok(expected), "{input}");
+            assert_eq!(
+                normalise_special_host(input).as_deref(),
+                Ok(expected),
+                "{input}"
+            );
         }
-        for input in ["256.0.0.1", "1.2.3.4.5", "4294967296", "1.2.3.09", "0x1.2.3.0x100"] {
-            assert_eq!(normalise_special_host(input), Err(InvalidUrlReason::InvalidIpv4), "{input}");
+        for input in [
+            "256.0.0.1",
+            "1.2.3.4.5",
+            "4294967296",
+            "1.2.3.09",
+            "0x1.2.3.0x100",
+        ] {
+            assert_eq!(
+                normalise_special_host(input),
+                Err(InvalidUrlReason::InvalidIpv4),
+                "{input}"
+            );
         }
     }
 
@@ -380,16 +434,35 @@ mod tests {
             ("[1:0:2:0:3:0:4:0]", "[1:0:2:0:3:0:4:0]"),
             ("[::]", "[::]"),
         ] {
-            assert_eq!(normalise_special_host(input).as_deref(), Ok(expected), "{input}");
+            assert_eq!(
+                normalise_special_host(input).as_deref(),
+                Ok(expected),
+                "{input}"
+            );
         }
-        assert_eq!(normalise_special_host("[::1%25eth0]"), Err(InvalidUrlReason::InvalidIpv6));
+        assert_eq!(
+            normalise_special_host("[::1%25eth0]"),
+            Err(InvalidUrlReason::InvalidIpv6)
+        );
     }
 
     #[test]
     fn unmappable_hosts_are_refused_not_guessed() {
-        for input in ["\u{212a}.com", "exa\u{200b}mple.com", "bu\u{308}cher.de", "\u{1d41e}x.com"] {
-            assert_eq!(normalise_special_host(input), Err(InvalidUrlReason::InvalidIdn), "{input:?}");
+        for input in [
+            "\u{212a}.com",
+            "exa\u{200b}mple.com",
+            "bu\u{308}cher.de",
+            "\u{1d41e}x.com",
+        ] {
+            assert_eq!(
+                normalise_special_host(input),
+                Err(InvalidUrlReason::InvalidIdn),
+                "{input:?}"
+            );
         }
-        assert_eq!(normalise_special_host("ｅｘａｍｐｌｅ。com").as_deref(), Ok("example.com"));
+        assert_eq!(
+            normalise_special_host("ｅｘａｍｐｌｅ。com").as_deref(),
+            Ok("example.com")
+        );
     }
 }

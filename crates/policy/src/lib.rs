@@ -28,7 +28,10 @@ pub use header::{is_secret_header, redact_header};
 pub use navigation::{Destination, NavigationPolicy, check_navigation, check_origin};
 pub use origin::{Origin, Scheme, web_origin};
 pub use redact::{redact_text, redact_url, restorable_url};
-pub use risk::{Decision, Effect, Grant, Grants, Request, RiskFacts, RiskTier, TrustConfig, classify, decide, names_high_impact};
+pub use risk::{
+    Decision, Effect, Grant, Grants, Request, RiskFacts, RiskTier, TrustConfig, classify, decide,
+    names_high_impact,
+};
 pub use secret::{MIN_SECRET_CHARS, SecretRegistry};
 
 /// The one marker that replaces redacted content everywhere.

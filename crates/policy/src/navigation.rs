@@ -28,7 +28,12 @@ pub struct NavigationPolicy {
 
 impl Default for NavigationPolicy {
     fn default() -> Self {
-        Self { allowed_schemes: vec!["http".to_owned(), "https".to_owned()], allow_about_blank: false, allowed_origins: None, blocked_origins: Vec::new() }
+        Self {
+            allowed_schemes: vec!["http".to_owned(), "https".to_owned()],
+            allow_about_blank: false,
+            allowed_origins: None,
+            blocked_origins: Vec::new(),
+        }
     }
 }
 
@@ -82,13 +87,16 @@ pub fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<Destinat
     let scheme = parts.scheme.as_str();
 
     if scheme == "about" {
-        let is_blank = matches!(parts.body, Body::Opaque { path: "blank" }) && parts.query.is_none();
+        let is_blank =
+            matches!(parts.body, Body::Opaque { path: "blank" }) && parts.query.is_none();
         if is_blank && (policy.allow_about_blank || policy.allows_scheme("about")) {
             return Ok(Destination::AboutBlank);
         }
     }
     if !policy.allows_scheme(scheme) {
-        return Err(PolicyError::ForbiddenScheme { scheme: scheme_for_report(scheme) });
+        return Err(PolicyError::ForbiddenScheme {
+            scheme: scheme_for_report(scheme),
+        });
     }
     match Origin::parse(&cleaned) {
         Ok(origin) => {
@@ -106,12 +114,16 @@ pub fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<Destinat
 /// Errors: [`PolicyError::BlockedOrigin`], [`PolicyError::OriginNotAllowed`].
 pub fn check_origin(origin: &Origin, policy: &NavigationPolicy) -> Result<(), PolicyError> {
     if policy.blocked_origins.contains(origin) {
-        return Err(PolicyError::BlockedOrigin { origin: origin.clone() });
+        return Err(PolicyError::BlockedOrigin {
+            origin: origin.clone(),
+        });
     }
     if let Some(allowed) = &policy.allowed_origins
         && !allowed.contains(origin)
     {
-        return Err(PolicyError::OriginNotAllowed { origin: origin.clone() });
+        return Err(PolicyError::OriginNotAllowed {
+            origin: origin.clone(),
+        });
     }
     Ok(())
 }

@@ -96,7 +96,9 @@ impl Origin {
             let inner = cleaned.get("blob:".len()..).unwrap_or("");
             return match Self::parse(inner) {
                 Ok(origin) if matches!(origin.scheme, Scheme::Http | Scheme::Https) => Ok(origin),
-                _ => Err(PolicyError::OpaqueOrigin { scheme: "blob".to_owned() }),
+                _ => Err(PolicyError::OpaqueOrigin {
+                    scheme: "blob".to_owned(),
+                }),
             };
         }
         Self::from_split(&parts)
@@ -104,7 +106,9 @@ impl Origin {
 
     pub(crate) fn from_split(parts: &SplitUrl<'_>) -> Result<Self, PolicyError> {
         let Some(scheme) = Scheme::from_lowercase(&parts.scheme) else {
-            return Err(PolicyError::OpaqueOrigin { scheme: scheme_for_report(&parts.scheme) });
+            return Err(PolicyError::OpaqueOrigin {
+                scheme: scheme_for_report(&parts.scheme),
+            });
         };
         let Body::Authority { host, port, .. } = parts.body else {
             // Unreachable for special schemes, which the splitter always gives an authority.
@@ -137,14 +141,22 @@ impl Origin {
     /// The origin as browsers print it (`location.origin`): the port only when it is not
     /// the scheme's default, e.g. `https://example.com`, `http://localhost:3000`.
     pub fn serialize_web(&self) -> String {
-        if self.port == self.scheme.default_port() { format!("{}://{}", self.scheme, self.host) } else { self.to_string() }
+        if self.port == self.scheme.default_port() {
+            format!("{}://{}", self.scheme, self.host)
+        } else {
+            self.to_string()
+        }
     }
 }
 
 /// Schemes are short; one that is not is more likely pasted data than a scheme, so it is
 /// not repeated in errors or redacted output.
 pub(crate) fn scheme_for_report(scheme: &str) -> String {
-    if scheme.len() <= 24 { scheme.to_owned() } else { REDACTED.to_owned() }
+    if scheme.len() <= 24 {
+        scheme.to_owned()
+    } else {
+        REDACTED.to_owned()
+    }
 }
 
 impl fmt::Display for Origin {

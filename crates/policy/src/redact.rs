@@ -55,7 +55,9 @@ pub fn redact_url(url: &str) -> String {
 
     let mut out = String::with_capacity(cleaned.len());
     match parts.body {
-        Body::Authority { host, port, path, .. } => {
+        Body::Authority {
+            host, port, path, ..
+        } => {
             let special = is_special(scheme);
             let host = if special && !host.is_empty() {
                 normalise_special_host(host)
@@ -84,7 +86,10 @@ pub fn redact_url(url: &str) -> String {
                 if !path.starts_with(['/', '\\']) {
                     out.push('/');
                 }
-                let path: String = path.chars().map(|c| if c == '\\' { '/' } else { c }).collect();
+                let path: String = path
+                    .chars()
+                    .map(|c| if c == '\\' { '/' } else { c })
+                    .collect();
                 push_path(&path, &mut out);
             } else {
                 push_path(path, &mut out);
@@ -157,7 +162,10 @@ fn push_query_keys(query: &str, out: &mut String) {
 
 /// `about:` names such as `blank`, `srcdoc`, `newtab`.
 fn is_plain_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// A fragment that only names a place in the page. See the module docs.
@@ -204,7 +212,9 @@ pub(crate) fn looks_opaque(s: &str) -> bool {
             return true;
         }
     }
-    let only_hex_and_separators = s.bytes().all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    let only_hex_and_separators = s
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b'_' | b'.' | b':'));
     let hex_digits = s.bytes().filter(u8::is_ascii_hexdigit).count();
     only_hex_and_separators && hex_digits >= 16 && s.bytes().any(|b| b.is_ascii_digit())
 }
@@ -212,8 +222,14 @@ pub(crate) fn looks_opaque(s: &str) -> bool {
 /// Whether a query key names a credential: `token`, `access_token`, `code`, `sig`, `apikey`,
 /// `session_id`, `password`, … (lowercased, separators ignored).
 fn is_secret_key(key: &str) -> bool {
-    let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-    const EXACT: &[&str] = &["sid", "sig", "code", "key", "state", "otp", "pin", "jwt", "hash", "mac"];
+    let k: String = key
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    const EXACT: &[&str] = &[
+        "sid", "sig", "code", "key", "state", "otp", "pin", "jwt", "hash", "mac",
+    ];
     const PART: &[&str] = &[
         "token",
         "secret",
@@ -233,7 +249,10 @@ fn is_secret_key(key: &str) -> bool {
         "privatekey",
         "accesskey",
     ];
-    EXACT.contains(&k.as_str()) || PART.iter().any(|p| k.contains(p)) || k.ends_with("key") || k.ends_with("sig")
+    EXACT.contains(&k.as_str())
+        || PART.iter().any(|p| k.contains(p))
+        || k.ends_with("key")
+        || k.ends_with("sig")
 }
 
 /// The URL a retained tab is reopened at after a restart (`004_…` 浏览器重启恢复): an http(s)
@@ -258,7 +277,11 @@ pub fn restorable_url(url: &str) -> Option<String> {
             .split('&')
             .filter(|pair| {
                 let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-                !pair.is_empty() && !is_secret_key(key) && !looks_opaque(key) && !looks_opaque(value) && value.len() <= 256
+                !pair.is_empty()
+                    && !is_secret_key(key)
+                    && !looks_opaque(key)
+                    && !looks_opaque(value)
+                    && value.len() <= 256
             })
             .collect();
         if !kept.is_empty() {
@@ -279,12 +302,30 @@ mod restorable_tests {
 
     #[test]
     fn credentials_leave_and_the_rest_stays() {
-        assert_eq!(restorable_url("https://a.test/list?page=2&q=shoes#results").as_deref(), Some("https://a.test/list?page=2&q=shoes#results"));
-        assert_eq!(restorable_url("https://u:p@a.test/x?token=abc&page=3").as_deref(), Some("https://a.test/x?page=3"));
-        assert_eq!(restorable_url("http://127.0.0.1:8080/cb?code=xyz&state=s1&next=%2Fhome").as_deref(), Some("http://127.0.0.1:8080/cb?next=%2Fhome"));
-        assert_eq!(restorable_url("https://a.test/?id=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9").as_deref(), Some("https://a.test/"));
-        assert_eq!(restorable_url("https://a.test/app;jsessionid=ABC123/x#access_token=zzz").as_deref(), Some("https://a.test/app;jsessionid=/x"));
-        assert_eq!(restorable_url("https://a.test/?X-Amz-Signature=1&apiKey=2&sort=asc").as_deref(), Some("https://a.test/?sort=asc"));
+        assert_eq!(
+            restorable_url("https://a.test/list?page=2&q=shoes#results").as_deref(),
+            Some("https://a.test/list?page=2&q=shoes#results")
+        );
+        assert_eq!(
+            restorable_url("https://u:p@a.test/x?token=abc&page=3").as_deref(),
+            Some("https://a.test/x?page=3")
+        );
+        assert_eq!(
+            restorable_url("http://127.0.0.1:8080/cb?code=xyz&state=s1&next=%2Fhome").as_deref(),
+            Some("http://127.0.0.1:8080/cb?next=%2Fhome")
+        );
+        assert_eq!(
+            restorable_url("https://a.test/?id=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9").as_deref(),
+            Some("https://a.test/")
+        );
+        assert_eq!(
+            restorable_url("https://a.test/app;jsessionid=ABC123/x#access_token=zzz").as_deref(),
+            Some("https://a.test/app;jsessionid=/x")
+        );
+        assert_eq!(
+            restorable_url("https://a.test/?X-Amz-Signature=1&apiKey=2&sort=asc").as_deref(),
+            Some("https://a.test/?sort=asc")
+        );
         assert_eq!(restorable_url("about:blank"), None);
         assert_eq!(restorable_url("file:///etc/passwd"), None);
         assert_eq!(restorable_url("javascript:alert(1)"), None);
@@ -305,7 +346,11 @@ pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
     while let Some(at) = find_url(rest) {
         out.push_str(&rest[..at]);
         let tail = &rest[at..];
-        let end = tail.find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ']' | '}')).unwrap_or(tail.len());
+        let end = tail
+            .find(|c: char| {
+                c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ']' | '}')
+            })
+            .unwrap_or(tail.len());
         let url = &tail[..end];
         let redacted = redact_url(url);
         changed |= redacted != url;
@@ -318,8 +363,12 @@ pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
     fn trim(p: &str) -> &str {
         p.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | ';' | '(' | ')' | '{' | '}'))
     }
-    let credential_like =
-        |w: &str| w.len() >= 8 && w.bytes().any(|b| b.is_ascii_digit()) && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~+/=-".contains(&b));
+    let credential_like = |w: &str| {
+        w.len() >= 8
+            && w.bytes().any(|b| b.is_ascii_digit())
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._~+/=-".contains(&b))
+    };
     let mut result = String::with_capacity(out.len());
     // The next word is a credential: after `password:` whatever it is; after `Bearer` only if it
     // looks like one (`Basic | $5.00` is a plan, not a header).
@@ -336,7 +385,9 @@ pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
             continue;
         }
         if word.eq_ignore_ascii_case("bearer") || word.eq_ignore_ascii_case("basic") {
-            hide_next = pieces.get(i + 2).is_some_and(|next| credential_like(trim(next)));
+            hide_next = pieces
+                .get(i + 2)
+                .is_some_and(|next| credential_like(trim(next)));
             result.push_str(piece);
             continue;
         }
@@ -349,7 +400,9 @@ pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
         // name (not a URL's query, which is already clean).
         if let Some((key, value)) = word.split_once(['=', ':'])
             && !key.is_empty()
-            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
             && is_secret_key(key)
         {
             let value = value.trim_matches(|c: char| matches!(c, '"' | '\'' | ' '));
@@ -357,7 +410,9 @@ pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
                 // `Authorization: Bearer …` leaves the scheme word to its own rule.
                 hide_next = pieces.get(i + 2).is_some_and(|next| {
                     let next = trim(next);
-                    !next.is_empty() && !next.eq_ignore_ascii_case("bearer") && !next.eq_ignore_ascii_case("basic")
+                    !next.is_empty()
+                        && !next.eq_ignore_ascii_case("bearer")
+                        && !next.eq_ignore_ascii_case("basic")
                 });
                 result.push_str(piece);
             } else if value != REDACTED && !value.starts_with('&') {
@@ -370,7 +425,11 @@ pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
         }
         result.push_str(piece);
     }
-    if changed { std::borrow::Cow::Owned(result) } else { std::borrow::Cow::Borrowed(text) }
+    if changed {
+        std::borrow::Cow::Owned(result)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// Where the next `http://` or `https://` URL starts (case-insensitive scheme).
@@ -410,7 +469,10 @@ fn is_jwt(word: &str) -> bool {
         && parts[0].starts_with("eyJ")
         && parts[0].len() >= 10
         && parts[1].len() >= 10
-        && parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+        && parts.iter().all(|p| {
+            p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
 }
 
 #[cfg(test)]
@@ -420,11 +482,23 @@ mod text_tests {
     #[test]
     fn credentials_in_free_text_are_redacted_and_plain_text_is_borrowed() {
         let cases = [
-            ("see https://pay.example/confirm?token=SECRET123&amount=5 now", "see https://pay.example/confirm?token=&amount= now"),
-            ("Authorization: Bearer abc.def-123_ghi", "Authorization: Bearer [redacted]"),
-            ("api_key=sk_live_1234567890 retry", "api_key=[redacted] retry"),
+            (
+                "see https://pay.example/confirm?token=SECRET123&amount=5 now",
+                "see https://pay.example/confirm?token=&amount= now",
+            ),
+            (
+                "Authorization: Bearer abc.def-123_ghi",
+                "Authorization: Bearer [redacted]",
+            ),
+            (
+                "api_key=sk_live_1234567890 retry",
+                "api_key=[redacted] retry",
+            ),
             ("password: hunter2", "password: [redacted]"),
-            ("got eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_abc-123 back", "got [redacted] back"),
+            (
+                "got eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_abc-123 back",
+                "got [redacted] back",
+            ),
             ("session=\"s3cr3t\";", "session=\"[redacted]\";"),
         ];
         for (text, expected) in cases {
@@ -439,7 +513,11 @@ mod text_tests {
             "row: Basic | $5.00 | 1",
             "link \"Forgot password?\" [e7] -> /reset?token=&user=#frag",
         ] {
-            assert!(matches!(redact_text(plain), std::borrow::Cow::Borrowed(_)), "{plain} → {}", redact_text(plain));
+            assert!(
+                matches!(redact_text(plain), std::borrow::Cow::Borrowed(_)),
+                "{plain} → {}",
+                redact_text(plain)
+            );
         }
     }
 }

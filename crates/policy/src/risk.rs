@@ -122,12 +122,26 @@ const HIGH_IMPACT: &[&[&str]] = &[
     &["approve", "payment"],
     &["revoke"],
 ];
-const HIGH_IMPACT_CJK: &[&str] = &["删除", "支付", "付款", "购买", "下单", "发送", "转账", "提交订单", "注销", "購入", "送信", "削除"];
+const HIGH_IMPACT_CJK: &[&str] = &[
+    "删除",
+    "支付",
+    "付款",
+    "购买",
+    "下单",
+    "发送",
+    "转账",
+    "提交订单",
+    "注销",
+    "購入",
+    "送信",
+    "削除",
+];
 
 /// True when page text names a commit-like action (`Buy now`, `Delete repository`, `发送`).
 pub fn names_high_impact(text: &str) -> bool {
     let w = words(text);
-    HIGH_IMPACT.iter().any(|p| contains_phrase(&w, p)) || HIGH_IMPACT_CJK.iter().any(|p| text.contains(p))
+    HIGH_IMPACT.iter().any(|p| contains_phrase(&w, p))
+        || HIGH_IMPACT_CJK.iter().any(|p| text.contains(p))
 }
 
 /// The tier of an action.
@@ -140,8 +154,10 @@ pub fn classify(facts: &RiskFacts<'_>, trust: &TrustConfig) -> RiskTier {
             _ => RiskTier::R2,
         },
     };
-    let secret = facts.field.is_secret() && !facts.origin.is_some_and(|o| trust.allows_credentials(o));
-    let commit = facts.effect == Effect::Interact && facts.element_name.is_some_and(names_high_impact);
+    let secret =
+        facts.field.is_secret() && !facts.origin.is_some_and(|o| trust.allows_credentials(o));
+    let commit =
+        facts.effect == Effect::Interact && facts.element_name.is_some_and(names_high_impact);
     // Page text can only push the tier up.
     if secret || commit { RiskTier::R3 } else { base }
 }
@@ -166,13 +182,15 @@ pub struct Grants {
 impl Grants {
     /// Records a grant for (run, origin).
     pub fn grant(&mut self, grant: Grant) {
-        self.grants.retain(|g| !(g.run == grant.run && g.origin == grant.origin));
+        self.grants
+            .retain(|g| !(g.run == grant.run && g.origin == grant.origin));
         self.grants.push(grant);
     }
 
     /// Voids the run's grant for `origin` (a same-tab redirect to another origin).
     pub fn revoke(&mut self, run: &str, origin: &Origin) {
-        self.grants.retain(|g| !(g.run == run && &g.origin == origin));
+        self.grants
+            .retain(|g| !(g.run == run && &g.origin == origin));
     }
 
     /// Forgets every grant of a run (its end).
@@ -182,12 +200,18 @@ impl Grants {
 
     /// Every origin `run` holds an unexpired grant for.
     pub fn origins(&self, run: &str, now: u64) -> Vec<Origin> {
-        self.grants.iter().filter(|g| g.run == run && g.expires_at.is_none_or(|t| now < t)).map(|g| g.origin.clone()).collect()
+        self.grants
+            .iter()
+            .filter(|g| g.run == run && g.expires_at.is_none_or(|t| now < t))
+            .map(|g| g.origin.clone())
+            .collect()
     }
 
     /// True when `run` holds an unexpired grant for exactly `origin`.
     pub fn covers(&self, run: &str, origin: &Origin, now: u64) -> bool {
-        self.grants.iter().any(|g| g.run == run && &g.origin == origin && g.expires_at.is_none_or(|t| now < t))
+        self.grants
+            .iter()
+            .any(|g| g.run == run && &g.origin == origin && g.expires_at.is_none_or(|t| now < t))
     }
 }
 
@@ -224,11 +248,18 @@ pub struct Request<'a> {
 /// The decision for `request`: blocked origins are denied; R0 and R1 go ahead; R2 goes ahead
 /// under a grant for (run, origin), else asks; R3 asks every time. (A person's one-time approval
 /// of an exact action is the runtime's record, consumed after `Ask`.)
-pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPolicy, now: u64) -> Decision {
+pub fn decide(
+    request: &Request<'_>,
+    grants: &Grants,
+    navigation: &NavigationPolicy,
+    now: u64,
+) -> Decision {
     if let Some(origin) = request.origin
         && let Err(e) = crate::navigation::check_origin(origin, navigation)
     {
-        return Decision::Deny { reason: e.to_string() };
+        return Decision::Deny {
+            reason: e.to_string(),
+        };
     }
     match request.tier {
         RiskTier::R0 | RiskTier::R1 => Decision::Allow,
@@ -236,11 +267,20 @@ pub fn decide(request: &Request<'_>, grants: &Grants, navigation: &NavigationPol
             Some(origin) if grants.covers(request.run, origin, now) => Decision::Allow,
             Some(origin) => Decision::Ask {
                 tier: RiskTier::R2,
-                reason: format!("{} is not a trusted origin and nothing there is allowed for this task yet", origin.serialize_web()),
+                reason: format!(
+                    "{} is not a trusted origin and nothing there is allowed for this task yet",
+                    origin.serialize_web()
+                ),
             },
-            None => Decision::Ask { tier: RiskTier::R2, reason: "the page has no web origin".into() },
+            None => Decision::Ask {
+                tier: RiskTier::R2,
+                reason: "the page has no web origin".into(),
+            },
         },
-        RiskTier::R3 => Decision::Ask { tier: RiskTier::R3, reason: "high-impact action: approval is needed every time".into() },
+        RiskTier::R3 => Decision::Ask {
+            tier: RiskTier::R3,
+            reason: "high-impact action: approval is needed every time".into(),
+        },
     }
 }
 
@@ -252,8 +292,19 @@ mod tests {
         Origin::parse(s).unwrap()
     }
 
-    fn facts<'a>(effect: Effect, o: Option<&'a Origin>, name: Option<&'a str>, field: Sensitivity) -> RiskFacts<'a> {
-        RiskFacts { effect, origin: o, element_role: Some("button"), element_name: name, field }
+    fn facts<'a>(
+        effect: Effect,
+        o: Option<&'a Origin>,
+        name: Option<&'a str>,
+        field: Sensitivity,
+    ) -> RiskFacts<'a> {
+        RiskFacts {
+            effect,
+            origin: o,
+            element_role: Some("button"),
+            element_name: name,
+            field,
+        }
     }
 
     /// A person may let credential fields be ordinary on a trusted origin of theirs (a dev
@@ -263,15 +314,45 @@ mod tests {
     fn credential_origins_lower_only_credential_writes_on_trusted_origins() {
         let local = origin("http://127.0.0.1:5173");
         let other = origin("https://shop.example");
-        let trust = TrustConfig { trusted_origins: vec![local.clone()], credential_origins: vec![local.clone(), other.clone()] };
+        let trust = TrustConfig {
+            trusted_origins: vec![local.clone()],
+            credential_origins: vec![local.clone(), other.clone()],
+        };
         let secret = Sensitivity::Secret(crate::SecretKind::Password);
-        assert_eq!(classify(&facts(Effect::Interact, Some(&local), Some("Password"), secret), &trust), RiskTier::R1);
-        assert_eq!(classify(&facts(Effect::Interact, Some(&other), Some("Password"), secret), &trust), RiskTier::R3, "not trusted: nothing gained");
-        assert_eq!(classify(&facts(Effect::Interact, Some(&local), Some("Buy now"), Sensitivity::Public), &trust), RiskTier::R3);
         assert_eq!(
             classify(
                 &facts(Effect::Interact, Some(&local), Some("Password"), secret),
-                &TrustConfig { trusted_origins: vec![local.clone()], ..Default::default() }
+                &trust
+            ),
+            RiskTier::R1
+        );
+        assert_eq!(
+            classify(
+                &facts(Effect::Interact, Some(&other), Some("Password"), secret),
+                &trust
+            ),
+            RiskTier::R3,
+            "not trusted: nothing gained"
+        );
+        assert_eq!(
+            classify(
+                &facts(
+                    Effect::Interact,
+                    Some(&local),
+                    Some("Buy now"),
+                    Sensitivity::Public
+                ),
+                &trust
+            ),
+            RiskTier::R3
+        );
+        assert_eq!(
+            classify(
+                &facts(Effect::Interact, Some(&local), Some("Password"), secret),
+                &TrustConfig {
+                    trusted_origins: vec![local.clone()],
+                    ..Default::default()
+                }
             ),
             RiskTier::R3
         );
@@ -281,28 +362,124 @@ mod tests {
     fn tiers_decision_table() {
         let local = origin("http://127.0.0.1:5173");
         let other = origin("https://shop.example");
-        let trust = TrustConfig { trusted_origins: vec![local.clone()], ..Default::default() };
+        let trust = TrustConfig {
+            trusted_origins: vec![local.clone()],
+            ..Default::default()
+        };
         let unregistered_localhost = origin("http://localhost:3000");
         let secret = Sensitivity::Secret(crate::SecretKind::Password);
         let cases: &[(RiskFacts<'_>, RiskTier)] = &[
-            (facts(Effect::Read, Some(&other), None, Sensitivity::Public), RiskTier::R0),
-            (facts(Effect::Interact, Some(&local), Some("Save"), Sensitivity::Public), RiskTier::R1),
-            (facts(Effect::Interact, Some(&other), Some("Save"), Sensitivity::Public), RiskTier::R2),
-            (facts(Effect::Interact, Some(&unregistered_localhost), Some("Save"), Sensitivity::Public), RiskTier::R2),
-            (facts(Effect::Interact, Some(&local), Some("Buy now"), Sensitivity::Public), RiskTier::R3),
-            (facts(Effect::Interact, Some(&local), Some("Delete repository"), Sensitivity::Public), RiskTier::R3),
-            (facts(Effect::Interact, Some(&local), Some("确认支付"), Sensitivity::Public), RiskTier::R3),
-            (facts(Effect::Interact, Some(&local), Some("Password"), secret), RiskTier::R3),
-            (facts(Effect::Navigate, Some(&local), None, Sensitivity::Public), RiskTier::R1),
-            (facts(Effect::Navigate, Some(&other), None, Sensitivity::Public), RiskTier::R2),
-            (facts(Effect::Upload, Some(&local), None, Sensitivity::Public), RiskTier::R3),
-            (facts(Effect::Download, Some(&local), None, Sensitivity::Public), RiskTier::R3),
-            (facts(Effect::Interact, None, Some("Save"), Sensitivity::Public), RiskTier::R2),
+            (
+                facts(Effect::Read, Some(&other), None, Sensitivity::Public),
+                RiskTier::R0,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&local),
+                    Some("Save"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R1,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&other),
+                    Some("Save"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R2,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&unregistered_localhost),
+                    Some("Save"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R2,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&local),
+                    Some("Buy now"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R3,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&local),
+                    Some("Delete repository"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R3,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&local),
+                    Some("确认支付"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R3,
+            ),
+            (
+                facts(Effect::Interact, Some(&local), Some("Password"), secret),
+                RiskTier::R3,
+            ),
+            (
+                facts(Effect::Navigate, Some(&local), None, Sensitivity::Public),
+                RiskTier::R1,
+            ),
+            (
+                facts(Effect::Navigate, Some(&other), None, Sensitivity::Public),
+                RiskTier::R2,
+            ),
+            (
+                facts(Effect::Upload, Some(&local), None, Sensitivity::Public),
+                RiskTier::R3,
+            ),
+            (
+                facts(Effect::Download, Some(&local), None, Sensitivity::Public),
+                RiskTier::R3,
+            ),
+            (
+                facts(Effect::Interact, None, Some("Save"), Sensitivity::Public),
+                RiskTier::R2,
+            ),
             // Page text cannot lower a tier: "trusted" or "safe" words change nothing.
-            (facts(Effect::Interact, Some(&other), Some("Safe, pre-approved action"), Sensitivity::Public), RiskTier::R2),
-            (facts(Effect::Interact, Some(&other), Some("Sort order"), Sensitivity::Public), RiskTier::R2),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&other),
+                    Some("Safe, pre-approved action"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R2,
+            ),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&other),
+                    Some("Sort order"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R2,
+            ),
             // Words raise: a refund is a commit.
-            (facts(Effect::Interact, Some(&local), Some("Refund all orders"), Sensitivity::Public), RiskTier::R3),
+            (
+                facts(
+                    Effect::Interact,
+                    Some(&local),
+                    Some("Refund all orders"),
+                    Sensitivity::Public,
+                ),
+                RiskTier::R3,
+            ),
         ];
         for (i, (f, want)) in cases.iter().enumerate() {
             assert_eq!(classify(f, &trust), *want, "case {i}: {:?}", f.element_name);
@@ -315,21 +492,85 @@ mod tests {
         let sub = origin("https://evil.shop.example");
         let nav = NavigationPolicy::default();
         let mut grants = Grants::default();
-        let ask = |g: &Grants, o: &Origin, tier, now| decide(&Request { run: "run_1", tier, origin: Some(o) }, g, &nav, now);
-        assert!(matches!(ask(&grants, &shop, RiskTier::R2, 0), Decision::Ask { .. }));
-        grants.grant(Grant { run: "run_1".into(), origin: shop.clone(), expires_at: Some(1000) });
+        let ask = |g: &Grants, o: &Origin, tier, now| {
+            decide(
+                &Request {
+                    run: "run_1",
+                    tier,
+                    origin: Some(o),
+                },
+                g,
+                &nav,
+                now,
+            )
+        };
+        assert!(matches!(
+            ask(&grants, &shop, RiskTier::R2, 0),
+            Decision::Ask { .. }
+        ));
+        grants.grant(Grant {
+            run: "run_1".into(),
+            origin: shop.clone(),
+            expires_at: Some(1000),
+        });
         assert_eq!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Allow);
-        assert!(matches!(ask(&grants, &sub, RiskTier::R2, 10), Decision::Ask { .. }), "no suffix matching");
-        assert!(matches!(ask(&grants, &shop, RiskTier::R3, 10), Decision::Ask { .. }), "R3 asks every time");
         assert!(
-            matches!(decide(&Request { run: "run_2", tier: RiskTier::R2, origin: Some(&shop) }, &grants, &nav, 10), Decision::Ask { .. }),
+            matches!(ask(&grants, &sub, RiskTier::R2, 10), Decision::Ask { .. }),
+            "no suffix matching"
+        );
+        assert!(
+            matches!(ask(&grants, &shop, RiskTier::R3, 10), Decision::Ask { .. }),
+            "R3 asks every time"
+        );
+        assert!(
+            matches!(
+                decide(
+                    &Request {
+                        run: "run_2",
+                        tier: RiskTier::R2,
+                        origin: Some(&shop)
+                    },
+                    &grants,
+                    &nav,
+                    10
+                ),
+                Decision::Ask { .. }
+            ),
             "grants are per run"
         );
-        assert!(matches!(ask(&grants, &shop, RiskTier::R2, 1000), Decision::Ask { .. }), "expired");
-        grants.grant(Grant { run: "run_1".into(), origin: shop.clone(), expires_at: None });
+        assert!(
+            matches!(
+                ask(&grants, &shop, RiskTier::R2, 1000),
+                Decision::Ask { .. }
+            ),
+            "expired"
+        );
+        grants.grant(Grant {
+            run: "run_1".into(),
+            origin: shop.clone(),
+            expires_at: None,
+        });
         grants.revoke("run_1", &shop);
-        assert!(matches!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Ask { .. }), "revoked");
-        let blocked = NavigationPolicy { blocked_origins: vec![shop.clone()], ..Default::default() };
-        assert!(matches!(decide(&Request { run: "run_1", tier: RiskTier::R0, origin: Some(&shop) }, &grants, &blocked, 0), Decision::Deny { .. }));
+        assert!(
+            matches!(ask(&grants, &shop, RiskTier::R2, 10), Decision::Ask { .. }),
+            "revoked"
+        );
+        let blocked = NavigationPolicy {
+            blocked_origins: vec![shop.clone()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            decide(
+                &Request {
+                    run: "run_1",
+                    tier: RiskTier::R0,
+                    origin: Some(&shop)
+                },
+                &grants,
+                &blocked,
+                0
+            ),
+            Decision::Deny { .. }
+        ));
     }
 }

@@ -39,7 +39,10 @@ impl SecretRegistry {
     pub fn add(&mut self, secret: &str) -> Result<(), PolicyError> {
         let chars = secret.chars().count();
         if chars < MIN_SECRET_CHARS {
-            return Err(PolicyError::SecretTooShort { chars, min: MIN_SECRET_CHARS });
+            return Err(PolicyError::SecretTooShort {
+                chars,
+                min: MIN_SECRET_CHARS,
+            });
         }
         if self.patterns.iter().any(|p| p == secret) {
             return Ok(());
@@ -52,7 +55,8 @@ impl SecretRegistry {
                 self.patterns.push(pattern);
             }
         }
-        self.patterns.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        self.patterns
+            .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         Ok(())
     }
 
@@ -73,7 +77,10 @@ impl SecretRegistry {
         let mut spans: Vec<(usize, usize)> = Vec::new();
         for pattern in &self.patterns {
             let mut from = 0;
-            while let Some(found) = text.get(from..).and_then(|rest| rest.find(pattern.as_str())) {
+            while let Some(found) = text
+                .get(from..)
+                .and_then(|rest| rest.find(pattern.as_str()))
+            {
                 let start = from + found;
                 spans.push((start, start + pattern.len()));
                 // Step one character, not one match, so self-overlapping occurrences
@@ -107,7 +114,9 @@ impl SecretRegistry {
 
 impl fmt::Debug for SecretRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SecretRegistry").field("secrets", &self.added).finish_non_exhaustive()
+        f.debug_struct("SecretRegistry")
+            .field("secrets", &self.added)
+            .finish_non_exhaustive()
     }
 }
 

@@ -53,7 +53,12 @@ pub(crate) enum Body<'a> {
 pub(crate) fn clean(input: &str) -> Cow<'_, str> {
     let trimmed = input.trim_matches(|c: char| c <= ' ');
     if trimmed.contains(['\t', '\n', '\r']) {
-        Cow::Owned(trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect())
+        Cow::Owned(
+            trimmed
+                .chars()
+                .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+                .collect(),
+        )
     } else {
         Cow::Borrowed(trimmed)
     }
@@ -83,7 +88,12 @@ pub(crate) fn split(s: &str) -> Result<SplitUrl<'_>, InvalidUrlReason> {
     };
 
     let (query, fragment) = split_query_fragment(after);
-    Ok(SplitUrl { scheme, body, query, fragment })
+    Ok(SplitUrl {
+        scheme,
+        body,
+        query,
+        fragment,
+    })
 }
 
 /// Byte index of the colon ending a valid scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`).
@@ -104,7 +114,10 @@ fn scheme_end(s: &str) -> Option<usize> {
 
 /// Splits `[userinfo@]host[:port]` off `rest`, ending at the first of `terminators`, then
 /// the path up to `?` or `#`. Returns the body and the remainder starting at `?` or `#`.
-fn split_authority<'a>(rest: &'a str, terminators: &[char]) -> Result<(Body<'a>, &'a str), InvalidUrlReason> {
+fn split_authority<'a>(
+    rest: &'a str,
+    terminators: &[char],
+) -> Result<(Body<'a>, &'a str), InvalidUrlReason> {
     let end = rest.find(terminators).unwrap_or(rest.len());
     let (authority, after) = rest.split_at(end);
     // The last `@` ends the userinfo, as in browsers: `http://a@b@c/` has host `c`.
@@ -114,16 +127,26 @@ fn split_authority<'a>(rest: &'a str, terminators: &[char]) -> Result<(Body<'a>,
     };
     let (host, port) = split_host_port(hostport)?;
     let path_end = after.find(['?', '#']).unwrap_or(after.len());
-    let body = Body::Authority { userinfo, host, port, path: &after[..path_end] };
+    let body = Body::Authority {
+        userinfo,
+        host,
+        port,
+        path: &after[..path_end],
+    };
     Ok((body, &after[path_end..]))
 }
 
 /// `file:` URLs: `file://host/path`, `file:///path`, `file:/path`, `file:C:/path`.
 fn split_file(rest: &str) -> (Body<'_>, &str) {
-    let starts_with_two_slashes = rest.len() >= 2 && rest.as_bytes()[..2].iter().all(|b| matches!(b, b'/' | b'\\'));
+    let starts_with_two_slashes = rest.len() >= 2
+        && rest.as_bytes()[..2]
+            .iter()
+            .all(|b| matches!(b, b'/' | b'\\'));
     let (host, path_and_more) = if starts_with_two_slashes {
         let after_slashes = &rest[2..];
-        let end = after_slashes.find(['/', '\\', '?', '#']).unwrap_or(after_slashes.len());
+        let end = after_slashes
+            .find(['/', '\\', '?', '#'])
+            .unwrap_or(after_slashes.len());
         let host = &after_slashes[..end];
         if is_windows_drive_letter(host) {
             // `file://C:/x` names a path on drive C, not a host called `C:`.
@@ -134,8 +157,15 @@ fn split_file(rest: &str) -> (Body<'_>, &str) {
     } else {
         ("", rest)
     };
-    let path_end = path_and_more.find(['?', '#']).unwrap_or(path_and_more.len());
-    let body = Body::Authority { userinfo: None, host, port: None, path: &path_and_more[..path_end] };
+    let path_end = path_and_more
+        .find(['?', '#'])
+        .unwrap_or(path_and_more.len());
+    let body = Body::Authority {
+        userinfo: None,
+        host,
+        port: None,
+        path: &path_and_more[..path_end],
+    };
     (body, &path_and_more[path_end..])
 }
 
@@ -188,7 +218,9 @@ pub(crate) fn parse_port(raw: Option<&str>) -> Result<Option<u16>, InvalidUrlRea
             return Err(InvalidUrlReason::InvalidPort);
         }
     }
-    u16::try_from(value).map(Some).map_err(|_| InvalidUrlReason::InvalidPort)
+    u16::try_from(value)
+        .map(Some)
+        .map_err(|_| InvalidUrlReason::InvalidPort)
 }
 
 #[cfg(test)]
@@ -199,7 +231,15 @@ mod tests {
     fn splits_every_part_and_keeps_userinfo_apart() {
         let url = split("HTTP://user:pa@ss@Example.com:8080/a/b?x=1&y#frag").unwrap();
         assert_eq!(url.scheme, "http");
-        assert_eq!(url.body, Body::Authority { userinfo: Some("user:pa@ss"), host: "Example.com", port: Some("8080"), path: "/a/b" });
+        assert_eq!(
+            url.body,
+            Body::Authority {
+                userinfo: Some("user:pa@ss"),
+                host: "Example.com",
+                port: Some("8080"),
+                path: "/a/b"
+            }
+        );
         assert_eq!(url.query, Some("x=1&y"));
         assert_eq!(url.fragment, Some("frag"));
     }
@@ -208,7 +248,9 @@ mod tests {
     fn backslash_ends_the_authority_of_special_schemes() {
         // `http://evil.com\@good.com/` goes to evil.com in a browser.
         let url = split("http://evil.com\\@good.com/").unwrap();
-        let Body::Authority { host, userinfo, .. } = url.body else { panic!("no authority") };
+        let Body::Authority { host, userinfo, .. } = url.body else {
+            panic!("no authority")
+        };
         assert_eq!(host, "evil.com");
         assert_eq!(userinfo, None);
     }
@@ -222,17 +264,39 @@ mod tests {
     #[test]
     fn file_urls_with_drive_letters_and_hosts() {
         let url = split("file://C:/Users/x").unwrap();
-        assert_eq!(url.body, Body::Authority { userinfo: None, host: "", port: None, path: "C:/Users/x" });
+        assert_eq!(
+            url.body,
+            Body::Authority {
+                userinfo: None,
+                host: "",
+                port: None,
+                path: "C:/Users/x"
+            }
+        );
         let url = split("file://server/share").unwrap();
-        assert_eq!(url.body, Body::Authority { userinfo: None, host: "server", port: None, path: "/share" });
+        assert_eq!(
+            url.body,
+            Body::Authority {
+                userinfo: None,
+                host: "server",
+                port: None,
+                path: "/share"
+            }
+        );
     }
 
     #[test]
     fn ports() {
         assert_eq!(parse_port(Some("0080")), Ok(Some(80)));
         assert_eq!(parse_port(Some("")), Ok(None));
-        assert_eq!(parse_port(Some("65536")), Err(InvalidUrlReason::InvalidPort));
-        assert_eq!(parse_port(Some("99999999999999999999")), Err(InvalidUrlReason::InvalidPort));
+        assert_eq!(
+            parse_port(Some("65536")),
+            Err(InvalidUrlReason::InvalidPort)
+        );
+        assert_eq!(
+            parse_port(Some("99999999999999999999")),
+            Err(InvalidUrlReason::InvalidPort)
+        );
         assert_eq!(parse_port(Some("8a")), Err(InvalidUrlReason::InvalidPort));
     }
 }

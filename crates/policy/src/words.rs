@@ -28,14 +28,18 @@ pub(crate) fn words(text: &str) -> Vec<String> {
 fn is_boundary(prev: char, c: char, next: Option<char>) -> bool {
     let lower_to_upper = prev.is_lowercase() && c.is_uppercase();
     // The last capital of an acronym starts the next word: `APIKey` → `API` + `Key`.
-    let acronym_end = prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase);
+    let acronym_end =
+        prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase);
     let letter_digit = prev.is_alphabetic() != c.is_alphabetic();
     lower_to_upper || acronym_end || letter_digit
 }
 
 /// Whether `pattern` occurs as consecutive whole words in `words`.
 pub(crate) fn contains_phrase(words: &[String], pattern: &[&str]) -> bool {
-    !pattern.is_empty() && words.windows(pattern.len()).any(|window| window.iter().zip(pattern).all(|(w, p)| w == p))
+    !pattern.is_empty()
+        && words
+            .windows(pattern.len())
+            .any(|window| window.iter().zip(pattern).all(|(w, p)| w == p))
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! Prints the published schemas (for eyeballing; the tests snapshot them).
 fn main() {
-    let names = [protocol::SurfaceName::new("s1").expect("valid"), protocol::SurfaceName::new("right").expect("valid")];
+    let names = [
+        protocol::SurfaceName::new("s1").expect("valid"),
+        protocol::SurfaceName::new("right").expect("valid"),
+    ];
     for v in [
         protocol::action_schema().clone(),
         protocol::action_tool_schema(),

@@ -103,7 +103,9 @@ pub(crate) fn coordinate<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Erro
             Ok(u32::try_from(v).unwrap_or(u32::MAX))
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
-            u64::try_from(v).map(|v| u32::try_from(v).unwrap_or(u32::MAX)).map_err(|_| E::custom(format!("{v} is negative")))
+            u64::try_from(v)
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .map_err(|_| E::custom(format!("{v} is negative")))
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<u32, E> {
             if v.is_finite() && v.fract() == 0.0 && v >= 0.0 {
@@ -240,10 +242,17 @@ impl HttpUrl {
         let value = value.into();
         let got = char_count(&value);
         if got > URL_MAX_CHARS {
-            return Err(ValueError::TooLong { field: "url", max: URL_MAX_CHARS, got });
+            return Err(ValueError::TooLong {
+                field: "url",
+                max: URL_MAX_CHARS,
+                got,
+            });
         }
         if !(value.starts_with("http://") || value.starts_with("https://")) {
-            return Err(ValueError::Pattern { field: "url", pattern: URL_PATTERN });
+            return Err(ValueError::Pattern {
+                field: "url",
+                pattern: URL_PATTERN,
+            });
         }
         Ok(Self(value))
     }
@@ -454,7 +463,9 @@ impl<'de> Deserialize<'de> for ElementTarget {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match TargetRepr::deserialize(d)? {
             TargetRepr::Element { element } => Ok(Self { element }),
-            TargetRepr::Point { .. } => Err(de::Error::custom("point targets are only allowed for click and hover")),
+            TargetRepr::Point { .. } => Err(de::Error::custom(
+                "point targets are only allowed for click and hover",
+            )),
         }
     }
 }
@@ -622,7 +633,16 @@ pub enum ActionKind {
 
 impl ActionKind {
     /// Every kind, in the published order.
-    pub const ALL: [ActionKind; 8] = [Self::Click, Self::Type, Self::Press, Self::Scroll, Self::Hover, Self::Select, Self::Navigate, Self::Wait];
+    pub const ALL: [ActionKind; 8] = [
+        Self::Click,
+        Self::Type,
+        Self::Press,
+        Self::Scroll,
+        Self::Hover,
+        Self::Select,
+        Self::Navigate,
+        Self::Wait,
+    ];
 
     /// The wire name, e.g. `"click"`.
     pub fn as_str(self) -> &'static str {
@@ -683,14 +703,30 @@ impl Action {
     /// The frame the action was planned against.
     pub fn expected_frame_id(&self) -> &FrameId {
         match self {
-            Self::Click { expected_frame_id, .. }
-            | Self::Type { expected_frame_id, .. }
-            | Self::Press { expected_frame_id, .. }
-            | Self::Scroll { expected_frame_id, .. }
-            | Self::Hover { expected_frame_id, .. }
-            | Self::Select { expected_frame_id, .. }
-            | Self::Navigate { expected_frame_id, .. }
-            | Self::Wait { expected_frame_id, .. } => expected_frame_id,
+            Self::Click {
+                expected_frame_id, ..
+            }
+            | Self::Type {
+                expected_frame_id, ..
+            }
+            | Self::Press {
+                expected_frame_id, ..
+            }
+            | Self::Scroll {
+                expected_frame_id, ..
+            }
+            | Self::Hover {
+                expected_frame_id, ..
+            }
+            | Self::Select {
+                expected_frame_id, ..
+            }
+            | Self::Navigate {
+                expected_frame_id, ..
+            }
+            | Self::Wait {
+                expected_frame_id, ..
+            } => expected_frame_id,
         }
     }
 
@@ -712,7 +748,9 @@ impl Action {
     pub fn target(&self) -> Option<AnyTarget> {
         match self {
             Self::Click { target, .. } | Self::Hover { target, .. } => Some(target.clone()),
-            Self::Type { target, .. } | Self::Press { target, .. } | Self::Select { target, .. } => Some(AnyTarget::Element(target.clone())),
+            Self::Type { target, .. }
+            | Self::Press { target, .. }
+            | Self::Select { target, .. } => Some(AnyTarget::Element(target.clone())),
             Self::Scroll { .. } | Self::Navigate { .. } | Self::Wait { .. } => None,
         }
     }

@@ -49,11 +49,18 @@ pub enum CoordError {
 }
 
 fn positive(value: f64, what: &'static str) -> Result<f64, CoordError> {
-    if value.is_finite() && value > 0.0 { Ok(value) } else { Err(CoordError::BadMetadata(what)) }
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(CoordError::BadMetadata(what))
+    }
 }
 
 fn checked_viewport(viewport: &Viewport) -> Result<(f64, f64), CoordError> {
-    Ok((positive(viewport.width, "viewport width")?, positive(viewport.height, "viewport height")?))
+    Ok((
+        positive(viewport.width, "viewport width")?,
+        positive(viewport.height, "viewport height")?,
+    ))
 }
 
 /// Checks a CSS point against the viewport: finite, `0 ≤ x < width`, `0 ≤ y < height`.
@@ -63,37 +70,69 @@ pub fn check_css_point(point: CssPoint, viewport: &Viewport) -> Result<CssPoint,
         return Err(CoordError::NotFinite { x, y });
     }
     let (width, height) = checked_viewport(viewport)?;
-    if (0.0..width).contains(&x) && (0.0..height).contains(&y) { Ok(point) } else { Err(CoordError::OutsideViewport { x, y, width, height }) }
+    if (0.0..width).contains(&x) && (0.0..height).contains(&y) {
+        Ok(point)
+    } else {
+        Err(CoordError::OutsideViewport {
+            x,
+            y,
+            width,
+            height,
+        })
+    }
 }
 
 /// Checks a point target against the viewport it was planned for.
 pub fn check_point_target(target: PointTarget, viewport: &Viewport) -> Result<(), CoordError> {
-    check_css_point(CssPoint { x: f64::from(target.x), y: f64::from(target.y) }, viewport).map(|_| ())
+    check_css_point(
+        CssPoint {
+            x: f64::from(target.x),
+            y: f64::from(target.y),
+        },
+        viewport,
+    )
+    .map(|_| ())
 }
 
 /// The size of an unscaled viewport screenshot: CSS viewport × device scale × page zoom,
 /// rounded to whole pixels.
 pub fn expected_image_size(viewport: &Viewport) -> Result<ImageSize, CoordError> {
     let (width, height) = checked_viewport(viewport)?;
-    let scale = positive(viewport.device_scale_factor, "device scale factor")? * positive(viewport.page_zoom, "page zoom")?;
+    let scale = positive(viewport.device_scale_factor, "device scale factor")?
+        * positive(viewport.page_zoom, "page zoom")?;
     let px = |css: f64| {
         let v = (css * scale).round();
         // Saturate: a viewport billions of pixels wide is metadata nonsense, not a panic.
-        if v >= f64::from(u32::MAX) { u32::MAX } else { v as u32 }
+        if v >= f64::from(u32::MAX) {
+            u32::MAX
+        } else {
+            v as u32
+        }
     };
-    Ok(ImageSize { width: px(width), height: px(height) })
+    Ok(ImageSize {
+        width: px(width),
+        height: px(height),
+    })
 }
 
 /// Maps a point in screenshot image pixels (as a model read it off the image, which may
 /// have been downscaled) to viewport CSS pixels, and checks it lies inside the viewport.
-pub fn image_to_css(x: f64, y: f64, image: ImageSize, viewport: &Viewport) -> Result<CssPoint, CoordError> {
+pub fn image_to_css(
+    x: f64,
+    y: f64,
+    image: ImageSize,
+    viewport: &Viewport,
+) -> Result<CssPoint, CoordError> {
     if !(x.is_finite() && y.is_finite()) {
         return Err(CoordError::NotFinite { x, y });
     }
     let (width, height) = checked_viewport(viewport)?;
     let image_width = positive(f64::from(image.width), "screenshot width")?;
     let image_height = positive(f64::from(image.height), "screenshot height")?;
-    let point = CssPoint { x: x * width / image_width, y: y * height / image_height };
+    let point = CssPoint {
+        x: x * width / image_width,
+        y: y * height / image_height,
+    };
     check_css_point(point, viewport)
 }
 
@@ -103,8 +142,15 @@ pub fn device_to_css(x: f64, y: f64, viewport: &Viewport) -> Result<CssPoint, Co
     if !(x.is_finite() && y.is_finite()) {
         return Err(CoordError::NotFinite { x, y });
     }
-    let scale = positive(viewport.device_scale_factor, "device scale factor")? * positive(viewport.page_zoom, "page zoom")?;
-    check_css_point(CssPoint { x: x / scale, y: y / scale }, viewport)
+    let scale = positive(viewport.device_scale_factor, "device scale factor")?
+        * positive(viewport.page_zoom, "page zoom")?;
+    check_css_point(
+        CssPoint {
+            x: x / scale,
+            y: y / scale,
+        },
+        viewport,
+    )
 }
 
 /// The point target of a checked CSS point: whole CSS pixels, rounded down (a point inside
@@ -114,7 +160,14 @@ pub fn to_point_target(point: CssPoint, viewport: &Viewport) -> Result<PointTarg
     // Inside a finite positive viewport, floor() is ≥ 0 and below the width, which a real
     // viewport keeps far under u32::MAX; saturate anyway rather than wrap.
     let whole = |v: f64| {
-        if v >= f64::from(u32::MAX) { u32::MAX } else { v.floor() as u32 }
+        if v >= f64::from(u32::MAX) {
+            u32::MAX
+        } else {
+            v.floor() as u32
+        }
     };
-    Ok(PointTarget { x: whole(x), y: whole(y) })
+    Ok(PointTarget {
+        x: whole(x),
+        y: whole(y),
+    })
 }

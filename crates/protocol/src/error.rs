@@ -107,13 +107,20 @@ pub struct Problem {
 impl Problem {
     /// A problem at `path`.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { path: path.into(), message: message.into() }
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "(root)" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "(root)"
+        } else {
+            &self.path
+        };
         write!(f, "{path}: {}", self.message)
     }
 }
@@ -134,7 +141,10 @@ pub struct ActionError {
 impl ActionError {
     /// An `invalid_action` error with one problem.
     pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: ErrorCode::InvalidAction, problems: vec![Problem::new(path, message)] }
+        Self {
+            code: ErrorCode::InvalidAction,
+            problems: vec![Problem::new(path, message)],
+        }
     }
 }
 

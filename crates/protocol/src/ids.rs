@@ -44,7 +44,11 @@ pub enum IdError {
 }
 
 fn malformed(kind: &'static str, expected: &'static str, value: &str) -> IdError {
-    IdError::Malformed { kind, expected, value: crate::text::truncate_chars(value, 64).0.to_owned() }
+    IdError::Malformed {
+        kind,
+        expected,
+        value: crate::text::truncate_chars(value, 64).0.to_owned(),
+    }
 }
 
 fn is_token_char(c: char) -> bool {
@@ -52,7 +56,13 @@ fn is_token_char(c: char) -> bool {
 }
 
 /// Checks `^{prefix}[A-Za-z0-9_-]+$`, optionally capped at `max` characters.
-fn check_prefixed(kind: &'static str, expected: &'static str, prefix: &str, max: Option<usize>, s: &str) -> Result<(), IdError> {
+fn check_prefixed(
+    kind: &'static str,
+    expected: &'static str,
+    prefix: &str,
+    max: Option<usize>,
+    s: &str,
+) -> Result<(), IdError> {
     if s.is_empty() {
         return Err(IdError::Empty { kind });
     }
@@ -68,7 +78,12 @@ fn check_prefixed(kind: &'static str, expected: &'static str, prefix: &str, max:
 }
 
 /// Checks `^{letter}[0-9]+$`.
-fn check_letter_number(kind: &'static str, expected: &'static str, letter: char, s: &str) -> Result<(), IdError> {
+fn check_letter_number(
+    kind: &'static str,
+    expected: &'static str,
+    letter: char,
+    s: &str,
+) -> Result<(), IdError> {
     if s.is_empty() {
         return Err(IdError::Empty { kind });
     }
@@ -84,9 +99,16 @@ fn check_opaque(kind: &'static str, s: &str) -> Result<(), IdError> {
         return Err(IdError::Empty { kind });
     }
     if s.len() > OPAQUE_ID_MAX_CHARS {
-        return Err(IdError::TooLong { kind, max: OPAQUE_ID_MAX_CHARS });
+        return Err(IdError::TooLong {
+            kind,
+            max: OPAQUE_ID_MAX_CHARS,
+        });
     }
-    if s.bytes().all(|b| b.is_ascii_graphic()) { Ok(()) } else { Err(malformed(kind, "visible ASCII without spaces", s)) }
+    if s.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(malformed(kind, "visible ASCII without spaces", s))
+    }
 }
 
 /// Declares a string id newtype with the usual trait impls. `$check` is `fn(&str) -> Result<(), IdError>`.
@@ -277,18 +299,31 @@ fn check_alias(s: &str) -> Result<(), IdError> {
         return Err(IdError::Empty { kind: KIND });
     }
     if s.len() > 32 {
-        return Err(IdError::TooLong { kind: KIND, max: 32 });
+        return Err(IdError::TooLong {
+            kind: KIND,
+            max: 32,
+        });
     }
     let (word, number) = match s.split_once(':') {
         Some((w, n)) => (w, Some(n)),
         None => (s, None),
     };
-    let word_ok =
-        word.starts_with(|c: char| c.is_ascii_lowercase()) && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    let word_ok = word.starts_with(|c: char| c.is_ascii_lowercase())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
     let number_ok = number.is_none_or(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     // An alias that looks like a canonical key (`s2`) would make a selector ambiguous.
     let looks_like_key = check_letter_number(KIND, "", 's', s).is_ok();
-    if word_ok && number_ok && !looks_like_key { Ok(()) } else { Err(malformed(KIND, "^[a-z][a-z0-9_-]*(:[0-9]+)?$ and not a surface key", s)) }
+    if word_ok && number_ok && !looks_like_key {
+        Ok(())
+    } else {
+        Err(malformed(
+            KIND,
+            "^[a-z][a-z0-9_-]*(:[0-9]+)?$ and not a surface key",
+            s,
+        ))
+    }
 }
 
 string_id!(
@@ -361,7 +396,8 @@ impl SurfaceName {
         if check_letter_number("surface key", "", 's', &value).is_ok() {
             return Ok(Self::Key(SurfaceKey(value)));
         }
-        check_alias(&value).map_err(|_| malformed("surface name", "a surface key or alias", &value))?;
+        check_alias(&value)
+            .map_err(|_| malformed("surface name", "a surface key or alias", &value))?;
         Ok(Self::Alias(SurfaceAlias(value)))
     }
 

@@ -28,22 +28,30 @@ pub mod tool;
 pub mod untrusted;
 pub mod validate;
 
-pub use action::{Action, ActionKind, AnyTarget, ElementTarget, HttpUrl, Intent, MaxSeconds, MaxSteps, PointTarget, TaskText};
+pub use action::{
+    Action, ActionKind, AnyTarget, ElementTarget, HttpUrl, Intent, MaxSeconds, MaxSteps,
+    PointTarget, TaskText,
+};
 pub use error::{ActionError, ErrorCode, Problem};
 pub use extended::{
-    EXTENDED_ACTIONS_VERSION, ElementSpec, ExtendedAction, ExtendedKind, Locator, Target, TargetRef, extended_action_schema, extended_action_tool_schema,
-    validate_extended_action,
+    EXTENDED_ACTIONS_VERSION, ElementSpec, ExtendedAction, ExtendedKind, Locator, Target,
+    TargetRef, extended_action_schema, extended_action_tool_schema, validate_extended_action,
 };
 pub use ids::{
-    ApprovalId, ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId, ProviderRequestId, RunId, SessionId, SurfaceAlias, SurfaceKey,
-    SurfaceName, TabId, ToolCallId, TurnId,
+    ApprovalId, ArtifactId, BindingId, ContextId, ElementRef, FrameId, IdError, LeaseId,
+    ProviderRequestId, RunId, SessionId, SurfaceAlias, SurfaceKey, SurfaceName, TabId, ToolCallId,
+    TurnId,
 };
 pub use observation::{
-    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, ProducerCuts, Screenshot, SnapshotDiff, SurfaceKind, TargetIdentity, Viewport,
+    ImageMime, ImageSize, InteractiveElement, Observation, ObservationParts, ProducerCuts,
+    Screenshot, SnapshotDiff, SurfaceKind, TargetIdentity, Viewport,
 };
 pub use preview::{Landmark, Preview, PreviewParts, PreviewStatus};
 pub use receipt::{Receipt, ReceiptState};
-pub use result::{ArtifactKind, ArtifactRef, CompletionEvidence, EvidenceKind, ReasonCode, RunResult, RunResultError, RunStatus, RunTarget};
+pub use result::{
+    ArtifactKind, ArtifactRef, CompletionEvidence, EvidenceKind, ReasonCode, RunResult,
+    RunResultError, RunStatus, RunTarget,
+};
 pub use schema::{action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
 pub use surface::{Capability, Region, SurfaceContext, SurfaceEntry, SurfaceError};
 pub use tool::ComputerUseInput;

@@ -31,7 +31,10 @@ pub struct TargetIdentity {
 impl TargetIdentity {
     /// A web tab.
     pub fn web_tab(tab_id: TabId) -> Self {
-        Self { kind: SurfaceKind::WebTab, tab_id }
+        Self {
+            kind: SurfaceKind::WebTab,
+            tab_id,
+        }
     }
 }
 
@@ -89,7 +92,10 @@ pub struct Screenshot {
 impl Screenshot {
     /// The image size.
     pub fn size(&self) -> ImageSize {
-        ImageSize { width: self.width, height: self.height }
+        ImageSize {
+            width: self.width,
+            height: self.height,
+        }
     }
 }
 
@@ -155,7 +161,10 @@ impl InteractiveElement {
 
     /// The same element, recorded as shown (`true`) or not shown in the ARIA snapshot text.
     pub fn shown_in_snapshot(self, shown: bool) -> Self {
-        Self { in_snapshot: shown, ..self }
+        Self {
+            in_snapshot: shown,
+            ..self
+        }
     }
 
     /// Whether the ARIA snapshot text shows this element's ref (then a transport need not list
@@ -289,8 +298,20 @@ pub struct SnapshotDiff {
 
 impl SnapshotDiff {
     /// A diff against `base_frame_id`; its text is cut to [`ARIA_SNAPSHOT_MAX_CHARS`].
-    pub fn new(base_frame_id: FrameId, text: String, added: u32, removed: u32, changed: u32) -> Self {
-        SnapshotDiff { base_frame_id, text: BoundedText::new(text, ARIA_SNAPSHOT_MAX_CHARS).text, added, removed, changed }
+    pub fn new(
+        base_frame_id: FrameId,
+        text: String,
+        added: u32,
+        removed: u32,
+        changed: u32,
+    ) -> Self {
+        SnapshotDiff {
+            base_frame_id,
+            text: BoundedText::new(text, ARIA_SNAPSHOT_MAX_CHARS).text,
+            added,
+            removed,
+            changed,
+        }
     }
     /// The observation the changes are against.
     pub fn base_frame_id(&self) -> &FrameId {
@@ -345,8 +366,10 @@ impl Observation {
                 e.in_snapshot = false;
             }
         }
-        let elements_truncated = truncate_list(&mut interactive_elements, INTERACTIVE_ELEMENTS_MAX) | cut.elements;
-        let mut console_truncated = truncate_list(&mut console_errors, CONSOLE_ERRORS_MAX) | cut.console;
+        let elements_truncated =
+            truncate_list(&mut interactive_elements, INTERACTIVE_ELEMENTS_MAX) | cut.elements;
+        let mut console_truncated =
+            truncate_list(&mut console_errors, CONSOLE_ERRORS_MAX) | cut.console;
         for e in &mut console_errors {
             console_truncated |= truncate_chars_in_place(e, CONSOLE_ERROR_MAX_CHARS);
         }

@@ -43,7 +43,11 @@ impl Landmark {
     pub fn new(role: impl Into<String>, name: impl Into<String>) -> Self {
         let role = BoundedText::new(role, PREVIEW_LANDMARK_ROLE_MAX_CHARS).text;
         let name = BoundedText::new(name, PREVIEW_LANDMARK_NAME_MAX_CHARS);
-        Self { role, name: name.text, name_truncated: name.truncated }
+        Self {
+            role,
+            name: name.text,
+            name_truncated: name.truncated,
+        }
     }
     /// The landmark role.
     pub fn role(&self) -> &str {
@@ -122,7 +126,16 @@ fn shrink_to_fit(s: &mut String, mut fits: impl FnMut(&str) -> bool) {
 impl Preview {
     /// Builds a ready preview and enforces every limit, the 8 KiB payload last.
     pub fn ready(parts: PreviewParts) -> Self {
-        let PreviewParts { preview_frame_id, content_epoch, captured_at, title, origin, visible_text, mut aria_landmarks, interactive_count } = parts;
+        let PreviewParts {
+            preview_frame_id,
+            content_epoch,
+            captured_at,
+            title,
+            origin,
+            visible_text,
+            mut aria_landmarks,
+            interactive_count,
+        } = parts;
         let title = BoundedText::new(title, PREVIEW_TITLE_MAX_CHARS);
         let text = BoundedText::new(fold_whitespace(&visible_text), PREVIEW_TEXT_MAX_CHARS);
         let landmarks_truncated = truncate_list(&mut aria_landmarks, PREVIEW_LANDMARKS_MAX);
@@ -147,7 +160,11 @@ impl Preview {
 
     /// An unavailable preview: no content, only what the model needs to know it should
     /// observe with the tool. Title and origin come from the target, not the page body.
-    pub fn unavailable(title: impl Into<String>, origin: impl Into<String>, captured_at: u64) -> Self {
+    pub fn unavailable(
+        title: impl Into<String>,
+        origin: impl Into<String>,
+        captured_at: u64,
+    ) -> Self {
         let title = BoundedText::new(title, PREVIEW_TITLE_MAX_CHARS);
         let mut preview = Self {
             preview_status: PreviewStatus::Unavailable,

@@ -70,35 +70,87 @@ impl Receipt {
         detail: Option<String>,
     ) -> Self {
         let detail = detail.map(|d| BoundedText::new(d, RECEIPT_DETAIL_MAX_CHARS).text);
-        Self { action, expected_frame_id, state, effect_uncertain, error, detail }
+        Self {
+            action,
+            expected_frame_id,
+            state,
+            effect_uncertain,
+            error,
+            detail,
+        }
     }
 
     /// Accepted, nothing sent: the effect is certainly absent.
     pub fn attempted(action: impl Into<ExtendedKind>, expected_frame_id: FrameId) -> Self {
-        Self::new(action.into(), expected_frame_id, ReceiptState::Attempted, false, None, None)
+        Self::new(
+            action.into(),
+            expected_frame_id,
+            ReceiptState::Attempted,
+            false,
+            None,
+            None,
+        )
     }
 
     /// Sent, not confirmed: the effect is uncertain.
     pub fn dispatched(action: impl Into<ExtendedKind>, expected_frame_id: FrameId) -> Self {
-        Self::new(action.into(), expected_frame_id, ReceiptState::Dispatched, true, None, None)
+        Self::new(
+            action.into(),
+            expected_frame_id,
+            ReceiptState::Dispatched,
+            true,
+            None,
+            None,
+        )
     }
 
     /// Confirmed: the effect is certain.
     pub fn confirmed(action: impl Into<ExtendedKind>, expected_frame_id: FrameId) -> Self {
-        Self::new(action.into(), expected_frame_id, ReceiptState::Confirmed, false, None, None)
+        Self::new(
+            action.into(),
+            expected_frame_id,
+            ReceiptState::Confirmed,
+            false,
+            None,
+            None,
+        )
     }
 
     /// Failed with `error`. `after_dispatch`: the failure came after the action was sent,
     /// so it may have taken effect (`effect_uncertain`).
-    pub fn failed(action: impl Into<ExtendedKind>, expected_frame_id: FrameId, error: ErrorCode, after_dispatch: bool, detail: impl Into<String>) -> Self {
+    pub fn failed(
+        action: impl Into<ExtendedKind>,
+        expected_frame_id: FrameId,
+        error: ErrorCode,
+        after_dispatch: bool,
+        detail: impl Into<String>,
+    ) -> Self {
         let detail = Some(detail.into()).filter(|d| !d.is_empty());
-        Self::new(action.into(), expected_frame_id, ReceiptState::Failed, after_dispatch, Some(error), detail)
+        Self::new(
+            action.into(),
+            expected_frame_id,
+            ReceiptState::Failed,
+            after_dispatch,
+            Some(error),
+            detail,
+        )
     }
 
     /// Sent, outcome unknowable: the effect is uncertain.
-    pub fn unknown(action: impl Into<ExtendedKind>, expected_frame_id: FrameId, detail: impl Into<String>) -> Self {
+    pub fn unknown(
+        action: impl Into<ExtendedKind>,
+        expected_frame_id: FrameId,
+        detail: impl Into<String>,
+    ) -> Self {
         let detail = Some(detail.into()).filter(|d| !d.is_empty());
-        Self::new(action.into(), expected_frame_id, ReceiptState::Unknown, true, None, detail)
+        Self::new(
+            action.into(),
+            expected_frame_id,
+            ReceiptState::Unknown,
+            true,
+            None,
+            detail,
+        )
     }
 
     /// The same receipt with `note` added to its detail (bounded): what else happened, such as

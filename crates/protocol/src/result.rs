@@ -77,7 +77,9 @@ impl ReasonCode {
         match self {
             Self::Verified => RunStatus::Succeeded,
             Self::Cancelled => RunStatus::Cancelled,
-            Self::NeedsApproval | Self::NewSurfaceCreated | Self::LoginRequired => RunStatus::NeedsUser,
+            Self::NeedsApproval | Self::NewSurfaceCreated | Self::LoginRequired => {
+                RunStatus::NeedsUser
+            }
             Self::StepLimit
             | Self::Timeout
             | Self::TargetLost
@@ -118,7 +120,11 @@ pub struct CompletionEvidence {
 impl CompletionEvidence {
     /// Evidence with `text` cut to [`EVIDENCE_TEXT_MAX_CHARS`].
     pub fn new(kind: EvidenceKind, text: impl Into<String>, frame_id: FrameId) -> Self {
-        Self { kind, text: BoundedText::new(text, EVIDENCE_TEXT_MAX_CHARS).text, frame_id }
+        Self {
+            kind,
+            text: BoundedText::new(text, EVIDENCE_TEXT_MAX_CHARS).text,
+            frame_id,
+        }
     }
     /// The kind.
     pub fn kind(&self) -> EvidenceKind {
@@ -206,7 +212,14 @@ impl RunResult {
         if completion_evidence.is_empty() {
             return Err(RunResultError::NoEvidence);
         }
-        Ok(Self::build(ReasonCode::Verified, summary, Some(target), steps_taken, completion_evidence, artifacts))
+        Ok(Self::build(
+            ReasonCode::Verified,
+            summary,
+            Some(target),
+            steps_taken,
+            completion_evidence,
+            artifacts,
+        ))
     }
 
     /// Any other ending: failed, cancelled or needs_user, by `reason`. The target is absent
@@ -222,7 +235,14 @@ impl RunResult {
         if reason == ReasonCode::Verified {
             return Err(RunResultError::VerifiedWithoutSuccess);
         }
-        Ok(Self::build(reason, summary, target, steps_taken, completion_evidence, artifacts))
+        Ok(Self::build(
+            reason,
+            summary,
+            target,
+            steps_taken,
+            completion_evidence,
+            artifacts,
+        ))
     }
 
     fn build(

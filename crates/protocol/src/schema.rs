@@ -17,7 +17,10 @@ use crate::tool::{COMPUTER_USE_DESCRIPTION, COMPUTER_USE_TOOL_NAME, ComputerUseI
 
 /// Generates the root schema of `T` (draft 2020-12, `$defs`) and cleans it.
 pub(crate) fn generate<T: JsonSchema>() -> Value {
-    let mut value = SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>().to_value();
+    let mut value = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
     clean(&mut value);
     value
 }
@@ -29,10 +32,15 @@ fn clean(schema: &mut Value) {
     for keyword in ["$schema", "title", "description", "format"] {
         map.remove(keyword);
     }
-    if matches!(map.get("const"), Some(Value::String(_))) && map.get("type") == Some(&json!("string")) {
+    if matches!(map.get("const"), Some(Value::String(_)))
+        && map.get("type") == Some(&json!("string"))
+    {
         map.remove("type");
     }
-    if map.get("$defs").is_some_and(|d| d.as_object().is_some_and(Map::is_empty)) {
+    if map
+        .get("$defs")
+        .is_some_and(|d| d.as_object().is_some_and(Map::is_empty))
+    {
         map.remove("$defs");
     }
     for key in ["properties", "$defs"] {
@@ -65,7 +73,11 @@ pub fn action_schema() -> &'static Value {
 pub(crate) fn branch_of(strict: &Value, kind: &str) -> Value {
     let mut branch = strict["oneOf"]
         .as_array()
-        .and_then(|branches| branches.iter().find(|b| b["properties"]["type"]["const"] == json!(kind)))
+        .and_then(|branches| {
+            branches
+                .iter()
+                .find(|b| b["properties"]["type"]["const"] == json!(kind))
+        })
         .cloned()
         .unwrap_or(Value::Bool(false));
     if let Value::Object(map) = &mut branch {
@@ -87,29 +99,46 @@ pub(crate) fn def_of(strict: &Value, name: &str) -> Value {
 pub fn action_tool_schema() -> Value {
     let strict = action_schema();
     let mut properties = Map::new();
-    properties.insert("type".into(), json!({"type": "string", "enum": ActionKind::ALL.map(ActionKind::as_str)}));
+    properties.insert(
+        "type".into(),
+        json!({"type": "string", "enum": ActionKind::ALL.map(ActionKind::as_str)}),
+    );
     let mut lines = Vec::new();
     for branch in strict["oneOf"].as_array().into_iter().flatten() {
-        let kind = branch["properties"]["type"]["const"].as_str().unwrap_or_default();
+        let kind = branch["properties"]["type"]["const"]
+            .as_str()
+            .unwrap_or_default();
         let mut fields = Vec::new();
         for (name, schema) in branch["properties"].as_object().into_iter().flatten() {
             if name == "type" {
                 continue;
             }
             if !matches!(name.as_str(), "expected_frame_id" | "intent") {
-                let note = if schema == &json!({"$ref": "#/$defs/elementTarget"}) { " (element)" } else { "" };
+                let note = if schema == &json!({"$ref": "#/$defs/elementTarget"}) {
+                    " (element)"
+                } else {
+                    ""
+                };
                 fields.push(format!("{name}{note}"));
             }
             // `target` is an element target in most branches and any target in click and
             // hover; the union is the wider one.
-            let wider = properties.get(name).is_none() || schema == &json!({"$ref": "#/$defs/anyTarget"});
+            let wider =
+                properties.get(name).is_none() || schema == &json!({"$ref": "#/$defs/anyTarget"});
             if wider {
                 properties.insert(name.clone(), schema.clone());
             }
         }
         // Published order: target first, then the kind's own field.
         fields.sort_by_key(|f| !f.starts_with("target"));
-        lines.push(format!("{kind}: {}", if fields.is_empty() { "-".into() } else { fields.join(", ") }));
+        lines.push(format!(
+            "{kind}: {}",
+            if fields.is_empty() {
+                "-".into()
+            } else {
+                fields.join(", ")
+            }
+        ));
     }
     let description = format!(
         "One browser action. Every action needs type, expected_frame_id (the frame_id of the \

@@ -87,7 +87,15 @@ impl SurfaceEntry {
         if writes && !capabilities.contains(&Capability::Observe) {
             return Err(SurfaceContextError::CapabilityWithoutObserve(surface_key));
         }
-        Ok(Self { surface_key, aliases, kind, region, capabilities, preview, untrusted_content: true })
+        Ok(Self {
+            surface_key,
+            aliases,
+            kind,
+            region,
+            capabilities,
+            preview,
+            untrusted_content: true,
+        })
     }
 
     /// The canonical key.
@@ -181,7 +189,16 @@ impl SurfaceContext {
         {
             return Err(SurfaceContextError::UnknownPrimary(p.clone()));
         }
-        Ok(Self { context_id, context_revision, turn_id, provider_request_id, primary_surface_key, alias_map, surfaces, untrusted_content: true })
+        Ok(Self {
+            context_id,
+            context_revision,
+            turn_id,
+            provider_request_id,
+            primary_surface_key,
+            alias_map,
+            surfaces,
+            untrusted_content: true,
+        })
     }
 
     /// The context id.
@@ -226,10 +243,19 @@ impl SurfaceContext {
     /// Resolves a model's `surface` (absent: the primary surface) to its entry.
     pub fn resolve(&self, name: Option<&SurfaceName>) -> Result<&SurfaceEntry, SurfaceError> {
         let key = match name {
-            None => self.primary_surface_key.as_ref().ok_or(SurfaceError::Ambiguous)?,
+            None => self
+                .primary_surface_key
+                .as_ref()
+                .ok_or(SurfaceError::Ambiguous)?,
             Some(SurfaceName::Key(k)) => k,
-            Some(SurfaceName::Alias(a)) => self.alias_map.get(a).ok_or_else(|| SurfaceError::Unknown(a.to_string()))?,
+            Some(SurfaceName::Alias(a)) => self
+                .alias_map
+                .get(a)
+                .ok_or_else(|| SurfaceError::Unknown(a.to_string()))?,
         };
-        self.surfaces.iter().find(|s| &s.surface_key == key).ok_or_else(|| SurfaceError::Unknown(key.to_string()))
+        self.surfaces
+            .iter()
+            .find(|s| &s.surface_key == key)
+            .ok_or_else(|| SurfaceError::Unknown(key.to_string()))
     }
 }

@@ -42,7 +42,10 @@ pub(crate) fn compile(schema: &Value) -> Validator {
 }
 
 pub(crate) fn property_names(schema: &Value) -> Vec<String> {
-    schema["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()
+    schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 fn validators() -> &'static Validators {
@@ -111,8 +114,17 @@ pub(crate) fn join_pointer(base: &str, segment: &str) -> String {
 
 /// Collects the problems a compiled validator finds, with paths under `prefix`.
 /// `skip_target`: leave `/target` to [`check_target`]. `fields`: the object's allowed fields.
-fn collect(validator: &Validator, instance: &Value, prefix: &str, skip_target: bool, fields: &[String], problems: &mut Vec<Problem>) {
-    let skip = |path: &str, _: &ValidationErrorKind| skip_target && (path == "/target" || path.starts_with("/target/"));
+fn collect(
+    validator: &Validator,
+    instance: &Value,
+    prefix: &str,
+    skip_target: bool,
+    fields: &[String],
+    problems: &mut Vec<Problem>,
+) {
+    let skip = |path: &str, _: &ValidationErrorKind| {
+        skip_target && (path == "/target" || path.starts_with("/target/"))
+    };
     collect_where(validator, instance, prefix, &skip, fields, problems);
 }
 
@@ -136,19 +148,29 @@ pub(crate) fn collect_where(
         let message = match error.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
                 for name in unexpected {
-                    problems.push(Problem::new(join_pointer(&path, name), format!("unknown field; allowed fields here: {}", fields.join(", "))));
+                    problems.push(Problem::new(
+                        join_pointer(&path, name),
+                        format!("unknown field; allowed fields here: {}", fields.join(", ")),
+                    ));
                 }
                 continue;
             }
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                problems.push(Problem::new(join_pointer(&path, name), "missing required field"));
+                problems.push(Problem::new(
+                    join_pointer(&path, name),
+                    "missing required field",
+                ));
                 continue;
             }
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
                     TypeKind::Single(t) => t.to_string(),
-                    TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
+                    TypeKind::Multiple(set) => set
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
                 };
                 format!("expected {expected}, got {}", json_type(value))
             }
@@ -194,7 +216,10 @@ pub(crate) fn collect_where(
                 format!("must have at most {limit} items, got {got}")
             }
             ValidationErrorKind::UniqueItems => match first_repeat(value) {
-                Some(item) => format!("{} appears more than once; list each item once", quote(item)),
+                Some(item) => format!(
+                    "{} appears more than once; list each item once",
+                    quote(item)
+                ),
                 None => "items must be unique".to_owned(),
             },
             ValidationErrorKind::Constant { expected_value } => {
@@ -212,19 +237,36 @@ pub(crate) fn collect_where(
 /// The first array item equal to an earlier one.
 fn first_repeat(value: &Value) -> Option<&Value> {
     let items = value.as_array()?;
-    items.iter().enumerate().find(|(i, item)| items[..*i].contains(item)).map(|(_, item)| item)
+    items
+        .iter()
+        .enumerate()
+        .find(|(i, item)| items[..*i].contains(item))
+        .map(|(_, item)| item)
 }
 
 /// Checks `target` against the one target kind it names.
 fn check_target(kind: ActionKind, target: &Value, problems: &mut Vec<Problem>) {
-    let allowed = if kind.accepts_point() { "\"element\" or \"point\"" } else { "\"element\"" };
+    let allowed = if kind.accepts_point() {
+        "\"element\" or \"point\""
+    } else {
+        "\"element\""
+    };
     let Value::Object(map) = target else {
-        problems.push(Problem::new("/target", format!("expected an object such as {{\"kind\":\"element\",\"ref\":\"e12\"}}, got {}", json_type(target))));
+        problems.push(Problem::new(
+            "/target",
+            format!(
+                "expected an object such as {{\"kind\":\"element\",\"ref\":\"e12\"}}, got {}",
+                json_type(target)
+            ),
+        ));
         return;
     };
     let v = validators();
     match map.get("kind") {
-        None => problems.push(Problem::new("/target/kind", format!("missing required field; expected {allowed}"))),
+        None => problems.push(Problem::new(
+            "/target/kind",
+            format!("missing required field; expected {allowed}"),
+        )),
         Some(Value::String(k)) if k == "element" => {
             let fields = ["kind".to_owned(), "ref".to_owned()];
             collect(&v.element, target, "/target", false, &fields, problems);
@@ -243,7 +285,10 @@ fn check_target(kind: ActionKind, target: &Value, problems: &mut Vec<Problem>) {
             let fields = ["kind".to_owned(), "x".to_owned(), "y".to_owned()];
             collect(&v.point, target, "/target", false, &fields, problems);
         }
-        Some(other) => problems.push(Problem::new("/target/kind", format!("unknown target kind {}; expected {allowed}", quote(other)))),
+        Some(other) => problems.push(Problem::new(
+            "/target/kind",
+            format!("unknown target kind {}; expected {allowed}", quote(other)),
+        )),
     }
 }
 
@@ -267,7 +312,8 @@ pub(crate) fn finish(code: ErrorCode, mut problems: Vec<Problem>) -> Result<(), 
 /// Reads an already-validated value with serde. The schema and the field types agree, so this
 /// fails only on a bug; it still answers with a problem rather than a panic.
 pub(crate) fn read<'a, T: Deserialize<'a>>(value: &'a Value) -> Result<T, ActionError> {
-    T::deserialize(value).map_err(|e| ActionError::invalid("", format!("could not read the input: {e}")))
+    T::deserialize(value)
+        .map_err(|e| ActionError::invalid("", format!("could not read the input: {e}")))
 }
 
 /// Validates model JSON against the strict `Action` schema and reads it.
@@ -277,23 +323,53 @@ pub(crate) fn read<'a, T: Deserialize<'a>>(value: &'a Value) -> Result<T, Action
 /// `/target/kind: point targets are only allowed for click and hover; …`.
 pub fn validate_action(value: &Value) -> Result<Action, ActionError> {
     let Value::Object(map) = value else {
-        return Err(ActionError::invalid("", format!("expected a JSON object with a \"type\" field, got {}", json_type(value))));
+        return Err(ActionError::invalid(
+            "",
+            format!(
+                "expected a JSON object with a \"type\" field, got {}",
+                json_type(value)
+            ),
+        ));
     };
     let kind = match map.get("type") {
         None => {
-            return Err(ActionError::invalid("/type", format!("missing required field; expected one of: {}", kinds_list())));
+            return Err(ActionError::invalid(
+                "/type",
+                format!("missing required field; expected one of: {}", kinds_list()),
+            ));
         }
         Some(Value::String(name)) => ActionKind::from_wire(name).ok_or_else(|| {
-            ActionError::invalid("/type", format!("unknown action type {}; expected one of: {}", quote(&Value::String(name.clone())), kinds_list()))
+            ActionError::invalid(
+                "/type",
+                format!(
+                    "unknown action type {}; expected one of: {}",
+                    quote(&Value::String(name.clone())),
+                    kinds_list()
+                ),
+            )
         })?,
         Some(other) => {
-            return Err(ActionError::invalid("/type", format!("expected a string, got {}; one of: {}", json_type(other), kinds_list())));
+            return Err(ActionError::invalid(
+                "/type",
+                format!(
+                    "expected a string, got {}; one of: {}",
+                    json_type(other),
+                    kinds_list()
+                ),
+            ));
         }
     };
     let v = validators();
     let mut problems = Vec::new();
     if let Some((_, validator, fields)) = v.branches.iter().find(|(k, _, _)| *k == kind) {
-        collect(validator, value, "", kind.has_target(), fields, &mut problems);
+        collect(
+            validator,
+            value,
+            "",
+            kind.has_target(),
+            fields,
+            &mut problems,
+        );
     }
     if kind.has_target()
         && let Some(target) = map.get("target")
@@ -309,22 +385,52 @@ pub fn validate_action(value: &Value) -> Result<Action, ActionError> {
 /// Schema problems are [`ErrorCode::InvalidAction`]; a well-formed call that names a surface
 /// not in `surfaces` is [`ErrorCode::UnknownSurface`]. Resolving an absent `surface` to the
 /// primary one (or `ambiguous_surface`) is [`crate::surface::SurfaceContext::resolve`]'s job.
-pub fn validate_computer_use(value: &Value, surfaces: &[SurfaceName]) -> Result<ComputerUseInput, ActionError> {
+pub fn validate_computer_use(
+    value: &Value,
+    surfaces: &[SurfaceName],
+) -> Result<ComputerUseInput, ActionError> {
     if !value.is_object() {
-        return Err(ActionError::invalid("", format!("expected a JSON object with a \"task\" field, got {}", json_type(value))));
+        return Err(ActionError::invalid(
+            "",
+            format!(
+                "expected a JSON object with a \"task\" field, got {}",
+                json_type(value)
+            ),
+        ));
     }
     let v = validators();
     let mut problems = Vec::new();
-    collect(&v.computer_use, value, "", false, &v.computer_use_fields, &mut problems);
+    collect(
+        &v.computer_use,
+        value,
+        "",
+        false,
+        &v.computer_use_fields,
+        &mut problems,
+    );
     finish(ErrorCode::InvalidAction, problems)?;
     if let Some(Value::String(name)) = value.get("surface")
         && !surfaces.iter().any(|s| s.as_str() == name)
     {
-        let offered = surfaces.iter().map(SurfaceName::as_str).collect::<Vec<_>>().join(", ");
-        let offered = if offered.is_empty() { "none".to_owned() } else { offered };
+        let offered = surfaces
+            .iter()
+            .map(SurfaceName::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let offered = if offered.is_empty() {
+            "none".to_owned()
+        } else {
+            offered
+        };
         return Err(ActionError {
             code: ErrorCode::UnknownSurface,
-            problems: vec![Problem::new("/surface", format!("unknown surface {}; this turn offers: {offered}", quote(&Value::String(name.clone()))))],
+            problems: vec![Problem::new(
+                "/surface",
+                format!(
+                    "unknown surface {}; this turn offers: {offered}",
+                    quote(&Value::String(name.clone()))
+                ),
+            )],
         });
     }
     read(value)

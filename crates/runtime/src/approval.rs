@@ -80,7 +80,10 @@ enum State {
     Pending(watch::Sender<Option<ApprovalDecision>>),
     /// A person decided; the first taker (the waiting call, or the identical action sent again)
     /// consumes it. Kept until `until`.
-    Decided { decision: ApprovalDecision, until: u64 },
+    Decided {
+        decision: ApprovalDecision,
+        until: u64,
+    },
 }
 
 struct Entry {
@@ -96,9 +99,17 @@ struct Entry {
 pub(crate) enum Asked {
     /// A person already decided this exact action; the decision stays until it is taken
     /// ([`Approvals::take_all`]) or expires.
-    Decided { approval_id: ApprovalId, decision: ApprovalDecision },
+    Decided {
+        approval_id: ApprovalId,
+        decision: ApprovalDecision,
+    },
     /// Waiting for a person.
-    Pending { approval_id: ApprovalId, decision: watch::Receiver<Option<ApprovalDecision>>, request: Box<ApprovalRequest>, fresh: bool },
+    Pending {
+        approval_id: ApprovalId,
+        decision: watch::Receiver<Option<ApprovalDecision>>,
+        request: Box<ApprovalRequest>,
+        fresh: bool,
+    },
 }
 
 /// What resolving changed, for the caller to apply.
@@ -131,8 +142,14 @@ impl Approvals {
     /// asked, each outcome (a decision, a withdrawal) when it happens. The record is written
     /// after the table is updated and outside its lock; a failed write is logged, never
     /// allowed to change the decision.
-    pub(crate) fn recorded(store: std::sync::Arc<dyn store::Store>, instance: store::InstanceId) -> Self {
-        Approvals { table: Mutex::default(), record: Some((store, instance)) }
+    pub(crate) fn recorded(
+        store: std::sync::Arc<dyn store::Store>,
+        instance: store::InstanceId,
+    ) -> Self {
+        Approvals {
+            table: Mutex::default(),
+            record: Some((store, instance)),
+        }
     }
 
     fn note(&self, what: impl FnOnce(&dyn store::Store, store::InstanceId) -> store::Result<()>) {
@@ -144,29 +161,64 @@ impl Approvals {
     }
 
     fn note_scope(&self, scope: store::ApprovalScope<'_>) {
-        self.note(|store, _| store.settle_approvals(scope, store::ApprovalOutcome::Withdrawn, crate::runtime::now_ms()).map(drop));
+        self.note(|store, _| {
+            store
+                .settle_approvals(
+                    scope,
+                    store::ApprovalOutcome::Withdrawn,
+                    crate::runtime::now_ms(),
+                )
+                .map(drop)
+        });
     }
 
     /// Asks for `request` on the exact action `key`. A decision already given for the same action
     /// is answered (not consumed: see [`Approvals::take_all`]); an approval already pending for
     /// it is shared (never asked twice).
-    pub(crate) fn ask(&self, request: ApprovalRequest, key: String, grant: Option<Origin>, now: u64) -> Asked {
+    pub(crate) fn ask(
+        &self,
+        request: ApprovalRequest,
+        key: String,
+        grant: Option<Origin>,
+        now: u64,
+    ) -> Asked {
         let mut entries = self.lock();
         expire(&mut entries, now);
-        let same = entries.iter().find(|(_, e)| e.key == key).map(|(id, _)| id.clone());
+        let same = entries
+            .iter()
+            .find(|(_, e)| e.key == key)
+            .map(|(id, _)| id.clone());
         if let Some(id) = same {
             match &entries[&id].state {
-                State::Decided { decision, .. } => return Asked::Decided { approval_id: id, decision: *decision },
+                State::Decided { decision, .. } => {
+                    return Asked::Decided {
+                        approval_id: id,
+                        decision: *decision,
+                    };
+                }
                 State::Pending(tx) => {
                     let request = Box::new(entries[&id].request.clone());
-                    return Asked::Pending { approval_id: id, decision: tx.subscribe(), request, fresh: false };
+                    return Asked::Pending {
+                        approval_id: id,
+                        decision: tx.subscribe(),
+                        request,
+                        fresh: false,
+                    };
                 }
             }
         }
         let (tx, rx) = watch::channel(None);
         let approval_id = request.approval_id.clone();
         let boxed = Box::new(request.clone());
-        entries.insert(approval_id.clone(), Entry { request, key, grant, state: State::Pending(tx) });
+        entries.insert(
+            approval_id.clone(),
+            Entry {
+                request,
+                key,
+                grant,
+                state: State::Pending(tx),
+            },
+        );
         drop(entries);
         self.note(|store, instance| {
             store.record_approval(&store::NewApproval {
@@ -181,31 +233,59 @@ impl Approvals {
                 expires_at: boxed.expires_at,
             })
         });
-        Asked::Pending { approval_id, decision: rx, request: boxed, fresh: true }
+        Asked::Pending {
+            approval_id,
+            decision: rx,
+            request: boxed,
+            fresh: true,
+        }
     }
 
     /// The approvals waiting for a person (never expired or withdrawn ones), oldest first.
     pub(crate) fn list(&self, now: u64) -> Vec<ApprovalRequest> {
         let mut entries = self.lock();
         expire(&mut entries, now);
-        let mut list: Vec<_> = entries.values().filter(|e| matches!(e.state, State::Pending(_))).map(|e| e.request.clone()).collect();
+        let mut list: Vec<_> = entries
+            .values()
+            .filter(|e| matches!(e.state, State::Pending(_)))
+            .map(|e| e.request.clone())
+            .collect();
         list.sort_by_key(|r| r.requested_at);
         list
     }
 
     /// Records a person's decision on a pending, unexpired approval; the decision waits for its
     /// taker until `now + keep_ms`.
-    pub(crate) fn resolve(&self, approval_id: &ApprovalId, decision: ApprovalDecision, now: u64, keep_ms: u64) -> Result<Resolved, NotPending> {
+    pub(crate) fn resolve(
+        &self,
+        approval_id: &ApprovalId,
+        decision: ApprovalDecision,
+        now: u64,
+        keep_ms: u64,
+    ) -> Result<Resolved, NotPending> {
         let mut entries = self.lock();
         expire(&mut entries, now);
         let Some(entry) = entries.entries.get_mut(approval_id) else {
-            return Err(if entries.expired.iter().any(|id| id == approval_id) { NotPending::Expired } else { NotPending::Unknown });
+            return Err(if entries.expired.iter().any(|id| id == approval_id) {
+                NotPending::Expired
+            } else {
+                NotPending::Unknown
+            });
         };
-        let State::Pending(tx) = &entry.state else { return Err(NotPending::Decided) };
+        let State::Pending(tx) = &entry.state else {
+            return Err(NotPending::Decided);
+        };
         // Waiters hear it after the state changed: whoever takes it finds the decision.
         let tx = tx.clone();
-        entry.state = State::Decided { decision, until: now + keep_ms };
-        let resolved = Resolved { run_id: entry.request.run_id.clone(), session: entry.request.session.clone(), grant: entry.grant.clone() };
+        entry.state = State::Decided {
+            decision,
+            until: now + keep_ms,
+        };
+        let resolved = Resolved {
+            run_id: entry.request.run_id.clone(),
+            session: entry.request.session.clone(),
+            grant: entry.grant.clone(),
+        };
         let _ = tx.send(Some(decision));
         drop(entries);
         let outcome = match decision {
@@ -213,14 +293,19 @@ impl Approvals {
             ApprovalDecision::ApproveForTask => store::ApprovalOutcome::ApproveForTask,
             ApprovalDecision::Deny => store::ApprovalOutcome::Deny,
         };
-        self.note(|store, _| store.settle_approval(approval_id.as_str(), outcome, now).map(drop));
+        self.note(|store, _| {
+            store
+                .settle_approval(approval_id.as_str(), outcome, now)
+                .map(drop)
+        });
         Ok(resolved)
     }
 
     /// Consumes the decision of `approval_id`; `None` if another taker had it first, or it was
     /// withdrawn.
     pub(crate) fn take(&self, approval_id: &ApprovalId) -> Option<ApprovalDecision> {
-        self.take_all(&[approval_id]).and_then(|d| d.first().copied())
+        self.take_all(&[approval_id])
+            .and_then(|d| d.first().copied())
     }
 
     /// Consumes the decisions of one action's approvals together: all of them, or none when any
@@ -243,7 +328,15 @@ impl Approvals {
     /// Withdraws one approval (its waiter gave up: cancelled, out of time).
     pub(crate) fn withdraw(&self, approval_id: &ApprovalId) {
         self.lock().remove(approval_id);
-        self.note(|store, _| store.settle_approval(approval_id.as_str(), store::ApprovalOutcome::Withdrawn, crate::runtime::now_ms()).map(drop));
+        self.note(|store, _| {
+            store
+                .settle_approval(
+                    approval_id.as_str(),
+                    store::ApprovalOutcome::Withdrawn,
+                    crate::runtime::now_ms(),
+                )
+                .map(drop)
+        });
     }
 
     /// Withdraws every approval of a run (its end).
@@ -255,7 +348,9 @@ impl Approvals {
     /// Withdraws every approval of a session (its disposal).
     pub(crate) fn withdraw_session(&self, session: &str) {
         self.lock().retain(|_, e| e.request.session != session);
-        self.note_scope(store::ApprovalScope::Session(&store::SessionId::new(session)));
+        self.note_scope(store::ApprovalScope::Session(&store::SessionId::new(
+            session,
+        )));
     }
 
     /// Withdraws everything (shutdown).
@@ -336,28 +431,58 @@ mod tests {
         assert_eq!(approvals.list(50).len(), 1);
         assert!(approvals.list(100).is_empty(), "expired at 100");
         let _ = approvals.ask(request("a2", "s", "s", 200), "k2".into(), None, 200);
-        assert_eq!(approvals.resolve(&id("a2"), ApprovalDecision::ApproveOnce, 300, 100).err(), Some(NotPending::Expired));
+        assert_eq!(
+            approvals
+                .resolve(&id("a2"), ApprovalDecision::ApproveOnce, 300, 100)
+                .err(),
+            Some(NotPending::Expired)
+        );
     }
 
     #[test]
     fn a_decision_is_consumed_exactly_once_by_the_identical_action() {
         let approvals = Approvals::default();
-        let Asked::Pending { approval_id, .. } = approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0) else { panic!("asks") };
-        approvals.resolve(&approval_id, ApprovalDecision::ApproveOnce, 10, 100).unwrap();
-        assert!(approvals.list(10).is_empty(), "decided approvals are not listed");
-        let Asked::Decided { approval_id, decision: ApprovalDecision::ApproveOnce } = approvals.ask(request("a2", "s", "s", 20), "k".into(), None, 20) else {
+        let Asked::Pending { approval_id, .. } =
+            approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0)
+        else {
+            panic!("asks")
+        };
+        approvals
+            .resolve(&approval_id, ApprovalDecision::ApproveOnce, 10, 100)
+            .unwrap();
+        assert!(
+            approvals.list(10).is_empty(),
+            "decided approvals are not listed"
+        );
+        let Asked::Decided {
+            approval_id,
+            decision: ApprovalDecision::ApproveOnce,
+        } = approvals.ask(request("a2", "s", "s", 20), "k".into(), None, 20)
+        else {
             panic!("decided")
         };
-        assert_eq!(approvals.take_all(&[&approval_id]), Some(vec![ApprovalDecision::ApproveOnce]));
+        assert_eq!(
+            approvals.take_all(&[&approval_id]),
+            Some(vec![ApprovalDecision::ApproveOnce])
+        );
         assert_eq!(approvals.take(&approval_id), None, "taken once");
-        assert!(matches!(approvals.ask(request("a3", "s", "s", 30), "k".into(), None, 30), Asked::Pending { fresh: true, .. }), "used up");
+        assert!(
+            matches!(
+                approvals.ask(request("a3", "s", "s", 30), "k".into(), None, 30),
+                Asked::Pending { fresh: true, .. }
+            ),
+            "used up"
+        );
     }
 
     #[test]
     fn the_same_action_asked_twice_shares_one_pending_approval() {
         let approvals = Approvals::default();
         let _ = approvals.ask(request("a1", "s", "s", 0), "k".into(), None, 0);
-        assert!(matches!(approvals.ask(request("a2", "s", "s", 1), "k".into(), None, 1), Asked::Pending { fresh: false, .. }));
+        assert!(matches!(
+            approvals.ask(request("a2", "s", "s", 1), "k".into(), None, 1),
+            Asked::Pending { fresh: false, .. }
+        ));
         assert_eq!(approvals.list(2).len(), 1);
     }
 
@@ -367,9 +492,21 @@ mod tests {
         let _ = approvals.ask(request("a1", "s1", "s1", 0), "k1".into(), None, 0);
         let _ = approvals.ask(request("a2", "s2", "run_1", 0), "k2".into(), None, 0);
         approvals.withdraw_session("s1");
-        assert_eq!(approvals.list(1).iter().map(|r| r.approval_id.clone()).collect::<Vec<_>>(), [id("a2")]);
+        assert_eq!(
+            approvals
+                .list(1)
+                .iter()
+                .map(|r| r.approval_id.clone())
+                .collect::<Vec<_>>(),
+            [id("a2")]
+        );
         approvals.withdraw_run("run_1");
         assert!(approvals.list(1).is_empty());
-        assert_eq!(approvals.resolve(&id("a1"), ApprovalDecision::ApproveOnce, 1, 100).err(), Some(NotPending::Unknown));
+        assert_eq!(
+            approvals
+                .resolve(&id("a1"), ApprovalDecision::ApproveOnce, 1, 100)
+                .err(),
+            Some(NotPending::Unknown)
+        );
     }
 }

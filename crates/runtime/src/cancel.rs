@@ -10,7 +10,9 @@ pub struct Cancel {
 
 impl Default for Cancel {
     fn default() -> Self {
-        Cancel { tx: std::sync::Arc::new(watch::channel(false).0) }
+        Cancel {
+            tx: std::sync::Arc::new(watch::channel(false).0),
+        }
     }
 }
 

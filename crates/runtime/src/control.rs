@@ -56,7 +56,12 @@ pub(crate) struct Dispatching {
 
 impl Drop for Dispatching {
     fn drop(&mut self) {
-        let mut scopes = self.runtime.inner.scopes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scopes = self
+            .runtime
+            .inner
+            .scopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some(scope) = scopes.get_mut(&self.target) {
             scope.dispatching = scope.dispatching.saturating_sub(1);
         }
@@ -70,38 +75,100 @@ impl Runtime {
         let mut scopes = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner());
         let scope = scopes.entry(target.to_owned()).or_default();
         if scope.taken.is_some() {
-            return Err(RuntimeError::LeaseConflict { holder: "a person, who took over this tab (they hand it back from the console)".into() });
+            return Err(RuntimeError::LeaseConflict {
+                holder: "a person, who took over this tab (they hand it back from the console)"
+                    .into(),
+            });
         }
         scope.dispatching += 1;
-        Ok(Dispatching { runtime: self.clone(), target: target.to_owned() })
+        Ok(Dispatching {
+            runtime: self.clone(),
+            target: target.to_owned(),
+        })
     }
 
     /// Whether a person holds `target` (a run waits instead of planning its next step).
     pub(crate) fn taken_over(&self, target: &str) -> bool {
-        self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner()).get(target).is_some_and(|s| s.taken.is_some())
+        self.inner
+            .scopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(target)
+            .is_some_and(|s| s.taken.is_some())
     }
 
     /// The tab record's live target in this process, and the session entry holding it, if any.
-    fn control_target(&self, resource: &str) -> Result<(String, Option<crate::runtime::TabEntry>), RuntimeError> {
-        let unknown = || RuntimeError::UnknownSurface { name: resource.to_owned(), known: "an open tab of GET /api/tabs".into() };
-        let record = self.inner.store.get_resource(&store::ResourceId::new(resource)).map_err(|_| unknown())?;
-        let target = record.cdp_target_id.filter(|_| record.instance == Some(self.inner.instance) && !record.handle_lost).ok_or_else(unknown)?;
-        let sessions: Vec<_> = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
-        let entry = sessions.iter().find_map(|s| s.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.resource == resource).cloned());
+    fn control_target(
+        &self,
+        resource: &str,
+    ) -> Result<(String, Option<crate::runtime::TabEntry>), RuntimeError> {
+        let unknown = || RuntimeError::UnknownSurface {
+            name: resource.to_owned(),
+            known: "an open tab of GET /api/tabs".into(),
+        };
+        let record = self
+            .inner
+            .store
+            .get_resource(&store::ResourceId::new(resource))
+            .map_err(|_| unknown())?;
+        let target = record
+            .cdp_target_id
+            .filter(|_| record.instance == Some(self.inner.instance) && !record.handle_lost)
+            .ok_or_else(unknown)?;
+        let sessions: Vec<_> = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let entry = sessions.iter().find_map(|s| {
+            s.tabs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .find(|t| t.resource == resource)
+                .cloned()
+        });
         Ok((target.to_string(), entry))
     }
 
     /// The control state of a tab for a person.
     pub fn control_of(&self, resource: &str) -> Control {
-        let Ok((target, entry)) = self.control_target(resource) else { return Control::Idle };
-        if let Some(taken) = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner()).get(&target).and_then(|s| s.taken) {
+        let Ok((target, entry)) = self.control_target(resource) else {
+            return Control::Idle;
+        };
+        if let Some(taken) = self
+            .inner
+            .scopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&target)
+            .and_then(|s| s.taken)
+        {
             return taken;
         }
-        if entry.is_some_and(|e| self.inner.leases.holder(e.target(), crate::runtime::now_ms()).is_some()) { Control::InUse } else { Control::Idle }
+        if entry.is_some_and(|e| {
+            self.inner
+                .leases
+                .holder(e.target(), crate::runtime::now_ms())
+                .is_some()
+        }) {
+            Control::InUse
+        } else {
+            Control::Idle
+        }
     }
 
     fn set_taken(&self, target: &str, control: Option<Control>) {
-        self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner()).entry(target.to_owned()).or_default().taken = control;
+        self.inner
+            .scopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(target.to_owned())
+            .or_default()
+            .taken = control;
     }
 
     /// "Pause agent, I'll take over" (also a retry after `pause_failed`): blocks agent dispatch
@@ -117,7 +184,9 @@ impl Runtime {
     /// tab and no pause is asked yet, agent dispatch is blocked at once (before the input is
     /// sent) and the stop is confirmed in the background, exactly as a take-over.
     pub(crate) fn person_acts(&self, resource: &str, target: &str) {
-        let Ok((_, Some(entry))) = self.control_target(resource) else { return };
+        let Ok((_, Some(entry))) = self.control_target(resource) else {
+            return;
+        };
         {
             let mut scopes = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner());
             let scope = scopes.entry(target.to_owned()).or_default();
@@ -126,7 +195,10 @@ impl Runtime {
             }
             scope.taken = Some(Control::Pausing);
         }
-        tracing::info!(resource, "a person's input in the real entry pauses the agent");
+        tracing::info!(
+            resource,
+            "a person's input in the real entry pauses the agent"
+        );
         let (runtime, target) = (self.clone(), target.to_owned());
         tokio::spawn(async move {
             runtime.confirm_pause(&target, Some(entry)).await;
@@ -134,12 +206,22 @@ impl Runtime {
     }
 
     /// Confirms a pause asked on `target` (see the module docs) and records the state reached.
-    async fn confirm_pause(&self, target: &str, entry: Option<crate::runtime::TabEntry>) -> Control {
+    async fn confirm_pause(
+        &self,
+        target: &str,
+        entry: Option<crate::runtime::TabEntry>,
+    ) -> Control {
         let target = target.to_owned();
         // No agent input in flight any more (none can start now).
         let deadline = tokio::time::Instant::now() + PAUSE_DEADLINE;
         let settled = loop {
-            let busy = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner()).get(&target).map_or(0, |s| s.dispatching);
+            let busy = self
+                .inner
+                .scopes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&target)
+                .map_or(0, |s| s.dispatching);
             if busy == 0 {
                 break true;
             }
@@ -152,13 +234,20 @@ impl Runtime {
         let confirmed = settled
             && match &entry {
                 Some(entry) => {
-                    let left = deadline.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_secs(1));
+                    let left = deadline
+                        .saturating_duration_since(tokio::time::Instant::now())
+                        .max(Duration::from_secs(1));
                     tokio::time::timeout(left, async {
                         let attached = self.attach(entry).await.ok()?;
                         if attached.tab().dialog().is_none() {
                             attached.tab().release_input().await.ok()?;
                         }
-                        attached.tab().observe(&Default::default()).await.ok().map(|_| ())
+                        attached
+                            .tab()
+                            .observe(&Default::default())
+                            .await
+                            .ok()
+                            .map(|_| ())
                     })
                     .await
                     .ok()
@@ -167,7 +256,11 @@ impl Runtime {
                 }
                 None => true,
             };
-        let state = if confirmed { Control::Paused } else { Control::PauseFailed };
+        let state = if confirmed {
+            Control::Paused
+        } else {
+            Control::PauseFailed
+        };
         // A hand-back meanwhile wins (it needs `paused`, so it cannot have happened; keep it simple).
         self.set_taken(&target, Some(state));
         state
@@ -177,11 +270,20 @@ impl Runtime {
     /// authorised afresh; nothing the agent had planned is replayed.
     pub fn hand_back(&self, resource: &str) -> Result<(), RuntimeError> {
         let (target, _) = self.control_target(resource)?;
-        let state = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner()).get(&target).and_then(|s| s.taken);
+        let state = self
+            .inner
+            .scopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&target)
+            .and_then(|s| s.taken);
         if state != Some(Control::Paused) {
             return Err(RuntimeError::InvalidAction(format!(
                 "the agent can continue only once the pause is confirmed (the tab is {})",
-                serde_json::to_value(state.unwrap_or(Control::Idle)).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                serde_json::to_value(state.unwrap_or(Control::Idle))
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
             )));
         }
         self.set_taken(&target, None);

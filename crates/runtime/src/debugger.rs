@@ -152,11 +152,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn target_lost(reason: impl Into<String>) -> RuntimeError {
-    RuntimeError::Surface(SurfaceError::TargetLost { reason: reason.into() })
+    RuntimeError::Surface(SurfaceError::TargetLost {
+        reason: reason.into(),
+    })
 }
 
 impl DebuggerLease {
-    pub(crate) fn new(runtime: &Runtime, session: &str, resource: &str, target: &str) -> Arc<DebuggerLease> {
+    pub(crate) fn new(
+        runtime: &Runtime,
+        session: &str,
+        resource: &str,
+        target: &str,
+    ) -> Arc<DebuggerLease> {
         Arc::new(DebuggerLease {
             target: target.to_owned(),
             resource: resource.to_owned(),
@@ -181,11 +188,14 @@ impl DebuggerLease {
     }
 
     fn idle_window(&self) -> Duration {
-        self.runtime().map_or(Duration::ZERO, |r| r.inner.config.debugger_idle_detach)
+        self.runtime()
+            .map_or(Duration::ZERO, |r| r.inner.config.debugger_idle_detach)
     }
 
     fn detach_timeout(&self) -> Duration {
-        self.runtime().map_or(FALLBACK_DETACH_TIMEOUT, |r| r.inner.config.debugger_detach_timeout)
+        self.runtime().map_or(FALLBACK_DETACH_TIMEOUT, |r| {
+            r.inner.config.debugger_detach_timeout
+        })
     }
 
     /// Takes over a tab attached by its creator (a new tab): no holder yet, so the idle
@@ -217,8 +227,13 @@ impl DebuggerLease {
             let _ = slot.take_tab();
             slot.memory.clone()
         };
-        let runtime = self.runtime().ok_or_else(|| RuntimeError::Internal("the runtime is gone".into()))?;
-        let tab = runtime.adapter().attach(self.target.clone(), memory).await?;
+        let runtime = self
+            .runtime()
+            .ok_or_else(|| RuntimeError::Internal("the runtime is gone".into()))?;
+        let tab = runtime
+            .adapter()
+            .attach(self.target.clone(), memory)
+            .await?;
         let kept = {
             let mut slot = lock(&self.slot);
             // Closed or released while attaching: this attachment is not to be used.
@@ -236,7 +251,10 @@ impl DebuggerLease {
             let _ = tab.detach(self.detach_timeout()).await;
             return Err(target_lost("the tab left the session"));
         }
-        Ok(Attached { lease: self.clone(), tab })
+        Ok(Attached {
+            lease: self.clone(),
+            tab,
+        })
     }
 
     /// Shares a working attachment, if there is one and no failed detach waits for a retry.
@@ -248,11 +266,16 @@ impl DebuggerLease {
         if slot.failed.is_some() {
             return Ok(None);
         }
-        let Some(tab) = slot.tab.clone().filter(|t| t.lost().is_none()) else { return Ok(None) };
+        let Some(tab) = slot.tab.clone().filter(|t| t.lost().is_none()) else {
+            return Ok(None);
+        };
         slot.cancel_timer();
         slot.refs += 1;
         slot.idle_since = None;
-        Ok(Some(Attached { lease: self.clone(), tab }))
+        Ok(Some(Attached {
+            lease: self.clone(),
+            tab,
+        }))
     }
 
     fn release(self: &Arc<Self>) {
@@ -275,7 +298,11 @@ impl DebuggerLease {
             return;
         }
         slot.idle_since = Some(now_ms());
-        let delay = if slot.detach_pending || slot.retired.is_some() { Duration::ZERO } else { self.idle_window() };
+        let delay = if slot.detach_pending || slot.retired.is_some() {
+            Duration::ZERO
+        } else {
+            self.idle_window()
+        };
         slot.detach_pending = false;
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             // No async runtime (the process is ending): the attachment dies with the connection.
@@ -336,7 +363,10 @@ impl DebuggerLease {
         if retire == Some(Retired::Closed) {
             // The tab's close takes its sessions with it; a failed detach of it is moot.
             let failed = lock(&self.slot).failed.take();
-            if let Some(Failed { recovery: Some(id), .. }) = failed {
+            if let Some(Failed {
+                recovery: Some(id), ..
+            }) = failed
+            {
                 self.resolve(id);
             }
             return Detach::NotAttached;
@@ -398,11 +428,17 @@ impl DebuggerLease {
             }
             Err(e) => {
                 if let (Some(runtime), Some(id)) = (self.runtime(), failed.recovery) {
-                    let _ = runtime.inner.store.record_attempt(id, Some(&format!("the debugger detach still fails ({e})")), now_ms());
+                    let _ = runtime.inner.store.record_attempt(
+                        id,
+                        Some(&format!("the debugger detach still fails ({e})")),
+                        now_ms(),
+                    );
                 }
                 lock(&self.slot).failed = Some(failed);
                 Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
-                    reason: format!("the tab's earlier debugger session could not be detached ({e}); try again"),
+                    reason: format!(
+                        "the tab's earlier debugger session could not be detached ({e}); try again"
+                    ),
                 }))
             }
         }
@@ -438,7 +474,10 @@ impl DebuggerLease {
             let _ = slot.take_tab();
             slot.failed.take()
         };
-        if let Some(Failed { recovery: Some(id), .. }) = failed {
+        if let Some(Failed {
+            recovery: Some(id), ..
+        }) = failed
+        {
             self.resolve(id);
         }
     }

@@ -9,11 +9,15 @@ use surface::SurfaceError;
 pub enum RuntimeError {
     #[error("unknown session {0}")]
     UnknownSession(String),
-    #[error("unknown surface {name:?}: use a key or alias of the current surface context ({known})")]
+    #[error(
+        "unknown surface {name:?}: use a key or alias of the current surface context ({known})"
+    )]
     UnknownSurface { name: String, known: String },
     #[error("no surface named and no single primary one; name one of: {known}")]
     AmbiguousSurface { known: String },
-    #[error("this session has no tab (a closed or lost tab is gone for good): open one with tab_open, or claim a person's tab")]
+    #[error(
+        "this session has no tab (a closed or lost tab is gone for good): open one with tab_open, or claim a person's tab"
+    )]
     NoSurface,
     #[error("surface {surface} lacks the {capability} capability")]
     CapabilityDenied { surface: String, capability: String },
@@ -22,7 +26,10 @@ pub enum RuntimeError {
     #[error("policy refuses this: {reason}")]
     OriginDenied { reason: String },
     #[error("this needs a person's approval ({approval_id}): {summary}")]
-    NeedsApproval { approval_id: protocol::ApprovalId, summary: String },
+    NeedsApproval {
+        approval_id: protocol::ApprovalId,
+        summary: String,
+    },
     #[error("a person denied this action: {summary}")]
     ApprovalDenied { summary: String },
     #[error("the run was cancelled")]
@@ -33,10 +40,15 @@ pub enum RuntimeError {
     InvalidAction(String),
     #[error("stale: {0}; send the registry's current revisions")]
     StaleRevision(String),
-    #[error("this session's browser tools were reset (context_reset): they stay off until the user asks for the browser again")]
+    #[error(
+        "this session's browser tools were reset (context_reset): they stay off until the user asks for the browser again"
+    )]
     ToolsInactive,
     #[error("approval {approval_id} cannot be decided: {why}")]
-    UnknownApproval { approval_id: protocol::ApprovalId, why: &'static str },
+    UnknownApproval {
+        approval_id: protocol::ApprovalId,
+        why: &'static str,
+    },
     #[error("the data directory cannot be used: {path}: {why}")]
     DataDir { path: String, why: String },
     #[error("the store failed: {0}")]
@@ -55,9 +67,15 @@ impl RuntimeError {
     /// The closed error code transports report.
     pub fn code(&self) -> ErrorCode {
         match self {
-            RuntimeError::UnknownSession(_) | RuntimeError::UnknownSurface { .. } => ErrorCode::UnknownSurface,
-            RuntimeError::AmbiguousSurface { .. } | RuntimeError::NoSurface => ErrorCode::AmbiguousSurface,
-            RuntimeError::CapabilityDenied { .. } | RuntimeError::ToolsInactive => ErrorCode::CapabilityDenied,
+            RuntimeError::UnknownSession(_) | RuntimeError::UnknownSurface { .. } => {
+                ErrorCode::UnknownSurface
+            }
+            RuntimeError::AmbiguousSurface { .. } | RuntimeError::NoSurface => {
+                ErrorCode::AmbiguousSurface
+            }
+            RuntimeError::CapabilityDenied { .. } | RuntimeError::ToolsInactive => {
+                ErrorCode::CapabilityDenied
+            }
             RuntimeError::LeaseConflict { .. } => ErrorCode::LeaseConflict,
             RuntimeError::OriginDenied { .. } => ErrorCode::OriginDenied,
             RuntimeError::NeedsApproval { .. } => ErrorCode::NeedsApproval,

@@ -38,13 +38,17 @@ fn lock_dir(data_dir: &Path) -> PathBuf {
 /// A data-directory failure in words a person can act on (a full disk says so).
 pub(crate) fn data_dir_error(path: &Path, e: &std::io::Error) -> RuntimeError {
     let why = if e.kind() == std::io::ErrorKind::StorageFull {
-        "the disk is full (no space left on device); free some space or use another --data-dir".to_owned()
+        "the disk is full (no space left on device); free some space or use another --data-dir"
+            .to_owned()
     } else if e.kind() == std::io::ErrorKind::PermissionDenied {
         "permission denied; use a directory you can write (--data-dir)".to_owned()
     } else {
         e.to_string()
     };
-    RuntimeError::DataDir { path: path.display().to_string(), why }
+    RuntimeError::DataDir {
+        path: path.display().to_string(),
+        why,
+    }
 }
 
 /// Takes this process's lock under the data directory.
@@ -52,13 +56,24 @@ pub(crate) fn take_lock(data_dir: &Path) -> Result<InstanceLock, RuntimeError> {
     use std::io::Write as _;
     let dir = lock_dir(data_dir);
     std::fs::create_dir_all(&dir).map_err(|e| data_dir_error(&dir, &e))?;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let name = format!("{}-{nanos}.lock", std::process::id());
     let path = dir.join(&name);
     let mut file = File::create(&path).map_err(|e| data_dir_error(&path, &e))?;
-    file.try_lock().map_err(|e| RuntimeError::DataDir { path: path.display().to_string(), why: format!("cannot lock: {e}") })?;
-    writeln!(file, "{}", std::process::id()).and_then(|()| file.sync_all()).map_err(|e| data_dir_error(&path, &e))?;
-    Ok(InstanceLock { _file: file, path, name })
+    file.try_lock().map_err(|e| RuntimeError::DataDir {
+        path: path.display().to_string(),
+        why: format!("cannot lock: {e}"),
+    })?;
+    writeln!(file, "{}", std::process::id())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| data_dir_error(&path, &e))?;
+    Ok(InstanceLock {
+        _file: file,
+        path,
+        name,
+    })
 }
 
 /// Whether the process that holds (or held) this lock is gone.
@@ -119,15 +134,20 @@ impl Runtime {
         let mut done = Reconciliation::default();
         let remote = !self.adapter().launched();
         for instance in store.open_instances()? {
-            if instance.id == self.inner.instance || !is_dead(data_dir, instance.lock_name.as_deref()) {
+            if instance.id == self.inner.instance
+                || !is_dead(data_dir, instance.lock_name.as_deref())
+            {
                 continue;
             }
             // A launched browser died with its process group; a remote one may still show the
             // dead process's tabs: close the ones nobody keeps before forgetting their handles.
             if remote {
                 for resource in store.instance_handles(instance.id)? {
-                    let abandoned =
-                        resource.session_id.as_ref().and_then(|s| store.get_session(s).ok()).is_some_and(|s| s.state == store::SessionState::Active);
+                    let abandoned = resource
+                        .session_id
+                        .as_ref()
+                        .and_then(|s| store.get_session(s).ok())
+                        .is_some_and(|s| s.state == store::SessionState::Active);
                     if abandoned
                         && resource.ownership == Ownership::AgentCreated
                         && resource.mark == Mark::None
@@ -171,6 +191,10 @@ impl Runtime {
 
     /// What this start reconciled of earlier processes that ended without cleaning up.
     pub fn reconciliation(&self) -> Reconciliation {
-        self.inner.reconciled.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .reconciled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }

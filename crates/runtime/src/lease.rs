@@ -31,16 +31,31 @@ pub(crate) struct Leases {
 
 impl Leases {
     /// Takes the tab's lease for `holder`, or names the live holder. An expired lease is taken over.
-    pub(crate) fn acquire(&self, target: &str, holder: &str, now: u64, ttl_ms: u64) -> Result<Lease, LeaseHeld> {
+    pub(crate) fn acquire(
+        &self,
+        target: &str,
+        holder: &str,
+        now: u64,
+        ttl_ms: u64,
+    ) -> Result<Lease, LeaseHeld> {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(existing) = table.get(target)
             && existing.holder != holder
             && existing.expires_at > now
         {
-            return Err(LeaseHeld { holder: existing.holder.clone() });
+            return Err(LeaseHeld {
+                holder: existing.holder.clone(),
+            });
         }
-        let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let lease = Lease { holder: holder.to_owned(), generation, expires_at: now + ttl_ms };
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let lease = Lease {
+            holder: holder.to_owned(),
+            generation,
+            expires_at: now + ttl_ms,
+        };
         table.insert(target.to_owned(), lease.clone());
         Ok(lease)
     }
@@ -48,13 +63,18 @@ impl Leases {
     /// Who holds `target`'s live lease, if anyone.
     pub(crate) fn holder(&self, target: &str, now: u64) -> Option<String> {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        table.get(target).filter(|l| l.expires_at > now).map(|l| l.holder.clone())
+        table
+            .get(target)
+            .filter(|l| l.expires_at > now)
+            .map(|l| l.holder.clone())
     }
 
     /// True when `lease` is still the live lease of `target`.
     pub(crate) fn is_current(&self, target: &str, lease: &Lease, now: u64) -> bool {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        table.get(target).is_some_and(|l| l.generation == lease.generation && l.expires_at > now)
+        table
+            .get(target)
+            .is_some_and(|l| l.generation == lease.generation && l.expires_at > now)
     }
 
     /// Extends a live lease.
@@ -72,7 +92,10 @@ impl Leases {
     /// Releases `lease` if it is still the tab's (a newer holder is left alone).
     pub(crate) fn release(&self, target: &str, lease: &Lease) {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        if table.get(target).is_some_and(|l| l.generation == lease.generation) {
+        if table
+            .get(target)
+            .is_some_and(|l| l.generation == lease.generation)
+        {
             table.remove(target);
         }
         drop(table);
@@ -81,7 +104,10 @@ impl Leases {
 
     /// Drops every lease of a closed tab: its next side effect is `target_lost`.
     pub(crate) fn invalidate(&self, target: &str) {
-        self.table.lock().unwrap_or_else(|p| p.into_inner()).remove(target);
+        self.table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(target);
         self.freed.notify_waiters();
     }
 
@@ -107,7 +133,12 @@ pub(crate) struct HeldLease {
 
 impl HeldLease {
     /// Takes the tab's lease for `holder` (see [`Leases::acquire`]) and keeps it alive.
-    pub(crate) fn take(leases: &Arc<Leases>, target: &str, holder: &str, ttl: Duration) -> Result<HeldLease, LeaseHeld> {
+    pub(crate) fn take(
+        leases: &Arc<Leases>,
+        target: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<HeldLease, LeaseHeld> {
         let ttl_ms = ttl.as_millis() as u64;
         let lease = leases.acquire(target, holder, now_ms(), ttl_ms)?;
         let keeper = {
@@ -123,7 +154,12 @@ impl HeldLease {
                 }
             })
         };
-        Ok(HeldLease { leases: leases.clone(), target: target.to_owned(), lease, keeper })
+        Ok(HeldLease {
+            leases: leases.clone(),
+            target: target.to_owned(),
+            lease,
+            keeper,
+        })
     }
 
     /// The surface the lease is of.

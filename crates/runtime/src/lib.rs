@@ -35,15 +35,16 @@ pub use debugger::DebuggerLeaseStatus;
 pub use error::RuntimeError;
 pub use events::{Event, EventKind};
 pub use host::{
-    Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envelope, PreparedTurn, RegistryAck, RegistryEvent, SurfaceRef, TurnEnding, WindowTicket,
+    Access, ChatTurn, ChatTurnRequest, ConnectionId, EntryKind, Envelope, PreparedTurn,
+    RegistryAck, RegistryEvent, SurfaceRef, TurnEnding, WindowTicket,
 };
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
 pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
 pub use person_view::{PersonEntry, PersonView, VIEW_MAX_FPS, ViewFrame};
 pub use planner::{
-    CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, PointError, Scripted, ScriptedPlanner, StepReport, parse_answer,
-    parse_answer_seen, points_from_screenshot,
+    CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, PointError,
+    Scripted, ScriptedPlanner, StepReport, parse_answer, parse_answer_seen, points_from_screenshot,
 };
 pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};
@@ -52,8 +53,13 @@ pub use store::{Mark, Ownership, ResourceState};
 // The surface-neutral types of the runtime's API (`surface`): transports name them from here and
 // never depend on an adapter crate.
 pub use surface::{
-    ActOptions, ActOutcome, ActionMarker, DownloadInfo, ImageError, MarkerKind, ObserveOptions, PageModel, PersonInput, SurfaceAdapter, SurfaceError,
-    crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot, observation_text, observation_text_or_changes, snapshot_text,
+    ActOptions, ActOutcome, ActionMarker, DownloadInfo, ImageError, MarkerKind, ObserveOptions,
+    PageModel, PersonInput, SurfaceAdapter, SurfaceError, crop_screenshot, decode_base64,
+    encode_base64, fit_screenshot, mask_screenshot, observation_text, observation_text_or_changes,
+    snapshot_text,
 };
-pub use verify::{ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, UNMET_MAX, assertion_schema, proposed_checks, unmet_conditions};
+pub use verify::{
+    ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, UNMET_MAX, assertion_schema,
+    proposed_checks, unmet_conditions,
+};
 pub use webtabs::RestoreReport;

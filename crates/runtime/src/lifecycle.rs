@@ -125,7 +125,12 @@ fn sid(session: &str) -> store::SessionId {
 }
 
 impl Runtime {
-    pub(crate) fn record_agent_tab(&self, session: &str, tab: &dyn surface::Surface, url: &str) -> Result<String, RuntimeError> {
+    pub(crate) fn record_agent_tab(
+        &self,
+        session: &str,
+        tab: &dyn surface::Surface,
+        url: &str,
+    ) -> Result<String, RuntimeError> {
         let id = self.fresh_id("tab");
         self.inner
             .store
@@ -149,9 +154,15 @@ impl Runtime {
 
     /// Records the session's current branch on a tab it opened or claimed.
     fn record_branch(&self, session: &str, resource: &str) {
-        let branch = self.session(session).ok().and_then(|s| s.branch.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        let branch = self
+            .session(session)
+            .ok()
+            .and_then(|s| s.branch.lock().unwrap_or_else(|p| p.into_inner()).clone());
         if let Some(branch) = branch {
-            let _ = self.inner.store.set_branch(&store::ResourceId::new(resource), &branch, now_ms());
+            let _ =
+                self.inner
+                    .store
+                    .set_branch(&store::ResourceId::new(resource), &branch, now_ms());
         }
     }
 
@@ -164,24 +175,47 @@ impl Runtime {
         if state.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
         }
-        let current = self.inner.store.get_session(&sid(session.as_str())).map_err(RuntimeError::from)?;
+        let current = self
+            .inner
+            .store
+            .get_session(&sid(session.as_str()))
+            .map_err(RuntimeError::from)?;
         if current.state == store::SessionState::Reset {
-            self.inner.store.set_session_state(&sid(session.as_str()), store::SessionState::Active, now_ms()).map_err(RuntimeError::from)?;
+            self.inner
+                .store
+                .set_session_state(
+                    &sid(session.as_str()),
+                    store::SessionState::Active,
+                    now_ms(),
+                )
+                .map_err(RuntimeError::from)?;
         }
         self.activate(session.as_str())?;
-        state.tools_active.store(true, std::sync::atomic::Ordering::SeqCst);
+        state
+            .tools_active
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 
     /// Whether the session's browser tools are on (false after a successful context reset).
     pub fn tools_active(&self, session: &SessionId) -> Result<bool, RuntimeError> {
-        Ok(self.session(session.as_str())?.tools_active.load(std::sync::atomic::Ordering::SeqCst))
+        Ok(self
+            .session(session.as_str())?
+            .tools_active
+            .load(std::sync::atomic::Ordering::SeqCst))
     }
 
     pub(crate) fn activate(&self, session: &str) -> Result<(), RuntimeError> {
-        let current = self.inner.store.get_session(&sid(session)).map_err(RuntimeError::from)?;
+        let current = self
+            .inner
+            .store
+            .get_session(&sid(session))
+            .map_err(RuntimeError::from)?;
         if !current.tools_active {
-            self.inner.store.set_tools_active(&sid(session), true, now_ms()).map_err(RuntimeError::from)?;
+            self.inner
+                .store
+                .set_tools_active(&sid(session), true, now_ms())
+                .map_err(RuntimeError::from)?;
             self.audit(session, "tools_activated", "{}");
         }
         Ok(())
@@ -189,24 +223,49 @@ impl Runtime {
 
     /// Deactivates the session's browser tools (context reset, disposal), with an audit entry.
     fn deactivate_tools(&self, session: &str, why: &str) -> Result<(), RuntimeError> {
-        let current = self.inner.store.get_session(&sid(session)).map_err(RuntimeError::from)?;
+        let current = self
+            .inner
+            .store
+            .get_session(&sid(session))
+            .map_err(RuntimeError::from)?;
         if current.tools_active {
-            self.inner.store.set_tools_active(&sid(session), false, now_ms()).map_err(RuntimeError::from)?;
-            self.audit(session, "tools_deactivated", &serde_json::json!({ "by": why }).to_string());
+            self.inner
+                .store
+                .set_tools_active(&sid(session), false, now_ms())
+                .map_err(RuntimeError::from)?;
+            self.audit(
+                session,
+                "tools_deactivated",
+                &serde_json::json!({ "by": why }).to_string(),
+            );
         }
         Ok(())
     }
 
     fn audit(&self, session: &str, kind: &str, payload: &str) {
-        let _ = self.inner.store.append_audit(&store::NewAudit { at: now_ms(), session_id: &sid(session), run_id: None, resource_id: None, kind, payload });
+        let _ = self.inner.store.append_audit(&store::NewAudit {
+            at: now_ms(),
+            session_id: &sid(session),
+            run_id: None,
+            resource_id: None,
+            kind,
+            payload,
+        });
     }
 
     /// Registers a tab the user has open (the host reports it); it belongs to no session until
     /// one claims it. Returns its resource id.
     pub async fn register_user_tab(&self, url: &str) -> Result<String, RuntimeError> {
-        policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+        policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
+            RuntimeError::OriginDenied {
+                reason: e.to_string(),
+            }
+        })?;
         // The user's tab is not ours to keep attached.
-        let target = self.adapter().open_detached(url.to_owned(), None, false).await?;
+        let target = self
+            .adapter()
+            .open_detached(url.to_owned(), None, false)
+            .await?;
         let id = self.fresh_id("tab");
         self.inner
             .store
@@ -223,7 +282,11 @@ impl Runtime {
                 now_ms: now_ms(),
             })
             .map_err(RuntimeError::from)?;
-        self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone());
+        self.inner
+            .offered_tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone());
         Ok(id)
     }
 
@@ -232,9 +295,23 @@ impl Runtime {
     /// in this browser instance. A tab another session handed over (deliverable, handoff) in
     /// this process is not among them: nobody offered it.
     pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
-        let offered = self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let resources = self.inner.store.list_all_resources().map_err(RuntimeError::from)?;
-        let live = |s: &store::SessionId| self.inner.store.get_session(s).is_ok_and(|s| s.state == store::SessionState::Active);
+        let offered = self
+            .inner
+            .offered_tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let resources = self
+            .inner
+            .store
+            .list_all_resources()
+            .map_err(RuntimeError::from)?;
+        let live = |s: &store::SessionId| {
+            self.inner
+                .store
+                .get_session(s)
+                .is_ok_and(|s| s.state == store::SessionState::Active)
+        };
         Ok(resources
             .into_iter()
             .filter(|r| {
@@ -249,7 +326,11 @@ impl Runtime {
                     && r.instance == Some(self.inner.instance)
                     && !r.handle_lost
             })
-            .map(|r| UserTab { tab: r.id.to_string(), url: r.url.as_deref().map(policy::redact_url), title: r.title })
+            .map(|r| UserTab {
+                tab: r.id.to_string(),
+                url: r.url.as_deref().map(policy::redact_url),
+                title: r.title,
+            })
             .collect())
     }
 
@@ -262,23 +343,50 @@ impl Runtime {
     }
 
     /// Claims a user's tab for the session: first claim wins. Returns its surface id.
-    pub async fn claim_tab(&self, session: &SessionId, resource: &str) -> Result<SurfaceId, RuntimeError> {
+    pub async fn claim_tab(
+        &self,
+        session: &SessionId,
+        resource: &str,
+    ) -> Result<SurfaceId, RuntimeError> {
         let session = session.as_str();
-        if !self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).contains(resource) {
-            return Err(RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab a person offered (see user_tabs)".into() });
+        if !self
+            .inner
+            .offered_tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(resource)
+        {
+            return Err(RuntimeError::UnknownSurface {
+                name: resource.to_owned(),
+                known: "a tab a person offered (see user_tabs)".into(),
+            });
         }
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
-        let record = self.inner.store.claim_resource(&store::ResourceId::new(resource), &sid(session), now_ms()).map_err(|e| match e {
-            store::StoreError::AlreadyClaimed { .. } => RuntimeError::LeaseConflict { holder: format!("another session ({e})") },
-            store::StoreError::NotFound { .. } | store::StoreError::NotClaimable { .. } => {
-                RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a person's tab that no session owns (see user_tabs)".into() }
-            }
-            other => internal(other),
-        })?;
+        let record = self
+            .inner
+            .store
+            .claim_resource(&store::ResourceId::new(resource), &sid(session), now_ms())
+            .map_err(|e| match e {
+                store::StoreError::AlreadyClaimed { .. } => RuntimeError::LeaseConflict {
+                    holder: format!("another session ({e})"),
+                },
+                store::StoreError::NotFound { .. } | store::StoreError::NotClaimable { .. } => {
+                    RuntimeError::UnknownSurface {
+                        name: resource.to_owned(),
+                        known: "a person's tab that no session owns (see user_tabs)".into(),
+                    }
+                }
+                other => internal(other),
+            })?;
         let attached = match record.cdp_target_id {
-            Some(target) => self.attach_entry(&state, session, resource, target.as_str()).await,
-            None => Err(RuntimeError::Surface(surface::SurfaceError::TargetLost { reason: "the tab is gone".into() })),
+            Some(target) => {
+                self.attach_entry(&state, session, resource, target.as_str())
+                    .await
+            }
+            None => Err(RuntimeError::Surface(surface::SurfaceError::TargetLost {
+                reason: "the tab is gone".into(),
+            })),
         };
         match attached {
             Ok(surface) => {
@@ -288,7 +396,11 @@ impl Runtime {
             }
             Err(e) => {
                 // A claim on a tab that cannot be reached is given back at once.
-                let _ = self.inner.store.release_resource(&store::ResourceId::new(resource), &sid(session), now_ms());
+                let _ = self.inner.store.release_resource(
+                    &store::ResourceId::new(resource),
+                    &sid(session),
+                    now_ms(),
+                );
                 Err(e)
             }
         }
@@ -296,19 +408,35 @@ impl Runtime {
 
     /// Adds a surface for a tab the session now owns, with its debugger lease; attaching once
     /// proves the tab is there (the lease then idles like any other).
-    pub(crate) async fn attach_entry(&self, state: &Arc<SessionState>, session: &str, resource: &str, target: &str) -> Result<SurfaceId, RuntimeError> {
+    pub(crate) async fn attach_entry(
+        &self,
+        state: &Arc<SessionState>,
+        session: &str,
+        resource: &str,
+        target: &str,
+    ) -> Result<SurfaceId, RuntimeError> {
         let debugger = DebuggerLease::new(self, session, resource, target);
         drop(debugger.acquire().await?);
-        state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).push(debugger.clone());
+        state
+            .debuggers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(debugger.clone());
         let surface = SurfaceId(self.next_surface());
-        state.tabs.lock().unwrap_or_else(|p| p.into_inner()).push(TabEntry {
-            surface,
-            key: state.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            resource: resource.to_owned(),
-            debugger,
-            capabilities: self.adapter().capabilities(),
-            turn: state.turn_number(),
-        });
+        state
+            .tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(TabEntry {
+                surface,
+                key: state
+                    .next_key
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                resource: resource.to_owned(),
+                debugger,
+                capabilities: self.adapter().capabilities(),
+                turn: state.turn_number(),
+            });
         *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(surface);
         Ok(surface)
     }
@@ -316,17 +444,46 @@ impl Runtime {
     /// Gives a claimed tab back to the user (the page stays open; the debugger detaches). Only a
     /// tab the session claimed from a person goes back: a tab the session opened is the agent's
     /// own (closed with `close_tab`, or kept by a mark), never handed over as a person's.
-    pub async fn release_tab(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
+    pub async fn release_tab(
+        &self,
+        session: &SessionId,
+        surface: SurfaceId,
+    ) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let _serial = state.lifecycle.lock().await;
-        let resource = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).map(|t| t.resource.clone());
-        let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
-        if self.inner.store.get_resource(&store::ResourceId::new(&resource))?.ownership != Ownership::AgentClaimed {
-            return Err(RuntimeError::InvalidAction("this is not a claimed tab; tabs this session opened are closed with tab_close".into()));
+        let resource = state
+            .tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|t| t.surface == surface)
+            .map(|t| t.resource.clone());
+        let resource = resource.ok_or_else(|| RuntimeError::UnknownSurface {
+            name: format!("surface {surface}"),
+            known: String::new(),
+        })?;
+        if self
+            .inner
+            .store
+            .get_resource(&store::ResourceId::new(&resource))?
+            .ownership
+            != Ownership::AgentClaimed
+        {
+            return Err(RuntimeError::InvalidAction(
+                "this is not a claimed tab; tabs this session opened are closed with tab_close"
+                    .into(),
+            ));
         }
         let entry = self.take_entry(&state, surface)?;
-        self.inner.store.release_resource(&store::ResourceId::new(&entry.resource), &sid(session), now_ms()).map_err(RuntimeError::from)?;
+        self.inner
+            .store
+            .release_resource(
+                &store::ResourceId::new(&entry.resource),
+                &sid(session),
+                now_ms(),
+            )
+            .map_err(RuntimeError::from)?;
         self.inner.leases.invalidate(entry.target());
         entry.debugger.detach(Some(Retired::Left)).await;
         Ok(())
@@ -336,20 +493,42 @@ impl Runtime {
     /// be renewed to survive another turn). A mark is an operation of the session: it never runs
     /// beside a turn end, so it either lands before the turn end reads the marks or finds the
     /// tab already gone — it is never silently lost.
-    pub async fn mark(&self, session: &SessionId, surface: SurfaceId, mark: Mark, turn: &str) -> Result<(), RuntimeError> {
+    pub async fn mark(
+        &self,
+        session: &SessionId,
+        surface: SurfaceId,
+        mark: Mark,
+        turn: &str,
+    ) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
-        let entry = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).cloned();
-        let entry = entry.ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+        let entry = state
+            .tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|t| t.surface == surface)
+            .cloned();
+        let entry = entry.ok_or_else(|| RuntimeError::UnknownSurface {
+            name: format!("surface {surface}"),
+            known: String::new(),
+        })?;
         let record = self
             .inner
             .store
-            .set_mark(&store::ResourceId::new(&entry.resource), &sid(session), mark, &store::TurnId::new(turn), now_ms())
+            .set_mark(
+                &store::ResourceId::new(&entry.resource),
+                &sid(session),
+                mark,
+                &store::TurnId::new(turn),
+                now_ms(),
+            )
             .map_err(RuntimeError::from)?;
         if mark == Mark::None {
             self.forget_site_storage(&entry.resource);
         } else {
-            self.keep_site_storage(session, &entry, record.url.as_deref()).await;
+            self.keep_site_storage(session, &entry, record.url.as_deref())
+                .await;
         }
         Ok(())
     }
@@ -359,9 +538,22 @@ impl Runtime {
     /// Bounded: a browser that does not answer leaves the last saved storage as it was.
     async fn keep_site_storage(&self, session: &str, entry: &TabEntry, url: Option<&str>) {
         let save = async {
-            let Ok(attached) = self.attach(entry).await else { return };
-            let url = attached.tab().latest_frame().map(|r| r.document_url().to_owned()).or_else(|| url.map(str::to_owned)).unwrap_or_default();
-            self.save_site_storage(&entry.resource, Some(session), &url, Some(&**attached.tab())).await;
+            let Ok(attached) = self.attach(entry).await else {
+                return;
+            };
+            let url = attached
+                .tab()
+                .latest_frame()
+                .map(|r| r.document_url().to_owned())
+                .or_else(|| url.map(str::to_owned))
+                .unwrap_or_default();
+            self.save_site_storage(
+                &entry.resource,
+                Some(session),
+                &url,
+                Some(&**attached.tab()),
+            )
+            .await;
         };
         let _ = tokio::time::timeout(Duration::from_secs(3), save).await;
     }
@@ -378,7 +570,10 @@ impl Runtime {
 
     /// Ends the session's current turn ([`Runtime::end_turn`]) and starts the next: what a client
     /// hook (`glovebox turn-end`) calls. Returns the turn that ended.
-    pub async fn end_current_turn(&self, session: &SessionId) -> Result<(String, CleanupReport), RuntimeError> {
+    pub async fn end_current_turn(
+        &self,
+        session: &SessionId,
+    ) -> Result<(String, CleanupReport), RuntimeError> {
         let state = self.session(session.as_str())?;
         let ended = state.advance_turn(None).unwrap_or_default();
         let turn = turn_name(ended);
@@ -388,8 +583,14 @@ impl Runtime {
 
     /// The sessions of this runtime, for a person's tools (`glovebox turn-end`, status).
     pub fn sessions(&self) -> Vec<SessionSummary> {
-        let sessions: Vec<(String, Arc<crate::runtime::SessionState>)> =
-            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let sessions: Vec<(String, Arc<crate::runtime::SessionState>)> = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let mut out: Vec<SessionSummary> = sessions
             .into_iter()
             .filter(|(_, s)| !s.closing.load(std::sync::atomic::Ordering::SeqCst))
@@ -407,25 +608,44 @@ impl Runtime {
 
     /// Ends the current turn of `only`, or of every session whose turns its own client ends
     /// (not the host API's chat sessions, whose turns the host ends). One report per session.
-    pub async fn end_turns(&self, only: Option<&SessionId>) -> Result<Vec<TurnEnded>, RuntimeError> {
+    pub async fn end_turns(
+        &self,
+        only: Option<&SessionId>,
+    ) -> Result<Vec<TurnEnded>, RuntimeError> {
         let targets: Vec<SessionId> = match only {
             Some(s) => {
                 self.session(s.as_str())?;
                 vec![s.clone()]
             }
-            None => self.sessions().into_iter().filter(|s| !s.host).filter_map(|s| SessionId::new(s.session).ok()).collect(),
+            None => self
+                .sessions()
+                .into_iter()
+                .filter(|s| !s.host)
+                .filter_map(|s| SessionId::new(s.session).ok())
+                .collect(),
         };
         let mut out = Vec::new();
         for session in targets {
             let (turn, report) = self.end_current_turn(&session).await?;
-            out.push(TurnEnded { session, turn, report });
+            out.push(TurnEnded {
+                session,
+                turn,
+                report,
+            });
         }
         Ok(out)
     }
 
-    pub async fn end_turn(&self, session: &SessionId, turn: &str) -> Result<CleanupReport, RuntimeError> {
+    pub async fn end_turn(
+        &self,
+        session: &SessionId,
+        turn: &str,
+    ) -> Result<CleanupReport, RuntimeError> {
         let session = session.as_str();
-        self.inner.store.set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms()).map_err(RuntimeError::from)?;
+        self.inner
+            .store
+            .set_last_turn(&sid(session), &store::TurnId::new(turn), now_ms())
+            .map_err(RuntimeError::from)?;
         self.cleanup(session, Some(turn), Boundary::TurnEnd).await
     }
 
@@ -445,8 +665,13 @@ impl Runtime {
             return Ok(report);
         }
         self.deactivate_tools(session, "context_reset")?;
-        self.session(session)?.tools_active.store(false, std::sync::atomic::Ordering::SeqCst);
-        self.inner.store.set_session_state(&sid(session), store::SessionState::Reset, now_ms()).map_err(RuntimeError::from)?;
+        self.session(session)?
+            .tools_active
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.inner
+            .store
+            .set_session_state(&sid(session), store::SessionState::Reset, now_ms())
+            .map_err(RuntimeError::from)?;
         report.tools_active = false;
         Ok(report)
     }
@@ -457,26 +682,47 @@ impl Runtime {
     pub async fn close_session(&self, session: &SessionId) -> Result<CleanupReport, RuntimeError> {
         let session = session.as_str();
         let state = self.session(session)?;
-        state.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+        state
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         // Nothing the session asked a person about can be approved once it is gone, and what a
         // person allowed for it ends with it.
         self.inner.approvals.withdraw_session(session);
-        self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).end_run(session);
+        self.inner
+            .grants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .end_run(session);
         let report = self.cleanup(session, None, Boundary::Disposal).await?;
         // A detach that failed during the cleanup gets one more try before the session goes;
         // if it still fails, its recovery record stays in the store.
         self.retry_failed_detaches(&state).await;
         let _serial = state.lifecycle.lock().await;
         let _ = self.deactivate_tools(session, "disposal");
-        let _ = self.inner.store.set_session_state(&sid(session), store::SessionState::Disposed, now_ms());
+        let _ = self.inner.store.set_session_state(
+            &sid(session),
+            store::SessionState::Disposed,
+            now_ms(),
+        );
         // Read first: no lock guard may live across the await below (the future must be `Send`).
-        let context = state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let context = state
+            .context_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         if let Some(context) = context {
             // Handoff and deliverable pages stay for the user, and their context with them.
             self.adapter().dispose_context_if_empty(context).await;
         }
-        self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
-        Ok(CleanupReport { tools_active: false, ..report })
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session);
+        Ok(CleanupReport {
+            tools_active: false,
+            ..report
+        })
     }
 
     /// Plugin disposal, host exit (`002_…`: "plugin disposal 等待活动请求并停止 Bridge"): no new
@@ -485,25 +731,46 @@ impl Runtime {
     /// launched browser is shut down; a remote one keeps running with nothing of ours attached).
     /// Returns each session's cleanup report. Later operations fail with `backend_unavailable`.
     pub async fn shutdown(&self, wait: Duration) -> Vec<CleanupReport> {
-        self.inner.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-        let sessions: Vec<(String, Arc<SessionState>)> =
-            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        self.inner
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let sessions: Vec<(String, Arc<SessionState>)> = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let deadline = tokio::time::Instant::now() + wait;
         for (_, state) in &sessions {
             // Taking the operation lock exclusively means every operation in flight has ended.
-            if tokio::time::timeout_at(deadline, state.ops.clone().write_owned()).await.is_err() {
+            if tokio::time::timeout_at(deadline, state.ops.clone().write_owned())
+                .await
+                .is_err()
+            {
                 break;
             }
         }
-        for (_, cancel) in self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).values() {
+        for (_, cancel) in self
+            .inner
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
             cancel.cancel();
         }
         let mut reports = Vec::new();
         for (id, _) in &sessions {
-            let Ok(typed) = SessionId::new(id.clone()) else { continue };
+            let Ok(typed) = SessionId::new(id.clone()) else {
+                continue;
+            };
             match self.close_session(&typed).await {
                 Ok(report) => reports.push(report),
-                Err(e) => tracing::warn!(session = %id, error = %e, "disposal cleanup at shutdown failed"),
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "disposal cleanup at shutdown failed")
+                }
             }
         }
         self.inner.approvals.withdraw_all();
@@ -511,12 +778,20 @@ impl Runtime {
         // its lock goes with the process, and the next start reconciles it (closing what a
         // remote browser still shows first) rather than recording tabs closed that are not.
         if reports.len() == sessions.len() && reports.iter().all(|r| r.ok) {
-            match self.inner.store.end_instance(self.inner.instance, store::InstanceEnd::Stopped, now_ms()) {
+            match self.inner.store.end_instance(
+                self.inner.instance,
+                store::InstanceEnd::Stopped,
+                now_ms(),
+            ) {
                 Ok(_) => self.inner.lock.remove(),
-                Err(e) => tracing::warn!(error = %e, "could not record this instance's end; the next start reconciles it"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not record this instance's end; the next start reconciles it")
+                }
             }
         }
-        self.inner.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner
+            .stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.adapter().shutdown();
         reports
     }
@@ -532,10 +807,29 @@ impl Runtime {
     pub fn status(&self, session: &SessionId) -> Result<BrowserStatus, RuntimeError> {
         let session = session.as_str();
         let state = self.session(session)?;
-        let leases: Vec<DebuggerLeaseStatus> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|l| l.status()).collect();
-        let record = self.inner.store.get_session(&sid(session)).map_err(RuntimeError::from)?;
-        let resources = self.inner.store.list_resources(&sid(session)).map_err(RuntimeError::from)?;
-        let pending = self.inner.store.pending_recoveries(&sid(session)).map_err(RuntimeError::from)?.len();
+        let leases: Vec<DebuggerLeaseStatus> = state
+            .debuggers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|l| l.status())
+            .collect();
+        let record = self
+            .inner
+            .store
+            .get_session(&sid(session))
+            .map_err(RuntimeError::from)?;
+        let resources = self
+            .inner
+            .store
+            .list_resources(&sid(session))
+            .map_err(RuntimeError::from)?;
+        let pending = self
+            .inner
+            .store
+            .pending_recoveries(&sid(session))
+            .map_err(RuntimeError::from)?
+            .len();
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // A handle is live only while its browser is: a browser killed a moment ago has taken
         // every tab with it, before any later call notices and records the handles as lost.
@@ -547,9 +841,17 @@ impl Runtime {
             tabs: resources
                 .into_iter()
                 .map(|r| TabStatus {
-                    surface: entries.iter().find(|e| e.resource == r.id.as_str()).map(|e| e.surface),
-                    attached: leases.iter().any(|l| l.resource == r.id.as_str() && l.attached),
-                    live: connected && r.cdp_target_id.is_some() && !r.handle_lost && r.state != store::ResourceState::Released,
+                    surface: entries
+                        .iter()
+                        .find(|e| e.resource == r.id.as_str())
+                        .map(|e| e.surface),
+                    attached: leases
+                        .iter()
+                        .any(|l| l.resource == r.id.as_str() && l.attached),
+                    live: connected
+                        && r.cdp_target_id.is_some()
+                        && !r.handle_lost
+                        && r.state != store::ResourceState::Released,
                     resource: r.id.to_string(),
                     ownership: r.ownership,
                     mark: r.mark,
@@ -576,21 +878,35 @@ impl Runtime {
 
     /// Takes a tab's entry out of the session for a cleanup, unless a turn after `later_than`
     /// holds it — decided under the tabs' lock, where a chat turn binds a tab to its turn.
-    fn take_entry_for(&self, state: &SessionState, surface: SurfaceId, later_than: Option<u64>) -> Taken {
+    fn take_entry_for(
+        &self,
+        state: &SessionState,
+        surface: SurfaceId,
+        later_than: Option<u64>,
+    ) -> Taken {
         let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(index) = tabs.iter().position(|t| t.surface == surface) else { return Taken::Gone };
+        let Some(index) = tabs.iter().position(|t| t.surface == surface) else {
+            return Taken::Gone;
+        };
         if later_than.is_some_and(|ended| tabs[index].turn > ended) {
             return Taken::Later;
         }
         Taken::Out(tabs.remove(index))
     }
 
-    fn take_entry(&self, state: &SessionState, surface: SurfaceId) -> Result<TabEntry, RuntimeError> {
+    fn take_entry(
+        &self,
+        state: &SessionState,
+        surface: SurfaceId,
+    ) -> Result<TabEntry, RuntimeError> {
         let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
         let index = tabs
             .iter()
             .position(|t| t.surface == surface)
-            .ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+            .ok_or_else(|| RuntimeError::UnknownSurface {
+                name: format!("surface {surface}"),
+                known: String::new(),
+            })?;
         Ok(tabs.remove(index))
     }
 
@@ -606,20 +922,41 @@ impl Runtime {
     /// person's close.
     pub(crate) async fn close_target(&self, target: &str) -> bool {
         {
-            let mut closing = self.inner.closing_targets.lock().unwrap_or_else(|p| p.into_inner());
+            let mut closing = self
+                .inner
+                .closing_targets
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if closing.len() > 10_000 {
                 closing.clear();
             }
             closing.insert(target.to_owned());
         }
-        self.adapter().close(target.to_owned(), CLOSE_DEADLINE).await
+        self.adapter()
+            .close(target.to_owned(), CLOSE_DEADLINE)
+            .await
     }
 
-    fn settle_resource(&self, session: &str, resource: &str, succeeded: bool, kind: RecoveryKind) -> bool {
+    fn settle_resource(
+        &self,
+        session: &str,
+        resource: &str,
+        succeeded: bool,
+        kind: RecoveryKind,
+    ) -> bool {
         let id = store::ResourceId::new(resource);
-        let Ok(current) = self.inner.store.get_resource(&id) else { return false };
-        let state = if succeeded { ResourceState::Released } else { ResourceState::CleanupUnknown };
-        let _ = self.inner.store.transition(&id, current.version, state, now_ms());
+        let Ok(current) = self.inner.store.get_resource(&id) else {
+            return false;
+        };
+        let state = if succeeded {
+            ResourceState::Released
+        } else {
+            ResourceState::CleanupUnknown
+        };
+        let _ = self
+            .inner
+            .store
+            .transition(&id, current.version, state, now_ms());
         if succeeded {
             let _ = self.inner.store.clear_handle(&id, now_ms());
             self.forget_site_storage(resource);
@@ -635,7 +972,12 @@ impl Runtime {
         succeeded
     }
 
-    async fn cleanup(&self, session: &str, turn: Option<&str>, boundary: Boundary) -> Result<CleanupReport, RuntimeError> {
+    async fn cleanup(
+        &self,
+        session: &str,
+        turn: Option<&str>,
+        boundary: Boundary,
+    ) -> Result<CleanupReport, RuntimeError> {
         let state = self.session(session)?;
         // No operation of the session runs beside a cleanup (and none starts until it is done).
         let wait = self.inner.config.lifecycle_wait;
@@ -645,9 +987,15 @@ impl Runtime {
                 // Disposal must not hang on a run: stop the session's runs, wait once more,
                 // then go ahead regardless (`002_…`: "plugin disposal 继续尝试最终 cleanup，但不能阻塞宿主退出").
                 self.cancel_runs(session);
-                tokio::time::timeout(wait, state.ops.clone().write_owned()).await.ok()
+                tokio::time::timeout(wait, state.ops.clone().write_owned())
+                    .await
+                    .ok()
             }
-            Err(_) => return Err(RuntimeError::LeaseConflict { holder: "operations of this session still running".into() }),
+            Err(_) => {
+                return Err(RuntimeError::LeaseConflict {
+                    holder: "operations of this session still running".into(),
+                });
+            }
         };
         let _serial = state.lifecycle.lock().await;
         let mut report = CleanupReport {
@@ -662,12 +1010,20 @@ impl Runtime {
         // Resources with a pending recovery are retried here and nowhere else in this cleanup:
         // one record per failure, however often it is retried.
         let retried = self.retry_recoveries(&state, session, &mut report).await;
-        let resources = self.inner.store.list_resources(&sid(session)).map_err(RuntimeError::from)?;
+        let resources = self
+            .inner
+            .store
+            .list_resources(&sid(session))
+            .map_err(RuntimeError::from)?;
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut to_close: Vec<(String, Option<TabEntry>, store::Resource)> = Vec::new();
         // A tab a later turn opened, claimed or bound is that turn's: its end decides (a host's
         // next chat turn may bind a tab while the turn before it is still being cleaned up).
-        let later_than = if boundary == Boundary::TurnEnd { turn.and_then(turn_number) } else { None };
+        let later_than = if boundary == Boundary::TurnEnd {
+            turn.and_then(turn_number)
+        } else {
+            None
+        };
         for resource in resources {
             let id = resource.id.to_string();
             if matches!(resource.state, ResourceState::Released) || retried.contains(&id) {
@@ -677,11 +1033,23 @@ impl Runtime {
             let ended = turn.and_then(turn_number);
             // Marked in the ending turn (or in a later one that already began).
             let marked_now = resource.mark != Mark::None
-                && ended.is_some_and(|ended| resource.mark_turn_id.as_ref().and_then(|m| turn_number(m.as_str())).is_some_and(|m| m >= ended));
+                && ended.is_some_and(|ended| {
+                    resource
+                        .mark_turn_id
+                        .as_ref()
+                        .and_then(|m| turn_number(m.as_str()))
+                        .is_some_and(|m| m >= ended)
+                });
             if boundary == Boundary::TurnEnd && marked_now {
-                let _ = self.inner.store.transition(&resource.id, resource.version, ResourceState::Retained, now_ms());
+                let _ = self.inner.store.transition(
+                    &resource.id,
+                    resource.version,
+                    ResourceState::Retained,
+                    now_ms(),
+                );
                 if let Some(entry) = &entry {
-                    self.keep_site_storage(session, entry, resource.url.as_deref()).await;
+                    self.keep_site_storage(session, entry, resource.url.as_deref())
+                        .await;
                 }
                 // The debugger lease goes at every turn end, marks or not; the tab, its surface
                 // and its ownership stay.
@@ -698,7 +1066,8 @@ impl Runtime {
                 Ownership::AgentCreated if !(marked && boundary != Boundary::TurnEnd) => {
                     // Closes run together below: each waits for its tab to go.
                     if let Some(entry) = &entry {
-                        if let Taken::Later = self.take_entry_for(&state, entry.surface, later_than) {
+                        if let Taken::Later = self.take_entry_for(&state, entry.surface, later_than)
+                        {
                             continue;
                         }
                         self.inner.leases.invalidate(entry.target());
@@ -720,7 +1089,11 @@ impl Runtime {
                             }
                         }
                     }
-                    match self.inner.store.release_resource(&resource.id, &sid(session), now_ms()) {
+                    match self
+                        .inner
+                        .store
+                        .release_resource(&resource.id, &sid(session), now_ms())
+                    {
                         Ok(_) => {
                             report.released.push(id.clone());
                             if detach == Detach::Failed {
@@ -747,19 +1120,31 @@ impl Runtime {
                 None => self.close_by_handle(session, resource).await,
             }
         });
-        for ((id, _, _), closed) in to_close.iter().zip(futures_util::future::join_all(closes).await) {
+        for ((id, _, _), closed) in to_close
+            .iter()
+            .zip(futures_util::future::join_all(closes).await)
+        {
             if closed {
                 report.closed.push(id.clone());
             } else {
                 report.failed.push(id.clone());
             }
         }
-        state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
+        state
+            .debuggers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|l| !l.finished());
         // A tab whose detach and close both failed is named once.
         let mut seen = std::collections::HashSet::new();
         report.failed.retain(|id| seen.insert(id.clone()));
         report.ok = report.failed.is_empty();
-        report.tools_active = self.inner.store.get_session(&sid(session)).map(|s| s.tools_active).unwrap_or(false);
+        report.tools_active = self
+            .inner
+            .store
+            .get_session(&sid(session))
+            .map(|s| s.tools_active)
+            .unwrap_or(false);
         let payload = serde_json::to_string(&report).unwrap_or_default();
         let _ = self.inner.store.append_audit(&store::NewAudit {
             at: now_ms(),
@@ -778,7 +1163,13 @@ impl Runtime {
 
     /// Stops the session's runs (disposal).
     fn cancel_runs(&self, session: &str) {
-        for (owner, cancel) in self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).values() {
+        for (owner, cancel) in self
+            .inner
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
             if owner == session {
                 cancel.cancel();
             }
@@ -788,16 +1179,30 @@ impl Runtime {
     /// Closes a tab known only by its recorded handle (detached, or from a lost connection).
     async fn close_by_handle(&self, session: &str, resource: &store::Resource) -> bool {
         let closed = self.close_handle(resource).await;
-        self.settle_resource(session, &resource.id.to_string(), closed, RecoveryKind::CloseFailed)
+        self.settle_resource(
+            session,
+            &resource.id.to_string(),
+            closed,
+            RecoveryKind::CloseFailed,
+        )
     }
 
     /// Retries the session's pending recovery records. Returns the resources whose close or
     /// release was retried (settled or still failing); failures go into the report.
-    async fn retry_recoveries(&self, state: &SessionState, session: &str, report: &mut CleanupReport) -> Vec<String> {
+    async fn retry_recoveries(
+        &self,
+        state: &SessionState,
+        session: &str,
+        report: &mut CleanupReport,
+    ) -> Vec<String> {
         let mut retried = Vec::new();
-        let Ok(pending) = self.inner.store.pending_recoveries(&sid(session)) else { return retried };
+        let Ok(pending) = self.inner.store.pending_recoveries(&sid(session)) else {
+            return retried;
+        };
         for recovery in pending {
-            let Some(resource_id) = recovery.resource_id.clone() else { continue };
+            let Some(resource_id) = recovery.resource_id.clone() else {
+                continue;
+            };
             if recovery.kind == RecoveryKind::DetachFailed {
                 // The lease that failed to detach retries and settles its own record; without one
                 // (the process or the connection that held the attachment is gone) there is
@@ -822,16 +1227,31 @@ impl Runtime {
                 }
                 continue;
             }
-            let Ok(resource) = self.inner.store.get_resource(&resource_id) else { continue };
+            let Ok(resource) = self.inner.store.get_resource(&resource_id) else {
+                continue;
+            };
             let done = match recovery.kind {
                 RecoveryKind::CloseFailed => self.close_handle(&resource).await,
-                _ => self.inner.store.release_resource(&resource_id, &sid(session), now_ms()).is_ok(),
+                _ => self
+                    .inner
+                    .store
+                    .release_resource(&resource_id, &sid(session), now_ms())
+                    .is_ok(),
             };
-            let _ = self.inner.store.record_attempt(recovery.id, (!done).then_some("still failing"), now_ms());
+            let _ = self.inner.store.record_attempt(
+                recovery.id,
+                (!done).then_some("still failing"),
+                now_ms(),
+            );
             retried.push(resource_id.to_string());
             if done {
                 if let Ok(current) = self.inner.store.get_resource(&resource_id) {
-                    let _ = self.inner.store.transition(&resource_id, current.version, ResourceState::Released, now_ms());
+                    let _ = self.inner.store.transition(
+                        &resource_id,
+                        current.version,
+                        ResourceState::Released,
+                        now_ms(),
+                    );
                 }
                 let _ = self.inner.store.resolve_recovery(recovery.id, now_ms());
                 match recovery.kind {
@@ -872,10 +1292,20 @@ impl Runtime {
 
     pub(crate) async fn reconnect_now(&self) -> Result<(), RuntimeError> {
         let relaunched = self.adapter().reconnect().await? == surface::Reconnected::Relaunched;
-        let sessions: Vec<(String, Arc<SessionState>)> =
-            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let sessions: Vec<(String, Arc<SessionState>)> = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for (id, state) in sessions {
-            let leases: Vec<Arc<DebuggerLease>> = state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let leases: Vec<Arc<DebuggerLease>> = state
+                .debuggers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
             if relaunched {
                 // A new browser: the old tabs died with the old one. Records stay; handles are
                 // lost (below), and the kept tabs come back by the restore.
@@ -883,8 +1313,17 @@ impl Runtime {
                 for lease in &leases {
                     lease.detach(Some(Retired::Closed)).await;
                 }
-                state.debuggers.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.finished());
-                if state.context_id.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                state
+                    .debuggers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|l| !l.finished());
+                if state
+                    .context_id
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_some()
+                {
                     let context = self.adapter().create_context(true).await?;
                     *state.context_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(context);
                 }
@@ -900,13 +1339,27 @@ impl Runtime {
         if relaunched {
             // Every handle of this process died with the browser: a tab to keep (marked,
             // retained, a person's) waits for the restore; any other agent tab is gone.
-            for resource in self.inner.store.instance_handles(self.inner.instance).unwrap_or_default() {
-                self.inner.leases.invalidate(resource.cdp_target_id.as_ref().map_or("", |t| t.as_str()));
-                let keep = resource.mark != Mark::None || resource.state == ResourceState::Retained || resource.ownership != Ownership::AgentCreated;
+            for resource in self
+                .inner
+                .store
+                .instance_handles(self.inner.instance)
+                .unwrap_or_default()
+            {
+                self.inner
+                    .leases
+                    .invalidate(resource.cdp_target_id.as_ref().map_or("", |t| t.as_str()));
+                let keep = resource.mark != Mark::None
+                    || resource.state == ResourceState::Retained
+                    || resource.ownership != Ownership::AgentCreated;
                 if keep {
                     let _ = self.inner.store.lose_handle(&resource.id, now_ms());
                 } else {
-                    let _ = self.inner.store.transition(&resource.id, resource.version, ResourceState::Released, now_ms());
+                    let _ = self.inner.store.transition(
+                        &resource.id,
+                        resource.version,
+                        ResourceState::Released,
+                        now_ms(),
+                    );
                     let _ = self.inner.store.clear_handle(&resource.id, now_ms());
                 }
             }

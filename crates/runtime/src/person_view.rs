@@ -62,22 +62,47 @@ impl Runtime {
     pub async fn person_view(&self, resource: &str) -> Result<PersonView, RuntimeError> {
         let target = self.person_target(resource)?;
         let cast = self.adapter().person_view(target.clone()).await?;
-        let generation = self.inner.view_generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let entry = PersonEntry { runtime: self.clone(), resource: resource.to_owned(), target, input: cast.entry() };
-        Ok(PersonView { entry, cast, generation, seq: 0 })
+        let generation = self
+            .inner
+            .view_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let entry = PersonEntry {
+            runtime: self.clone(),
+            resource: resource.to_owned(),
+            target,
+            input: cast.entry(),
+        };
+        Ok(PersonView {
+            entry,
+            cast,
+            generation,
+            seq: 0,
+        })
     }
 
     /// The live target of a tab record of this process (not one a person closed).
     pub(crate) fn person_target(&self, resource: &str) -> Result<String, RuntimeError> {
-        let gone = || RuntimeError::Surface(surface::SurfaceError::lost("the tab is not open in this browser"));
+        let gone = || {
+            RuntimeError::Surface(surface::SurfaceError::lost(
+                "the tab is not open in this browser",
+            ))
+        };
         let record = self
             .inner
             .store
             .get_resource(&store::ResourceId::new(resource))
-            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })?;
+            .map_err(|_| RuntimeError::UnknownSurface {
+                name: resource.to_owned(),
+                known: "a tab of GET /api/tabs".into(),
+            })?;
         record
             .cdp_target_id
-            .filter(|_| record.instance == Some(self.inner.instance) && !record.handle_lost && !record.closed_by_person)
+            .filter(|_| {
+                record.instance == Some(self.inner.instance)
+                    && !record.handle_lost
+                    && !record.closed_by_person
+            })
             .map(|t| t.to_string())
             .ok_or_else(gone)
     }
@@ -117,7 +142,10 @@ impl PersonView {
     /// previous frame is acknowledged first, no sooner than the minimum interval after it was
     /// delivered, so frames are single-flight and at most [`VIEW_MAX_FPS`] a second. Cancel-safe.
     pub async fn next_frame(&mut self) -> Result<ViewFrame, RuntimeError> {
-        let frame = self.cast.next_frame(Duration::from_millis(1000 / u64::from(VIEW_MAX_FPS))).await?;
+        let frame = self
+            .cast
+            .next_frame(Duration::from_millis(1000 / u64::from(VIEW_MAX_FPS)))
+            .await?;
         self.seq += 1;
         Ok(ViewFrame {
             resource: self.entry.resource.clone(),
@@ -150,7 +178,9 @@ impl PersonEntry {
     pub async fn input(&self, input: PersonInput) -> Result<Control, RuntimeError> {
         input.check().map_err(|e| match e {
             PersonInputRefused::Invalid(why) => RuntimeError::InvalidAction(why),
-            PersonInputRefused::Scheme => RuntimeError::OriginDenied { reason: e.to_string() },
+            PersonInputRefused::Scheme => RuntimeError::OriginDenied {
+                reason: e.to_string(),
+            },
         })?;
         if input.acts() {
             self.runtime.person_acts(&self.resource, &self.target);

@@ -36,9 +36,15 @@ impl StepReport {
     /// stale_observation (why)` — and whether it did not take effect (refused or failed).
     pub fn outcome(&self) -> (String, bool) {
         match (&self.error, &self.receipt) {
-            (Some((code, message)), _) => (format!("{} refused: {} ({message})", self.action, code.as_str()), true),
+            (Some((code, message)), _) => (
+                format!("{} refused: {} ({message})", self.action, code.as_str()),
+                true,
+            ),
             (None, Some(receipt)) => {
-                let state = serde_json::to_value(receipt.state()).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+                let state = serde_json::to_value(receipt.state())
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
                 (format!("{} {state}", self.action), state == "failed")
             }
             (None, None) => (self.action.clone(), false),
@@ -49,7 +55,10 @@ impl StepReport {
     /// blocked, a download nobody captured. It names page content: a model reads it inside the
     /// untrusted markers.
     pub fn receipt_detail(&self) -> Option<&str> {
-        self.receipt.as_ref().and_then(Receipt::detail).filter(|d| !d.is_empty())
+        self.receipt
+            .as_ref()
+            .and_then(Receipt::detail)
+            .filter(|d| !d.is_empty())
     }
 }
 
@@ -67,7 +76,10 @@ pub enum PlannerStep {
     /// The planner believes the task is done. The runtime verifies before anything succeeds:
     /// the caller's checks, and the planner's own proposed `checks` (each must hold now and must
     /// not have held before the run acted; without caller checks they are the only evidence).
-    Done { summary: String, checks: Vec<crate::Assertion> },
+    Done {
+        summary: String,
+        checks: Vec<crate::Assertion>,
+    },
     /// The planner asks to see the page as an image: the next observation comes with a
     /// viewport screenshot (a read; it counts as a step, so a loop of looks ends).
     Look,
@@ -90,7 +102,8 @@ pub enum PlannerError {
 }
 
 /// A boxed planner future.
-pub type PlanFuture<'a> = Pin<Box<dyn Future<Output = Result<PlannerStep, PlannerError>> + Send + 'a>>;
+pub type PlanFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<PlannerStep, PlannerError>> + Send + 'a>>;
 
 /// Proposes the next step from the current observation.
 pub trait Planner: Send {
@@ -148,7 +161,9 @@ pub struct ScriptedPlanner {
 
 impl ScriptedPlanner {
     pub fn new(steps: impl IntoIterator<Item = Scripted>) -> Self {
-        ScriptedPlanner { steps: steps.into_iter().collect() }
+        ScriptedPlanner {
+            steps: steps.into_iter().collect(),
+        }
     }
 }
 
@@ -170,7 +185,9 @@ impl Planner for ScriptedPlanner {
         Box::pin(async move {
             loop {
                 let Some(step) = self.steps.pop_front() else {
-                    return Ok(PlannerStep::GiveUp { summary: "the script ran out".into() });
+                    return Ok(PlannerStep::GiveUp {
+                        summary: "the script ran out".into(),
+                    });
                 };
                 let o = &input.observation;
                 let frame = o.frame_id().as_str();
@@ -179,10 +196,19 @@ impl Planner for ScriptedPlanner {
                         tokio::time::sleep(d).await;
                         continue;
                     }
-                    Scripted::Done(summary) => return Ok(PlannerStep::Done { summary, checks: Vec::new() }),
-                    Scripted::DoneWith(summary, checks) => return Ok(PlannerStep::Done { summary, checks }),
+                    Scripted::Done(summary) => {
+                        return Ok(PlannerStep::Done {
+                            summary,
+                            checks: Vec::new(),
+                        });
+                    }
+                    Scripted::DoneWith(summary, checks) => {
+                        return Ok(PlannerStep::Done { summary, checks });
+                    }
                     Scripted::GiveUp(summary) => return Ok(PlannerStep::GiveUp { summary }),
-                    Scripted::Infeasible(summary, unmet) => return Ok(PlannerStep::Infeasible { summary, unmet }),
+                    Scripted::Infeasible(summary, unmet) => {
+                        return Ok(PlannerStep::Infeasible { summary, unmet });
+                    }
                     Scripted::Look => return Ok(PlannerStep::Look),
                     Scripted::Raw(value) => value,
                     Scripted::Click(name) => {
@@ -197,12 +223,22 @@ impl Planner for ScriptedPlanner {
                     Scripted::Select(name, value) => {
                         json!({"type": "select", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "value": value, "intent": format!("choose {value}")})
                     }
-                    Scripted::Navigate(url) => json!({"type": "navigate", "expected_frame_id": frame, "url": url, "intent": "open the page"}),
-                    Scripted::Scroll(dy) => json!({"type": "scroll", "expected_frame_id": frame, "delta_y": dy, "intent": "scroll"}),
-                    Scripted::Wait(ms) => json!({"type": "wait", "expected_frame_id": frame, "duration_ms": ms, "intent": "wait"}),
-                    Scripted::Dialog(accept) => json!({"type": "dialog", "expected_frame_id": frame, "accept": accept, "intent": "answer the dialog"}),
+                    Scripted::Navigate(url) => {
+                        json!({"type": "navigate", "expected_frame_id": frame, "url": url, "intent": "open the page"})
+                    }
+                    Scripted::Scroll(dy) => {
+                        json!({"type": "scroll", "expected_frame_id": frame, "delta_y": dy, "intent": "scroll"})
+                    }
+                    Scripted::Wait(ms) => {
+                        json!({"type": "wait", "expected_frame_id": frame, "duration_ms": ms, "intent": "wait"})
+                    }
+                    Scripted::Dialog(accept) => {
+                        json!({"type": "dialog", "expected_frame_id": frame, "accept": accept, "intent": "answer the dialog"})
+                    }
                 };
-                return Ok(PlannerStep::Act(protocol::validate_extended_action(&value)?));
+                return Ok(PlannerStep::Act(protocol::validate_extended_action(
+                    &value,
+                )?));
             }
         })
     }
@@ -225,7 +261,10 @@ pub struct CommandPlanner {
 
 /// One line of at most `max` bytes (without its newline); `None` at the end of the stream. A
 /// longer line is an error as soon as it passes `max`, without reading the rest into memory.
-async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Option<Vec<u8>>> {
+async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
     use tokio::io::AsyncBufReadExt;
     let mut line = Vec::new();
     loop {
@@ -238,7 +277,10 @@ async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R, m
             None => (chunk.len(), false),
         };
         if line.len() + take > max {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a line over {max} bytes")));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line over {max} bytes"),
+            ));
         }
         line.extend_from_slice(&chunk[..take]);
         reader.consume(if done { take + 1 } else { take });
@@ -251,7 +293,9 @@ async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R, m
 impl CommandPlanner {
     /// Starts `command` (program and arguments).
     pub fn start(command: &[String]) -> Result<Self, PlannerError> {
-        let (program, args) = command.split_first().ok_or_else(|| PlannerError::Failed("the planner command is empty".into()))?;
+        let (program, args) = command
+            .split_first()
+            .ok_or_else(|| PlannerError::Failed("the planner command is empty".into()))?;
         let mut child = tokio::process::Command::new(program)
             .args(args)
             .stdin(std::process::Stdio::piped())
@@ -261,10 +305,22 @@ impl CommandPlanner {
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| PlannerError::Failed(format!("cannot start the planner {program:?}: {e}")))?;
-        let stdin = child.stdin.take().ok_or_else(|| PlannerError::Failed("the planner has no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| PlannerError::Failed("the planner has no stdout".into()))?;
-        Ok(CommandPlanner { child, stdin, reader: tokio::io::BufReader::new(stdout) })
+            .map_err(|e| {
+                PlannerError::Failed(format!("cannot start the planner {program:?}: {e}"))
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| PlannerError::Failed("the planner has no stdin".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| PlannerError::Failed("the planner has no stdout".into()))?;
+        Ok(CommandPlanner {
+            child,
+            stdin,
+            reader: tokio::io::BufReader::new(stdout),
+        })
     }
 }
 
@@ -284,14 +340,22 @@ impl Drop for CommandPlanner {
 /// An action's point targets from the pixels of the screenshot a model saw to the viewport's CSS
 /// pixels (the image may be scaled: device pixels, page zoom, a provider's downscale), for every
 /// planner that shows screenshots. Without a screenshot of this page a point target is refused.
-pub fn points_from_screenshot(action: &serde_json::Value, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<serde_json::Value, PointError> {
+pub fn points_from_screenshot(
+    action: &serde_json::Value,
+    shot: Option<&(protocol::ImageSize, protocol::Viewport)>,
+) -> Result<serde_json::Value, PointError> {
     let mut action = action.clone();
     for key in ["target", "source", "destination"] {
-        let Some(t) = action.get_mut(key).filter(|t| t["kind"] == "point") else { continue };
+        let Some(t) = action.get_mut(key).filter(|t| t["kind"] == "point") else {
+            continue;
+        };
         let Some((size, viewport)) = shot else {
             return Err(PointError::NoScreenshot);
         };
-        let (x, y) = (t["x"].as_f64().ok_or(PointError::NotANumber("x"))?, t["y"].as_f64().ok_or(PointError::NotANumber("y"))?);
+        let (x, y) = (
+            t["x"].as_f64().ok_or(PointError::NotANumber("x"))?,
+            t["y"].as_f64().ok_or(PointError::NotANumber("y"))?,
+        );
         let off = |source| PointError::OffTheImage { x, y, source };
         let css = protocol::coords::image_to_css(x, y, *size, viewport).map_err(off)?;
         let point = protocol::coords::to_point_target(css, viewport).map_err(off)?;
@@ -353,16 +417,32 @@ impl Planner for CommandPlanner {
             let line = json!({"task": input.task, "step": input.step, "observation": input.observation, "last": last});
             let mut text = line.to_string();
             text.push('\n');
-            let gone = |e: std::io::Error| PlannerError::Failed(format!("the planner stopped reading: {e}"));
+            let gone = |e: std::io::Error| {
+                PlannerError::Failed(format!("the planner stopped reading: {e}"))
+            };
             self.stdin.write_all(text.as_bytes()).await.map_err(gone)?;
             self.stdin.flush().await.map_err(gone)?;
             let answer = match read_line_bounded(&mut self.reader, ANSWER_MAX_BYTES).await {
-                Ok(Some(answer)) => String::from_utf8(answer).map_err(|_| PlannerError::Failed("the planner's answer is not UTF-8".into()))?,
+                Ok(Some(answer)) => String::from_utf8(answer).map_err(|_| {
+                    PlannerError::Failed("the planner's answer is not UTF-8".into())
+                })?,
                 Ok(None) => {
-                    let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
-                    return Err(PlannerError::Failed(format!("the planner exited without an answer{status}")));
+                    let status = self
+                        .child
+                        .try_wait()
+                        .ok()
+                        .flatten()
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default();
+                    return Err(PlannerError::Failed(format!(
+                        "the planner exited without an answer{status}"
+                    )));
                 }
-                Err(e) => return Err(PlannerError::Failed(format!("the planner's answer is unreadable: {e}"))),
+                Err(e) => {
+                    return Err(PlannerError::Failed(format!(
+                        "the planner's answer is unreadable: {e}"
+                    )));
+                }
             };
             parse_answer(&answer)
         })
@@ -384,16 +464,36 @@ pub fn parse_answer(answer: &str) -> Result<PlannerStep, PlannerError> {
 /// [`parse_answer`] for a planner that showed the model `shot` (a screenshot of the page, its
 /// size and the viewport): the answer's point targets are in that image's pixels and are mapped
 /// to CSS pixels first ([`points_from_screenshot`]).
-pub fn parse_answer_seen(answer: &str, shot: Option<&(protocol::ImageSize, protocol::Viewport)>) -> Result<PlannerStep, PlannerError> {
+pub fn parse_answer_seen(
+    answer: &str,
+    shot: Option<&(protocol::ImageSize, protocol::Viewport)>,
+) -> Result<PlannerStep, PlannerError> {
     if answer.len() > ANSWER_MAX_BYTES {
-        return Err(PlannerError::Failed(format!("the answer is over {ANSWER_MAX_BYTES} bytes")));
+        return Err(PlannerError::Failed(format!(
+            "the answer is over {ANSWER_MAX_BYTES} bytes"
+        )));
     }
     let trimmed = answer.trim();
-    let unfenced =
-        trimmed.strip_prefix("```json").or_else(|| trimmed.strip_prefix("```")).and_then(|rest| rest.strip_suffix("```")).map(str::trim).unwrap_or(trimmed);
-    let parsed: Answer =
-        serde_json::from_str(unfenced).map_err(|e| PlannerError::Failed(format!("the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}")))?;
-    let Answer { action, done, checks, give_up, infeasible, unmet, look } = parsed;
+    let unfenced = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .map(str::trim)
+        .unwrap_or(trimmed);
+    let parsed: Answer = serde_json::from_str(unfenced).map_err(|e| {
+        PlannerError::Failed(format!(
+            "the planner's answer is not {{\"action\"|\"done\"|\"give_up\": …}}: {e}"
+        ))
+    })?;
+    let Answer {
+        action,
+        done,
+        checks,
+        give_up,
+        infeasible,
+        unmet,
+        look,
+    } = parsed;
     if look {
         return match (action, done, give_up, infeasible) {
             (None, None, None, None) => Ok(PlannerStep::Look),
@@ -409,15 +509,26 @@ pub fn parse_answer_seen(answer: &str, shot: Option<&(protocol::ImageSize, proto
     match (action, done, give_up, infeasible) {
         (Some(action), None, None, None) => {
             let action = match shot {
-                Some(_) => points_from_screenshot(&action, shot).map_err(|e| PlannerError::Failed(e.to_string()))?,
+                Some(_) => points_from_screenshot(&action, shot)
+                    .map_err(|e| PlannerError::Failed(e.to_string()))?,
                 None => action,
             };
-            Ok(PlannerStep::Act(protocol::validate_extended_action(&action)?))
+            Ok(PlannerStep::Act(protocol::validate_extended_action(
+                &action,
+            )?))
         }
-        (None, Some(summary), None, None) => Ok(PlannerStep::Done { summary, checks: crate::verify::proposed_checks(checks)? }),
+        (None, Some(summary), None, None) => Ok(PlannerStep::Done {
+            summary,
+            checks: crate::verify::proposed_checks(checks)?,
+        }),
         (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp { summary }),
-        (None, None, None, Some(summary)) => Ok(PlannerStep::Infeasible { summary, unmet: crate::verify::unmet_conditions(unmet) }),
-        _ => Err(PlannerError::Failed("the planner must answer exactly one of action, done, give_up, infeasible".into())),
+        (None, None, None, Some(summary)) => Ok(PlannerStep::Infeasible {
+            summary,
+            unmet: crate::verify::unmet_conditions(unmet),
+        }),
+        _ => Err(PlannerError::Failed(
+            "the planner must answer exactly one of action, done, give_up, infeasible".into(),
+        )),
     }
 }
 
@@ -431,22 +542,69 @@ mod tests {
     fn a_step_is_told_by_its_outcome_and_receipt_detail() {
         use protocol::{ErrorCode, ExtendedKind, FrameId, Receipt};
         let frame = FrameId::new("frame_1").unwrap();
-        let report = |receipt: Option<Receipt>, error: Option<(ErrorCode, String)>| super::StepReport { action: "click".into(), receipt, error };
-        let confirmed = report(Some(Receipt::confirmed(ExtendedKind::Click, frame.clone())), None);
-        assert_eq!((confirmed.outcome(), confirmed.receipt_detail()), (("click confirmed".to_owned(), false), None));
-        let noted = report(Some(Receipt::confirmed(ExtendedKind::Click, frame.clone()).with_note("the page began a download (\"a.csv\")")), None);
-        assert_eq!(noted.receipt_detail(), Some("the page began a download (\"a.csv\")"));
-        let failed = report(Some(Receipt::failed(ExtendedKind::Click, frame, ErrorCode::InvalidAction, true, "nothing changed")), None);
-        assert_eq!((failed.outcome(), failed.receipt_detail()), (("click failed".to_owned(), true), Some("nothing changed")));
-        let refused = report(None, Some((ErrorCode::StaleObservation, "observe again".into())));
-        assert_eq!(refused.outcome(), ("click refused: stale_observation (observe again)".to_owned(), true));
+        let report =
+            |receipt: Option<Receipt>, error: Option<(ErrorCode, String)>| super::StepReport {
+                action: "click".into(),
+                receipt,
+                error,
+            };
+        let confirmed = report(
+            Some(Receipt::confirmed(ExtendedKind::Click, frame.clone())),
+            None,
+        );
+        assert_eq!(
+            (confirmed.outcome(), confirmed.receipt_detail()),
+            (("click confirmed".to_owned(), false), None)
+        );
+        let noted = report(
+            Some(
+                Receipt::confirmed(ExtendedKind::Click, frame.clone())
+                    .with_note("the page began a download (\"a.csv\")"),
+            ),
+            None,
+        );
+        assert_eq!(
+            noted.receipt_detail(),
+            Some("the page began a download (\"a.csv\")")
+        );
+        let failed = report(
+            Some(Receipt::failed(
+                ExtendedKind::Click,
+                frame,
+                ErrorCode::InvalidAction,
+                true,
+                "nothing changed",
+            )),
+            None,
+        );
+        assert_eq!(
+            (failed.outcome(), failed.receipt_detail()),
+            (("click failed".to_owned(), true), Some("nothing changed"))
+        );
+        let refused = report(
+            None,
+            Some((ErrorCode::StaleObservation, "observe again".into())),
+        );
+        assert_eq!(
+            refused.outcome(),
+            (
+                "click refused: stale_observation (observe again)".to_owned(),
+                true
+            )
+        );
     }
 
     #[tokio::test]
     async fn answer_lines_are_bounded() {
         let mut input: &[u8] = b"{\"done\": \"x\"}\nlast";
-        assert_eq!(read_line_bounded(&mut input, 64).await.unwrap().unwrap(), b"{\"done\": \"x\"}");
-        assert_eq!(read_line_bounded(&mut input, 64).await.unwrap().unwrap(), b"last");
+        assert_eq!(
+            read_line_bounded(&mut input, 64).await.unwrap().unwrap(),
+            b"{\"done\": \"x\"}"
+        );
+        assert_eq!(
+            read_line_bounded(&mut input, 64).await.unwrap().unwrap(),
+            b"last"
+        );
         assert!(read_line_bounded(&mut input, 64).await.unwrap().is_none());
         let long = vec![b'x'; 100];
         assert!(read_line_bounded(&mut long.as_slice(), 64).await.is_err());

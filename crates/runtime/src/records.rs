@@ -42,9 +42,17 @@ pub(crate) fn redact_text(text: &str) -> String {
     text.split_inclusive(char::is_whitespace)
         .map(|word| {
             let trimmed = word.trim_end();
-            if trimmed.contains("://") || trimmed.starts_with("data:") || trimmed.starts_with("javascript:") {
+            if trimmed.contains("://")
+                || trimmed.starts_with("data:")
+                || trimmed.starts_with("javascript:")
+            {
                 let start = trimmed.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(0);
-                format!("{}{}{}", &trimmed[..start], policy::redact_url(&trimmed[start..]), &word[trimmed.len()..])
+                format!(
+                    "{}{}{}",
+                    &trimmed[..start],
+                    policy::redact_url(&trimmed[start..]),
+                    &word[trimmed.len()..]
+                )
             } else {
                 word.to_owned()
             }
@@ -67,7 +75,12 @@ pub(crate) struct Described<'a> {
 }
 
 impl Runtime {
-    fn new_operation(&self, at: &StepAt<'_>, action: &ExtendedAction, what: &Described<'_>) -> NewOperation {
+    fn new_operation(
+        &self,
+        at: &StepAt<'_>,
+        action: &ExtendedAction,
+        what: &Described<'_>,
+    ) -> NewOperation {
         NewOperation {
             id: format!("op_{}{}", self.inner.instance.0, self.fresh_id("")),
             session_id: SessionId::new(at.session),
@@ -86,7 +99,12 @@ impl Runtime {
 
     /// Records an operation `attempted`, before its action is sent. An action is never sent
     /// without its record: a store that cannot write refuses the action.
-    pub(crate) fn begin_operation(&self, at: &StepAt<'_>, action: &ExtendedAction, what: &Described<'_>) -> Result<OpenOperation, RuntimeError> {
+    pub(crate) fn begin_operation(
+        &self,
+        at: &StepAt<'_>,
+        action: &ExtendedAction,
+        what: &Described<'_>,
+    ) -> Result<OpenOperation, RuntimeError> {
         let new = self.new_operation(at, action, what);
         self.inner.store.begin_operation(&new).map_err(|e| {
             if e.is_disk_full() {
@@ -102,7 +120,11 @@ impl Runtime {
     }
 
     /// Ends an operation with what became of its action.
-    pub(crate) fn end_operation(&self, open: OpenOperation, outcome: &Result<ActOutcome, SurfaceError>) {
+    pub(crate) fn end_operation(
+        &self,
+        open: OpenOperation,
+        outcome: &Result<ActOutcome, SurfaceError>,
+    ) {
         let end = match outcome {
             Ok(outcome) => {
                 let receipt = &outcome.receipt;
@@ -116,24 +138,47 @@ impl Runtime {
                 let downloaded: Vec<String> = outcome
                     .downloads
                     .iter()
-                    .filter_map(|d| d.artifact_id.as_ref().map(|id| format!("downloaded {} ({} bytes)", id.as_str(), d.size)))
+                    .filter_map(|d| {
+                        d.artifact_id
+                            .as_ref()
+                            .map(|id| format!("downloaded {} ({} bytes)", id.as_str(), d.size))
+                    })
                     .collect();
-                let detail = receipt.detail().map(|d| bounded(d, TEXT_MAX)).into_iter().chain(downloaded).collect::<Vec<_>>().join("; ");
+                let detail = receipt
+                    .detail()
+                    .map(|d| bounded(d, TEXT_MAX))
+                    .into_iter()
+                    .chain(downloaded)
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 OperationEnd {
                     // Nothing was sent after all (`attempted` is only ever the open record).
-                    state: if state == OperationState::Attempted { OperationState::Failed } else { state },
+                    state: if state == OperationState::Attempted {
+                        OperationState::Failed
+                    } else {
+                        state
+                    },
                     effect_uncertain: receipt.effect_uncertain(),
                     error: receipt.error().map(|c| c.as_str().to_owned()),
                     detail: Some(detail).filter(|d| !d.is_empty()),
-                    frame_after: outcome.observation.as_ref().map(|o| o.frame_id().as_str().to_owned()),
-                    marker: outcome.marker.as_ref().and_then(|m| serde_json::to_string(m).ok()),
+                    frame_after: outcome
+                        .observation
+                        .as_ref()
+                        .map(|o| o.frame_id().as_str().to_owned()),
+                    marker: outcome
+                        .marker
+                        .as_ref()
+                        .and_then(|m| serde_json::to_string(m).ok()),
                     ended_at: now_ms(),
                 }
             }
             Err(e) => OperationEnd {
                 state: OperationState::Failed,
                 // These can come after the input was sent.
-                effect_uncertain: matches!(e.code(), ErrorCode::Timeout | ErrorCode::TargetLost | ErrorCode::BackendUnavailable),
+                effect_uncertain: matches!(
+                    e.code(),
+                    ErrorCode::Timeout | ErrorCode::TargetLost | ErrorCode::BackendUnavailable
+                ),
                 error: Some(e.code().as_str().to_owned()),
                 detail: Some(bounded(&e.to_string(), TEXT_MAX)),
                 frame_after: None,
@@ -148,7 +193,13 @@ impl Runtime {
 
     /// Records an action refused before anything was sent (stale, policy, denied, waiting for
     /// a person, cancelled).
-    pub(crate) fn record_refused(&self, at: &StepAt<'_>, action: &ExtendedAction, what: &Described<'_>, error: &RuntimeError) {
+    pub(crate) fn record_refused(
+        &self,
+        at: &StepAt<'_>,
+        action: &ExtendedAction,
+        what: &Described<'_>,
+        error: &RuntimeError,
+    ) {
         let new = self.new_operation(at, action, what);
         let end = OperationEnd {
             state: OperationState::Failed,
@@ -159,21 +210,35 @@ impl Runtime {
             marker: None,
             ended_at: new.started_at,
         };
-        let written = self.inner.store.begin_operation(&new).and_then(|_| self.inner.store.end_operation(&new.id, &end));
+        let written = self
+            .inner
+            .store
+            .begin_operation(&new)
+            .and_then(|_| self.inner.store.end_operation(&new.id, &end));
         if let Err(e) = written {
             tracing::warn!(error = %e, "a refused action could not be recorded");
         }
     }
 
     /// Records a run at its start.
-    pub(crate) fn record_run_start(&self, run_id: &str, session: &str, key: &str, request: &crate::RunRequest, model: Option<String>) {
+    pub(crate) fn record_run_start(
+        &self,
+        run_id: &str,
+        session: &str,
+        key: &str,
+        request: &crate::RunRequest,
+        model: Option<String>,
+    ) {
         let new = NewRun {
             id: RunId::new(run_id),
             session_id: SessionId::new(session),
             surface: key.to_owned(),
             // The task is recorded when the run ends, without the secrets the run typed (a task
             // may carry the password its person wants typed); until then only its length.
-            task: format!("[{} characters; recorded when the run ends]", request.task.chars().count()),
+            task: format!(
+                "[{} characters; recorded when the run ends]",
+                request.task.chars().count()
+            ),
             model,
             max_steps: request.max_steps,
             max_seconds: request.max_seconds,
@@ -185,11 +250,25 @@ impl Runtime {
     }
 
     /// Records how a run ended.
-    pub(crate) fn record_run_end(&self, run_id: &str, result: &RunResult, accounting: Option<serde_json::Value>, task: Option<String>) {
-        let json = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+    pub(crate) fn record_run_end(
+        &self,
+        run_id: &str,
+        result: &RunResult,
+        accounting: Option<serde_json::Value>,
+        task: Option<String>,
+    ) {
+        let json = |v: serde_json::Value| {
+            v.as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string())
+        };
         let end = RunEnd {
-            status: serde_json::to_value(result.status()).map(json).unwrap_or_default(),
-            reason: serde_json::to_value(result.reason_code()).map(json).unwrap_or_default(),
+            status: serde_json::to_value(result.status())
+                .map(json)
+                .unwrap_or_default(),
+            reason: serde_json::to_value(result.reason_code())
+                .map(json)
+                .unwrap_or_default(),
             summary: bounded(&redact_text(result.summary()), TEXT_MAX),
             steps: result.steps_taken(),
             accounting: accounting.map(|a| a.to_string()),
@@ -211,8 +290,16 @@ impl Runtime {
     /// configured count.
     pub(crate) fn prune_records(&self) {
         let before = now_ms().saturating_sub(self.inner.config.records_max_age.as_millis() as u64);
-        match self.inner.store.prune_records(before, self.inner.config.records_max_operations) {
-            Ok(p) if p.operations > 0 || p.runs > 0 => tracing::info!(operations = p.operations, runs = p.runs, "removed old records (retention)"),
+        match self
+            .inner
+            .store
+            .prune_records(before, self.inner.config.records_max_operations)
+        {
+            Ok(p) if p.operations > 0 || p.runs > 0 => tracing::info!(
+                operations = p.operations,
+                runs = p.runs,
+                "removed old records (retention)"
+            ),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "old records could not be removed"),
         }
@@ -225,9 +312,15 @@ mod tests {
 
     #[test]
     fn urls_in_free_text_are_redacted_and_the_rest_kept() {
-        assert_eq!(redact_text("open https://a.test/x?token=s3cret now"), "open https://a.test/x?token= now");
+        assert_eq!(
+            redact_text("open https://a.test/x?token=s3cret now"),
+            "open https://a.test/x?token= now"
+        );
         // Whatever follows a query value in the same word goes with it.
-        assert_eq!(redact_text("(see <https://a.test/?k=v>)\nthen"), "(see <https://a.test/?k=\nthen");
+        assert_eq!(
+            redact_text("(see <https://a.test/?k=v>)\nthen"),
+            "(see <https://a.test/?k=\nthen"
+        );
         assert_eq!(redact_text("plain words only"), "plain words only");
         assert_eq!(bounded("abcdef", 3), "abc…");
     }
@@ -248,7 +341,10 @@ pub struct LogQuery {
 /// The operation log, as a person reads it: runs (start and end), operations and approvals of
 /// the store at `data_dir`, in time order, each a JSON object with a `kind`. Readable while a
 /// server runs (the store is in WAL mode) and after it died.
-pub fn read_log(data_dir: &std::path::Path, query: &LogQuery) -> Result<Vec<serde_json::Value>, RuntimeError> {
+pub fn read_log(
+    data_dir: &std::path::Path,
+    query: &LogQuery,
+) -> Result<Vec<serde_json::Value>, RuntimeError> {
     let db = data_dir.join("glovebox.sqlite");
     if !db.exists() {
         return Ok(Vec::new());
@@ -257,10 +353,18 @@ pub fn read_log(data_dir: &std::path::Path, query: &LogQuery) -> Result<Vec<serd
     read_log_from(&store, query)
 }
 
-pub(crate) fn read_log_from(store: &dyn store::Store, query: &LogQuery) -> Result<Vec<serde_json::Value>, RuntimeError> {
+pub(crate) fn read_log_from(
+    store: &dyn store::Store,
+    query: &LogQuery,
+) -> Result<Vec<serde_json::Value>, RuntimeError> {
     use serde_json::json;
     let session = query.session.as_deref().map(SessionId::new);
-    let filter = store::OperationFilter { session: session.clone(), run: query.run.as_deref().map(RunId::new), after: 0, limit: query.limit };
+    let filter = store::OperationFilter {
+        session: session.clone(),
+        run: query.run.as_deref().map(RunId::new),
+        after: 0,
+        limit: query.limit,
+    };
     // (time, what comes first at the same time, position, entry)
     let mut entries: Vec<(u64, u8, u64, serde_json::Value)> = Vec::new();
     for (i, op) in store.list_operations(&filter)?.into_iter().enumerate() {
@@ -284,9 +388,16 @@ pub(crate) fn read_log_from(store: &dyn store::Store, query: &LogQuery) -> Resul
     let first_op = entries.first().map(|e| e.0);
     let bounded_by_limit = query.limit > 0;
     let runs = store.list_runs(session.as_ref(), 0)?;
-    for r in runs.iter().filter(|r| query.run.as_deref().is_none_or(|id| r.run.id.as_str() == id)) {
+    for r in runs.iter().filter(|r| {
+        query
+            .run
+            .as_deref()
+            .is_none_or(|id| r.run.id.as_str() == id)
+    }) {
         // With a limit, only the runs the operations shown belong to (or that started after them).
-        if bounded_by_limit && first_op.is_some_and(|f| r.end.as_ref().map_or(u64::MAX, |e| e.ended_at) < f) {
+        if bounded_by_limit
+            && first_op.is_some_and(|f| r.end.as_ref().map_or(u64::MAX, |e| e.ended_at) < f)
+        {
             continue;
         }
         let run = &r.run;
@@ -298,7 +409,10 @@ pub(crate) fn read_log_from(store: &dyn store::Store, query: &LogQuery) -> Resul
                    "surface": run.surface, "task": run.task, "model": run.model, "max_steps": run.max_steps, "max_seconds": run.max_seconds}),
         ));
         if let Some(end) = &r.end {
-            let accounting = end.accounting.as_deref().and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok());
+            let accounting = end
+                .accounting
+                .as_deref()
+                .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok());
             entries.push((
                 end.ended_at,
                 3,
@@ -315,7 +429,12 @@ pub(crate) fn read_log_from(store: &dyn store::Store, query: &LogQuery) -> Resul
     for s in &sessions {
         for a in store.list_approvals(s)? {
             let r = &a.request;
-            if query.run.as_deref().is_some_and(|id| r.run_id.as_str() != id) || (bounded_by_limit && first_op.is_some_and(|f| r.requested_at < f)) {
+            if query
+                .run
+                .as_deref()
+                .is_some_and(|id| r.run_id.as_str() != id)
+                || (bounded_by_limit && first_op.is_some_and(|f| r.requested_at < f))
+            {
                 continue;
             }
             entries.push((

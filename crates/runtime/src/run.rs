@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use protocol::{ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult, RunTarget, SessionId, SurfaceName, TabId};
+use protocol::{
+    ArtifactKind, ArtifactRef, ExtendedAction, ImageMime, Observation, ReasonCode, RunResult,
+    RunTarget, SessionId, SurfaceName, TabId,
+};
 use surface::{ActOptions, FrameRecord, ObserveOptions, Surface, SurfaceError};
 
 use crate::events::EventKind;
@@ -56,16 +59,31 @@ impl RunRequest {
         let invalid = |why: String| Err(RuntimeError::InvalidAction(why));
         let task = self.task.chars().count();
         if self.task.trim().is_empty() || task > protocol::limits::TASK_MAX_CHARS {
-            return invalid(format!("the task must have 1 to {} characters (it has {task})", l::TASK_MAX_CHARS));
+            return invalid(format!(
+                "the task must have 1 to {} characters (it has {task})",
+                l::TASK_MAX_CHARS
+            ));
         }
         if !(l::MAX_STEPS_MIN..=l::MAX_STEPS_MAX).contains(&self.max_steps) {
-            return invalid(format!("max_steps must be {} to {}", l::MAX_STEPS_MIN, l::MAX_STEPS_MAX));
+            return invalid(format!(
+                "max_steps must be {} to {}",
+                l::MAX_STEPS_MIN,
+                l::MAX_STEPS_MAX
+            ));
         }
         if !(l::MAX_SECONDS_MIN..=l::MAX_SECONDS_MAX).contains(&self.max_seconds) {
-            return invalid(format!("max_seconds must be {} to {}", l::MAX_SECONDS_MIN, l::MAX_SECONDS_MAX));
+            return invalid(format!(
+                "max_seconds must be {} to {}",
+                l::MAX_SECONDS_MIN,
+                l::MAX_SECONDS_MAX
+            ));
         }
         if self.assertions.len() > crate::verify::ASSERTIONS_MAX {
-            return invalid(format!("success_when has {} checks (at most {})", self.assertions.len(), crate::verify::ASSERTIONS_MAX));
+            return invalid(format!(
+                "success_when has {} checks (at most {})",
+                self.assertions.len(),
+                crate::verify::ASSERTIONS_MAX
+            ));
         }
         self.assertions.iter().try_for_each(Assertion::check_bounds)
     }
@@ -122,7 +140,13 @@ struct Ending {
 
 impl Ending {
     fn new(reason: ReasonCode, summary: impl Into<String>) -> Self {
-        Ending { reason, summary: summary.into(), evidence: Vec::new(), accounting: None, task_record: None }
+        Ending {
+            reason,
+            summary: summary.into(),
+            evidence: Vec::new(),
+            accounting: None,
+            task_record: None,
+        }
     }
 }
 
@@ -137,27 +161,56 @@ pub(crate) struct WaitingRun {
 }
 
 /// The text `action` types into a secret field (password, card, one-time code) of `record`.
-fn secret_typed<'a>(action: &'a ExtendedAction, record: Option<&dyn FrameRecord>) -> Option<&'a str> {
-    let (ExtendedAction::Type(typed), Some(record)) = (action, record) else { return None };
-    let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next() else { return None };
-    record.target(&e.element).is_some_and(|b| b.secret_field).then_some(typed.text.as_str())
+fn secret_typed<'a>(
+    action: &'a ExtendedAction,
+    record: Option<&dyn FrameRecord>,
+) -> Option<&'a str> {
+    let (ExtendedAction::Type(typed), Some(record)) = (action, record) else {
+        return None;
+    };
+    let Some(protocol::extended::TargetRef::Ref(e)) = action.targets().next() else {
+        return None;
+    };
+    record
+        .target(&e.element)
+        .is_some_and(|b| b.secret_field)
+        .then_some(typed.text.as_str())
 }
 
 /// Words of a CAPTCHA or bot challenge in a frame's or widget's name.
-const CHALLENGE_WORDS: &[&str] = &["captcha", "recaptcha", "hcaptcha", "turnstile", "are you human", "verify you are human", "bot check", "challenge"];
+const CHALLENGE_WORDS: &[&str] = &[
+    "captcha",
+    "recaptcha",
+    "hcaptcha",
+    "turnstile",
+    "are you human",
+    "verify you are human",
+    "bot check",
+    "challenge",
+];
 
 /// Why the next step is a person's, from the page's structure: a CAPTCHA or challenge frame on
 /// the page, or an action that would type into a secret field (password, card, one-time code)
 /// a secret the run does not have — the only secrets a run has are the ones its person put in
 /// the task (whatever else the model types there is a guess). Words can only add a reason;
 /// nothing here grants one.
-fn person_needed(action: &ExtendedAction, record: Option<&dyn FrameRecord>, observation: &Observation, task: &str) -> Option<String> {
+fn person_needed(
+    action: &ExtendedAction,
+    record: Option<&dyn FrameRecord>,
+    observation: &Observation,
+    task: &str,
+) -> Option<String> {
     let challenge = observation.interactive_elements().iter().find(|e| {
         let name = e.name().to_lowercase();
-        matches!(e.role(), "iframe" | "checkbox" | "button") && CHALLENGE_WORDS.iter().any(|w| name.contains(w))
+        matches!(e.role(), "iframe" | "checkbox" | "button")
+            && CHALLENGE_WORDS.iter().any(|w| name.contains(w))
     });
     if let Some(e) = challenge {
-        return Some(format!("the page shows a CAPTCHA or bot challenge ({} {:?}) that only a person may answer", e.role(), e.name()));
+        return Some(format!(
+            "the page shows a CAPTCHA or bot challenge ({} {:?}) that only a person may answer",
+            e.role(),
+            e.name()
+        ));
     }
     if secret_typed(action, record).is_some_and(|text| !task.contains(text)) {
         return Some("the page asks for a secret (a password, card or one-time code) this run does not have; a person signs in".to_owned());
@@ -235,15 +288,25 @@ impl Runtime {
         planner: Box<dyn Planner>,
     ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         let session = session.as_str();
-        if self.inner.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
+        if self
+            .inner
+            .stopping
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
+                reason: "the runtime is shutting down".into(),
+            }));
         }
         let state = self.session(session)?;
         let op = state
             .ops
             .clone()
             .try_read_owned()
-            .map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
+            .map_err(|_| RuntimeError::LeaseConflict {
+                holder:
+                    "a lifecycle operation of this session (turn end, finalize, reset or disposal)"
+                        .into(),
+            })?;
         if state.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
         }
@@ -251,11 +314,17 @@ impl Runtime {
     }
 
     /// Runs to the end and returns the result.
-    pub async fn run(&self, session: &SessionId, request: RunRequest, planner: Box<dyn Planner>) -> Result<RunResult, RuntimeError> {
+    pub async fn run(
+        &self,
+        session: &SessionId,
+        request: RunRequest,
+        planner: Box<dyn Planner>,
+    ) -> Result<RunResult, RuntimeError> {
         let session = session.as_str();
         let (_, op) = self.begin(session).await?;
         let (_, join) = self.spawn_run(session, request, planner, op)?;
-        join.await.map_err(|e| RuntimeError::Internal(e.to_string()))
+        join.await
+            .map_err(|e| RuntimeError::Internal(e.to_string()))
     }
 
     /// A run is one operation of its session: it holds `op` (the session's operation guard) and
@@ -270,13 +339,22 @@ impl Runtime {
         request.check()?;
         let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
         let run_id = self.fresh_id("run");
-        let typed = protocol::RunId::new(run_id.clone()).map_err(|e| RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}")))?;
+        let typed = protocol::RunId::new(run_id.clone()).map_err(|e| {
+            RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}"))
+        })?;
         let cancel = Cancel::default();
         let held = self.acquire(&entry, &run_id)?;
         let lease = held.lease.clone();
         self.record_run_start(&run_id, session, &key, &request, planner.model());
-        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), (session.to_owned(), cancel.clone()));
-        let handle = RunHandle { run_id: typed, cancel: cancel.clone() };
+        self.inner
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run_id.clone(), (session.to_owned(), cancel.clone()));
+        let handle = RunHandle {
+            run_id: typed,
+            cancel: cancel.clone(),
+        };
         let session_id = session.to_owned();
         let runtime = self.clone();
         let join = tokio::spawn(async move {
@@ -288,7 +366,17 @@ impl Runtime {
                         protocol::ErrorCode::BackendUnavailable => ReasonCode::BackendUnavailable,
                         _ => ReasonCode::TargetLost,
                     };
-                    return runtime.finish(&run_id, None, held, Ending::new(reason, e.to_string()), 0, Vec::new(), String::new()).await;
+                    return runtime
+                        .finish(
+                            &run_id,
+                            None,
+                            held,
+                            Ending::new(reason, e.to_string()),
+                            0,
+                            Vec::new(),
+                            String::new(),
+                        )
+                        .await;
                 }
             };
             let inner_runtime = runtime.clone();
@@ -325,14 +413,32 @@ impl Runtime {
                 };
                 accounting["time"] = state.times.json(started.elapsed());
                 ending.accounting = Some(accounting);
-                ending.task_record = Some(crate::records::task_record(&request.task, &state.typed_secrets));
+                ending.task_record = Some(crate::records::task_record(
+                    &request.task,
+                    &state.typed_secrets,
+                ));
                 (ending, state.steps, state.artifacts, state.last_url)
             });
             let (ending, steps, artifacts, last_url) = match body.await {
                 Ok(done) => done,
-                Err(e) => (Ending::new(ReasonCode::Internal, format!("the run crashed: {e}")), 0, Vec::new(), String::new()),
+                Err(e) => (
+                    Ending::new(ReasonCode::Internal, format!("the run crashed: {e}")),
+                    0,
+                    Vec::new(),
+                    String::new(),
+                ),
             };
-            runtime.finish(&run_id, Some(attached.tab()), held, ending, steps, artifacts, last_url).await
+            runtime
+                .finish(
+                    &run_id,
+                    Some(attached.tab()),
+                    held,
+                    ending,
+                    steps,
+                    artifacts,
+                    last_url,
+                )
+                .await
         });
         Ok((handle, join))
     }
@@ -356,24 +462,63 @@ impl Runtime {
         let target = lease.target().to_owned();
         drop(lease);
         self.inner.approvals.withdraw_run(run_id);
-        self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).end_run(run_id);
+        self.inner
+            .grants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .end_run(run_id);
         self.inner.artifacts.finish_run(run_id);
-        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id);
+        self.inner
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(run_id);
         let retained: Vec<ArtifactRef> = artifacts.into_iter().filter(|a| a.retained).collect();
-        let target = TabId::new(target).ok().map(|tab_id| RunTarget { kind: self.adapter().kind(), tab_id, url: last_url });
+        let target = TabId::new(target).ok().map(|tab_id| RunTarget {
+            kind: self.adapter().kind(),
+            tab_id,
+            url: last_url,
+        });
         let result = if ending.reason == ReasonCode::Verified {
             match target.clone() {
-                Some(target) => RunResult::succeeded(ending.summary.clone(), target, steps, ending.evidence.clone(), retained.clone()),
+                Some(target) => RunResult::succeeded(
+                    ending.summary.clone(),
+                    target,
+                    steps,
+                    ending.evidence.clone(),
+                    retained.clone(),
+                ),
                 None => Err(protocol::RunResultError::NoEvidence),
             }
         } else {
-            RunResult::ended(ending.reason, ending.summary.clone(), target.clone(), steps, ending.evidence.clone(), retained.clone())
+            RunResult::ended(
+                ending.reason,
+                ending.summary.clone(),
+                target.clone(),
+                steps,
+                ending.evidence.clone(),
+                retained.clone(),
+            )
         };
         let result = result.unwrap_or_else(|e| {
-            RunResult::ended(ReasonCode::Internal, format!("the result could not be built: {e}"), target, steps, Vec::new(), retained)
-                .expect("an internal-error result without evidence is always valid")
+            RunResult::ended(
+                ReasonCode::Internal,
+                format!("the result could not be built: {e}"),
+                target,
+                steps,
+                Vec::new(),
+                retained,
+            )
+            .expect("an internal-error result without evidence is always valid")
         });
-        self.emit(run_id, EventKind::RunEnded { status: result.status(), reason: result.reason_code(), steps });
+        self.emit(
+            run_id,
+            EventKind::RunEnded {
+                status: result.status(),
+                reason: result.reason_code(),
+                steps,
+            },
+        );
         self.record_run_end(run_id, &result, ending.accounting, ending.task_record);
         result
     }
@@ -409,14 +554,27 @@ impl RunState<'_> {
                 return Ending::new(ReasonCode::Timeout, "the time budget ran out");
             }
             // Observe.
-            let visual = request.screenshots || std::mem::take(&mut look) || planner.sees_screenshots();
-            let options = ObserveOptions { screenshot: visual.then_some(ImageMime::Png), ..Default::default() };
+            let visual =
+                request.screenshots || std::mem::take(&mut look) || planner.sees_screenshots();
+            let options = ObserveOptions {
+                screenshot: visual.then_some(ImageMime::Png),
+                ..Default::default()
+            };
             let observing = Instant::now();
             let mut observed = self.guarded(self.tab.observe(&options)).await;
             // A page that is mostly canvas shows the planner little as text: the step is visual
             // (`000_…` §07), and the observation is taken again with its screenshot.
-            if !visual && matches!(observed, Ok(Ok(_))) && self.tab.latest_frame().is_some_and(|r| r.canvas_share() >= CANVAS_VISUAL && !r.has_screenshot()) {
-                let options = ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() };
+            if !visual
+                && matches!(observed, Ok(Ok(_)))
+                && self
+                    .tab
+                    .latest_frame()
+                    .is_some_and(|r| r.canvas_share() >= CANVAS_VISUAL && !r.has_screenshot())
+            {
+                let options = ObserveOptions {
+                    screenshot: Some(ImageMime::Png),
+                    ..Default::default()
+                };
                 observed = self.guarded(self.tab.observe(&options)).await;
             }
             RunTimes::add(&self.times.capture, observing.elapsed());
@@ -425,7 +583,8 @@ impl RunState<'_> {
                 Ok(Err(e)) => return self.browser_ending(e),
                 Err(ending) => return ending,
             };
-            let (observation, screenshot) = self.keep_screenshot(observation, request.screenshots, request.retain_screenshots);
+            let (observation, screenshot) =
+                self.keep_screenshot(observation, request.screenshots, request.retain_screenshots);
             if initial.is_none() {
                 initial = Some(observation.clone());
             }
@@ -439,15 +598,26 @@ impl RunState<'_> {
                 },
             );
             // A same-tab move to another origin voids the grant for the old one.
-            let now_origin = self.tab.latest_frame().and_then(|r| policy::Origin::parse(r.document_url()).ok());
+            let now_origin = self
+                .tab
+                .latest_frame()
+                .and_then(|r| policy::Origin::parse(r.document_url()).ok());
             if let (Some(before), Some(now)) = (&origin, &now_origin)
                 && before != now
             {
-                self.runtime.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).revoke(&self.run_id, before);
+                self.runtime
+                    .inner
+                    .grants
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .revoke(&self.run_id, before);
             }
             origin = now_origin;
             if self.steps >= request.max_steps {
-                return Ending::new(ReasonCode::StepLimit, format!("the step budget of {} ran out", request.max_steps));
+                return Ending::new(
+                    ReasonCode::StepLimit,
+                    format!("the step budget of {} ran out", request.max_steps),
+                );
             }
             // A person took the tab over: wait until they hand it back, then look again.
             if self.runtime.taken_over(self.entry.target()) {
@@ -456,7 +626,11 @@ impl RunState<'_> {
                         last = Some(StepReport {
                             action: "observe".into(),
                             receipt: None,
-                            error: Some((protocol::ErrorCode::StaleObservation, "a person used the tab and handed it back; look at the fresh page".into())),
+                            error: Some((
+                                protocol::ErrorCode::StaleObservation,
+                                "a person used the tab and handed it back; look at the fresh page"
+                                    .into(),
+                            )),
                         });
                         continue;
                     }
@@ -464,7 +638,13 @@ impl RunState<'_> {
                 }
             }
             // Plan.
-            let input = PlanInput { task: request.task.clone(), observation: observation.clone(), step: self.steps, last: last.take(), screenshot };
+            let input = PlanInput {
+                task: request.task.clone(),
+                observation: observation.clone(),
+                step: self.steps,
+                last: last.take(),
+                screenshot,
+            };
             let planning = Instant::now();
             let planned = self.guarded(planner.next(input)).await;
             RunTimes::add(&self.times.model, planning.elapsed());
@@ -474,16 +654,34 @@ impl RunState<'_> {
                 Err(ending) => return ending,
             };
             let action = match step {
-                PlannerStep::Done { summary, checks } => return self.verify(&request.assertions, &checks, initial.as_ref(), &observation, summary),
-                PlannerStep::GiveUp { summary } => return Ending::new(ReasonCode::ActionFailed, summary),
+                PlannerStep::Done { summary, checks } => {
+                    return self.verify(
+                        &request.assertions,
+                        &checks,
+                        initial.as_ref(),
+                        &observation,
+                        summary,
+                    );
+                }
+                PlannerStep::GiveUp { summary } => {
+                    return Ending::new(ReasonCode::ActionFailed, summary);
+                }
                 PlannerStep::Look => {
                     self.steps += 1;
                     look = true;
-                    last = Some(StepReport { action: "look".into(), receipt: None, error: None });
+                    last = Some(StepReport {
+                        action: "look".into(),
+                        receipt: None,
+                        error: None,
+                    });
                     continue;
                 }
                 PlannerStep::Infeasible { summary, unmet } => {
-                    let unmet = if unmet.is_empty() { String::new() } else { format!(" (unmet, as the planner says: {})", unmet.join("; ")) };
+                    let unmet = if unmet.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (unmet, as the planner says: {})", unmet.join("; "))
+                    };
                     return Ending::new(ReasonCode::Infeasible, format!("{summary}{unmet}"));
                 }
                 PlannerStep::Act(action) => (action, None),
@@ -493,7 +691,9 @@ impl RunState<'_> {
             // What only a person can do (a login, a CAPTCHA) pauses the run for one; after they
             // continue, the run observes afresh and the paused action is never sent.
             let record = self.tab.latest_frame();
-            if let Some(reason) = person_needed(&action, record.as_deref(), &observation, &request.task) {
+            if let Some(reason) =
+                person_needed(&action, record.as_deref(), &observation, &request.task)
+            {
                 match self.wait_for_person(&reason).await {
                     Ok(()) => {
                         last = Some(StepReport {
@@ -501,7 +701,9 @@ impl RunState<'_> {
                             receipt: None,
                             error: Some((
                                 protocol::ErrorCode::StaleObservation,
-                                format!("not sent: {reason}; a person took over and continued the run — look at the fresh page"),
+                                format!(
+                                    "not sent: {reason}; a person took over and continued the run — look at the fresh page"
+                                ),
                             )),
                         });
                         continue;
@@ -511,36 +713,74 @@ impl RunState<'_> {
             }
             self.runtime.emit(
                 &self.run_id,
-                EventKind::Planned { action: action.kind().as_str().into(), target: action.targets().next().map(|t| crate::step::describe_ref(&t)) },
+                EventKind::Planned {
+                    action: action.kind().as_str().into(),
+                    target: action
+                        .targets()
+                        .next()
+                        .map(|t| crate::step::describe_ref(&t)),
+                },
             );
             // Resolve → Approve → Act, on the one path every side effect takes (`step.rs`).
             let left = self.deadline.saturating_duration_since(Instant::now());
-            let act_options = ActOptions { deadline: left.min(Duration::from_secs(30)), ..Default::default() };
+            let act_options = ActOptions {
+                deadline: left.min(Duration::from_secs(30)),
+                ..Default::default()
+            };
             if let Some(text) = secret_typed(&action, record.as_deref()) {
                 self.typed_secrets.push(text.to_owned());
             }
             let acting = Instant::now();
             let approvals_before = self.times.approval.load(Ordering::Relaxed);
             let outcome = self.step(&action, &act_options, confirm).await;
-            let approvals = Duration::from_millis(self.times.approval.load(Ordering::Relaxed) - approvals_before);
-            let (settle, observe) = outcome.as_ref().map_or((Duration::ZERO, Duration::ZERO), |o| (o.timing.settle, o.timing.observe));
+            let approvals = Duration::from_millis(
+                self.times.approval.load(Ordering::Relaxed) - approvals_before,
+            );
+            let (settle, observe) = outcome
+                .as_ref()
+                .map_or((Duration::ZERO, Duration::ZERO), |o| {
+                    (o.timing.settle, o.timing.observe)
+                });
             RunTimes::add(&self.times.page_wait, settle);
             RunTimes::add(&self.times.capture, observe);
-            RunTimes::add(&self.times.input, acting.elapsed().saturating_sub(settle + observe + approvals));
+            RunTimes::add(
+                &self.times.input,
+                acting
+                    .elapsed()
+                    .saturating_sub(settle + observe + approvals),
+            );
             self.steps += 1;
             match outcome {
                 Ok(outcome) => {
                     if !outcome.opened.is_empty() {
-                        return Ending::new(ReasonCode::NewSurfaceCreated, "the page opened a new tab or window; a person must link it before it can be used");
+                        return Ending::new(
+                            ReasonCode::NewSurfaceCreated,
+                            "the page opened a new tab or window; a person must link it before it can be used",
+                        );
                     }
                     // What it downloaded belongs to the run's result.
-                    self.artifacts.extend(outcome.downloads.iter().filter_map(|d| {
-                        d.artifact_id.clone().map(|artifact_id| ArtifactRef { kind: protocol::ArtifactKind::Download, artifact_id, retained: true })
-                    }));
-                    last = Some(StepReport { action: outcome.receipt.action().as_str().into(), receipt: Some(outcome.receipt), error: None });
+                    self.artifacts
+                        .extend(outcome.downloads.iter().filter_map(|d| {
+                            d.artifact_id.clone().map(|artifact_id| ArtifactRef {
+                                kind: protocol::ArtifactKind::Download,
+                                artifact_id,
+                                retained: true,
+                            })
+                        }));
+                    last = Some(StepReport {
+                        action: outcome.receipt.action().as_str().into(),
+                        receipt: Some(outcome.receipt),
+                        error: None,
+                    });
                 }
                 Err(e) => match self.step_ending(e) {
-                    Ok(report) => last = Some(StepReport { action: action.kind().as_str().into(), receipt: None, error: Some(report) }),
+                    Ok(report) => {
+                        last = Some(StepReport {
+                            action: action.kind().as_str().into(),
+                            receipt: None,
+                            error: Some(report),
+                        })
+                    }
                     Err(ending) => return ending,
                 },
             }
@@ -554,37 +794,58 @@ impl RunState<'_> {
             let _ = tokio::time::timeout(Duration::from_secs(2), self.tab.release_input()).await;
         }
         let go_on = Arc::new(tokio::sync::Notify::new());
-        self.runtime.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).insert(
-            self.run_id.clone(),
-            WaitingRun {
-                session: self.session.clone(),
-                surface: self.key.clone(),
-                target: self.entry.target().to_owned(),
+        self.runtime
+            .inner
+            .waiting_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                self.run_id.clone(),
+                WaitingRun {
+                    session: self.session.clone(),
+                    surface: self.key.clone(),
+                    target: self.entry.target().to_owned(),
+                    reason: reason.to_owned(),
+                    since: crate::runtime::now_ms(),
+                    go_on: go_on.clone(),
+                },
+            );
+        self.runtime.emit(
+            &self.run_id,
+            EventKind::NeedsUser {
                 reason: reason.to_owned(),
-                since: crate::runtime::now_ms(),
-                go_on: go_on.clone(),
             },
         );
-        self.runtime.emit(&self.run_id, EventKind::NeedsUser { reason: reason.to_owned() });
         let waiting = Instant::now();
         let outcome = self.guarded(go_on.notified()).await;
         RunTimes::add(&self.times.person, waiting.elapsed());
-        self.runtime.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.run_id);
+        self.runtime
+            .inner
+            .waiting_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.run_id);
         match outcome {
             Ok(()) => {
                 self.runtime.emit(&self.run_id, EventKind::Continued);
                 Ok(())
             }
-            Err(ending) if ending.reason == ReasonCode::Timeout => {
-                Err(Ending::new(ReasonCode::LoginRequired, format!("{reason}; no person continued the run within its time")))
-            }
+            Err(ending) if ending.reason == ReasonCode::Timeout => Err(Ending::new(
+                ReasonCode::LoginRequired,
+                format!("{reason}; no person continued the run within its time"),
+            )),
             Err(ending) => Err(ending),
         }
     }
 
     /// One step of this run on the one path, waiting for a person within the run's deadline.
     /// One step on the one path; `confirm` makes a person's approval necessary (`PlannerStep::Confirm`).
-    async fn step(&self, action: &ExtendedAction, options: &ActOptions, confirm: Option<String>) -> Result<surface::ActOutcome, RuntimeError> {
+    async fn step(
+        &self,
+        action: &ExtendedAction,
+        options: &ActOptions,
+        confirm: Option<String>,
+    ) -> Result<surface::ActOutcome, RuntimeError> {
         let at = StepAt {
             session: &self.session,
             scope: &self.run_id,
@@ -606,9 +867,19 @@ impl RunState<'_> {
     fn step_ending(&self, e: RuntimeError) -> Result<(protocol::ErrorCode, String), Ending> {
         match e {
             RuntimeError::Cancelled => Err(Ending::new(ReasonCode::Cancelled, "stopped")),
-            RuntimeError::NeedsApproval { .. } => Err(Ending::new(ReasonCode::NeedsApproval, "no person answered the approval within the run's time")),
-            e @ RuntimeError::CapabilityDenied { .. } => Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string())),
-            RuntimeError::Surface(e) if matches!(e.code(), protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable) => {
+            RuntimeError::NeedsApproval { .. } => Err(Ending::new(
+                ReasonCode::NeedsApproval,
+                "no person answered the approval within the run's time",
+            )),
+            e @ RuntimeError::CapabilityDenied { .. } => {
+                Err(Ending::new(ReasonCode::CapabilityDenied, e.to_string()))
+            }
+            RuntimeError::Surface(e)
+                if matches!(
+                    e.code(),
+                    protocol::ErrorCode::TargetLost | protocol::ErrorCode::BackendUnavailable
+                ) =>
+            {
                 Err(self.browser_ending(e))
             }
             e => Ok((e.code(), e.to_string())),
@@ -616,7 +887,10 @@ impl RunState<'_> {
     }
 
     async fn initial_navigation(&mut self, url: &str) -> Result<(), Ending> {
-        let observation = match self.guarded(self.tab.observe(&ObserveOptions::default())).await {
+        let observation = match self
+            .guarded(self.tab.observe(&ObserveOptions::default()))
+            .await
+        {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return Err(self.browser_ending(e)),
             Err(ending) => return Err(ending),
@@ -627,10 +901,20 @@ impl RunState<'_> {
         .map_err(|e| Ending::new(ReasonCode::InvalidPlan, e.to_string()))?;
         match self.step(&action, &ActOptions::default(), None).await {
             Ok(_) => Ok(()),
-            Err(RuntimeError::ApprovalDenied { .. }) => Err(Ending::new(ReasonCode::ApprovalDenied, "a person denied opening the task's page")),
-            Err(e @ RuntimeError::OriginDenied { .. }) => Err(Ending::new(ReasonCode::OriginDenied, e.to_string())),
+            Err(RuntimeError::ApprovalDenied { .. }) => Err(Ending::new(
+                ReasonCode::ApprovalDenied,
+                "a person denied opening the task's page",
+            )),
+            Err(e @ RuntimeError::OriginDenied { .. }) => {
+                Err(Ending::new(ReasonCode::OriginDenied, e.to_string()))
+            }
             Err(RuntimeError::Surface(e)) => Err(self.browser_ending(e)),
-            Err(e) => Err(self.step_ending(e).err().unwrap_or_else(|| Ending::new(ReasonCode::ActionFailed, "the task's page could not be opened"))),
+            Err(e) => Err(self.step_ending(e).err().unwrap_or_else(|| {
+                Ending::new(
+                    ReasonCode::ActionFailed,
+                    "the task's page could not be opened",
+                )
+            })),
         }
     }
 
@@ -657,7 +941,14 @@ impl RunState<'_> {
     /// must all hold on the current page. A proposed check that already held before the run
     /// acted is no evidence (it would let any claim pass); with no caller checks, the proposed
     /// ones that changed are the only evidence, and without any the run is not verified.
-    fn verify(&self, assertions: &[Assertion], proposed: &[Assertion], initial: Option<&Observation>, observation: &Observation, summary: String) -> Ending {
+    fn verify(
+        &self,
+        assertions: &[Assertion],
+        proposed: &[Assertion],
+        initial: Option<&Observation>,
+        observation: &Observation,
+        summary: String,
+    ) -> Ending {
         if assertions.is_empty() && proposed.is_empty() {
             return Ending::new(
                 ReasonCode::VerificationFailed,
@@ -668,7 +959,13 @@ impl RunState<'_> {
         let mut failed = Vec::new();
         for assertion in assertions {
             let (passed, record) = assertion.check(observation);
-            self.runtime.emit(&self.run_id, EventKind::Verified { assertion: assertion.describe(), passed });
+            self.runtime.emit(
+                &self.run_id,
+                EventKind::Verified {
+                    assertion: assertion.describe(),
+                    passed,
+                },
+            );
             if passed {
                 evidence.push(record);
             } else {
@@ -678,17 +975,32 @@ impl RunState<'_> {
         for check in proposed {
             let (passed, record) = check.check(observation);
             let held_before = initial.is_some_and(|o| check.check(o).0);
-            self.runtime.emit(&self.run_id, EventKind::Verified { assertion: format!("planner's {}", check.describe()), passed: passed && !held_before });
+            self.runtime.emit(
+                &self.run_id,
+                EventKind::Verified {
+                    assertion: format!("planner's {}", check.describe()),
+                    passed: passed && !held_before,
+                },
+            );
             if !passed {
                 failed.push(format!("the planner's {}", check.describe()));
             } else if held_before {
-                failed.push(format!("the planner's {} held before the run acted, so it proves nothing", check.describe()));
+                failed.push(format!(
+                    "the planner's {} held before the run acted, so it proves nothing",
+                    check.describe()
+                ));
             } else {
                 evidence.push(record);
             }
         }
         if failed.is_empty() {
-            Ending { reason: ReasonCode::Verified, summary, evidence, accounting: None, task_record: None }
+            Ending {
+                reason: ReasonCode::Verified,
+                summary,
+                evidence,
+                accounting: None,
+                task_record: None,
+            }
         } else {
             Ending {
                 reason: ReasonCode::VerificationFailed,
@@ -702,14 +1014,25 @@ impl RunState<'_> {
 
     /// Takes the observation's screenshot out (the planner gets it beside the observation),
     /// stored as a run artifact when the caller asked for screenshots.
-    fn keep_screenshot(&mut self, mut observation: Observation, store: bool, retain: bool) -> (Observation, Option<protocol::Screenshot>) {
+    fn keep_screenshot(
+        &mut self,
+        mut observation: Observation,
+        store: bool,
+        retain: bool,
+    ) -> (Observation, Option<protocol::Screenshot>) {
         let shot = observation.take_screenshot();
         if let Some(shot) = &shot
             && store
             && let Some(bytes) = surface::decode_base64(&shot.data)
         {
             self.artifact_seq += 1;
-            match self.runtime.inner.artifacts.store(&self.run_id, ArtifactKind::Screenshot, &bytes, retain, self.artifact_seq) {
+            match self.runtime.inner.artifacts.store(
+                &self.run_id,
+                ArtifactKind::Screenshot,
+                &bytes,
+                retain,
+                self.artifact_seq,
+            ) {
                 Ok(artifact) => self.artifacts.push(artifact),
                 Err(e) => tracing::warn!(error = %e, "cannot store a screenshot artifact"),
             }
@@ -722,7 +1045,11 @@ impl Runtime {
     /// The runs waiting for a person (a login, a CAPTCHA), for person channels: run, session,
     /// surface, why, since when.
     pub fn waiting_runs(&self) -> Vec<serde_json::Value> {
-        let waiting = self.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner());
+        let waiting = self
+            .inner
+            .waiting_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let mut list: Vec<_> = waiting
             .iter()
             .map(|(run, w)| serde_json::json!({"run_id": run, "session": w.session, "surface": w.surface, "reason": w.reason, "since": w.since}))
@@ -733,7 +1060,14 @@ impl Runtime {
 
     /// Continues every run waiting on `target` (a person handed the tab back).
     pub(crate) fn continue_runs_on(&self, target: &str) {
-        for run in self.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner()).values().filter(|w| w.target == target) {
+        for run in self
+            .inner
+            .waiting_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|w| w.target == target)
+        {
             run.go_on.notify_one();
         }
     }
@@ -742,10 +1076,17 @@ impl Runtime {
     /// afresh and plans again; the action it paused at is never sent. Only person channels call
     /// this.
     pub fn continue_run(&self, run_id: &str) -> Result<(), RuntimeError> {
-        let waiting = self.inner.waiting_runs.lock().unwrap_or_else(|p| p.into_inner());
+        let waiting = self
+            .inner
+            .waiting_runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let run = waiting
             .get(run_id)
-            .ok_or_else(|| RuntimeError::UnknownSurface { name: run_id.to_owned(), known: "a run waiting for a person (GET /api/runs/waiting)".into() })?;
+            .ok_or_else(|| RuntimeError::UnknownSurface {
+                name: run_id.to_owned(),
+                known: "a run waiting for a person (GET /api/runs/waiting)".into(),
+            })?;
         run.go_on.notify_one();
         tracing::info!(run = run_id, "a person continued a run");
         Ok(())

@@ -25,12 +25,16 @@ use crate::step::{ApprovalWait, StepAt};
 /// `bytes` random bytes from the OS as hex (nonces, request ids).
 pub(crate) fn random_hex(bytes: usize) -> Result<String, RuntimeError> {
     let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| RuntimeError::Internal(format!("the OS random number generator failed: {e}")))?;
+    getrandom::fill(&mut buf).map_err(|e| {
+        RuntimeError::Internal(format!("the OS random number generator failed: {e}"))
+    })?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A surface (a tab of a session) as the runtime names it: opaque, stable for the tab's life,
@@ -179,7 +183,11 @@ impl SessionState {
     /// ended already: a turn ends once).
     pub(crate) fn advance_turn(&self, only: Option<u64>) -> Option<u64> {
         match only {
-            Some(n) => self.turns_ended.compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst).ok().map(|_| n),
+            Some(n) => self
+                .turns_ended
+                .compare_exchange(n - 1, n, Ordering::SeqCst, Ordering::SeqCst)
+                .ok()
+                .map(|_| n),
             None => Some(self.turns_ended.fetch_add(1, Ordering::SeqCst) + 1),
         }
     }
@@ -190,11 +198,16 @@ impl Runtime {
     /// (first, so a full or read-only disk is named as such), launches or connects to the
     /// browser, reconciles the records of earlier processes that died without cleaning up
     /// (`incarnation.rs`) and sweeps orphan artifacts.
-    pub async fn start(config: RuntimeConfig, adapter: Arc<dyn SurfaceAdapter>) -> Result<Runtime, RuntimeError> {
+    pub async fn start(
+        config: RuntimeConfig,
+        adapter: Arc<dyn SurfaceAdapter>,
+    ) -> Result<Runtime, RuntimeError> {
         let instance_lock = crate::incarnation::take_lock(&config.data_dir)?;
         let db = config.data_dir.join("glovebox.sqlite");
         let store = store::SqliteStore::open(&db).map_err(|e| match &e {
-            _ if e.is_disk_full() => crate::incarnation::data_dir_error(&db, &std::io::ErrorKind::StorageFull.into()),
+            _ if e.is_disk_full() => {
+                crate::incarnation::data_dir_error(&db, &std::io::ErrorKind::StorageFull.into())
+            }
             store::StoreError::Io(io) => crate::incarnation::data_dir_error(&db, io),
             _ => e.into(),
         })?;
@@ -256,11 +269,20 @@ impl Runtime {
     }
 
     pub(crate) fn fresh_id(&self, prefix: &str) -> String {
-        format!("{prefix}_{:x}{:04x}", now_ms(), self.inner.next_id.fetch_add(1, Ordering::Relaxed) & 0xffff)
+        format!(
+            "{prefix}_{:x}{:04x}",
+            now_ms(),
+            self.inner.next_id.fetch_add(1, Ordering::Relaxed) & 0xffff
+        )
     }
 
     pub(crate) fn emit(&self, run_id: &str, kind: EventKind) {
-        let event = Event { run_id: run_id.to_owned(), seq: self.inner.event_seq.fetch_add(1, Ordering::Relaxed), at: now_ms(), kind };
+        let event = Event {
+            run_id: run_id.to_owned(),
+            seq: self.inner.event_seq.fetch_add(1, Ordering::Relaxed),
+            at: now_ms(),
+            kind,
+        };
         tracing::debug!(run_id, event = ?event.kind, "run event");
         let _ = self.inner.events.send(event);
     }
@@ -283,8 +305,14 @@ impl Runtime {
     /// A new session with its own browser context (cookies and storage), unless configured to share.
     pub async fn create_session(&self) -> Result<SessionId, RuntimeError> {
         let id = self.fresh_id("session");
-        let context_id = if self.inner.config.share_browser_context { None } else { Some(self.adapter().create_context(true).await?) };
-        self.inner.store.create_session(&store::SessionId::new(&id), now_ms())?;
+        let context_id = if self.inner.config.share_browser_context {
+            None
+        } else {
+            Some(self.adapter().create_context(true).await?)
+        };
+        self.inner
+            .store
+            .create_session(&store::SessionId::new(&id), now_ms())?;
         let state = Arc::new(SessionState {
             context_id: Mutex::new(context_id),
             ops: Arc::new(tokio::sync::RwLock::new(())),
@@ -300,11 +328,16 @@ impl Runtime {
             branch: Mutex::default(),
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
-        SessionId::new(id).map_err(|e| RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}")))
+        SessionId::new(id).map_err(|e| {
+            RuntimeError::Internal(format!("a session id the runtime made is invalid: {e}"))
+        })
     }
 
     pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
-        lock(&self.inner.sessions).get(session).cloned().ok_or_else(|| RuntimeError::UnknownSession(session.into()))
+        lock(&self.inner.sessions)
+            .get(session)
+            .cloned()
+            .ok_or_else(|| RuntimeError::UnknownSession(session.into()))
     }
 
     /// Opens an agent-created tab in the session and loads `url` in it; returns its surface id.
@@ -313,17 +346,29 @@ impl Runtime {
     /// destination. A page that needs a person waits up to `wait_for_person` (zero: returns
     /// `needs_approval` at once; once a person decided, the same `open_tab` proceeds once). A tab
     /// whose page is refused, denied or fails to load is closed again: nothing is left behind.
-    pub async fn open_tab(&self, session: &SessionId, url: &str, wait_for_person: Duration) -> Result<SurfaceId, RuntimeError> {
+    pub async fn open_tab(
+        &self,
+        session: &SessionId,
+        url: &str,
+        wait_for_person: Duration,
+    ) -> Result<SurfaceId, RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let first = if url == "about:blank" {
             None
         } else {
-            policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+            policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
+                RuntimeError::OriginDenied {
+                    reason: e.to_string(),
+                }
+            })?;
             // Invalid (too long, not http/https) before any tab exists.
             // The frame id is the blank tab's, filled in once it is observed.
             let navigate = serde_json::json!({"type": "navigate", "expected_frame_id": "frame_0", "url": url, "intent": "open the tab's page"});
-            Some(protocol::validate_extended_action(&navigate).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?)
+            Some(
+                protocol::validate_extended_action(&navigate)
+                    .map_err(|e| RuntimeError::InvalidAction(e.to_string()))?,
+            )
         };
         let context = lock(&state.context_id).clone();
         let tab = self.adapter().open(context).await?;
@@ -334,12 +379,26 @@ impl Runtime {
         debugger.adopt(tab);
         lock(&state.debuggers).push(debugger.clone());
         let key = state.next_key.fetch_add(1, Ordering::Relaxed);
-        let entry = TabEntry { surface, key, resource, debugger, capabilities: self.adapter().capabilities(), turn: state.turn_number() };
+        let entry = TabEntry {
+            surface,
+            key,
+            resource,
+            debugger,
+            capabilities: self.adapter().capabilities(),
+            turn: state.turn_number(),
+        };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);
-        let Some(mut action) = first else { return Ok(surface) };
+        let Some(mut action) = first else {
+            return Ok(surface);
+        };
         // A call dropped while its page waits for a person leaves no blank tab behind.
-        let mut unless_loaded = CloseUnlessKept { runtime: self.clone(), session: session.to_owned(), state: state.clone(), surface: Some(surface) };
+        let mut unless_loaded = CloseUnlessKept {
+            runtime: self.clone(),
+            session: session.to_owned(),
+            state: state.clone(),
+            surface: Some(surface),
+        };
         let loaded = async {
             let holder = format!("{session}/act/{}", self.next_surface());
             let held = self.acquire(&entry, &holder)?;
@@ -350,7 +409,11 @@ impl Runtime {
                 if let ExtendedAction::Navigate(navigate) = &mut action {
                     navigate.expected_frame_id = blank.frame_id().clone();
                 }
-                let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
+                let wait = if wait_for_person.is_zero() {
+                    ApprovalWait::No
+                } else {
+                    ApprovalWait::Until(Instant::now() + wait_for_person)
+                };
                 // The decision is for opening this URL in this session, whichever tab asks again.
                 let key = format!("open\u{0}{url}");
                 let at = StepAt {
@@ -366,7 +429,10 @@ impl Runtime {
                     approval_time: None,
                     confirm: None,
                 };
-                let options = ActOptions { deadline: Duration::from_secs(30), ..ActOptions::default() };
+                let options = ActOptions {
+                    deadline: Duration::from_secs(30),
+                    ..ActOptions::default()
+                };
                 self.step(&at, &action, &options).await
             }
             .await;
@@ -374,7 +440,13 @@ impl Runtime {
             let outcome = result?;
             match outcome.receipt.state() {
                 protocol::ReceiptState::Failed => {
-                    Err(RuntimeError::Surface(SurfaceError::NotActionable { reason: outcome.receipt.detail().unwrap_or("the page did not load").to_owned() }))
+                    Err(RuntimeError::Surface(SurfaceError::NotActionable {
+                        reason: outcome
+                            .receipt
+                            .detail()
+                            .unwrap_or("the page did not load")
+                            .to_owned(),
+                    }))
                 }
                 _ => Ok(()),
             }
@@ -391,13 +463,20 @@ impl Runtime {
     }
 
     /// Closes one of the session's tabs. Its lease dies with it; later use is `target_lost`.
-    pub async fn close_tab(&self, session: &SessionId, surface: SurfaceId) -> Result<(), RuntimeError> {
+    pub async fn close_tab(
+        &self,
+        session: &SessionId,
+        surface: SurfaceId,
+    ) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         if self.remove_tab(session, &state, surface).await {
             Ok(())
         } else {
-            Err(RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })
+            Err(RuntimeError::UnknownSurface {
+                name: format!("surface {surface}"),
+                known: String::new(),
+            })
         }
     }
 
@@ -406,7 +485,9 @@ impl Runtime {
     async fn remove_tab(&self, session: &str, state: &SessionState, surface: SurfaceId) -> bool {
         let entry = {
             let mut tabs = lock(&state.tabs);
-            let Some(index) = tabs.iter().position(|t| t.surface == surface) else { return false };
+            let Some(index) = tabs.iter().position(|t| t.surface == surface) else {
+                return false;
+            };
             tabs.remove(index)
         };
         if lock(&state.focused).is_some_and(|f| f == surface) {
@@ -422,14 +503,25 @@ impl Runtime {
     /// for a lifecycle operation of the session to finish; re-establishes a dropped browser
     /// connection (never in a loop); retries debugger detaches that failed. The guard is held
     /// for the whole operation.
-    pub(crate) async fn begin(&self, session: &str) -> Result<(Arc<SessionState>, tokio::sync::OwnedRwLockReadGuard<()>), RuntimeError> {
+    pub(crate) async fn begin(
+        &self,
+        session: &str,
+    ) -> Result<(Arc<SessionState>, tokio::sync::OwnedRwLockReadGuard<()>), RuntimeError> {
         if self.inner.stopping.load(Ordering::SeqCst) {
-            return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable { reason: "the runtime is shutting down".into() }));
+            return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
+                reason: "the runtime is shutting down".into(),
+            }));
         }
         let state = self.session(session)?;
-        let op = tokio::time::timeout(self.inner.config.lifecycle_wait, state.ops.clone().read_owned())
-            .await
-            .map_err(|_| RuntimeError::LeaseConflict { holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)".into() })?;
+        let op = tokio::time::timeout(
+            self.inner.config.lifecycle_wait,
+            state.ops.clone().read_owned(),
+        )
+        .await
+        .map_err(|_| RuntimeError::LeaseConflict {
+            holder: "a lifecycle operation of this session (turn end, finalize, reset or disposal)"
+                .into(),
+        })?;
         if state.closing.load(Ordering::SeqCst) {
             return Err(RuntimeError::UnknownSession(format!("{session} (closed)")));
         }
@@ -468,10 +560,19 @@ impl Runtime {
 
     /// Sets which surfaces the user lets the agent use: a surface without `observe` is listed
     /// but shows no content; `interact` and `navigate` need `observe`.
-    pub fn set_capabilities(&self, session: &SessionId, surface: SurfaceId, mut capabilities: Vec<Capability>) -> Result<(), RuntimeError> {
+    pub fn set_capabilities(
+        &self,
+        session: &SessionId,
+        surface: SurfaceId,
+        mut capabilities: Vec<Capability>,
+    ) -> Result<(), RuntimeError> {
         let session = session.as_str();
-        if capabilities.iter().any(|c| *c != Capability::Observe) && !capabilities.contains(&Capability::Observe) {
-            return Err(RuntimeError::InvalidAction("interact and navigate need observe".into()));
+        if capabilities.iter().any(|c| *c != Capability::Observe)
+            && !capabilities.contains(&Capability::Observe)
+        {
+            return Err(RuntimeError::InvalidAction(
+                "interact and navigate need observe".into(),
+            ));
         }
         capabilities.sort();
         capabilities.dedup();
@@ -480,14 +581,22 @@ impl Runtime {
         let entry = tabs
             .iter_mut()
             .find(|t| t.surface == surface)
-            .ok_or_else(|| RuntimeError::UnknownSurface { name: format!("surface {surface}"), known: String::new() })?;
+            .ok_or_else(|| RuntimeError::UnknownSurface {
+                name: format!("surface {surface}"),
+                known: String::new(),
+            })?;
         entry.capabilities = capabilities;
         Ok(())
     }
 
     /// A person's access switch for one tab of a session (person channel, host API): `observe`
     /// refuses writes, `off` lists the tab without content or tool. Never a tool's to call.
-    pub fn set_access(&self, session: &SessionId, surface: SurfaceId, access: crate::Access) -> Result<(), RuntimeError> {
+    pub fn set_access(
+        &self,
+        session: &SessionId,
+        surface: SurfaceId,
+        access: crate::Access,
+    ) -> Result<(), RuntimeError> {
         self.set_capabilities(session, surface, access.capabilities())
     }
 
@@ -499,24 +608,37 @@ impl Runtime {
     }
 
     /// Resolves a surface name (`s1`, `web:2`, `focused`) or the primary surface to one tab.
-    pub(crate) fn resolve(&self, session: &str, name: Option<&SurfaceName>) -> Result<(Arc<SessionState>, TabEntry, String), RuntimeError> {
+    pub(crate) fn resolve(
+        &self,
+        session: &str,
+        name: Option<&SurfaceName>,
+    ) -> Result<(Arc<SessionState>, TabEntry, String), RuntimeError> {
         let state = self.session(session)?;
         let tabs = lock(&state.tabs).clone();
         let focused = *lock(&state.focused);
         let known = || crate::turn_surfaces::names(&tabs, focused).join(", ");
-        let index = match name {
-            Some(name) => crate::turn_surfaces::lookup(&tabs, focused, name.as_str())
-                .ok_or_else(|| RuntimeError::UnknownSurface { name: name.as_str().to_owned(), known: known() })?,
-            None if tabs.is_empty() => return Err(RuntimeError::NoSurface),
-            None => crate::turn_surfaces::primary(&tabs, focused).ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
-        };
+        let index =
+            match name {
+                Some(name) => crate::turn_surfaces::lookup(&tabs, focused, name.as_str())
+                    .ok_or_else(|| RuntimeError::UnknownSurface {
+                        name: name.as_str().to_owned(),
+                        known: known(),
+                    })?,
+                None if tabs.is_empty() => return Err(RuntimeError::NoSurface),
+                None => crate::turn_surfaces::primary(&tabs, focused)
+                    .ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
+            };
         let key = format!("s{}", tabs[index].key);
         Ok((state, tabs[index].clone(), key))
     }
 
     /// The surface id a key or alias names in this session, as `resolve` reads it (the one
     /// lookup every transport uses; none keeps its own copy of the session's tabs).
-    pub fn surface_id(&self, session: &SessionId, name: &SurfaceName) -> Result<SurfaceId, RuntimeError> {
+    pub fn surface_id(
+        &self,
+        session: &SessionId,
+        name: &SurfaceName,
+    ) -> Result<SurfaceId, RuntimeError> {
         let session = session.as_str();
         Ok(self.resolve(session, Some(name))?.1.surface)
     }
@@ -526,11 +648,18 @@ impl Runtime {
         let session = session.as_str();
         let state = self.session(session).ok()?;
         let tabs = lock(&state.tabs);
-        tabs.iter().find(|t| t.surface == surface).map(|t| format!("s{}", t.key))
+        tabs.iter()
+            .find(|t| t.surface == surface)
+            .map(|t| format!("s{}", t.key))
     }
 
     /// Observes a surface (read barrier; no write lease needed).
-    pub async fn observe(&self, session: &SessionId, surface: Option<&SurfaceName>, options: &ObserveOptions) -> Result<Observation, RuntimeError> {
+    pub async fn observe(
+        &self,
+        session: &SessionId,
+        surface: Option<&SurfaceName>,
+        options: &ObserveOptions,
+    ) -> Result<Observation, RuntimeError> {
         let session = session.as_str();
         let _op = self.begin(session).await?;
         let (state, entry, key) = self.resolve(session, surface)?;
@@ -550,7 +679,10 @@ impl Runtime {
         entry: &TabEntry,
         result: Result<T, RuntimeError>,
     ) -> Result<T, RuntimeError> {
-        if result.as_ref().err().is_some_and(|e| e.code() == protocol::ErrorCode::TargetLost)
+        if result
+            .as_ref()
+            .err()
+            .is_some_and(|e| e.code() == protocol::ErrorCode::TargetLost)
             && let Ok(listed) = self.adapter().list().await
             && !listed.iter().any(|t| t.id == entry.target())
         {
@@ -579,10 +711,16 @@ impl Runtime {
         let (state, entry, key) = self.resolve(session, surface)?;
         let direct = format!("{session}/act/");
         let holder = format!("{direct}{}", self.next_surface());
-        let held = self.acquire_waiting(&entry, &holder, &direct, options.deadline).await?;
+        let held = self
+            .acquire_waiting(&entry, &holder, &direct, options.deadline)
+            .await?;
         let result = async {
             let attached = self.attach(&entry).await?;
-            let wait = if wait_for_person.is_zero() { ApprovalWait::No } else { ApprovalWait::Until(Instant::now() + wait_for_person) };
+            let wait = if wait_for_person.is_zero() {
+                ApprovalWait::No
+            } else {
+                ApprovalWait::Until(Instant::now() + wait_for_person)
+            };
             let at = StepAt {
                 session,
                 scope: session,
@@ -604,20 +742,39 @@ impl Runtime {
     }
 
     /// Takes the tab's write lease for `holder`, kept alive until the returned guard drops.
-    pub(crate) fn acquire(&self, entry: &TabEntry, holder: &str) -> Result<HeldLease, RuntimeError> {
-        HeldLease::take(&self.inner.leases, entry.target(), holder, self.inner.config.lease_ttl)
-            .map_err(|held| RuntimeError::LeaseConflict { holder: held.holder })
+    pub(crate) fn acquire(
+        &self,
+        entry: &TabEntry,
+        holder: &str,
+    ) -> Result<HeldLease, RuntimeError> {
+        HeldLease::take(
+            &self.inner.leases,
+            entry.target(),
+            holder,
+            self.inner.config.lease_ttl,
+        )
+        .map_err(|held| RuntimeError::LeaseConflict {
+            holder: held.holder,
+        })
     }
 
     /// Takes the tab's lease, waiting (up to `patience`) while a holder whose name starts with
     /// `queue` has it: direct calls of one session queue behind each other instead of taking
     /// each other's lease.
-    async fn acquire_waiting(&self, entry: &TabEntry, holder: &str, queue: &str, patience: Duration) -> Result<HeldLease, RuntimeError> {
+    async fn acquire_waiting(
+        &self,
+        entry: &TabEntry,
+        holder: &str,
+        queue: &str,
+        patience: Duration,
+    ) -> Result<HeldLease, RuntimeError> {
         let until = Instant::now() + patience;
         loop {
             let released = self.inner.leases.released();
             match self.acquire(entry, holder) {
-                Err(RuntimeError::LeaseConflict { holder: held }) if held.starts_with(queue) && Instant::now() < until => {
+                Err(RuntimeError::LeaseConflict { holder: held })
+                    if held.starts_with(queue) && Instant::now() < until =>
+                {
                     let _ = tokio::time::timeout_at(until.into(), released).await;
                 }
                 other => return other,
@@ -637,8 +794,14 @@ struct CloseUnlessKept {
 
 impl Drop for CloseUnlessKept {
     fn drop(&mut self) {
-        let Some(surface) = self.surface.take() else { return };
-        let (runtime, session, state) = (self.runtime.clone(), std::mem::take(&mut self.session), self.state.clone());
+        let Some(surface) = self.surface.take() else {
+            return;
+        };
+        let (runtime, session, state) = (
+            self.runtime.clone(),
+            std::mem::take(&mut self.session),
+            self.state.clone(),
+        );
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 runtime.remove_tab(&session, &state, surface).await;
@@ -647,11 +810,21 @@ impl Drop for CloseUnlessKept {
     }
 }
 
-pub(crate) fn require(entry: &TabEntry, capability: Capability, key: &str) -> Result<(), RuntimeError> {
+pub(crate) fn require(
+    entry: &TabEntry,
+    capability: Capability,
+    key: &str,
+) -> Result<(), RuntimeError> {
     if entry.capabilities.contains(&capability) {
         Ok(())
     } else {
-        let name = serde_json::to_value(capability).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        Err(RuntimeError::CapabilityDenied { surface: key.to_owned(), capability: name })
+        let name = serde_json::to_value(capability)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        Err(RuntimeError::CapabilityDenied {
+            surface: key.to_owned(),
+            capability: name,
+        })
     }
 }

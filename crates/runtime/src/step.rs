@@ -54,12 +54,20 @@ pub(crate) struct StepAt<'a> {
 impl Runtime {
     /// Performs one action on the tab `at` names. `Err` means nothing was sent (refused, stale,
     /// denied, still waiting for a person, cancelled); `Ok` carries the receipt.
-    pub(crate) async fn step(&self, at: &StepAt<'_>, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, RuntimeError> {
+    pub(crate) async fn step(
+        &self,
+        at: &StepAt<'_>,
+        action: &ExtendedAction,
+        options: &ActOptions,
+    ) -> Result<ActOutcome, RuntimeError> {
         let (record, intended) = match self.checked(at, action).await {
             Ok(checked) => checked,
             Err(e) => {
                 // Refused before anything was sent: the log says so, with what it would have been.
-                let latest = at.tab.latest_frame().filter(|r| r.frame_id() == action.expected_frame_id());
+                let latest = at
+                    .tab
+                    .latest_frame()
+                    .filter(|r| r.frame_id() == action.expected_frame_id());
                 let intended = Intended::of(action, latest.as_deref(), None);
                 self.record_refused(at, action, &intended.described(latest.as_deref()), &e);
                 return Err(e);
@@ -110,7 +118,11 @@ impl Runtime {
     /// deleted, not left behind unmanaged.
     fn adopt_downloads(&self, scope: &str, outcome: &mut ActOutcome) {
         for download in &mut outcome.downloads {
-            if let Err(e) = self.inner.artifacts.adopt_download(scope, download, self.next_surface()) {
+            if let Err(e) =
+                self.inner
+                    .artifacts
+                    .adopt_download(scope, download, self.next_surface())
+            {
                 tracing::warn!(error = %e, "a download could not be kept as an artifact; it was deleted");
                 let _ = std::fs::remove_file(&download.path);
             }
@@ -122,7 +134,11 @@ impl Runtime {
     /// for an element of a frame the action cannot act on: a stale ref would name another
     /// element of a renumbered observation), then capability, origin and tier, a person's
     /// decision when policy asks for one, cancellation and the lease.
-    async fn checked(&self, at: &StepAt<'_>, action: &ExtendedAction) -> Result<(Arc<dyn FrameRecord>, Intended), RuntimeError> {
+    async fn checked(
+        &self,
+        at: &StepAt<'_>,
+        action: &ExtendedAction,
+    ) -> Result<(Arc<dyn FrameRecord>, Intended), RuntimeError> {
         let record = fresh_record(&**at.tab, action)?;
         // A locator is judged by what it resolves to now (a password field found by its label is a
         // credential write), not only by its words.
@@ -137,8 +153,14 @@ impl Runtime {
         if at.cancel.is_some_and(Cancel::is_cancelled) {
             return Err(RuntimeError::Cancelled);
         }
-        if !self.inner.leases.is_current(at.entry.target(), at.lease, now_ms()) {
-            return Err(RuntimeError::Surface(SurfaceError::TargetLost { reason: "the tab's lease is gone (closed, hidden or lost)".into() }));
+        if !self
+            .inner
+            .leases
+            .is_current(at.entry.target(), at.lease, now_ms())
+        {
+            return Err(RuntimeError::Surface(SurfaceError::TargetLost {
+                reason: "the tab's lease is gone (closed, hidden or lost)".into(),
+            }));
         }
         Ok((record, intended))
     }
@@ -166,7 +188,12 @@ impl Runtime {
     /// element's own document (an iframe's), a link's destination, a form's action, a link's
     /// pings. Each is decided alone: a refusal anywhere refuses, and each origin that needs a
     /// person gets its own approval, naming (and granting) exactly that origin.
-    fn judge(&self, at: &StepAt<'_>, record: &dyn FrameRecord, intended: &Intended) -> Result<Judged, RuntimeError> {
+    fn judge(
+        &self,
+        at: &StepAt<'_>,
+        record: &dyn FrameRecord,
+        intended: &Intended,
+    ) -> Result<Judged, RuntimeError> {
         match intended.effect {
             Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
             Effect::Read => require(at.entry, Capability::Observe, at.key)?,
@@ -175,18 +202,31 @@ impl Runtime {
         let mut reaches: Vec<(policy::Origin, Option<String>)> = Vec::new();
         match &intended.navigate_to {
             Some(url) => {
-                policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| RuntimeError::OriginDenied { reason: e.to_string() })?;
+                policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
+                    RuntimeError::OriginDenied {
+                        reason: e.to_string(),
+                    }
+                })?;
                 reaches.extend(policy::Origin::parse(url).ok().map(|o| (o, None)));
             }
             None => {
                 // The element's own document: an iframe's origin for an element inside one.
-                let own = intended.structure.as_ref().map(|s| s.document_origin.as_str()).filter(|o| !o.is_empty() && *o != "null");
-                let own = own.and_then(|o| policy::Origin::parse(o).ok()).or_else(|| policy::Origin::parse(record.document_url()).ok());
+                let own = intended
+                    .structure
+                    .as_ref()
+                    .map(|s| s.document_origin.as_str())
+                    .filter(|o| !o.is_empty() && *o != "null");
+                let own = own
+                    .and_then(|o| policy::Origin::parse(o).ok())
+                    .or_else(|| policy::Origin::parse(record.document_url()).ok());
                 reaches.extend(own.map(|o| (o, None)));
                 for (url, how) in &intended.side_effects {
                     // A destination that is not a web page at all is refused as a navigation is.
-                    policy::check_navigation(url, &self.inner.config.navigation)
-                        .map_err(|e| RuntimeError::OriginDenied { reason: format!("this {how} {}: {e}", policy::redact_url(url)) })?;
+                    policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
+                        RuntimeError::OriginDenied {
+                            reason: format!("this {how} {}: {e}", policy::redact_url(url)),
+                        }
+                    })?;
                     if let Ok(origin) = policy::Origin::parse(url)
                         && !reaches.iter().any(|(o, _)| *o == origin)
                     {
@@ -196,17 +236,39 @@ impl Runtime {
                 }
             }
         }
-        let field = if intended.secret_field { policy::Sensitivity::Secret(policy::SecretKind::Password) } else { policy::Sensitivity::Public };
+        let field = if intended.secret_field {
+            policy::Sensitivity::Secret(policy::SecretKind::Password)
+        } else {
+            policy::Sensitivity::Public
+        };
         let now = now_ms();
         // Held only while deciding: nothing below awaits.
         let grants = self.inner.grants.lock().unwrap_or_else(|p| p.into_inner());
         let decide_one = |origin: Option<&policy::Origin>| {
-            let facts = RiskFacts { effect: intended.effect, origin, element_role: intended.role.as_deref(), element_name: intended.name.as_deref(), field };
+            let facts = RiskFacts {
+                effect: intended.effect,
+                origin,
+                element_role: intended.role.as_deref(),
+                element_name: intended.name.as_deref(),
+                field,
+            };
             let tier = policy::classify(&facts, &self.inner.config.trust);
-            policy::decide(&policy::Request { run: at.scope, tier, origin }, &grants, &self.inner.config.navigation, now)
+            policy::decide(
+                &policy::Request {
+                    run: at.scope,
+                    tier,
+                    origin,
+                },
+                &grants,
+                &self.inner.config.navigation,
+                now,
+            )
         };
-        let candidates: Vec<(Option<policy::Origin>, Option<String>)> =
-            if reaches.is_empty() { vec![(None, None)] } else { reaches.into_iter().map(|(o, how)| (Some(o), how)).collect() };
+        let candidates: Vec<(Option<policy::Origin>, Option<String>)> = if reaches.is_empty() {
+            vec![(None, None)]
+        } else {
+            reaches.into_iter().map(|(o, how)| (Some(o), how)).collect()
+        };
         // Each origin reached is decided alone: a refusal anywhere refuses; every origin that needs
         // a person is asked about in turn (strictest first, then where the action leads before the
         // page it is on), each approval naming — and granting — exactly its origin.
@@ -215,10 +277,19 @@ impl Runtime {
         for (origin, how) in candidates {
             match decide_one(origin.as_ref()) {
                 Decision::Allow => allowed.extend(origin),
-                Decision::Deny { reason } => return Err(RuntimeError::OriginDenied { reason: how.map_or(reason.clone(), |h| format!("{h}: {reason}")) }),
+                Decision::Deny { reason } => {
+                    return Err(RuntimeError::OriginDenied {
+                        reason: how.map_or(reason.clone(), |h| format!("{h}: {reason}")),
+                    });
+                }
                 Decision::Ask { tier, reason } => {
                     let leads = how.is_some();
-                    asks.push((tier, leads, origin, how.map_or(reason.clone(), |h| format!("{h}: {reason}"))));
+                    asks.push((
+                        tier,
+                        leads,
+                        origin,
+                        how.map_or(reason.clone(), |h| format!("{h}: {reason}")),
+                    ));
                 }
             }
         }
@@ -226,10 +297,17 @@ impl Runtime {
             // A provider's flag makes a person decide even where policy allowed: on the first
             // origin reached (the page, or the navigation's destination).
             match asks.first_mut() {
-                Some(first) => first.3 = format!("{}; the model's provider flagged it: {why}", first.3),
+                Some(first) => {
+                    first.3 = format!("{}; the model's provider flagged it: {why}", first.3)
+                }
                 None => {
                     let origin = allowed.first().cloned();
-                    asks.push((policy::RiskTier::R2, false, origin, format!("the model's provider flagged this action: {why}")));
+                    asks.push((
+                        policy::RiskTier::R2,
+                        false,
+                        origin,
+                        format!("the model's provider flagged this action: {why}"),
+                    ));
                 }
             }
         }
@@ -246,8 +324,11 @@ impl Runtime {
         let mut requests = Vec::new();
         for (tier, _, origin, reason) in asks {
             requests.push(ApprovalRequest {
-                approval_id: protocol::ApprovalId::new(self.fresh_id("approval"))
-                    .map_err(|e| RuntimeError::Internal(format!("an approval id the runtime made is invalid: {e}")))?,
+                approval_id: protocol::ApprovalId::new(self.fresh_id("approval")).map_err(|e| {
+                    RuntimeError::Internal(format!(
+                        "an approval id the runtime made is invalid: {e}"
+                    ))
+                })?,
                 session: at.session.to_owned(),
                 run_id: at.scope.to_owned(),
                 action: intended.kind.clone(),
@@ -260,7 +341,10 @@ impl Runtime {
                 expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
             });
         }
-        Ok(Judged { asks: requests, allowed })
+        Ok(Judged {
+            asks: requests,
+            allowed,
+        })
     }
 
     /// Asks a person about exactly this action, once for each origin it reaches, and waits as
@@ -269,23 +353,58 @@ impl Runtime {
     /// withdraws the rest), and none is consumed until all are given — so an action nobody
     /// waits for, sent again after each answer, is asked about once per origin, never again
     /// for an origin a person already decided.
-    async fn approvals(&self, at: &StepAt<'_>, action: &ExtendedAction, requests: Vec<ApprovalRequest>) -> Result<(), RuntimeError> {
+    async fn approvals(
+        &self,
+        at: &StepAt<'_>,
+        action: &ExtendedAction,
+        requests: Vec<ApprovalRequest>,
+    ) -> Result<(), RuntimeError> {
         if requests.is_empty() {
             return Ok(());
         }
         // Bound to who asks (a run, or the session's direct calls) and to exactly what.
-        let what = at.approval_key.clone().unwrap_or_else(|| format!("{}\u{0}{}", at.entry.target(), serde_json::to_string(action).unwrap_or_default()));
+        let what = at.approval_key.clone().unwrap_or_else(|| {
+            format!(
+                "{}\u{0}{}",
+                at.entry.target(),
+                serde_json::to_string(action).unwrap_or_default()
+            )
+        });
         let mut asked: Vec<Asking> = Vec::new();
         for request in requests {
             // …and to the origin it names: one action reaching two origins is two decisions.
-            let key = format!("{}\u{0}{}\u{0}{what}\u{0}{}", at.session, at.scope, request.origin);
+            let key = format!(
+                "{}\u{0}{}\u{0}{what}\u{0}{}",
+                at.session, at.scope, request.origin
+            );
             // A flagged action's approval grants nothing beyond itself.
-            let grant = if at.confirm.is_some() { None } else { policy::Origin::parse(&request.origin).ok() };
-            let summary = format!("{} {} on {} ({})", request.action, request.target, request.origin, request.tier);
+            let grant = if at.confirm.is_some() {
+                None
+            } else {
+                policy::Origin::parse(&request.origin).ok()
+            };
+            let summary = format!(
+                "{} {} on {} ({})",
+                request.action, request.target, request.origin, request.tier
+            );
             let expires_at = request.expires_at;
             let one = match self.inner.approvals.ask(request, key, grant, now_ms()) {
-                Asked::Decided { approval_id, decision } => Asking { approval_id, summary, expires_at, decision: Err(decision), waited: false },
-                Asked::Pending { approval_id, decision, request, fresh } => {
+                Asked::Decided {
+                    approval_id,
+                    decision,
+                } => Asking {
+                    approval_id,
+                    summary,
+                    expires_at,
+                    decision: Err(decision),
+                    waited: false,
+                },
+                Asked::Pending {
+                    approval_id,
+                    decision,
+                    request,
+                    fresh,
+                } => {
                     if fresh {
                         self.emit(
                             at.scope,
@@ -297,7 +416,13 @@ impl Runtime {
                             },
                         );
                     }
-                    Asking { approval_id, summary, expires_at, decision: Ok(decision), waited: false }
+                    Asking {
+                        approval_id,
+                        summary,
+                        expires_at,
+                        decision: Ok(decision),
+                        waited: false,
+                    }
                 }
             };
             asked.push(one);
@@ -310,20 +435,37 @@ impl Runtime {
                     self.inner.approvals.withdraw(&other.approval_id);
                 }
             }
-            Err(RuntimeError::ApprovalDenied { summary: asked[which].summary.clone() })
+            Err(RuntimeError::ApprovalDenied {
+                summary: asked[which].summary.clone(),
+            })
         };
-        if let Some(which) = asked.iter().position(|a| matches!(a.decision, Err(ApprovalDecision::Deny))) {
+        if let Some(which) = asked
+            .iter()
+            .position(|a| matches!(a.decision, Err(ApprovalDecision::Deny)))
+        {
             return denied(&asked, which);
         }
-        let pending = |one: &Asking| RuntimeError::NeedsApproval { approval_id: one.approval_id.clone(), summary: one.summary.clone() };
+        let pending = |one: &Asking| RuntimeError::NeedsApproval {
+            approval_id: one.approval_id.clone(),
+            summary: one.summary.clone(),
+        };
         let waiting = Instant::now();
         let _count = CountOnDrop(at.approval_time, waiting);
         for which in 0..asked.len() {
-            let Ok(decision) = &asked[which].decision else { continue };
+            let Ok(decision) = &asked[which].decision else {
+                continue;
+            };
             let mut decision = decision.clone();
-            let ApprovalWait::Until(deadline) = at.wait else { return Err(pending(&asked[which])) };
+            let ApprovalWait::Until(deadline) = at.wait else {
+                return Err(pending(&asked[which]));
+            };
             // No longer than the approval itself lives.
-            let deadline = deadline.min(Instant::now() + std::time::Duration::from_millis(asked[which].expires_at.saturating_sub(now_ms())));
+            let deadline = deadline.min(
+                Instant::now()
+                    + std::time::Duration::from_millis(
+                        asked[which].expires_at.saturating_sub(now_ms()),
+                    ),
+            );
             let answered = async {
                 loop {
                     if let Some(given) = *decision.borrow_and_update() {
@@ -354,10 +496,18 @@ impl Runtime {
                     return Err(pending(&asked[which]));
                 }
             };
-            let Some(given) = given else { return Err(pending(&asked[which])) };
+            let Some(given) = given else {
+                return Err(pending(&asked[which]));
+            };
             asked[which].waited = true;
             if given == ApprovalDecision::Deny {
-                self.emit(at.scope, EventKind::ApprovalResolved { approval_id: asked[which].approval_id.clone(), outcome: given });
+                self.emit(
+                    at.scope,
+                    EventKind::ApprovalResolved {
+                        approval_id: asked[which].approval_id.clone(),
+                        outcome: given,
+                    },
+                );
                 return denied(&asked, which);
             }
         }
@@ -369,7 +519,13 @@ impl Runtime {
         };
         for (one, decision) in asked.iter().zip(decisions) {
             if one.waited {
-                self.emit(at.scope, EventKind::ApprovalResolved { approval_id: one.approval_id.clone(), outcome: decision });
+                self.emit(
+                    at.scope,
+                    EventKind::ApprovalResolved {
+                        approval_id: one.approval_id.clone(),
+                        outcome: decision,
+                    },
+                );
             }
         }
         Ok(())
@@ -380,20 +536,40 @@ impl Runtime {
     /// reaches it. The decision takes effect before this returns: "allow for this site" grants
     /// exactly the origin the person was shown, and the waiting call (or the identical action
     /// sent again) proceeds once.
-    pub fn resolve_approval(&self, approval_id: &protocol::ApprovalId, decision: ApprovalDecision) -> Result<(), RuntimeError> {
+    pub fn resolve_approval(
+        &self,
+        approval_id: &protocol::ApprovalId,
+        decision: ApprovalDecision,
+    ) -> Result<(), RuntimeError> {
         let keep = self.inner.config.approval_timeout.as_millis() as u64;
-        let resolved = self.inner.approvals.resolve(approval_id, decision, now_ms(), keep).map_err(|why| RuntimeError::UnknownApproval {
-            approval_id: approval_id.clone(),
-            why: match why {
-                crate::approval::NotPending::Unknown => "no such approval is pending (its session or run may have ended)",
-                crate::approval::NotPending::Expired => "it expired before it was answered; the model must ask again",
-                crate::approval::NotPending::Decided => "a person already decided it",
-            },
-        })?;
+        let resolved = self
+            .inner
+            .approvals
+            .resolve(approval_id, decision, now_ms(), keep)
+            .map_err(|why| RuntimeError::UnknownApproval {
+                approval_id: approval_id.clone(),
+                why: match why {
+                    crate::approval::NotPending::Unknown => {
+                        "no such approval is pending (its session or run may have ended)"
+                    }
+                    crate::approval::NotPending::Expired => {
+                        "it expired before it was answered; the model must ask again"
+                    }
+                    crate::approval::NotPending::Decided => "a person already decided it",
+                },
+            })?;
         if decision == ApprovalDecision::ApproveForTask
             && let Some(origin) = resolved.grant
         {
-            self.inner.grants.lock().unwrap_or_else(|p| p.into_inner()).grant(Grant { run: resolved.run_id.clone(), origin, expires_at: None });
+            self.inner
+                .grants
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .grant(Grant {
+                    run: resolved.run_id.clone(),
+                    origin,
+                    expires_at: None,
+                });
         }
         tracing::info!(approval = %approval_id, session = %resolved.session, decision = decision.as_str(), "a person resolved an approval");
         Ok(())
@@ -417,9 +593,14 @@ struct Asking {
 }
 
 /// The tab's latest observation, if `action` was planned against it.
-fn fresh_record(tab: &dyn Surface, action: &ExtendedAction) -> Result<Arc<dyn FrameRecord>, RuntimeError> {
+fn fresh_record(
+    tab: &dyn Surface,
+    action: &ExtendedAction,
+) -> Result<Arc<dyn FrameRecord>, RuntimeError> {
     let stale = |reason: String| RuntimeError::Surface(SurfaceError::Stale { reason });
-    let record = tab.latest_frame().ok_or_else(|| stale("this surface has not been observed yet".into()))?;
+    let record = tab
+        .latest_frame()
+        .ok_or_else(|| stale("this surface has not been observed yet".into()))?;
     if record.frame_id() != action.expected_frame_id() {
         return Err(stale(format!(
             "frame {} is not the latest observation of this tab (that is {}); observe again",
@@ -431,7 +612,11 @@ fn fresh_record(tab: &dyn Surface, action: &ExtendedAction) -> Result<Arc<dyn Fr
         if let TargetRef::Ref(e) = target
             && record.target(&e.element).is_none()
         {
-            return Err(stale(format!("{} is not a ref of frame {}", e.element.as_str(), record.frame_id().as_str())));
+            return Err(stale(format!(
+                "{} is not a ref of frame {}",
+                e.element.as_str(),
+                record.frame_id().as_str()
+            )));
         }
     }
     Ok(record)
@@ -475,12 +660,23 @@ struct Judged {
 impl Intended {
     /// What a record of the action says: never the text, only its length and sensitivity.
     fn described<'a>(&'a self, record: Option<&'a dyn FrameRecord>) -> Described<'a> {
-        Described { kind: &self.kind, target: &self.target, text_chars: self.text_chars, secret: self.secret_field, url: record.map(|r| r.document_url()) }
+        Described {
+            kind: &self.kind,
+            target: &self.target,
+            text_chars: self.text_chars,
+            secret: self.secret_field,
+            url: record.map(|r| r.document_url()),
+        }
     }
 
     /// `record`: the observation the action was planned against, when it is the latest.
-    fn of(action: &ExtendedAction, record: Option<&dyn FrameRecord>, located: Option<&surface::LocatedFacts>) -> Intended {
-        let (mut role, mut name, mut target, mut secret) = (None, None, "the page".to_owned(), false);
+    fn of(
+        action: &ExtendedAction,
+        record: Option<&dyn FrameRecord>,
+        located: Option<&surface::LocatedFacts>,
+    ) -> Intended {
+        let (mut role, mut name, mut target, mut secret) =
+            (None, None, "the page".to_owned(), false);
         let mut structure = None;
         if let Some(first) = action.targets().next() {
             match first {
@@ -498,7 +694,11 @@ impl Intended {
                     // Resolved only when the action runs: classify by what the locator names
                     // (page text can only raise the tier).
                     let (r, n) = locator_words(locator);
-                    target = format!("{} {:?}", r.clone().unwrap_or_else(|| "element".into()), n.clone().unwrap_or_default());
+                    target = format!(
+                        "{} {:?}",
+                        r.clone().unwrap_or_else(|| "element".into()),
+                        n.clone().unwrap_or_default()
+                    );
                     role = r;
                     name = n;
                     if let Some(found) = located {
@@ -518,7 +718,9 @@ impl Intended {
                 TargetRef::Point(p) => {
                     target = format!("point ({}, {})", p.x, p.y);
                     // The element under the point, as observed: classified like its ref.
-                    if let Some(b) = record.and_then(|r| r.target_at(f64::from(p.x), f64::from(p.y))) {
+                    if let Some(b) =
+                        record.and_then(|r| r.target_at(f64::from(p.x), f64::from(p.y)))
+                    {
                         target = format!("point ({}, {}) on {} \"{}\"", p.x, p.y, b.role, b.name);
                         role = Some(b.role.clone());
                         name = Some(b.name.clone());
@@ -556,7 +758,14 @@ impl Intended {
                 && (form.submits || !click)
                 && form.method != "dialog"
             {
-                side_effects.push((form.action.clone(), if form.method == "post" { "form posts to" } else { "form submits to" }));
+                side_effects.push((
+                    form.action.clone(),
+                    if form.method == "post" {
+                        "form posts to"
+                    } else {
+                        "form submits to"
+                    },
+                ));
                 credentials = form.has_secret_fields;
             }
         }
@@ -566,7 +775,9 @@ impl Intended {
             // A link that saves a file is a download whether or not the action expected one.
             ExtendedAction::Click(_) if downloads => Effect::Download,
             ExtendedAction::Navigate(_) => Effect::Navigate,
-            ExtendedAction::Scroll(_) | ExtendedAction::Hover(_) | ExtendedAction::Wait(_) => Effect::Read,
+            ExtendedAction::Scroll(_) | ExtendedAction::Hover(_) | ExtendedAction::Wait(_) => {
+                Effect::Read
+            }
             _ => Effect::Interact,
         };
         Intended {
@@ -592,8 +803,13 @@ impl Intended {
 fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {
     use protocol::extended::Locator;
     match locator {
-        Locator::Role { role, name, .. } => (Some(role.as_str().to_owned()), name.as_ref().map(|n| n.as_str().to_owned())),
-        Locator::Label { text, .. } | Locator::Text { text, .. } => (None, Some(text.as_str().to_owned())),
+        Locator::Role { role, name, .. } => (
+            Some(role.as_str().to_owned()),
+            name.as_ref().map(|n| n.as_str().to_owned()),
+        ),
+        Locator::Label { text, .. } | Locator::Text { text, .. } => {
+            (None, Some(text.as_str().to_owned()))
+        }
         Locator::TestId { id, .. } => (None, Some(id.as_str().to_owned())),
     }
 }
@@ -604,7 +820,10 @@ struct CountOnDrop<'a>(Option<&'a std::sync::atomic::AtomicU64>, Instant);
 impl Drop for CountOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(counter) = self.0 {
-            counter.fetch_add(self.1.elapsed().as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
+            counter.fetch_add(
+                self.1.elapsed().as_millis() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
     }
 }

@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use protocol::{Capability, ContextId, ProviderRequestId, SessionId, SurfaceAlias, SurfaceContext, SurfaceEntry, SurfaceKey, SurfaceKind, TurnId};
+use protocol::{
+    Capability, ContextId, ProviderRequestId, SessionId, SurfaceAlias, SurfaceContext,
+    SurfaceEntry, SurfaceKey, SurfaceKind, TurnId,
+};
 
 use crate::RuntimeError;
 use crate::runtime::{Runtime, TabEntry, now_ms};
@@ -28,17 +31,30 @@ pub(crate) fn names(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> Vec
 }
 
 /// The index of the tab a key or alias names.
-pub(crate) fn lookup(tabs: &[TabEntry], focused: Option<crate::SurfaceId>, name: &str) -> Option<usize> {
+pub(crate) fn lookup(
+    tabs: &[TabEntry],
+    focused: Option<crate::SurfaceId>,
+    name: &str,
+) -> Option<usize> {
     if name == "focused" {
-        return tabs.iter().position(|t| Some(t.surface) == focused && controllable(t));
+        return tabs
+            .iter()
+            .position(|t| Some(t.surface) == focused && controllable(t));
     }
-    let n: u32 = name.strip_prefix('s').or_else(|| name.strip_prefix("web:"))?.parse().ok()?;
+    let n: u32 = name
+        .strip_prefix('s')
+        .or_else(|| name.strip_prefix("web:"))?
+        .parse()
+        .ok()?;
     tabs.iter().position(|t| t.key == n)
 }
 
 /// The focused controllable tab, else the only controllable one, else none (ambiguous).
 pub(crate) fn primary(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> Option<usize> {
-    if let Some(i) = tabs.iter().position(|t| Some(t.surface) == focused && controllable(t)) {
+    if let Some(i) = tabs
+        .iter()
+        .position(|t| Some(t.surface) == focused && controllable(t))
+    {
         return Some(i);
     }
     let mut controllable_tabs = tabs.iter().enumerate().filter(|(_, t)| controllable(t));
@@ -51,7 +67,12 @@ pub(crate) fn primary(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> O
 impl Runtime {
     /// The Surface Context of a turn: every tab of the session with its key, aliases and
     /// capabilities; a bounded preview for each one the agent may read; the primary key.
-    pub async fn surface_context(&self, session: &SessionId, turn: &str, revision: u64) -> Result<SurfaceContext, RuntimeError> {
+    pub async fn surface_context(
+        &self,
+        session: &SessionId,
+        turn: &str,
+        revision: u64,
+    ) -> Result<SurfaceContext, RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -60,7 +81,10 @@ impl Runtime {
         let mut surfaces = Vec::new();
         for entry in &tabs {
             let key = SurfaceKey::from_index(entry.key);
-            let mut aliases = vec![SurfaceAlias::new(format!("web:{}", entry.key)).map_err(|e| internal(e.to_string()))?];
+            let mut aliases = vec![
+                SurfaceAlias::new(format!("web:{}", entry.key))
+                    .map_err(|e| internal(e.to_string()))?,
+            ];
             if Some(entry.surface) == focused && controllable(entry) {
                 aliases.push(SurfaceAlias::new("focused").map_err(|e| internal(e.to_string()))?);
             }
@@ -72,15 +96,26 @@ impl Runtime {
             } else {
                 None
             };
-            surfaces
-                .push(SurfaceEntry::new(key, aliases, SurfaceKind::WebTab, None, entry.capabilities.clone(), preview).map_err(|e| internal(e.to_string()))?);
+            surfaces.push(
+                SurfaceEntry::new(
+                    key,
+                    aliases,
+                    SurfaceKind::WebTab,
+                    None,
+                    entry.capabilities.clone(),
+                    preview,
+                )
+                .map_err(|e| internal(e.to_string()))?,
+            );
         }
         let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(tabs[i].key));
         SurfaceContext::new(
-            ContextId::new(format!("ctx_{session}_{revision}")).map_err(|e| internal(e.to_string()))?,
+            ContextId::new(format!("ctx_{session}_{revision}"))
+                .map_err(|e| internal(e.to_string()))?,
             revision,
             TurnId::new(turn).map_err(|e| internal(e.to_string()))?,
-            ProviderRequestId::new(format!("req_{}", now_ms())).map_err(|e| internal(e.to_string()))?,
+            ProviderRequestId::new(format!("req_{}", now_ms()))
+                .map_err(|e| internal(e.to_string()))?,
             primary,
             surfaces,
         )
@@ -90,7 +125,11 @@ impl Runtime {
 
 impl Runtime {
     /// The bounded preview of one tab (`unavailable` when it cannot be attached or read).
-    pub(crate) async fn preview_entry(&self, entry: &TabEntry, deadline: Duration) -> protocol::Preview {
+    pub(crate) async fn preview_entry(
+        &self,
+        entry: &TabEntry,
+        deadline: Duration,
+    ) -> protocol::Preview {
         match self.attach(entry).await {
             Ok(attached) => attached.tab().preview(deadline).await,
             Err(_) => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
@@ -98,11 +137,22 @@ impl Runtime {
     }
 
     /// The preview of a surface of the session (its read barrier, like any observation).
-    pub(crate) async fn preview_of(&self, session: &SessionId, surface: crate::SurfaceId, deadline: Duration) -> protocol::Preview {
+    pub(crate) async fn preview_of(
+        &self,
+        session: &SessionId,
+        surface: crate::SurfaceId,
+        deadline: Duration,
+    ) -> protocol::Preview {
         let Ok((state, _op)) = self.begin(session.as_str()).await else {
             return protocol::Preview::unavailable(String::new(), String::new(), now_ms());
         };
-        let entry = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.surface == surface).cloned();
+        let entry = state
+            .tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|t| t.surface == surface)
+            .cloned();
         match entry {
             Some(entry) => self.preview_entry(&entry, deadline).await,
             None => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),

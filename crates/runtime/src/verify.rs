@@ -39,10 +39,15 @@ pub fn assertion_schema() -> serde_json::Value {
 /// A planner's proposed completion checks, within the same bounds as a caller's.
 pub fn proposed_checks(checks: Vec<Assertion>) -> Result<Vec<Assertion>, crate::PlannerError> {
     if checks.len() > ASSERTIONS_MAX {
-        return Err(crate::PlannerError::Failed(format!("at most {ASSERTIONS_MAX} checks, not {}", checks.len())));
+        return Err(crate::PlannerError::Failed(format!(
+            "at most {ASSERTIONS_MAX} checks, not {}",
+            checks.len()
+        )));
     }
     for check in &checks {
-        check.check_bounds().map_err(|e| crate::PlannerError::Failed(e.to_string()))?;
+        check
+            .check_bounds()
+            .map_err(|e| crate::PlannerError::Failed(e.to_string()))?;
     }
     Ok(checks)
 }
@@ -55,7 +60,13 @@ pub fn unmet_conditions(unmet: Vec<String>) -> Vec<String> {
         .map(|u| u.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|u| !u.is_empty())
         .take(UNMET_MAX)
-        .map(|u| if u.chars().count() > UNMET_MAX_CHARS { format!("{}…", u.chars().take(UNMET_MAX_CHARS).collect::<String>()) } else { u })
+        .map(|u| {
+            if u.chars().count() > UNMET_MAX_CHARS {
+                format!("{}…", u.chars().take(UNMET_MAX_CHARS).collect::<String>())
+            } else {
+                u
+            }
+        })
         .collect()
 }
 
@@ -70,13 +81,17 @@ impl Assertion {
         for text in texts {
             let n = text.chars().count();
             if n > ASSERTION_TEXT_MAX_CHARS {
-                return Err(crate::RuntimeError::InvalidAction(format!("a success_when text has {n} characters (at most {ASSERTION_TEXT_MAX_CHARS})")));
+                return Err(crate::RuntimeError::InvalidAction(format!(
+                    "a success_when text has {n} characters (at most {ASSERTION_TEXT_MAX_CHARS})"
+                )));
             }
         }
         if let Assertion::TextPresent { text } | Assertion::UrlContains { text } = self
             && text.trim().is_empty()
         {
-            return Err(crate::RuntimeError::InvalidAction("a success_when text is empty".into()));
+            return Err(crate::RuntimeError::InvalidAction(
+                "a success_when text is empty".into(),
+            ));
         }
         Ok(())
     }
@@ -94,7 +109,12 @@ impl Assertion {
     /// Checks against one observation; the evidence names that frame.
     pub fn check(&self, observation: &Observation) -> (bool, CompletionEvidence) {
         let frame = observation.frame_id().clone();
-        let element = |name: &str| observation.interactive_elements().iter().find(|e| e.name() == name);
+        let element = |name: &str| {
+            observation
+                .interactive_elements()
+                .iter()
+                .find(|e| e.name() == name)
+        };
         let (passed, kind) = match self {
             Assertion::TextPresent { text } => {
                 // The page's text only — names, text lines, values, inline text, unescaped —
@@ -102,12 +122,27 @@ impl Assertion {
                 // snapshot folds it.
                 let wanted = text.split_whitespace().collect::<Vec<_>>().join(" ");
                 let page = surface::snapshot_text(observation.aria_snapshot());
-                (!wanted.is_empty() && page.iter().any(|t| t.contains(wanted.as_str())), EvidenceKind::Assertion)
+                (
+                    !wanted.is_empty() && page.iter().any(|t| t.contains(wanted.as_str())),
+                    EvidenceKind::Assertion,
+                )
             }
-            Assertion::UrlContains { text } => (observation.url().contains(text.as_str()), EvidenceKind::UrlMatch),
-            Assertion::ElementValue { name, value } => (element(name).and_then(|e| e.value()) == Some(value.as_str()), EvidenceKind::ElementState),
-            Assertion::ElementState { name, state } => (element(name).is_some_and(|e| e.states().iter().any(|s| s == state)), EvidenceKind::ElementState),
+            Assertion::UrlContains { text } => (
+                observation.url().contains(text.as_str()),
+                EvidenceKind::UrlMatch,
+            ),
+            Assertion::ElementValue { name, value } => (
+                element(name).and_then(|e| e.value()) == Some(value.as_str()),
+                EvidenceKind::ElementState,
+            ),
+            Assertion::ElementState { name, state } => (
+                element(name).is_some_and(|e| e.states().iter().any(|s| s == state)),
+                EvidenceKind::ElementState,
+            ),
         };
-        (passed, CompletionEvidence::new(kind, self.describe(), frame))
+        (
+            passed,
+            CompletionEvidence::new(kind, self.describe(), frame),
+        )
     }
 }

@@ -82,7 +82,10 @@ pub struct RestoreReport {
 }
 
 /// The trailing location write, boxed as a `Send` future (it re-enters the watcher's handler).
-fn trailing_refresh(runtime: Runtime, target: String) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+fn trailing_refresh(
+    runtime: Runtime,
+    target: String,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     Box::pin(async move { runtime.refresh_location(&target).await })
 }
 
@@ -93,16 +96,29 @@ impl Runtime {
 
     /// The file of a tab's saved site storage; `None` for an id that is not a plain name.
     fn site_storage_path(&self, resource: &str) -> Option<PathBuf> {
-        resource.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-').then(|| self.webtabs_dir().join(format!("{resource}.json")))
+        resource
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            .then(|| self.webtabs_dir().join(format!("{resource}.json")))
     }
 
     fn write_site_storage(&self, resource: &str, saved: &KeptSite) -> std::io::Result<()> {
         use std::io::Write as _;
         use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        let Some(path) = self.site_storage_path(resource) else { return Ok(()) };
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(self.webtabs_dir())?;
+        let Some(path) = self.site_storage_path(resource) else {
+            return Ok(());
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(self.webtabs_dir())?;
         let tmp = path.with_extension("json.tmp");
-        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         file.write_all(&serde_json::to_vec(saved).map_err(std::io::Error::other)?)?;
         drop(file);
         std::fs::rename(&tmp, &path)
@@ -121,16 +137,38 @@ impl Runtime {
 
     /// The browser context a session's tabs live in (`None`: the default one).
     fn context_of(&self, session: Option<&str>) -> Option<String> {
-        let state = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(session?).cloned()?;
-        state.context_id.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let state = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session?)
+            .cloned()?;
+        state
+            .context_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Saves the site storage of a kept tab: its site's cookies from its browser context, and
     /// its origin's local storage when `tab` (an attachment) is given; without one, the local
     /// storage saved before is kept (`SurfaceAdapter::keep_site`).
-    pub(crate) async fn save_site_storage(&self, resource: &str, session: Option<&str>, url: &str, tab: Option<&dyn Surface>) {
+    pub(crate) async fn save_site_storage(
+        &self,
+        resource: &str,
+        session: Option<&str>,
+        url: &str,
+        tab: Option<&dyn Surface>,
+    ) {
         let previous = self.read_site_storage(resource);
-        let Some(kept) = self.adapter().keep_site(self.context_of(session), url, tab, previous).await else { return };
+        let Some(kept) = self
+            .adapter()
+            .keep_site(self.context_of(session), url, tab, previous)
+            .await
+        else {
+            return;
+        };
         if let Err(e) = self.write_site_storage(resource, &kept) {
             tracing::warn!(resource, error = %e, "a kept tab's site storage could not be saved");
         }
@@ -149,7 +187,9 @@ impl Runtime {
         let weak = std::sync::Arc::downgrade(&self.inner);
         let runtime = self.clone();
         tokio::spawn(async move {
-            let Some(mut events) = runtime.adapter().events().await else { return };
+            let Some(mut events) = runtime.adapter().events().await else {
+                return;
+            };
             drop(runtime);
             while let Some(event) = events.recv().await {
                 let Some(inner) = weak.upgrade() else { return };
@@ -164,12 +204,17 @@ impl Runtime {
             let Some(inner) = weak.upgrade() else { return };
             let runtime = Runtime { inner };
             let launched = runtime.adapter().launched();
-            if launched && runtime.inner.config.relaunch_dead_browser && !runtime.inner.stopping.load(Ordering::SeqCst) {
+            if launched
+                && runtime.inner.config.relaunch_dead_browser
+                && !runtime.inner.stopping.load(Ordering::SeqCst)
+            {
                 tracing::warn!("the browser connection ended; relaunching the browser");
                 // The reconnect restores what was kept.
                 match runtime.ensure_connected().await {
                     Ok(()) => {}
-                    Err(e) => tracing::warn!(error = %e, "the browser could not be relaunched; the next operation tries again"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the browser could not be relaunched; the next operation tries again")
+                    }
                 }
             }
         });
@@ -182,7 +227,11 @@ impl Runtime {
         let target = &info.id;
         let save_storage = {
             let now = std::time::Instant::now();
-            let mut writes = self.inner.location_writes.lock().unwrap_or_else(|p| p.into_inner());
+            let mut writes = self
+                .inner
+                .location_writes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if writes.len() > 4096 {
                 writes.retain(|_, w| now.duration_since(w.written) < LOCATION_MIN_INTERVAL);
             }
@@ -191,11 +240,17 @@ impl Runtime {
                     if !w.trailing {
                         w.trailing = true;
                         let wait = LOCATION_MIN_INTERVAL - now.duration_since(w.written);
-                        let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.clone());
+                        let (weak, target) =
+                            (std::sync::Arc::downgrade(&self.inner), target.clone());
                         tokio::spawn(async move {
                             tokio::time::sleep(wait).await;
                             let Some(inner) = weak.upgrade() else { return };
-                            if let Some(w) = inner.location_writes.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&target) {
+                            if let Some(w) = inner
+                                .location_writes
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get_mut(&target)
+                            {
                                 w.trailing = false;
                             }
                             trailing_refresh(Runtime { inner }, target).await;
@@ -205,27 +260,51 @@ impl Runtime {
                 }
                 Some(w) => {
                     w.written = now;
-                    let due = w.saved.is_none_or(|s| now.duration_since(s) >= STORAGE_MIN_INTERVAL);
+                    let due = w
+                        .saved
+                        .is_none_or(|s| now.duration_since(s) >= STORAGE_MIN_INTERVAL);
                     if due {
                         w.saved = Some(now);
                     }
                     due
                 }
                 None => {
-                    writes.insert(target.clone(), LocationWrites { written: now, saved: Some(now), trailing: false });
+                    writes.insert(
+                        target.clone(),
+                        LocationWrites {
+                            written: now,
+                            saved: Some(now),
+                            trailing: false,
+                        },
+                    );
                     true
                 }
             }
         };
-        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return };
-        let Some(url) = policy::restorable_url(&info.url) else { return };
+        let Ok(Some(resource)) = self
+            .inner
+            .store
+            .find_by_handle(&store::TargetId::new(target))
+        else {
+            return;
+        };
+        let Some(url) = policy::restorable_url(&info.url) else {
+            return;
+        };
         // A page without a title yet always gets its title looked for again below.
-        if !info.title.is_empty() && resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(info.title.as_str()) {
+        if !info.title.is_empty()
+            && resource.url.as_deref() == Some(url.as_str())
+            && resource.title.as_deref() == Some(info.title.as_str())
+        {
             return;
         }
         // No title yet is no title: the pair must never show an older page's title with a newer URL.
         let placeholder = info.title.is_empty();
-        let title: String = if placeholder { String::new() } else { info.title.chars().take(TITLE_MAX).collect() };
+        let title: String = if placeholder {
+            String::new()
+        } else {
+            info.title.chars().take(TITLE_MAX).collect()
+        };
         if placeholder {
             // Chromium announces no title change: look again shortly for the page's title.
             let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.clone());
@@ -239,21 +318,38 @@ impl Runtime {
                 }
             });
         }
-        if resource.url.as_deref() == Some(url.as_str()) && resource.title.as_deref() == Some(title.as_str()) {
+        if resource.url.as_deref() == Some(url.as_str())
+            && resource.title.as_deref() == Some(title.as_str())
+        {
             return;
         }
-        if let Err(e) = self.inner.store.update_location(&resource.id, &url, &title, now_ms()) {
+        if let Err(e) = self
+            .inner
+            .store
+            .update_location(&resource.id, &url, &title, now_ms())
+        {
             tracing::debug!(error = %e, "a tab's location could not be recorded");
             return;
         }
         if save_storage && Self::kept(&resource) {
-            self.save_site_storage(resource.id.as_str(), resource.session_id.as_ref().map(|s| s.as_str()), &info.url, None).await;
+            self.save_site_storage(
+                resource.id.as_str(),
+                resource.session_id.as_ref().map(|s| s.as_str()),
+                &info.url,
+                None,
+            )
+            .await;
         }
     }
 
     /// What the browser reports of a target now.
     async fn target_info(&self, target: &str) -> Option<SurfaceInfo> {
-        self.adapter().list().await.ok()?.into_iter().find(|t| t.id == target)
+        self.adapter()
+            .list()
+            .await
+            .ok()?
+            .into_iter()
+            .find(|t| t.id == target)
     }
 
     /// Records a tracked tab's location as the browser reports it now.
@@ -265,35 +361,70 @@ impl Runtime {
 
     /// Records the page's title once it has one (`true`), or says it has none yet.
     async fn titled(&self, target: &str) -> bool {
-        let Some(info) = self.target_info(target).await else { return true };
+        let Some(info) = self.target_info(target).await else {
+            return true;
+        };
         if info.title.is_empty() {
             return false;
         }
-        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return true };
+        let Ok(Some(resource)) = self
+            .inner
+            .store
+            .find_by_handle(&store::TargetId::new(target))
+        else {
+            return true;
+        };
         // Only the page the record's URL names gets this title (one pair).
         if policy::restorable_url(&info.url).as_deref() == resource.url.as_deref() {
             let title: String = info.title.chars().take(TITLE_MAX).collect();
-            let _ = self.inner.store.update_location(&resource.id, resource.url.as_deref().unwrap_or_default(), &title, now_ms());
+            let _ = self.inner.store.update_location(
+                &resource.id,
+                resource.url.as_deref().unwrap_or_default(),
+                &title,
+                now_ms(),
+            );
         }
         true
     }
 
     fn on_target_destroyed(&self, target: &str) {
-        if self.inner.closing_targets.lock().unwrap_or_else(|p| p.into_inner()).contains(target) {
+        if self
+            .inner
+            .closing_targets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(target)
+        {
             return; // Glovebox closed it
         }
-        let Ok(Some(resource)) = self.inner.store.find_by_handle(&store::TargetId::new(target)) else { return };
-        if matches!(resource.state, ResourceState::Released | ResourceState::Finalizing) && resource.ownership != Ownership::User {
+        let Ok(Some(resource)) = self
+            .inner
+            .store
+            .find_by_handle(&store::TargetId::new(target))
+        else {
+            return;
+        };
+        if matches!(
+            resource.state,
+            ResourceState::Released | ResourceState::Finalizing
+        ) && resource.ownership != Ownership::User
+        {
             return;
         }
         self.inner.leases.invalidate(target);
         match self.inner.store.close_by_person(&resource.id, now_ms()) {
             Ok(_) => {
                 self.forget_site_storage(resource.id.as_str());
-                self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).remove(resource.id.as_str());
+                self.inner
+                    .offered_tabs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(resource.id.as_str());
                 tracing::info!(resource = %resource.id, "a tab was closed outside Glovebox; it stays closed");
             }
-            Err(e) => tracing::warn!(error = %e, "a tab closed outside Glovebox could not be recorded"),
+            Err(e) => {
+                tracing::warn!(error = %e, "a tab closed outside Glovebox could not be recorded")
+            }
         }
     }
 
@@ -301,11 +432,14 @@ impl Runtime {
     /// listed as closed; whatever session held it loses it.
     pub async fn close_by_person(&self, resource: &str) -> Result<(), RuntimeError> {
         let id = ResourceId::new(resource);
-        let record = self
-            .inner
-            .store
-            .get_resource(&id)
-            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })?;
+        let record =
+            self.inner
+                .store
+                .get_resource(&id)
+                .map_err(|_| RuntimeError::UnknownSurface {
+                    name: resource.to_owned(),
+                    known: "a tab of GET /api/tabs".into(),
+                })?;
         if record.closed_by_person {
             return Ok(());
         }
@@ -314,25 +448,44 @@ impl Runtime {
         {
             self.inner.leases.invalidate(target.as_str());
             // Whichever session shows it drops it.
-            let sessions: Vec<_> = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+            let sessions: Vec<_> = self
+                .inner
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .cloned()
+                .collect();
             for state in sessions {
                 let taken: Vec<_> = {
                     let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
-                    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *tabs).into_iter().partition(|t| t.resource == resource);
+                    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *tabs)
+                        .into_iter()
+                        .partition(|t| t.resource == resource);
                     *tabs = kept;
                     gone
                 };
                 for entry in taken {
-                    entry.debugger.detach(Some(crate::debugger::Retired::Closed)).await;
+                    entry
+                        .debugger
+                        .detach(Some(crate::debugger::Retired::Closed))
+                        .await;
                 }
             }
             if !self.close_target(target.as_str()).await {
-                return Err(RuntimeError::Surface(SurfaceError::Timeout { what: "closing the tab".into(), after_ms: 5000 }));
+                return Err(RuntimeError::Surface(SurfaceError::Timeout {
+                    what: "closing the tab".into(),
+                    after_ms: 5000,
+                }));
             }
         }
         self.inner.store.close_by_person(&id, now_ms())?;
         self.forget_site_storage(resource);
-        self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).remove(resource);
+        self.inner
+            .offered_tabs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(resource);
         Ok(())
     }
 
@@ -381,12 +534,17 @@ impl Runtime {
     /// restored with the tab, never read by a lifecycle decision.
     pub fn set_preview(&self, resource: &str, preview: &Value) -> Result<(), RuntimeError> {
         if !preview.is_object() || preview.to_string().len() > 1024 {
-            return Err(RuntimeError::InvalidAction("preview preferences are a JSON object of at most 1 KiB".into()));
+            return Err(RuntimeError::InvalidAction(
+                "preview preferences are a JSON object of at most 1 KiB".into(),
+            ));
         }
         self.inner
             .store
             .set_preview(&ResourceId::new(resource), &preview.to_string(), now_ms())
-            .map_err(|_| RuntimeError::UnknownSurface { name: resource.to_owned(), known: "a tab of GET /api/tabs".into() })
+            .map_err(|_| RuntimeError::UnknownSurface {
+                name: resource.to_owned(),
+                known: "a tab of GET /api/tabs".into(),
+            })
     }
 
     /// Brings back every restorable tab (see the module docs); one pass at a time, and a request
@@ -407,7 +565,11 @@ impl Runtime {
             report.took_ms += again.took_ms;
             report.passes += 1;
         }
-        *self.inner.last_restore.lock().unwrap_or_else(|p| p.into_inner()) = Some(report.clone());
+        *self
+            .inner
+            .last_restore
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(report.clone());
         report
     }
 
@@ -417,26 +579,38 @@ impl Runtime {
         tokio::spawn(async move {
             let report = runtime.restore_kept().await;
             if !report.restored.is_empty() || !report.failed.is_empty() {
-                tracing::info!(restored = report.restored.len(), failed = report.failed.len(), took_ms = report.took_ms, "restored kept tabs");
+                tracing::info!(
+                    restored = report.restored.len(),
+                    failed = report.failed.len(),
+                    took_ms = report.took_ms,
+                    "restored kept tabs"
+                );
             }
         });
     }
 
     /// What the last restore did.
     pub fn last_restore(&self) -> Option<RestoreReport> {
-        self.inner.last_restore.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .last_restore
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     async fn restore_pass(&self) -> RestoreReport {
         let started = std::time::Instant::now();
         let mut report = RestoreReport::default();
-        let Ok(records) = self.inner.store.restorable_resources() else { return report };
+        let Ok(records) = self.inner.store.restorable_resources() else {
+            return report;
+        };
         // First, in order: which records can be reopened at all, the fresh isolated context of
         // each former session (its tabs shared one before), and each (context, origin)'s site
         // storage seeded once, from the tab whose storage was saved last.
         let mut contexts: HashMap<String, Option<String>> = HashMap::new();
         let mut ready = Vec::new();
-        let mut seeds: HashMap<(Option<String>, String), (std::time::SystemTime, KeptSite)> = HashMap::new();
+        let mut seeds: HashMap<(Option<String>, String), (std::time::SystemTime, KeptSite)> =
+            HashMap::new();
         for record in records {
             if self.inner.stopping.load(Ordering::SeqCst) {
                 return report;
@@ -446,8 +620,12 @@ impl Runtime {
             // that fails (or stops) now leaves it to the next restore.
             let url = record.url.as_deref().and_then(policy::restorable_url);
             let unusable = match &url {
-                None => Some("its last confirmed address is not one that can be reopened".to_owned()),
-                Some(url) => policy::check_navigation(url, &self.inner.config.navigation).err().map(|e| format!("policy refuses its address now: {e}")),
+                None => {
+                    Some("its last confirmed address is not one that can be reopened".to_owned())
+                }
+                Some(url) => policy::check_navigation(url, &self.inner.config.navigation)
+                    .err()
+                    .map(|e| format!("policy refuses its address now: {e}")),
             };
             if let Some(why) = unusable {
                 tracing::warn!(resource = %id, %why, "a kept tab cannot be restored");
@@ -463,7 +641,10 @@ impl Runtime {
                 }
             };
             if let Some(saved) = self.read_site_storage(record.id.as_str()) {
-                let saved_at = self.site_storage_path(record.id.as_str()).and_then(|p| std::fs::metadata(p).ok()).and_then(|m| m.modified().ok());
+                let saved_at = self
+                    .site_storage_path(record.id.as_str())
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .and_then(|m| m.modified().ok());
                 let saved_at = saved_at.unwrap_or(std::time::UNIX_EPOCH);
                 let key = (context.clone(), saved.origin.clone());
                 let newer = seeds.get(&key).is_none_or(|(at, _)| *at < saved_at);
@@ -484,7 +665,11 @@ impl Runtime {
             let runtime = self.clone();
             pages.spawn(async move {
                 let id = record.id.to_string();
-                let outcome = tokio::time::timeout(RESTORE_DEADLINE, runtime.restore_one(&record, url, context)).await;
+                let outcome = tokio::time::timeout(
+                    RESTORE_DEADLINE,
+                    runtime.restore_one(&record, url, context),
+                )
+                .await;
                 (id, outcome)
             });
         }
@@ -492,8 +677,12 @@ impl Runtime {
             let Ok((id, outcome)) = done else { continue };
             match outcome {
                 Ok(Ok(())) => report.restored.push(id),
-                Ok(Err(why)) => tracing::warn!(resource = %id, %why, "a kept tab could not be restored now; the next restore tries again"),
-                Err(_) => tracing::warn!(resource = %id, "a kept tab's restore timed out; the next restore tries again"),
+                Ok(Err(why)) => {
+                    tracing::warn!(resource = %id, %why, "a kept tab could not be restored now; the next restore tries again")
+                }
+                Err(_) => {
+                    tracing::warn!(resource = %id, "a kept tab's restore timed out; the next restore tries again")
+                }
             }
         }
         report.restored.sort();
@@ -503,13 +692,21 @@ impl Runtime {
 
     /// The context a restored tab opens in: a person's own tab in the default one, as it was; a
     /// session's in a fresh isolated one per former session (unless the configuration shares one).
-    async fn restore_context(&self, record: &Resource, contexts: &mut HashMap<String, Option<String>>) -> Result<Option<String>, RestoreFailure> {
+    async fn restore_context(
+        &self,
+        record: &Resource,
+        contexts: &mut HashMap<String, Option<String>>,
+    ) -> Result<Option<String>, RestoreFailure> {
         match (&record.session_id, self.inner.config.share_browser_context) {
             (Some(session), false) if record.ownership != Ownership::User => {
                 if let Some(c) = contexts.get(session.as_str()) {
                     return Ok(c.clone());
                 }
-                let context = self.adapter().create_context(false).await.map_err(|e| format!("no browser context: {e}"))?;
+                let context = self
+                    .adapter()
+                    .create_context(false)
+                    .await
+                    .map_err(|e| format!("no browser context: {e}"))?;
                 contexts.insert(session.to_string(), Some(context.clone()));
                 Ok(Some(context))
             }
@@ -517,21 +714,56 @@ impl Runtime {
         }
     }
 
-    async fn restore_one(&self, record: &Resource, url: String, context: Option<String>) -> Result<(), RestoreFailure> {
-        let created = self.adapter().open_detached(url, context, true).await.map_err(|e| format!("no page: {e}"))?;
-        let restored = self.inner.store.restored(&record.id, &store::TargetId::new(&created), self.inner.instance, now_ms()).map_err(|e| e.to_string())?;
+    async fn restore_one(
+        &self,
+        record: &Resource,
+        url: String,
+        context: Option<String>,
+    ) -> Result<(), RestoreFailure> {
+        let created = self
+            .adapter()
+            .open_detached(url, context, true)
+            .await
+            .map_err(|e| format!("no page: {e}"))?;
+        let restored = self
+            .inner
+            .store
+            .restored(
+                &record.id,
+                &store::TargetId::new(&created),
+                self.inner.instance,
+                now_ms(),
+            )
+            .map_err(|e| e.to_string())?;
         // What the page reported before its handle was on record is read once now.
         self.refresh_location(&created).await;
         // A tab a live session still owns (the browser died under it) goes back into that
         // session as a new surface: its old key, refs and frames stay invalid.
-        let live = restored.session_id.as_ref().and_then(|s| self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(s.as_str()).cloned());
+        let live = restored.session_id.as_ref().and_then(|s| {
+            self.inner
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(s.as_str())
+                .cloned()
+        });
         match live {
             Some(state) if restored.state == ResourceState::Owned => {
-                let session = restored.session_id.as_ref().map(|s| s.to_string()).unwrap_or_default();
-                self.attach_entry(&state, &session, restored.id.as_str(), &created).await.map_err(|e| e.to_string())?;
+                let session = restored
+                    .session_id
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                self.attach_entry(&state, &session, restored.id.as_str(), &created)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             _ => {
-                self.inner.offered_tabs.lock().unwrap_or_else(|p| p.into_inner()).insert(restored.id.to_string());
+                self.inner
+                    .offered_tabs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(restored.id.to_string());
             }
         }
         Ok(())
@@ -539,7 +771,14 @@ impl Runtime {
 
     /// Puts a kept site's saved state (cookies, local storage) into `context`
     /// (`SurfaceAdapter::restore_site`).
-    async fn seed_site_storage(&self, saved: &KeptSite, context: Option<String>) -> Result<(), RestoreFailure> {
-        self.adapter().restore_site(saved, context).await.map_err(|e| RestoreFailure(e.to_string()))
+    async fn seed_site_storage(
+        &self,
+        saved: &KeptSite,
+        context: Option<String>,
+    ) -> Result<(), RestoreFailure> {
+        self.adapter()
+            .restore_site(saved, context)
+            .await
+            .map_err(|e| RestoreFailure(e.to_string()))
     }
 }

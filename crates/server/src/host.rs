@@ -63,7 +63,12 @@ struct HostState {
 
 /// The renderer WebSocket route (mount it behind the server's Host and Origin guards).
 pub(crate) fn router(runtime: Runtime, options: HostOptions) -> axum::Router {
-    axum::Router::new().route(RENDERER_PATH, get(upgrade)).with_state(HostState { runtime, options: std::sync::Arc::new(options) })
+    axum::Router::new()
+        .route(RENDERER_PATH, get(upgrade))
+        .with_state(HostState {
+            runtime,
+            options: std::sync::Arc::new(options),
+        })
 }
 
 async fn upgrade(State(state): State<HostState>, ws: WebSocketUpgrade) -> Response {
@@ -164,7 +169,10 @@ fn runtime_error(id: &Value, e: &RuntimeError) -> Value {
 
 /// The `id` of a message that did not parse, if it has one, to answer it.
 fn id_of(text: &str) -> Value {
-    serde_json::from_str::<Value>(text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null)
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("id").cloned())
+        .unwrap_or(Value::Null)
 }
 
 async fn serve(state: HostState, socket: WebSocket) {
@@ -173,11 +181,17 @@ async fn serve(state: HostState, socket: WebSocket) {
     // The hello, within its deadline, with a nonce the control channel issued.
     let hello = tokio::time::timeout(HELLO_DEADLINE, stream.next()).await;
     let nonce = match hello {
-        Ok(Some(Ok(Message::Text(text)))) => serde_json::from_str::<Hello>(&text).ok().map(|h| h.nonce),
+        Ok(Some(Ok(Message::Text(text)))) => {
+            serde_json::from_str::<Hello>(&text).ok().map(|h| h.nonce)
+        }
         _ => None,
     };
     let Some(nonce) = nonce else {
-        let refusal = error(&Value::Null, ErrorCode::InvalidAction, "the first message must be {\"type\":\"hello\",\"nonce\":…} within 5 s");
+        let refusal = error(
+            &Value::Null,
+            ErrorCode::InvalidAction,
+            "the first message must be {\"type\":\"hello\",\"nonce\":…} within 5 s",
+        );
         let _ = sink.send(Message::Text(refusal.to_string().into())).await;
         let _ = sink.close().await;
         return;
@@ -185,7 +199,11 @@ async fn serve(state: HostState, socket: WebSocket) {
     let (connection, window_id) = match runtime.connect_renderer(&nonce).await {
         Ok(bound) => bound,
         Err(e) => {
-            let _ = sink.send(Message::Text(runtime_error(&Value::Null, &e).to_string().into())).await;
+            let _ = sink
+                .send(Message::Text(
+                    runtime_error(&Value::Null, &e).to_string().into(),
+                ))
+                .await;
             let _ = sink.close().await;
             return;
         }
@@ -194,20 +212,32 @@ async fn serve(state: HostState, socket: WebSocket) {
     let (tx, mut rx) = mpsc::channel::<Value>(64);
     let writer = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
-            if sink.send(Message::Text(message.to_string().into())).await.is_err() {
+            if sink
+                .send(Message::Text(message.to_string().into()))
+                .await
+                .is_err()
+            {
                 break;
             }
         }
         let _ = sink.close().await;
     });
-    let _ = tx.send(json!({"type": "welcome", "window_id": window_id})).await;
+    let _ = tx
+        .send(json!({"type": "welcome", "window_id": window_id}))
+        .await;
     let in_flight = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let mut tasks = tokio::task::JoinSet::new();
     while let Some(message) = stream.next().await {
         let text = match message {
             Ok(Message::Text(text)) => text,
             Ok(Message::Binary(_)) => {
-                let _ = tx.send(error(&Value::Null, ErrorCode::InvalidAction, "messages are JSON text frames")).await;
+                let _ = tx
+                    .send(error(
+                        &Value::Null,
+                        ErrorCode::InvalidAction,
+                        "messages are JSON text frames",
+                    ))
+                    .await;
                 continue;
             }
             Ok(Message::Close(_)) | Err(_) => break,
@@ -216,7 +246,13 @@ async fn serve(state: HostState, socket: WebSocket) {
         let incoming = match serde_json::from_str::<Incoming>(&text) {
             Ok(m) => m,
             Err(e) => {
-                let _ = tx.send(error(&id_of(&text), ErrorCode::InvalidAction, &format!("not a host API message: {e}"))).await;
+                let _ = tx
+                    .send(error(
+                        &id_of(&text),
+                        ErrorCode::InvalidAction,
+                        &format!("not a host API message: {e}"),
+                    ))
+                    .await;
                 continue;
             }
         };
@@ -233,7 +269,15 @@ async fn serve(state: HostState, socket: WebSocket) {
                 // change what it was validated against); the previews are captured beside the
                 // next registry events, so a layout change during one discards it.
                 let Ok(permit) = in_flight.clone().try_acquire_owned() else {
-                    let _ = tx.send(error(&id, ErrorCode::LeaseConflict, &format!("{MAX_IN_FLIGHT} calls of this connection are running; wait for one"))).await;
+                    let _ = tx
+                        .send(error(
+                            &id,
+                            ErrorCode::LeaseConflict,
+                            &format!(
+                                "{MAX_IN_FLIGHT} calls of this connection are running; wait for one"
+                            ),
+                        ))
+                        .await;
                     continue;
                 };
                 let prepared = match runtime.prepare_chat_turn(connection, surface_refs).await {
@@ -257,25 +301,48 @@ async fn serve(state: HostState, socket: WebSocket) {
                     drop(permit);
                 });
             }
-            Incoming::ToolCall { id, envelope, name, arguments } => {
+            Incoming::ToolCall {
+                id,
+                envelope,
+                name,
+                arguments,
+            } => {
                 let Ok(permit) = in_flight.clone().try_acquire_owned() else {
-                    let _ = tx.send(error(&id, ErrorCode::LeaseConflict, &format!("{MAX_IN_FLIGHT} calls of this connection are running; wait for one"))).await;
+                    let _ = tx
+                        .send(error(
+                            &id,
+                            ErrorCode::LeaseConflict,
+                            &format!(
+                                "{MAX_IN_FLIGHT} calls of this connection are running; wait for one"
+                            ),
+                        ))
+                        .await;
                     continue;
                 };
                 let (state, tx) = (state.clone(), tx.clone());
                 tasks.spawn(async move {
-                    let reply = tool_call(&state, connection, &id, &envelope, name, arguments, &tx).await;
+                    let reply =
+                        tool_call(&state, connection, &id, &envelope, name, arguments, &tx).await;
                     let _ = tx.send(reply).await;
                     drop(permit);
                 });
             }
-            Incoming::TurnEnd { id, chat_session_id, turn_id } => {
+            Incoming::TurnEnd {
+                id,
+                chat_session_id,
+                turn_id,
+            } => {
                 // The turn ends in message order (the next chat command is the next turn); its
                 // cleanup runs beside the next messages.
-                let ending = match runtime.begin_host_turn_end(connection, &chat_session_id, &turn_id).await {
+                let ending = match runtime
+                    .begin_host_turn_end(connection, &chat_session_id, &turn_id)
+                    .await
+                {
                     Ok(Some(ending)) => ending,
                     Ok(None) => {
-                        let _ = tx.send(json!({"type": "turn_ended", "id": id, "ended": false})).await;
+                        let _ = tx
+                            .send(json!({"type": "turn_ended", "id": id, "ended": false}))
+                            .await;
                         continue;
                     }
                     Err(e) => {
@@ -292,7 +359,10 @@ async fn serve(state: HostState, socket: WebSocket) {
                     let _ = tx.send(reply).await;
                 });
             }
-            Incoming::ChatClose { id, chat_session_id } => {
+            Incoming::ChatClose {
+                id,
+                chat_session_id,
+            } => {
                 let (runtime, tx) = (runtime.clone(), tx.clone());
                 tasks.spawn(async move {
                     let reply = match runtime.host_chat_close(connection, &chat_session_id).await {
@@ -323,12 +393,22 @@ async fn tool_call(
     tx: &mpsc::Sender<Value>,
 ) -> Value {
     let runtime = &state.runtime;
-    let arguments = if arguments.is_null() { json!({}) } else { arguments };
+    let arguments = if arguments.is_null() {
+        json!({})
+    } else {
+        arguments
+    };
     match name {
         ToolName::ComputerUse => {
             let input: protocol::ComputerUseInput = match serde_json::from_value(arguments) {
                 Ok(a) => a,
-                Err(e) => return error(id, ErrorCode::InvalidAction, &format!("computer_use arguments: {e}")),
+                Err(e) => {
+                    return error(
+                        id,
+                        ErrorCode::InvalidAction,
+                        &format!("computer_use arguments: {e}"),
+                    );
+                }
             };
             // The configured model, else the planner program; one that cannot start fails the
             // call with its own error (never another planner in its place).
@@ -343,10 +423,15 @@ async fn tool_call(
                     Err(e) => return error(id, ErrorCode::BackendUnavailable, &e.to_string()),
                 }
             } else {
-                return error(id, ErrorCode::CapabilityDenied, "no model or planner is configured for computer_use (the `[model]` or `planner` setting)");
+                return error(
+                    id,
+                    ErrorCode::CapabilityDenied,
+                    "no model or planner is configured for computer_use (the `[model]` or `planner` setting)",
+                );
             };
             let mut events = runtime.subscribe_events();
-            let (key, handle, join) = match runtime.host_run(connection, envelope, &input, planner) {
+            let (key, handle, join) = match runtime.host_run(connection, envelope, &input, planner)
+            {
                 Ok(started) => started,
                 Err(e) => return runtime_error(id, &e),
             };
@@ -376,31 +461,63 @@ async fn tool_call(
                     }
                     json!({"type": "tool_result", "id": id, "surface": key, "run_id": run_id, "result": result})
                 }
-                Err(e) => error(id, ErrorCode::Internal, &format!("the run ended abnormally: {e}")),
+                Err(e) => error(
+                    id,
+                    ErrorCode::Internal,
+                    &format!("the run ended abnormally: {e}"),
+                ),
             }
         }
         ToolName::Observe => {
             let args: ObserveArguments = match serde_json::from_value(arguments) {
                 Ok(a) => a,
-                Err(e) => return error(id, ErrorCode::InvalidAction, &format!("observe arguments: {e}")),
+                Err(e) => {
+                    return error(
+                        id,
+                        ErrorCode::InvalidAction,
+                        &format!("observe arguments: {e}"),
+                    );
+                }
             };
-            let options = runtime::ObserveOptions { screenshot: args.screenshot.then_some(protocol::ImageMime::Png), ..Default::default() };
-            match runtime.host_observe(connection, envelope, args.surface.as_ref(), &options).await {
-                Ok((key, observation)) => json!({"type": "tool_result", "id": id, "surface": key, "observation": for_model(&observation)}),
+            let options = runtime::ObserveOptions {
+                screenshot: args.screenshot.then_some(protocol::ImageMime::Png),
+                ..Default::default()
+            };
+            match runtime
+                .host_observe(connection, envelope, args.surface.as_ref(), &options)
+                .await
+            {
+                Ok((key, observation)) => {
+                    json!({"type": "tool_result", "id": id, "surface": key, "observation": for_model(&observation)})
+                }
                 Err(e) => runtime_error(id, &e),
             }
         }
         ToolName::Act => {
             let args: ActArguments = match serde_json::from_value(arguments) {
                 Ok(a) => a,
-                Err(e) => return error(id, ErrorCode::InvalidAction, &format!("act arguments: {e}")),
+                Err(e) => {
+                    return error(id, ErrorCode::InvalidAction, &format!("act arguments: {e}"));
+                }
             };
             let action = match protocol::validate_extended_action(&args.action) {
                 Ok(a) => a,
                 Err(e) => return error(id, ErrorCode::InvalidAction, &e.to_string()),
             };
-            let options = runtime::ActOptions { full_snapshot: args.full_snapshot, ..Default::default() };
-            match runtime.host_act(connection, envelope, args.surface.as_ref(), &action, &options).await {
+            let options = runtime::ActOptions {
+                full_snapshot: args.full_snapshot,
+                ..Default::default()
+            };
+            match runtime
+                .host_act(
+                    connection,
+                    envelope,
+                    args.surface.as_ref(),
+                    &action,
+                    &options,
+                )
+                .await
+            {
                 Ok((key, outcome)) => json!({
                     "type": "tool_result", "id": id, "surface": key, "receipt": outcome.receipt,
                     "observation": outcome.observation.as_ref().map(for_model), "opened": outcome.opened.len(),

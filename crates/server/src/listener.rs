@@ -25,7 +25,10 @@ use crate::HostOptions;
 pub enum ServeError {
     /// The listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: String, source: std::io::Error },
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
     /// Binding beyond loopback needs a bearer token.
     #[error("binding {addr} (not loopback) needs a bearer token: set --token or GLOVEBOX_TOKEN")]
     TokenRequired { addr: String },
@@ -128,16 +131,28 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 fn host_name(value: &str) -> String {
     let value = value.trim().to_ascii_lowercase();
     if value.starts_with('[') {
-        return value.split(']').next().map(|h| format!("{h}]")).unwrap_or(value);
+        return value
+            .split(']')
+            .next()
+            .map(|h| format!("{h}]"))
+            .unwrap_or(value);
     }
-    value.rsplit_once(':').map_or(value.clone(), |(h, _)| h.to_owned())
+    value
+        .rsplit_once(':')
+        .map_or(value.clone(), |(h, _)| h.to_owned())
 }
 
 /// The port of a `Host` header value, if it names one (`[::1]:80` → 80, `a` → none).
 fn host_port(value: &str) -> Option<u16> {
     let value = value.trim();
-    let after_host = if value.starts_with('[') { value.split_once(']').map(|(_, rest)| rest)? } else { value };
-    after_host.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
+    let after_host = if value.starts_with('[') {
+        value.split_once(']').map(|(_, rest)| rest)?
+    } else {
+        value
+    };
+    after_host
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
 }
 
 fn refuse(status: StatusCode, message: &str) -> Response {
@@ -146,10 +161,14 @@ fn refuse(status: StatusCode, message: &str) -> Response {
 
 async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let headers: &HeaderMap = request.headers();
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(|v| (host_name(v), host_port(v), v.trim().to_ascii_lowercase()));
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| (host_name(v), host_port(v), v.trim().to_ascii_lowercase()));
     match &host {
         // The name is ours and so is the port (HTTP leaves out port 80), or an allowed host:port.
-        Some((name, port, _)) if guard.hosts.contains(name) && port.unwrap_or(80) == guard.port => {}
+        Some((name, port, _)) if guard.hosts.contains(name) && port.unwrap_or(80) == guard.port => {
+        }
         Some((_, _, whole)) if guard.host_ports.contains(whole) => {}
         _ => {
             tracing::warn!(host = ?headers.get(header::HOST), "refused a request with a foreign Host header");
@@ -160,22 +179,37 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or_default().trim_end_matches('/').to_ascii_lowercase();
+        let origin = origin
+            .to_str()
+            .unwrap_or_default()
+            .trim_end_matches('/')
+            .to_ascii_lowercase();
         // The server's own origin (its console page, the only content it serves) is same-origin:
         // the Host was checked above, so this cannot be a rebound name.
-        let own = host.as_ref().is_some_and(|(_, _, whole)| origin == format!("http://{whole}"));
+        let own = host
+            .as_ref()
+            .is_some_and(|(_, _, whole)| origin == format!("http://{whole}"));
         if !own && !guard.origins.contains(&origin) {
             tracing::warn!(%origin, "refused a request from a foreign Origin");
-            return refuse(StatusCode::FORBIDDEN, "Origin not allowed; add it with --allow-client-origin (GLOVEBOX_ALLOWED_CLIENT_ORIGINS)");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "Origin not allowed; add it with --allow-client-origin (GLOVEBOX_ALLOWED_CLIENT_ORIGINS)",
+            );
         }
     }
     // The person channel has its own token; the bearer token guards MCP.
     if request.uri().path().starts_with(mcp::MCP_PATH)
         && let Some(token) = &guard.token
     {
-        let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
         if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
-            return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)");
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required (Authorization: Bearer …)",
+            );
         }
     }
     next.run(request).await
@@ -185,9 +219,16 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
 pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer, ServeError> {
     let loopback = options.bind.ip().is_loopback();
     if !loopback && options.token.as_deref().is_none_or(str::is_empty) {
-        return Err(ServeError::TokenRequired { addr: options.bind.to_string() });
+        return Err(ServeError::TokenRequired {
+            addr: options.bind.to_string(),
+        });
     }
-    let listener = tokio::net::TcpListener::bind(options.bind).await.map_err(|source| ServeError::Bind { addr: options.bind.to_string(), source })?;
+    let listener = tokio::net::TcpListener::bind(options.bind)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: options.bind.to_string(),
+            source,
+        })?;
     let local_addr = listener.local_addr()?;
     let port = local_addr.port();
 
@@ -196,23 +237,56 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
         hosts.push(host_name(&local_addr.to_string()));
     }
     hosts.extend(options.allowed_hosts.iter().map(|h| host_name(h)));
-    let mut origins: Vec<String> = vec![format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://[::1]:{port}")];
-    origins.extend(options.allowed_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()));
+    let mut origins: Vec<String> = vec![
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ];
+    origins.extend(
+        options
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_ascii_lowercase()),
+    );
 
-    let person_token = options.person_token.clone().unwrap_or_else(|| mcp::random_token(24));
-    let person_host = if loopback { local_addr.to_string() } else { format!("127.0.0.1:{port}") };
-    let person = PersonChannel { base_url: format!("http://{person_host}"), token: person_token.clone() };
+    let person_token = options
+        .person_token
+        .clone()
+        .unwrap_or_else(|| mcp::random_token(24));
+    let person_host = if loopback {
+        local_addr.to_string()
+    } else {
+        format!("127.0.0.1:{port}")
+    };
+    let person = PersonChannel {
+        base_url: format!("http://{person_host}"),
+        token: person_token.clone(),
+    };
     let mcp = mcp::router(
         runtime.clone(),
         mcp::RouterOptions {
             hosts: hosts.clone(),
             origins: origins.clone(),
             max_body_bytes: options.max_body_bytes,
-            mcp: McpOptions { person: Some(person.clone()), ..options.mcp.clone() },
+            mcp: McpOptions {
+                person: Some(person.clone()),
+                ..options.mcp.clone()
+            },
         },
     );
-    let host_ports: Vec<String> = options.allowed_hosts.iter().filter(|h| host_port(h).is_some()).map(|h| h.trim().to_ascii_lowercase()).collect();
-    let guard_state = Guard { hosts: Arc::new(hosts), port, host_ports: Arc::new(host_ports), origins: Arc::new(origins), token: options.token.map(Arc::new) };
+    let host_ports: Vec<String> = options
+        .allowed_hosts
+        .iter()
+        .filter(|h| host_port(h).is_some())
+        .map(|h| h.trim().to_ascii_lowercase())
+        .collect();
+    let guard_state = Guard {
+        hosts: Arc::new(hosts),
+        port,
+        host_ports: Arc::new(host_ports),
+        origins: Arc::new(origins),
+        token: options.token.map(Arc::new),
+    };
     let app = mcp
         .router
         .merge(crate::person::router(runtime.clone(), person_token))
@@ -234,7 +308,12 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
         let _ = stop_tx.send(true);
     });
     tracing::info!(%local_addr, "listening: MCP on /mcp, the person channel and console on /");
-    Ok(HttpServer { local_addr, person, stop, task })
+    Ok(HttpServer {
+        local_addr,
+        person,
+        stop,
+        task,
+    })
 }
 
 #[cfg(test)]

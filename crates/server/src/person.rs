@@ -144,7 +144,10 @@ pub(crate) fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/log", get(log))
         .route("/api/tabs/{id}/close", post(close_tab))
         .route("/api/tabs/{id}/preview", post(set_preview))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_person));
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_person,
+        ));
     axum::Router::new()
         .route("/", get(console_page))
         .route("/console.js", get(console_script))
@@ -155,8 +158,16 @@ pub(crate) fn router(runtime: Runtime, token: String) -> axum::Router {
 }
 
 /// The person token, or 401 before the route runs.
-async fn require_person(State(state): State<PersonState>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if authorised(request.headers(), &state.token) { next.run(request).await } else { unauthorised() }
+async fn require_person(
+    State(state): State<PersonState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if authorised(request.headers(), &state.token) {
+        next.run(request).await
+    } else {
+        unauthorised()
+    }
 }
 
 fn authorised(headers: &HeaderMap, token: &str) -> bool {
@@ -169,7 +180,11 @@ fn authorised(headers: &HeaderMap, token: &str) -> bool {
 
 /// A runtime error as the channel answers it: the closed code and the message.
 fn refusal(status: StatusCode, e: &RuntimeError) -> Response {
-    (status, Json(json!({"error": e.code().as_str(), "message": e.to_string()}))).into_response()
+    (
+        status,
+        Json(json!({"error": e.code().as_str(), "message": e.to_string()})),
+    )
+        .into_response()
 }
 
 /// [`refusal`] with the status its code implies.
@@ -186,7 +201,11 @@ fn answer(e: &RuntimeError) -> Response {
 }
 
 fn unauthorised() -> Response {
-    (StatusCode::UNAUTHORIZED, Json(json!({"error": "the person token is required (Authorization: Bearer …)"}))).into_response()
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"error": "the person token is required (Authorization: Bearer …)"})),
+    )
+        .into_response()
 }
 
 async fn list(State(state): State<PersonState>) -> Response {
@@ -201,13 +220,21 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Box<Response>
     })
 }
 
-async fn resolve(State(state): State<PersonState>, Path(id): Path<String>, body: axum::body::Bytes) -> Response {
+async fn resolve(
+    State(state): State<PersonState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
     let body: DecisionBody = match parse(&body) {
         Ok(b) => b,
         Err(refused) => return *refused,
     };
     let Ok(id) = protocol::ApprovalId::new(id) else {
-        return (StatusCode::NOT_FOUND, Json(json!({"error": "no such approval (approval ids look like approval_…)"}))).into_response();
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "no such approval (approval ids look like approval_…)"})),
+        )
+            .into_response();
     };
     match state.runtime.resolve_approval(&id, body.decision.into()) {
         Ok(()) => {
@@ -238,7 +265,9 @@ async fn open_user_tab(State(state): State<PersonState>, body: axum::body::Bytes
         Err(e) => {
             let status = match e.code() {
                 protocol::ErrorCode::OriginDenied => StatusCode::FORBIDDEN,
-                protocol::ErrorCode::BackendUnavailable | protocol::ErrorCode::TargetLost | protocol::ErrorCode::Timeout => StatusCode::BAD_GATEWAY,
+                protocol::ErrorCode::BackendUnavailable
+                | protocol::ErrorCode::TargetLost
+                | protocol::ErrorCode::Timeout => StatusCode::BAD_GATEWAY,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
             refusal(status, &e)
@@ -251,30 +280,54 @@ async fn open_user_tab(State(state): State<PersonState>, body: axum::body::Bytes
 fn asset(body: &'static str, mime: &'static str) -> Response {
     let mut response = body.into_response();
     let h = response.headers_mut();
-    h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static(mime));
-    h.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
-    h.insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
-    h.insert(axum::http::header::REFERRER_POLICY, axum::http::HeaderValue::from_static("no-referrer"));
+    h.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static(mime),
+    );
+    h.insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    h.insert(
+        axum::http::header::REFERRER_POLICY,
+        axum::http::HeaderValue::from_static("no-referrer"),
+    );
     h.insert(
         axum::http::header::CONTENT_SECURITY_POLICY,
         axum::http::HeaderValue::from_static(
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         ),
     );
-    h.insert("x-frame-options", axum::http::HeaderValue::from_static("DENY"));
+    h.insert(
+        "x-frame-options",
+        axum::http::HeaderValue::from_static("DENY"),
+    );
     response
 }
 
 async fn console_page() -> Response {
-    asset(include_str!("console/index.html"), "text/html; charset=utf-8")
+    asset(
+        include_str!("console/index.html"),
+        "text/html; charset=utf-8",
+    )
 }
 
 async fn console_script() -> Response {
-    asset(include_str!("console/console.js"), "text/javascript; charset=utf-8")
+    asset(
+        include_str!("console/console.js"),
+        "text/javascript; charset=utf-8",
+    )
 }
 
 async fn console_style() -> Response {
-    asset(include_str!("console/console.css"), "text/css; charset=utf-8")
+    asset(
+        include_str!("console/console.css"),
+        "text/css; charset=utf-8",
+    )
 }
 
 /// A read-only image of a tab's viewport for the console's preview (JPEG).
@@ -283,9 +336,18 @@ async fn screenshot(State(state): State<PersonState>, Path(id): Path<String>) ->
         Ok(bytes) => {
             let mut response = bytes.into_response();
             let h = response.headers_mut();
-            h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("image/jpeg"));
-            h.insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
-            h.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+            h.insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("image/jpeg"),
+            );
+            h.insert(
+                axum::http::header::CACHE_CONTROL,
+                axum::http::HeaderValue::from_static("no-store"),
+            );
+            h.insert(
+                axum::http::header::X_CONTENT_TYPE_OPTIONS,
+                axum::http::HeaderValue::from_static("nosniff"),
+            );
             response
         }
         Err(e) => answer(&e),
@@ -293,10 +355,22 @@ async fn screenshot(State(state): State<PersonState>, Path(id): Path<String>) ->
 }
 
 /// The operation log (`?session=…&run=…&limit=…`), oldest first, as `glovebox log --json` prints it.
-async fn log(State(state): State<PersonState>, query: Result<axum::extract::Query<runtime::LogQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn log(
+    State(state): State<PersonState>,
+    query: Result<
+        axum::extract::Query<runtime::LogQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
+) -> Response {
     let query = match query {
         Ok(axum::extract::Query(q)) => q,
-        Err(e) => return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": e.body_text()}))).into_response(),
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": "invalid_action", "message": e.body_text()})),
+            )
+                .into_response();
+        }
     };
     match state.runtime.log(&query) {
         Ok(entries) => Json(json!({"entries": entries})).into_response(),
@@ -316,7 +390,9 @@ async fn take_over(State(state): State<PersonState>, Path(id): Path<String>) -> 
 /// "Let the agent continue": only once the pause is confirmed.
 async fn hand_back(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
     match state.runtime.hand_back(&id) {
-        Ok(()) => Json(json!({"tab": id, "control": state.runtime.control_of(&id)})).into_response(),
+        Ok(()) => {
+            Json(json!({"tab": id, "control": state.runtime.control_of(&id)})).into_response()
+        }
         Err(e) => answer(&e),
     }
 }
@@ -334,7 +410,8 @@ async fn continue_run(State(state): State<PersonState>, Path(id): Path<String>) 
 
 async fn tabs(State(state): State<PersonState>) -> Response {
     match state.runtime.tabs_for_person() {
-        Ok(tabs) => Json(json!({"tabs": tabs, "last_restore": state.runtime.last_restore()})).into_response(),
+        Ok(tabs) => Json(json!({"tabs": tabs, "last_restore": state.runtime.last_restore()}))
+            .into_response(),
         Err(e) => answer(&e),
     }
 }
@@ -346,7 +423,11 @@ async fn close_tab(State(state): State<PersonState>, Path(id): Path<String>) -> 
     }
 }
 
-async fn set_preview(State(state): State<PersonState>, Path(id): Path<String>, body: axum::body::Bytes) -> Response {
+async fn set_preview(
+    State(state): State<PersonState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
     let preview: serde_json::Value = match parse(&body) {
         Ok(v) => v,
         Err(refused) => return *refused,
@@ -361,20 +442,51 @@ async fn set_preview(State(state): State<PersonState>, Path(id): Path<String>, b
 /// type `application/octet-stream` with `nosniff`, so content a page produced is saved, never
 /// rendered on this origin.
 async fn artifact(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
-    let not_found = || (StatusCode::NOT_FOUND, Json(json!({"error": "unknown_surface", "message": "no such artifact"}))).into_response();
-    let Ok(artifact_id) = protocol::ArtifactId::new(id) else { return not_found() };
-    let Ok((bytes, meta)) = state.runtime.artifacts().read_by_id(&artifact_id) else { return not_found() };
-    let name: String = meta.as_ref().map_or("download", |m| m.name.as_str()).chars().filter(|c| c.is_ascii_alphanumeric() || "._- ".contains(*c)).collect();
-    let name = if name.trim().is_empty() { "download".to_owned() } else { name };
+    let not_found = || {
+        (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "unknown_surface", "message": "no such artifact"})),
+        )
+            .into_response()
+    };
+    let Ok(artifact_id) = protocol::ArtifactId::new(id) else {
+        return not_found();
+    };
+    let Ok((bytes, meta)) = state.runtime.artifacts().read_by_id(&artifact_id) else {
+        return not_found();
+    };
+    let name: String = meta
+        .as_ref()
+        .map_or("download", |m| m.name.as_str())
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "._- ".contains(*c))
+        .collect();
+    let name = if name.trim().is_empty() {
+        "download".to_owned()
+    } else {
+        name
+    };
     let mut response = bytes.into_response();
     let h = response.headers_mut();
-    h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/octet-stream"));
-    h.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
-    h.insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+    h.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
     if let Ok(v) = axum::http::HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
         h.insert(axum::http::header::CONTENT_DISPOSITION, v);
     }
-    if let Some(mime) = meta.as_ref().and_then(|m| axum::http::HeaderValue::from_str(&m.mime).ok()) {
+    if let Some(mime) = meta
+        .as_ref()
+        .and_then(|m| axum::http::HeaderValue::from_str(&m.mime).ok())
+    {
         h.insert("x-glovebox-mime", mime);
     }
     response
@@ -393,10 +505,17 @@ async fn turn_end(State(state): State<PersonState>, body: axum::body::Bytes) -> 
             Err(refused) => return *refused,
         }
     };
-    let only = match body.session.map(protocol::SessionId::new).transpose() {
-        Ok(only) => only,
-        Err(e) => return (StatusCode::NOT_FOUND, Json(json!({"error": "unknown_surface", "message": format!("no such session: {e}")}))).into_response(),
-    };
+    let only =
+        match body.session.map(protocol::SessionId::new).transpose() {
+            Ok(only) => only,
+            Err(e) => return (
+                StatusCode::NOT_FOUND,
+                Json(
+                    json!({"error": "unknown_surface", "message": format!("no such session: {e}")}),
+                ),
+            )
+                .into_response(),
+        };
     match state.runtime.end_turns(only.as_ref()).await {
         Ok(ended) => {
             let ok = ended.iter().all(|t| t.report.ok);
@@ -404,7 +523,11 @@ async fn turn_end(State(state): State<PersonState>, body: axum::body::Bytes) -> 
             Json(json!({"ok": ok, "ended": ended})).into_response()
         }
         Err(e) => {
-            let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::INTERNAL_SERVER_ERROR };
+            let status = if e.code() == protocol::ErrorCode::UnknownSurface {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            };
             refusal(status, &e)
         }
     }
@@ -415,7 +538,10 @@ async fn register_window(State(state): State<PersonState>, body: axum::body::Byt
         Ok(b) => b,
         Err(refused) => return *refused,
     };
-    match state.runtime.register_window(&body.window_id, &body.renderer_instance_id) {
+    match state
+        .runtime
+        .register_window(&body.window_id, &body.renderer_instance_id)
+    {
         Ok(ticket) => {
             tracing::info!(window = %ticket.window_id, "a host registered a window");
             Json(ticket).into_response()
@@ -430,21 +556,33 @@ async fn set_access(State(state): State<PersonState>, body: axum::body::Bytes) -
         Err(refused) => return *refused,
     };
     let refused = |e: RuntimeError| {
-        let status = if e.code() == protocol::ErrorCode::UnknownSurface { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
+        let status = if e.code() == protocol::ErrorCode::UnknownSurface {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::BAD_REQUEST
+        };
         refusal(status, &e)
     };
-    let named = protocol::SessionId::new(body.session).map_err(|e| RuntimeError::UnknownSession(e.to_string())).and_then(|session| {
-        let name = protocol::SurfaceName::new(body.surface).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
-        Ok((session, name))
-    });
+    let named = protocol::SessionId::new(body.session)
+        .map_err(|e| RuntimeError::UnknownSession(e.to_string()))
+        .and_then(|session| {
+            let name = protocol::SurfaceName::new(body.surface)
+                .map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
+            Ok((session, name))
+        });
     let (session, name) = match named {
         Ok(n) => n,
         Err(e) => return refused(e),
     };
-    match state.runtime.surface_id(&session, &name).and_then(|surface| state.runtime.set_access(&session, surface, body.access)) {
+    match state
+        .runtime
+        .surface_id(&session, &name)
+        .and_then(|surface| state.runtime.set_access(&session, surface, body.access))
+    {
         Ok(()) => {
             tracing::info!(session = %session, surface = %name, access = ?body.access, "a person set a tab's access");
-            Json(json!({"session": session, "surface": name.as_str(), "access": body.access})).into_response()
+            Json(json!({"session": session, "surface": name.as_str(), "access": body.access}))
+                .into_response()
         }
         Err(e) => refused(e),
     }

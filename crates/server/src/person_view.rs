@@ -29,8 +29,14 @@ const MAX_MESSAGE: usize = 16 * 1024;
 /// Inputs queued before the sender has to wait (in order; each is dispatched in a few ms).
 const INPUT_QUEUE: usize = 64;
 
-pub(crate) async fn view(State(state): State<PersonState>, Path(id): Path<String>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(MAX_MESSAGE).max_frame_size(MAX_MESSAGE).on_upgrade(move |socket| serve(state, id, socket))
+pub(crate) async fn view(
+    State(state): State<PersonState>,
+    Path(id): Path<String>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    ws.max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| serve(state, id, socket))
 }
 
 fn error(id: &Value, e: &runtime::RuntimeError) -> Value {
@@ -45,7 +51,11 @@ async fn serve(state: PersonState, resource: String, socket: WebSocket) {
         Ok(Some(Ok(Message::Text(text)))) => serde_json::from_str::<Value>(&text)
             .ok()
             .filter(|v| v["type"] == "hello")
-            .and_then(|v| v["token"].as_str().map(|t| crate::listener::constant_time_eq(t.as_bytes(), state.token.as_bytes())))
+            .and_then(|v| {
+                v["token"].as_str().map(|t| {
+                    crate::listener::constant_time_eq(t.as_bytes(), state.token.as_bytes())
+                })
+            })
             .unwrap_or(false),
         _ => false,
     };
@@ -59,7 +69,9 @@ async fn serve(state: PersonState, resource: String, socket: WebSocket) {
     let mut view = match state.runtime.person_view(&resource).await {
         Ok(v) => v,
         Err(e) => {
-            let _ = sink.send(Message::Text(error(&Value::Null, &e).to_string().into())).await;
+            let _ = sink
+                .send(Message::Text(error(&Value::Null, &e).to_string().into()))
+                .await;
             let _ = sink.close().await;
             return;
         }
@@ -68,13 +80,19 @@ async fn serve(state: PersonState, resource: String, socket: WebSocket) {
     let (tx, mut rx) = mpsc::channel::<Value>(4);
     let writer = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
-            if sink.send(Message::Text(message.to_string().into())).await.is_err() {
+            if sink
+                .send(Message::Text(message.to_string().into()))
+                .await
+                .is_err()
+            {
                 break;
             }
         }
     });
     let entry = view.entry();
-    let _ = tx.send(json!({"type": "bound", "resource": resource, "generation": view.generation()})).await;
+    let _ = tx
+        .send(json!({"type": "bound", "resource": resource, "generation": view.generation()}))
+        .await;
     // Inputs in order, beside the frames.
     let (inputs, mut queued) = mpsc::channel::<(Value, runtime::PersonInput)>(INPUT_QUEUE);
     let input_worker = {
@@ -88,7 +106,9 @@ async fn serve(state: PersonState, resource: String, socket: WebSocket) {
                 if tx.send(reply).await.is_err() {
                     break;
                 }
-                let _ = tx.send(json!({"type": "status", "live": true, "control": entry.control()})).await;
+                let _ = tx
+                    .send(json!({"type": "status", "live": true, "control": entry.control()}))
+                    .await;
             }
         })
     };
@@ -100,7 +120,11 @@ async fn serve(state: PersonState, resource: String, socket: WebSocket) {
             loop {
                 tick.tick().await;
                 let live = entry.alive().await;
-                if tx.send(json!({"type": "status", "live": live, "control": entry.control()})).await.is_err() {
+                if tx
+                    .send(json!({"type": "status", "live": live, "control": entry.control()}))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }

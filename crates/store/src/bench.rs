@@ -69,7 +69,10 @@ pub fn percentiles(samples: &[Duration]) -> Option<Percentiles> {
         let r = (p * sorted.len()).div_ceil(100).max(1);
         sorted[r - 1]
     };
-    Some(Percentiles { median: rank(50), p99: rank(99) })
+    Some(Percentiles {
+        median: rank(50),
+        p99: rank(99),
+    })
 }
 
 /// Reconciling a dead instance: `rounds` times, a fresh database at `path` gets an instance that
@@ -92,24 +95,39 @@ pub fn bench_reconcile(path: &Path, rounds: usize) -> Result<Vec<Duration>> {
             for s in 0..25 {
                 let session = SessionId::new(format!("s{s}"));
                 store.create_session(&session, 2)?;
-                let tab = |id: String, ownership: Ownership, owner: Option<&SessionId>| NewResource {
-                    id: ResourceId::new(id),
-                    session_id: owner.cloned(),
-                    kind: ResourceKind::Tab,
-                    ownership,
-                    state: ResourceState::Owned,
-                    created_by_run: None,
-                    handle: None,
-                    url: None,
-                    title: None,
-                    now_ms: 3,
-                };
+                let tab =
+                    |id: String, ownership: Ownership, owner: Option<&SessionId>| NewResource {
+                        id: ResourceId::new(id),
+                        session_id: owner.cloned(),
+                        kind: ResourceKind::Tab,
+                        ownership,
+                        state: ResourceState::Owned,
+                        created_by_run: None,
+                        handle: None,
+                        url: None,
+                        title: None,
+                        now_ms: 3,
+                    };
                 let user = store.insert_resource(&tab(format!("u{s}"), Ownership::User, None))?;
                 store.claim_resource(&user.id, &session, 4)?;
-                let kept = store.insert_resource(&tab(format!("k{s}"), Ownership::AgentCreated, Some(&session)))?;
-                store.set_mark(&kept.id, &session, Mark::Deliverable, &crate::id::TurnId::new("t"), 5)?;
+                let kept = store.insert_resource(&tab(
+                    format!("k{s}"),
+                    Ownership::AgentCreated,
+                    Some(&session),
+                ))?;
+                store.set_mark(
+                    &kept.id,
+                    &session,
+                    Mark::Deliverable,
+                    &crate::id::TurnId::new("t"),
+                    5,
+                )?;
                 for t in 0..2 {
-                    store.insert_resource(&tab(format!("a{s}-{t}"), Ownership::AgentCreated, Some(&session)))?;
+                    store.insert_resource(&tab(
+                        format!("a{s}-{t}"),
+                        Ownership::AgentCreated,
+                        Some(&session),
+                    ))?;
                 }
                 store.record_approval(&crate::approval::NewApproval {
                     id: format!("ap{s}"),
@@ -130,7 +148,10 @@ pub fn bench_reconcile(path: &Path, rounds: usize) -> Result<Vec<Duration>> {
         let start = Instant::now();
         let report = store.end_instance(dead, InstanceEnd::Abandoned, 11)?;
         samples.push(start.elapsed());
-        debug_assert_eq!(report.closed.len() + report.released.len() + report.kept.len(), 100);
+        debug_assert_eq!(
+            report.closed.len() + report.released.len() + report.kept.len(),
+            100
+        );
     }
     Ok(samples)
 }
@@ -184,5 +205,8 @@ pub fn bench_operations(path: &Path, n: usize) -> Result<(Vec<Duration>, u64)> {
         samples.push(start.elapsed());
     }
     let after = size()?;
-    Ok((samples, after.saturating_sub(before) * 1000 / n.max(1) as u64))
+    Ok((
+        samples,
+        after.saturating_sub(before) * 1000 / n.max(1) as u64,
+    ))
 }

@@ -39,7 +39,10 @@ pub use error::{Entity, Result, StoreError};
 pub use id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
 pub use instance::{EndReport, InstanceEnd, InstanceRecord};
 pub use migrate::{MIGRATIONS, Migration};
-pub use record::{NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, OperationState, PruneReport, RunEnd, RunRecord};
+pub use record::{
+    NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, OperationState,
+    PruneReport, RunEnd, RunRecord,
+};
 pub use recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
 pub use resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
 pub use session::{Session, SessionState};
@@ -95,7 +98,12 @@ pub trait Store: Send + Sync {
     fn set_tools_active(&self, id: &SessionId, active: bool, now_ms: u64) -> Result<Session>;
 
     /// Records the session's lifecycle state.
-    fn set_session_state(&self, id: &SessionId, state: SessionState, now_ms: u64) -> Result<Session>;
+    fn set_session_state(
+        &self,
+        id: &SessionId,
+        state: SessionState,
+        now_ms: u64,
+    ) -> Result<Session>;
 
     /// Records the session's latest turn.
     fn set_last_turn(&self, id: &SessionId, turn: &TurnId, now_ms: u64) -> Result<Session>;
@@ -125,20 +133,39 @@ pub trait Store: Send + Sync {
     /// (ownership `agent_claimed`, state `owned`, `claimed_at = now_ms`). `AlreadyClaimed` if
     /// any session (including this one) owns it, `NotClaimable` if it is unowned but not a
     /// user tab, `NotFound` if the resource or session is unknown.
-    fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource>;
+    fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64)
+    -> Result<Resource>;
 
     /// Only the owner may release: the resource becomes an unowned `user` resource in state
     /// `released`, its mark cleared, `released_at = now_ms`; provenance is kept. `NotOwner`
     /// otherwise.
-    fn release_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource>;
+    fn release_resource(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        now_ms: u64,
+    ) -> Result<Resource>;
 
     /// Only the owner may mark. Marks are turn-scoped and the latest write wins: this
     /// overwrites both the mark and its turn. `NotOwner` otherwise.
-    fn set_mark(&self, id: &ResourceId, session: &SessionId, mark: Mark, turn: &TurnId, now_ms: u64) -> Result<Resource>;
+    fn set_mark(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        mark: Mark,
+        turn: &TurnId,
+        now_ms: u64,
+    ) -> Result<Resource>;
 
     /// Compare-and-swap of the lifecycle state: succeeds only while the resource is at
     /// `expected_version`, and returns the new version. `Conflict` when it moved.
-    fn transition(&self, id: &ResourceId, expected_version: u64, state: ResourceState, now_ms: u64) -> Result<u64>;
+    fn transition(
+        &self,
+        id: &ResourceId,
+        expected_version: u64,
+        state: ResourceState,
+        now_ms: u64,
+    ) -> Result<u64>;
 
     /// Records the last confirmed URL and title, as given (the caller redacts). This does not
     /// move the version: no lifecycle decision may read a title or URL (`002_…` "Tab 分类").
@@ -161,7 +188,13 @@ pub trait Store: Send + Sync {
     fn restore_failed(&self, id: &ResourceId, why: &str, now_ms: u64) -> Result<()>;
 
     /// Records the new live handle of a restored tab (as [`Store::attach_handle`]) and when.
-    fn restored(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource>;
+    fn restored(
+        &self,
+        id: &ResourceId,
+        target: &TargetId,
+        instance: InstanceId,
+        now_ms: u64,
+    ) -> Result<Resource>;
 
     /// Records the preview preferences (JSON); no lifecycle decision reads them.
     fn set_preview(&self, id: &ResourceId, preview: &str, now_ms: u64) -> Result<()>;
@@ -175,7 +208,13 @@ pub trait Store: Send + Sync {
     /// Records the resource's live handle in `instance`, clearing `handle_lost`.
     /// `StaleInstance` unless `instance` is the current one; `HandleInUse` if another
     /// resource holds the same target id.
-    fn attach_handle(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource>;
+    fn attach_handle(
+        &self,
+        id: &ResourceId,
+        target: &TargetId,
+        instance: InstanceId,
+        now_ms: u64,
+    ) -> Result<Resource>;
 
     /// Forgets the resource's live handle (the target closed or was detached for good).
     fn clear_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
@@ -193,7 +232,12 @@ pub trait Store: Send + Sync {
 
     /// Counts one more attempt, replacing the detail when one is given. `AlreadyResolved` if
     /// the record is resolved.
-    fn record_attempt(&self, id: RecoveryId, detail: Option<&str>, now_ms: u64) -> Result<RecoveryRecord>;
+    fn record_attempt(
+        &self,
+        id: RecoveryId,
+        detail: Option<&str>,
+        now_ms: u64,
+    ) -> Result<RecoveryRecord>;
 
     /// Marks the record resolved. Idempotent: resolving again keeps the first `resolved_at`.
     fn resolve_recovery(&self, id: RecoveryId, now_ms: u64) -> Result<RecoveryRecord>;
@@ -205,7 +249,12 @@ pub trait Store: Send + Sync {
     fn append_audit(&self, entry: &NewAudit<'_>) -> Result<AuditSeq>;
 
     /// The session's entries with `seq > after`, in order, at most `limit` of them.
-    fn audit_since(&self, session: &SessionId, after: AuditSeq, limit: usize) -> Result<Vec<AuditEntry>>;
+    fn audit_since(
+        &self,
+        session: &SessionId,
+        after: AuditSeq,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>>;
 
     // --- approvals ---
 
@@ -216,7 +265,12 @@ pub trait Store: Send + Sync {
     fn settle_approval(&self, id: &str, outcome: ApprovalOutcome, now_ms: u64) -> Result<bool>;
 
     /// Ends every pending approval of a run, session or instance with `outcome`; returns how many.
-    fn settle_approvals(&self, scope: ApprovalScope<'_>, outcome: ApprovalOutcome, now_ms: u64) -> Result<u64>;
+    fn settle_approvals(
+        &self,
+        scope: ApprovalScope<'_>,
+        outcome: ApprovalOutcome,
+        now_ms: u64,
+    ) -> Result<u64>;
 
     /// The session's approvals, oldest first.
     fn list_approvals(&self, session: &SessionId) -> Result<Vec<ApprovalRecord>>;

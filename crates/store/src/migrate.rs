@@ -20,11 +20,31 @@ pub struct Migration {
 
 /// Every migration this binary knows, in order. Append only.
 pub const MIGRATIONS: &[Migration] = &[
-    Migration { version: 1, name: "init", sql: include_str!("../migrations/0001_init.sql") },
-    Migration { version: 2, name: "incarnations", sql: include_str!("../migrations/0002_incarnations.sql") },
-    Migration { version: 3, name: "records", sql: include_str!("../migrations/0003_records.sql") },
-    Migration { version: 4, name: "restore", sql: include_str!("../migrations/0004_restore.sql") },
-    Migration { version: 5, name: "markers", sql: include_str!("../migrations/0005_markers.sql") },
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "incarnations",
+        sql: include_str!("../migrations/0002_incarnations.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "records",
+        sql: include_str!("../migrations/0003_records.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "restore",
+        sql: include_str!("../migrations/0004_restore.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "markers",
+        sql: include_str!("../migrations/0005_markers.sql"),
+    },
 ];
 
 const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -38,8 +58,14 @@ const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     conn.execute_batch(BOOKKEEPING)?;
     let known = MIGRATIONS.last().map_or(0, |m| m.version);
-    let found: Option<i64> = conn.query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))?;
-    let found = u32::try_from(found.unwrap_or(0)).map_err(|_| StoreError::Corrupt { what: "schema_migrations.version", value: format!("{found:?}") })?;
+    let found: Option<i64> =
+        conn.query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })?;
+    let found = u32::try_from(found.unwrap_or(0)).map_err(|_| StoreError::Corrupt {
+        what: "schema_migrations.version",
+        value: format!("{found:?}"),
+    })?;
     if found > known {
         return Err(StoreError::SchemaTooNew { found, known });
     }
@@ -47,11 +73,19 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
         // IMMEDIATE takes the write lock first, so two processes opening a fresh file at
         // once cannot both decide to apply the same migration.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let applied: Option<String> = tx.query_row("SELECT sql FROM schema_migrations WHERE version = ?1", [migration.version], |r| r.get(0)).optional()?;
+        let applied: Option<String> = tx
+            .query_row(
+                "SELECT sql FROM schema_migrations WHERE version = ?1",
+                [migration.version],
+                |r| r.get(0),
+            )
+            .optional()?;
         match applied {
             Some(sql) if sql == migration.sql => {}
             Some(_) => {
-                return Err(StoreError::MigrationEdited { version: migration.version });
+                return Err(StoreError::MigrationEdited {
+                    version: migration.version,
+                });
             }
             None => {
                 tx.execute_batch(migration.sql)?;

@@ -21,7 +21,10 @@ use std::time::Duration;
 use protocol::extended::Locator;
 use protocol::{Capability, ExtendedAction, Observation, Preview, SurfaceKind};
 
-use crate::{ActOptions, ActOutcome, CastFrame, Dialog, FrameRecord, LocatedFacts, ObserveOptions, PersonInput, SurfaceError};
+use crate::{
+    ActOptions, ActOutcome, CastFrame, Dialog, FrameRecord, LocatedFacts, ObserveOptions,
+    PersonInput, SurfaceError,
+};
 
 /// A boxed `Send` future: what the traits' async methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -133,14 +136,26 @@ pub trait SurfaceAdapter: Send + Sync {
     fn dispose_context_if_empty(&self, context: String) -> BoxFuture<'_, ()>;
 
     /// A new blank surface in `context`, attached (its viewport fitted to the configured size).
-    fn open(&self, context: Option<String>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>>;
+    fn open(
+        &self,
+        context: Option<String>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>>;
 
     /// A new surface at `url` in `context`, not attached (a person's own tab, a restored one);
     /// `background`: it does not take the person's focus. Returns its id.
-    fn open_detached(&self, url: String, context: Option<String>, background: bool) -> BoxFuture<'_, Result<String, SurfaceError>>;
+    fn open_detached(
+        &self,
+        url: String,
+        context: Option<String>,
+        background: bool,
+    ) -> BoxFuture<'_, Result<String, SurfaceError>>;
 
     /// Attaches to the surface `id`, resuming what the last attachment remembered.
-    fn attach(&self, id: String, memory: Option<SurfaceMemory>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>>;
+    fn attach(
+        &self,
+        id: String,
+        memory: Option<SurfaceMemory>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>>;
 
     /// Every surface the backend lists now.
     fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>>;
@@ -154,7 +169,11 @@ pub trait SurfaceAdapter: Send + Sync {
 
     /// The capabilities a new surface of this adapter starts with.
     fn capabilities(&self) -> Vec<Capability> {
-        vec![Capability::Observe, Capability::Interact, Capability::Navigate]
+        vec![
+            Capability::Observe,
+            Capability::Interact,
+            Capability::Navigate,
+        ]
     }
 
     /// A read-only image of surface `id` for a person (JPEG bytes), through a short attachment of
@@ -177,7 +196,11 @@ pub trait SurfaceAdapter: Send + Sync {
     ) -> BoxFuture<'a, Option<KeptSite>>;
 
     /// Puts a kept site's state back into `context` before its surfaces reopen.
-    fn restore_site<'a>(&'a self, kept: &'a KeptSite, context: Option<String>) -> BoxFuture<'a, Result<(), SurfaceError>>;
+    fn restore_site<'a>(
+        &'a self,
+        kept: &'a KeptSite,
+        context: Option<String>,
+    ) -> BoxFuture<'a, Result<(), SurfaceError>>;
 }
 
 /// One attached surface (see the module docs). Observation and action never overlap on it.
@@ -193,19 +216,30 @@ pub trait Surface: Send + Sync {
     fn lost(&self) -> Option<String>;
 
     /// A bounded, redacted observation with refs and a fresh frame id.
-    fn observe<'a>(&'a self, options: &'a ObserveOptions) -> BoxFuture<'a, Result<Observation, SurfaceError>>;
+    fn observe<'a>(
+        &'a self,
+        options: &'a ObserveOptions,
+    ) -> BoxFuture<'a, Result<Observation, SurfaceError>>;
 
     /// The turn-start preview (no screenshot, no refs), within `deadline`.
     fn preview(&self, deadline: Duration) -> BoxFuture<'_, Preview>;
 
     /// Runs one action the runtime already judged; `Err` means nothing was sent.
-    fn act<'a>(&'a self, action: &'a ExtendedAction, options: &'a ActOptions) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>>;
+    fn act<'a>(
+        &'a self,
+        action: &'a ExtendedAction,
+        options: &'a ActOptions,
+    ) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>>;
 
     /// The latest observation's record: the frame an action must name.
     fn latest_frame(&self) -> Option<Arc<dyn FrameRecord>>;
 
     /// What a locator resolves to now in `frame`'s document (judged before an action).
-    fn locate<'a>(&'a self, frame: &'a dyn FrameRecord, locator: &'a Locator) -> BoxFuture<'a, Option<LocatedFacts>>;
+    fn locate<'a>(
+        &'a self,
+        frame: &'a dyn FrameRecord,
+        locator: &'a Locator,
+    ) -> BoxFuture<'a, Option<LocatedFacts>>;
 
     /// Lets go of held keys and buttons (a cancelled run, a person's take-over).
     fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>>;
@@ -228,7 +262,10 @@ pub trait PersonCast: Send + Sync {
     fn stop(&mut self) -> BoxFuture<'_, Result<(), SurfaceError>>;
     /// The next frame; the previous one is acknowledged first, no sooner than `min_interval`
     /// after it was delivered (frames are single-flight). Waits while stopped. Cancel-safe.
-    fn next_frame(&mut self, min_interval: Duration) -> BoxFuture<'_, Result<CastFrame, SurfaceError>>;
+    fn next_frame(
+        &mut self,
+        min_interval: Duration,
+    ) -> BoxFuture<'_, Result<CastFrame, SurfaceError>>;
     /// A handle for input and liveness, usable beside the frames.
     fn entry(&self) -> Arc<dyn PersonEntry>;
 }

@@ -37,7 +37,9 @@ impl SurfaceError {
         match self {
             SurfaceError::TargetLost { .. } => ErrorCode::TargetLost,
             SurfaceError::BackendUnavailable { .. } => ErrorCode::BackendUnavailable,
-            SurfaceError::Unstable { .. } | SurfaceError::Stale { .. } => ErrorCode::StaleObservation,
+            SurfaceError::Unstable { .. } | SurfaceError::Stale { .. } => {
+                ErrorCode::StaleObservation
+            }
             SurfaceError::NotActionable { .. } => ErrorCode::InvalidAction,
             SurfaceError::Timeout { .. } => ErrorCode::Timeout,
             SurfaceError::Internal { .. } => ErrorCode::Internal,
@@ -46,11 +48,15 @@ impl SurfaceError {
 
     /// `TargetLost` with a reason.
     pub fn lost(reason: impl Into<String>) -> SurfaceError {
-        SurfaceError::TargetLost { reason: reason.into() }
+        SurfaceError::TargetLost {
+            reason: reason.into(),
+        }
     }
 
     /// `BackendUnavailable` with a reason.
     pub fn unavailable(reason: impl Into<String>) -> SurfaceError {
-        SurfaceError::BackendUnavailable { reason: reason.into() }
+        SurfaceError::BackendUnavailable {
+            reason: reason.into(),
+        }
     }
 }

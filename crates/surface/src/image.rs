@@ -14,7 +14,10 @@ pub fn decode_base64(input: &str) -> Option<Vec<u8>> {
             _ => None,
         }
     }
-    let bytes: Vec<u8> = input.bytes().filter(|b| !b.is_ascii_whitespace() && *b != b'=').collect();
+    let bytes: Vec<u8> = input
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .collect();
     let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
     for chunk in bytes.chunks(4) {
         let mut acc = 0u32;
@@ -74,7 +77,11 @@ pub fn encode_base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -112,19 +119,37 @@ fn decode_png(shot: &protocol::Screenshot) -> Result<Pixels, ImageError> {
     let bytes = decode_base64(&shot.data).ok_or_else(|| ImageError::Decode("not base64".into()))?;
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = decoder.read_info().map_err(|e| ImageError::Decode(e.to_string()))?;
-    let size = reader.output_buffer_size().ok_or_else(|| ImageError::Decode("the image is too large".into()))?;
+    let mut reader = decoder
+        .read_info()
+        .map_err(|e| ImageError::Decode(e.to_string()))?;
+    let size = reader
+        .output_buffer_size()
+        .ok_or_else(|| ImageError::Decode("the image is too large".into()))?;
     let mut buffer = vec![0; size];
-    let info = reader.next_frame(&mut buffer).map_err(|e| ImageError::Decode(e.to_string()))?;
+    let info = reader
+        .next_frame(&mut buffer)
+        .map_err(|e| ImageError::Decode(e.to_string()))?;
     buffer.truncate(info.buffer_size());
     let rgba = match info.color_type {
         png::ColorType::Rgba => buffer,
-        png::ColorType::Rgb => buffer.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect(),
-        png::ColorType::GrayscaleAlpha => buffer.chunks_exact(2).flat_map(|p| [p[0], p[0], p[0], p[1]]).collect(),
+        png::ColorType::Rgb => buffer
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect(),
+        png::ColorType::GrayscaleAlpha => buffer
+            .chunks_exact(2)
+            .flat_map(|p| [p[0], p[0], p[0], p[1]])
+            .collect(),
         png::ColorType::Grayscale => buffer.iter().flat_map(|&g| [g, g, g, 255]).collect(),
-        png::ColorType::Indexed => return Err(ImageError::Decode("an indexed PNG was not expanded".into())),
+        png::ColorType::Indexed => {
+            return Err(ImageError::Decode("an indexed PNG was not expanded".into()));
+        }
     };
-    Ok(Pixels { width: info.width, height: info.height, rgba })
+    Ok(Pixels {
+        width: info.width,
+        height: info.height,
+        rgba,
+    })
 }
 
 fn encode_png(pixels: &Pixels) -> Result<protocol::Screenshot, ImageError> {
@@ -134,10 +159,19 @@ fn encode_png(pixels: &Pixels) -> Result<protocol::Screenshot, ImageError> {
         encoder.set_color(png::ColorType::Rgba);
         encoder.set_depth(png::BitDepth::Eight);
         encoder.set_compression(png::Compression::Fast);
-        let mut writer = encoder.write_header().map_err(|e| ImageError::Encode(e.to_string()))?;
-        writer.write_image_data(&pixels.rgba).map_err(|e| ImageError::Encode(e.to_string()))?;
+        let mut writer = encoder
+            .write_header()
+            .map_err(|e| ImageError::Encode(e.to_string()))?;
+        writer
+            .write_image_data(&pixels.rgba)
+            .map_err(|e| ImageError::Encode(e.to_string()))?;
     }
-    Ok(protocol::Screenshot { mime: protocol::ImageMime::Png, data: encode_base64(&out), width: pixels.width, height: pixels.height })
+    Ok(protocol::Screenshot {
+        mime: protocol::ImageMime::Png,
+        data: encode_base64(&out),
+        width: pixels.width,
+        height: pixels.height,
+    })
 }
 
 /// The largest size of `width`×`height`'s aspect within `max_width`×`max_height` and
@@ -145,8 +179,14 @@ fn encode_png(pixels: &Pixels) -> Result<protocol::Screenshot, ImageError> {
 fn fitted(width: u32, height: u32, max_width: u32, max_height: u32, max_pixels: u64) -> (u32, u32) {
     let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
     let pixels = (max_pixels as f64 / (w * h)).sqrt();
-    let scale = (f64::from(max_width) / w).min(f64::from(max_height) / h).min(pixels).min(1.0);
-    (((w * scale).floor() as u32).max(1), ((h * scale).floor() as u32).max(1))
+    let scale = (f64::from(max_width) / w)
+        .min(f64::from(max_height) / h)
+        .min(pixels)
+        .min(1.0);
+    (
+        ((w * scale).floor() as u32).max(1),
+        ((h * scale).floor() as u32).max(1),
+    )
 }
 
 /// Area-averaged resampling of the region `(x, y, w, h)` of `src` to `out_w`×`out_h` (a
@@ -175,7 +215,11 @@ fn resample(src: &Pixels, region: (f64, f64, f64, f64), out_w: u32, out_h: u32) 
             rgba.extend(sum.iter().map(|s| (s / n.max(1)) as u8));
         }
     }
-    Pixels { width: out_w, height: out_h, rgba }
+    Pixels {
+        width: out_w,
+        height: out_h,
+        rgba,
+    }
 }
 
 /// The colour masked regions are painted with (opaque dark grey).
@@ -184,18 +228,31 @@ pub const MASK_RGBA: [u8; 4] = [60, 60, 60, 255];
 /// `shot` with each region `(x, y, width, height)` (image pixels, clipped to the image) painted
 /// over in [`MASK_RGBA`]: secret fields and text showing a typed secret, before any model or log
 /// receives the image. A JPEG comes back as a PNG (there is no JPEG decoder here).
-pub fn mask_screenshot(shot: &protocol::Screenshot, regions: &[(f64, f64, f64, f64)]) -> Result<protocol::Screenshot, ImageError> {
+pub fn mask_screenshot(
+    shot: &protocol::Screenshot,
+    regions: &[(f64, f64, f64, f64)],
+) -> Result<protocol::Screenshot, ImageError> {
     let mut pixels = match shot.mime {
         protocol::ImageMime::Png => decode_png(shot)?,
-        protocol::ImageMime::Jpeg => return Err(ImageError::Decode("a JPEG screenshot cannot be masked; capture PNG".into())),
+        protocol::ImageMime::Jpeg => {
+            return Err(ImageError::Decode(
+                "a JPEG screenshot cannot be masked; capture PNG".into(),
+            ));
+        }
     };
     let (w, h) = (f64::from(pixels.width), f64::from(pixels.height));
     for &(x, y, rw, rh) in regions {
         if !(x.is_finite() && y.is_finite() && rw.is_finite() && rh.is_finite()) {
             continue;
         }
-        let (x0, y0) = (x.floor().clamp(0.0, w) as u32, y.floor().clamp(0.0, h) as u32);
-        let (x1, y1) = ((x + rw).ceil().clamp(0.0, w) as u32, (y + rh).ceil().clamp(0.0, h) as u32);
+        let (x0, y0) = (
+            x.floor().clamp(0.0, w) as u32,
+            y.floor().clamp(0.0, h) as u32,
+        );
+        let (x1, y1) = (
+            (x + rw).ceil().clamp(0.0, w) as u32,
+            (y + rh).ceil().clamp(0.0, h) as u32,
+        );
         for row in y0..y1 {
             let start = (row * pixels.width + x0) as usize * 4;
             let end = (row * pixels.width + x1) as usize * 4;
@@ -209,13 +266,23 @@ pub fn mask_screenshot(shot: &protocol::Screenshot, regions: &[(f64, f64, f64, f
 
 /// `shot` scaled down (aspect kept) to fit a provider's bounds; unchanged, without decoding,
 /// when it already fits. Points read off the result map to CSS pixels by its own size.
-pub fn fit_screenshot(shot: &protocol::Screenshot, max_width: u32, max_height: u32, max_pixels: u64) -> Result<protocol::Screenshot, ImageError> {
+pub fn fit_screenshot(
+    shot: &protocol::Screenshot,
+    max_width: u32,
+    max_height: u32,
+    max_pixels: u64,
+) -> Result<protocol::Screenshot, ImageError> {
     let (w, h) = fitted(shot.width, shot.height, max_width, max_height, max_pixels);
     if (w, h) == (shot.width, shot.height) {
         return Ok(shot.clone());
     }
     let pixels = decode_png(shot)?;
-    encode_png(&resample(&pixels, (0.0, 0.0, f64::from(pixels.width), f64::from(pixels.height)), w, h))
+    encode_png(&resample(
+        &pixels,
+        (0.0, 0.0, f64::from(pixels.width), f64::from(pixels.height)),
+        w,
+        h,
+    ))
 }
 
 /// The region `(x0, y0)`–`(x1, y1)` of `shot` (in its pixels), at its full resolution or scaled
@@ -233,7 +300,13 @@ pub fn crop_screenshot(
     if !(x1 - x0 >= 1.0 && y1 - y0 >= 1.0) {
         return Err(ImageError::Region);
     }
-    let (w, h) = fitted((x1 - x0).round() as u32, (y1 - y0).round() as u32, max_width, max_height, max_pixels);
+    let (w, h) = fitted(
+        (x1 - x0).round() as u32,
+        (y1 - y0).round() as u32,
+        max_width,
+        max_height,
+        max_pixels,
+    );
     encode_png(&resample(&pixels, (x0, y0, x1 - x0, y1 - y0), w, h))
 }
 
@@ -252,33 +325,82 @@ mod tests {
     #[test]
     fn png_size_is_read_from_ihdr() {
         // A 3x2 PNG header (signature + IHDR), base64.
-        let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0];
+        let png = [
+            0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0,
+            0, 0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0,
+        ];
         let encoded = encode_base64(&png);
         assert_eq!(image_size(&encoded), Some((3, 2)));
         assert_eq!(encode_base64(b"hello"), "aGVsbG8=");
-        assert_eq!(decode_base64(&encode_base64(b"hello!!")).unwrap(), b"hello!!");
+        assert_eq!(
+            decode_base64(&encode_base64(b"hello!!")).unwrap(),
+            b"hello!!"
+        );
     }
 
     /// A 40×20 PNG: left half red, right half blue.
     fn halves() -> protocol::Screenshot {
-        let rgba: Vec<u8> = (0..20).flat_map(|_| (0..40).flat_map(|x| if x < 20 { [255, 0, 0, 255] } else { [0, 0, 255, 255] })).collect();
-        encode_png(&Pixels { width: 40, height: 20, rgba }).unwrap()
+        let rgba: Vec<u8> = (0..20)
+            .flat_map(|_| {
+                (0..40).flat_map(|x| {
+                    if x < 20 {
+                        [255, 0, 0, 255]
+                    } else {
+                        [0, 0, 255, 255]
+                    }
+                })
+            })
+            .collect();
+        encode_png(&Pixels {
+            width: 40,
+            height: 20,
+            rgba,
+        })
+        .unwrap()
     }
 
     #[test]
     fn a_screenshot_is_fitted_to_bounds_and_cropped_at_full_resolution() {
         let shot = halves();
-        assert_eq!(fit_screenshot(&shot, 100, 100, 1 << 20).unwrap(), shot, "one that fits is unchanged");
+        assert_eq!(
+            fit_screenshot(&shot, 100, 100, 1 << 20).unwrap(),
+            shot,
+            "one that fits is unchanged"
+        );
         let small = fit_screenshot(&shot, 10, 100, 1 << 20).unwrap();
         assert_eq!((small.width, small.height), (10, 5), "aspect kept");
         let pixels = decode_png(&small).unwrap();
         assert_eq!(&pixels.rgba[..4], &[255, 0, 0, 255]);
         assert_eq!(&pixels.rgba[9 * 4..10 * 4], &[0, 0, 255, 255]);
-        assert_eq!(fitted(2560, 1440, 1568, 1568, 1_150_000), (1429, 804), "a megapixel bound: 1,148,916 pixels");
+        assert_eq!(
+            fitted(2560, 1440, 1568, 1568, 1_150_000),
+            (1429, 804),
+            "a megapixel bound: 1,148,916 pixels"
+        );
         let right = crop_screenshot(&shot, (25.0, 5.0, 35.0, 15.0), 100, 100, 1 << 20).unwrap();
         assert_eq!((right.width, right.height), (10, 10));
-        assert!(decode_png(&right).unwrap().rgba.chunks(4).all(|p| p == [0, 0, 255, 255]));
-        assert_eq!(crop_screenshot(&shot, (50.0, 0.0, 60.0, 10.0), 100, 100, 1 << 20), Err(ImageError::Region));
-        assert!(matches!(fit_screenshot(&protocol::Screenshot { data: "AAAA".into(), ..shot }, 1, 1, 1), Err(ImageError::Decode(_))));
+        assert!(
+            decode_png(&right)
+                .unwrap()
+                .rgba
+                .chunks(4)
+                .all(|p| p == [0, 0, 255, 255])
+        );
+        assert_eq!(
+            crop_screenshot(&shot, (50.0, 0.0, 60.0, 10.0), 100, 100, 1 << 20),
+            Err(ImageError::Region)
+        );
+        assert!(matches!(
+            fit_screenshot(
+                &protocol::Screenshot {
+                    data: "AAAA".into(),
+                    ..shot
+                },
+                1,
+                1,
+                1
+            ),
+            Err(ImageError::Decode(_))
+        ));
     }
 }

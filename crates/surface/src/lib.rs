@@ -18,12 +18,20 @@ mod person;
 pub mod text;
 
 pub use adapter::{
-    BoxFuture, InputDomain, KeptSite, PersonCast, PersonEntry, Reconnected, Surface, SurfaceAdapter, SurfaceEvent, SurfaceEvents, SurfaceInfo, SurfaceMemory,
+    BoxFuture, InputDomain, KeptSite, PersonCast, PersonEntry, Reconnected, Surface,
+    SurfaceAdapter, SurfaceEvent, SurfaceEvents, SurfaceInfo, SurfaceMemory,
 };
 pub use error::SurfaceError;
 pub use frame::{FormStructure, FrameRecord, LocatedFacts, TargetFacts, TargetStructure};
-pub use image::{ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot, mask_screenshot};
-pub use options::{ActOptions, DownloadInfo, ObserveOptions, PageModel, Typing, UploadRefused, UploadRoot};
-pub use outcome::{ActOutcome, ActTiming, ActionMarker, BlockedRequest, Dialog, MarkerKind, SettleEnd};
+pub use image::{
+    ImageError, MASK_RGBA, crop_screenshot, decode_base64, encode_base64, fit_screenshot,
+    mask_screenshot,
+};
+pub use options::{
+    ActOptions, DownloadInfo, ObserveOptions, PageModel, Typing, UploadRefused, UploadRoot,
+};
+pub use outcome::{
+    ActOutcome, ActTiming, ActionMarker, BlockedRequest, Dialog, MarkerKind, SettleEnd,
+};
 pub use person::{CastFrame, HistoryMove, KeyEvent, PersonInput, PersonInputRefused, PointerEvent};
 pub use text::{is_state_token, observation_text, observation_text_or_changes, snapshot_text};

@@ -21,7 +21,11 @@ pub struct ObserveOptions {
 
 impl Default for ObserveOptions {
     fn default() -> Self {
-        ObserveOptions { screenshot: None, deadline: Duration::from_secs(10), model: PageModel::Auto }
+        ObserveOptions {
+            screenshot: None,
+            deadline: Duration::from_secs(10),
+            model: PageModel::Auto,
+        }
     }
 }
 
@@ -107,7 +111,10 @@ pub struct UploadRoot {
 pub enum UploadRefused {
     /// The name breaks the protocol's rules for upload names.
     #[error("upload {name:?} is not a valid upload name: {reason}")]
-    Invalid { name: String, reason: UploadNameError },
+    Invalid {
+        name: String,
+        reason: UploadNameError,
+    },
     /// No such file under the upload root.
     #[error("upload {name:?} is not among the files offered for upload")]
     Missing { name: String },
@@ -124,7 +131,10 @@ impl UploadRoot {
     pub fn new(dir: impl AsRef<Path>) -> std::io::Result<UploadRoot> {
         let root = std::fs::canonicalize(dir)?;
         if !root.is_dir() {
-            return Err(std::io::Error::new(std::io::ErrorKind::NotADirectory, "an upload root must be a directory"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "an upload root must be a directory",
+            ));
         }
         Ok(UploadRoot { root })
     }
@@ -140,16 +150,27 @@ impl UploadRoot {
         // The protocol checked this when the action was read; checked again here because an
         // `UploadName` is the only thing standing between a model and the filesystem.
         if let Some(reason) = UploadName::content_problem(name_str) {
-            return Err(UploadRefused::Invalid { name: name_str.to_owned(), reason });
+            return Err(UploadRefused::Invalid {
+                name: name_str.to_owned(),
+                reason,
+            });
         }
         let joined = self.root.join(name_str);
-        let real = std::fs::canonicalize(&joined).map_err(|_| UploadRefused::Missing { name: name_str.to_owned() })?;
+        let real = std::fs::canonicalize(&joined).map_err(|_| UploadRefused::Missing {
+            name: name_str.to_owned(),
+        })?;
         if !real.starts_with(&self.root) {
-            return Err(UploadRefused::OutsideRoot { name: name_str.to_owned() });
+            return Err(UploadRefused::OutsideRoot {
+                name: name_str.to_owned(),
+            });
         }
-        let meta = std::fs::metadata(&real).map_err(|_| UploadRefused::Missing { name: name_str.to_owned() })?;
+        let meta = std::fs::metadata(&real).map_err(|_| UploadRefused::Missing {
+            name: name_str.to_owned(),
+        })?;
         if !meta.is_file() {
-            return Err(UploadRefused::NotAFile { name: name_str.to_owned() });
+            return Err(UploadRefused::NotAFile {
+                name: name_str.to_owned(),
+            });
         }
         Ok(real)
     }

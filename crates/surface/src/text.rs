@@ -40,7 +40,9 @@ pub fn snapshot_text(snapshot: &str) -> Vec<String> {
             continue;
         }
         // `role`, then an optional quoted name, bracket, link target and `: ` tail.
-        let role_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).unwrap_or(line.len());
+        let role_end = line
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(line.len());
         let mut rest = &line[role_end..];
         if let Some(quoted) = rest.strip_prefix(' ').filter(|r| r.starts_with('"'))
             && let Some((name, after)) = unquote(quoted)
@@ -79,8 +81,17 @@ fn unquote(text: &str) -> Option<(String, &str)> {
                 'r' => out.push('\r'),
                 't' => out.push('\t'),
                 'u' => {
-                    let hex: String = chars.by_ref().map(|(_, c)| c).skip(1).take_while(|c| *c != '}').collect();
-                    out.push(u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)?);
+                    let hex: String = chars
+                        .by_ref()
+                        .map(|(_, c)| c)
+                        .skip(1)
+                        .take_while(|c| *c != '}')
+                        .collect();
+                    out.push(
+                        u32::from_str_radix(&hex, 16)
+                            .ok()
+                            .and_then(char::from_u32)?,
+                    );
                 }
                 other => out.push(other),
             },
@@ -93,7 +104,10 @@ fn unquote(text: &str) -> Option<(String, &str)> {
 /// A state as the format allows it: letters, digits and `=-_`, nothing that could end the
 /// bracket or the line.
 pub fn is_state_token(state: &str) -> bool {
-    !state.is_empty() && state.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'-' | b'_'))
+    !state.is_empty()
+        && state
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'-' | b'_'))
 }
 
 /// The page-derived part of an observation as the model reads it: URL, title, the snapshot (refs
@@ -124,11 +138,20 @@ fn model_text(o: &protocol::Observation, changes: bool) -> String {
     }
     out.push('\n');
     out.push_str(snapshot);
-    let left_out: Vec<_> = o.interactive_elements().iter().filter(|e| !e.in_snapshot() && diff.is_none()).collect();
+    let left_out: Vec<_> = o
+        .interactive_elements()
+        .iter()
+        .filter(|e| !e.in_snapshot() && diff.is_none())
+        .collect();
     if !left_out.is_empty() {
         out.push_str("interactive elements outside the text above:\n");
         for e in left_out {
-            out.push_str(&format!("{} {:?} [{}", e.role(), e.name(), e.element().as_str()));
+            out.push_str(&format!(
+                "{} {:?} [{}",
+                e.role(),
+                e.name(),
+                e.element().as_str()
+            ));
             // States are tokens; anything else is not written into the line.
             for state in e.states().iter().filter(|s| is_state_token(s)) {
                 out.push(' ');
@@ -167,12 +190,29 @@ mod tests {
             quote("a\\b")
         );
         let got = snapshot_text(&text);
-        assert_eq!(got, ["Sign \"in\"", "two\nlines\u{7}", "Save", "Bio", "a\\b", "Help", "see the [e6] notes"]);
-        assert!(!got.iter().any(|t| t.contains("button") || t.contains("[e1]") || t.contains("/help")));
+        assert_eq!(
+            got,
+            [
+                "Sign \"in\"",
+                "two\nlines\u{7}",
+                "Save",
+                "Bio",
+                "a\\b",
+                "Help",
+                "see the [e6] notes"
+            ]
+        );
+        assert!(
+            !got.iter()
+                .any(|t| t.contains("button") || t.contains("[e1]") || t.contains("/help"))
+        );
     }
 
     #[test]
     fn quoted_text_cannot_break_the_line_structure() {
-        assert_eq!(quote("a\"b\\c\nd\re\tf\u{7}"), "\"a\\\"b\\\\c\\nd\\re\\tf\\u{7}\"");
+        assert_eq!(
+            quote("a\"b\\c\nd\re\tf\u{7}"),
+            "\"a\\\"b\\\\c\\nd\\re\\tf\\u{7}\""
+        );
     }
 }

@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use protocol::extended::Locator;
 use protocol::{
-    ElementRef, ExtendedAction, ExtendedKind, FrameId, InteractiveElement, Observation, ObservationParts, Preview, ProducerCuts, Receipt, SurfaceKind, TabId,
-    TargetIdentity, Viewport,
+    ElementRef, ExtendedAction, ExtendedKind, FrameId, InteractiveElement, Observation,
+    ObservationParts, Preview, ProducerCuts, Receipt, SurfaceKind, TabId, TargetIdentity, Viewport,
 };
 use surface::{
-    ActOptions, ActOutcome, ActTiming, BoxFuture, Dialog, FrameRecord, InputDomain, KeptSite, LocatedFacts, ObserveOptions, PersonCast, Reconnected, Surface,
-    SurfaceAdapter, SurfaceError, SurfaceEvents, SurfaceInfo, SurfaceMemory, TargetFacts, TargetStructure,
+    ActOptions, ActOutcome, ActTiming, BoxFuture, Dialog, FrameRecord, InputDomain, KeptSite,
+    LocatedFacts, ObserveOptions, PersonCast, Reconnected, Surface, SurfaceAdapter, SurfaceError,
+    SurfaceEvents, SurfaceInfo, SurfaceMemory, TargetFacts, TargetStructure,
 };
 
 /// The fake page's address (an origin nobody trusts).
@@ -63,7 +64,9 @@ impl FakeAdapter {
 
     /// The count the page of surface `id` shows.
     pub fn count(&self, id: &str) -> Option<u64> {
-        lock(&self.surfaces).get(id).map(|s| s.count.load(Ordering::SeqCst))
+        lock(&self.surfaces)
+            .get(id)
+            .map(|s| s.count.load(Ordering::SeqCst))
     }
 
     /// Takes the backend down (or up again): calls fail with `backend_unavailable`.
@@ -72,7 +75,11 @@ impl FakeAdapter {
     }
 
     fn up(&self) -> Result<(), SurfaceError> {
-        if self.down.load(Ordering::SeqCst) { Err(SurfaceError::unavailable("the fake backend is down")) } else { Ok(()) }
+        if self.down.load(Ordering::SeqCst) {
+            Err(SurfaceError::unavailable("the fake backend is down"))
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -116,7 +123,10 @@ impl FrameRecord for FakeFrame {
 impl FakeSurface {
     fn capture(&self) -> Result<Observation, SurfaceError> {
         let n = self.frames.fetch_add(1, Ordering::SeqCst) + 1;
-        let frame_id = FrameId::new(format!("frame_fake{n:04}")).map_err(|e| SurfaceError::Internal { reason: e.to_string() })?;
+        let frame_id =
+            FrameId::new(format!("frame_fake{n:04}")).map_err(|e| SurfaceError::Internal {
+                reason: e.to_string(),
+            })?;
         let count = self.count.load(Ordering::SeqCst);
         let button = TargetFacts {
             role: "button".into(),
@@ -124,7 +134,10 @@ impl FakeSurface {
             bounds: [10.0, 10.0, 80.0, 24.0],
             secret_field: false,
             frame: false,
-            structure: TargetStructure { document_origin: "https://fake.example".into(), ..TargetStructure::default() },
+            structure: TargetStructure {
+                document_origin: "https://fake.example".into(),
+                ..TargetStructure::default()
+            },
         };
         // A link to another origin: activating it reaches two origins (the page's and its own).
         let link = TargetFacts {
@@ -133,13 +146,25 @@ impl FakeSurface {
             bounds: [10.0, 40.0, 80.0, 20.0],
             secret_field: false,
             frame: false,
-            structure: TargetStructure { document_origin: "https://fake.example".into(), href: Some(OTHER_URL.into()), ..TargetStructure::default() },
+            structure: TargetStructure {
+                document_origin: "https://fake.example".into(),
+                href: Some(OTHER_URL.into()),
+                ..TargetStructure::default()
+            },
         };
-        *lock(&self.latest) =
-            Some(Arc::new(FakeFrame { frame_id: frame_id.clone(), targets: HashMap::from([("e1".to_owned(), button), ("e2".to_owned(), link)]) }));
+        *lock(&self.latest) = Some(Arc::new(FakeFrame {
+            frame_id: frame_id.clone(),
+            targets: HashMap::from([("e1".to_owned(), button), ("e2".to_owned(), link)]),
+        }));
         lock(&self.log).observed += 1;
-        let element = |id: &str| ElementRef::new(id).map_err(|e| SurfaceError::Internal { reason: e.to_string() });
-        let tab = TabId::new(self.id.clone()).map_err(|e| SurfaceError::Internal { reason: e.to_string() })?;
+        let element = |id: &str| {
+            ElementRef::new(id).map_err(|e| SurfaceError::Internal {
+                reason: e.to_string(),
+            })
+        };
+        let tab = TabId::new(self.id.clone()).map_err(|e| SurfaceError::Internal {
+            reason: e.to_string(),
+        })?;
         Ok(Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: count,
@@ -148,12 +173,37 @@ impl FakeSurface {
             url: FAKE_URL.into(),
             origin: "https://fake.example".into(),
             title: "Fake".into(),
-            viewport: Viewport { width: 800.0, height: 600.0, device_scale_factor: 1.0, page_zoom: 1.0, scroll_x: 0.0, scroll_y: 0.0 },
+            viewport: Viewport {
+                width: 800.0,
+                height: 600.0,
+                device_scale_factor: 1.0,
+                page_zoom: 1.0,
+                scroll_x: 0.0,
+                scroll_y: 0.0,
+            },
             screenshot: None,
-            aria_snapshot: format!("button \"Add one\" [e1]\n\"{count} clicks\"\nlink \"Visit other\" [e2]\n"),
+            aria_snapshot: format!(
+                "button \"Add one\" [e1]\n\"{count} clicks\"\nlink \"Visit other\" [e2]\n"
+            ),
             interactive_elements: vec![
-                InteractiveElement::new(element("e1")?, "button", "Add one", false, Vec::new(), None).shown_in_snapshot(true),
-                InteractiveElement::new(element("e2")?, "link", "Visit other", false, Vec::new(), None).shown_in_snapshot(true),
+                InteractiveElement::new(
+                    element("e1")?,
+                    "button",
+                    "Add one",
+                    false,
+                    Vec::new(),
+                    None,
+                )
+                .shown_in_snapshot(true),
+                InteractiveElement::new(
+                    element("e2")?,
+                    "link",
+                    "Visit other",
+                    false,
+                    Vec::new(),
+                    None,
+                )
+                .shown_in_snapshot(true),
             ],
             console_errors: Vec::new(),
             cut: ProducerCuts::default(),
@@ -171,22 +221,37 @@ impl Surface for FakeSurface {
     fn lost(&self) -> Option<String> {
         None
     }
-    fn observe<'a>(&'a self, _options: &'a ObserveOptions) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
+    fn observe<'a>(
+        &'a self,
+        _options: &'a ObserveOptions,
+    ) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
         Box::pin(async move { self.capture() })
     }
     fn preview(&self, _deadline: Duration) -> BoxFuture<'_, Preview> {
         Box::pin(async move { Preview::unavailable("Fake", "https://fake.example", 0) })
     }
-    fn act<'a>(&'a self, action: &'a ExtendedAction, _options: &'a ActOptions) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>> {
+    fn act<'a>(
+        &'a self,
+        action: &'a ExtendedAction,
+        _options: &'a ActOptions,
+    ) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>> {
         Box::pin(async move {
-            let latest = lock(&self.latest).clone().ok_or_else(|| SurfaceError::Stale { reason: "not observed".into() })?;
+            let latest = lock(&self.latest)
+                .clone()
+                .ok_or_else(|| SurfaceError::Stale {
+                    reason: "not observed".into(),
+                })?;
             // The adapter checks freshness again at dispatch, as the browser does.
             if &latest.frame_id != action.expected_frame_id() {
-                return Err(SurfaceError::Stale { reason: "not the latest frame".into() });
+                return Err(SurfaceError::Stale {
+                    reason: "not the latest frame".into(),
+                });
             }
             let kind: ExtendedKind = action.kind();
             lock(&self.log).acted.push(kind.as_str().to_owned());
-            let on_button = action.targets().next().is_some_and(|t| matches!(t, protocol::TargetRef::Ref(e) if e.element.as_str() == "e1"));
+            let on_button = action.targets().next().is_some_and(
+                |t| matches!(t, protocol::TargetRef::Ref(e) if e.element.as_str() == "e1"),
+            );
             if matches!(action, ExtendedAction::Click(_)) && on_button {
                 self.count.fetch_add(1, Ordering::SeqCst);
             }
@@ -206,9 +271,15 @@ impl Surface for FakeSurface {
         })
     }
     fn latest_frame(&self) -> Option<Arc<dyn FrameRecord>> {
-        lock(&self.latest).clone().map(|f| f as Arc<dyn FrameRecord>)
+        lock(&self.latest)
+            .clone()
+            .map(|f| f as Arc<dyn FrameRecord>)
     }
-    fn locate<'a>(&'a self, _frame: &'a dyn FrameRecord, _locator: &'a Locator) -> BoxFuture<'a, Option<LocatedFacts>> {
+    fn locate<'a>(
+        &'a self,
+        _frame: &'a dyn FrameRecord,
+        _locator: &'a Locator,
+    ) -> BoxFuture<'a, Option<LocatedFacts>> {
         Box::pin(async { None })
     }
     fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
@@ -251,33 +322,60 @@ impl SurfaceAdapter for FakeAdapter {
     fn events(&self) -> BoxFuture<'_, Option<SurfaceEvents>> {
         Box::pin(async { None })
     }
-    fn create_context(&self, _with_connection: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
+    fn create_context(
+        &self,
+        _with_connection: bool,
+    ) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
             self.up()?;
-            Ok(format!("context{}", self.next.fetch_add(1, Ordering::SeqCst)))
+            Ok(format!(
+                "context{}",
+                self.next.fetch_add(1, Ordering::SeqCst)
+            ))
         })
     }
     fn dispose_context_if_empty(&self, _context: String) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
-    fn open(&self, _context: Option<String>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+    fn open(
+        &self,
+        _context: Option<String>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
             self.up()?;
             let id = format!("FAKE{}", self.next.fetch_add(1, Ordering::SeqCst));
-            let surface =
-                Arc::new(FakeSurface { id: id.clone(), count: AtomicU64::new(0), frames: AtomicU64::new(0), latest: Mutex::default(), log: self.log.clone() });
+            let surface = Arc::new(FakeSurface {
+                id: id.clone(),
+                count: AtomicU64::new(0),
+                frames: AtomicU64::new(0),
+                latest: Mutex::default(),
+                log: self.log.clone(),
+            });
             lock(&self.surfaces).insert(id.clone(), surface.clone());
             lock(&self.log).opened.push(id);
             Ok(surface as Arc<dyn Surface>)
         })
     }
-    fn open_detached(&self, _url: String, context: Option<String>, _background: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
+    fn open_detached(
+        &self,
+        _url: String,
+        context: Option<String>,
+        _background: bool,
+    ) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move { Ok(self.open(context).await?.id().to_owned()) })
     }
-    fn attach(&self, id: String, _memory: Option<SurfaceMemory>) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+    fn attach(
+        &self,
+        id: String,
+        _memory: Option<SurfaceMemory>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
             self.up()?;
-            lock(&self.surfaces).get(&id).cloned().map(|s| s as Arc<dyn Surface>).ok_or_else(|| SurfaceError::lost("no such fake surface"))
+            lock(&self.surfaces)
+                .get(&id)
+                .cloned()
+                .map(|s| s as Arc<dyn Surface>)
+                .ok_or_else(|| SurfaceError::lost("no such fake surface"))
         })
     }
     fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>> {
@@ -285,7 +383,13 @@ impl SurfaceAdapter for FakeAdapter {
             self.up()?;
             Ok(lock(&self.surfaces)
                 .keys()
-                .map(|id| SurfaceInfo { id: id.clone(), top_level: true, url: FAKE_URL.into(), title: "Fake".into(), context: None })
+                .map(|id| SurfaceInfo {
+                    id: id.clone(),
+                    top_level: true,
+                    url: FAKE_URL.into(),
+                    title: "Fake".into(),
+                    context: None,
+                })
                 .collect())
         })
     }
@@ -316,7 +420,11 @@ impl SurfaceAdapter for FakeAdapter {
     ) -> BoxFuture<'a, Option<KeptSite>> {
         Box::pin(async { None })
     }
-    fn restore_site<'a>(&'a self, _kept: &'a KeptSite, _context: Option<String>) -> BoxFuture<'a, Result<(), SurfaceError>> {
+    fn restore_site<'a>(
+        &'a self,
+        _kept: &'a KeptSite,
+        _context: Option<String>,
+    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
         Box::pin(async { Ok(()) })
     }
 }

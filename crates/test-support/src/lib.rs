@@ -34,15 +34,24 @@ pub enum Route {
     /// The inner route, answered after `delay`.
     Slow { delay: Duration, inner: Box<Route> },
     /// The inner route with extra response headers.
-    WithHeaders { headers: Vec<(String, String)>, inner: Box<Route> },
+    WithHeaders {
+        headers: Vec<(String, String)>,
+        inner: Box<Route>,
+    },
 }
 
 impl Route {
     /// A CSV file answered as an attachment named `filename` (a download, whatever links to it).
     pub fn attachment(filename: &str, body: &[u8]) -> Route {
         Route::WithHeaders {
-            headers: vec![("Content-Disposition".into(), format!("attachment; filename=\"{filename}\""))],
-            inner: Box::new(Route::Content { content_type: "text/csv".into(), body: body.to_vec() }),
+            headers: vec![(
+                "Content-Disposition".into(),
+                format!("attachment; filename=\"{filename}\""),
+            )],
+            inner: Box::new(Route::Content {
+                content_type: "text/csv".into(),
+                body: body.to_vec(),
+            }),
         }
     }
 }
@@ -93,7 +102,11 @@ impl FixtureServer {
                 })
                 .await;
         });
-        Ok(FixtureServer { addr, shared, _shutdown: shutdown })
+        Ok(FixtureServer {
+            addr,
+            shared,
+            _shutdown: shutdown,
+        })
     }
 
     /// Starts `n` servers: `n` distinct origins.
@@ -139,12 +152,24 @@ impl FixtureServer {
 
     /// Redirects `from` to `to` with a 302.
     pub fn redirect(&self, from: &str, to: &str) -> &Self {
-        self.route(from, Route::Redirect { status: 302, location: to.to_owned() })
+        self.route(
+            from,
+            Route::Redirect {
+                status: 302,
+                location: to.to_owned(),
+            },
+        )
     }
 
     /// Serves `html` at `path` after `delay`.
     pub fn slow(&self, path: &str, delay: Duration, html: impl Into<String>) -> &Self {
-        self.route(path, Route::Slow { delay, inner: Box::new(Route::Html(html.into())) })
+        self.route(
+            path,
+            Route::Slow {
+                delay,
+                inner: Box::new(Route::Html(html.into())),
+            },
+        )
     }
 
     /// Serves the files under `folder` at `prefix/…`.
@@ -160,12 +185,18 @@ impl FixtureServer {
 
     /// Requests for exactly `path`.
     pub fn requests_to(&self, path: &str) -> Vec<RequestRecord> {
-        self.requests().into_iter().filter(|r| r.path == path).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
     }
 
     /// Requests other than GET/HEAD/OPTIONS: the ones that could change something.
     pub fn writes(&self) -> Vec<RequestRecord> {
-        self.requests().into_iter().filter(|r| !matches!(r.method.as_str(), "GET" | "HEAD" | "OPTIONS")).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| !matches!(r.method.as_str(), "GET" | "HEAD" | "OPTIONS"))
+            .collect()
     }
 
     /// Forgets the request log.
@@ -180,9 +211,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 16 << 20).await.map(|b| b.to_vec()).unwrap_or_default();
+    let body = axum::body::to_bytes(body, 16 << 20)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
     let path = parts.uri.path().to_owned();
-    let headers = parts.headers.iter().filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_owned(), v.to_owned()))).collect();
+    let headers = parts
+        .headers
+        .iter()
+        .filter_map(|(k, v)| {
+            v.to_str()
+                .ok()
+                .map(|v| (k.as_str().to_owned(), v.to_owned()))
+        })
+        .collect();
     lock(&shared.log).push(RequestRecord {
         method: parts.method.as_str().to_owned(),
         path: path.clone(),
@@ -215,7 +257,9 @@ async fn answer(route: Route) -> Response {
         }
     }
     let mut response = match route {
-        Route::Html(html) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response(),
+        Route::Html(html) => {
+            ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+        }
         Route::Content { content_type, body } => {
             let mut response = Response::new(Body::from(body));
             if let Ok(value) = HeaderValue::from_str(&content_type) {
@@ -228,13 +272,26 @@ async fn answer(route: Route) -> Response {
             if let Ok(value) = HeaderValue::from_str(&location) {
                 headers.insert(header::LOCATION, value);
             }
-            (StatusCode::from_u16(status).unwrap_or(StatusCode::FOUND), headers).into_response()
+            (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::FOUND),
+                headers,
+            )
+                .into_response()
         }
-        Route::Status { status, body } => (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), body).into_response(),
-        Route::Slow { .. } | Route::WithHeaders { .. } => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        Route::Status { status, body } => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body,
+        )
+            .into_response(),
+        Route::Slow { .. } | Route::WithHeaders { .. } => {
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
     };
     for (name, value) in extra {
-        if let (Ok(name), Ok(value)) = (header::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
             response.headers_mut().insert(name, value);
         }
     }
@@ -244,9 +301,14 @@ async fn answer(route: Route) -> Response {
 async fn serve_file(shared: &Shared, path: &str) -> Response {
     let dirs = lock(&shared.dirs).clone();
     for (prefix, folder) in dirs {
-        let Some(rest) = path.strip_prefix(&prefix) else { continue };
+        let Some(rest) = path.strip_prefix(&prefix) else {
+            continue;
+        };
         let relative = Path::new(rest.trim_start_matches('/'));
-        if relative.components().any(|c| !matches!(c, Component::Normal(_))) {
+        if relative
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        {
             return StatusCode::FORBIDDEN.into_response();
         }
         if let Ok(bytes) = tokio::fs::read(folder.join(relative)).await {

@@ -73,45 +73,88 @@ fn last_text(kind: ProviderKind, body: &Value) -> String {
             .iter()
             .filter(|m| m["role"] == "user")
             .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-            .map(|b| b["text"].as_str().or(b["content"].as_str()).unwrap_or_default().to_owned())
+            .map(|b| {
+                b["text"]
+                    .as_str()
+                    .or(b["content"].as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            })
             .collect(),
-        ProviderKind::OpenaiChat => {
-            messages.iter().filter(|m| m["role"] == "user" || m["role"] == "tool").map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect()
-        }
+        ProviderKind::OpenaiChat => messages
+            .iter()
+            .filter(|m| m["role"] == "user" || m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect(),
         ProviderKind::OpenaiResponses => body["input"]
             .as_array()
             .into_iter()
             .flatten()
             .flat_map(|item| match item["type"].as_str() {
-                Some("function_call_output") => vec![item["output"].as_str().unwrap_or_default().to_owned()],
-                _ if item["role"] == "user" => item["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str().map(str::to_owned)).collect(),
+                Some("function_call_output") => {
+                    vec![item["output"].as_str().unwrap_or_default().to_owned()]
+                }
+                _ if item["role"] == "user" => item["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["text"].as_str().map(str::to_owned))
+                    .collect(),
                 _ => vec![],
             })
             .collect(),
     };
-    texts.iter().rev().find(|t| t.contains("</untrusted nonce=")).or(texts.last()).cloned().unwrap_or_default()
+    texts
+        .iter()
+        .rev()
+        .find(|t| t.contains("</untrusted nonce="))
+        .or(texts.last())
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The latest screenshot the client sent the model (PNG bytes), if any.
 fn last_image(kind: ProviderKind, body: &Value) -> Option<Vec<u8>> {
     if kind == ProviderKind::OpenaiResponses {
-        let url = body["input"].as_array()?.iter().rev().find_map(|item| match item["type"].as_str() {
-            Some("computer_call_output") => item["output"]["image_url"].as_str().map(str::to_owned),
-            _ if item["role"] == "user" => item["content"].as_array()?.iter().find_map(|c| c["image_url"].as_str().map(str::to_owned)),
-            _ => None,
+        let url = body["input"].as_array()?.iter().rev().find_map(|item| {
+            match item["type"].as_str() {
+                Some("computer_call_output") => {
+                    item["output"]["image_url"].as_str().map(str::to_owned)
+                }
+                _ if item["role"] == "user" => item["content"]
+                    .as_array()?
+                    .iter()
+                    .find_map(|c| c["image_url"].as_str().map(str::to_owned)),
+                _ => None,
+            }
         })?;
         return runtime::decode_base64(url.strip_prefix("data:image/png;base64,")?);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let data = messages.iter().rev().filter(|m| m["role"] == "user").find_map(|m| {
-        m["content"].as_array().into_iter().flatten().find_map(|b| match kind {
-            ProviderKind::Anthropic if b["type"] == "image" => b["source"]["data"].as_str().map(str::to_owned),
-            ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses if b["type"] == "image_url" => {
-                b["image_url"]["url"].as_str().and_then(|u| u.strip_prefix("data:image/png;base64,")).map(str::to_owned)
-            }
-            _ => None,
-        })
-    })?;
+    let data = messages
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .find_map(|m| {
+            m["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|b| match kind {
+                    ProviderKind::Anthropic if b["type"] == "image" => {
+                        b["source"]["data"].as_str().map(str::to_owned)
+                    }
+                    ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses
+                        if b["type"] == "image_url" =>
+                    {
+                        b["image_url"]["url"]
+                            .as_str()
+                            .and_then(|u| u.strip_prefix("data:image/png;base64,"))
+                            .map(str::to_owned)
+                    }
+                    _ => None,
+                })
+        })?;
     runtime::decode_base64(&data)
 }
 
@@ -120,7 +163,10 @@ fn png_size(png: &[u8]) -> Option<(u32, u32)> {
     if png.len() < 24 || &png[..8] != b"\x89PNG\r\n\x1a\n" || &png[12..16] != b"IHDR" {
         return None;
     }
-    Some((u32::from_be_bytes(png[16..20].try_into().ok()?), u32::from_be_bytes(png[20..24].try_into().ok()?)))
+    Some((
+        u32::from_be_bytes(png[16..20].try_into().ok()?),
+        u32::from_be_bytes(png[20..24].try_into().ok()?),
+    ))
 }
 
 /// Where the fixture's red square (CSS (300, 200)–(340, 240)) is in the screenshot's pixels, from
@@ -144,27 +190,48 @@ fn red_square(text: &str, png: &[u8]) -> Option<(f64, f64)> {
 
 /// The model's move for a page: (tool name, input).
 fn decide(script: Script, call: usize, text: &str) -> (String, Value) {
-    let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or("frame_0".into());
+    let frame = text
+        .split("frame_id: frame_")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .map(|f| format!("frame_{f}"))
+        .unwrap_or("frame_0".into());
     let reference = |role: &str, name: &str| {
         let needle = format!("{role} \"{name}\" [");
-        text.split(&needle).nth(1).and_then(|r| r.split([' ', ']']).next()).map(str::to_owned)
+        text.split(&needle)
+            .nth(1)
+            .and_then(|r| r.split([' ', ']']).next())
+            .map(str::to_owned)
     };
-    let name_filled = text.contains("textbox \"Name\"") && text.lines().any(|l| l.contains("textbox \"Name\"") && l.contains(": \"Ada\""));
+    let name_filled = text.contains("textbox \"Name\"")
+        && text
+            .lines()
+            .any(|l| l.contains("textbox \"Name\"") && l.contains(": \"Ada\""));
     if script == Script::Liar || text.contains("Welcome, Ada!") {
         // The model proposes the check that shows it (the runtime runs it).
-        return ("done".into(), json!({"summary": "signed up as Ada", "checks": [{"kind": "text_present", "text": "Welcome, Ada!"}]}));
+        return (
+            "done".into(),
+            json!({"summary": "signed up as Ada", "checks": [{"kind": "text_present", "text": "Welcome, Ada!"}]}),
+        );
     }
     if script == Script::InvalidFirst && call == 0 {
-        return ("act".into(), json!({"type": "type", "target": {"kind": "element", "ref": "e1"}, "text": "Ada"}));
+        return (
+            "act".into(),
+            json!({"type": "type", "target": {"kind": "element", "ref": "e1"}, "text": "Ada"}),
+        );
     }
-    match (reference("textbox", "Name"), reference("button", "Create account")) {
+    match (
+        reference("textbox", "Name"),
+        reference("button", "Create account"),
+    ) {
         (Some(r), _) if !name_filled => (
             "act".into(),
             json!({"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": r}, "text": "Ada", "intent": "fill in the name"}),
         ),
-        (_, Some(b)) => {
-            ("act".into(), json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": b}, "intent": "create the account"}))
-        }
+        (_, Some(b)) => (
+            "act".into(),
+            json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": b}, "intent": "create the account"}),
+        ),
         _ => ("give_up".into(), json!({"reason": "no form"})),
     }
 }
@@ -176,7 +243,11 @@ impl Drop for SetOnDrop {
     }
 }
 
-async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+async fn answer(
+    State(model): State<Model>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
     model.requests.lock().unwrap().push((headers, body.clone()));
     let call = model.calls.fetch_add(1, Ordering::SeqCst);
     match model.script {
@@ -187,7 +258,11 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
         }
         Script::Garbage => return (StatusCode::OK, "{\"unexpected\": true}").into_response(),
         Script::RateLimitedOnce if call == 0 => {
-            return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0")], Json(json!({"error": {"type": "rate_limit_error", "message": "slow down"}})))
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "0")],
+                Json(json!({"error": {"type": "rate_limit_error", "message": "slow down"}})),
+            )
                 .into_response();
         }
         _ => {}
@@ -195,22 +270,46 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
     let text = last_text(model.kind, &body);
     let square = || last_image(model.kind, &body).and_then(|png| red_square(&text, &png));
     let hit = text.contains("Hit the red square");
-    let done = || ("done".to_owned(), json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}));
+    let done = || {
+        (
+            "done".to_owned(),
+            json!({"summary": "clicked the red square", "checks": [{"kind": "text_present", "text": "Hit the red square"}]}),
+        )
+    };
     let (tool, input) = match model.script {
-        Script::Computer | Script::ComputerZoom | Script::ComputerBatch | Script::SafetyCheck if hit => done(),
+        Script::Computer | Script::ComputerZoom | Script::ComputerBatch | Script::SafetyCheck
+            if hit =>
+        {
+            done()
+        }
         Script::Computer => match square() {
-            Some((x, y)) => ("computer".into(), json!({"action": "left_click", "coordinate": [x.round(), y.round()]})),
+            Some((x, y)) => (
+                "computer".into(),
+                json!({"action": "left_click", "coordinate": [x.round(), y.round()]}),
+            ),
             None => ("computer".into(), json!({"action": "screenshot"})),
         },
-        Script::ComputerZoom => match (square(), body["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m.to_string().contains("the region ("))) {
+        Script::ComputerZoom => match (
+            square(),
+            body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m.to_string().contains("the region (")),
+        ) {
             // Zoomed in: the square is where it was; click it (in the full screenshot's pixels).
             (_, true) => {
                 let (x, y) = *model.seen.lock().unwrap();
-                ("computer".into(), json!({"action": "left_click", "coordinate": [x.round(), y.round()]}))
+                (
+                    "computer".into(),
+                    json!({"action": "left_click", "coordinate": [x.round(), y.round()]}),
+                )
             }
             (Some((x, y)), false) => {
                 *model.seen.lock().unwrap() = (x, y);
-                ("computer".into(), json!({"action": "zoom", "region": [x - 40.0, y - 40.0, x + 40.0, y + 40.0]}))
+                (
+                    "computer".into(),
+                    json!({"action": "zoom", "region": [x - 40.0, y - 40.0, x + 40.0, y + 40.0]}),
+                )
             }
             (None, false) => ("computer".into(), json!({"action": "screenshot"})),
         },
@@ -219,9 +318,14 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
                 "computer".into(),
                 json!({"actions": [{"type": "move", "x": x.round(), "y": y.round()}, {"type": "click", "button": "left", "x": x.round(), "y": y.round()}]}),
             ),
-            None => ("computer".into(), json!({"actions": [{"type": "screenshot"}]})),
+            None => (
+                "computer".into(),
+                json!({"actions": [{"type": "screenshot"}]}),
+            ),
         },
-        Script::SafetyCheck if text.contains("refused: approval_denied") => ("give_up".into(), json!({"reason": "the person declined"})),
+        Script::SafetyCheck if text.contains("refused: approval_denied") => {
+            ("give_up".into(), json!({"reason": "the person declined"}))
+        }
         Script::SafetyCheck => match square() {
             Some((x, y)) => (
                 "computer".into(),
@@ -230,19 +334,50 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
             ),
             None => ("computer".into(), json!({"action": {"type": "screenshot"}})),
         },
-        Script::Wander if call >= 16 => ("give_up".into(), json!({"reason": "wandered long enough"})),
-        Script::Wander => {
-            let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
-            ("act".into(), json!({"type": "wait", "expected_frame_id": frame, "duration_ms": 1, "intent": "wait"}))
+        Script::Wander if call >= 16 => {
+            ("give_up".into(), json!({"reason": "wandered long enough"}))
         }
-        Script::Download if text.contains("began a download") => ("give_up".into(), json!({"reason": "the download needs a person"})),
+        Script::Wander => {
+            let frame = text
+                .split("frame_id: frame_")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .map(|f| format!("frame_{f}"))
+                .unwrap_or_default();
+            (
+                "act".into(),
+                json!({"type": "wait", "expected_frame_id": frame, "duration_ms": 1, "intent": "wait"}),
+            )
+        }
+        Script::Download if text.contains("began a download") => (
+            "give_up".into(),
+            json!({"reason": "the download needs a person"}),
+        ),
         Script::Download => {
-            let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
-            let link = text.split("link \"Export all\" [").nth(1).and_then(|r| r.split([' ', ']']).next()).unwrap_or("e1").to_owned();
-            ("act".into(), json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": link}, "intent": "export"}))
+            let frame = text
+                .split("frame_id: frame_")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .map(|f| format!("frame_{f}"))
+                .unwrap_or_default();
+            let link = text
+                .split("link \"Export all\" [")
+                .nth(1)
+                .and_then(|r| r.split([' ', ']']).next())
+                .unwrap_or("e1")
+                .to_owned();
+            (
+                "act".into(),
+                json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": link}, "intent": "export"}),
+            )
         }
         Script::Canvas => {
-            let frame = text.split("frame_id: frame_").nth(1).and_then(|r| r.split_whitespace().next()).map(|f| format!("frame_{f}")).unwrap_or_default();
+            let frame = text
+                .split("frame_id: frame_")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .map(|f| format!("frame_{f}"))
+                .unwrap_or_default();
             if hit {
                 done()
             } else if !text.contains("A screenshot of this page's viewport follows") {
@@ -253,7 +388,10 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
                         "act".into(),
                         json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "point", "x": x.round(), "y": y.round()}, "intent": "click the red square"}),
                     ),
-                    None => ("give_up".into(), json!({"reason": "no red square in the screenshot"})),
+                    None => (
+                        "give_up".into(),
+                        json!({"reason": "no red square in the screenshot"}),
+                    ),
                 }
             }
         }
@@ -262,11 +400,18 @@ async fn answer(State(model): State<Model>, headers: HeaderMap, Json(body): Json
     let id = format!("call_{call}");
     // Usage as each provider reports a prompt cache: Anthropic when the request marks breakpoints
     // (its `input_tokens` then leaves the cached part out), OpenAI on its own after the first call.
-    let marked = body.pointer("/system/0/cache_control/type").and_then(Value::as_str) == Some("ephemeral");
+    let marked = body
+        .pointer("/system/0/cache_control/type")
+        .and_then(Value::as_str)
+        == Some("ephemeral");
     let anthropic_usage = match (marked, call) {
         (false, _) => json!({"input_tokens": 1000, "output_tokens": 50}),
-        (true, 0) => json!({"input_tokens": 200, "cache_creation_input_tokens": 800, "cache_read_input_tokens": 0, "output_tokens": 50}),
-        (true, _) => json!({"input_tokens": 100, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 800, "output_tokens": 50}),
+        (true, 0) => {
+            json!({"input_tokens": 200, "cache_creation_input_tokens": 800, "cache_read_input_tokens": 0, "output_tokens": 50})
+        }
+        (true, _) => {
+            json!({"input_tokens": 100, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 800, "output_tokens": 50})
+        }
     };
     let cached = |n: u64| if call == 0 { 0 } else { n };
     let reply = match model.kind {
@@ -314,7 +459,10 @@ fn sse(kind: ProviderKind, reply: &Value) -> Response {
             let mut start = reply.clone();
             start["content"] = json!([]);
             start["usage"]["output_tokens"] = json!(1);
-            events.push(("message_start".into(), json!({"type": "message_start", "message": start})));
+            events.push((
+                "message_start".into(),
+                json!({"type": "message_start", "message": start}),
+            ));
             for (i, block) in reply["content"].as_array().unwrap().iter().enumerate() {
                 if block["type"] == "text" {
                     events.push((
@@ -329,7 +477,10 @@ fn sse(kind: ProviderKind, reply: &Value) -> Response {
                     }
                 } else {
                     let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
-                    events.push(("content_block_start".into(), json!({"type": "content_block_start", "index": i, "content_block": start})));
+                    events.push((
+                        "content_block_start".into(),
+                        json!({"type": "content_block_start", "index": i, "content_block": start}),
+                    ));
                     let input = block["input"].to_string();
                     let (a, b) = input.split_at(input.len() / 2);
                     for piece in [a, b] {
@@ -339,7 +490,10 @@ fn sse(kind: ProviderKind, reply: &Value) -> Response {
                         ));
                     }
                 }
-                events.push(("content_block_stop".into(), json!({"type": "content_block_stop", "index": i})));
+                events.push((
+                    "content_block_stop".into(),
+                    json!({"type": "content_block_stop", "index": i}),
+                ));
             }
             events.push(("message_delta".into(), json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 50}})));
             events.push(("message_stop".into(), json!({"type": "message_stop"})));
@@ -348,26 +502,40 @@ fn sse(kind: ProviderKind, reply: &Value) -> Response {
             let call = &reply["choices"][0]["message"]["tool_calls"][0];
             let arguments = call["function"]["arguments"].as_str().unwrap();
             let (a, b) = arguments.split_at(arguments.len() / 2);
-            let chunk =
-                |delta: Value| json!({"id": reply["id"], "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
-            events.push((String::new(), chunk(json!({"role": "assistant", "content": null}))));
+            let chunk = |delta: Value| json!({"id": reply["id"], "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+            events.push((
+                String::new(),
+                chunk(json!({"role": "assistant", "content": null})),
+            ));
             events.push((
                 String::new(),
                 chunk(
                     json!({"tool_calls": [{"index": 0, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": a}}]}),
                 ),
             ));
-            events.push((String::new(), chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}))));
+            events.push((
+                String::new(),
+                chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]})),
+            ));
             events.push((String::new(), json!({"id": reply["id"], "object": "chat.completion.chunk", "choices": [], "usage": reply["usage"]})));
         }
         ProviderKind::OpenaiResponses => {
             events
                 .push(("response.created".into(), json!({"type": "response.created", "response": {"id": reply["id"], "status": "in_progress", "output": []}})));
             for (i, item) in reply["output"].as_array().unwrap().iter().enumerate() {
-                events.push(("response.output_item.added".into(), json!({"type": "response.output_item.added", "output_index": i, "item": item})));
-                events.push(("response.output_item.done".into(), json!({"type": "response.output_item.done", "output_index": i, "item": item})));
+                events.push((
+                    "response.output_item.added".into(),
+                    json!({"type": "response.output_item.added", "output_index": i, "item": item}),
+                ));
+                events.push((
+                    "response.output_item.done".into(),
+                    json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+                ));
             }
-            events.push(("response.completed".into(), json!({"type": "response.completed", "response": reply})));
+            events.push((
+                "response.completed".into(),
+                json!({"type": "response.completed", "response": reply}),
+            ));
         }
     }
     let mut body = String::new();
@@ -380,7 +548,12 @@ fn sse(kind: ProviderKind, reply: &Value) -> Response {
     if kind == ProviderKind::OpenaiChat {
         body.push_str("data: [DONE]\n\n");
     }
-    (StatusCode::OK, [("content-type", "text/event-stream")], body).into_response()
+    (
+        StatusCode::OK,
+        [("content-type", "text/event-stream")],
+        body,
+    )
+        .into_response()
 }
 
 struct Env {
@@ -401,29 +574,63 @@ async fn env_streaming(name: &str, kind: ProviderKind, script: Script, stream: b
 }
 
 /// Chromium started with `flags` beside the usual ones.
-async fn env_with(name: &str, kind: ProviderKind, script: Script, stream: bool, flags: &[&str]) -> Env {
+async fn env_with(
+    name: &str,
+    kind: ProviderKind,
+    script: Script,
+    stream: bool,
+    flags: &[&str],
+) -> Env {
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
-    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("agent-tests").join(name);
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
+    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("agent-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut config = RuntimeConfig::new(&data_dir);
-    config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&fixtures.origin()).unwrap());
     let mut launch = browser::LaunchOptions::new(&data_dir);
-    launch.extra_args.extend(flags.iter().map(|f| f.to_string()));
+    launch
+        .extra_args
+        .extend(flags.iter().map(|f| f.to_string()));
     let browser = browser::Chromium::new(browser::BrowserSource::Launch(launch));
-    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
-    let model = Model { kind, script, stream, requests: Default::default(), calls: Default::default(), aborted: Default::default(), seen: Default::default() };
+    let runtime = Runtime::start(config, browser.clone())
+        .await
+        .expect("runtime starts");
+    let model = Model {
+        kind,
+        script,
+        stream,
+        requests: Default::default(),
+        calls: Default::default(),
+        aborted: Default::default(),
+        seen: Default::default(),
+    };
     let path = match kind {
         ProviderKind::Anthropic => "/v1/messages",
         ProviderKind::OpenaiChat => "/v1/chat/completions",
         ProviderKind::OpenaiResponses => "/v1/responses",
     };
-    let app = axum::Router::new().route(path, axum::routing::post(answer)).with_state(model.clone());
+    let app = axum::Router::new()
+        .route(path, axum::routing::post(answer))
+        .with_state(model.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base_url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Env { runtime, browser, fixtures, model, base_url }
+    Env {
+        runtime,
+        browser,
+        fixtures,
+        model,
+        base_url,
+    }
 }
 
 /// The environment variable the tests' key lives in (set once; never read back in a log).
@@ -445,12 +652,18 @@ fn choice(env: &Env) -> ModelChoice {
 }
 
 fn limits() -> Limits {
-    Limits { first_backoff: Duration::from_millis(10), ..Limits::default() }
+    Limits {
+        first_backoff: Duration::from_millis(10),
+        ..Limits::default()
+    }
 }
 
 async fn sign_up(env: &Env, checks: Vec<Assertion>) -> (protocol::RunResult, Accounting) {
     let session = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO).await.unwrap();
+    env.runtime
+        .open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO)
+        .await
+        .unwrap();
     let provider = Arc::new(Provider::new(&choice(env), limits()).unwrap());
     let accounting = Arc::new(Mutex::new(Accounting::default()));
     let planner = ModelPlanner::new(provider, accounting.clone()).unwrap();
@@ -458,13 +671,19 @@ async fn sign_up(env: &Env, checks: Vec<Assertion>) -> (protocol::RunResult, Acc
     request.max_steps = 8;
     request.max_seconds = 60;
     request.assertions = checks;
-    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    let result = env
+        .runtime
+        .run(&session, request, Box::new(planner))
+        .await
+        .unwrap();
     let accounting = accounting.lock().unwrap().clone();
     (result, accounting)
 }
 
 fn welcome() -> Vec<Assertion> {
-    vec![Assertion::TextPresent { text: "Welcome, Ada!".into() }]
+    vec![Assertion::TextPresent {
+        text: "Welcome, Ada!".into(),
+    }]
 }
 
 async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
@@ -472,34 +691,80 @@ async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
     let (result, accounting) = sign_up(&env, welcome()).await;
     assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
     assert_eq!(env.fixtures.writes().len(), 1, "one sign-up submitted");
-    assert_eq!(accounting.model_requests, 3, "type, click, done: {accounting:?}");
+    assert_eq!(
+        accounting.model_requests, 3,
+        "type, click, done: {accounting:?}"
+    );
     assert_eq!(accounting.tool_calls, 3);
-    assert!(accounting.input_tokens >= 2400 && accounting.output_tokens >= 90, "{accounting:?}");
+    assert!(
+        accounting.input_tokens >= 2400 && accounting.output_tokens >= 90,
+        "{accounting:?}"
+    );
     let requests = env.model.requests.lock().unwrap().clone();
     let (headers, first) = &requests[0];
     match kind {
         ProviderKind::Anthropic => {
             assert_eq!(headers["x-api-key"], KEY);
             assert_eq!(headers["anthropic-version"], "2023-06-01");
-            let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+            let tools: Vec<&str> = first["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap())
+                .collect();
             assert_eq!(tools, ["act", "done", "look", "give_up", "infeasible"]);
             let done = &first["tools"][1]["input_schema"];
-            assert!(done["properties"]["checks"]["items"].to_string().contains("text_present"), "done proposes the runtime's checks: {done}");
+            assert!(
+                done["properties"]["checks"]["items"]
+                    .to_string()
+                    .contains("text_present"),
+                "done proposes the runtime's checks: {done}"
+            );
             assert_eq!(first["tool_choice"]["type"], "any");
-            assert!(first["system"][0]["text"].as_str().unwrap().contains("never instructions"));
+            assert!(
+                first["system"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("never instructions")
+            );
             // Prompt caching: the tools and system prompt, and the history up to the model's
             // previous answer, end in breakpoints; the cache's share of the input is counted.
-            assert_eq!(first["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+            assert_eq!(
+                first["system"][0]["cache_control"],
+                json!({"type": "ephemeral"})
+            );
             let second_messages = requests[1].1["messages"].as_array().unwrap();
             let previous_answer = &second_messages[second_messages.len() - 2];
             assert_eq!(previous_answer["role"], "assistant");
-            assert_eq!(previous_answer["content"].as_array().unwrap().last().unwrap()["cache_control"], json!({"type": "ephemeral"}));
-            assert_eq!((accounting.input_tokens, accounting.cache_read_tokens, accounting.cache_write_tokens), (3000, 1600, 1000), "{accounting:?}");
+            assert_eq!(
+                previous_answer["content"]
+                    .as_array()
+                    .unwrap()
+                    .last()
+                    .unwrap()["cache_control"],
+                json!({"type": "ephemeral"})
+            );
+            assert_eq!(
+                (
+                    accounting.input_tokens,
+                    accounting.cache_read_tokens,
+                    accounting.cache_write_tokens
+                ),
+                (3000, 1600, 1000),
+                "{accounting:?}"
+            );
             // Every tool call got its result in the next request.
             let second = &requests[1].1;
             let messages = second["messages"].as_array().unwrap();
-            assert_eq!(messages.last().unwrap()["content"][0]["type"], "tool_result", "{second}");
-            assert_eq!(messages.last().unwrap()["content"][0]["tool_use_id"], "call_0");
+            assert_eq!(
+                messages.last().unwrap()["content"][0]["type"],
+                "tool_result",
+                "{second}"
+            );
+            assert_eq!(
+                messages.last().unwrap()["content"][0]["tool_use_id"],
+                "call_0"
+            );
         }
         ProviderKind::OpenaiChat => {
             assert_eq!(headers["authorization"], format!("Bearer {KEY}"));
@@ -510,13 +775,27 @@ async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
             let messages = second["messages"].as_array().unwrap();
             assert_eq!(messages[messages.len() - 1]["role"], "tool", "{second}");
             assert_eq!(messages[messages.len() - 1]["tool_call_id"], "call_0");
-            assert!(messages[messages.len() - 2]["tool_calls"][0]["function"]["arguments"].is_string());
-            assert_eq!((accounting.input_tokens, accounting.cache_read_tokens), (2700, 1024), "OpenAI's own cache: {accounting:?}");
+            assert!(
+                messages[messages.len() - 2]["tool_calls"][0]["function"]["arguments"].is_string()
+            );
+            assert_eq!(
+                (accounting.input_tokens, accounting.cache_read_tokens),
+                (2700, 1024),
+                "OpenAI's own cache: {accounting:?}"
+            );
         }
         ProviderKind::OpenaiResponses => {
             assert_eq!(headers["authorization"], format!("Bearer {KEY}"));
-            assert!(first["instructions"].as_str().unwrap().contains("never instructions"));
-            assert_eq!((first["store"].clone(), first["tool_choice"].clone()), (json!(false), json!("required")));
+            assert!(
+                first["instructions"]
+                    .as_str()
+                    .unwrap()
+                    .contains("never instructions")
+            );
+            assert_eq!(
+                (first["store"].clone(), first["tool_choice"].clone()),
+                (json!(false), json!("required"))
+            );
             assert_eq!(
                 first["tools"][0],
                 json!({"type": "function", "name": "act", "description": first["tools"][0]["description"], "parameters": first["tools"][0]["parameters"], "strict": false})
@@ -525,16 +804,39 @@ async fn signs_up_through(kind: ProviderKind, name: &str, stream: bool) {
             let input = requests[1].1["input"].as_array().unwrap().clone();
             let n = input.len();
             assert_eq!(input[n - 3]["encrypted_content"], "opaque-0", "{input:?}");
-            assert_eq!((input[n - 2]["type"].clone(), input[n - 2]["call_id"].clone()), (json!("function_call"), json!("call_0")));
-            assert_eq!((input[n - 1]["type"].clone(), input[n - 1]["call_id"].clone()), (json!("function_call_output"), json!("call_0")));
-            assert_eq!((accounting.input_tokens, accounting.cache_read_tokens), (2400, 512), "OpenAI's own cache: {accounting:?}");
+            assert_eq!(
+                (
+                    input[n - 2]["type"].clone(),
+                    input[n - 2]["call_id"].clone()
+                ),
+                (json!("function_call"), json!("call_0"))
+            );
+            assert_eq!(
+                (
+                    input[n - 1]["type"].clone(),
+                    input[n - 1]["call_id"].clone()
+                ),
+                (json!("function_call_output"), json!("call_0"))
+            );
+            assert_eq!(
+                (accounting.input_tokens, accounting.cache_read_tokens),
+                (2400, 512),
+                "OpenAI's own cache: {accounting:?}"
+            );
         }
     }
-    assert!(requests.iter().all(|(_, body)| body["stream"] == true), "every request asks for a stream");
+    assert!(
+        requests.iter().all(|(_, body)| body["stream"] == true),
+        "every request asks for a stream"
+    );
     // Pages enter inside the markers, and only the latest page is kept in the history.
     let last = &requests[2].1;
     let text = last.to_string();
-    assert_eq!(text.matches("</untrusted nonce=").count(), 1, "older pages dropped: {text}");
+    assert_eq!(
+        text.matches("</untrusted nonce=").count(),
+        1,
+        "older pages dropped: {text}"
+    );
     assert!(text.contains("[page omitted: a newer observation follows]"));
 }
 
@@ -564,14 +866,28 @@ async fn invalid_model_output_is_answered_and_a_false_claim_does_not_succeed() {
     assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
     assert_eq!(accounting.invalid_answers, 1, "{accounting:?}");
     let requests = invalid.model.requests.lock().unwrap().clone();
-    let told = &requests[1].1["messages"].as_array().unwrap().last().unwrap()["content"][0];
+    let told = &requests[1].1["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"][0];
     assert_eq!(told["is_error"], true, "{told}");
-    assert!(told["content"].as_str().unwrap().starts_with("invalid_action: "), "{told}");
+    assert!(
+        told["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid_action: "),
+        "{told}"
+    );
 
     // Without a caller's check the model's own proposed check decides, run by the runtime.
     let own = env("own-check", ProviderKind::OpenaiChat, Script::SignUp).await;
     let (result, _) = sign_up(&own, vec![]).await;
-    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    assert_eq!(
+        (result.status(), result.reason_code()),
+        (RunStatus::Succeeded, ReasonCode::Verified),
+        "{result:?}"
+    );
 
     let liar = env("liar", ProviderKind::OpenaiChat, Script::Liar).await;
     let (result, _) = sign_up(&liar, welcome()).await;
@@ -585,17 +901,29 @@ async fn invalid_model_output_is_answered_and_a_false_claim_does_not_succeed() {
 /// else is tried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named() {
-    let limited = env("rate-limited", ProviderKind::OpenaiChat, Script::RateLimitedOnce).await;
+    let limited = env(
+        "rate-limited",
+        ProviderKind::OpenaiChat,
+        Script::RateLimitedOnce,
+    )
+    .await;
     let (result, accounting) = sign_up(&limited, welcome()).await;
     assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
-    assert_eq!(limited.model.calls.load(Ordering::SeqCst), 4, "one 429 and three answers");
+    assert_eq!(
+        limited.model.calls.load(Ordering::SeqCst),
+        4,
+        "one 429 and three answers"
+    );
     assert_eq!(accounting.model_requests, 3);
 
     let garbage = env("garbage", ProviderKind::Anthropic, Script::Garbage).await;
     let (result, _) = sign_up(&garbage, welcome()).await;
     assert_eq!(result.status(), RunStatus::Failed, "{result:?}");
     assert_eq!(result.reason_code(), ReasonCode::InvalidPlan);
-    assert!(result.summary().contains("not a valid response"), "{result:?}");
+    assert!(
+        result.summary().contains("not a valid response"),
+        "{result:?}"
+    );
 
     let missing = ModelChoice {
         provider: ProviderKind::Anthropic,
@@ -607,7 +935,10 @@ async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named
     };
     let err = Provider::new(&missing, Limits::default()).unwrap_err();
     assert!(matches!(err, ProviderError::Init { .. }), "{err}");
-    assert_eq!(err.to_string(), "the anthropic provider cannot start: GLOVEBOX_AGENT_TEST_UNSET is not set");
+    assert_eq!(
+        err.to_string(),
+        "the anthropic provider cannot start: GLOVEBOX_AGENT_TEST_UNSET is not set"
+    );
     let bad_url = ModelChoice {
         provider: ProviderKind::OpenaiChat,
         model: "m".into(),
@@ -616,7 +947,10 @@ async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named
         computer_tool: false,
         computer_tool_version: None,
     };
-    assert!(matches!(Provider::new(&bad_url, Limits::default()), Err(ProviderError::Init { .. })));
+    assert!(matches!(
+        Provider::new(&bad_url, Limits::default()),
+        Err(ProviderError::Init { .. })
+    ));
 }
 
 /// Stopping a run while its model call is in flight aborts the HTTP request: the provider sees
@@ -625,22 +959,42 @@ async fn rate_limits_are_retried_garbage_ends_the_run_and_a_missing_key_is_named
 async fn cancelling_a_run_aborts_the_model_request_in_flight() {
     let env = env("cancel", ProviderKind::Anthropic, Script::Hang).await;
     let session = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO).await.unwrap();
+    env.runtime
+        .open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO)
+        .await
+        .unwrap();
     let provider = Arc::new(Provider::new(&choice(&env), limits()).unwrap());
     let planner = ModelPlanner::new(provider, Default::default()).unwrap();
-    let (handle, join) = env.runtime.start_run(&session, RunRequest::new("Sign up as Ada"), Box::new(planner)).unwrap();
+    let (handle, join) = env
+        .runtime
+        .start_run(
+            &session,
+            RunRequest::new("Sign up as Ada"),
+            Box::new(planner),
+        )
+        .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while env.model.calls.load(Ordering::SeqCst) == 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(env.model.calls.load(Ordering::SeqCst), 1, "the model request is in flight");
+    assert_eq!(
+        env.model.calls.load(Ordering::SeqCst),
+        1,
+        "the model request is in flight"
+    );
     handle.cancel();
-    let result = tokio::time::timeout(Duration::from_secs(10), join).await.expect("the run ends").unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), join)
+        .await
+        .expect("the run ends")
+        .unwrap();
     assert_eq!(result.status(), RunStatus::Cancelled, "{result:?}");
     while !env.model.aborted.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(env.model.aborted.load(Ordering::SeqCst), "the provider saw the request go away");
+    assert!(
+        env.model.aborted.load(Ordering::SeqCst),
+        "the provider saw the request go away"
+    );
 }
 
 /// Runs "click the red square" on the canvas fixture with `planner`.
@@ -649,29 +1003,66 @@ async fn cancelling_a_run_aborts_the_model_request_in_flight() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_reads_what_the_receipt_says_inside_the_markers() {
     let env = env("receipt-detail", ProviderKind::Anthropic, Script::Download).await;
-    env.fixtures.route("/export", test_support::Route::attachment("export.csv", b"a,b\n"));
-    env.fixtures.html("/export.html", r#"<!doctype html><title>Export</title><a href="/export">Export all</a>"#);
+    env.fixtures.route(
+        "/export",
+        test_support::Route::attachment("export.csv", b"a,b\n"),
+    );
+    env.fixtures.html(
+        "/export.html",
+        r#"<!doctype html><title>Export</title><a href="/export">Export all</a>"#,
+    );
     let session = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&session, &env.fixtures.url("/export.html"), Duration::ZERO).await.unwrap();
-    let planner = ModelPlanner::new(Arc::new(Provider::new(&choice(&env), limits()).unwrap()), Default::default()).unwrap();
+    env.runtime
+        .open_tab(&session, &env.fixtures.url("/export.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let planner = ModelPlanner::new(
+        Arc::new(Provider::new(&choice(&env), limits()).unwrap()),
+        Default::default(),
+    )
+    .unwrap();
     let mut request = RunRequest::new("Export all the rows");
     request.max_steps = 4;
     request.max_seconds = 60;
-    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
-    assert!(result.summary().contains("the download needs a person"), "{result:?}");
+    let result = env
+        .runtime
+        .run(&session, request, Box::new(planner))
+        .await
+        .unwrap();
+    assert!(
+        result.summary().contains("the download needs a person"),
+        "{result:?}"
+    );
     let requests = env.model.requests.lock().unwrap().clone();
     let told = last_text(ProviderKind::Anthropic, &requests[1].1);
-    let receipt = told.split("receipt: ").nth(1).unwrap_or_else(|| panic!("the receipt's detail is there: {told}"));
-    assert!(receipt.starts_with("<untrusted nonce=") && receipt.contains(r#"began a download ("export.csv")"#), "{told}");
+    let receipt = told
+        .split("receipt: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the receipt's detail is there: {told}"));
+    assert!(
+        receipt.starts_with("<untrusted nonce=")
+            && receipt.contains(r#"began a download ("export.csv")"#),
+        "{told}"
+    );
 }
 
 async fn click_the_square(env: &Env, planner: ModelPlanner) -> protocol::RunResult {
     let session = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
+    env.runtime
+        .open_tab(
+            &session,
+            &env.fixtures.url("/canvas-target.html"),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
     let mut request = RunRequest::new("Click the red square in the picture");
     request.max_steps = 6;
     request.max_seconds = 60;
-    env.runtime.run(&session, request, Box::new(planner)).await.unwrap()
+    env.runtime
+        .run(&session, request, Box::new(planner))
+        .await
+        .unwrap()
 }
 
 /// Case 22 inside a run: the outline cannot name a picture inside a canvas, so the model asks to
@@ -681,18 +1072,40 @@ async fn click_the_square(env: &Env, planner: ModelPlanner) -> protocol::RunResu
 /// screenshot stays in the history.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canvas_task_is_done_by_looking_and_clicking_a_point_through_both_providers() {
-    for (kind, name) in [(ProviderKind::Anthropic, "canvas-anthropic"), (ProviderKind::OpenaiChat, "canvas-openai")] {
+    for (kind, name) in [
+        (ProviderKind::Anthropic, "canvas-anthropic"),
+        (ProviderKind::OpenaiChat, "canvas-openai"),
+    ] {
         let env = env(name, kind, Script::Canvas).await;
         let provider = Arc::new(Provider::new(&choice(&env), limits()).unwrap());
-        let result = click_the_square(&env, ModelPlanner::new(provider, Arc::new(Mutex::new(Accounting::default()))).unwrap()).await;
-        assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{name}: {result:?}");
+        let result = click_the_square(
+            &env,
+            ModelPlanner::new(provider, Arc::new(Mutex::new(Accounting::default()))).unwrap(),
+        )
+        .await;
+        assert_eq!(
+            (result.status(), result.reason_code()),
+            (RunStatus::Succeeded, ReasonCode::Verified),
+            "{name}: {result:?}"
+        );
         let requests = env.model.requests.lock().unwrap().clone();
         assert_eq!(requests.len(), 3, "{name}: look, click, done");
-        assert!(last_image(kind, &requests[0].1).is_none(), "no screenshot until the model asks");
-        let png = last_image(kind, &requests[1].1).expect("the page after look carries its screenshot");
-        assert_eq!(png_size(&png), Some((1280, 720)), "{name}: a PNG of the viewport, at the page's size");
+        assert!(
+            last_image(kind, &requests[0].1).is_none(),
+            "no screenshot until the model asks"
+        );
+        let png =
+            last_image(kind, &requests[1].1).expect("the page after look carries its screenshot");
+        assert_eq!(
+            png_size(&png),
+            Some((1280, 720)),
+            "{name}: a PNG of the viewport, at the page's size"
+        );
         let last = requests[2].1.to_string();
-        assert!(!last.contains("iVBOR"), "{name}: the screenshot of an older page is dropped from the history");
+        assert!(
+            !last.contains("iVBOR"),
+            "{name}: the screenshot of an older page is dropped from the history"
+        );
     }
 }
 
@@ -705,22 +1118,71 @@ async fn a_canvas_task_through_anthropics_computer_tool() {
     let env = env("computer", ProviderKind::Anthropic, Script::Computer).await;
     let mut choice = choice(&env);
     choice.computer_tool = true;
-    let result = click_the_square(&env, ModelPlanner::for_choice(&choice, Arc::new(Mutex::new(Accounting::default()))).unwrap()).await;
-    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    let result = click_the_square(
+        &env,
+        ModelPlanner::for_choice(&choice, Arc::new(Mutex::new(Accounting::default()))).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (result.status(), result.reason_code()),
+        (RunStatus::Succeeded, ReasonCode::Verified),
+        "{result:?}"
+    );
     let requests = env.model.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 2, "click, done");
     let (headers, first) = &requests[0];
-    assert!(headers["anthropic-beta"].to_str().unwrap().contains("computer-use-2025-01-24"), "{headers:?}");
-    assert_eq!(first["tools"][0], json!({"type": "computer_20250124", "name": "computer", "display_width_px": 1280, "display_height_px": 720}));
-    let names: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["computer", "done", "give_up", "infeasible"], "no act or look beside the computer tool");
-    assert_eq!(last_image(ProviderKind::Anthropic, first).as_deref().and_then(png_size), Some((1280, 720)), "the first page already comes as a screenshot");
+    assert!(
+        headers["anthropic-beta"]
+            .to_str()
+            .unwrap()
+            .contains("computer-use-2025-01-24"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        first["tools"][0],
+        json!({"type": "computer_20250124", "name": "computer", "display_width_px": 1280, "display_height_px": 720})
+    );
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["computer", "done", "give_up", "infeasible"],
+        "no act or look beside the computer tool"
+    );
+    assert_eq!(
+        last_image(ProviderKind::Anthropic, first)
+            .as_deref()
+            .and_then(png_size),
+        Some((1280, 720)),
+        "the first page already comes as a screenshot"
+    );
 
-    let openai = ModelChoice { provider: ProviderKind::OpenaiChat, computer_tool: true, ..choice.clone() };
-    let refused = ModelPlanner::for_choice(&openai, Arc::new(Mutex::new(Accounting::default()))).err().expect("no computer tool there");
-    assert!(refused.to_string().contains("openai_chat has no computer tool"), "{refused}");
-    let wrong = ModelChoice { computer_tool_version: Some(agent::ComputerTool::OpenAi), ..choice.clone() };
-    assert!(ModelPlanner::for_choice(&wrong, Default::default()).is_err(), "OpenAI's tool is not Anthropic's");
+    let openai = ModelChoice {
+        provider: ProviderKind::OpenaiChat,
+        computer_tool: true,
+        ..choice.clone()
+    };
+    let refused = ModelPlanner::for_choice(&openai, Arc::new(Mutex::new(Accounting::default())))
+        .err()
+        .expect("no computer tool there");
+    assert!(
+        refused
+            .to_string()
+            .contains("openai_chat has no computer tool"),
+        "{refused}"
+    );
+    let wrong = ModelChoice {
+        computer_tool_version: Some(agent::ComputerTool::OpenAi),
+        ..choice.clone()
+    };
+    assert!(
+        ModelPlanner::for_choice(&wrong, Default::default()).is_err(),
+        "OpenAI's tool is not Anthropic's"
+    );
 }
 
 /// Attaches the test's own CDP session to the page at `url` and pinch-zooms it by 1.25 (in a
@@ -728,10 +1190,25 @@ async fn a_canvas_task_through_anthropics_computer_tool() {
 /// The zoom lasts while the returned session is attached.
 async fn scaled(env: &Env, url: &str) -> cdp::Session {
     let connection = env.browser.connection().unwrap();
-    let targets = connection.browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
-    let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).expect("the tab's target");
+    let targets = connection
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap();
+    let target = targets
+        .target_infos
+        .iter()
+        .find(|t| t.url == url)
+        .and_then(|t| t.target_id.clone())
+        .expect("the tab's target");
     let page = connection.browser().attach(&target).await.unwrap();
-    page.send_raw("Emulation.setPageScaleFactor", json!({"pageScaleFactor": 1.25}), Duration::from_secs(5)).await.unwrap();
+    page.send_raw(
+        "Emulation.setPageScaleFactor",
+        json!({"pageScaleFactor": 1.25}),
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
     page
 }
 
@@ -740,10 +1217,16 @@ const DPR2: &[&str] = &["--force-device-scale-factor=2"];
 
 /// Runs "click the red square" on the canvas fixture at DPR 2 and zoom 1.25 with the computer
 /// tool `tool`.
-async fn click_the_scaled_square(env: &Env, tool: agent::ComputerTool) -> (protocol::RunResult, Accounting) {
+async fn click_the_scaled_square(
+    env: &Env,
+    tool: agent::ComputerTool,
+) -> (protocol::RunResult, Accounting) {
     let session = env.runtime.create_session().await.unwrap();
     let url = env.fixtures.url("/canvas-target.html");
-    env.runtime.open_tab(&session, &url, Duration::ZERO).await.unwrap();
+    env.runtime
+        .open_tab(&session, &url, Duration::ZERO)
+        .await
+        .unwrap();
     let _page = scaled(env, &url).await;
     let mut choice = choice(env);
     choice.computer_tool = true;
@@ -753,7 +1236,11 @@ async fn click_the_scaled_square(env: &Env, tool: agent::ComputerTool) -> (proto
     let mut request = RunRequest::new("Click the red square in the picture");
     request.max_steps = 6;
     request.max_seconds = 60;
-    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
+    let result = env
+        .runtime
+        .run(&session, request, Box::new(planner))
+        .await
+        .unwrap();
     let accounting = accounting.lock().unwrap().clone();
     (result, accounting)
 }
@@ -767,7 +1254,14 @@ async fn click_the_scaled_square(env: &Env, tool: agent::ComputerTool) -> (proto
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scaled_canvas_task_through_each_computer_tool() {
     // Anthropic computer_20250124: 2560×1440 fitted to 1280×720.
-    let env = env_with("computer-scaled-0124", ProviderKind::Anthropic, Script::Computer, true, DPR2).await;
+    let env = env_with(
+        "computer-scaled-0124",
+        ProviderKind::Anthropic,
+        Script::Computer,
+        true,
+        DPR2,
+    )
+    .await;
     let (result, _) = click_the_scaled_square(&env, agent::ComputerTool::Anthropic20250124).await;
     let requests = env.model.requests.lock().unwrap().clone();
     assert_eq!(
@@ -776,40 +1270,114 @@ async fn a_scaled_canvas_task_through_each_computer_tool() {
         "{result:?} {}",
         last_text(ProviderKind::Anthropic, &requests.last().unwrap().1)
     );
-    assert_eq!(requests[0].1["tools"][0]["display_width_px"], 1280, "the display is the image the model sees");
-    assert_eq!(last_image(ProviderKind::Anthropic, &requests[0].1).as_deref().and_then(png_size), Some((1280, 720)));
-    assert!(last_text(ProviderKind::Anthropic, &requests[0].1).contains("1280×720 image pixels for 1024×576 CSS pixels"));
+    assert_eq!(
+        requests[0].1["tools"][0]["display_width_px"], 1280,
+        "the display is the image the model sees"
+    );
+    assert_eq!(
+        last_image(ProviderKind::Anthropic, &requests[0].1)
+            .as_deref()
+            .and_then(png_size),
+        Some((1280, 720))
+    );
+    assert!(
+        last_text(ProviderKind::Anthropic, &requests[0].1)
+            .contains("1280×720 image pixels for 1024×576 CSS pixels")
+    );
 
     // Anthropic computer_20251124: zoom, then click.
-    let env = env_with("computer-scaled-1124", ProviderKind::Anthropic, Script::ComputerZoom, true, DPR2).await;
-    let (result, accounting) = click_the_scaled_square(&env, agent::ComputerTool::Anthropic20251124).await;
-    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    let env = env_with(
+        "computer-scaled-1124",
+        ProviderKind::Anthropic,
+        Script::ComputerZoom,
+        true,
+        DPR2,
+    )
+    .await;
+    let (result, accounting) =
+        click_the_scaled_square(&env, agent::ComputerTool::Anthropic20251124).await;
+    assert_eq!(
+        (result.status(), result.reason_code()),
+        (RunStatus::Succeeded, ReasonCode::Verified),
+        "{result:?}"
+    );
     let requests = env.model.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 3, "zoom, click, done");
     let (headers, first) = &requests[0];
-    assert!(headers["anthropic-beta"].to_str().unwrap().contains("computer-use-2025-11-24"), "{headers:?}");
-    assert_eq!((first["tools"][0]["type"].clone(), first["tools"][0]["enable_zoom"].clone()), (json!("computer_20251124"), json!(true)));
+    assert!(
+        headers["anthropic-beta"]
+            .to_str()
+            .unwrap()
+            .contains("computer-use-2025-11-24"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        (
+            first["tools"][0]["type"].clone(),
+            first["tools"][0]["enable_zoom"].clone()
+        ),
+        (json!("computer_20251124"), json!(true))
+    );
     // The zoom's answer: an 80×80 region of the 1280×720 image, cropped from the 2560×1440
     // capture at its full resolution, the square's red in its middle; the page's screenshot
     // stays beside it.
     let zoomed = last_image(ProviderKind::Anthropic, &requests[1].1).unwrap();
     assert_eq!(png_size(&zoomed), Some((160, 160)), "full resolution");
-    let images = requests[1].1.to_string().matches("\"type\":\"image\"").count();
+    let images = requests[1]
+        .1
+        .to_string()
+        .matches("\"type\":\"image\"")
+        .count();
     assert_eq!(images, 2, "the page's screenshot and the zoom");
-    assert_eq!(accounting.images, 3, "two pages and one zoom: {accounting:?}");
+    assert_eq!(
+        accounting.images, 3,
+        "two pages and one zoom: {accounting:?}"
+    );
 
     // OpenAI Responses computer tool: one batched call (move, click), two actions, one request.
-    let env = env_with("computer-scaled-openai", ProviderKind::OpenaiResponses, Script::ComputerBatch, true, DPR2).await;
+    let env = env_with(
+        "computer-scaled-openai",
+        ProviderKind::OpenaiResponses,
+        Script::ComputerBatch,
+        true,
+        DPR2,
+    )
+    .await;
     let (result, accounting) = click_the_scaled_square(&env, agent::ComputerTool::OpenAi).await;
-    assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+    assert_eq!(
+        (result.status(), result.reason_code()),
+        (RunStatus::Succeeded, ReasonCode::Verified),
+        "{result:?}"
+    );
     let requests = env.model.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 2, "the batch, then done: {accounting:?}");
-    assert_eq!(accounting.batched_actions, 1, "the click ran from the batch without a model request");
+    assert_eq!(
+        accounting.batched_actions, 1,
+        "the click ran from the batch without a model request"
+    );
     assert_eq!(requests[0].1["tools"][0], json!({"type": "computer"}));
-    assert_eq!(last_image(ProviderKind::OpenaiResponses, &requests[0].1).as_deref().and_then(png_size), Some((1365, 768)), "OpenAI's short side of 768");
-    let output = requests[1].1["input"].as_array().unwrap().iter().find(|i| i["type"] == "computer_call_output").cloned().expect("the call's output");
+    assert_eq!(
+        last_image(ProviderKind::OpenaiResponses, &requests[0].1)
+            .as_deref()
+            .and_then(png_size),
+        Some((1365, 768)),
+        "OpenAI's short side of 768"
+    );
+    let output = requests[1].1["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "computer_call_output")
+        .cloned()
+        .expect("the call's output");
     assert_eq!(output["call_id"], "call_0");
-    assert!(output["output"]["image_url"].as_str().unwrap().starts_with("data:image/png;base64,"), "{output}");
+    assert!(
+        output["output"]["image_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,"),
+        "{output}"
+    );
     assert!(output.get("acknowledged_safety_checks").is_none());
 }
 
@@ -820,42 +1388,97 @@ async fn a_scaled_canvas_task_through_each_computer_tool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_safety_check_waits_for_a_person() {
     for approve in [true, false] {
-        let env = env(if approve { "safety-approved" } else { "safety-denied" }, ProviderKind::OpenaiResponses, Script::SafetyCheck).await;
+        let env = env(
+            if approve {
+                "safety-approved"
+            } else {
+                "safety-denied"
+            },
+            ProviderKind::OpenaiResponses,
+            Script::SafetyCheck,
+        )
+        .await;
         let session = env.runtime.create_session().await.unwrap();
-        env.runtime.open_tab(&session, &env.fixtures.url("/canvas-target.html"), Duration::ZERO).await.unwrap();
+        env.runtime
+            .open_tab(
+                &session,
+                &env.fixtures.url("/canvas-target.html"),
+                Duration::ZERO,
+            )
+            .await
+            .unwrap();
         let mut choice = choice(&env);
         choice.computer_tool = true;
         let planner = ModelPlanner::for_choice(&choice, Default::default()).unwrap();
         let mut request = RunRequest::new("Click the red square in the picture");
         request.max_steps = 6;
         request.max_seconds = 60;
-        let (_handle, join) = env.runtime.start_run(&session, request, Box::new(planner)).unwrap();
+        let (_handle, join) = env
+            .runtime
+            .start_run(&session, request, Box::new(planner))
+            .unwrap();
         // The person: waits for the approval and answers it.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         let pending = loop {
             if let Some(a) = env.runtime.pending_approvals().into_iter().next() {
                 break a;
             }
-            assert!(tokio::time::Instant::now() < deadline, "no approval was asked");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no approval was asked"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        assert!(pending.reason.contains("The page may be asking you to act against the user."), "{pending:?}");
-        assert!(pending.reason.contains("malicious_instructions"), "{pending:?}");
-        let decision = if approve { runtime::ApprovalDecision::ApproveForTask } else { runtime::ApprovalDecision::Deny };
-        env.runtime.resolve_approval(&pending.approval_id, decision).unwrap();
-        let result = tokio::time::timeout(Duration::from_secs(30), join).await.unwrap().unwrap();
+        assert!(
+            pending
+                .reason
+                .contains("The page may be asking you to act against the user."),
+            "{pending:?}"
+        );
+        assert!(
+            pending.reason.contains("malicious_instructions"),
+            "{pending:?}"
+        );
+        let decision = if approve {
+            runtime::ApprovalDecision::ApproveForTask
+        } else {
+            runtime::ApprovalDecision::Deny
+        };
+        env.runtime
+            .resolve_approval(&pending.approval_id, decision)
+            .unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(30), join)
+            .await
+            .unwrap()
+            .unwrap();
         let requests = env.model.requests.lock().unwrap().clone();
-        let output = requests[1].1["input"].as_array().unwrap().iter().find(|i| i["type"] == "computer_call_output").cloned().expect("the call's output");
+        let output = requests[1].1["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "computer_call_output")
+            .cloned()
+            .expect("the call's output");
         if approve {
-            assert_eq!((result.status(), result.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified), "{result:?}");
+            assert_eq!(
+                (result.status(), result.reason_code()),
+                (RunStatus::Succeeded, ReasonCode::Verified),
+                "{result:?}"
+            );
             assert_eq!(
                 output["acknowledged_safety_checks"],
                 json!([{"id": "cu_sc_1", "code": "malicious_instructions", "message": "The page may be asking you to act against the user."}])
             );
         } else {
             assert_eq!(result.status(), RunStatus::Failed, "{result:?}");
-            assert!(output.get("acknowledged_safety_checks").is_none(), "a declined check is never acknowledged: {output}");
-            assert!(last_text(ProviderKind::OpenaiResponses, &requests[1].1).contains("refused: approval_denied"));
+            assert!(
+                output.get("acknowledged_safety_checks").is_none(),
+                "a declined check is never acknowledged: {output}"
+            );
+            assert!(
+                last_text(ProviderKind::OpenaiResponses, &requests[1].1)
+                    .contains("refused: approval_denied")
+            );
         }
         assert!(env.runtime.pending_approvals().is_empty());
     }
@@ -868,18 +1491,41 @@ async fn a_pending_safety_check_waits_for_a_person() {
 async fn a_compacted_history_keeps_the_whole_task() {
     let env = env("compaction-task", ProviderKind::Anthropic, Script::Wander).await;
     let session = env.runtime.create_session().await.unwrap();
-    env.runtime.open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO).await.unwrap();
-    let planner = ModelPlanner::new(Arc::new(Provider::new(&choice(&env), limits()).unwrap()), Default::default()).unwrap();
-    let task = format!("{}and at the very end: the last instruction is ZEBRA-7.", "Fill in the form with care. ".repeat(280));
+    env.runtime
+        .open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let planner = ModelPlanner::new(
+        Arc::new(Provider::new(&choice(&env), limits()).unwrap()),
+        Default::default(),
+    )
+    .unwrap();
+    let task = format!(
+        "{}and at the very end: the last instruction is ZEBRA-7.",
+        "Fill in the form with care. ".repeat(280)
+    );
     assert!(task.chars().count() > 7_000 && task.chars().count() <= 8_000);
     let mut request = RunRequest::new(task.clone());
     request.max_steps = 30;
     request.max_seconds = 120;
-    let result = env.runtime.run(&session, request, Box::new(planner)).await.unwrap();
-    assert!(result.summary().contains("wandered long enough"), "{result:?}");
+    let result = env
+        .runtime
+        .run(&session, request, Box::new(planner))
+        .await
+        .unwrap();
+    assert!(
+        result.summary().contains("wandered long enough"),
+        "{result:?}"
+    );
     let requests = env.model.requests.lock().unwrap().clone();
     let last = &requests.last().unwrap().1;
     let first = last["messages"][0]["content"].to_string();
-    assert!(first.contains("was compacted"), "the history was compacted by the last request: {first:.300}");
-    assert!(first.contains("the last instruction is ZEBRA-7."), "the compacted history keeps the task's end");
+    assert!(
+        first.contains("was compacted"),
+        "the history was compacted by the last request: {first:.300}"
+    );
+    assert!(
+        first.contains("the last instruction is ZEBRA-7."),
+        "the compacted history keeps the task's end"
+    );
 }

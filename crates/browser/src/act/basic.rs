@@ -19,25 +19,54 @@ use crate::tab::Tab;
 impl Tab {
     /// `navigate`: loads `url` in this tab (the scheme checked again here), waits for its load
     /// within the deadline, and confirms where it landed.
-    pub(super) async fn navigate(&self, url: &str, until: Instant, frame: FrameId) -> Result<Receipt, BrowserError> {
+    pub(super) async fn navigate(
+        &self,
+        url: &str,
+        until: Instant,
+        frame: FrameId,
+    ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Navigate;
-        policy::check_navigation(url, &policy::NavigationPolicy::default()).map_err(|e| BrowserError::NotActionable { reason: e.to_string() })?;
+        policy::check_navigation(url, &policy::NavigationPolicy::default()).map_err(|e| {
+            BrowserError::NotActionable {
+                reason: e.to_string(),
+            }
+        })?;
         let mut loads = self.session.subscribe(&["Page.loadEventFired"]);
-        let reply = self.session.call(page::Navigate { url: url.to_owned(), frame_id: None }).await?;
+        let reply = self
+            .session
+            .call(page::Navigate {
+                url: url.to_owned(),
+                frame_id: None,
+            })
+            .await?;
         if let Some(error) = reply.error_text {
-            return Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, format!("navigation failed: {error}")));
+            return Ok(Receipt::failed(
+                kind,
+                frame,
+                protocol::ErrorCode::InvalidAction,
+                true,
+                format!("navigation failed: {error}"),
+            ));
         }
         if reply.loader_id.is_some() {
             let left = until.saturating_duration_since(Instant::now());
             if tokio::time::timeout(left, loads.recv()).await.is_err() {
-                return Ok(Receipt::unknown(kind, frame, "the page did not finish loading before the deadline"));
+                return Ok(Receipt::unknown(
+                    kind,
+                    frame,
+                    "the page did not finish loading before the deadline",
+                ));
             }
         }
         let after = self.read_world_now().await?;
         if same_document_url(&after.url, url) {
             Ok(Receipt::confirmed(kind, frame))
         } else {
-            Ok(Receipt::unknown(kind, frame, format!("landed on {}", policy::redact_url(&after.url))))
+            Ok(Receipt::unknown(
+                kind,
+                frame,
+                format!("landed on {}", policy::redact_url(&after.url)),
+            ))
         }
     }
 
@@ -63,22 +92,35 @@ impl Tab {
     ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Click;
         let checked_before = match element {
-            Some(r) if button == "left" && count == 1 => self.facts(r).await.ok().and_then(|f| f.checked),
+            Some(r) if button == "left" && count == 1 => {
+                self.facts(r).await.ok().and_then(|f| f.checked)
+            }
             _ => None,
         };
         // Move, press and release go out together: a move waits for the next frame in the
         // renderer, and awaiting it alone would add that frame to every click.
-        let (moved, clicked) = tokio::join!(self.mouse_move_with(x, y, modifiers), self.mouse_click(x, y, button, count, modifiers));
+        let (moved, clicked) = tokio::join!(
+            self.mouse_move_with(x, y, modifiers),
+            self.mouse_click(x, y, button, count, modifiers)
+        );
         moved?;
         clicked?;
         self.settle(nav, until).await;
         if let (Some(r), Some(was)) = (element, checked_before)
             && let Ok(facts) = self.facts(r).await
         {
-            if facts.checked == Some(!was) || (facts.checked == Some(true) && facts.input_type == "radio") {
+            if facts.checked == Some(!was)
+                || (facts.checked == Some(true) && facts.input_type == "radio")
+            {
                 return Ok(Receipt::confirmed(kind, frame));
             }
-            return Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "clicked, but the control's checked state did not change"));
+            return Ok(Receipt::failed(
+                kind,
+                frame,
+                protocol::ErrorCode::InvalidAction,
+                true,
+                "clicked, but the control's checked state did not change",
+            ));
         }
         Ok(Receipt::dispatched(kind, frame))
     }
@@ -96,12 +138,19 @@ impl Tab {
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Type;
-        self.actionable_point(resolved, Need::Edit, viewport, until).await?;
+        self.actionable_point(resolved, Need::Edit, viewport, until)
+            .await?;
         let facts = self.facts(resolved).await?;
         self.register_secret_if_needed(resolved, text).await;
         let value = self.enter_text(resolved, &facts, text, typing).await?;
         // The field's box for the marker (never its content).
-        if let Ok(reply) = resolved.session.call(cdp::domains::dom::GetBoxModel { backend_node_id: Some(resolved.backend_node_id), object_id: None }).await
+        if let Ok(reply) = resolved
+            .session
+            .call(cdp::domains::dom::GetBoxModel {
+                backend_node_id: Some(resolved.backend_node_id),
+                object_id: None,
+            })
+            .await
             && let [x1, y1, x2, _, _, y3, ..] = reply.model.border[..]
         {
             let (ox, oy) = resolved.frame_offset;
@@ -109,7 +158,10 @@ impl Tab {
         }
         self.settle(nav, until).await;
         if value.as_deref() == Some(text)
-            || (facts.editable && facts.tag != "input" && facts.tag != "textarea" && value.as_deref().map(str::trim_end) == Some(text.trim_end()))
+            || (facts.editable
+                && facts.tag != "input"
+                && facts.tag != "textarea"
+                && value.as_deref().map(str::trim_end) == Some(text.trim_end()))
         {
             Ok(Receipt::confirmed(kind, frame))
         } else {
@@ -119,7 +171,10 @@ impl Tab {
                 frame,
                 protocol::ErrorCode::InvalidAction,
                 true,
-                format!("the field holds {got} characters after typing, not the {} typed", text.chars().count()),
+                format!(
+                    "the field holds {got} characters after typing, not the {} typed",
+                    text.chars().count()
+                ),
             ))
         }
     }
@@ -135,7 +190,8 @@ impl Tab {
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Press;
-        self.actionable_point(resolved, Need::Focus, viewport, until).await?;
+        self.actionable_point(resolved, Need::Focus, viewport, until)
+            .await?;
         self.focus(resolved).await?;
         self.press_chord(chord).await?;
         self.settle(nav, until).await;
@@ -143,7 +199,12 @@ impl Tab {
     }
 
     pub(super) async fn focus(&self, r: &Resolved) -> Result<(), BrowserError> {
-        r.session.call(Focus { backend_node_id: Some(r.backend_node_id), object_id: None }).await?;
+        r.session
+            .call(Focus {
+                backend_node_id: Some(r.backend_node_id),
+                object_id: None,
+            })
+            .await?;
         Ok(())
     }
 }

@@ -43,9 +43,21 @@ impl Tab {
         // Checks that need nothing from the page come first.
         let upload = match action {
             ExtendedAction::Upload(a) => {
-                let root = options.uploads.as_ref().ok_or_else(|| BrowserError::NotActionable { reason: "this run offers no files for upload".into() })?;
-                let paths = a.files.as_slice().iter().map(|f| root.authorise(f)).collect::<Result<Vec<_>, _>>();
-                Some(paths.map_err(|e| BrowserError::NotActionable { reason: e.to_string() })?)
+                let root = options
+                    .uploads
+                    .as_ref()
+                    .ok_or_else(|| BrowserError::NotActionable {
+                        reason: "this run offers no files for upload".into(),
+                    })?;
+                let paths = a
+                    .files
+                    .as_slice()
+                    .iter()
+                    .map(|f| root.authorise(f))
+                    .collect::<Result<Vec<_>, _>>();
+                Some(paths.map_err(|e| BrowserError::NotActionable {
+                    reason: e.to_string(),
+                })?)
             }
             _ => None,
         };
@@ -53,7 +65,9 @@ impl Tab {
             && a.expect_download
             && options.downloads.is_none()
         {
-            return Err(BrowserError::NotActionable { reason: "this run does not capture downloads; click without expect_download".into() });
+            return Err(BrowserError::NotActionable {
+                reason: "this run does not capture downloads; click without expect_download".into(),
+            });
         }
         let key = match action {
             ExtendedAction::KeyDown(a) | ExtendedAction::KeyUp(a) => {
@@ -61,10 +75,17 @@ impl Tab {
                 let held = lock(&self.state).held.holds_key(&def);
                 match action {
                     ExtendedAction::KeyDown(_) if held => {
-                        return Err(BrowserError::NotActionable { reason: format!("{} is held down already; release it with key_up first", def.key) });
+                        return Err(BrowserError::NotActionable {
+                            reason: format!(
+                                "{} is held down already; release it with key_up first",
+                                def.key
+                            ),
+                        });
                     }
                     ExtendedAction::KeyUp(_) if !held => {
-                        return Err(BrowserError::NotActionable { reason: format!("{} is not held down (key_down it first)", def.key) });
+                        return Err(BrowserError::NotActionable {
+                            reason: format!("{} is not held down (key_down it first)", def.key),
+                        });
                     }
                     _ => Some(def),
                 }
@@ -78,17 +99,31 @@ impl Tab {
         match action {
             ExtendedAction::Click(a) => {
                 let element = self.resolve_target(record, &a.target).await?;
-                let point = self.target_point(record, now, &a.target, element.as_ref(), Need::Pointer, until).await?;
+                let point = self
+                    .target_point(
+                        record,
+                        now,
+                        &a.target,
+                        element.as_ref(),
+                        Need::Pointer,
+                        until,
+                    )
+                    .await?;
                 let capture = match (&options.downloads, a.expect_download) {
                     (Some(dir), true) => Some(self.arm_download(dir).await?),
                     _ => None,
                 };
-                let settle_until = if capture.is_some() { (Instant::now() + DOWNLOAD_SETTLE).min(until) } else { until };
+                let settle_until = if capture.is_some() {
+                    (Instant::now() + DOWNLOAD_SETTLE).min(until)
+                } else {
+                    until
+                };
                 // A modifier or middle click on a link opens it in a tab the browser gives no
                 // opener: expect the link's URL, so the outcome can name that tab.
                 if (!a.modifiers.is_empty() || button(a.button) == "middle")
                     && let Some(el) = element.as_ref()
-                    && let Ok(Value::String(href)) = self.call_on(el, LINK_HREF_JS, vec![], false).await
+                    && let Ok(Value::String(href)) =
+                        self.call_on(el, LINK_HREF_JS, vec![], false).await
                 {
                     let mut state = lock(&self.state);
                     if state.window_opens.len() < 16 {
@@ -96,26 +131,70 @@ impl Tab {
                     }
                 }
                 let (pressed, bits) = self.modifiers_down(&a.modifiers).await?;
-                let clicked =
-                    self.click_and_verify(element.as_ref(), point, button(a.button), a.click_count.get(), bits, &mut nav, settle_until, frame.clone()).await;
+                let clicked = self
+                    .click_and_verify(
+                        element.as_ref(),
+                        point,
+                        button(a.button),
+                        a.click_count.get(),
+                        bits,
+                        &mut nav,
+                        settle_until,
+                        frame.clone(),
+                    )
+                    .await;
                 let released = self.modifiers_up(&pressed, bits).await;
                 let receipt = clicked?;
                 released?;
-                let Some(capture) = capture else { return Ok(receipt.into()) };
-                let wait_until = until.checked_sub(DOWNLOAD_MARGIN).unwrap_or(until).max(Instant::now());
+                let Some(capture) = capture else {
+                    return Ok(receipt.into());
+                };
+                let wait_until = until
+                    .checked_sub(DOWNLOAD_MARGIN)
+                    .unwrap_or(until)
+                    .max(Instant::now());
                 let kind = ActionKind::Click;
                 Ok(match self.await_download(capture, wait_until).await {
-                    DownloadEnd::Completed(info) => Dispatched { receipt: Receipt::confirmed(kind, frame), downloads: vec![info] },
-                    DownloadEnd::Canceled => Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "the download was canceled").into(),
-                    DownloadEnd::NotFinished { began: true } => Receipt::unknown(kind, frame, "the download did not finish before the deadline").into(),
-                    DownloadEnd::NotFinished { began: false } => {
-                        Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "the click started no download").into()
-                    }
+                    DownloadEnd::Completed(info) => Dispatched {
+                        receipt: Receipt::confirmed(kind, frame),
+                        downloads: vec![info],
+                    },
+                    DownloadEnd::Canceled => Receipt::failed(
+                        kind,
+                        frame,
+                        protocol::ErrorCode::InvalidAction,
+                        true,
+                        "the download was canceled",
+                    )
+                    .into(),
+                    DownloadEnd::NotFinished { began: true } => Receipt::unknown(
+                        kind,
+                        frame,
+                        "the download did not finish before the deadline",
+                    )
+                    .into(),
+                    DownloadEnd::NotFinished { began: false } => Receipt::failed(
+                        kind,
+                        frame,
+                        protocol::ErrorCode::InvalidAction,
+                        true,
+                        "the click started no download",
+                    )
+                    .into(),
                 })
             }
             ExtendedAction::Hover(a) => {
                 let element = self.resolve_target(record, &a.target).await?;
-                let (x, y) = self.target_point(record, now, &a.target, element.as_ref(), Need::Pointer, until).await?;
+                let (x, y) = self
+                    .target_point(
+                        record,
+                        now,
+                        &a.target,
+                        element.as_ref(),
+                        Need::Pointer,
+                        until,
+                    )
+                    .await?;
                 let (pressed, bits) = self.modifiers_down(&a.modifiers).await?;
                 let moved = self.mouse_move_with(x, y, bits).await;
                 self.settle(&mut nav, until).await;
@@ -126,22 +205,43 @@ impl Tab {
             }
             ExtendedAction::Type(a) => {
                 let resolved = self.resolve_spec(record, &a.target).await?;
-                Ok(self.type_text(&resolved, a.text.as_str(), a.mode.into(), viewport, &mut nav, until, frame).await?.into())
+                Ok(self
+                    .type_text(
+                        &resolved,
+                        a.text.as_str(),
+                        a.mode.into(),
+                        viewport,
+                        &mut nav,
+                        until,
+                        frame,
+                    )
+                    .await?
+                    .into())
             }
             ExtendedAction::Press(a) => {
                 let chord = chord(a.key.as_str())?;
                 let resolved = self.resolve_spec(record, &a.target).await?;
                 self.trace(super::Trace::Keys(a.key.as_str().to_owned()));
-                Ok(self.press_key(&resolved, &chord, viewport, &mut nav, until, frame).await?.into())
+                Ok(self
+                    .press_key(&resolved, &chord, viewport, &mut nav, until, frame)
+                    .await?
+                    .into())
             }
             ExtendedAction::KeyDown(a) | ExtendedAction::KeyUp(a) => {
-                let def = key.ok_or_else(|| BrowserError::Internal { reason: "a key action without its key".into() })?;
+                let def = key.ok_or_else(|| BrowserError::Internal {
+                    reason: "a key action without its key".into(),
+                })?;
                 if let Some(spec) = &a.target {
                     let resolved = self.resolve_spec(record, spec).await?;
-                    self.actionable_point(&resolved, Need::Focus, viewport, until).await?;
+                    self.actionable_point(&resolved, Need::Focus, viewport, until)
+                        .await?;
                     self.focus(&resolved).await?;
                 }
-                let arrow = if matches!(action, ExtendedAction::KeyDown(_)) { "↓" } else { "↑" };
+                let arrow = if matches!(action, ExtendedAction::KeyDown(_)) {
+                    "↓"
+                } else {
+                    "↑"
+                };
                 self.trace(super::Trace::Keys(format!("{arrow}{}", def.key)));
                 if matches!(action, ExtendedAction::KeyDown(_)) {
                     self.key_down(&def).await?;
@@ -156,7 +256,11 @@ impl Tab {
                 let (point, element) = match &a.target {
                     Some(spec) => {
                         let resolved = self.resolve_spec(record, spec).await?;
-                        (self.actionable_point(&resolved, Need::Pointer, viewport, until).await?, Some(resolved))
+                        (
+                            self.actionable_point(&resolved, Need::Pointer, viewport, until)
+                                .await?,
+                            Some(resolved),
+                        )
                     }
                     None => ((now.width / 2.0, now.height / 2.0), None),
                 };
@@ -164,7 +268,9 @@ impl Tab {
                 self.wheel(point.0, point.1, dx, dy).await?;
                 self.settle(&mut nav, until).await;
                 let kind = ActionKind::Scroll;
-                if (dx == 0.0 && dy == 0.0) || self.scrolled(now, element.as_ref(), &before, until).await? {
+                if (dx == 0.0 && dy == 0.0)
+                    || self.scrolled(now, element.as_ref(), &before, until).await?
+                {
                     return Ok(Receipt::confirmed(kind, frame).into());
                 }
                 Ok(Receipt::failed(
@@ -180,33 +286,78 @@ impl Tab {
                 let resolved = self.resolve_spec(record, &a.target).await?;
                 let choice = match &a.choice {
                     SelectChoice::One(value) => Choice::One(value.as_str()),
-                    SelectChoice::Many(values) => Choice::Many(values.as_slice().iter().map(|v| v.as_str()).collect()),
+                    SelectChoice::Many(values) => {
+                        Choice::Many(values.as_slice().iter().map(|v| v.as_str()).collect())
+                    }
                 };
-                Ok(self.select_options(&resolved, choice, viewport, &mut nav, until, frame).await?.into())
+                Ok(self
+                    .select_options(&resolved, choice, viewport, &mut nav, until, frame)
+                    .await?
+                    .into())
             }
             ExtendedAction::Drag(a) => {
                 let source = self.resolve_target(record, &a.source).await?;
                 let destination = self.resolve_target(record, &a.destination).await?;
                 // The destination first: scrolling it into view must not move the source afterwards.
-                let to = self.target_point(record, now, &a.destination, destination.as_ref(), Need::Focus, until).await?;
-                let from = self.target_point(record, now, &a.source, source.as_ref(), Need::Pointer, until).await?;
+                let to = self
+                    .target_point(
+                        record,
+                        now,
+                        &a.destination,
+                        destination.as_ref(),
+                        Need::Focus,
+                        until,
+                    )
+                    .await?;
+                let from = self
+                    .target_point(
+                        record,
+                        now,
+                        &a.source,
+                        source.as_ref(),
+                        Need::Pointer,
+                        until,
+                    )
+                    .await?;
                 if let Some(d) = &destination {
-                    let again = self.quad_centre(d).await?.map(|(x, y)| (x + d.frame_offset.0, y + d.frame_offset.1));
+                    let again = self
+                        .quad_centre(d)
+                        .await?
+                        .map(|(x, y)| (x + d.frame_offset.0, y + d.frame_offset.1));
                     if again.is_none_or(|(x, y)| (x - to.0).abs() > 1.0 || (y - to.1).abs() > 1.0) {
-                        return Err(BrowserError::NotActionable { reason: format!("{} and its source cannot both be in view", d.label) });
+                        return Err(BrowserError::NotActionable {
+                            reason: format!("{} and its source cannot both be in view", d.label),
+                        });
                     }
                 }
                 let to = match a.end_offset {
                     Some(o) => (to.0 + f64::from(o.x.get()), to.1 + f64::from(o.y.get())),
                     None => to,
                 };
-                let inside = |(x, y): (f64, f64)| (0.0..now.width).contains(&x) && (0.0..now.height).contains(&y);
+                let inside = |(x, y): (f64, f64)| {
+                    (0.0..now.width).contains(&x) && (0.0..now.height).contains(&y)
+                };
                 if !inside(to) {
-                    return Err(BrowserError::NotActionable { reason: format!("the drop point ({:.0}, {:.0}) is outside the viewport", to.0, to.1) });
+                    return Err(BrowserError::NotActionable {
+                        reason: format!(
+                            "the drop point ({:.0}, {:.0}) is outside the viewport",
+                            to.0, to.1
+                        ),
+                    });
                 }
-                let via: Vec<(f64, f64)> = a.path.as_slice().iter().map(|p| (f64::from(p.x), f64::from(p.y))).collect();
+                let via: Vec<(f64, f64)> = a
+                    .path
+                    .as_slice()
+                    .iter()
+                    .map(|p| (f64::from(p.x), f64::from(p.y)))
+                    .collect();
                 if let Some(p) = via.iter().find(|p| !inside(**p)) {
-                    return Err(BrowserError::NotActionable { reason: format!("path point ({:.0}, {:.0}) is outside the viewport", p.0, p.1) });
+                    return Err(BrowserError::NotActionable {
+                        reason: format!(
+                            "path point ({:.0}, {:.0}) is outside the viewport",
+                            p.0, p.1
+                        ),
+                    });
                 }
                 let kind = ExtendedKind::Drag;
                 match a.mode {
@@ -238,22 +389,42 @@ impl Tab {
                 let facts = self.facts(&resolved).await?;
                 if facts.tag != "input" || facts.input_type != "file" {
                     // A control that opens a file chooser (see `files.rs`).
-                    let point = self.actionable_point(&resolved, Need::Pointer, viewport, until).await?;
-                    return Ok(self.upload_through_chooser(&resolved, point, &paths, &mut nav, until, frame).await?.into());
+                    let point = self
+                        .actionable_point(&resolved, Need::Pointer, viewport, until)
+                        .await?;
+                    return Ok(self
+                        .upload_through_chooser(&resolved, point, &paths, &mut nav, until, frame)
+                        .await?
+                        .into());
                 }
                 if facts.disabled {
-                    return Err(BrowserError::NotActionable { reason: format!("{} is disabled", resolved.label) });
+                    return Err(BrowserError::NotActionable {
+                        reason: format!("{} is disabled", resolved.label),
+                    });
                 }
                 if paths.len() > 1 && !facts.multiple {
-                    return Err(BrowserError::NotActionable { reason: format!("{} takes one file, not {}", resolved.label, paths.len()) });
+                    return Err(BrowserError::NotActionable {
+                        reason: format!("{} takes one file, not {}", resolved.label, paths.len()),
+                    });
                 }
                 let names = self.set_files(&resolved, &paths).await?;
                 self.settle(&mut nav, until).await;
                 Ok(files_receipt(names, &paths, frame).into())
             }
-            ExtendedAction::Navigate(a) => Ok(self.navigate(a.url.as_str(), until, frame).await?.into()),
-            ExtendedAction::Wait(a) => Ok(self.wait(Duration::from_millis(u64::from(a.duration_ms.get())), until, frame).await.into()),
-            ExtendedAction::Dialog(_) => Err(BrowserError::Internal { reason: "dialog answers go through answer_dialog".into() }),
+            ExtendedAction::Navigate(a) => {
+                Ok(self.navigate(a.url.as_str(), until, frame).await?.into())
+            }
+            ExtendedAction::Wait(a) => Ok(self
+                .wait(
+                    Duration::from_millis(u64::from(a.duration_ms.get())),
+                    until,
+                    frame,
+                )
+                .await
+                .into()),
+            ExtendedAction::Dialog(_) => Err(BrowserError::Internal {
+                reason: "dialog answers go through answer_dialog".into(),
+            }),
         }
     }
 
@@ -268,15 +439,26 @@ impl Tab {
         until: Instant,
     ) -> Result<(f64, f64), BrowserError> {
         match (element, target) {
-            (Some(r), _) => self.actionable_point(r, need, (now.width, now.height), until).await,
+            (Some(r), _) => {
+                self.actionable_point(r, need, (now.width, now.height), until)
+                    .await
+            }
             (None, Target::Point(p)) => point_target(record, now, *p),
-            (None, _) => Err(BrowserError::Internal { reason: "an element target was not resolved".into() }),
+            (None, _) => Err(BrowserError::Internal {
+                reason: "an element target was not resolved".into(),
+            }),
         }
     }
 
     /// Whether the page (or the element, or one of its ancestors) scrolled since `now` /
     /// `before`. The wheel scrolls asynchronously, so a few animation frames are given.
-    pub(super) async fn scrolled(&self, now: &WorldState, element: Option<&Resolved>, before: &Value, until: Instant) -> Result<bool, BrowserError> {
+    pub(super) async fn scrolled(
+        &self,
+        now: &WorldState,
+        element: Option<&Resolved>,
+        before: &Value,
+        until: Instant,
+    ) -> Result<bool, BrowserError> {
         for _ in 0..5 {
             let after = self.read_world_now().await?;
             if after.scroll_x != now.scroll_x || after.scroll_y != now.scroll_y {
@@ -296,14 +478,19 @@ impl Tab {
     /// Scroll offsets of an element and its ancestors (`Null` without one).
     async fn scroll_offsets(&self, element: Option<&Resolved>) -> Value {
         match element {
-            Some(r) => self.call_on(r, SCROLL_OFFSETS_JS, vec![], false).await.unwrap_or(Value::Null),
+            Some(r) => self
+                .call_on(r, SCROLL_OFFSETS_JS, vec![], false)
+                .await
+                .unwrap_or(Value::Null),
             None => Value::Null,
         }
     }
 
     /// Waits one animation frame of the page (bounded), for asynchronous scrolling.
     async fn read_after_frame(&self) {
-        let Ok(context) = crate::capture::world_context(self).await else { return };
+        let Ok(context) = crate::capture::world_context(self).await else {
+            return;
+        };
         let wait = self.session.call(cdp::domains::runtime::Evaluate {
             expression: "new Promise((r) => requestAnimationFrame(() => r(true)))".into(),
             context_id: Some(context),
@@ -316,7 +503,8 @@ impl Tab {
 }
 
 /// The URL of the link an element is in, if any.
-const LINK_HREF_JS: &str = "function() { const a = this.closest && this.closest('a[href]'); return a ? a.href : null; }";
+const LINK_HREF_JS: &str =
+    "function() { const a = this.closest && this.closest('a[href]'); return a ? a.href : null; }";
 
 fn button(b: MouseButton) -> &'static str {
     match b {

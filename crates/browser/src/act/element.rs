@@ -65,7 +65,11 @@ pub(super) enum Need {
 impl Tab {
     /// A ref of `record` to its live node, or `Stale` if it is gone or is no longer what was seen.
     /// A frame element's ref is refused: it names a frame to enter, not a target.
-    pub(super) async fn resolve(&self, record: &ObservationRecord, element: &ElementRef) -> Result<Resolved, BrowserError> {
+    pub(super) async fn resolve(
+        &self,
+        record: &ObservationRecord,
+        element: &ElementRef,
+    ) -> Result<Resolved, BrowserError> {
         let binding = binding_of(record, element)?;
         if binding.frame {
             let r = element.as_str();
@@ -80,38 +84,92 @@ impl Tab {
     }
 
     /// A frame element's ref of `record` to its live node, for a frame step.
-    pub(super) async fn resolve_frame(&self, record: &ObservationRecord, element: &ElementRef) -> Result<Resolved, BrowserError> {
+    pub(super) async fn resolve_frame(
+        &self,
+        record: &ObservationRecord,
+        element: &ElementRef,
+    ) -> Result<Resolved, BrowserError> {
         let binding = binding_of(record, element)?;
         if !binding.frame {
             return Err(BrowserError::NotActionable {
-                reason: format!("{} ({} \"{}\") is not a frame; a frame step names an iframe's ref", element.as_str(), binding.role, binding.name),
+                reason: format!(
+                    "{} ({} \"{}\") is not a frame; a frame step names an iframe's ref",
+                    element.as_str(),
+                    binding.role,
+                    binding.name
+                ),
             });
         }
         self.resolve_binding(element, binding).await
     }
 
-    async fn resolve_binding(&self, element: &ElementRef, binding: RefBinding) -> Result<Resolved, BrowserError> {
-        let label = format!("{} ({} \"{}\")", element.as_str(), binding.role, binding.name);
-        let gone = |why: &str| BrowserError::Stale { reason: format!("{label} {why}") };
+    async fn resolve_binding(
+        &self,
+        element: &ElementRef,
+        binding: RefBinding,
+    ) -> Result<Resolved, BrowserError> {
+        let label = format!(
+            "{} ({} \"{}\")",
+            element.as_str(),
+            binding.role,
+            binding.name
+        );
+        let gone = |why: &str| BrowserError::Stale {
+            reason: format!("{label} {why}"),
+        };
         // After a detach and resume the observed session is gone; the same frame's live one serves.
         let session = &self.live_session(&binding.session);
         let ax_check = async {
             match binding.fingerprint {
                 Some(_) => None,
-                None => Some(session.call(GetPartialAxTree { backend_node_id: Some(binding.backend_node_id), fetch_relatives: Some(false) }).await),
+                None => Some(
+                    session
+                        .call(GetPartialAxTree {
+                            backend_node_id: Some(binding.backend_node_id),
+                            fetch_relatives: Some(false),
+                        })
+                        .await,
+                ),
             }
         };
-        let (object, ax) = tokio::join!(session.call(ResolveNode { backend_node_id: Some(binding.backend_node_id), execution_context_id: None }), ax_check,);
+        let (object, ax) = tokio::join!(
+            session.call(ResolveNode {
+                backend_node_id: Some(binding.backend_node_id),
+                execution_context_id: None
+            }),
+            ax_check,
+        );
         let object = object.map_err(|_| gone("is no longer in the page"))?;
-        let object_id = object.object.object_id.ok_or_else(|| gone("is no longer in the page"))?;
+        let object_id = object
+            .object
+            .object_id
+            .ok_or_else(|| gone("is no longer in the page"))?;
         if let Some(ax) = ax {
             let ax = ax.map_err(|_| gone("is no longer in the page"))?;
-            let node = ax.nodes.iter().find(|n| n.backend_dom_node_id == Some(binding.backend_node_id)).or(ax.nodes.first());
-            let role = node.and_then(|n| n.role.as_ref()).and_then(|r| r.text()).unwrap_or_default();
-            let name = node.and_then(|n| n.name.as_ref()).and_then(|r| r.text()).map(|n| crate::model::fold(&n)).unwrap_or_default();
+            let node = ax
+                .nodes
+                .iter()
+                .find(|n| n.backend_dom_node_id == Some(binding.backend_node_id))
+                .or(ax.nodes.first());
+            let role = node
+                .and_then(|n| n.role.as_ref())
+                .and_then(|r| r.text())
+                .unwrap_or_default();
+            let name = node
+                .and_then(|n| n.name.as_ref())
+                .and_then(|r| r.text())
+                .map(|n| crate::model::fold(&n))
+                .unwrap_or_default();
             if role != binding.ax_role || name != binding.ax_name {
                 return Err(BrowserError::Stale {
-                    reason: format!("{} changed: it was {} \"{}\", it is now {} \"{}\"", element.as_str(), binding.ax_role, binding.ax_name, role, name),
+                    reason: format!(
+                        "{} changed: it was {} \"{}\", it is now {} \"{}\"",
+                        element.as_str(),
+                        binding.ax_role,
+                        binding.ax_name,
+                        role,
+                        name
+                    ),
                 });
             }
         }
@@ -126,10 +184,17 @@ impl Tab {
             name: binding.name.clone(),
         };
         if let Some(expected) = &binding.fingerprint {
-            let now = self.call_on(&resolved, crate::synth::FINGERPRINT_JS, vec![], false).await?;
+            let now = self
+                .call_on(&resolved, crate::synth::FINGERPRINT_JS, vec![], false)
+                .await?;
             if now.as_str() != Some(expected.as_str()) {
                 return Err(BrowserError::Stale {
-                    reason: format!("{} changed since it was observed as {} \"{}\"", element.as_str(), binding.role, binding.name),
+                    reason: format!(
+                        "{} changed since it was observed as {} \"{}\"",
+                        element.as_str(),
+                        binding.role,
+                        binding.name
+                    ),
                 });
             }
         }
@@ -140,32 +205,54 @@ impl Tab {
         Ok(resolved)
     }
 
-    pub(super) async fn call_on(&self, r: &Resolved, function: &str, args: Vec<Value>, await_promise: bool) -> Result<Value, BrowserError> {
+    pub(super) async fn call_on(
+        &self,
+        r: &Resolved,
+        function: &str,
+        args: Vec<Value>,
+        await_promise: bool,
+    ) -> Result<Value, BrowserError> {
         let reply = r
             .session
             .call(CallFunctionOn {
                 function_declaration: function.to_owned(),
                 object_id: Some(r.object_id.clone()),
-                arguments: args.into_iter().map(|v| CallArgument { value: Some(v), object_id: None }).collect(),
+                arguments: args
+                    .into_iter()
+                    .map(|v| CallArgument {
+                        value: Some(v),
+                        object_id: None,
+                    })
+                    .collect(),
                 return_by_value: Some(true),
                 await_promise: Some(await_promise),
                 ..Default::default()
             })
             .await?;
         if let Some(exception) = reply.exception_details {
-            return Err(BrowserError::Internal { reason: format!("element script failed: {}", exception.message()) });
+            return Err(BrowserError::Internal {
+                reason: format!("element script failed: {}", exception.message()),
+            });
         }
         Ok(reply.result.value.unwrap_or(Value::Null))
     }
 
     pub(super) async fn facts(&self, r: &Resolved) -> Result<Facts, BrowserError> {
         let value = self.call_on(r, ACTIONABILITY_JS, vec![], false).await?;
-        serde_json::from_value(value).map_err(|e| BrowserError::Internal { reason: format!("element facts did not decode: {e}") })
+        serde_json::from_value(value).map_err(|e| BrowserError::Internal {
+            reason: format!("element facts did not decode: {e}"),
+        })
     }
 
     /// Waits (within `until`) for the element to be visible, stable, enabled, in view and — for
     /// pointer input — the one receiving the pointer. Returns the point in top-level viewport pixels.
-    pub(super) async fn actionable_point(&self, r: &Resolved, need: Need, viewport: (f64, f64), until: Instant) -> Result<(f64, f64), BrowserError> {
+    pub(super) async fn actionable_point(
+        &self,
+        r: &Resolved,
+        need: Need,
+        viewport: (f64, f64),
+        until: Instant,
+    ) -> Result<(f64, f64), BrowserError> {
         let label = r.label.clone();
         let mut attempt = 0u32;
         loop {
@@ -180,37 +267,55 @@ impl Tab {
             // reports why (covered, disabled) rather than running into the action's deadline.
             let one_pass = checked.elapsed().max(Duration::from_millis(25)) * 2;
             if Instant::now() + pause + one_pass >= until {
-                return Err(BrowserError::NotActionable { reason: last_reason });
+                return Err(BrowserError::NotActionable {
+                    reason: last_reason,
+                });
             }
             tokio::time::sleep(pause).await;
         }
     }
 
     /// One pass of the checks: `Ready(point)`, `Retry(reason)`, or `Err` to give up.
-    async fn check_once(&self, r: &Resolved, need: Need, label: &str, viewport: (f64, f64)) -> Result<Pass, BrowserError> {
+    async fn check_once(
+        &self,
+        r: &Resolved,
+        need: Need,
+        label: &str,
+        viewport: (f64, f64),
+    ) -> Result<Pass, BrowserError> {
         let facts = self.facts(r).await?;
         if !facts.connected {
-            return Err(BrowserError::Stale { reason: format!("{label} was removed from the page") });
+            return Err(BrowserError::Stale {
+                reason: format!("{label} was removed from the page"),
+            });
         }
         if facts.disabled {
             return Ok(Pass::Retry(format!("{label} is disabled")));
         }
         if need == Need::Edit && !facts.editable && !is_settable_input(&facts) {
-            return Err(BrowserError::NotActionable { reason: format!("{label} is not editable") });
+            return Err(BrowserError::NotActionable {
+                reason: format!("{label} is not editable"),
+            });
         }
         let session = &r.session;
-        let Some(first) = self.quad_centre(r).await? else { return Ok(Pass::Retry(format!("{label} is not visible"))) };
+        let Some(first) = self.quad_centre(r).await? else {
+            return Ok(Pass::Retry(format!("{label} is not visible")));
+        };
         let (ox, oy) = r.frame_offset;
         // Stable: where it was when observed (an earlier frame), or the same box across two
         // animation frames now.
-        let unmoved =
-            r.observed_bounds.is_some_and(|[bx, by, bw, bh]| (first.0 + ox - (bx + bw / 2.0)).abs() <= 0.5 && (first.1 + oy - (by + bh / 2.0)).abs() <= 0.5);
+        let unmoved = r.observed_bounds.is_some_and(|[bx, by, bw, bh]| {
+            (first.0 + ox - (bx + bw / 2.0)).abs() <= 0.5
+                && (first.1 + oy - (by + bh / 2.0)).abs() <= 0.5
+        });
         let second = if unmoved {
             first
         } else {
             self.call_on(r, "function () { return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))); }", vec![], true)
                 .await?;
-            let Some(second) = self.quad_centre(r).await? else { return Ok(Pass::Retry(format!("{label} is not visible"))) };
+            let Some(second) = self.quad_centre(r).await? else {
+                return Ok(Pass::Retry(format!("{label} is not visible")));
+            };
             if (first.0 - second.0).abs() > 0.5 || (first.1 - second.1).abs() > 0.5 {
                 return Ok(Pass::Retry(format!("{label} is moving")));
             }
@@ -219,7 +324,12 @@ impl Tab {
         let (x, y) = (second.0 + ox, second.1 + oy);
         let (width, height) = viewport;
         if !(0.0..width).contains(&x) || !(0.0..height).contains(&y) {
-            session.call(ScrollIntoViewIfNeeded { backend_node_id: Some(r.backend_node_id), object_id: None }).await?;
+            session
+                .call(ScrollIntoViewIfNeeded {
+                    backend_node_id: Some(r.backend_node_id),
+                    object_id: None,
+                })
+                .await?;
             return Ok(Pass::Retry(format!("{label} is outside the viewport")));
         }
         if need == Need::Pointer {
@@ -235,17 +345,29 @@ impl Tab {
                 .await
             {
                 Ok(hit) => hit,
-                Err(cdp::CdpError::Protocol { .. }) => return Ok(Pass::Retry(format!("nothing receives the pointer at the centre of {label}"))),
+                Err(cdp::CdpError::Protocol { .. }) => {
+                    return Ok(Pass::Retry(format!(
+                        "nothing receives the pointer at the centre of {label}"
+                    )));
+                }
                 Err(e) => return Err(e.into()),
             };
             if hit.backend_node_id != r.backend_node_id {
-                let hit_object = session.call(ResolveNode { backend_node_id: Some(hit.backend_node_id), execution_context_id: None }).await?;
+                let hit_object = session
+                    .call(ResolveNode {
+                        backend_node_id: Some(hit.backend_node_id),
+                        execution_context_id: None,
+                    })
+                    .await?;
                 let hit_id = hit_object.object.object_id.unwrap_or_default();
                 let inside = session
                     .call(CallFunctionOn {
                         function_declaration: CONTAINS_JS.to_owned(),
                         object_id: Some(r.object_id.clone()),
-                        arguments: vec![CallArgument { value: None, object_id: Some(hit_id.clone()) }],
+                        arguments: vec![CallArgument {
+                            value: None,
+                            object_id: Some(hit_id.clone()),
+                        }],
                         return_by_value: Some(true),
                         ..Default::default()
                     })
@@ -259,7 +381,11 @@ impl Tab {
                             ..Default::default()
                         })
                         .await?;
-                    let covering = described.result.value.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "another element".into());
+                    let covering = described
+                        .result
+                        .value
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "another element".into());
                     return Ok(Pass::Retry(format!("{label} is covered by {covering}")));
                 }
             }
@@ -267,29 +393,62 @@ impl Tab {
         Ok(Pass::Ready((x, y)))
     }
 
-    pub(super) async fn quad_centre(&self, r: &Resolved) -> Result<Option<(f64, f64)>, BrowserError> {
-        let quads = match r.session.call(GetContentQuads { backend_node_id: Some(r.backend_node_id), object_id: None }).await {
+    pub(super) async fn quad_centre(
+        &self,
+        r: &Resolved,
+    ) -> Result<Option<(f64, f64)>, BrowserError> {
+        let quads = match r
+            .session
+            .call(GetContentQuads {
+                backend_node_id: Some(r.backend_node_id),
+                object_id: None,
+            })
+            .await
+        {
             Ok(q) => q.quads,
             Err(cdp::CdpError::Protocol { .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         Ok(quads.iter().filter(|q| q.len() == 8).find_map(|q| {
-            let area = ((q[0] * q[3] - q[2] * q[1]) + (q[2] * q[5] - q[4] * q[3]) + (q[4] * q[7] - q[6] * q[5]) + (q[6] * q[1] - q[0] * q[7])).abs() / 2.0;
-            (area > 0.99).then(|| ((q[0] + q[2] + q[4] + q[6]) / 4.0, (q[1] + q[3] + q[5] + q[7]) / 4.0))
+            let area = ((q[0] * q[3] - q[2] * q[1])
+                + (q[2] * q[5] - q[4] * q[3])
+                + (q[4] * q[7] - q[6] * q[5])
+                + (q[6] * q[1] - q[0] * q[7]))
+                .abs()
+                / 2.0;
+            (area > 0.99).then(|| {
+                (
+                    (q[0] + q[2] + q[4] + q[6]) / 4.0,
+                    (q[1] + q[3] + q[5] + q[7]) / 4.0,
+                )
+            })
         }))
     }
 }
 
 pub(super) fn is_settable_input(facts: &Facts) -> bool {
-    facts.tag == "input" && matches!(facts.input_type.as_str(), "date" | "time" | "datetime-local" | "month" | "week" | "color" | "range")
+    facts.tag == "input"
+        && matches!(
+            facts.input_type.as_str(),
+            "date" | "time" | "datetime-local" | "month" | "week" | "color" | "range"
+        )
 }
 
 /// The binding of a ref of `record`, or `Stale` when that observation did not issue it.
-fn binding_of(record: &ObservationRecord, element: &ElementRef) -> Result<RefBinding, BrowserError> {
+fn binding_of(
+    record: &ObservationRecord,
+    element: &ElementRef,
+) -> Result<RefBinding, BrowserError> {
     record
         .binding(element)
         .cloned()
-        .ok_or_else(|| BrowserError::Stale { reason: format!("{} is not a ref of frame {}", element.as_str(), record.frame_id.as_str()) })
+        .ok_or_else(|| BrowserError::Stale {
+            reason: format!(
+                "{} is not a ref of frame {}",
+                element.as_str(),
+                record.frame_id.as_str()
+            ),
+        })
 }
 
 /// Describes any element object for a message (`div#consent-banner "Accept cookies"`).
@@ -302,7 +461,11 @@ pub(super) async fn describe(session: &Session, object_id: &str) -> String {
             ..Default::default()
         })
         .await;
-    described.ok().and_then(|d| d.result.value).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "an element".into())
+    described
+        .ok()
+        .and_then(|d| d.result.value)
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "an element".into())
 }
 
 /// The outcome of one actionability pass; only the retry loop turns `Retry` into an error.

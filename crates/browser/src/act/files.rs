@@ -66,11 +66,37 @@ pub(super) struct DownloadCapture {
 impl Tab {
     /// Sets the files of an `<input type=file>` (`DOM.setFileInputFiles`, which fires `input`
     /// and `change`) and returns the names it then holds.
-    pub(super) async fn set_files(&self, r: &Resolved, paths: &[PathBuf]) -> Result<Vec<String>, BrowserError> {
-        let files = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        r.session.call(SetFileInputFiles { files, backend_node_id: r.backend_node_id }).await?;
-        let names = self.call_on(r, "function () { return [...(this.files || [])].map((f) => f.name); }", vec![], false).await?;
-        Ok(names.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default())
+    pub(super) async fn set_files(
+        &self,
+        r: &Resolved,
+        paths: &[PathBuf],
+    ) -> Result<Vec<String>, BrowserError> {
+        let files = paths
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        r.session
+            .call(SetFileInputFiles {
+                files,
+                backend_node_id: r.backend_node_id,
+            })
+            .await?;
+        let names = self
+            .call_on(
+                r,
+                "function () { return [...(this.files || [])].map((f) => f.name); }",
+                vec![],
+                false,
+            )
+            .await?;
+        Ok(names
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// Uploads `paths` through the file chooser that clicking `control` (at `point`) opens.
@@ -94,11 +120,20 @@ impl Tab {
             session.call(page::Enable {}).await?;
         }
         lock(&self.state).intercepting_choosers = Some(session.clone());
-        session.call(SetInterceptFileChooserDialog { enabled: true, cancel: None }).await?;
-        let (moved, clicked) = tokio::join!(self.mouse_move(point.0, point.1), self.mouse_click(point.0, point.1, "left", 1, 0));
+        session
+            .call(SetInterceptFileChooserDialog {
+                enabled: true,
+                cancel: None,
+            })
+            .await?;
+        let (moved, clicked) = tokio::join!(
+            self.mouse_move(point.0, point.1),
+            self.mouse_click(point.0, point.1, "left", 1, 0)
+        );
         moved?;
         clicked?;
-        let wait_until = (Instant::now() + CHOOSER_WAIT).min(until.checked_sub(CHOOSER_MARGIN).unwrap_or(until));
+        let wait_until =
+            (Instant::now() + CHOOSER_WAIT).min(until.checked_sub(CHOOSER_MARGIN).unwrap_or(until));
         let chooser = loop {
             match tokio::time::timeout_at(wait_until.into(), opened.recv()).await {
                 Ok(Some(Ok(event))) => {
@@ -113,16 +148,41 @@ impl Tab {
         self.stop_intercepting_choosers().await;
         let Some(chooser) = chooser else {
             self.settle(nav, until).await;
-            let detail = format!("clicking {} opened no file chooser; target the file input, or the control that opens its chooser", control.label);
-            return Ok(Receipt::failed(kind, frame, ErrorCode::InvalidAction, true, detail));
+            let detail = format!(
+                "clicking {} opened no file chooser; target the file input, or the control that opens its chooser",
+                control.label
+            );
+            return Ok(Receipt::failed(
+                kind,
+                frame,
+                ErrorCode::InvalidAction,
+                true,
+                detail,
+            ));
         };
         let Some(backend) = chooser.backend_node_id else {
             self.settle(nav, until).await;
             let detail = "the page opened a file picker that is not an <input type=file>; it cannot be answered";
-            return Ok(Receipt::failed(kind, frame, ErrorCode::InvalidAction, true, detail));
+            return Ok(Receipt::failed(
+                kind,
+                frame,
+                ErrorCode::InvalidAction,
+                true,
+                detail,
+            ));
         };
-        let object = session.call(ResolveNode { backend_node_id: Some(backend), execution_context_id: None }).await?;
-        let object_id = object.object.object_id.ok_or_else(|| BrowserError::Internal { reason: "the file chooser's input has no object".into() })?;
+        let object = session
+            .call(ResolveNode {
+                backend_node_id: Some(backend),
+                execution_context_id: None,
+            })
+            .await?;
+        let object_id = object
+            .object
+            .object_id
+            .ok_or_else(|| BrowserError::Internal {
+                reason: "the file chooser's input has no object".into(),
+            })?;
         let input = Resolved {
             label: format!("the file input {} opened", control.label),
             session,
@@ -135,10 +195,27 @@ impl Tab {
         };
         if chooser.mode != "selectMultiple" && paths.len() > 1 {
             // Not answered; cancelled, so the page is not left waiting for a choice.
-            let _ = self.call_on(&input, "function () { this.dispatchEvent(new Event('cancel', { bubbles: true })); }", vec![], false).await;
+            let _ = self
+                .call_on(
+                    &input,
+                    "function () { this.dispatchEvent(new Event('cancel', { bubbles: true })); }",
+                    vec![],
+                    false,
+                )
+                .await;
             self.settle(nav, until).await;
-            let detail = format!("the file chooser {} opened takes one file, not {}; it was cancelled", control.label, paths.len());
-            return Ok(Receipt::failed(kind, frame, ErrorCode::InvalidAction, true, detail));
+            let detail = format!(
+                "the file chooser {} opened takes one file, not {}; it was cancelled",
+                control.label,
+                paths.len()
+            );
+            return Ok(Receipt::failed(
+                kind,
+                frame,
+                ErrorCode::InvalidAction,
+                true,
+                detail,
+            ));
         }
         let names = self.set_files(&input, paths).await?;
         self.settle(nav, until).await;
@@ -148,11 +225,18 @@ impl Tab {
     /// Turns file-chooser interception off, if an upload turned it on. Best effort: a session
     /// that is gone intercepts nothing any more.
     pub(crate) async fn stop_intercepting_choosers(&self) {
-        let Some(session) = lock(&self.state).intercepting_choosers.take() else { return };
-        let off = session.call(SetInterceptFileChooserDialog { enabled: false, cancel: None });
+        let Some(session) = lock(&self.state).intercepting_choosers.take() else {
+            return;
+        };
+        let off = session.call(SetInterceptFileChooserDialog {
+            enabled: false,
+            cancel: None,
+        });
         match tokio::time::timeout(DISARM_TIMEOUT, off).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::debug!(error = %e, "file-chooser interception could not be turned off"),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "file-chooser interception could not be turned off")
+            }
             Err(_) => tracing::debug!("turning file-chooser interception off timed out"),
         }
     }
@@ -160,46 +244,91 @@ impl Tab {
     /// Arms a download capture into `dir`: `Browser.setDownloadBehavior` with `allowAndName`
     /// and events, scoped to this tab's browser context when Chromium accepts that.
     pub(super) async fn arm_download(&self, dir: &Path) -> Result<DownloadCapture, BrowserError> {
-        std::fs::create_dir_all(dir).map_err(|e| BrowserError::NotActionable { reason: format!("the downloads folder cannot be created: {e}") })?;
-        let dir = std::fs::canonicalize(dir).map_err(|e| BrowserError::NotActionable { reason: format!("the downloads folder cannot be used: {e}") })?;
+        std::fs::create_dir_all(dir).map_err(|e| BrowserError::NotActionable {
+            reason: format!("the downloads folder cannot be created: {e}"),
+        })?;
+        let dir = std::fs::canonicalize(dir).map_err(|e| BrowserError::NotActionable {
+            reason: format!("the downloads folder cannot be used: {e}"),
+        })?;
         let browser = self.session.connection().browser();
         let timeout = self.session.connection().default_timeout();
-        let info = browser.send_raw("Target.getTargetInfo", json!({ "targetId": self.target_id().0 }), timeout).await?;
-        let context = info.pointer("/targetInfo/browserContextId").and_then(Value::as_str).map(str::to_owned);
+        let info = browser
+            .send_raw(
+                "Target.getTargetInfo",
+                json!({ "targetId": self.target_id().0 }),
+                timeout,
+            )
+            .await?;
+        let context = info
+            .pointer("/targetInfo/browserContextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let events = browser.subscribe(&["Browser.downloadWillBegin", "Browser.downloadProgress"]);
         let mut params = json!({ "behavior": "allowAndName", "downloadPath": dir.to_string_lossy(), "eventsEnabled": true });
         let mut scoped = context.clone();
         if let Some(id) = &context {
             params["browserContextId"] = json!(id);
         }
-        if browser.send_raw("Browser.setDownloadBehavior", params.clone(), timeout).await.is_err() && scoped.is_some() {
+        if browser
+            .send_raw("Browser.setDownloadBehavior", params.clone(), timeout)
+            .await
+            .is_err()
+            && scoped.is_some()
+        {
             // The default context is not addressable by id in every Chromium: set it unscoped.
             params.as_object_mut().map(|p| p.remove("browserContextId"));
             scoped = None;
-            browser.send_raw("Browser.setDownloadBehavior", params, timeout).await?;
+            browser
+                .send_raw("Browser.setDownloadBehavior", params, timeout)
+                .await?;
         }
-        Ok(DownloadCapture { events, dir, context: scoped })
+        Ok(DownloadCapture {
+            events,
+            dir,
+            context: scoped,
+        })
     }
 
     /// Waits (until `until`) for a download this tab's frames began to complete, then restores
     /// the context's default download behaviour.
-    pub(super) async fn await_download(&self, mut capture: DownloadCapture, until: Instant) -> DownloadEnd {
+    pub(super) async fn await_download(
+        &self,
+        mut capture: DownloadCapture,
+        until: Instant,
+    ) -> DownloadEnd {
         let mut began: Option<(String, String, String)> = None;
         let end = loop {
             let left = until.saturating_duration_since(Instant::now());
             let event = match tokio::time::timeout(left, capture.events.recv()).await {
                 Ok(Some(Ok(event))) => event,
                 Ok(Some(Err(_))) => continue,
-                Ok(None) | Err(_) => break DownloadEnd::NotFinished { began: began.is_some() },
+                Ok(None) | Err(_) => {
+                    break DownloadEnd::NotFinished {
+                        began: began.is_some(),
+                    };
+                }
             };
             let p = &event.params;
-            let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let text = |k: &str| {
+                p.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             match event.method.as_str() {
-                "Browser.downloadWillBegin" if began.is_none() && self.owns_frame(&text("frameId")) => {
-                    began = Some((text("guid"), text("suggestedFilename"), policy::redact_url(&text("url"))));
+                "Browser.downloadWillBegin"
+                    if began.is_none() && self.owns_frame(&text("frameId")) =>
+                {
+                    began = Some((
+                        text("guid"),
+                        text("suggestedFilename"),
+                        policy::redact_url(&text("url")),
+                    ));
                 }
                 "Browser.downloadProgress" => {
-                    let Some((guid, suggested, url)) = &began else { continue };
+                    let Some((guid, suggested, url)) = &began else {
+                        continue;
+                    };
                     if text("guid") != *guid {
                         continue;
                     }
@@ -228,7 +357,13 @@ impl Tab {
             params["browserContextId"] = json!(id);
         }
         let browser = self.session.connection().browser();
-        let _ = browser.send_raw("Browser.setDownloadBehavior", params, Duration::from_secs(2)).await;
+        let _ = browser
+            .send_raw(
+                "Browser.setDownloadBehavior",
+                params,
+                Duration::from_secs(2),
+            )
+            .await;
         end
     }
 
@@ -241,17 +376,34 @@ impl Tab {
                 return true;
             }
         }
-        self.children.list().iter().any(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
+        self.children
+            .list()
+            .iter()
+            .any(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
     }
 }
 
 /// The receipt of setting files: confirmed when the input holds exactly the chosen names.
 pub(super) fn files_receipt(names: Vec<String>, paths: &[PathBuf], frame: FrameId) -> Receipt {
-    let wanted: Vec<String> = paths.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+    let wanted: Vec<String> = paths
+        .iter()
+        .filter_map(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
     if names == wanted {
         Receipt::confirmed(ExtendedKind::Upload, frame)
     } else {
-        let detail = format!("the input holds {} files, not the {} chosen", names.len(), wanted.len());
-        Receipt::failed(ExtendedKind::Upload, frame, ErrorCode::InvalidAction, true, detail)
+        let detail = format!(
+            "the input holds {} files, not the {} chosen",
+            names.len(),
+            wanted.len()
+        );
+        Receipt::failed(
+            ExtendedKind::Upload,
+            frame,
+            ErrorCode::InvalidAction,
+            true,
+            detail,
+        )
     }
 }

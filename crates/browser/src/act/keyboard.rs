@@ -26,16 +26,24 @@ pub(crate) struct Held {
 impl Held {
     /// The modifier bits of the held keys, for every later key and mouse event.
     pub(crate) fn modifiers(&self) -> i64 {
-        self.keys.iter().filter_map(modifier_bit).fold(0, |bits, bit| bits | bit)
+        self.keys
+            .iter()
+            .filter_map(modifier_bit)
+            .fold(0, |bits, bit| bits | bit)
     }
 
     /// The `buttons` bitmask of the held mouse buttons.
     pub(crate) fn buttons(&self) -> i64 {
-        self.buttons.iter().map(|(b, _, _)| button_bit(b)).fold(0, |bits, bit| bits | bit)
+        self.buttons
+            .iter()
+            .map(|(b, _, _)| button_bit(b))
+            .fold(0, |bits, bit| bits | bit)
     }
 
     pub(crate) fn holds_key(&self, def: &KeyDef) -> bool {
-        self.keys.iter().any(|k| k.key == def.key && k.code == def.code)
+        self.keys
+            .iter()
+            .any(|k| k.key == def.key && k.code == def.code)
     }
 
     pub(crate) fn press_button(&mut self, button: &'static str, x: f64, y: f64) {
@@ -63,13 +71,21 @@ pub(super) fn single_key(name: &str) -> Result<KeyDef, BrowserError> {
     match parse_chord(name) {
         Some(chord) if chord.modifiers.is_empty() => Ok(chord.key),
         _ => Err(BrowserError::NotActionable {
-            reason: format!("unknown key {name:?}: use one key name like Shift, Control, Alt, Meta, Enter, ArrowDown, or one character"),
+            reason: format!(
+                "unknown key {name:?}: use one key name like Shift, Control, Alt, Meta, Enter, ArrowDown, or one character"
+            ),
         }),
     }
 }
 
 impl Tab {
-    pub(super) async fn key(&self, event_type: &str, def: &KeyDef, modifiers: i64, with_text: bool) -> Result<(), BrowserError> {
+    pub(super) async fn key(
+        &self,
+        event_type: &str,
+        def: &KeyDef,
+        modifiers: i64,
+        with_text: bool,
+    ) -> Result<(), BrowserError> {
         if lock(&self.state).dialog.is_some() {
             return Ok(());
         }
@@ -95,8 +111,15 @@ impl Tab {
             self.key("rawKeyDown", def, held, false).await?;
         }
         // Text is typed only without Control, Alt or Meta (those make shortcuts, not characters).
-        let types = chord.key.text.is_some() && held & (crate::keys::CONTROL | crate::keys::ALT | crate::keys::META) == 0;
-        self.key(if types { "keyDown" } else { "rawKeyDown" }, &chord.key, held, types).await?;
+        let types = chord.key.text.is_some()
+            && held & (crate::keys::CONTROL | crate::keys::ALT | crate::keys::META) == 0;
+        self.key(
+            if types { "keyDown" } else { "rawKeyDown" },
+            &chord.key,
+            held,
+            types,
+        )
+        .await?;
         self.key("keyUp", &chord.key, held, false).await?;
         for (bit, def) in chord.modifiers.iter().rev() {
             held &= !bit;
@@ -106,19 +129,36 @@ impl Tab {
     }
 
     /// Replaces the field's content with `text`; returns the value it then holds.
-    pub(super) async fn enter_text(&self, r: &Resolved, facts: &Facts, text: &str, typing: Typing) -> Result<Option<String>, BrowserError> {
-        r.session.call(Focus { backend_node_id: Some(r.backend_node_id), object_id: None }).await?;
+    pub(super) async fn enter_text(
+        &self,
+        r: &Resolved,
+        facts: &Facts,
+        text: &str,
+        typing: Typing,
+    ) -> Result<Option<String>, BrowserError> {
+        r.session
+            .call(Focus {
+                backend_node_id: Some(r.backend_node_id),
+                object_id: None,
+            })
+            .await?;
         if is_settable_input(facts) {
             // Native date, time and similar inputs take ISO values; no keystrokes can reach them reliably.
-            self.call_on(r, SET_VALUE_JS, vec![json!(text)], false).await?;
+            self.call_on(r, SET_VALUE_JS, vec![json!(text)], false)
+                .await?;
             return Ok(self.facts(r).await?.value);
         }
         if typing != Typing::Keystrokes {
             self.call_on(r, SELECT_ALL_JS, vec![], false).await?;
             if text.is_empty() {
-                self.press_chord(&parse_chord("Backspace").expect("a known key")).await?;
+                self.press_chord(&parse_chord("Backspace").expect("a known key"))
+                    .await?;
             } else {
-                self.session.call(InsertText { text: text.to_owned() }).await?;
+                self.session
+                    .call(InsertText {
+                        text: text.to_owned(),
+                    })
+                    .await?;
             }
             self.call_on(r, CHANGE_JS, vec![], false).await?;
             let value = self.facts(r).await?.value;
@@ -128,7 +168,8 @@ impl Tab {
         }
         // Keystrokes: clear, then one key per character.
         self.call_on(r, SELECT_ALL_JS, vec![], false).await?;
-        self.press_chord(&parse_chord("Backspace").expect("a known key")).await?;
+        self.press_chord(&parse_chord("Backspace").expect("a known key"))
+            .await?;
         for c in text.chars() {
             let chord = match c {
                 '\n' => parse_chord("Enter"),
@@ -138,7 +179,12 @@ impl Tab {
             match chord {
                 Some(chord) => self.press_chord(&chord).await?,
                 None => {
-                    let def = KeyDef { key: c.to_string(), code: String::new(), key_code: 0, text: Some(c.to_string()) };
+                    let def = KeyDef {
+                        key: c.to_string(),
+                        code: String::new(),
+                        key_code: 0,
+                        text: Some(c.to_string()),
+                    };
                     self.key("keyDown", &def, 0, true).await?;
                     self.key("keyUp", &def, 0, false).await?;
                 }
@@ -151,15 +197,27 @@ impl Tab {
     /// What a locator resolves to right now, for policy before anything is sent: its role and
     /// name, whether it is a secret field, and its observed structure when the observation
     /// listed it. `None` when it resolves to nothing (the action itself then says why).
-    pub async fn locator_facts(&self, record: &crate::ObservationRecord, locator: &protocol::extended::Locator) -> Option<crate::LocatedFacts> {
+    pub async fn locator_facts(
+        &self,
+        record: &crate::ObservationRecord,
+        locator: &protocol::extended::Locator,
+    ) -> Option<crate::LocatedFacts> {
         let r = self.locate(record, locator).await.ok()?;
         let secret = self.is_secret_field(&r).await?;
         let structure = record
             .refs
             .values()
-            .find(|b| b.backend_node_id == r.backend_node_id && self.live_session(&b.session).id() == r.session.id())
+            .find(|b| {
+                b.backend_node_id == r.backend_node_id
+                    && self.live_session(&b.session).id() == r.session.id()
+            })
             .map(|b| b.structure.clone());
-        Some(crate::LocatedFacts { role: r.role.clone(), name: r.name.clone(), secret, structure })
+        Some(crate::LocatedFacts {
+            role: r.role.clone(),
+            name: r.name.clone(),
+            secret,
+            structure,
+        })
     }
 
     /// Whether a resolved element is a secret field (password, card, one-time code, token), as
@@ -196,12 +254,18 @@ impl Tab {
         let modifiers = {
             let held = lock(&self.state).held.modifiers();
             if lock(&self.state).held.holds_key(def) {
-                return Err(BrowserError::NotActionable { reason: format!("{} is held down already; release it with key_up first", def.key) });
+                return Err(BrowserError::NotActionable {
+                    reason: format!(
+                        "{} is held down already; release it with key_up first",
+                        def.key
+                    ),
+                });
             }
             held | modifier_bit(def).unwrap_or(0)
         };
         // A printable key types its character once (no auto-repeat); modifiers and named keys type nothing.
-        let types = def.text.is_some() && modifiers & (crate::keys::CONTROL | crate::keys::ALT | crate::keys::META) == 0;
+        let types = def.text.is_some()
+            && modifiers & (crate::keys::CONTROL | crate::keys::ALT | crate::keys::META) == 0;
         lock(&self.state).held.keys.push(def.clone());
         let sent = self
             .input(DispatchKeyEvent {
@@ -225,8 +289,15 @@ impl Tab {
     pub(super) async fn key_up(&self, def: &KeyDef) -> Result<(), BrowserError> {
         let modifiers = {
             let mut state = lock(&self.state);
-            let Some(at) = state.held.keys.iter().position(|k| k.key == def.key && k.code == def.code) else {
-                return Err(BrowserError::NotActionable { reason: format!("{} is not held down (key_down it first)", def.key) });
+            let Some(at) = state
+                .held
+                .keys
+                .iter()
+                .position(|k| k.key == def.key && k.code == def.code)
+            else {
+                return Err(BrowserError::NotActionable {
+                    reason: format!("{} is not held down (key_down it first)", def.key),
+                });
             };
             state.held.keys.remove(at);
             state.held.modifiers()
@@ -248,7 +319,10 @@ impl Tab {
 
     /// Presses the modifier keys a pointer action holds (`modifiers: ["Shift"]`) that are not
     /// held already; returns them (to release with [`Tab::modifiers_up`]) and the full bitmask.
-    pub(super) async fn modifiers_down(&self, modifiers: &protocol::extended::Modifiers) -> Result<(Vec<KeyDef>, i64), BrowserError> {
+    pub(super) async fn modifiers_down(
+        &self,
+        modifiers: &protocol::extended::Modifiers,
+    ) -> Result<(Vec<KeyDef>, i64), BrowserError> {
         let mut bits = lock(&self.state).held.modifiers();
         let mut pressed = Vec::new();
         for m in modifiers.iter() {
@@ -279,7 +353,11 @@ impl Tab {
     }
 
     /// Releases modifiers pressed by [`Tab::modifiers_down`], last first.
-    pub(super) async fn modifiers_up(&self, pressed: &[KeyDef], mut bits: i64) -> Result<(), BrowserError> {
+    pub(super) async fn modifiers_up(
+        &self,
+        pressed: &[KeyDef],
+        mut bits: i64,
+    ) -> Result<(), BrowserError> {
         for def in pressed.iter().rev() {
             bits &= !modifier_bit(def).unwrap_or(0);
             self.send_key_up(def, bits).await?;
@@ -294,21 +372,32 @@ impl Tab {
     /// interception that a cancelled upload left on is turned off too.
     pub async fn release_input(&self) -> Result<(), BrowserError> {
         // Never interleaved with an action: a cancelled action has dropped the barrier already.
-        let _write = tokio::time::timeout(RELEASE_WAIT, self.barrier.write()).await.map_err(|_| BrowserError::Timeout {
-            what: "waiting for the tab's write barrier to release input".into(),
-            after_ms: RELEASE_WAIT.as_millis() as u64,
-        })?;
+        let _write = tokio::time::timeout(RELEASE_WAIT, self.barrier.write())
+            .await
+            .map_err(|_| BrowserError::Timeout {
+                what: "waiting for the tab's write barrier to release input".into(),
+                after_ms: RELEASE_WAIT.as_millis() as u64,
+            })?;
         self.stop_intercepting_choosers().await;
         let (keys, buttons) = {
             let mut state = lock(&self.state);
-            (std::mem::take(&mut state.held.keys), std::mem::take(&mut state.held.buttons))
+            (
+                std::mem::take(&mut state.held.keys),
+                std::mem::take(&mut state.held.buttons),
+            )
         };
         if self.check_alive().is_err() || lock(&self.state).dialog.is_some() {
             // A dialog blocks input; the renderer drops held state when the page goes anyway.
             return Ok(());
         }
-        let mut bits = keys.iter().filter_map(modifier_bit).fold(0, |b, bit| b | bit);
-        let mut mask = buttons.iter().map(|(b, _, _)| button_bit(b)).fold(0, |m, bit| m | bit);
+        let mut bits = keys
+            .iter()
+            .filter_map(modifier_bit)
+            .fold(0, |b, bit| b | bit);
+        let mut mask = buttons
+            .iter()
+            .map(|(b, _, _)| button_bit(b))
+            .fold(0, |m, bit| m | bit);
         let mut first_error = None;
         for (button, x, y) in buttons.iter().rev() {
             mask &= !button_bit(button);
@@ -335,14 +424,18 @@ impl Tab {
 
     /// Keys held down on this tab right now (`key_down` without `key_up`), by key name.
     pub fn held_keys(&self) -> Vec<String> {
-        lock(&self.state).held.keys.iter().map(|k| k.key.clone()).collect()
+        lock(&self.state)
+            .held
+            .keys
+            .iter()
+            .map(|k| k.key.clone())
+            .collect()
     }
 }
 
 const SELECT_ALL_JS: &str = "function () { if (typeof this.select === 'function') { this.select(); return; } \
     if (this.isContentEditable) { const r = document.createRange(); r.selectNodeContents(this); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }";
 const CHANGE_JS: &str = "function () { if (!this.isContentEditable) this.dispatchEvent(new Event('change', { bubbles: true })); }";
-const SET_VALUE_JS: &str =
-    "function (v) { this.value = v; this.dispatchEvent(new Event('input', { bubbles: true })); this.dispatchEvent(new Event('change', { bubbles: true })); }";
+const SET_VALUE_JS: &str = "function (v) { this.value = v; this.dispatchEvent(new Event('input', { bubbles: true })); this.dispatchEvent(new Event('change', { bubbles: true })); }";
 const ATTRS_JS: &str = "function () { const a = (n) => this.getAttribute ? this.getAttribute(n) : null; \
     return { tag: (this.tagName || '').toLowerCase(), type: a('type'), autocomplete: a('autocomplete'), name: a('name'), id: a('id'), aria_label: a('aria-label'), placeholder: a('placeholder') }; }";

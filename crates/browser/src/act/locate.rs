@@ -44,7 +44,11 @@ struct Match {
 
 impl Tab {
     /// An element by ref (re-checked against the expected observation) or by locator.
-    pub(super) async fn resolve_spec(&self, record: &ObservationRecord, spec: &ElementSpec) -> Result<Resolved, BrowserError> {
+    pub(super) async fn resolve_spec(
+        &self,
+        record: &ObservationRecord,
+        spec: &ElementSpec,
+    ) -> Result<Resolved, BrowserError> {
         match spec {
             ElementSpec::Ref(e) => self.resolve(record, &e.element).await,
             ElementSpec::Locator(l) => self.locate(record, l).await,
@@ -52,7 +56,11 @@ impl Tab {
     }
 
     /// An element target of a click, hover or drag end; `None` for a point.
-    pub(super) async fn resolve_target(&self, record: &ObservationRecord, target: &Target) -> Result<Option<Resolved>, BrowserError> {
+    pub(super) async fn resolve_target(
+        &self,
+        record: &ObservationRecord,
+        target: &Target,
+    ) -> Result<Option<Resolved>, BrowserError> {
         match target {
             Target::Ref(e) => self.resolve(record, &e.element).await.map(Some),
             Target::Locator(l) => self.locate(record, l).await.map(Some),
@@ -61,7 +69,11 @@ impl Tab {
     }
 
     /// Resolves a locator to exactly one live element.
-    pub(super) async fn locate(&self, record: &ObservationRecord, locator: &Locator) -> Result<Resolved, BrowserError> {
+    pub(super) async fn locate(
+        &self,
+        record: &ObservationRecord,
+        locator: &Locator,
+    ) -> Result<Resolved, BrowserError> {
         let mut scope = self.top_scope().await?;
         if let Some(chain) = locator.frame() {
             for step in chain.steps() {
@@ -69,13 +81,40 @@ impl Tab {
             }
         }
         let matches = match locator {
-            Locator::Role { role, name, exact, .. } => self.by_role(&scope, role.as_str(), name.as_ref().map(|n| n.as_str()), *exact).await?,
-            Locator::Label { text, exact, .. } => self.by_script(&scope, json!({ "kind": "label", "text": text.as_str(), "exact": exact })).await?,
-            Locator::Text { text, exact, .. } => self.by_script(&scope, json!({ "kind": "text", "text": text.as_str(), "exact": exact })).await?,
-            Locator::TestId { id, .. } => self.by_script(&scope, json!({ "kind": "test_id", "id": id.as_str() })).await?,
+            Locator::Role {
+                role, name, exact, ..
+            } => {
+                self.by_role(
+                    &scope,
+                    role.as_str(),
+                    name.as_ref().map(|n| n.as_str()),
+                    *exact,
+                )
+                .await?
+            }
+            Locator::Label { text, exact, .. } => {
+                self.by_script(
+                    &scope,
+                    json!({ "kind": "label", "text": text.as_str(), "exact": exact }),
+                )
+                .await?
+            }
+            Locator::Text { text, exact, .. } => {
+                self.by_script(
+                    &scope,
+                    json!({ "kind": "text", "text": text.as_str(), "exact": exact }),
+                )
+                .await?
+            }
+            Locator::TestId { id, .. } => {
+                self.by_script(&scope, json!({ "kind": "test_id", "id": id.as_str() }))
+                    .await?
+            }
         };
         let what = format!("{}{}", describe_locator(locator), scope.within);
-        let found = self.only_one(record, &scope, matches, &what, "element").await?;
+        let found = self
+            .only_one(record, &scope, matches, &what, "element")
+            .await?;
         let (role, name) = ax_role_name(&scope.session, found.backend).await;
         Ok(Resolved {
             label: format!("{role} \"{name}\" (found by {what})"),
@@ -91,9 +130,18 @@ impl Tab {
 
     /// Exactly one match, or an error: none matches, or several do (listed, with refs where the
     /// latest observation has one).
-    async fn only_one(&self, record: &ObservationRecord, scope: &Scope, mut matches: Vec<Match>, what: &str, noun: &str) -> Result<Match, BrowserError> {
+    async fn only_one(
+        &self,
+        record: &ObservationRecord,
+        scope: &Scope,
+        mut matches: Vec<Match>,
+        what: &str,
+        noun: &str,
+    ) -> Result<Match, BrowserError> {
         match matches.len() {
-            0 => Err(BrowserError::NotActionable { reason: format!("no {noun} matches {what}") }),
+            0 => Err(BrowserError::NotActionable {
+                reason: format!("no {noun} matches {what}"),
+            }),
             1 => Ok(matches.remove(0)),
             n => {
                 let mut listed = Vec::new();
@@ -103,14 +151,24 @@ impl Tab {
                     let reference = record
                         .refs
                         .iter()
-                        .find(|(_, b)| b.backend_node_id == m.backend && self.live_session(&b.session).id() == scope.session.id())
+                        .find(|(_, b)| {
+                            b.backend_node_id == m.backend
+                                && self.live_session(&b.session).id() == scope.session.id()
+                        })
                         .map(|(r, _)| format!(" [{r}]"))
                         .unwrap_or_default();
                     listed.push(format!("{role} \"{name}\" ({dom}){reference}"));
                 }
-                let more = if n > LISTED { format!(", and {} more", n - LISTED) } else { String::new() };
+                let more = if n > LISTED {
+                    format!(", and {} more", n - LISTED)
+                } else {
+                    String::new()
+                };
                 Err(BrowserError::NotActionable {
-                    reason: format!("{n} {noun}s match {what}; make it more specific (exact, a name, a frame) or use a ref: {}{more}", listed.join("; ")),
+                    reason: format!(
+                        "{n} {noun}s match {what}; make it more specific (exact, a name, a frame) or use a ref: {}{more}",
+                        listed.join("; ")
+                    ),
                 })
             }
         }
@@ -119,68 +177,165 @@ impl Tab {
     /// The top document of the tab.
     async fn top_scope(&self) -> Result<Scope, BrowserError> {
         let document = document_object(&self.session).await?;
-        Ok(Scope { session: self.session.clone(), document, offset: (0.0, 0.0), within: String::new() })
+        Ok(Scope {
+            session: self.session.clone(),
+            document,
+            offset: (0.0, 0.0),
+            within: String::new(),
+        })
     }
 
     /// Enters the frame one step names, inside `scope`.
-    async fn enter_frame(&self, record: &ObservationRecord, scope: &Scope, step: &FrameStep) -> Result<Scope, BrowserError> {
+    async fn enter_frame(
+        &self,
+        record: &ObservationRecord,
+        scope: &Scope,
+        step: &FrameStep,
+    ) -> Result<Scope, BrowserError> {
         let (session, backend, offset, label) = match step {
             FrameStep::Element { element } => {
                 let r = self.resolve_frame(record, element).await?;
                 // The chain's rule holds for refs too: each step's frame is in the document
                 // the previous step entered (the page's, for the first).
                 if !self.owned_by(&r, scope).await? {
-                    let searched = if scope.within.is_empty() { "the page's document".to_owned() } else { format!("the document{}", scope.within) };
+                    let searched = if scope.within.is_empty() {
+                        "the page's document".to_owned()
+                    } else {
+                        format!("the document{}", scope.within)
+                    };
                     return Err(BrowserError::NotActionable {
-                        reason: format!("{} is not in {searched}; name the frames that hold it first, outermost first", r.label),
+                        reason: format!(
+                            "{} is not in {searched}; name the frames that hold it first, outermost first",
+                            r.label
+                        ),
                     });
                 }
-                (r.session.clone(), r.backend_node_id, r.frame_offset, r.label.clone())
+                (
+                    r.session.clone(),
+                    r.backend_node_id,
+                    r.frame_offset,
+                    r.label.clone(),
+                )
             }
             FrameStep::Title { text, exact } => {
-                let what = format!("title {:?}{}{}", text.as_str(), if *exact { " (exact)" } else { "" }, scope.within);
-                let matches = self.by_script(scope, json!({ "kind": "frame_title", "text": text.as_str(), "exact": exact })).await?;
-                let found = self.only_one(record, scope, matches, &what, "frame").await?;
-                (scope.session.clone(), found.backend, scope.offset, format!("frame {:?}", text.as_str()))
+                let what = format!(
+                    "title {:?}{}{}",
+                    text.as_str(),
+                    if *exact { " (exact)" } else { "" },
+                    scope.within
+                );
+                let matches = self
+                    .by_script(
+                        scope,
+                        json!({ "kind": "frame_title", "text": text.as_str(), "exact": exact }),
+                    )
+                    .await?;
+                let found = self
+                    .only_one(record, scope, matches, &what, "frame")
+                    .await?;
+                (
+                    scope.session.clone(),
+                    found.backend,
+                    scope.offset,
+                    format!("frame {:?}", text.as_str()),
+                )
             }
             FrameStep::TestId { id } => {
                 let what = format!("test id {:?}{}", id.as_str(), scope.within);
-                let matches = self.by_script(scope, json!({ "kind": "frame_test_id", "id": id.as_str() })).await?;
-                let found = self.only_one(record, scope, matches, &what, "frame").await?;
-                (scope.session.clone(), found.backend, scope.offset, format!("frame with test id {:?}", id.as_str()))
+                let matches = self
+                    .by_script(scope, json!({ "kind": "frame_test_id", "id": id.as_str() }))
+                    .await?;
+                let found = self
+                    .only_one(record, scope, matches, &what, "frame")
+                    .await?;
+                (
+                    scope.session.clone(),
+                    found.backend,
+                    scope.offset,
+                    format!("frame with test id {:?}", id.as_str()),
+                )
             }
         };
         let timeout = session.connection().default_timeout();
-        let described = session.send_raw("DOM.describeNode", json!({ "backendNodeId": backend, "depth": 0, "pierce": true }), timeout).await?;
-        let node: Node = serde_json::from_value(described.get("node").cloned().unwrap_or(Value::Null))
-            .map_err(|e| BrowserError::Internal { reason: format!("node did not decode: {e}") })?;
-        if !node.node_name.eq_ignore_ascii_case("iframe") && !node.node_name.eq_ignore_ascii_case("frame") {
-            return Err(BrowserError::NotActionable { reason: format!("{label} is not a frame (<iframe> or <frame>)") });
+        let described = session
+            .send_raw(
+                "DOM.describeNode",
+                json!({ "backendNodeId": backend, "depth": 0, "pierce": true }),
+                timeout,
+            )
+            .await?;
+        let node: Node = serde_json::from_value(
+            described.get("node").cloned().unwrap_or(Value::Null),
+        )
+        .map_err(|e| BrowserError::Internal {
+            reason: format!("node did not decode: {e}"),
+        })?;
+        if !node.node_name.eq_ignore_ascii_case("iframe")
+            && !node.node_name.eq_ignore_ascii_case("frame")
+        {
+            return Err(BrowserError::NotActionable {
+                reason: format!("{label} is not a frame (<iframe> or <frame>)"),
+            });
         }
         let within = format!(" in {label}{}", scope.within);
         // Same-process frame: its document is in this session, coordinates already top-level.
-        if let Some(doc) = node.content_document.as_ref().filter(|d| d.backend_node_id != 0) {
-            let object = session.call(ResolveNode { backend_node_id: Some(doc.backend_node_id), execution_context_id: None }).await?;
-            let document = object.object.object_id.ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} has no document yet") })?;
-            return Ok(Scope { session, document, offset, within });
+        if let Some(doc) = node
+            .content_document
+            .as_ref()
+            .filter(|d| d.backend_node_id != 0)
+        {
+            let object = session
+                .call(ResolveNode {
+                    backend_node_id: Some(doc.backend_node_id),
+                    execution_context_id: None,
+                })
+                .await?;
+            let document = object
+                .object
+                .object_id
+                .ok_or_else(|| BrowserError::NotActionable {
+                    reason: format!("{label} has no document yet"),
+                })?;
+            return Ok(Scope {
+                session,
+                document,
+                offset,
+                within,
+            });
         }
         // Out-of-process frame: its own session; its coordinates start at the host's content box.
-        let frame = node.frame_id.ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} has no document yet") })?;
+        let frame = node.frame_id.ok_or_else(|| BrowserError::NotActionable {
+            reason: format!("{label} has no document yet"),
+        })?;
         let child = self
             .children
             .list()
             .into_iter()
             .find(|c| c.info.target_id.as_ref().is_some_and(|t| t.0 == frame))
-            .ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} has not loaded yet") })?;
-        let quads = session.call(GetContentQuads { backend_node_id: Some(backend), object_id: None }).await?;
+            .ok_or_else(|| BrowserError::NotActionable {
+                reason: format!("{label} has not loaded yet"),
+            })?;
+        let quads = session
+            .call(GetContentQuads {
+                backend_node_id: Some(backend),
+                object_id: None,
+            })
+            .await?;
         let corner = quads
             .quads
             .first()
             .filter(|q| q.len() == 8)
             .map(|q| (q[0], q[1]))
-            .ok_or_else(|| BrowserError::NotActionable { reason: format!("{label} is not visible") })?;
+            .ok_or_else(|| BrowserError::NotActionable {
+                reason: format!("{label} is not visible"),
+            })?;
         let document = document_object(&child.session).await?;
-        Ok(Scope { session: child.session, document, offset: (offset.0 + corner.0, offset.1 + corner.1), within })
+        Ok(Scope {
+            session: child.session,
+            document,
+            offset: (offset.0 + corner.0, offset.1 + corner.1),
+            within,
+        })
     }
 
     /// Whether an element belongs to the scope's document (shadow roots included). Objects of
@@ -199,13 +354,21 @@ impl Tab {
                 ..Default::default()
             })
             .await?;
-        let Some(owner) = owner.result.object_id else { return Ok(false) };
+        let Some(owner) = owner.result.object_id else {
+            return Ok(false);
+        };
         let timeout = scope.session.connection().default_timeout();
         let backend = |object: String| {
             let session = scope.session.clone();
             async move {
-                let described = session.send_raw("DOM.describeNode", json!({ "objectId": object }), timeout).await?;
-                Ok::<_, BrowserError>(described.pointer("/node/backendNodeId").and_then(Value::as_i64))
+                let described = session
+                    .send_raw("DOM.describeNode", json!({ "objectId": object }), timeout)
+                    .await?;
+                Ok::<_, BrowserError>(
+                    described
+                        .pointer("/node/backendNodeId")
+                        .and_then(Value::as_i64),
+                )
             }
         };
         let (owner, document) = tokio::join!(backend(owner), backend(scope.document.clone()));
@@ -213,25 +376,60 @@ impl Tab {
     }
 
     /// Role (and name) matches from the accessibility tree of the scope's document.
-    async fn by_role(&self, scope: &Scope, role: &str, name: Option<&str>, exact: bool) -> Result<Vec<Match>, BrowserError> {
+    async fn by_role(
+        &self,
+        scope: &Scope,
+        role: &str,
+        name: Option<&str>,
+        exact: bool,
+    ) -> Result<Vec<Match>, BrowserError> {
         let timeout = scope.session.connection().default_timeout();
-        let reply = scope.session.send_raw("Accessibility.queryAXTree", json!({ "objectId": scope.document, "role": role }), timeout).await?;
-        let nodes: Vec<AxNode> = serde_json::from_value(reply.get("nodes").cloned().unwrap_or(Value::Null)).unwrap_or_default();
+        let reply = scope
+            .session
+            .send_raw(
+                "Accessibility.queryAXTree",
+                json!({ "objectId": scope.document, "role": role }),
+                timeout,
+            )
+            .await?;
+        let nodes: Vec<AxNode> =
+            serde_json::from_value(reply.get("nodes").cloned().unwrap_or(Value::Null))
+                .unwrap_or_default();
         let mut matches = Vec::new();
         for node in nodes.iter().filter(|n| !n.ignored) {
-            let Some(backend) = node.backend_dom_node_id else { continue };
-            let have = node.name.as_ref().and_then(|n| n.text()).unwrap_or_default();
+            let Some(backend) = node.backend_dom_node_id else {
+                continue;
+            };
+            let have = node
+                .name
+                .as_ref()
+                .and_then(|n| n.text())
+                .unwrap_or_default();
             if name.is_some_and(|want| !text_matches(&have, want, exact)) {
                 continue;
             }
-            let Ok(object) = scope.session.call(ResolveNode { backend_node_id: Some(backend), execution_context_id: None }).await else { continue };
-            let Some(object_id) = object.object.object_id else { continue };
+            let Ok(object) = scope
+                .session
+                .call(ResolveNode {
+                    backend_node_id: Some(backend),
+                    execution_context_id: None,
+                })
+                .await
+            else {
+                continue;
+            };
+            let Some(object_id) = object.object.object_id else {
+                continue;
+            };
             let in_scope = scope
                 .session
                 .call(CallFunctionOn {
                     function_declaration: IN_SCOPE_JS.to_owned(),
                     object_id: Some(object_id.clone()),
-                    arguments: vec![CallArgument { value: None, object_id: Some(scope.document.clone()) }],
+                    arguments: vec![CallArgument {
+                        value: None,
+                        object_id: Some(scope.document.clone()),
+                    }],
                     return_by_value: Some(true),
                     ..Default::default()
                 })
@@ -250,17 +448,31 @@ impl Tab {
             .call(CallFunctionOn {
                 function_declaration: LOCATE_JS.to_owned(),
                 object_id: Some(scope.document.clone()),
-                arguments: vec![CallArgument { value: Some(spec), object_id: None }],
+                arguments: vec![CallArgument {
+                    value: Some(spec),
+                    object_id: None,
+                }],
                 return_by_value: Some(false),
                 ..Default::default()
             })
             .await?;
         if let Some(exception) = reply.exception_details {
-            return Err(BrowserError::Internal { reason: format!("locator script failed: {}", exception.message()) });
+            return Err(BrowserError::Internal {
+                reason: format!("locator script failed: {}", exception.message()),
+            });
         }
-        let Some(array) = reply.result.object_id else { return Ok(Vec::new()) };
+        let Some(array) = reply.result.object_id else {
+            return Ok(Vec::new());
+        };
         let timeout = scope.session.connection().default_timeout();
-        let properties = scope.session.send_raw("Runtime.getProperties", json!({ "objectId": array, "ownProperties": true }), timeout).await?;
+        let properties = scope
+            .session
+            .send_raw(
+                "Runtime.getProperties",
+                json!({ "objectId": array, "ownProperties": true }),
+                timeout,
+            )
+            .await?;
         let mut found: Vec<(usize, String)> = properties
             .get("result")
             .and_then(Value::as_array)
@@ -275,8 +487,18 @@ impl Tab {
         found.sort();
         let mut matches = Vec::new();
         for (_, object_id) in found {
-            let described = scope.session.send_raw("DOM.describeNode", json!({ "objectId": object_id }), timeout).await?;
-            if let Some(backend) = described.pointer("/node/backendNodeId").and_then(Value::as_i64) {
+            let described = scope
+                .session
+                .send_raw(
+                    "DOM.describeNode",
+                    json!({ "objectId": object_id }),
+                    timeout,
+                )
+                .await?;
+            if let Some(backend) = described
+                .pointer("/node/backendNodeId")
+                .and_then(Value::as_i64)
+            {
                 matches.push(Match { object_id, backend });
             }
         }
@@ -286,18 +508,46 @@ impl Tab {
 
 /// The `document` object of a session's main frame (its default world).
 async fn document_object(session: &Session) -> Result<String, BrowserError> {
-    let reply = session.call(Evaluate { expression: "document".into(), return_by_value: Some(false), ..Default::default() }).await?;
-    reply.result.object_id.ok_or_else(|| BrowserError::Internal { reason: "the frame has no document".into() })
+    let reply = session
+        .call(Evaluate {
+            expression: "document".into(),
+            return_by_value: Some(false),
+            ..Default::default()
+        })
+        .await?;
+    reply
+        .result
+        .object_id
+        .ok_or_else(|| BrowserError::Internal {
+            reason: "the frame has no document".into(),
+        })
 }
 
 /// Chromium's role and (folded) name of a node, for messages.
 async fn ax_role_name(session: &Session, backend: i64) -> (String, String) {
-    let Ok(ax) = session.call(GetPartialAxTree { backend_node_id: Some(backend), fetch_relatives: Some(false) }).await else {
+    let Ok(ax) = session
+        .call(GetPartialAxTree {
+            backend_node_id: Some(backend),
+            fetch_relatives: Some(false),
+        })
+        .await
+    else {
         return ("element".into(), String::new());
     };
-    let node = ax.nodes.iter().find(|n| n.backend_dom_node_id == Some(backend)).or(ax.nodes.first());
-    let role = node.and_then(|n| n.role.as_ref()).and_then(|r| r.text()).unwrap_or_else(|| "element".into());
-    let name = node.and_then(|n| n.name.as_ref()).and_then(|r| r.text()).map(|n| crate::model::fold(&n)).unwrap_or_default();
+    let node = ax
+        .nodes
+        .iter()
+        .find(|n| n.backend_dom_node_id == Some(backend))
+        .or(ax.nodes.first());
+    let role = node
+        .and_then(|n| n.role.as_ref())
+        .and_then(|r| r.text())
+        .unwrap_or_else(|| "element".into());
+    let name = node
+        .and_then(|n| n.name.as_ref())
+        .and_then(|r| r.text())
+        .map(|n| crate::model::fold(&n))
+        .unwrap_or_default();
     (role, name)
 }
 
@@ -305,14 +555,25 @@ async fn ax_role_name(session: &Session, backend: i64) -> (String, String) {
 /// case-insensitive substring.
 fn text_matches(have: &str, want: &str, exact: bool) -> bool {
     let (have, want) = (crate::model::fold(have), crate::model::fold(want));
-    if exact { have == want } else { have.to_lowercase().contains(&want.to_lowercase()) }
+    if exact {
+        have == want
+    } else {
+        have.to_lowercase().contains(&want.to_lowercase())
+    }
 }
 
 fn describe_locator(locator: &Locator) -> String {
     let exact = |e: bool| if e { " (exact)" } else { "" };
     match locator {
-        Locator::Role { role, name: Some(name), exact: e, .. } => format!("role {role} named {:?}{}", name.as_str(), exact(*e)),
-        Locator::Role { role, name: None, .. } => format!("role {role}"),
+        Locator::Role {
+            role,
+            name: Some(name),
+            exact: e,
+            ..
+        } => format!("role {role} named {:?}{}", name.as_str(), exact(*e)),
+        Locator::Role {
+            role, name: None, ..
+        } => format!("role {role}"),
         Locator::Label { text, exact: e, .. } => format!("label {:?}{}", text.as_str(), exact(*e)),
         Locator::Text { text, exact: e, .. } => format!("text {:?}{}", text.as_str(), exact(*e)),
         Locator::TestId { id, .. } => format!("test id {:?}", id.as_str()),

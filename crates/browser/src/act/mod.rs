@@ -50,7 +50,10 @@ pub(super) struct Dispatched {
 
 impl From<Receipt> for Dispatched {
     fn from(receipt: Receipt) -> Self {
-        Dispatched { receipt, downloads: Vec::new() }
+        Dispatched {
+            receipt,
+            downloads: Vec::new(),
+        }
     }
 }
 
@@ -58,14 +61,22 @@ impl Tab {
     /// Runs one action. `Err` means nothing was sent (stale frame, stale ref, not actionable,
     /// invalid); `Ok` carries a receipt that says what happened after dispatch. A v1 action is
     /// converted first (`ExtendedAction::from`): there is one path.
-    pub async fn act(&self, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+    pub async fn act(
+        &self,
+        action: &ExtendedAction,
+        options: &ActOptions,
+    ) -> Result<ActOutcome, BrowserError> {
         if let ExtendedAction::Dialog(answer) = action {
             return self.answer_dialog(answer, options).await;
         }
         self.run(action, options).await
     }
 
-    async fn run(&self, action: &ExtendedAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+    async fn run(
+        &self,
+        action: &ExtendedAction,
+        options: &ActOptions,
+    ) -> Result<ActOutcome, BrowserError> {
         let what = action.kind().as_str();
         self.check_alive()?;
         let started = Instant::now();
@@ -78,10 +89,17 @@ impl Tab {
             let _write = self.write_barrier(options.deadline).await?;
             if let Some(dialog) = lock(&self.state).dialog.clone() {
                 return Err(BrowserError::NotActionable {
-                    reason: format!("a {} dialog is open (\"{}\"); accept or dismiss it first", dialog.kind, dialog.message),
+                    reason: format!(
+                        "a {} dialog is open (\"{}\"); accept or dismiss it first",
+                        dialog.kind, dialog.message
+                    ),
                 });
             }
-            let record = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
+            let record = self
+                .latest_observation()
+                .ok_or_else(|| BrowserError::Stale {
+                    reason: "this tab has not been observed yet".into(),
+                })?;
             check_frame(&record.frame_id, action.expected_frame_id())?;
             let now = self.read_world_now().await?;
             check_world(&record, &now)?;
@@ -100,22 +118,48 @@ impl Tab {
                 disarm = Some(self.guard.disarm_on_drop());
             }
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
-            let dispatched = tokio::time::timeout_at(until.into(), self.dispatch(action, &record, &now, options, until)).await;
+            let dispatched = tokio::time::timeout_at(
+                until.into(),
+                self.dispatch(action, &record, &now, options, until),
+            )
+            .await;
             // An upload through a file chooser intercepts choosers only while it waits for one;
             // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
             self.stop_intercepting_choosers().await;
             match dispatched {
                 Ok(result) => (result?, Some(before), record),
-                Err(_) => return Err(BrowserError::Timeout { what: format!("{what} action"), after_ms: options.deadline.as_millis() as u64 }),
+                Err(_) => {
+                    return Err(BrowserError::Timeout {
+                        what: format!("{what} action"),
+                        after_ms: options.deadline.as_millis() as u64,
+                    });
+                }
             }
         };
-        let mut outcome = self.finish(action.kind(), dispatched, opened_before, before, Some(base), options).await;
+        let mut outcome = self
+            .finish(
+                action.kind(),
+                dispatched,
+                opened_before,
+                before,
+                Some(base),
+                options,
+            )
+            .await;
         if disarm.take().is_some() {
             outcome.blocked = self.guard.take_blocked();
             if !outcome.blocked.is_empty() {
-                let listed: Vec<String> = outcome.blocked.iter().take(4).map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type)).collect();
-                let note =
-                    format!("the network boundary blocked {} request(s) to origins this action may not reach: {}", outcome.blocked.len(), listed.join(", "));
+                let listed: Vec<String> = outcome
+                    .blocked
+                    .iter()
+                    .take(4)
+                    .map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type))
+                    .collect();
+                let note = format!(
+                    "the network boundary blocked {} request(s) to origins this action may not reach: {}",
+                    outcome.blocked.len(),
+                    listed.join(", ")
+                );
                 outcome.receipt = outcome.receipt.clone().with_note(&note);
             }
         }
@@ -152,66 +196,130 @@ impl Tab {
         let grace = Instant::now() + Duration::from_millis(1000);
         let pending = || {
             let state = lock(&self.state);
-            state.opened.len() <= opened_before && state.window_opens.iter().any(|(_, at)| at.elapsed() < Duration::from_secs(2))
+            state.opened.len() <= opened_before
+                && state
+                    .window_opens
+                    .iter()
+                    .any(|(_, at)| at.elapsed() < Duration::from_secs(2))
         };
         while pending() && Instant::now() < grace {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let (opened, dialog) = {
             let state = lock(&self.state);
-            (state.opened[opened_before.min(state.opened.len())..].to_vec(), state.dialog.clone())
+            (
+                state.opened[opened_before.min(state.opened.len())..].to_vec(),
+                state.dialog.clone(),
+            )
         };
         let observing = Instant::now();
         // The snapshot may come as changes against the observation the action was checked
         // against (its base), unless the whole one was asked for.
         let base = base.filter(|_| !options.full_snapshot);
-        let observation =
-            if dialog.is_none() && self.check_alive().is_ok() { self.observe_against(&options.observe, base.as_deref()).await.ok() } else { None };
+        let observation = if dialog.is_none() && self.check_alive().is_ok() {
+            self.observe_against(&options.observe, base.as_deref())
+                .await
+                .ok()
+        } else {
+            None
+        };
         let (settle, settled_by, awaited_requests) = {
             let mut state = lock(&self.state);
-            (std::mem::take(&mut state.settled), std::mem::take(&mut state.settled_by), std::mem::take(&mut state.awaited_requests))
+            (
+                std::mem::take(&mut state.settled),
+                std::mem::take(&mut state.settled_by),
+                std::mem::take(&mut state.awaited_requests),
+            )
         };
-        let timing = ActTiming { settle, observe: observing.elapsed(), settled_by, awaited_requests };
+        let timing = ActTiming {
+            settle,
+            observe: observing.elapsed(),
+            settled_by,
+            awaited_requests,
+        };
         // A dialog that opened as the observation began ends it: the dialog is the outcome's,
         // and the blocked page has no observation of its own here.
         let dialog = dialog.or_else(|| lock(&self.state).dialog.clone());
         let observation = if dialog.is_some() { None } else { observation };
-        let after = self.latest_observation().map(|r| ([r.world.width, r.world.height], [r.world.scroll_x, r.world.scroll_y]));
+        let after = self.latest_observation().map(|r| {
+            (
+                [r.world.width, r.world.height],
+                [r.world.scroll_x, r.world.scroll_y],
+            )
+        });
         let trace = self.take_trace();
         let marker = before.and_then(|before| marker::marker(&trace, after.unwrap_or(before)));
-        ActOutcome { action, receipt: dispatched.receipt, observation, opened, dialog, downloads: dispatched.downloads, marker, timing, blocked: Vec::new() }
+        ActOutcome {
+            action,
+            receipt: dispatched.receipt,
+            observation,
+            opened,
+            dialog,
+            downloads: dispatched.downloads,
+            marker,
+            timing,
+            blocked: Vec::new(),
+        }
     }
 
-    async fn write_barrier(&self, deadline: Duration) -> Result<tokio::sync::RwLockWriteGuard<'_, ()>, BrowserError> {
+    async fn write_barrier(
+        &self,
+        deadline: Duration,
+    ) -> Result<tokio::sync::RwLockWriteGuard<'_, ()>, BrowserError> {
         tokio::time::timeout(deadline, self.barrier.write())
             .await
-            .map_err(|_| BrowserError::Timeout { what: "waiting for the tab's write barrier".into(), after_ms: deadline.as_millis() as u64 })
+            .map_err(|_| BrowserError::Timeout {
+                what: "waiting for the tab's write barrier".into(),
+                after_ms: deadline.as_millis() as u64,
+            })
     }
 
     /// `dialog`: accepts or dismisses the open dialog. The page is blocked while it is open, so
     /// only the frame id is checked (the page itself cannot be read until it is answered).
-    async fn answer_dialog(&self, answer: &DialogAction, options: &ActOptions) -> Result<ActOutcome, BrowserError> {
+    async fn answer_dialog(
+        &self,
+        answer: &DialogAction,
+        options: &ActOptions,
+    ) -> Result<ActOutcome, BrowserError> {
         self.check_alive()?;
         let until = Instant::now() + options.deadline;
         let opened_before = lock(&self.state).opened.len();
         let receipt = {
             let _write = self.write_barrier(options.deadline).await?;
-            let record = self.latest_observation().ok_or_else(|| BrowserError::Stale { reason: "this tab has not been observed yet".into() })?;
+            let record = self
+                .latest_observation()
+                .ok_or_else(|| BrowserError::Stale {
+                    reason: "this tab has not been observed yet".into(),
+                })?;
             check_frame(&record.frame_id, &answer.expected_frame_id)?;
             let (open, default_prompt) = {
                 let state = lock(&self.state);
                 (state.dialog.clone(), state.dialog_default_prompt.clone())
             };
             let Some(open) = open else {
-                return Err(BrowserError::NotActionable { reason: "no dialog is open; there is nothing to accept or dismiss".into() });
+                return Err(BrowserError::NotActionable {
+                    reason: "no dialog is open; there is nothing to accept or dismiss".into(),
+                });
             };
             let (accept, text) = match &answer.response {
                 DialogResponse::Accept { prompt_text } => {
                     let text = prompt_text.as_ref().map(|t| t.as_str().to_owned());
                     if text.is_some() && open.kind != "prompt" {
-                        return Err(BrowserError::NotActionable { reason: format!("prompt_text answers a prompt; the open dialog is a {}", open.kind) });
+                        return Err(BrowserError::NotActionable {
+                            reason: format!(
+                                "prompt_text answers a prompt; the open dialog is a {}",
+                                open.kind
+                            ),
+                        });
                     }
-                    (true, if open.kind == "prompt" { text.or(default_prompt) } else { None })
+                    (
+                        true,
+                        if open.kind == "prompt" {
+                            text.or(default_prompt)
+                        } else {
+                            None
+                        },
+                    )
                 }
                 DialogResponse::Dismiss => (false, None),
             };
@@ -220,20 +328,35 @@ impl Tab {
             self.settle(&mut nav, until).await;
             Receipt::confirmed(ExtendedKind::Dialog, answer.expected_frame_id.clone())
         };
-        Ok(self.finish(ExtendedKind::Dialog, receipt.into(), opened_before, None, None, options).await)
+        Ok(self
+            .finish(
+                ExtendedKind::Dialog,
+                receipt.into(),
+                opened_before,
+                None,
+                None,
+                options,
+            )
+            .await)
     }
 
     pub(super) async fn read_world_now(&self) -> Result<WorldState, BrowserError> {
         let context = world_context(self).await?;
         let value = evaluate_in(&self.session, context, "globalThis.__glovebox.read()").await?;
-        serde_json::from_value(value).map_err(|e| BrowserError::Internal { reason: format!("world state did not decode: {e}") })
+        serde_json::from_value(value).map_err(|e| BrowserError::Internal {
+            reason: format!("world state did not decode: {e}"),
+        })
     }
 }
 
 fn check_frame(latest: &FrameId, expected: &FrameId) -> Result<(), BrowserError> {
     if latest != expected {
         return Err(BrowserError::Stale {
-            reason: format!("frame {} is not the latest observation of this tab (that is {})", expected.as_str(), latest.as_str()),
+            reason: format!(
+                "frame {} is not the latest observation of this tab (that is {})",
+                expected.as_str(),
+                latest.as_str()
+            ),
         });
     }
     Ok(())
@@ -254,28 +377,48 @@ fn check_world(record: &ObservationRecord, now: &WorldState) -> Result<(), Brows
         None
     };
     match reason {
-        Some(reason) => Err(BrowserError::Stale { reason: reason.into() }),
+        Some(reason) => Err(BrowserError::Stale {
+            reason: reason.into(),
+        }),
         None => Ok(()),
     }
 }
 
 /// A point target: only from an observation that had a screenshot, inside its viewport, and only
 /// while the page's structure is what the screenshot showed.
-fn point_target(record: &ObservationRecord, now: &WorldState, point: PointTarget) -> Result<(f64, f64), BrowserError> {
+fn point_target(
+    record: &ObservationRecord,
+    now: &WorldState,
+    point: PointTarget,
+) -> Result<(f64, f64), BrowserError> {
     if record.screenshot_size.is_none() {
         return Err(BrowserError::NotActionable {
             reason: "a point target needs an observation with a screenshot; observe with a screenshot and use its frame_id".into(),
         });
     }
-    protocol::coords::check_point_target(point, &record.viewport)
-        .map_err(|e| BrowserError::NotActionable { reason: format!("point ({}, {}) is not in the viewport: {e}", point.x, point.y) })?;
+    protocol::coords::check_point_target(point, &record.viewport).map_err(|e| {
+        BrowserError::NotActionable {
+            reason: format!(
+                "point ({}, {}) is not in the viewport: {e}",
+                point.x, point.y
+            ),
+        }
+    })?;
     if record.world.structural != now.structural {
-        return Err(BrowserError::Stale { reason: "the page's elements changed since the screenshot".into() });
+        return Err(BrowserError::Stale {
+            reason: "the page's elements changed since the screenshot".into(),
+        });
     }
     Ok((f64::from(point.x), f64::from(point.y)))
 }
 
 fn same_document_url(landed: &str, wanted: &str) -> bool {
-    let strip = |u: &str| u.split('#').next().unwrap_or(u).trim_end_matches('/').to_owned();
+    let strip = |u: &str| {
+        u.split('#')
+            .next()
+            .unwrap_or(u)
+            .trim_end_matches('/')
+            .to_owned()
+    };
     strip(landed) == strip(wanted)
 }

@@ -40,12 +40,21 @@ impl Tab {
         self.mouse_move_with(x, y, 0).await
     }
 
-    pub(super) async fn mouse_move_with(&self, x: f64, y: f64, modifiers: i64) -> Result<(), BrowserError> {
+    pub(super) async fn mouse_move_with(
+        &self,
+        x: f64,
+        y: f64,
+        modifiers: i64,
+    ) -> Result<(), BrowserError> {
         let (modifiers, buttons) = {
             let state = lock(&self.state);
             (modifiers | state.held.modifiers(), state.held.buttons())
         };
-        self.trace(if buttons == 0 { super::Trace::Hover(x, y) } else { super::Trace::Drag(x, y) });
+        self.trace(if buttons == 0 {
+            super::Trace::Hover(x, y)
+        } else {
+            super::Trace::Drag(x, y)
+        });
         let button = match buttons {
             0 => "none",
             b if b & 1 != 0 => "left",
@@ -66,20 +75,36 @@ impl Tab {
 
     /// `count` clicks in a row (a double or triple click): press and release with
     /// `clickCount` 1, 2, 3, as a person's clicks reach the page (`dblclick` after the second).
-    pub(super) async fn mouse_click(&self, x: f64, y: f64, button: &'static str, count: u8, modifiers: i64) -> Result<(), BrowserError> {
+    pub(super) async fn mouse_click(
+        &self,
+        x: f64,
+        y: f64,
+        button: &'static str,
+        count: u8,
+        modifiers: i64,
+    ) -> Result<(), BrowserError> {
         for n in 1..=i64::from(count) {
             for pressed in [true, false] {
                 if lock(&self.state).dialog.is_some() {
                     return Ok(());
                 }
-                self.mouse_button(x, y, button, pressed, n, modifiers).await?;
+                self.mouse_button(x, y, button, pressed, n, modifiers)
+                    .await?;
             }
         }
         Ok(())
     }
 
     /// One press or release, tracked as held until released.
-    async fn mouse_button(&self, x: f64, y: f64, button: &'static str, pressed: bool, count: i64, modifiers: i64) -> Result<(), BrowserError> {
+    async fn mouse_button(
+        &self,
+        x: f64,
+        y: f64,
+        button: &'static str,
+        pressed: bool,
+        count: i64,
+        modifiers: i64,
+    ) -> Result<(), BrowserError> {
         let (modifiers, buttons) = {
             let mut state = lock(&self.state);
             if pressed {
@@ -92,7 +117,12 @@ impl Tab {
         };
         let sent = self
             .input(DispatchMouseEvent {
-                event_type: if pressed { "mousePressed" } else { "mouseReleased" }.into(),
+                event_type: if pressed {
+                    "mousePressed"
+                } else {
+                    "mouseReleased"
+                }
+                .into(),
                 x,
                 y,
                 modifiers: Some(modifiers),
@@ -109,7 +139,13 @@ impl Tab {
     }
 
     /// One wheel turn at a point.
-    pub(super) async fn wheel(&self, x: f64, y: f64, delta_x: f64, delta_y: f64) -> Result<(), BrowserError> {
+    pub(super) async fn wheel(
+        &self,
+        x: f64,
+        y: f64,
+        delta_x: f64,
+        delta_y: f64,
+    ) -> Result<(), BrowserError> {
         let modifiers = lock(&self.state).held.modifiers();
         self.trace(super::Trace::Wheel(x, y, delta_x, delta_y));
         self.input(DispatchMouseEvent {
@@ -126,16 +162,27 @@ impl Tab {
 
     /// A pointer drag: move to `from`, press, move through `via` to `to` in small steps,
     /// release. The release is attempted even when a move fails, so no button stays down.
-    pub(super) async fn drag_mouse(&self, from: (f64, f64), via: &[(f64, f64)], to: (f64, f64)) -> Result<(), BrowserError> {
+    pub(super) async fn drag_mouse(
+        &self,
+        from: (f64, f64),
+        via: &[(f64, f64)],
+        to: (f64, f64),
+    ) -> Result<(), BrowserError> {
         self.mouse_move(from.0, from.1).await?;
-        self.mouse_button(from.0, from.1, "left", true, 1, 0).await?;
+        self.mouse_button(from.0, from.1, "left", true, 1, 0)
+            .await?;
         let moved = self.move_along(from, via, to).await;
         let released = self.mouse_button(to.0, to.1, "left", false, 1, 0).await;
         moved.and(released)
     }
 
     /// Moves through `via` to `to` from `from`, in steps of at most [`DRAG_STEP_PX`].
-    async fn move_along(&self, from: (f64, f64), via: &[(f64, f64)], to: (f64, f64)) -> Result<(), BrowserError> {
+    async fn move_along(
+        &self,
+        from: (f64, f64),
+        via: &[(f64, f64)],
+        to: (f64, f64),
+    ) -> Result<(), BrowserError> {
         let mut at = from;
         for next in via.iter().copied().chain(std::iter::once(to)) {
             for (x, y) in steps(at, next) {
@@ -155,20 +202,35 @@ impl Tab {
     /// (`Input.dispatchDragEvent`), so the page's `dragstart`, `dragenter`, `dragover` and
     /// `drop` handlers all run. `Ok(false)`: the page never started a drag (the source is not
     /// draggable); the button is released.
-    pub(super) async fn drag_html5(&self, from: (f64, f64), via: &[(f64, f64)], to: (f64, f64), until: Instant) -> Result<bool, BrowserError> {
+    pub(super) async fn drag_html5(
+        &self,
+        from: (f64, f64),
+        via: &[(f64, f64)],
+        to: (f64, f64),
+        until: Instant,
+    ) -> Result<bool, BrowserError> {
         let timeout = self.session.connection().default_timeout();
         let mut intercepted = self.session.subscribe(&["Input.dragIntercepted"]);
-        self.session.send_raw("Input.setInterceptDrags", json!({ "enabled": true }), timeout).await?;
+        self.session
+            .send_raw(
+                "Input.setInterceptDrags",
+                json!({ "enabled": true }),
+                timeout,
+            )
+            .await?;
         let result: Result<bool, BrowserError> = async {
             self.mouse_move(from.0, from.1).await?;
-            self.mouse_button(from.0, from.1, "left", true, 1, 0).await?;
+            self.mouse_button(from.0, from.1, "left", true, 1, 0)
+                .await?;
             // The drag starts once the pointer leaves the press point by a few pixels.
             let first = via.first().copied().unwrap_or(to);
             let wait_until = (Instant::now() + DRAG_START_WAIT).min(until);
             let mut data = None;
             for (x, y) in steps(from, first) {
                 self.mouse_move(x, y).await?;
-                if let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, intercepted.recv()).await {
+                if let Ok(Some(Ok(event))) =
+                    tokio::time::timeout(Duration::ZERO, intercepted.recv()).await
+                {
                     data = event.params.get("data").cloned();
                     break;
                 }
@@ -180,7 +242,8 @@ impl Tab {
                 }
             }
             let Some(data) = data else {
-                self.mouse_button(first.0, first.1, "left", false, 1, 0).await?;
+                self.mouse_button(first.0, first.1, "left", false, 1, 0)
+                    .await?;
                 return Ok(false);
             };
             let mut points: Vec<(f64, f64)> = Vec::new();
@@ -194,13 +257,22 @@ impl Tab {
                 let kind = if i == 0 { "dragEnter" } else { "dragOver" };
                 self.drag_event(kind, *x, *y, &data, modifiers).await?;
             }
-            self.drag_event("dragOver", to.0, to.1, &data, modifiers).await?;
-            self.drag_event("drop", to.0, to.1, &data, modifiers).await?;
+            self.drag_event("dragOver", to.0, to.1, &data, modifiers)
+                .await?;
+            self.drag_event("drop", to.0, to.1, &data, modifiers)
+                .await?;
             self.mouse_button(to.0, to.1, "left", false, 1, 0).await?;
             Ok(true)
         }
         .await;
-        let reset = self.session.send_raw("Input.setInterceptDrags", json!({ "enabled": false }), timeout).await;
+        let reset = self
+            .session
+            .send_raw(
+                "Input.setInterceptDrags",
+                json!({ "enabled": false }),
+                timeout,
+            )
+            .await;
         if result.is_err() {
             // Whatever failed, no button stays down.
             let held = lock(&self.state).held.buttons();
@@ -213,7 +285,14 @@ impl Tab {
         Ok(started)
     }
 
-    async fn drag_event(&self, kind: &str, x: f64, y: f64, data: &Value, modifiers: i64) -> Result<(), BrowserError> {
+    async fn drag_event(
+        &self,
+        kind: &str,
+        x: f64,
+        y: f64,
+        data: &Value,
+        modifiers: i64,
+    ) -> Result<(), BrowserError> {
         let timeout = self.session.connection().default_timeout();
         let params = json!({ "type": kind, "x": x, "y": y, "data": data, "modifiers": modifiers });
         let mut dialogs = self.session.subscribe(&["Page.javascriptDialogOpening"]);

@@ -32,29 +32,48 @@ impl Tab {
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Select;
-        self.actionable_point(resolved, Need::Focus, viewport, until).await?;
+        self.actionable_point(resolved, Need::Focus, viewport, until)
+            .await?;
         let facts = self.facts(resolved).await?;
         if facts.tag != "select" {
             return Err(BrowserError::NotActionable {
-                reason: format!("{} is not a native <select>; click it to open its list, observe, then click the option", resolved.label),
+                reason: format!(
+                    "{} is not a native <select>; click it to open its list, observe, then click the option",
+                    resolved.label
+                ),
             });
         }
         let chosen = match &choice {
-            Choice::One(value) => self.call_on(resolved, SELECT_JS, vec![json!(value)], false).await?,
+            Choice::One(value) => {
+                self.call_on(resolved, SELECT_JS, vec![json!(value)], false)
+                    .await?
+            }
             Choice::Many(values) => {
                 if values.len() > 1 && !facts.multiple {
-                    return Err(BrowserError::NotActionable { reason: format!("{} takes one option, not {}; give one value", resolved.label, values.len()) });
+                    return Err(BrowserError::NotActionable {
+                        reason: format!(
+                            "{} takes one option, not {}; give one value",
+                            resolved.label,
+                            values.len()
+                        ),
+                    });
                 }
-                self.call_on(resolved, SELECT_MANY_JS, vec![json!(values)], false).await?
+                self.call_on(resolved, SELECT_MANY_JS, vec![json!(values)], false)
+                    .await?
             }
         };
         if let Some(error) = chosen.get("error").and_then(Value::as_str) {
-            return Err(BrowserError::NotActionable { reason: error.to_owned() });
+            return Err(BrowserError::NotActionable {
+                reason: error.to_owned(),
+            });
         }
         self.settle(nav, until).await;
         let held = match &choice {
             Choice::One(_) => {
-                let wanted = chosen.get("value").and_then(Value::as_str).unwrap_or_default();
+                let wanted = chosen
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 self.facts(resolved).await?.value.as_deref() == Some(wanted)
             }
             Choice::Many(_) => {
@@ -68,7 +87,13 @@ impl Tab {
         if held {
             Ok(Receipt::confirmed(kind, frame))
         } else {
-            Ok(Receipt::failed(kind, frame, protocol::ErrorCode::InvalidAction, true, "the options did not stay selected"))
+            Ok(Receipt::failed(
+                kind,
+                frame,
+                protocol::ErrorCode::InvalidAction,
+                true,
+                "the options did not stay selected",
+            ))
         }
     }
 }

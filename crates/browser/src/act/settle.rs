@@ -47,7 +47,12 @@ impl Tab {
         state.awaited_requests += awaited;
     }
 
-    async fn settle_inner(&self, events: &mut EventStream, until: Instant, awaited: &mut usize) -> SettleEnd {
+    async fn settle_inner(
+        &self,
+        events: &mut EventStream,
+        until: Instant,
+        awaited: &mut usize,
+    ) -> SettleEnd {
         // Events the action caused were sent before its reply, so they are queued already.
         let mut navigating = false;
         // Where a navigation of the main frame got to: it loaded (or stopped loading), or it
@@ -59,29 +64,48 @@ impl Tab {
             // Requests the page also sent before this action began: its own polling, which the
             // action neither started nor has to wait for (a busy page never goes quiet).
             let periodic: std::collections::HashSet<String> = match state.action_started {
-                Some(started) => state.recent_requests.iter().filter(|(_, at)| *at < started).map(|(k, _)| k.clone()).collect(),
+                Some(started) => state
+                    .recent_requests
+                    .iter()
+                    .filter(|(_, at)| *at < started)
+                    .map(|(k, _)| k.clone())
+                    .collect(),
                 None => Default::default(),
             };
             (state.main_frame_id.clone(), periodic)
         };
-        let is_periodic = |event: &cdp::Event| crate::tab::request_key(&event.params).is_some_and(|k| periodic.contains(&k));
+        let is_periodic = |event: &cdp::Event| {
+            crate::tab::request_key(&event.params).is_some_and(|k| periodic.contains(&k))
+        };
         let take = |event: &cdp::Event,
                     navigating: &mut bool,
                     arrived: &mut Option<SettleEnd>,
                     in_flight: &mut std::collections::HashSet<String>,
                     awaited: &mut usize|
          -> bool {
-            let id = event.params.get("requestId").and_then(Value::as_str).map(str::to_owned);
-            let main = event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
+            let id = event
+                .params
+                .get("requestId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let main =
+                event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
             match event.method.as_str() {
                 "Page.javascriptDialogOpening" => return true,
                 "Page.navigatedWithinDocument" if main => *arrived = Some(SettleEnd::SameDocument),
-                "Page.frameStoppedLoading" if main && *navigating => *arrived = Some(arrived.unwrap_or(SettleEnd::Loaded)),
+                "Page.frameStoppedLoading" if main && *navigating => {
+                    *arrived = Some(arrived.unwrap_or(SettleEnd::Loaded))
+                }
                 "Page.loadEventFired" if *navigating => *arrived = Some(SettleEnd::Loaded),
                 // A navigation requested into another tab or window (a Ctrl-, Shift- or middle-click
                 // on a link: disposition newTab/newWindow), or a download, leaves this page as it
                 // is: waiting for its load here stalled the action until its deadline.
-                "Page.frameRequestedNavigation" if event.params.get("disposition").and_then(Value::as_str).is_some_and(|d| d != "currentTab") => {}
+                "Page.frameRequestedNavigation"
+                    if event
+                        .params
+                        .get("disposition")
+                        .and_then(Value::as_str)
+                        .is_some_and(|d| d != "currentTab") => {}
                 "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
                     *navigating |= main;
                 }
@@ -108,14 +132,23 @@ impl Tab {
                 self.note_dialog(event);
             }
         };
-        let requests_until = Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        let requests_until =
+            Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
         for round in 0..SETTLE_ROUNDS {
             // Events the action (or, after the first round, the page meanwhile) caused.
             let mut started = false;
-            while let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::ZERO, events.recv()).await {
+            while let Ok(Some(Ok(event))) =
+                tokio::time::timeout(Duration::ZERO, events.recv()).await
+            {
                 dialog(&event);
                 started |= event.method == "Network.requestWillBeSent" && !is_periodic(&event);
-                if take(&event, &mut navigating, &mut arrived, &mut in_flight, awaited) {
+                if take(
+                    &event,
+                    &mut navigating,
+                    &mut arrived,
+                    &mut in_flight,
+                    awaited,
+                ) {
                     return SettleEnd::Dialog;
                 }
             }
@@ -127,7 +160,13 @@ impl Tab {
                 match tokio::time::timeout(left, events.recv()).await {
                     Ok(Some(Ok(event))) => {
                         dialog(&event);
-                        if take(&event, &mut navigating, &mut arrived, &mut in_flight, awaited) {
+                        if take(
+                            &event,
+                            &mut navigating,
+                            &mut arrived,
+                            &mut in_flight,
+                            awaited,
+                        ) {
                             return SettleEnd::Dialog;
                         }
                     }
@@ -136,13 +175,21 @@ impl Tab {
                 }
             }
             if navigating {
-                let left = until.saturating_duration_since(Instant::now()).min(Duration::from_secs(10));
+                let left = until
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_secs(10));
                 let waited = tokio::time::timeout(left, async {
                     while arrived.is_none() {
                         match events.recv().await {
                             Some(Ok(event)) => {
                                 dialog(&event);
-                                if take(&event, &mut navigating, &mut arrived, &mut in_flight, awaited) {
+                                if take(
+                                    &event,
+                                    &mut navigating,
+                                    &mut arrived,
+                                    &mut in_flight,
+                                    awaited,
+                                ) {
                                     return SettleEnd::Dialog;
                                 }
                             }
@@ -162,7 +209,8 @@ impl Tab {
             }
             // A request's end reaches us from the network side before the page has run the code
             // that waits on it (`await fetch(…)` then a DOM update): give the page that moment first.
-            self.dom_quiet(until, if started { RESPONSE_GRACE_MS } else { 0 }).await;
+            self.dom_quiet(until, if started { RESPONSE_GRACE_MS } else { 0 })
+                .await;
             // The quiet check went through the page's task queue, so a request the action's
             // handlers started has been reported by now even when its event came after the
             // input's reply (the renderer sends it on another channel): the next round looks.
@@ -177,11 +225,15 @@ impl Tab {
     /// queue (a zero-delay timer), at most 300 ms. Later asynchronous work is covered by the
     /// request tracking before it; anything slower shows up in the next observation.
     pub(super) async fn dom_quiet(&self, until: Instant, first_delay_ms: u32) {
-        let quiet_until = Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
-        let Ok(context) = world_context(self).await else { return };
+        let quiet_until =
+            Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        let Ok(context) = world_context(self).await else {
+            return;
+        };
         let read = |delay_ms: u32| {
-            let expression =
-                format!("new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))");
+            let expression = format!(
+                "new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))"
+            );
             tokio::time::timeout(
                 Duration::from_millis(200),
                 self.session.call(cdp::domains::runtime::Evaluate {
@@ -193,7 +245,9 @@ impl Tab {
                 }),
             )
         };
-        let Ok(Ok(first)) = read(first_delay_ms).await else { return };
+        let Ok(Ok(first)) = read(first_delay_ms).await else {
+            return;
+        };
         let mut last = first.result.value;
         while Instant::now() < quiet_until {
             if lock(&self.state).dialog.is_some() {

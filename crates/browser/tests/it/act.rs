@@ -14,7 +14,12 @@ fn ref_of(observation: &Observation, name: &str) -> String {
         .interactive_elements()
         .iter()
         .find(|e| e.name() == name)
-        .unwrap_or_else(|| panic!("no element named {name:?} in\n{}", observation.aria_snapshot()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no element named {name:?} in\n{}",
+                observation.aria_snapshot()
+            )
+        })
         .element()
         .as_str()
         .to_owned()
@@ -22,7 +27,9 @@ fn ref_of(observation: &Observation, name: &str) -> String {
 
 /// A v1 action, converted as every transport converts it.
 fn action(value: serde_json::Value) -> ExtendedAction {
-    protocol::validate_action(&value).expect("a valid action").into()
+    protocol::validate_action(&value)
+        .expect("a valid action")
+        .into()
 }
 
 fn click(frame: &Observation, name: &str) -> ExtendedAction {
@@ -38,7 +45,11 @@ fn type_into(frame: &Observation, name: &str, text: &str) -> ExtendedAction {
 }
 
 async fn title(tab: &Tab) -> String {
-    observe_eval(tab, "document.title").await.as_str().unwrap_or_default().to_owned()
+    observe_eval(tab, "document.title")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test]
@@ -46,19 +57,41 @@ async fn fill_a_form_submit_with_enter_and_see_the_success_message() {
     let env = env().await;
     let tab = env.open("/form.html").await;
     let o = observe(&tab).await;
-    let outcome = tab.act(&type_into(&o, "Name", "Ada Lovelace"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(
+            &type_into(&o, "Name", "Ada Lovelace"),
+            &ActOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let o = outcome.observation.unwrap();
-    assert!(o.aria_snapshot().contains("textbox \"Name\" [e1 focused]: \"Ada Lovelace\""), "{}", o.aria_snapshot());
-    let outcome = tab.act(&click(&o, "I accept the terms"), &ActOptions::default()).await.unwrap();
-    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "the checkbox toggled");
+    assert!(
+        o.aria_snapshot()
+            .contains("textbox \"Name\" [e1 focused]: \"Ada Lovelace\""),
+        "{}",
+        o.aria_snapshot()
+    );
+    let outcome = tab
+        .act(&click(&o, "I accept the terms"), &ActOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.receipt.state(),
+        ReceiptState::Confirmed,
+        "the checkbox toggled"
+    );
     let o = outcome.observation.unwrap();
     let press = action(
         json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Name")}, "key": "Enter", "intent": "submit"}),
     );
     let outcome = tab.act(&press, &ActOptions::default()).await.unwrap();
     let o = outcome.observation.unwrap();
-    assert!(o.aria_snapshot().contains("Welcome, Ada Lovelace!"), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("Welcome, Ada Lovelace!"),
+        "{}",
+        o.aria_snapshot()
+    );
     assert_eq!(env.server.writes().len(), 1, "exactly one submission");
 }
 
@@ -67,15 +100,28 @@ async fn a_typed_secret_never_comes_back_even_when_the_page_echoes_it() {
     let env = env().await;
     let tab = env.open("/form.html").await;
     let o = observe(&tab).await;
-    let outcome = tab.act(&type_into(&o, "Password", "correct-horse-battery"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(
+            &type_into(&o, "Password", "correct-horse-battery"),
+            &ActOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let o = outcome.observation.unwrap();
     let json = serde_json::to_string(&o).unwrap();
     assert!(!json.contains("correct-horse-battery"), "{json}");
-    assert!(o.aria_snapshot().contains("Echo: [redacted]"), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("Echo: [redacted]"),
+        "{}",
+        o.aria_snapshot()
+    );
     // The turn-start preview reads the page's visible text too: the echo is redacted there as well.
     let preview = serde_json::to_string(&tab.preview(Duration::from_secs(5)).await).unwrap();
-    assert!(preview.contains("\"preview_status\":\"ready\""), "{preview}");
+    assert!(
+        preview.contains("\"preview_status\":\"ready\""),
+        "{preview}"
+    );
     assert!(!preview.contains("correct-horse-battery"), "{preview}");
     assert!(preview.contains("Echo: [redacted]"), "{preview}");
 }
@@ -87,13 +133,27 @@ async fn a_covered_button_is_refused_naming_the_overlay_and_nothing_is_sent() {
     let o = observe(&tab).await;
     // The overlay never goes away, so each refusal takes the whole deadline: long enough that a
     // loaded machine (the whole suite at once) still reports the reason, not a timeout.
-    let options = ActOptions { deadline: Duration::from_secs(6), ..Default::default() };
+    let options = ActOptions {
+        deadline: Duration::from_secs(6),
+        ..Default::default()
+    };
     let err = tab.act(&click(&o, "Buy now"), &options).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
-    assert!(err.to_string().contains("covered by div#consent-banner \"Accept cookies\""), "{err}");
-    let err = tab.act(&click(&o, "Unavailable"), &options).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("covered by div#consent-banner \"Accept cookies\""),
+        "{err}"
+    );
+    let err = tab
+        .act(&click(&o, "Unavailable"), &options)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("is disabled"), "{err}");
-    assert!(env.server.writes().is_empty(), "a refused action sends nothing: {:?}", env.server.writes());
+    assert!(
+        env.server.writes().is_empty(),
+        "a refused action sends nothing: {:?}",
+        env.server.writes()
+    );
 }
 
 #[tokio::test]
@@ -101,11 +161,16 @@ async fn elements_below_the_fold_are_scrolled_to_and_moving_ones_waited_for() {
     let env = env().await;
     let tab = env.open("/widgets.html").await;
     let o = observe(&tab).await;
-    let outcome = tab.act(&click(&o, "Moving target"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(&click(&o, "Moving target"), &ActOptions::default())
+        .await
+        .unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Dispatched);
     assert_eq!(title(&tab).await, "moved-clicked");
     let o = outcome.observation.unwrap();
-    tab.act(&click(&o, "Far below"), &ActOptions::default()).await.unwrap();
+    tab.act(&click(&o, "Far below"), &ActOptions::default())
+        .await
+        .unwrap();
     assert!(observe_eval(&tab, "window.scrollY").await.as_f64().unwrap() > 1000.0);
 }
 
@@ -114,13 +179,32 @@ async fn contenteditable_dates_times_and_key_listening_fields() {
     let env = env().await;
     let tab = env.open("/widgets.html").await;
     let mut o = observe(&tab).await;
-    for (name, text) in [("Editor", "new text"), ("Date", "2026-11-29"), ("Time", "13:45"), ("Keyed", "typed by keys")] {
-        let outcome = tab.act(&type_into(&o, name, text), &ActOptions::default()).await.unwrap();
-        assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{name}: {:?}", outcome.receipt);
+    for (name, text) in [
+        ("Editor", "new text"),
+        ("Date", "2026-11-29"),
+        ("Time", "13:45"),
+        ("Keyed", "typed by keys"),
+    ] {
+        let outcome = tab
+            .act(&type_into(&o, name, text), &ActOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.receipt.state(),
+            ReceiptState::Confirmed,
+            "{name}: {:?}",
+            outcome.receipt
+        );
         o = outcome.observation.unwrap();
     }
-    assert_eq!(observe_eval(&tab, "document.getElementById('date').value").await, "2026-11-29");
-    assert_eq!(observe_eval(&tab, "document.getElementById('keyed').value").await, "typed by keys");
+    assert_eq!(
+        observe_eval(&tab, "document.getElementById('date').value").await,
+        "2026-11-29"
+    );
+    assert_eq!(
+        observe_eval(&tab, "document.getElementById('keyed').value").await,
+        "typed by keys"
+    );
     // Paste only, on the field that wants keys: the value does not take, and the receipt says so.
     observe_eval(&tab, "sawKey = false").await;
     let o = observe(&tab).await;
@@ -144,16 +228,38 @@ async fn native_select_by_value_or_label_and_a_custom_listbox_is_explained() {
             json!({"type": "select", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, name)}, "value": value, "intent": "choose"}),
         )
     };
-    let outcome = tab.act(&select(&o, "Country", "Japan"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(&select(&o, "Country", "Japan"), &ActOptions::default())
+        .await
+        .unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let o = outcome.observation.unwrap();
-    assert_eq!(observe_eval(&tab, "document.getElementById('country').value").await, "jp");
-    let outcome = tab.act(&select(&o, "Country", "de"), &ActOptions::default()).await.unwrap();
+    assert_eq!(
+        observe_eval(&tab, "document.getElementById('country').value").await,
+        "jp"
+    );
+    let outcome = tab
+        .act(&select(&o, "Country", "de"), &ActOptions::default())
+        .await
+        .unwrap();
     let o = outcome.observation.unwrap();
-    assert_eq!(observe_eval(&tab, "document.getElementById('country').value").await, "de");
-    let err = tab.act(&select(&o, "Country", "Atlantis"), &ActOptions::default()).await.unwrap_err();
-    assert!(err.to_string().contains("\"France\", \"Germany\", \"Japan\""), "{err}");
-    let err = tab.act(&select(&o, "Fancy list", "Two"), &ActOptions::default()).await.unwrap_err();
+    assert_eq!(
+        observe_eval(&tab, "document.getElementById('country').value").await,
+        "de"
+    );
+    let err = tab
+        .act(&select(&o, "Country", "Atlantis"), &ActOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("\"France\", \"Germany\", \"Japan\""),
+        "{err}"
+    );
+    let err = tab
+        .act(&select(&o, "Fancy list", "Two"), &ActOptions::default())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("not a native <select>"), "{err}");
 }
 
@@ -162,19 +268,45 @@ async fn press_chords_and_enter_in_a_search_field() {
     let env = env().await;
     let tab = env.open("/widgets.html").await;
     let o = observe(&tab).await;
-    let o = tab.act(&type_into(&o, "Search", "glovebox"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let o = tab
+        .act(&type_into(&o, "Search", "glovebox"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     let press = |o: &Observation, key: &str| {
         action(
             json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(o, "Search")}, "key": key, "intent": "key"}),
         )
     };
-    let o = tab.act(&press(&o, "Enter"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let o = tab
+        .act(&press(&o, "Enter"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     assert_eq!(title(&tab).await, "searched:glovebox");
     // Control+A then Backspace empties the field.
-    let o = tab.act(&press(&o, "Control+A"), &ActOptions::default()).await.unwrap().observation.unwrap();
-    tab.act(&press(&o, "Backspace"), &ActOptions::default()).await.unwrap();
-    assert_eq!(observe_eval(&tab, "document.getElementById('search').value").await, "");
-    let err = tab.act(&press(&observe(&tab).await, "Hyper+Q"), &ActOptions::default()).await.unwrap_err();
+    let o = tab
+        .act(&press(&o, "Control+A"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
+    tab.act(&press(&o, "Backspace"), &ActOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        observe_eval(&tab, "document.getElementById('search').value").await,
+        ""
+    );
+    let err = tab
+        .act(
+            &press(&observe(&tab).await, "Hyper+Q"),
+            &ActOptions::default(),
+        )
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("unknown key"), "{err}");
 }
 
@@ -184,19 +316,50 @@ async fn stale_frames_and_refs_are_refused_and_never_guessed() {
     let tab = env.open("/widgets.html").await;
     let first = observe(&tab).await;
     // The element the ref names is replaced: same place, same text, a different node.
-    let o = tab.act(&click(&first, "Replace me"), &ActOptions::default()).await.unwrap().observation.unwrap();
-    let err = tab.act(&click(&first, "Alert me"), &ActOptions::default()).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::StaleObservation, "an older frame is refused: {err}");
+    let o = tab
+        .act(&click(&first, "Replace me"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
+    let err = tab
+        .act(&click(&first, "Alert me"), &ActOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.code(),
+        ErrorCode::StaleObservation,
+        "an older frame is refused: {err}"
+    );
     assert!(err.to_string().contains("observe again"), "{err}");
-    let replaced = o.interactive_elements().iter().find(|e| e.name() == "Fresh").unwrap().element().clone();
+    let replaced = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Fresh")
+        .unwrap()
+        .element()
+        .clone();
     let old_ref = ref_of(&first, "Replace me");
-    let stale = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": "e999"}, "intent": "x"}));
-    assert_eq!(tab.act(&stale, &ActOptions::default()).await.unwrap_err().code(), ErrorCode::StaleObservation);
+    let stale = action(
+        json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": "e999"}, "intent": "x"}),
+    );
+    assert_eq!(
+        tab.act(&stale, &ActOptions::default())
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::StaleObservation
+    );
     assert_ne!(replaced.as_str(), "", "{old_ref}");
     // After navigation every ref of the old frame is stale, even with a matching frame id.
     let before = observe(&tab).await;
-    tab.goto(&env.server.url("/login.html"), Duration::from_secs(10)).await.unwrap();
-    let err = tab.act(&click(&before, "Alert me"), &ActOptions::default()).await.unwrap_err();
+    tab.goto(&env.server.url("/login.html"), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let err = tab
+        .act(&click(&before, "Alert me"), &ActOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleObservation);
     assert!(err.to_string().contains("navigated"), "{err}");
 }
@@ -209,22 +372,44 @@ async fn a_node_replaced_under_the_same_frame_is_stale_not_retargeted() {
     // Replace the button with a look-alike without changing the frame id (text-only world change
     // would not move it; here an element swap does, so re-observe is the only valid path).
     observe_eval(&tab, "const old = document.getElementById('alert'); const twin = old.cloneNode(true); twin.onclick = () => fetch('/twin', {method: 'POST'}); old.replaceWith(twin)").await;
-    let err = tab.act(&click(&o, "Alert me"), &ActOptions::default()).await.unwrap_err();
+    let err = tab
+        .act(&click(&o, "Alert me"), &ActOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
     assert!(env.server.writes().is_empty());
 }
 
 #[tokio::test]
-async fn a_canvas_is_clicked_by_point_at_scale_two_with_zoom_and_scroll_and_old_frames_are_refused() {
+async fn a_canvas_is_clicked_by_point_at_scale_two_with_zoom_and_scroll_and_old_frames_are_refused()
+{
     let env = env().await;
     let tab = env.open("/canvas.html").await;
-    tab.session().call(cdp::domains::emulation::SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false }).await.unwrap();
+    tab.session()
+        .call(cdp::domains::emulation::SetDeviceMetricsOverride {
+            width: 800,
+            height: 600,
+            device_scale_factor: 2.0,
+            mobile: false,
+        })
+        .await
+        .unwrap();
     observe_eval(&tab, "window.scrollTo(0, 300)").await;
-    let o = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
-    assert_eq!(o.screenshot_size().map(|s| (s.width, s.height)), Some((1600, 1200)));
+    let o = tab
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        o.screenshot_size().map(|s| (s.width, s.height)),
+        Some((1600, 1200))
+    );
     // The red square is at page (100..150, 400..450): in the viewport at (125, 125) CSS pixels.
-    let point =
-        action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 125, "y": 125}, "intent": "square"}));
+    let point = action(
+        json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 125, "y": 125}, "intent": "square"}),
+    );
     tab.act(&point, &ActOptions::default()).await.unwrap();
     assert_eq!(title(&tab).await, "clicked 125,125 page 125,425");
     // After a scroll, the old frame's point is refused.
@@ -233,11 +418,33 @@ async fn a_canvas_is_clicked_by_point_at_scale_two_with_zoom_and_scroll_and_old_
     assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
     // Outside the viewport, and without a screenshot, a point is refused.
     let o = observe(&tab).await;
-    let no_shot = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 10, "y": 10}, "intent": "x"}));
-    assert!(tab.act(&no_shot, &ActOptions::default()).await.unwrap_err().to_string().contains("screenshot"));
-    let o = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
-    let outside = action(json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 900, "y": 10}, "intent": "x"}));
-    assert_eq!(tab.act(&outside, &ActOptions::default()).await.unwrap_err().code(), ErrorCode::InvalidAction);
+    let no_shot = action(
+        json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 10, "y": 10}, "intent": "x"}),
+    );
+    assert!(
+        tab.act(&no_shot, &ActOptions::default())
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("screenshot")
+    );
+    let o = tab
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let outside = action(
+        json!({"type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 900, "y": 10}, "intent": "x"}),
+    );
+    assert_eq!(
+        tab.act(&outside, &ActOptions::default())
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidAction
+    );
 }
 
 #[tokio::test]
@@ -245,7 +452,10 @@ async fn popups_are_reported_and_dialogs_block_until_handled() {
     let env = env().await;
     let tab = env.open("/widgets.html").await;
     let o = observe(&tab).await;
-    let outcome = tab.act(&click(&o, "Open help"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(&click(&o, "Open help"), &ActOptions::default())
+        .await
+        .unwrap();
     // The popup's announcement may trail the click by a moment.
     for _ in 0..50 {
         if !tab.opened_targets().is_empty() {
@@ -255,15 +465,27 @@ async fn popups_are_reported_and_dialogs_block_until_handled() {
     }
     assert_eq!(tab.opened_targets().len(), 1, "{:?}", outcome.opened);
     let o = outcome.observation.unwrap();
-    let outcome = tab.act(&click(&o, "Alert me"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(&click(&o, "Alert me"), &ActOptions::default())
+        .await
+        .unwrap();
     let dialog = outcome.dialog.expect("the alert is reported");
-    assert_eq!((dialog.kind.as_str(), dialog.message.as_str()), ("alert", "Saved!"));
+    assert_eq!(
+        (dialog.kind.as_str(), dialog.message.as_str()),
+        ("alert", "Saved!")
+    );
     assert!(outcome.observation.is_none());
-    let err = tab.act(&click(&o, "Confirm me"), &ActOptions::default()).await.unwrap_err();
+    let err = tab
+        .act(&click(&o, "Confirm me"), &ActOptions::default())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("alert dialog is open"), "{err}");
     tab.handle_dialog(true, None).await.unwrap();
     let o = observe(&tab).await;
-    let outcome = tab.act(&click(&o, "Confirm me"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(&click(&o, "Confirm me"), &ActOptions::default())
+        .await
+        .unwrap();
     assert_eq!(outcome.dialog.unwrap().kind, "confirm");
     tab.handle_dialog(false, None).await.unwrap();
     assert_eq!(title(&tab).await, "declined");
@@ -274,21 +496,40 @@ async fn navigate_scroll_hover_and_wait() {
     let env = env().await;
     let tab = env.open("/scroll.html").await;
     let o = observe(&tab).await;
-    let scroll = action(json!({"type": "scroll", "expected_frame_id": o.frame_id().as_str(), "delta_y": 400, "intent": "down"}));
+    let scroll = action(
+        json!({"type": "scroll", "expected_frame_id": o.frame_id().as_str(), "delta_y": 400, "intent": "down"}),
+    );
     let outcome = tab.act(&scroll, &ActOptions::default()).await.unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let o = outcome.observation.unwrap();
     assert!(o.viewport().scroll_y > 0.0);
-    let wait = action(json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 50, "intent": "settle"}));
-    let o = tab.act(&wait, &ActOptions::default()).await.unwrap().observation.unwrap();
+    let wait = action(
+        json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 50, "intent": "settle"}),
+    );
+    let o = tab
+        .act(&wait, &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     let hover = action(
         json!({"type": "hover", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Far button")}, "intent": "look"}),
     );
-    let o = tab.act(&hover, &ActOptions::default()).await.unwrap().observation.unwrap();
-    let navigate = action(json!({"type": "navigate", "expected_frame_id": o.frame_id().as_str(), "url": env.server.url("/login.html"), "intent": "go"}));
+    let o = tab
+        .act(&hover, &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
+    let navigate = action(
+        json!({"type": "navigate", "expected_frame_id": o.frame_id().as_str(), "url": env.server.url("/login.html"), "intent": "go"}),
+    );
     let outcome = tab.act(&navigate, &ActOptions::default()).await.unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
-    assert_eq!(outcome.observation.unwrap().title(), "Sign in — Fixture Bank");
+    assert_eq!(
+        outcome.observation.unwrap().title(),
+        "Sign in — Fixture Bank"
+    );
 }
 
 #[tokio::test]
@@ -297,23 +538,53 @@ async fn inputs_inside_same_and_cross_site_frames_and_shadow_dom() {
     let tab = env.open("/iframes.html").await;
     let mut o = observe(&tab).await;
     for _ in 0..50 {
-        if o.interactive_elements().iter().any(|e| e.name() == "Coupon") {
+        if o.interactive_elements()
+            .iter()
+            .any(|e| e.name() == "Coupon")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
         o = observe(&tab).await;
     }
-    let o = tab.act(&click(&o, "Inner button"), &ActOptions::default()).await.unwrap().observation.unwrap();
-    let outcome = tab.act(&type_into(&o, "Coupon", "SAVE10"), &ActOptions::default()).await.unwrap();
-    assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed, "{:?}", outcome.receipt);
-    assert!(outcome.observation.unwrap().aria_snapshot().contains("\"SAVE10\""));
+    let o = tab
+        .act(&click(&o, "Inner button"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
+    let outcome = tab
+        .act(&type_into(&o, "Coupon", "SAVE10"), &ActOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        outcome.receipt
+    );
+    assert!(
+        outcome
+            .observation
+            .unwrap()
+            .aria_snapshot()
+            .contains("\"SAVE10\"")
+    );
 
     let tab = env.open("/shadow.html").await;
     let o = observe(&tab).await;
-    let outcome = tab.act(&type_into(&o, "Query", "closed roots"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(
+            &type_into(&o, "Query", "closed roots"),
+            &ActOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(outcome.receipt.state(), ReceiptState::Confirmed);
     let o = outcome.observation.unwrap();
-    tab.act(&click(&o, "Go"), &ActOptions::default()).await.unwrap();
+    tab.act(&click(&o, "Go"), &ActOptions::default())
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -323,9 +594,14 @@ async fn a_lost_tab_is_target_lost() {
     let o = observe(&tab).await;
     tab.session().close_target().await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let err = tab.act(&click(&o, "Create account"), &ActOptions::default()).await.unwrap_err();
+    let err = tab
+        .act(&click(&o, "Create account"), &ActOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::TargetLost, "{err:?}");
-    let _ = BrowserError::Stale { reason: String::new() };
+    let _ = BrowserError::Stale {
+        reason: String::new(),
+    };
 }
 
 #[tokio::test]
@@ -333,11 +609,22 @@ async fn a_tree_items_expander_opens_it_without_activating_the_item() {
     let env = env().await;
     let tab = env.open("/tree-expander.html").await;
     let o = observe(&tab).await;
-    let outcome = tab.act(&click(&o, "Expand src"), &ActOptions::default()).await.unwrap();
+    let outcome = tab
+        .act(&click(&o, "Expand src"), &ActOptions::default())
+        .await
+        .unwrap();
     let o = outcome.observation.unwrap();
-    assert!(o.aria_snapshot().contains("src\" [e1 expanded]"), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("src\" [e1 expanded]"),
+        "{}",
+        o.aria_snapshot()
+    );
     assert!(o.aria_snapshot().contains("main.rs"), "the children show");
-    assert!(o.aria_snapshot().contains("paragraph: none"), "the item was not activated: {}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("paragraph: none"),
+        "the item was not activated: {}",
+        o.aria_snapshot()
+    );
 }
 
 /// On a page large enough for the DOM model, refs act on the exact node, and a node whose
@@ -353,14 +640,38 @@ async fn refs_of_the_dom_model_act_and_go_stale_like_the_others() {
     env.server.html("/big-act", html);
     let tab = env.open("/big-act").await;
     let o = observe(&tab).await;
-    assert!(tab.latest_observation().unwrap().refs.values().all(|b| b.fingerprint.is_some()), "2,400 elements use the DOM model");
-    let outcome = tab.act(&click(&o, "Buy 2"), &ActOptions::default()).await.unwrap();
-    assert!(matches!(outcome.receipt.state(), ReceiptState::Confirmed | ReceiptState::Dispatched), "{:?}", outcome.receipt);
+    assert!(
+        tab.latest_observation()
+            .unwrap()
+            .refs
+            .values()
+            .all(|b| b.fingerprint.is_some()),
+        "2,400 elements use the DOM model"
+    );
+    let outcome = tab
+        .act(&click(&o, "Buy 2"), &ActOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            outcome.receipt.state(),
+            ReceiptState::Confirmed | ReceiptState::Dispatched
+        ),
+        "{:?}",
+        outcome.receipt
+    );
     assert_eq!(title(&tab).await, "bought 2");
     let o = outcome.observation.unwrap();
     // Same node, same frame (a text change is not structural), but it now says something else.
-    observe_eval(&tab, "document.querySelectorAll('button')[5].firstChild.data = 'Sell 5'").await;
-    let err = tab.act(&click(&o, "Buy 5"), &ActOptions::default()).await.unwrap_err();
+    observe_eval(
+        &tab,
+        "document.querySelectorAll('button')[5].firstChild.data = 'Sell 5'",
+    )
+    .await;
+    let err = tab
+        .act(&click(&o, "Buy 5"), &ActOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
     assert_eq!(title(&tab).await, "bought 2", "nothing was clicked");
 }
@@ -372,23 +683,78 @@ async fn refs_of_the_dom_model_act_and_go_stale_like_the_others() {
 async fn same_document_navigations_settle_without_waiting_for_a_load() {
     use browser::SettleEnd;
     let env = env().await;
-    env.server.route("/no-content", test_support::Route::Status { status: 204, body: String::new() });
+    env.server.route(
+        "/no-content",
+        test_support::Route::Status {
+            status: 204,
+            body: String::new(),
+        },
+    );
     let tab = env.open("/fragments.html").await;
     let mut o = observe(&tab).await;
-    for (name, expected) in [("Top", SettleEnd::SameDocument), ("Details", SettleEnd::SameDocument), ("Push", SettleEnd::SameDocument)] {
-        let outcome = tab.act(&click(&o, name), &ActOptions { deadline: Duration::from_secs(60), ..Default::default() }).await.unwrap();
-        assert_eq!(outcome.timing.settled_by, expected, "{name}: {:?}", outcome.timing);
+    for (name, expected) in [
+        ("Top", SettleEnd::SameDocument),
+        ("Details", SettleEnd::SameDocument),
+        ("Push", SettleEnd::SameDocument),
+    ] {
+        let outcome = tab
+            .act(
+                &click(&o, name),
+                &ActOptions {
+                    deadline: Duration::from_secs(60),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.timing.settled_by, expected,
+            "{name}: {:?}",
+            outcome.timing
+        );
         o = outcome.observation.unwrap();
         if name == "Details" {
-            assert!(o.aria_snapshot().contains("Hash #details"), "the hashchange handler ran before the observation:\n{}", o.aria_snapshot());
+            assert!(
+                o.aria_snapshot().contains("Hash #details"),
+                "the hashchange handler ran before the observation:\n{}",
+                o.aria_snapshot()
+            );
         }
     }
     assert!(o.url().ends_with("/pushed"), "{}", o.url());
-    let outcome = tab.act(&click(&o, "Nothing"), &ActOptions { deadline: Duration::from_secs(60), ..Default::default() }).await.unwrap();
-    assert_ne!(outcome.timing.settled_by, SettleEnd::Deadline, "a 204 stops loading: {:?}", outcome.timing);
+    let outcome = tab
+        .act(
+            &click(&o, "Nothing"),
+            &ActOptions {
+                deadline: Duration::from_secs(60),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_ne!(
+        outcome.timing.settled_by,
+        SettleEnd::Deadline,
+        "a 204 stops loading: {:?}",
+        outcome.timing
+    );
     let o = outcome.observation.unwrap();
-    let outcome = tab.act(&click(&o, "Form"), &ActOptions { deadline: Duration::from_secs(60), ..Default::default() }).await.unwrap();
-    assert_eq!(outcome.timing.settled_by, SettleEnd::Loaded, "{:?}", outcome.timing);
+    let outcome = tab
+        .act(
+            &click(&o, "Form"),
+            &ActOptions {
+                deadline: Duration::from_secs(60),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.timing.settled_by,
+        SettleEnd::Loaded,
+        "{:?}",
+        outcome.timing
+    );
     assert!(outcome.observation.unwrap().url().ends_with("/form.html"));
 }
 
@@ -403,10 +769,21 @@ async fn links_show_only_targets_they_have() {
     );
     let tab = env.open("/targets.html").await;
     let text = observe(&tab).await.aria_snapshot().to_owned();
-    let line = |name: &str| text.lines().find(|l| l.contains(&format!("\"{name}\""))).unwrap_or_else(|| panic!("{name} in {text}")).to_owned();
-    assert!(!line("Top").contains("->") && !line("Run").contains("->"), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("\"{name}\"")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_owned()
+    };
+    assert!(
+        !line("Top").contains("->") && !line("Run").contains("->"),
+        "{text}"
+    );
     assert!(line("Details").ends_with("-> #details"), "{text}");
-    assert!(!line("Callback").contains("->") && !text.contains("abc"), "{text}");
+    assert!(
+        !line("Callback").contains("->") && !text.contains("abc"),
+        "{text}"
+    );
     assert!(line("Form").ends_with("-> /form.html"), "{text}");
 }
 
@@ -429,13 +806,34 @@ async fn settling_waits_for_the_actions_requests_not_the_pages_polling() {
     tokio::time::sleep(Duration::from_millis(350)).await;
     let mut o = observe(&tab).await;
     for _ in 0..5 {
-        let outcome = tab.act(&click(&o, "Mark"), &ActOptions::default()).await.unwrap();
-        assert_eq!(outcome.timing.awaited_requests, 0, "the page's polling is not the action's: {:?}", outcome.timing);
+        let outcome = tab
+            .act(&click(&o, "Mark"), &ActOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.timing.awaited_requests, 0,
+            "the page's polling is not the action's: {:?}",
+            outcome.timing
+        );
         o = outcome.observation.unwrap();
     }
-    let outcome = tab.act(&click(&o, "Save"), &ActOptions::default()).await.unwrap();
-    assert!(outcome.timing.awaited_requests >= 1, "the click's own request is awaited: {:?}", outcome.timing);
-    assert!(outcome.observation.unwrap().aria_snapshot().contains("saved"), "its effect is in the fresh observation");
+    let outcome = tab
+        .act(&click(&o, "Save"), &ActOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        outcome.timing.awaited_requests >= 1,
+        "the click's own request is awaited: {:?}",
+        outcome.timing
+    );
+    assert!(
+        outcome
+            .observation
+            .unwrap()
+            .aria_snapshot()
+            .contains("saved"),
+        "its effect is in the fresh observation"
+    );
 }
 
 /// The network boundary's window ends however the action ends: after a guarded click that fails
@@ -446,7 +844,10 @@ async fn a_failed_guarded_action_leaves_no_boundary_armed() {
     let env = env().await;
     let other = test_support::FixtureServer::start().await.unwrap();
     other.html("/ping", "pong");
-    env.server.html("/disabled.html", "<!doctype html><button disabled>Locked</button><button>Open</button>");
+    env.server.html(
+        "/disabled.html",
+        "<!doctype html><button disabled>Locked</button><button>Open</button>",
+    );
     let tab = env.open("/disabled.html").await;
     let o = observe(&tab).await;
     let guarded = ActOptions {
@@ -454,16 +855,30 @@ async fn a_failed_guarded_action_leaves_no_boundary_armed() {
         deadline: Duration::from_secs(2),
         ..Default::default()
     };
-    assert!(tab.act(&click(&o, "Locked"), &guarded).await.is_err(), "a disabled button is not actionable");
+    assert!(
+        tab.act(&click(&o, "Locked"), &guarded).await.is_err(),
+        "a disabled button is not actionable"
+    );
     tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
-    observe_eval(&tab, &format!("fetch('{}/ping', {{method: 'POST'}}).catch(() => 0)", other.origin())).await;
+    observe_eval(
+        &tab,
+        &format!(
+            "fetch('{}/ping', {{method: 'POST'}}).catch(() => 0)",
+            other.origin()
+        ),
+    )
+    .await;
     for _ in 0..50 {
         if !other.requests().is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(other.requests().len(), 1, "the page's own request after the window went through");
+    assert_eq!(
+        other.requests().len(),
+        1,
+        "the page's own request after the window went through"
+    );
 }
 
 /// A page whose rows come and go: "Rotate" removes the first row and adds one at the end,
@@ -482,7 +897,10 @@ document.getElementById('mark').onclick = () => { document.querySelectorAll('#ro
 
 /// The refs of every element, by name.
 fn refs(o: &Observation) -> std::collections::HashMap<String, String> {
-    o.interactive_elements().iter().map(|e| (e.name().to_owned(), e.element().as_str().to_owned())).collect()
+    o.interactive_elements()
+        .iter()
+        .map(|e| (e.name().to_owned(), e.element().as_str().to_owned()))
+        .collect()
 }
 
 /// Refs are stable (issue 16): a node keeps its ref across observations and actions while it
@@ -495,10 +913,18 @@ async fn stable_refs_and_diffs_after_actions() {
     env.server.html("/rows", ROWS);
     let tab = env.open("/rows").await;
     let first = observe(&tab).await;
-    assert!(first.snapshot_diff().is_none(), "an observation on its own is whole");
+    assert!(
+        first.snapshot_diff().is_none(),
+        "an observation on its own is whole"
+    );
     let before = refs(&first);
 
-    let rotated = tab.act(&click(&first, "Rotate"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let rotated = tab
+        .act(&click(&first, "Rotate"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     let after = refs(&rotated);
     for (name, r) in &before {
         if name != "Open 0" {
@@ -507,41 +933,123 @@ async fn stable_refs_and_diffs_after_actions() {
     }
     assert!(!after.contains_key("Open 0"));
     let new_ref = &after["Open 8"];
-    assert!(!before.values().any(|r| r == new_ref), "a new node never takes an old ref: {new_ref}");
     assert!(
-        tab.latest_observation().unwrap().binding(&protocol::ElementRef::new(before["Open 0"].clone()).unwrap()).is_none(),
+        !before.values().any(|r| r == new_ref),
+        "a new node never takes an old ref: {new_ref}"
+    );
+    assert!(
+        tab.latest_observation()
+            .unwrap()
+            .binding(&protocol::ElementRef::new(before["Open 0"].clone()).unwrap())
+            .is_none(),
         "the gone row's ref is not bound"
     );
 
     let diff = rotated.snapshot_diff().expect("a diff after the click");
     assert_eq!(diff.base_frame_id(), first.frame_id());
     let lines: Vec<&str> = diff.text().lines().collect();
-    assert!(lines.iter().any(|l| l.starts_with("- ") && l.contains(&format!("[{}]", before["Open 0"]))), "the gone row:\n{}", diff.text());
-    assert!(lines.iter().any(|l| l.starts_with("+ ") && l.contains(&format!("[{new_ref}]"))), "the new row:\n{}", diff.text());
-    assert!(lines.iter().any(|l| l.starts_with("@@ after: ")), "{}", diff.text());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("- ") && l.contains(&format!("[{}]", before["Open 0"]))),
+        "the gone row:\n{}",
+        diff.text()
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("+ ") && l.contains(&format!("[{new_ref}]"))),
+        "the new row:\n{}",
+        diff.text()
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("@@ after: ")),
+        "{}",
+        diff.text()
+    );
     // The clicked button took focus: a changed line.
     assert!(diff.added() >= 1 && diff.removed() >= 1, "{}", diff.text());
-    assert!(lines.iter().any(|l| l.starts_with("~ ") && l.contains("\"Rotate\"") && l.contains("focused")), "{}", diff.text());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("~ ") && l.contains("\"Rotate\"") && l.contains("focused")),
+        "{}",
+        diff.text()
+    );
     assert!(diff.text().len() < rotated.aria_snapshot().len());
     let text = surface::observation_text_or_changes(&rotated);
-    assert!(text.contains("changes since ") && !text.contains("Some text that stays"), "{text}");
-    assert!(surface::observation_text(&rotated).contains("Some text that stays"), "the whole text is still there on request");
+    assert!(
+        text.contains("changes since ") && !text.contains("Some text that stays"),
+        "{text}"
+    );
+    assert!(
+        surface::observation_text(&rotated).contains("Some text that stays"),
+        "the whole text is still there on request"
+    );
 
     // A row whose text changes in place keeps its ref: one changed line.
-    let marked = tab.act(&click(&rotated, "Mark"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let marked = tab
+        .act(&click(&rotated, "Mark"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     let diff = marked.snapshot_diff().expect("a diff");
     // The marked row, and focus moving from Rotate to Mark: changed lines, nothing added or removed.
-    assert_eq!((diff.added(), diff.removed(), diff.changed()), (0, 0, 3), "{}", diff.text());
-    assert!(diff.text().lines().any(|l| l.starts_with("~ ") && l.contains("(marked)")), "{}", diff.text());
-    assert_eq!(refs(&marked).get("Open 2 (marked)"), after.get("Open 2"), "same node, same ref");
+    assert_eq!(
+        (diff.added(), diff.removed(), diff.changed()),
+        (0, 0, 3),
+        "{}",
+        diff.text()
+    );
+    assert!(
+        diff.text()
+            .lines()
+            .any(|l| l.starts_with("~ ") && l.contains("(marked)")),
+        "{}",
+        diff.text()
+    );
+    assert_eq!(
+        refs(&marked).get("Open 2 (marked)"),
+        after.get("Open 2"),
+        "same node, same ref"
+    );
 
     // The whole snapshot on request.
-    let whole = tab.act(&click(&marked, "Rotate"), &ActOptions { full_snapshot: true, ..ActOptions::default() }).await.unwrap().observation.unwrap();
+    let whole = tab
+        .act(
+            &click(&marked, "Rotate"),
+            &ActOptions {
+                full_snapshot: true,
+                ..ActOptions::default()
+            },
+        )
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     assert!(whole.snapshot_diff().is_none());
     // No base for another document: a navigation's result is whole.
-    let moved = tab.act(&click(&whole, "Elsewhere"), &ActOptions::default()).await.unwrap().observation.unwrap();
+    let moved = tab
+        .act(&click(&whole, "Elsewhere"), &ActOptions::default())
+        .await
+        .unwrap()
+        .observation
+        .unwrap();
     assert!(moved.url().ends_with("/form.html"), "{}", moved.url());
-    assert!(moved.snapshot_diff().is_none(), "another document has no base");
-    assert!(surface::observation_text_or_changes(&moved).contains(moved.aria_snapshot().trim_end()));
-    assert_eq!(moved.interactive_elements().first().map(|e| e.element().as_str()), Some("e1"), "a new document numbers from e1");
+    assert!(
+        moved.snapshot_diff().is_none(),
+        "another document has no base"
+    );
+    assert!(
+        surface::observation_text_or_changes(&moved).contains(moved.aria_snapshot().trim_end())
+    );
+    assert_eq!(
+        moved
+            .interactive_elements()
+            .first()
+            .map(|e| e.element().as_str()),
+        Some("e1"),
+        "a new document numbers from e1"
+    );
 }

@@ -17,9 +17,15 @@ async fn a_page_that_changes_while_its_other_frames_are_read_is_discarded_then_u
     let attached = tab_has_child_frame(&tab).await;
     assert!(attached, "the cross-site frame attached");
     let err = tab.observe(&ObserveOptions::default()).await.unwrap_err();
-    assert!(matches!(err, BrowserError::Unstable { ref what } if what.contains("added or removed")), "{err:?}");
+    assert!(
+        matches!(err, BrowserError::Unstable { ref what } if what.contains("added or removed")),
+        "{err:?}"
+    );
     assert_eq!(err.code(), ErrorCode::StaleObservation);
-    assert!(tab.latest_observation().is_none(), "nothing from a torn capture is kept");
+    assert!(
+        tab.latest_observation().is_none(),
+        "nothing from a torn capture is kept"
+    );
     // Once it calms down, it is observable again, frames included.
     observe_eval(&tab, "running = false").await;
     let observation = observe(&tab).await;
@@ -59,21 +65,31 @@ async fn constant_same_document_navigation_is_never_mixed_into_one_frame() {
         }
         match tab.observe(&ObserveOptions::default()).await {
             Err(BrowserError::Unstable { what }) => {
-                assert!(what.contains("URL") || what.contains("navigation"), "{what}");
+                assert!(
+                    what.contains("URL") || what.contains("navigation"),
+                    "{what}"
+                );
                 unstable += 1;
             }
             Ok(o) => assert!(o.url().contains("/pushstate.html"), "{}", o.url()),
             Err(other) => panic!("expected an unstable capture or one frame, got {other:?}"),
         }
     }
-    assert!(unstable > 0, "a URL that changes every few milliseconds made no capture unstable in 400 tries");
+    assert!(
+        unstable > 0,
+        "a URL that changes every few milliseconds made no capture unstable in 400 tries"
+    );
 }
 
 #[tokio::test]
 async fn observations_during_a_real_navigation_each_come_from_one_document() {
     let env = env().await;
     env.server.html("/first", "<title>First</title><h1>first page</h1><script>setTimeout(() => location.href = '/second', 30)</script>");
-    env.server.slow("/second", Duration::from_millis(50), "<title>Second</title><h1>second page</h1>");
+    env.server.slow(
+        "/second",
+        Duration::from_millis(50),
+        "<title>Second</title><h1>second page</h1>",
+    );
     let tab = env.open("/first").await;
     let mut seen_second = false;
     for _ in 0..60 {
@@ -84,7 +100,11 @@ async fn observations_during_a_real_navigation_each_come_from_one_document() {
                 let second = text.contains("second page");
                 assert!(!(first && second), "two documents mixed:\n{text}");
                 if second {
-                    assert!(observation.url().ends_with("/second") && observation.title() == "Second", "{}", observation.url());
+                    assert!(
+                        observation.url().ends_with("/second") && observation.title() == "Second",
+                        "{}",
+                        observation.url()
+                    );
                     seen_second = true;
                     break;
                 }
@@ -107,9 +127,22 @@ async fn a_ticking_clock_and_a_carousel_stay_observable_with_a_stable_frame_id()
     let first = observe(&tab).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let second = observe(&tab).await;
-    assert_ne!(first.aria_snapshot(), second.aria_snapshot(), "the clock ticked");
-    assert_eq!(first.frame_id(), second.frame_id(), "text and style changes do not invalidate the frame");
-    assert!(second.interactive_elements().iter().any(|e| e.name() == "Go"));
+    assert_ne!(
+        first.aria_snapshot(),
+        second.aria_snapshot(),
+        "the clock ticked"
+    );
+    assert_eq!(
+        first.frame_id(),
+        second.frame_id(),
+        "text and style changes do not invalidate the frame"
+    );
+    assert!(
+        second
+            .interactive_elements()
+            .iter()
+            .any(|e| e.name() == "Go")
+    );
 }
 
 #[tokio::test]
@@ -120,10 +153,16 @@ async fn structural_change_scroll_and_navigation_change_the_frame_id() {
     observe_eval(&tab, "window.scrollTo(0, 300)").await;
     let b = observe(&tab).await;
     assert_ne!(a.frame_id(), b.frame_id());
-    observe_eval(&tab, "document.body.append(document.createElement('button'))").await;
+    observe_eval(
+        &tab,
+        "document.body.append(document.createElement('button'))",
+    )
+    .await;
     let c = observe(&tab).await;
     assert_ne!(b.frame_id(), c.frame_id());
-    tab.goto(&env.server.url("/login.html"), Duration::from_secs(10)).await.unwrap();
+    tab.goto(&env.server.url("/login.html"), Duration::from_secs(10))
+        .await
+        .unwrap();
     let d = observe(&tab).await;
     assert_ne!(c.frame_id(), d.frame_id());
     assert_eq!(tab.latest_observation().unwrap().frame_id, *d.frame_id());

@@ -28,24 +28,36 @@ pub fn fixtures() -> PathBuf {
 pub async fn env() -> Env {
     let server = FixtureServer::start().await.unwrap();
     server.dir("/", fixtures());
-    let browser = Browser::launch(&LaunchOptions::new(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-tests")))
-        .await
-        .expect("Chromium launches (make test installs it)");
+    let browser = Browser::launch(&LaunchOptions::new(
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-tests"),
+    ))
+    .await
+    .expect("Chromium launches (make test installs it)");
     let conn = browser.connect(ConnectionOptions::default()).await.unwrap();
-    Env { _browser: browser, conn, server }
+    Env {
+        _browser: browser,
+        conn,
+        server,
+    }
 }
 
 impl Env {
     pub async fn open(&self, path: &str) -> Tab {
         let tab = Tab::open(&self.conn.browser(), None).await.unwrap();
-        tab.goto(&self.server.url(path), Duration::from_secs(10)).await.unwrap();
+        tab.goto(&self.server.url(path), Duration::from_secs(10))
+            .await
+            .unwrap();
         tab
     }
 
     /// The observation as stable text for snapshots: ports replaced, ids left out.
     pub fn digest(&self, observation: &Observation) -> String {
         let mut out = String::new();
-        out.push_str(&format!("url: {}\ntitle: {}\n", observation.url(), observation.title()));
+        out.push_str(&format!(
+            "url: {}\ntitle: {}\n",
+            observation.url(),
+            observation.title()
+        ));
         out.push_str(&format!(
             "aria_truncated: {}  elements_truncated: {}  console_truncated: {}\n--- aria_snapshot\n",
             observation.aria_truncated(),
@@ -70,12 +82,22 @@ impl Env {
 }
 
 pub async fn observe(tab: &Tab) -> Observation {
-    tab.observe(&ObserveOptions::default()).await.expect("observation")
+    tab.observe(&ObserveOptions::default())
+        .await
+        .expect("observation")
 }
 
 /// Evaluates in the page's main world (test set-up only).
 pub async fn observe_eval(tab: &Tab, expression: &str) -> serde_json::Value {
-    let reply = tab.session().call(cdp::domains::runtime::Evaluate::value(expression)).await.unwrap();
-    assert!(reply.exception_details.is_none(), "{:?}", reply.exception_details);
+    let reply = tab
+        .session()
+        .call(cdp::domains::runtime::Evaluate::value(expression))
+        .await
+        .unwrap();
+    assert!(
+        reply.exception_details.is_none(),
+        "{:?}",
+        reply.exception_details
+    );
     reply.result.value.unwrap_or_default()
 }

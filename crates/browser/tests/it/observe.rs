@@ -21,8 +21,14 @@ async fn check(path: &str) -> String {
 #[tokio::test]
 async fn login_form() {
     let digest = check("/login.html").await;
-    assert!(!digest.contains("hunter2"), "the password value never appears");
-    assert!(!digest.contains("abc123") && !digest.contains("alice#"), "query values are gone");
+    assert!(
+        !digest.contains("hunter2"),
+        "the password value never appears"
+    );
+    assert!(
+        !digest.contains("abc123") && !digest.contains("alice#"),
+        "query values are gone"
+    );
     insta::assert_snapshot!(digest);
 }
 
@@ -46,7 +52,11 @@ async fn field_values_are_exact_with_whitespace_and_lines() {
     let env = env().await;
     let tab = env.open("/textarea.html").await;
     let observation = observe(&tab).await;
-    let values: Vec<_> = observation.interactive_elements().iter().filter_map(|e| e.value()).collect();
+    let values: Vec<_> = observation
+        .interactive_elements()
+        .iter()
+        .filter_map(|e| e.value())
+        .collect();
     assert_eq!(values, ["first line\n  second line   ", "  padded  "]);
     insta::assert_snapshot!(env.digest(&observation));
 }
@@ -64,14 +74,24 @@ async fn modal_dialog() {
 #[tokio::test]
 async fn shadow_dom_content_is_included() {
     let digest = check("/shadow.html").await;
-    assert!(digest.contains("Shadow text") && digest.contains("\"Go\""), "{digest}");
+    assert!(
+        digest.contains("Shadow text") && digest.contains("\"Go\""),
+        "{digest}"
+    );
     insta::assert_snapshot!(digest);
 }
 
 #[tokio::test]
 async fn hidden_and_aria_hidden_content_is_absent() {
     let digest = check("/hidden.html").await;
-    for absent in ["Hidden by display", "secret display text", "Hidden by visibility", "Hidden from AT", "aria hidden text", "hidden link"] {
+    for absent in [
+        "Hidden by display",
+        "secret display text",
+        "Hidden by visibility",
+        "Hidden from AT",
+        "aria hidden text",
+        "hidden link",
+    ] {
         assert!(!digest.contains(absent), "{absent} leaked:\n{digest}");
     }
     assert!(digest.contains("Shown button"));
@@ -81,7 +101,15 @@ async fn hidden_and_aria_hidden_content_is_absent() {
 #[tokio::test]
 async fn secrets_are_redacted() {
     let digest = check("/secrets.html").await;
-    for secret in ["4111111111111111", "123\"", "987654", "tok_live_abcdef", "n3w-pass", "SECRET123", "s3cr3t"] {
+    for secret in [
+        "4111111111111111",
+        "123\"",
+        "987654",
+        "tok_live_abcdef",
+        "n3w-pass",
+        "SECRET123",
+        "s3cr3t",
+    ] {
         assert!(!digest.contains(secret), "{secret} leaked:\n{digest}");
     }
     assert!(digest.contains("\"Paris\""), "ordinary values stay");
@@ -101,8 +129,14 @@ async fn same_and_cross_site_iframes() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(digest.contains("Inside the same-origin frame") && digest.contains("Inner button"), "{digest}");
-    assert!(digest.contains("Inside the cross-site frame") && digest.contains("Coupon"), "{digest}");
+    assert!(
+        digest.contains("Inside the same-origin frame") && digest.contains("Inner button"),
+        "{digest}"
+    );
+    assert!(
+        digest.contains("Inside the cross-site frame") && digest.contains("Coupon"),
+        "{digest}"
+    );
     insta::assert_snapshot!(digest);
 }
 
@@ -118,8 +152,15 @@ async fn a_long_article_is_cut_to_the_budget_keeping_the_viewport() {
     let observation = observe(&tab).await;
     let text = observation.aria_snapshot();
     assert!(observation.aria_truncated());
-    assert!(char_count(text) <= ARIA_SNAPSHOT_MAX_CHARS, "{}", char_count(text));
-    assert!(text.contains("Paragraph 0:") && text.contains("heading \"Long read\""), "the viewport's content is kept");
+    assert!(
+        char_count(text) <= ARIA_SNAPSHOT_MAX_CHARS,
+        "{}",
+        char_count(text)
+    );
+    assert!(
+        text.contains("Paragraph 0:") && text.contains("heading \"Long read\""),
+        "the viewport's content is kept"
+    );
     assert!(!text.contains("Paragraph 599:"), "the far end is cut");
     assert!(text.contains("- note: "), "the cut is said");
 }
@@ -129,7 +170,9 @@ async fn five_thousand_nodes_truncate_every_list_with_exact_flags() {
     let env = env().await;
     let mut html = String::from("<!doctype html><title>Big</title><h1>Big page</h1><ul>");
     for i in 0..1700 {
-        html.push_str(&format!("<li><a href='/item/{i}'>Item {i}</a> <button>Buy {i}</button></li>"));
+        html.push_str(&format!(
+            "<li><a href='/item/{i}'>Item {i}</a> <button>Buy {i}</button></li>"
+        ));
     }
     html.push_str("</ul><script>for (let i = 0; i < 60; i++) console.error('failure ' + i + ' ' + 'x'.repeat(1200));</script>");
     env.server.html("/big", html);
@@ -138,11 +181,25 @@ async fn five_thousand_nodes_truncate_every_list_with_exact_flags() {
     assert!(observation.aria_truncated());
     assert!(char_count(observation.aria_snapshot()) <= ARIA_SNAPSHOT_MAX_CHARS);
     assert!(observation.elements_truncated());
-    assert_eq!(observation.interactive_elements().len(), INTERACTIVE_ELEMENTS_MAX);
-    assert!(observation.interactive_elements().iter().any(|e| e.name() == "Item 0"), "the viewport's elements come first");
+    assert_eq!(
+        observation.interactive_elements().len(),
+        INTERACTIVE_ELEMENTS_MAX
+    );
+    assert!(
+        observation
+            .interactive_elements()
+            .iter()
+            .any(|e| e.name() == "Item 0"),
+        "the viewport's elements come first"
+    );
     assert!(observation.console_truncated());
     assert_eq!(observation.console_errors().len(), CONSOLE_ERRORS_MAX);
-    assert!(observation.console_errors().iter().all(|c| char_count(c) <= 1000));
+    assert!(
+        observation
+            .console_errors()
+            .iter()
+            .all(|c| char_count(c) <= 1000)
+    );
     // Every ref shown in the text is in the record, and nothing else is.
     let record = tab.latest_observation().unwrap();
     for line in observation.aria_snapshot().lines() {
@@ -157,17 +214,46 @@ async fn five_thousand_nodes_truncate_every_list_with_exact_flags() {
 async fn viewport_metadata_is_exact_at_scale_two_with_zoom_and_scroll() {
     let env = env().await;
     let tab = env.open("/scroll.html").await;
-    tab.session().call(SetDeviceMetricsOverride { width: 800, height: 600, device_scale_factor: 2.0, mobile: false }).await.unwrap();
-    tab.session().send_raw("Emulation.setPageScaleFactor", serde_json::json!({ "pageScaleFactor": 1.25 }), Duration::from_secs(5)).await.unwrap();
+    tab.session()
+        .call(SetDeviceMetricsOverride {
+            width: 800,
+            height: 600,
+            device_scale_factor: 2.0,
+            mobile: false,
+        })
+        .await
+        .unwrap();
+    tab.session()
+        .send_raw(
+            "Emulation.setPageScaleFactor",
+            serde_json::json!({ "pageScaleFactor": 1.25 }),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
     crate::observe_eval(&tab, "window.scrollTo(150, 700)").await;
-    let observation = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
+    let observation = tab
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     let v = observation.viewport();
-    assert_eq!((v.width, v.height), (640.0, 480.0), "the CSS pixels a 1.25 pinch zoom shows of an 800×600 layout viewport");
+    assert_eq!(
+        (v.width, v.height),
+        (640.0, 480.0),
+        "the CSS pixels a 1.25 pinch zoom shows of an 800×600 layout viewport"
+    );
     assert_eq!(v.device_scale_factor, 2.0);
     assert_eq!(v.page_zoom, 1.25);
     assert_eq!((v.scroll_x, v.scroll_y), (150.0, 700.0));
     let size = observation.screenshot_size().unwrap();
-    assert_eq!((size.width, size.height), (1600, 1200), "viewport-only screenshot at device scale 2");
+    assert_eq!(
+        (size.width, size.height),
+        (1600, 1200),
+        "viewport-only screenshot at device scale 2"
+    );
 }
 
 /// The DOM model (the automatic choice on most pages, see `page_model_choice`) writes the same
@@ -207,20 +293,46 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
         "/fragments.html",
     ] {
         let tab = env.open(path).await;
-        let ax = tab.observe(&ObserveOptions { model: PageModel::Accessibility, ..Default::default() }).await.unwrap();
-        let dom = tab.observe(&ObserveOptions { model: PageModel::Dom, ..Default::default() }).await.unwrap();
+        let ax = tab
+            .observe(&ObserveOptions {
+                model: PageModel::Accessibility,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let dom = tab
+            .observe(&ObserveOptions {
+                model: PageModel::Dom,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
         let list = |o: &protocol::Observation| -> Vec<String> {
             o.interactive_elements()
                 .iter()
                 .map(|e| {
                     let v = serde_json::to_value(e).unwrap();
-                    let states: Vec<&str> = v["states"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect()).unwrap_or_default();
-                    format!("{} {} <{}> {} inferred={}", v["role"], v["name"], states.join(","), v["value"], v["name_inferred"])
+                    let states: Vec<&str> = v["states"]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|s| s.as_str()).collect())
+                        .unwrap_or_default();
+                    format!(
+                        "{} {} <{}> {} inferred={}",
+                        v["role"],
+                        v["name"],
+                        states.join(","),
+                        v["value"],
+                        v["name_inferred"]
+                    )
                 })
                 .collect()
         };
         if ax.aria_snapshot() != dom.aria_snapshot() {
-            differences.push(format!("{path}: the texts differ\n--- ax\n{}--- dom\n{}", ax.aria_snapshot(), dom.aria_snapshot()));
+            differences.push(format!(
+                "{path}: the texts differ\n--- ax\n{}--- dom\n{}",
+                ax.aria_snapshot(),
+                dom.aria_snapshot()
+            ));
         }
         let (a, d) = (list(&ax), list(&dom));
         if a != d {
@@ -250,12 +362,19 @@ async fn dom_model_agrees_with_the_accessibility_tree() {
 #[tokio::test]
 async fn page_model_choice() {
     let env = env().await;
-    for (path, dom) in [("/counter.html", true), ("/store.html", true), ("/combobox.html", false)] {
+    for (path, dom) in [
+        ("/counter.html", true),
+        ("/store.html", true),
+        ("/combobox.html", false),
+    ] {
         let tab = env.open(path).await;
         tab.observe(&ObserveOptions::default()).await.unwrap();
         let record = tab.latest_observation().unwrap();
         assert!(!record.refs.is_empty(), "{path} has refs");
-        assert!(record.refs.values().all(|b| b.fingerprint.is_some() == dom), "{path}: DOM model expected {dom}");
+        assert!(
+            record.refs.values().all(|b| b.fingerprint.is_some() == dom),
+            "{path}: DOM model expected {dom}"
+        );
     }
 }
 
@@ -269,13 +388,26 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     let env = env().await;
     let tab = env.open("/masked.html").await;
     let o = observe(&tab).await;
-    let pass = o.interactive_elements().iter().find(|e| e.name() == "Password").unwrap().element().as_str().to_owned();
+    let pass = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Password")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
     let typing = protocol::validate_extended_action(&serde_json::json!({
         "type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": pass}, "text": "hunter2-secret", "intent": "sign in"
     }))
     .unwrap();
     tab.act(&typing, &ActOptions::default()).await.unwrap();
-    let shot = tab.observe(&ObserveOptions { screenshot: Some(ImageMime::Png), ..Default::default() }).await.unwrap();
+    let shot = tab
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     let image = shot.screenshot().expect("a screenshot");
     let bytes = surface::decode_base64(&image.data).unwrap();
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
@@ -286,7 +418,12 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     let channels = info.color_type.samples();
     let pixel = |x: u32, y: u32| -> [u8; 4] {
         let i = (y * info.width + x) as usize * channels;
-        [buf[i], buf[i + 1], buf[i + 2], if channels == 4 { buf[i + 3] } else { 255 }]
+        [
+            buf[i],
+            buf[i + 1],
+            buf[i + 2],
+            if channels == 4 { buf[i + 3] } else { 255 },
+        ]
     };
     let rects = crate::observe_eval(
         &tab,
@@ -294,7 +431,12 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     )
     .await;
     let rect = |id: &str| {
-        let v: Vec<f64> = rects[id].as_array().unwrap().iter().map(|n| n.as_f64().unwrap()).collect();
+        let v: Vec<f64> = rects[id]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_f64().unwrap())
+            .collect();
         (v[0], v[1], v[2], v[3])
     };
     let scale = f64::from(info.width) / shot.viewport().width;
@@ -311,24 +453,63 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
         assert!(masked(rect(id)), "{id} is masked");
     }
     let echo = rect("echo");
-    assert!(crate::observe_eval(&tab, "document.getElementById('echo').textContent").await.as_str().unwrap().contains("hunter2-secret"), "the page echoes it");
+    assert!(
+        crate::observe_eval(&tab, "document.getElementById('echo').textContent")
+            .await
+            .as_str()
+            .unwrap()
+            .contains("hunter2-secret"),
+        "the page echoes it"
+    );
     // The echo's text box (its first line, where the glyphs are) is painted over.
-    assert!(masked((echo.0, echo.1, 200.0_f64.min(echo.2), echo.3)), "the echoed secret is masked");
+    assert!(
+        masked((echo.0, echo.1, 200.0_f64.min(echo.2), echo.3)),
+        "the echoed secret is masked"
+    );
     assert!(!masked(rect("user")), "a public field is not masked");
-    assert!(!shot.aria_snapshot().contains("hunter2-secret"), "nor is it in the text");
+    assert!(
+        !shot.aria_snapshot().contains("hunter2-secret"),
+        "nor is it in the text"
+    );
     // Credentials the page itself shows are out of the text too: a token URL in a field's value
     // and in the page's text, a bearer token, a key printed to the console; the rest stays.
     let everything = serde_json::to_string(&shot).unwrap();
     for secret in ["SECRET123", "RESET999", "abc123def456", "sk_live_987654321"] {
-        assert!(!everything.contains(secret), "{secret} leaked: {everything}");
+        assert!(
+            !everything.contains(secret),
+            "{secret} leaked: {everything}"
+        );
     }
-    let link = shot.interactive_elements().iter().find(|e| e.name() == "Link").unwrap();
-    assert_eq!(link.value(), Some("https://pay.example/confirm?token=&amount="));
-    assert!(shot.console_errors().iter().any(|c| c.contains("api_key=[redacted]")), "{:?}", shot.console_errors());
-    assert!(shot.aria_snapshot().contains("Reset link: https://x.example/reset?token="), "{}", shot.aria_snapshot());
+    let link = shot
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Link")
+        .unwrap();
+    assert_eq!(
+        link.value(),
+        Some("https://pay.example/confirm?token=&amount=")
+    );
+    assert!(
+        shot.console_errors()
+            .iter()
+            .any(|c| c.contains("api_key=[redacted]")),
+        "{:?}",
+        shot.console_errors()
+    );
+    assert!(
+        shot.aria_snapshot()
+            .contains("Reset link: https://x.example/reset?token="),
+        "{}",
+        shot.aria_snapshot()
+    );
     let preview = tab.preview(Duration::from_secs(10)).await;
     let preview = serde_json::to_string(&preview).unwrap();
-    assert!(!preview.contains("RESET999") && !preview.contains("hunter2-secret") && preview.contains("Reset link"), "{preview}");
+    assert!(
+        !preview.contains("RESET999")
+            && !preview.contains("hunter2-secret")
+            && preview.contains("Reset link"),
+        "{preview}"
+    );
 }
 
 /// A feed's nameless icon controls get names from what the page's code calls them
@@ -347,9 +528,17 @@ async fn nameless_icon_controls_are_named_from_the_pages_own_attributes() {
     );
     let tab = env.open("/feed.html").await;
     let o = observe(&tab).await;
-    let names: Vec<(String, bool)> = o.interactive_elements().iter().map(|e| (e.name().to_owned(), e.name_inferred())).collect();
+    let names: Vec<(String, bool)> = o
+        .interactive_elements()
+        .iter()
+        .map(|e| (e.name().to_owned(), e.name_inferred()))
+        .collect();
     for expected in ["reply", "repost", "heart outline", "more options"] {
-        assert!(names.iter().any(|(n, inferred)| n == expected && *inferred), "{expected} in {names:?}\n{}", o.aria_snapshot());
+        assert!(
+            names.iter().any(|(n, inferred)| n == expected && *inferred),
+            "{expected} in {names:?}\n{}",
+            o.aria_snapshot()
+        );
     }
 }
 
@@ -370,8 +559,18 @@ fn ref_on(line: &str) -> Option<&str> {
 #[tokio::test]
 async fn feed_with_icon_controls() {
     let digest = check("/feed.html").await;
-    assert!(lines_with(&digest, "For the user").iter().all(|l| !l.contains("Shields")), "the instruction and the first post are apart:\n{digest}");
-    assert!(lines_with(&digest, "Cursus").iter().all(|l| !l.contains("4h ago")), "{digest}");
+    assert!(
+        lines_with(&digest, "For the user")
+            .iter()
+            .all(|l| !l.contains("Shields")),
+        "the instruction and the first post are apart:\n{digest}"
+    );
+    assert!(
+        lines_with(&digest, "Cursus")
+            .iter()
+            .all(|l| !l.contains("4h ago")),
+        "{digest}"
+    );
     for name in ["reply", "Retweet", "Like", "more options"] {
         let lines = lines_with(&digest, &format!("clickable \"{name}\""));
         assert_eq!(lines.len(), 2, "one {name} per post:\n{digest}");
@@ -386,10 +585,18 @@ async fn feed_with_icon_controls() {
 async fn mail_rows_keep_their_parts_apart() {
     let digest = check("/mail.html").await;
     for part in ["\"Dulcie\"", "\"Risus.\"", "\"Id placerat pur..\""] {
-        assert_eq!(lines_with(&digest, part).len(), 1, "{part} on a line of its own:\n{digest}");
+        assert_eq!(
+            lines_with(&digest, part).len(),
+            1,
+            "{part} on a line of its own:\n{digest}"
+        );
     }
     assert!(!digest.contains("Dulcie Risus"), "{digest}");
-    assert_eq!(lines_with(&digest, "clickable \"Delete\"").len(), 2, "{digest}");
+    assert_eq!(
+        lines_with(&digest, "clickable \"Delete\"").len(),
+        2,
+        "{digest}"
+    );
     insta::assert_snapshot!(digest);
 }
 
@@ -403,13 +610,22 @@ async fn date_picker_has_one_ref_per_day() {
     for arrow in ["\"Prev\"", "\"Next\""] {
         let lines = lines_with(snapshot, arrow);
         assert_eq!(lines.len(), 1, "{arrow}:\n{digest}");
-        assert!(ref_on(lines[0]).is_some() && !lines[0].contains("December"), "{arrow} has its ref and its own line:\n{digest}");
+        assert!(
+            ref_on(lines[0]).is_some() && !lines[0].contains("December"),
+            "{arrow} has its ref and its own line:\n{digest}"
+        );
     }
     for day in 1..=10 {
-        let lines: Vec<_> = snapshot.lines().filter(|l| l.contains(&format!("\"{day}\""))).collect();
+        let lines: Vec<_> = snapshot
+            .lines()
+            .filter(|l| l.contains(&format!("\"{day}\"")))
+            .collect();
         assert_eq!(lines.len(), 1, "day {day} is one line:\n{digest}");
         assert!(ref_on(lines[0]).is_some(), "{digest}");
-        assert!(!lines[0].contains(" -> "), "a `#` link shows no target:\n{digest}");
+        assert!(
+            !lines[0].contains(" -> "),
+            "a `#` link shows no target:\n{digest}"
+        );
     }
     insta::assert_snapshot!(digest);
 }
@@ -422,13 +638,30 @@ async fn file_tree_with_toggles() {
     // The toggle before each folder's name says it.
     let toggle_of = |name: &str| {
         let lines: Vec<&str> = digest.lines().collect();
-        let at = lines.iter().position(|l| l.contains(&format!("clickable \"{name}\""))).unwrap_or_else(|| panic!("{name}:\n{digest}"));
+        let at = lines
+            .iter()
+            .position(|l| l.contains(&format!("clickable \"{name}\"")))
+            .unwrap_or_else(|| panic!("{name}:\n{digest}"));
         lines[at - 1].to_owned()
     };
-    assert!(toggle_of("src").contains("collapsed state-inferred"), "{digest}");
-    assert!(toggle_of("docs").contains("expanded state-inferred"), "{digest}");
-    assert!(!digest.contains("main.rs"), "a collapsed folder's files are hidden:\n{digest}");
-    assert!(lines_with(&digest, "README.md").iter().all(|l| !l.contains("collapsed") && !l.contains("expanded")), "a file neither expands nor collapses");
+    assert!(
+        toggle_of("src").contains("collapsed state-inferred"),
+        "{digest}"
+    );
+    assert!(
+        toggle_of("docs").contains("expanded state-inferred"),
+        "{digest}"
+    );
+    assert!(
+        !digest.contains("main.rs"),
+        "a collapsed folder's files are hidden:\n{digest}"
+    );
+    assert!(
+        lines_with(&digest, "README.md")
+            .iter()
+            .all(|l| !l.contains("collapsed") && !l.contains("expanded")),
+        "a file neither expands nor collapses"
+    );
     insta::assert_snapshot!(digest);
 }
 
@@ -439,11 +672,19 @@ async fn file_tree_with_toggles() {
 async fn instruction_text_above_a_separate_problem() {
     let digest = check("/instructions.html").await;
     assert_eq!(lines_with(&digest, "7 + 5 =").len(), 1, "{digest}");
-    assert!(lines_with(&digest, "7 + 5 =").iter().all(|l| !l.contains("Solve")), "{digest}");
+    assert!(
+        lines_with(&digest, "7 + 5 =")
+            .iter()
+            .all(|l| !l.contains("Solve")),
+        "{digest}"
+    );
     let more = lines_with(&digest, "\"Read more\"");
     assert!(more.iter().any(|l| ref_on(l).is_some()), "{digest}");
     let skip = lines_with(&digest, "link \"skip\"");
-    assert!(skip.len() == 1 && ref_on(skip[0]).is_some() && !skip[0].contains(" -> "), "{digest}");
+    assert!(
+        skip.len() == 1 && ref_on(skip[0]).is_some() && !skip[0].contains(" -> "),
+        "{digest}"
+    );
     insta::assert_snapshot!(digest);
 }
 
@@ -454,10 +695,16 @@ async fn sortable_items_have_refs() {
     let digest = check("/sortable.html").await;
     for item in ["Sharyl", "Benni", "Marianne", "Alpha", "Beta"] {
         let lines = lines_with(&digest, &format!("\"{item}\""));
-        assert!(lines.iter().any(|l| ref_on(l).is_some()), "{item} has a ref:\n{digest}");
+        assert!(
+            lines.iter().any(|l| ref_on(l).is_some()),
+            "{item} has a ref:\n{digest}"
+        );
     }
     assert!(
-        digest.lines().filter(|l| l.trim_start().starts_with("list ") || l.trim() == "list").all(|l| ref_on(l).is_none()),
+        digest
+            .lines()
+            .filter(|l| l.trim_start().starts_with("list ") || l.trim() == "list")
+            .all(|l| ref_on(l).is_none()),
         "the list itself is not the target:\n{digest}"
     );
     insta::assert_snapshot!(digest);

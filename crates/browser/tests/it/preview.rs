@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use protocol::PreviewStatus;
-use protocol::limits::{PREVIEW_LANDMARK_NAME_MAX_CHARS, PREVIEW_LANDMARKS_MAX, PREVIEW_PAYLOAD_MAX_BYTES, PREVIEW_TEXT_MAX_CHARS};
+use protocol::limits::{
+    PREVIEW_LANDMARK_NAME_MAX_CHARS, PREVIEW_LANDMARKS_MAX, PREVIEW_PAYLOAD_MAX_BYTES,
+    PREVIEW_TEXT_MAX_CHARS,
+};
 use protocol::text::char_count;
 
 use crate::env;
@@ -37,7 +40,12 @@ async fn preview_leaves_out_hidden_content() {
     let preview = tab.preview(Duration::from_secs(5)).await;
     let text = preview.visible_text_excerpt();
     assert!(text.contains("Visible paragraph"), "{text}");
-    for absent in ["secret display text", "aria hidden text", "Hidden by display", "hidden link"] {
+    for absent in [
+        "secret display text",
+        "aria hidden text",
+        "Hidden by display",
+        "hidden link",
+    ] {
         assert!(!text.contains(absent), "{absent} in {text}");
     }
 }
@@ -47,10 +55,16 @@ async fn preview_bounds_hold_on_multibyte_text_and_many_landmarks() {
     let env = env().await;
     let mut html = String::from("<!doctype html><title>多字节 🎉</title><main>");
     for i in 0..30 {
-        html.push_str(&format!("<nav aria-label='导航 {i} {}'>x</nav>", "长".repeat(300)));
+        html.push_str(&format!(
+            "<nav aria-label='导航 {i} {}'>x</nav>",
+            "长".repeat(300)
+        ));
     }
     for _ in 0..40 {
-        html.push_str(&format!("<p style='font-size:6px;margin:0'>{}</p>", "日本語のテキスト🎉🎉 and ascii words mixed ".repeat(12)));
+        html.push_str(&format!(
+            "<p style='font-size:6px;margin:0'>{}</p>",
+            "日本語のテキスト🎉🎉 and ascii words mixed ".repeat(12)
+        ));
     }
     html.push_str("</main>");
     env.server.html("/multi", html);
@@ -61,7 +75,12 @@ async fn preview_bounds_hold_on_multibyte_text_and_many_landmarks() {
     assert!(preview.text_truncated());
     assert!(preview.aria_landmarks().len() <= PREVIEW_LANDMARKS_MAX);
     assert!(preview.landmarks_truncated());
-    assert!(preview.aria_landmarks().iter().all(|l| char_count(l.name()) <= PREVIEW_LANDMARK_NAME_MAX_CHARS));
+    assert!(
+        preview
+            .aria_landmarks()
+            .iter()
+            .all(|l| char_count(l.name()) <= PREVIEW_LANDMARK_NAME_MAX_CHARS)
+    );
     assert!(serde_json::to_vec(&preview).unwrap().len() <= PREVIEW_PAYLOAD_MAX_BYTES);
 }
 

@@ -99,7 +99,10 @@ pub struct CaptureSnapshotReply {
 impl CaptureSnapshotReply {
     /// The string at `index`, or "" for -1 and out-of-range indexes.
     pub fn string(&self, index: i64) -> &str {
-        usize::try_from(index).ok().and_then(|i| self.strings.get(i)).map_or("", String::as_str)
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.strings.get(i))
+            .map_or("", String::as_str)
     }
 }
 command!(CaptureSnapshot => "DOMSnapshot.captureSnapshot", CaptureSnapshotReply);

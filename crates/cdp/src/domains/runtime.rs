@@ -41,7 +41,10 @@ pub struct ExceptionDetails {
 impl ExceptionDetails {
     /// The most specific message available: the exception's description, else the summary text.
     pub fn message(&self) -> String {
-        self.exception.as_ref().and_then(|e| e.description.clone()).unwrap_or_else(|| self.text.clone())
+        self.exception
+            .as_ref()
+            .and_then(|e| e.description.clone())
+            .unwrap_or_else(|| self.text.clone())
     }
 }
 
@@ -64,7 +67,12 @@ pub struct Evaluate {
 impl Evaluate {
     /// Evaluates `expression` and returns its value by value, awaiting a promise.
     pub fn value(expression: impl Into<String>) -> Self {
-        Evaluate { expression: expression.into(), return_by_value: Some(true), await_promise: Some(true), ..Default::default() }
+        Evaluate {
+            expression: expression.into(),
+            return_by_value: Some(true),
+            await_promise: Some(true),
+            ..Default::default()
+        }
     }
 }
 

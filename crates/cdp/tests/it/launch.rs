@@ -13,7 +13,10 @@ async fn no_chromium_process_remains_after_the_browser_is_dropped() {
     let browser = launch().await;
     let profile = browser.profile_dir().to_path_buf();
     let needle = profile.display().to_string();
-    assert!(!crate::processes_mentioning(&needle).is_empty(), "the browser runs");
+    assert!(
+        !crate::processes_mentioning(&needle).is_empty(),
+        "the browser runs"
+    );
     drop(browser);
     let left = wait_until_gone(&needle, Duration::from_secs(10)).await;
     assert!(left.is_empty(), "orphans: {left:?}");
@@ -26,7 +29,10 @@ async fn a_missing_binary_names_what_was_tried_and_how_to_install() {
     // Either something else on the machine is found (fine) or the error is helpful.
     if let Err(err) = err {
         let text = err.to_string();
-        assert!(text.contains("/nonexistent/chrome") && text.contains("apt-get install -y chromium"), "{text}");
+        assert!(
+            text.contains("/nonexistent/chrome") && text.contains("apt-get install -y chromium"),
+            "{text}"
+        );
     }
     let mut options = LaunchOptions::new(data_dir());
     options.executable = Some(PathBuf::from("/bin/false"));

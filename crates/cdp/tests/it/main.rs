@@ -18,12 +18,17 @@ pub fn data_dir() -> PathBuf {
 }
 
 pub async fn launch() -> Browser {
-    Browser::launch(&LaunchOptions::new(data_dir())).await.expect("Chromium launches (run `make test`, which installs it)")
+    Browser::launch(&LaunchOptions::new(data_dir()))
+        .await
+        .expect("Chromium launches (run `make test`, which installs it)")
 }
 
 pub async fn launch_and_connect() -> (Browser, Connection) {
     let browser = launch().await;
-    let conn = browser.connect(ConnectionOptions::default()).await.expect("connects");
+    let conn = browser
+        .connect(ConnectionOptions::default())
+        .await
+        .expect("connects");
     (browser, conn)
 }
 
@@ -31,25 +36,53 @@ pub async fn launch_and_connect() -> (Browser, Connection) {
 pub async fn goto(session: &Session, url: &str) {
     let mut loads = session.subscribe(&["Page.loadEventFired"]);
     session.call(page::Enable {}).await.expect("Page.enable");
-    let reply = session.call(page::Navigate { url: url.to_owned(), frame_id: None }).await.expect("navigate");
+    let reply = session
+        .call(page::Navigate {
+            url: url.to_owned(),
+            frame_id: None,
+        })
+        .await
+        .expect("navigate");
     assert_eq!(reply.error_text, None, "navigation to {url} failed");
-    tokio::time::timeout(Duration::from_secs(10), loads.recv()).await.expect("load event within 10 s").expect("stream open").expect("no lag");
+    tokio::time::timeout(Duration::from_secs(10), loads.recv())
+        .await
+        .expect("load event within 10 s")
+        .expect("stream open")
+        .expect("no lag");
 }
 
 pub async fn eval(session: &Session, expression: &str) -> serde_json::Value {
-    let reply = session.call(runtime::Evaluate::value(expression)).await.expect("evaluate");
-    assert!(reply.exception_details.is_none(), "exception: {:?}", reply.exception_details);
+    let reply = session
+        .call(runtime::Evaluate::value(expression))
+        .await
+        .expect("evaluate");
+    assert!(
+        reply.exception_details.is_none(),
+        "exception: {:?}",
+        reply.exception_details
+    );
     reply.result.value.unwrap_or(serde_json::Value::Null)
 }
 
 /// Pids of live processes whose command line mentions `needle` (e.g. a profile directory).
 pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut pids = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return pids };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let zombie =
+            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
         if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
             pids.push(pid);
         }

@@ -9,11 +9,16 @@ use tokio_tungstenite::tungstenite::Message;
 #[tokio::test]
 async fn garbage_is_skipped_and_the_real_reply_still_arrives() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/devtools/browser/fake", listener.local_addr().unwrap());
+    let url = format!(
+        "ws://{}/devtools/browser/fake",
+        listener.local_addr().unwrap()
+    );
     tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
-        let Some(Ok(Message::Text(request))) = ws.next().await else { return };
+        let Some(Ok(Message::Text(request))) = ws.next().await else {
+            return;
+        };
         let request: serde_json::Value = serde_json::from_str(&request).unwrap();
         let id = request["id"].as_u64().unwrap();
         for junk in [
@@ -39,14 +44,32 @@ async fn garbage_is_skipped_and_the_real_reply_still_arrives() {
         // Then hang up.
         let _ = ws.close(None).await;
     });
-    let conn = Connection::connect(&url, ConnectionOptions::default()).await.unwrap();
+    let conn = Connection::connect(&url, ConnectionOptions::default())
+        .await
+        .unwrap();
     let mut events = conn.subscribe(EventFilter::default());
-    let reply = conn.browser().send_raw("Fake.call", serde_json::json!({}), Duration::from_secs(5)).await.unwrap();
+    let reply = conn
+        .browser()
+        .send_raw("Fake.call", serde_json::json!({}), Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(reply, serde_json::json!({ "ok": true }));
     let odd = events.recv().await.unwrap().unwrap();
     assert_eq!(odd.method, "Odd.event");
-    let err = conn.browser().send_raw("Fake.fail", serde_json::json!({}), Duration::from_secs(5)).await.unwrap_err();
-    assert!(matches!(err, cdp::CdpError::Protocol { code: -32000, .. }), "{err:?}");
-    tokio::time::timeout(Duration::from_secs(5), conn.closed()).await.expect("the hang-up is noticed");
-    assert!(events.recv().await.is_none(), "event streams end with the connection");
+    let err = conn
+        .browser()
+        .send_raw("Fake.fail", serde_json::json!({}), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, cdp::CdpError::Protocol { code: -32000, .. }),
+        "{err:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(5), conn.closed())
+        .await
+        .expect("the hang-up is noticed");
+    assert!(
+        events.recv().await.is_none(),
+        "event streams end with the connection"
+    );
 }

@@ -6,21 +6,44 @@ use crate::{data_dir, glovebox};
 
 #[test]
 fn doctor_finds_launches_and_reports() {
-    let out = glovebox(&data_dir("doctor")).arg("doctor").output().unwrap();
+    let out = glovebox(&data_dir("doctor"))
+        .arg("doctor")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    for expected in ["data dir", "chromium", "sandbox", "version", "ok: Glovebox can drive this browser"] {
-        assert!(stdout.contains(expected), "doctor output lacks {expected:?}:\n{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for expected in [
+        "data dir",
+        "chromium",
+        "sandbox",
+        "version",
+        "ok: Glovebox can drive this browser",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "doctor output lacks {expected:?}:\n{stdout}"
+        );
     }
 }
 
 #[test]
 fn doctor_names_the_fix_when_chromium_is_missing() {
-    let out = glovebox(&data_dir("doctor-missing")).args(["doctor", "--chromium", "/nonexistent/chromium"]).env("PATH", "/nonexistent").output().unwrap();
+    let out = glovebox(&data_dir("doctor-missing"))
+        .args(["doctor", "--chromium", "/nonexistent/chromium"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     // On machines with Chromium at a fixed location it is still found; otherwise the fix is named.
     if !out.status.success() {
-        assert!(stdout.contains("apt-get install -y chromium") && stdout.contains("GLOVEBOX_CHROMIUM"), "{stdout}");
+        assert!(
+            stdout.contains("apt-get install -y chromium") && stdout.contains("GLOVEBOX_CHROMIUM"),
+            "{stdout}"
+        );
     }
 }
 
@@ -30,11 +53,22 @@ async fn observe_prints_title_and_url_of_a_fixture_page() {
     server.html("/page", "<title>Fixture title</title><p>hello</p>");
     let url = server.url("/page");
     let dir = data_dir("observe");
-    let out = tokio::task::spawn_blocking(move || glovebox(&dir).args(["observe", &url]).output().unwrap()).await.unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        glovebox(&dir).args(["observe", &url]).output().unwrap()
+    })
+    .await
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("title: Fixture title"), "{stdout}");
-    assert!(stdout.contains(&format!("url: {}", server.url("/page"))), "{stdout}");
+    assert!(
+        stdout.contains(&format!("url: {}", server.url("/page"))),
+        "{stdout}"
+    );
     assert_eq!(server.requests_to("/page").len(), 1);
 }
 
@@ -45,7 +79,14 @@ async fn observe_keeps_to_the_configured_blocked_origins() {
     server.html("/page", "<title>Blocked</title><p>hello</p>");
     let (url, origin) = (server.url("/page"), server.origin());
     let dir = data_dir("observe-blocked");
-    let out = tokio::task::spawn_blocking(move || glovebox(&dir).args(["--block-origin", &origin, "observe", &url]).output().unwrap()).await.unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        glovebox(&dir)
+            .args(["--block-origin", &origin, "observe", &url])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("refusing to open"), "{stderr}");
@@ -54,8 +95,16 @@ async fn observe_keeps_to_the_configured_blocked_origins() {
 
 #[test]
 fn observe_refuses_forbidden_schemes_before_starting_a_browser() {
-    for url in ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "chrome://settings"] {
-        let out = glovebox(&data_dir("observe-refuse")).args(["observe", url]).output().unwrap();
+    for url in [
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "data:text/html,hi",
+        "chrome://settings",
+    ] {
+        let out = glovebox(&data_dir("observe-refuse"))
+            .args(["observe", url])
+            .output()
+            .unwrap();
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("refusing to open"), "{url}: {stderr}");
@@ -64,9 +113,16 @@ fn observe_refuses_forbidden_schemes_before_starting_a_browser() {
 
 #[test]
 fn observe_demo_serves_and_reads_the_builtin_page() {
-    let out = glovebox(&data_dir("demo")).args(["observe", "--demo"]).output().unwrap();
+    let out = glovebox(&data_dir("demo"))
+        .args(["observe", "--demo"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("title: Glovebox demo"), "{stdout}");
 }
 
@@ -74,38 +130,91 @@ fn observe_demo_serves_and_reads_the_builtin_page() {
 fn observe_prints_a_redacted_snapshot_json_and_a_screenshot() {
     let dir = data_dir("observe-json");
     let shot = dir.join("shot.png");
-    let out = glovebox(&dir).args(["observe", "--demo", "--json", "--screenshot"]).arg(&shot).output().unwrap();
+    let out = glovebox(&dir)
+        .args(["observe", "--demo", "--json", "--screenshot"])
+        .arg(&shot)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let observation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(observation["untrusted_content"], true);
-    assert!(observation["frame_id"].as_str().unwrap().starts_with("frame_"));
-    assert!(!stdout.contains("hunter2") && !stdout.contains("abc123"), "secrets never reach the output");
-    assert!(observation["aria_snapshot"].as_str().unwrap().contains("textbox \"Password\" [e2]: \"[redacted]\""));
-    assert!(observation.get("screenshot").is_none(), "the image goes to the file, not stdout");
+    assert!(
+        observation["frame_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("frame_")
+    );
+    assert!(
+        !stdout.contains("hunter2") && !stdout.contains("abc123"),
+        "secrets never reach the output"
+    );
+    assert!(
+        observation["aria_snapshot"]
+            .as_str()
+            .unwrap()
+            .contains("textbox \"Password\" [e2]: \"[redacted]\"")
+    );
+    assert!(
+        observation.get("screenshot").is_none(),
+        "the image goes to the file, not stdout"
+    );
     assert_eq!(observation["screenshot_size"]["width"], 1280);
     // The configured size is the page's viewport, not the window's (which includes the frame).
-    assert_eq!((observation["viewport"]["width"].as_f64(), observation["viewport"]["height"].as_f64()), (Some(1280.0), Some(720.0)));
+    assert_eq!(
+        (
+            observation["viewport"]["width"].as_f64(),
+            observation["viewport"]["height"].as_f64()
+        ),
+        (Some(1280.0), Some(720.0))
+    );
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
 }
 
 #[test]
 fn observe_honours_the_configured_viewport() {
-    let out = glovebox(&data_dir("observe-viewport")).args(["--viewport", "1000x700", "observe", "--demo", "--json"]).output().unwrap();
+    let out = glovebox(&data_dir("observe-viewport"))
+        .args(["--viewport", "1000x700", "observe", "--demo", "--json"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let observation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!((observation["viewport"]["width"].as_f64(), observation["viewport"]["height"].as_f64()), (Some(1000.0), Some(700.0)));
+    assert_eq!(
+        (
+            observation["viewport"]["width"].as_f64(),
+            observation["viewport"]["height"].as_f64()
+        ),
+        (Some(1000.0), Some(700.0))
+    );
 }
 
 #[test]
 fn demo_runs_a_verified_task_and_asks_the_person_on_the_terminal() {
-    let out = glovebox(&data_dir("demo-run")).args(["demo", "--answer", "task"]).output().unwrap();
+    let out = glovebox(&data_dir("demo-run"))
+        .args(["demo", "--answer", "task"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!((result["status"].as_str(), result["reason_code"].as_str()), (Some("succeeded"), Some("verified")));
+    assert_eq!(
+        (result["status"].as_str(), result["reason_code"].as_str()),
+        (Some("succeeded"), Some("verified"))
+    );
 
     // A person who denies on the terminal: nothing is typed, and the run cannot succeed.
     use std::io::Write;
@@ -120,9 +229,13 @@ fn demo_runs_a_verified_task_and_asks_the_person_on_the_terminal() {
     child.stdin.take().unwrap().write_all(b"o\nd\nd\n").unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("approve navigate http://127.0.0.1:"), "{stderr}");
+    assert!(
+        stderr.contains("approve navigate http://127.0.0.1:"),
+        "{stderr}"
+    );
     assert!(stderr.contains("approve type textbox \"Name\""), "{stderr}");
     assert!(!out.status.success());
-    let result: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let result: serde_json::Value =
+        serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
     assert_ne!(result["status"], "succeeded");
 }

@@ -13,7 +13,11 @@ use test_support::FixtureServer;
 use crate::{data_dir, glovebox};
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A child process that is killed if the test fails before it ends it.
@@ -30,7 +34,13 @@ impl Drop for Reaped {
 fn serve(dir: &Path, trust: &str) -> (Reaped, u16, String) {
     let port = free_port();
     let mut child = glovebox(dir)
-        .args(["--trust", trust, "serve", "--bind", &format!("127.0.0.1:{port}")])
+        .args([
+            "--trust",
+            trust,
+            "serve",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
         .env("GLOVEBOX_CONFIG", "/dev/null")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -46,7 +56,10 @@ fn serve(dir: &Path, trust: &str) -> (Reaped, u16, String) {
             break;
         }
     }
-    assert!(printed.contains("listening"), "serve did not start: {printed}");
+    assert!(
+        printed.contains("listening"),
+        "serve did not start: {printed}"
+    );
     // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (Reaped(child), port, printed)
@@ -63,8 +76,14 @@ fn person_post(dir: &Path, pid: u32, path: &str, body: &Value) -> Value {
 
 /// One HTTP request to the person channel with the token from the discovery file.
 fn person(dir: &Path, pid: u32, method: &str, path: &str, body: &str) -> Value {
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(discovery(dir, pid)).unwrap()).unwrap();
-    let base = file["url"].as_str().unwrap().strip_prefix("http://").unwrap().to_owned();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(discovery(dir, pid)).unwrap()).unwrap();
+    let base = file["url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("http://")
+        .unwrap()
+        .to_owned();
     let mut stream = std::net::TcpStream::connect(&base).unwrap();
     write!(
         stream,
@@ -88,21 +107,36 @@ fn kill(child: &mut Reaped, signal: i32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     let dir = data_dir("faults-sigkill");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
 
     let (mut first, port, _) = serve(&dir, &fixtures.origin());
     let first_pid = first.0.id();
-    person_post(&dir, first_pid, "/api/user-tabs", &serde_json::json!({"url": fixtures.url("/counter.html")}));
+    person_post(
+        &dir,
+        first_pid,
+        "/api/user-tabs",
+        &serde_json::json!({"url": fixtures.url("/counter.html")}),
+    );
     // A client mid-task: a claimed tab, a deliverable, an unmarked tab, an unanswered approval.
     let untrusted = fixtures.url("/form.html").replace("127.0.0.1", "localhost");
     let mut client = Reaped(
         std::process::Command::new(crate::mcp::python())
             .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
             .args(["hold", "--url", &format!("http://127.0.0.1:{port}/mcp")])
-            .args(["--fixture", &fixtures.url("/table.html"), "--fixture", &fixtures.url("/login.html"), "--fixture", &untrusted])
+            .args([
+                "--fixture",
+                &fixtures.url("/table.html"),
+                "--fixture",
+                &fixtures.url("/login.html"),
+                "--fixture",
+                &untrusted,
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -119,7 +153,10 @@ async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
 
     // Freeze the browser and send an action: its answer never comes, and the server dies with
     // it in flight (recorded `attempted` before anything was sent).
-    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string()).into_iter().filter(|p| *p != first_pid).collect();
+    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string())
+        .into_iter()
+        .filter(|p| *p != first_pid)
+        .collect();
     assert!(!browser.is_empty(), "the server's browser runs");
     signal_all(&browser, libc::SIGSTOP);
     let mut to_client = client.0.stdin.take().unwrap();
@@ -129,8 +166,13 @@ async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
     assert!(line.contains("sent"), "{line}");
     let db = dir.join("glovebox.sqlite");
     let in_flight = (0..100).any(|_| {
-        let ops = store::SqliteStore::open(&db).unwrap().list_operations(&Default::default()).unwrap();
-        let found = ops.iter().any(|o| o.operation.action == "click" && o.state == store::OperationState::Attempted);
+        let ops = store::SqliteStore::open(&db)
+            .unwrap()
+            .list_operations(&Default::default())
+            .unwrap();
+        let found = ops
+            .iter()
+            .any(|o| o.operation.action == "click" && o.state == store::OperationState::Attempted);
         if !found {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
@@ -141,61 +183,161 @@ async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
     kill(&mut first, libc::SIGKILL);
     signal_all(&browser, libc::SIGKILL);
     drop(client);
-    assert!(discovery(&dir, first_pid).exists(), "a SIGKILLed server cannot remove its own file");
+    assert!(
+        discovery(&dir, first_pid).exists(),
+        "a SIGKILLed server cannot remove its own file"
+    );
 
     let (mut second, _, printed) = serve(&dir, &fixtures.origin());
     assert!(
         printed.contains("reconciled 1 earlier server(s) that ended without cleaning up: 1 session(s) abandoned, 1 tab(s) closed, 1 given back, 1 kept for the person, 1 approval(s) abandoned, 1 action(s) in flight recorded unknown (not replayed), 0 run(s) abandoned"),
         "{printed}"
     );
-    assert!(!discovery(&dir, first_pid).exists(), "the dead server's person token is gone");
+    assert!(
+        !discovery(&dir, first_pid).exists(),
+        "the dead server's person token is gone"
+    );
     kill(&mut second, libc::SIGTERM);
 
     // Every record of the dead server is terminal or recoverable; the second ended in order.
     let store = store::SqliteStore::open(dir.join("glovebox.sqlite")).unwrap();
-    assert!(store.open_instances().unwrap().is_empty(), "both instances ended");
+    assert!(
+        store.open_instances().unwrap().is_empty(),
+        "both instances ended"
+    );
     let sessions = store.list_sessions().unwrap();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
-    assert_eq!((sessions[0].state, sessions[0].tools_active), (store::SessionState::Abandoned, false));
+    assert_eq!(
+        (sessions[0].state, sessions[0].tools_active),
+        (store::SessionState::Abandoned, false)
+    );
     let resources = store.list_resources(&sessions[0].id).unwrap();
-    let states: Vec<_> = resources.iter().map(|r| (r.ownership, r.mark, r.state, r.cdp_target_id.is_some())).collect();
+    let states: Vec<_> = resources
+        .iter()
+        .map(|r| (r.ownership, r.mark, r.state, r.cdp_target_id.is_some()))
+        .collect();
     // The deliverable is kept for a restore; the unmarked tab and the blank tab of the refused
     // open are closed.
-    assert_eq!(states[0], (store::Ownership::AgentCreated, store::Mark::Deliverable, store::ResourceState::Retained, false));
-    assert_eq!(states[1..], [(store::Ownership::AgentCreated, store::Mark::None, store::ResourceState::Released, false); 2]);
+    assert_eq!(
+        states[0],
+        (
+            store::Ownership::AgentCreated,
+            store::Mark::Deliverable,
+            store::ResourceState::Retained,
+            false
+        )
+    );
+    assert_eq!(
+        states[1..],
+        [(
+            store::Ownership::AgentCreated,
+            store::Mark::None,
+            store::ResourceState::Released,
+            false
+        ); 2]
+    );
     assert!(resources[0].handle_lost);
-    let given_back: Vec<_> = store.list_unowned_resources().unwrap().into_iter().filter(|r| r.claimed_at.is_some()).collect();
-    assert_eq!(given_back.len(), 1, "the claimed tab went back to the person");
-    assert_eq!((given_back[0].state, given_back[0].ownership), (store::ResourceState::Released, store::Ownership::User));
+    let given_back: Vec<_> = store
+        .list_unowned_resources()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.claimed_at.is_some())
+        .collect();
+    assert_eq!(
+        given_back.len(),
+        1,
+        "the claimed tab went back to the person"
+    );
+    assert_eq!(
+        (given_back[0].state, given_back[0].ownership),
+        (store::ResourceState::Released, store::Ownership::User)
+    );
     let approvals = store.list_approvals(&sessions[0].id).unwrap();
-    assert_eq!(approvals.iter().map(|a| a.outcome).collect::<Vec<_>>(), [Some(store::ApprovalOutcome::Abandoned)]);
+    assert_eq!(
+        approvals.iter().map(|a| a.outcome).collect::<Vec<_>>(),
+        [Some(store::ApprovalOutcome::Abandoned)]
+    );
     assert_eq!(approvals[0].request.action, "navigate");
 
     // The operation log, as a person reads it after the crash: the typed email as its length
     // only, the click whose answer was lost as unknown; nothing was replayed.
-    let log = glovebox(&dir).args(["log", "--json"]).env("GLOVEBOX_CONFIG", "/dev/null").output().unwrap();
+    let log = glovebox(&dir)
+        .args(["log", "--json"])
+        .env("GLOVEBOX_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
     assert!(log.status.success());
-    let entries: Vec<Value> = String::from_utf8_lossy(&log.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let op = |action: &str| entries.iter().find(|e| e["kind"] == "operation" && e["action"] == action).unwrap_or_else(|| panic!("no {action} in {entries:?}"));
-    assert_eq!((op("type")["state"].as_str(), op("type")["text_chars"].as_u64()), (Some("confirmed"), Some(25)));
-    assert_eq!((op("click")["state"].as_str(), op("click")["effect_uncertain"].as_bool()), (Some("unknown"), Some(true)));
-    assert!(op("click")["target"].as_str().is_some_and(|t| t.contains("Remember me")), "{entries:?}");
-    let refused = entries.iter().find(|e| e["kind"] == "operation" && e["action"] == "navigate" && e["error"] == "needs_approval");
-    assert!(refused.is_some(), "the open that waited for a person is on record: {entries:?}");
+    let entries: Vec<Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let op = |action: &str| {
+        entries
+            .iter()
+            .find(|e| e["kind"] == "operation" && e["action"] == action)
+            .unwrap_or_else(|| panic!("no {action} in {entries:?}"))
+    };
+    assert_eq!(
+        (
+            op("type")["state"].as_str(),
+            op("type")["text_chars"].as_u64()
+        ),
+        (Some("confirmed"), Some(25))
+    );
+    assert_eq!(
+        (
+            op("click")["state"].as_str(),
+            op("click")["effect_uncertain"].as_bool()
+        ),
+        (Some("unknown"), Some(true))
+    );
+    assert!(
+        op("click")["target"]
+            .as_str()
+            .is_some_and(|t| t.contains("Remember me")),
+        "{entries:?}"
+    );
+    let refused = entries.iter().find(|e| {
+        e["kind"] == "operation" && e["action"] == "navigate" && e["error"] == "needs_approval"
+    });
+    assert!(
+        refused.is_some(),
+        "the open that waited for a person is on record: {entries:?}"
+    );
     let text = String::from_utf8_lossy(&log.stdout);
-    assert!(!text.contains("ada-typed-7f3"), "typed text never reaches the log");
+    assert!(
+        !text.contains("ada-typed-7f3"),
+        "typed text never reaches the log"
+    );
     let mut file = std::fs::read(&db).unwrap();
     file.extend(std::fs::read(dir.join("glovebox.sqlite-wal")).unwrap_or_default());
-    assert!(!String::from_utf8_lossy(&file).contains("ada-typed-7f3"), "nor the store");
-    assert!(fixtures.writes().iter().all(|w| !w.path.contains("login")), "the lost click was not replayed: {:?}", fixtures.writes());
+    assert!(
+        !String::from_utf8_lossy(&file).contains("ada-typed-7f3"),
+        "nor the store"
+    );
+    assert!(
+        fixtures.writes().iter().all(|w| !w.path.contains("login")),
+        "the lost click was not replayed: {:?}",
+        fixtures.writes()
+    );
 }
 
 fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        if String::from_utf8_lossy(&cmdline).contains(needle) && String::from_utf8_lossy(&cmdline).contains("chrom") {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(needle)
+            && String::from_utf8_lossy(&cmdline).contains("chrom")
+        {
             pids.push(pid);
         }
     }
@@ -212,20 +354,35 @@ fn signal_all(pids: &[u32], signal: i32) {
 /// What a client scenario printed (its one JSON line), after it exits.
 fn scenario(name: &str, port: u16, fixtures: &[String]) -> Value {
     let mut command = std::process::Command::new(crate::mcp::python());
-    command.arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py")).args([name, "--url", &format!("http://127.0.0.1:{port}/mcp")]);
+    command
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+        .args([name, "--url", &format!("http://127.0.0.1:{port}/mcp")]);
     for f in fixtures {
         command.args(["--fixture", f]);
     }
     let out = command.stderr(Stdio::inherit()).output().unwrap();
-    assert!(out.status.success(), "{name} failed: {}", String::from_utf8_lossy(&out.stdout));
-    serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default()).unwrap()
+    assert!(
+        out.status.success(),
+        "{name} failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default(),
+    )
+    .unwrap()
 }
 
 /// Polls the person channel's tab list until `done` holds (or 20 s pass); returns the last list.
 fn tabs_until(dir: &Path, pid: u32, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let tabs = person(dir, pid, "GET", "/api/tabs", "")["tabs"].as_array().cloned().unwrap_or_default();
+        let tabs = person(dir, pid, "GET", "/api/tabs", "")["tabs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if done(&tabs) || std::time::Instant::now() > until {
             return tabs;
         }
@@ -250,14 +407,22 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
          document.getElementById('c').textContent = 'cookie ' + (document.cookie || 'none');\
          document.getElementById('l').textContent = 'visits ' + localStorage.n;</script>",
     );
-    fixtures.html("/other", "<!doctype html><title>Other</title><p>other page</p>");
+    fixtures.html(
+        "/other",
+        "<!doctype html><title>Other</title><p>other page</p>",
+    );
     let dir = data_dir("faults-restore");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (mut first, port, _) = serve(&dir, &fixtures.origin());
     let first_pid = first.0.id();
     let later = fixtures.url("/keep?page=2&sort=asc#part");
-    let kept = [fixtures.url("/keep"), fixtures.url("/keep?token=SECRETVALUE123abc"), fixtures.url("/other"), later.clone()];
+    let kept = [
+        fixtures.url("/keep"),
+        fixtures.url("/keep?token=SECRETVALUE123abc"),
+        fixtures.url("/other"),
+        later.clone(),
+    ];
     let mut client = Reaped(
         std::process::Command::new(crate::mcp::python())
             .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
@@ -270,18 +435,47 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
             .unwrap(),
     );
     let mut line = String::new();
-    BufReader::new(client.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(client.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
-    let old_frame = held["old_frame"].as_str().unwrap_or_else(|| panic!("{held}")).to_owned();
+    let old_frame = held["old_frame"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{held}"))
+        .to_owned();
 
     // The person closes one; the location of the navigated one is on record.
-    let tabs = tabs_until(&dir, first_pid, |t| t.iter().any(|t| t["url"].as_str().is_some_and(|u| u.contains("page="))));
+    let tabs = tabs_until(&dir, first_pid, |t| {
+        t.iter()
+            .any(|t| t["url"].as_str().is_some_and(|u| u.contains("page=")))
+    });
     let url_of = |t: &Value| t["url"].as_str().unwrap_or_default().to_owned();
-    let other = tabs.iter().find(|t| url_of(t).contains("/other")).unwrap_or_else(|| panic!("{tabs:?}"))["tab"].as_str().unwrap().to_owned();
-    assert_eq!(person(&dir, first_pid, "POST", &format!("/api/tabs/{other}/close"), "{}")["closed"], other.as_str());
-    let navigated = tabs.iter().find(|t| url_of(t).contains("page=")).unwrap()["tab"].as_str().unwrap().to_owned();
+    let other = tabs
+        .iter()
+        .find(|t| url_of(t).contains("/other"))
+        .unwrap_or_else(|| panic!("{tabs:?}"))["tab"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        person(
+            &dir,
+            first_pid,
+            "POST",
+            &format!("/api/tabs/{other}/close"),
+            "{}"
+        )["closed"],
+        other.as_str()
+    );
+    let navigated = tabs.iter().find(|t| url_of(t).contains("page=")).unwrap()["tab"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
-    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string()).into_iter().filter(|p| *p != first_pid).collect();
+    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string())
+        .into_iter()
+        .filter(|p| *p != first_pid)
+        .collect();
     kill(&mut first, libc::SIGKILL);
     signal_all(&browser, libc::SIGKILL);
     drop(client);
@@ -291,21 +485,63 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
     let open = |t: &[Value]| t.iter().filter(|t| t["state"] == "open").count() == 2;
     let tabs = tabs_until(&dir, second_pid, open);
     assert!(open(&tabs), "two kept tabs are open again: {tabs:?}");
-    let state_of = |tabs: &[Value], id: &str| tabs.iter().find(|t| t["tab"] == id).map(|t| t["state"].as_str().unwrap_or_default().to_owned());
-    assert_eq!(state_of(&tabs, &other).as_deref(), Some("closed"), "the closed one stays closed: {tabs:?}");
-    let failed: Vec<_> = tabs.iter().filter(|t| t["state"] == "restore_failed").collect();
-    assert_eq!(failed.len(), 1, "the blank one is listed as restore failed, not recreated: {tabs:?}");
-    assert!(failed[0]["restore_error"].as_str().is_some_and(|e| e.contains("can be reopened")), "{failed:?}");
+    let state_of = |tabs: &[Value], id: &str| {
+        tabs.iter()
+            .find(|t| t["tab"] == id)
+            .map(|t| t["state"].as_str().unwrap_or_default().to_owned())
+    };
+    assert_eq!(
+        state_of(&tabs, &other).as_deref(),
+        Some("closed"),
+        "the closed one stays closed: {tabs:?}"
+    );
+    let failed: Vec<_> = tabs
+        .iter()
+        .filter(|t| t["state"] == "restore_failed")
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "the blank one is listed as restore failed, not recreated: {tabs:?}"
+    );
+    assert!(
+        failed[0]["restore_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("can be reopened")),
+        "{failed:?}"
+    );
     let store = store::SqliteStore::open(dir.join("glovebox.sqlite")).unwrap();
-    let record = store.get_resource(&store::ResourceId::new(&navigated)).unwrap();
-    assert_eq!(record.url.as_deref(), Some(fixtures.url("/keep?page=2&sort=asc#part").as_str()), "its last confirmed URL, query and fragment kept");
-    let titled = tabs_until(&dir, second_pid, |t| t.iter().any(|t| t["tab"] == navigated.as_str() && t["title"] == "Kept"));
-    assert!(titled.iter().any(|t| t["tab"] == navigated.as_str() && t["title"] == "Kept"), "its title with it: {titled:?}");
+    let record = store
+        .get_resource(&store::ResourceId::new(&navigated))
+        .unwrap();
+    assert_eq!(
+        record.url.as_deref(),
+        Some(fixtures.url("/keep?page=2&sort=asc#part").as_str()),
+        "its last confirmed URL, query and fragment kept"
+    );
+    let titled = tabs_until(&dir, second_pid, |t| {
+        t.iter()
+            .any(|t| t["tab"] == navigated.as_str() && t["title"] == "Kept")
+    });
+    assert!(
+        titled
+            .iter()
+            .any(|t| t["tab"] == navigated.as_str() && t["title"] == "Kept"),
+        "its title with it: {titled:?}"
+    );
     let mut bytes = std::fs::read(dir.join("glovebox.sqlite")).unwrap();
     bytes.extend(std::fs::read(dir.join("glovebox.sqlite-wal")).unwrap_or_default());
-    assert!(!String::from_utf8_lossy(&bytes).contains("SECRETVALUE123abc"), "the token is in no record");
+    assert!(
+        !String::from_utf8_lossy(&bytes).contains("SECRETVALUE123abc"),
+        "the token is in no record"
+    );
     for file in std::fs::read_dir(dir.join("webtabs")).unwrap().flatten() {
-        assert!(!std::fs::read_to_string(file.path()).unwrap().contains("SECRETVALUE123abc"), "nor in the saved site storage");
+        assert!(
+            !std::fs::read_to_string(file.path())
+                .unwrap()
+                .contains("SECRETVALUE123abc"),
+            "nor in the saved site storage"
+        );
     }
 
     let check = |seen: &Value| {
@@ -313,26 +549,60 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
         assert_eq!(pages.len(), 2, "both kept tabs are offered again: {seen}");
         for page in pages {
             let text = page["page"].as_str().unwrap_or_default();
-            assert!(text.contains("cookie site=tok-7a1"), "its cookie survived: {text}");
-            let visits: u32 =
-                text.split("visits ").nth(1).and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()).and_then(|v| v.parse().ok()).unwrap_or(0);
-            assert!(visits >= 2, "its local storage survived (a fresh one counts 1): {text}");
+            assert!(
+                text.contains("cookie site=tok-7a1"),
+                "its cookie survived: {text}"
+            );
+            let visits: u32 = text
+                .split("visits ")
+                .nth(1)
+                .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            assert!(
+                visits >= 2,
+                "its local storage survived (a fresh one counts 1): {text}"
+            );
         }
-        assert!(seen["stale"].as_array().unwrap().iter().all(|e| e == "stale_observation"), "a frame from before is refused: {seen}");
+        assert!(
+            seen["stale"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e == "stale_observation"),
+            "a frame from before is refused: {seen}"
+        );
     };
-    let seen = tokio::task::spawn_blocking(move || scenario("restored", port, &[old_frame])).await.unwrap();
+    let seen = tokio::task::spawn_blocking(move || scenario("restored", port, &[old_frame]))
+        .await
+        .unwrap();
     check(&seen);
-    let restored_at = |tabs: &[Value], id: &str| tabs.iter().find(|t| t["tab"] == id).and_then(|t| t["restored_at"].as_u64()).unwrap_or(0);
+    let restored_at = |tabs: &[Value], id: &str| {
+        tabs.iter()
+            .find(|t| t["tab"] == id)
+            .and_then(|t| t["restored_at"].as_u64())
+            .unwrap_or(0)
+    };
     let before = restored_at(&tabs_until(&dir, second_pid, |_| true), &navigated);
 
     // The browser alone dies: the server relaunches it and brings the kept tabs back.
-    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string()).into_iter().filter(|p| *p != second_pid).collect();
+    let browser: Vec<u32> = processes_mentioning(&dir.display().to_string())
+        .into_iter()
+        .filter(|p| *p != second_pid)
+        .collect();
     signal_all(&browser, libc::SIGKILL);
-    let tabs = tabs_until(&dir, second_pid, |t| restored_at(t, &navigated) > before && open(t));
-    assert!(restored_at(&tabs, &navigated) > before && open(&tabs), "restored again without a restart: {tabs:?}");
+    let tabs = tabs_until(&dir, second_pid, |t| {
+        restored_at(t, &navigated) > before && open(t)
+    });
+    assert!(
+        restored_at(&tabs, &navigated) > before && open(&tabs),
+        "restored again without a restart: {tabs:?}"
+    );
     assert_eq!(state_of(&tabs, &other).as_deref(), Some("closed"));
     let frame = seen["pages"][0]["frame"].as_str().unwrap().to_owned();
-    let again = tokio::task::spawn_blocking(move || scenario("restored", port, &[frame])).await.unwrap();
+    let again = tokio::task::spawn_blocking(move || scenario("restored", port, &[frame]))
+        .await
+        .unwrap();
     check(&again);
     kill(&mut second, libc::SIGTERM);
 }

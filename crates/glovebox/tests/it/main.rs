@@ -11,12 +11,17 @@ use std::process::Command;
 
 pub fn glovebox(data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_glovebox"));
-    command.arg("--data-dir").arg(data_dir).env_remove("GLOVEBOX_BROWSER_ENDPOINT");
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("GLOVEBOX_BROWSER_ENDPOINT");
     command
 }
 
 pub fn data_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("glovebox-tests").join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("glovebox-tests")
+        .join(name);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

@@ -8,15 +8,29 @@ use serde_json::Value;
 use test_support::FixtureServer;
 
 pub fn python() -> PathBuf {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh");
-    let out = Command::new(script).output().expect("run ensure-python-mcp.sh");
-    assert!(out.status.success(), "ensure-python-mcp.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh");
+    let out = Command::new(script)
+        .output()
+        .expect("run ensure-python-mcp.sh");
+    assert!(
+        out.status.success(),
+        "ensure-python-mcp.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-async fn scenario(name: &str, data_dir: &std::path::Path, trust: &str, fixtures: &[String]) -> Value {
+async fn scenario(
+    name: &str,
+    data_dir: &std::path::Path,
+    trust: &str,
+    fixtures: &[String],
+) -> Value {
     let mut command = tokio::process::Command::new(python());
-    command.arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py")).arg(name);
+    command
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+        .arg(name);
     for f in fixtures {
         command.arg("--fixture").arg(f);
     }
@@ -30,27 +44,62 @@ async fn scenario(name: &str, data_dir: &std::path::Path, trust: &str, fixtures:
         .arg("mcp")
         .env_remove("GLOVEBOX_BROWSER_ENDPOINT")
         .env("GLOVEBOX_CONFIG", "/dev/null");
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), command.output()).await.expect("client finishes").unwrap();
-    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), command.output())
+        .await
+        .expect("client finishes")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    serde_json::from_str(stdout.lines().next().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    serde_json::from_str(stdout.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_initialises_lists_tools_and_drives_a_form() {
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     let data_dir = crate::data_dir("mcp-stdio");
 
     let tools = scenario("tools", &data_dir, &fixtures.origin(), &[]).await;
     assert_eq!(tools["server"], "glovebox");
-    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(
         names,
-        ["surfaces", "observe", "act", "tabs", "tab_open", "tab_close", "tab_claim", "tab_release", "tab_mark", "status", "cleanup", "context_reset"]
+        [
+            "surfaces",
+            "observe",
+            "act",
+            "tabs",
+            "tab_open",
+            "tab_close",
+            "tab_claim",
+            "tab_release",
+            "tab_mark",
+            "status",
+            "cleanup",
+            "context_reset"
+        ]
     );
 
-    let flow = scenario("flow", &data_dir, &fixtures.origin(), &[fixtures.url("/form.html")]).await;
+    let flow = scenario(
+        "flow",
+        &data_dir,
+        &fixtures.origin(),
+        &[fixtures.url("/form.html")],
+    )
+    .await;
     assert_eq!(flow["clicked_error"], false, "{flow}");
     assert!(flow["welcome"].as_bool().unwrap(), "{flow}");
     assert_eq!(flow["stale"]["error"], "stale_observation");
@@ -65,22 +114,43 @@ async fn stdio_initialises_lists_tools_and_drives_a_form() {
 async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     let data_dir = crate::data_dir("mcp-turn-hook");
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&data_dir).unwrap();
     let hook = |args: &[&str]| {
-        let out = crate::glovebox(&data_dir).arg("turn-end").args(args).env("GLOVEBOX_CONFIG", "/dev/null").output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let out = crate::glovebox(&data_dir)
+            .arg("turn-end")
+            .args(args)
+            .env("GLOVEBOX_CONFIG", "/dev/null")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (code, _, stderr) = hook(&[]);
-    assert_eq!(code, Some(0), "no server: nothing to end, and a hook must not fail: {stderr}");
+    assert_eq!(
+        code,
+        Some(0),
+        "no server: nothing to end, and a hook must not fail: {stderr}"
+    );
 
     let mut command = tokio::process::Command::new(python());
     command
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
         .arg("turn_hook")
-        .args(["--fixture", &fixtures.url("/table.html"), "--fixture", &fixtures.url("/form.html")])
+        .args([
+            "--fixture",
+            &fixtures.url("/table.html"),
+            "--fixture",
+            &fixtures.url("/form.html"),
+        ])
         .arg("--stdio")
         .arg(env!("CARGO_BIN_EXE_glovebox"))
         .arg("--data-dir")
@@ -94,24 +164,45 @@ async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
     let mut child = command.spawn().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next = async || -> Value {
-        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line()).await.expect("the client answers").unwrap().expect("a line");
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the client answers")
+            .unwrap()
+            .expect("a line");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
     };
     let kept = next().await["kept"].clone();
 
     let (code, stdout, stderr) = hook(&[r#"{"type": "approval-requested"}"#]);
-    assert_eq!((code, stdout.as_str()), (Some(0), ""), "not a turn's end: {stderr}");
+    assert_eq!(
+        (code, stdout.as_str()),
+        (Some(0), ""),
+        "not a turn's end: {stderr}"
+    );
     let (code, stdout, stderr) = hook(&[r#"{"type": "agent-turn-complete", "turn-id": "12"}"#]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    assert!(stdout.contains("turn_1: 1 closed, 0 released, 1 kept"), "{stdout}");
+    assert!(
+        stdout.contains("turn_1: 1 closed, 0 released, 1 kept"),
+        "{stdout}"
+    );
     let (code, _, stderr) = hook(&["--session", "session_nope"]);
-    assert_eq!(code, Some(1), "an unknown session is named as such: {stderr}");
-    assert!(stderr.contains("no running server has the session"), "{stderr}");
+    assert_eq!(
+        code,
+        Some(1),
+        "an unknown session is named as such: {stderr}"
+    );
+    assert!(
+        stderr.contains("no running server has the session"),
+        "{stderr}"
+    );
 
     let stdin = child.stdin.as_mut().unwrap();
     stdin.write_all(b"hook ran\n").await.unwrap();
     stdin.flush().await.unwrap();
     assert_eq!(next().await["tabs"], serde_json::json!([kept]));
-    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait()).await.unwrap().unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success());
 }

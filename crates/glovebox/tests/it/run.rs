@@ -28,8 +28,19 @@ async fn chat(State((calls, said)): State<Model>, Json(body): Json<Value>) -> Js
         .rfind(|t| t.contains("</untrusted nonce="))
         .unwrap_or_default()
         .to_owned();
-    let frame = page.split("frame_id: ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default().to_owned();
-    let r = |needle: &str| page.split(needle).nth(1).and_then(|r| r.split([' ', ']']).next()).unwrap_or("e0").to_owned();
+    let frame = page
+        .split("frame_id: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned();
+    let r = |needle: &str| {
+        page.split(needle)
+            .nth(1)
+            .and_then(|r| r.split([' ', ']']).next())
+            .unwrap_or("e0")
+            .to_owned()
+    };
     let (tool, input) = if page.contains("Welcome, Ada!") {
         ("done", json!({"summary": "signed up"}))
     } else if page.contains("textbox \"Name\"") && !page.contains(": \"Ada\"") {
@@ -43,29 +54,64 @@ async fn chat(State((calls, said)): State<Model>, Json(body): Json<Value>) -> Js
             json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": r("button \"Create account\" [")}, "intent": "submit"}),
         )
     };
-    let status = page.lines().find(|l| l.contains("status")).unwrap_or_default().trim().to_owned();
-    said.lock().unwrap().push(format!("{tool} {} on [{status}]", input["type"].as_str().unwrap_or_default()));
-    Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+    let status = page
+        .lines()
+        .find(|l| l.contains("status"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    said.lock().unwrap().push(format!(
+        "{tool} {} on [{status}]",
+        input["type"].as_str().unwrap_or_default()
+    ));
+    Json(
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
         "tool_calls": [{"id": format!("c{n}"), "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_cannot_start() {
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
-    let (calls, said) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(Vec::new())));
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state((calls.clone(), said.clone()));
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
+    let (calls, said) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(chat))
+        .with_state((calls.clone(), said.clone()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let (dir, url, origin) = (data_dir("run-model"), fixtures.url("/form.html"), fixtures.origin());
+    let (dir, url, origin) = (
+        data_dir("run-model"),
+        fixtures.url("/form.html"),
+        fixtures.origin(),
+    );
 
     let run = {
         let (dir, url, origin, base) = (dir.clone(), url.clone(), origin.clone(), base.clone());
         tokio::task::spawn_blocking(move || {
             glovebox(&dir)
-                .args(["--trust", &origin, "run", "Sign up as Ada", "--url", &url, "--provider", "openai_chat", "--model", "test-model", "--base-url", &base])
+                .args([
+                    "--trust",
+                    &origin,
+                    "run",
+                    "Sign up as Ada",
+                    "--url",
+                    &url,
+                    "--provider",
+                    "openai_chat",
+                    "--model",
+                    "test-model",
+                    "--base-url",
+                    &base,
+                ])
                 .args(["--check-text", "Welcome, Ada!", "--json", "--report"])
                 .env("GLOVEBOX_CONFIG", "/dev/null")
                 .env("OPENAI_API_KEY", "sk-test")
@@ -76,26 +122,60 @@ async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_ca
     .await
     .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
-    let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let result: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(result["status"], "succeeded", "{result}");
     // One request per step: the page after the click already says Welcome (settling waited for
     // the form's fetch and its DOM update), so the model never submits twice.
-    assert_eq!(result["report"]["model_requests"], 3, "{result}\nthe model answered: {:?}", said.lock().unwrap());
+    assert_eq!(
+        result["report"]["model_requests"],
+        3,
+        "{result}\nthe model answered: {:?}",
+        said.lock().unwrap()
+    );
     assert_eq!(result["report"]["input_tokens"], 300, "{result}");
     // Where the run's time went, from its record: the parts are measured, not derived, and
     // never add up to more than the whole.
     let time = &result["report"]["time"];
     let ms = |k: &str| time[k].as_u64().unwrap_or_else(|| panic!("{k} in {time}"));
-    assert!(ms("capture_ms") > 0 && ms("input_ms") > 0 && ms("model_ms") > 0, "{time}");
-    assert!(ms("model_ms") + ms("capture_ms") + ms("input_ms") + ms("page_wait_ms") <= ms("total_ms") + 5, "{time}");
-    assert_eq!(ms("runtime_ms"), ms("total_ms") - ms("model_ms") - ms("approval_ms") - ms("person_ms"), "{time}");
-    assert!(!stdout.contains("sk-test"), "the key never leaves the process");
+    assert!(
+        ms("capture_ms") > 0 && ms("input_ms") > 0 && ms("model_ms") > 0,
+        "{time}"
+    );
+    assert!(
+        ms("model_ms") + ms("capture_ms") + ms("input_ms") + ms("page_wait_ms")
+            <= ms("total_ms") + 5,
+        "{time}"
+    );
+    assert_eq!(
+        ms("runtime_ms"),
+        ms("total_ms") - ms("model_ms") - ms("approval_ms") - ms("person_ms"),
+        "{time}"
+    );
+    assert!(
+        !stdout.contains("sk-test"),
+        "the key never leaves the process"
+    );
     assert_eq!(fixtures.writes().len(), 1);
 
     let failed = tokio::task::spawn_blocking(move || {
         glovebox(&dir)
-            .args(["run", "x", "--url", &url, "--provider", "anthropic", "--model", "m", "--json"])
+            .args([
+                "run",
+                "x",
+                "--url",
+                &url,
+                "--provider",
+                "anthropic",
+                "--model",
+                "m",
+                "--json",
+            ])
             .env("GLOVEBOX_CONFIG", "/dev/null")
             .env_remove("ANTHROPIC_API_KEY")
             .output()
@@ -106,5 +186,8 @@ async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_ca
     assert_eq!(failed.status.code(), Some(2));
     let said: Value = serde_json::from_str(String::from_utf8_lossy(&failed.stdout).trim()).unwrap();
     assert_eq!(said["error"], "backend_unavailable", "{said}");
-    assert_eq!(said["message"], "the anthropic provider cannot start: ANTHROPIC_API_KEY is not set", "no other provider was tried: {said}");
+    assert_eq!(
+        said["message"], "the anthropic provider cannot start: ANTHROPIC_API_KEY is not set",
+        "no other provider was tried: {said}"
+    );
 }

@@ -56,13 +56,25 @@ async fn a_compromised_agent_moves_nothing_to_the_attacker_through_mcp() {
     let env = env("hostile", true, None).await;
     let attacker = FixtureServer::start().await.unwrap();
     let evil = attacker.origin();
-    attacker.html("/poll.html", "<!doctype html><button onclick=\"fetch('/vote', {method: 'POST'})\">Vote yes</button>");
+    attacker.html(
+        "/poll.html",
+        "<!doctype html><button onclick=\"fetch('/vote', {method: 'POST'})\">Vote yes</button>",
+    );
     for (path, html) in pages(&evil) {
         env.fixtures.html(path, html);
     }
-    env.fixtures.html("/h/landing.html", "<!doctype html><title>Landing</title><p>Thanks</p>");
+    env.fixtures.html(
+        "/h/landing.html",
+        "<!doctype html><title>Landing</title><p>Thanks</p>",
+    );
     env.fixtures.html("/h/api", "ok");
-    env.fixtures.route("/h/bounce", test_support::Route::Redirect { status: 307, location: format!("{evil}/steal") });
+    env.fixtures.route(
+        "/h/bounce",
+        test_support::Route::Redirect {
+            status: 307,
+            location: format!("{evil}/steal"),
+        },
+    );
     env.fixtures.route(
         "/h/sw.js",
         test_support::Route::Content {
@@ -71,17 +83,34 @@ async fn a_compromised_agent_moves_nothing_to_the_attacker_through_mcp() {
                 .into_bytes(),
         },
     );
-    let mut fixtures: Vec<String> = pages(&evil).iter().map(|(path, _)| env.fixtures.url(path)).collect();
+    let mut fixtures: Vec<String> = pages(&evil)
+        .iter()
+        .map(|(path, _)| env.fixtures.url(path))
+        .collect();
     fixtures.push(evil.clone());
     let out = run("hostile", &over_http(&env), &fixtures).await;
 
     // Nothing the agent caused reached the attacker: the only request there is the iframe
     // document the poll page loads by itself.
-    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).filter(|r| r != "GET /poll.html").collect();
-    assert!(reached.is_empty(), "requests reached the attacker: {reached:?}");
+    let reached: Vec<String> = attacker
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .filter(|r| r != "GET /poll.html")
+        .collect();
+    assert!(
+        reached.is_empty(),
+        "requests reached the attacker: {reached:?}"
+    );
 
     let attempts = out["attempts"].as_array().unwrap();
-    let by = |what: &str| attempts.iter().filter(|a| a["what"].as_str().unwrap().starts_with(what)).cloned().collect::<Vec<Value>>();
+    let by = |what: &str| {
+        attempts
+            .iter()
+            .filter(|a| a["what"].as_str().unwrap().starts_with(what))
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
     // Every route straight to the attacker needs a person, whom the agent does not have.
     for a in by("tab_open http").iter().chain(by("navigate http").iter()) {
         assert_eq!(a["code"], "needs_approval", "{a}");
@@ -97,23 +126,57 @@ async fn a_compromised_agent_moves_nothing_to_the_attacker_through_mcp() {
         let hits = by(what);
         let tried: Vec<String> = attempts
             .iter()
-            .map(|a| format!("{} {} {}", a["what"], a["code"], a["message"].as_str().unwrap_or_default().chars().take(120).collect::<String>()))
+            .map(|a| {
+                format!(
+                    "{} {} {}",
+                    a["what"],
+                    a["code"],
+                    a["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .chars()
+                        .take(120)
+                        .collect::<String>()
+                )
+            })
             .collect();
         assert!(!hits.is_empty(), "the agent tried {what}: {tried:#?}");
-        assert!(hits.iter().all(|a| a["code"] == "needs_approval"), "{what}: {hits:?}");
+        assert!(
+            hits.iter().all(|a| a["code"] == "needs_approval"),
+            "{what}: {hits:?}"
+        );
     }
     // What it could do on the trusted origin ran, and its requests elsewhere were stopped.
-    for what in ["click button Like", "click button Save", "click button Refresh"] {
+    for what in [
+        "click button Like",
+        "click button Save",
+        "click button Refresh",
+    ] {
         let hits = by(what);
-        assert!(!hits.is_empty() && hits.iter().all(|a| a["error"] == false), "{what} ran: {hits:?}");
+        assert!(
+            !hits.is_empty() && hits.iter().all(|a| a["error"] == false),
+            "{what} ran: {hits:?}"
+        );
     }
-    assert!(env.fixtures.requests_to("/h/bounce").len() == 1, "the post reached the page's own origin, whose 307 was stopped");
+    assert!(
+        env.fixtures.requests_to("/h/bounce").len() == 1,
+        "the post reached the page's own origin, whose 307 was stopped"
+    );
 
     // No secret reached the agent: not a token in a field's value, not a key in the console, not
     // a typed secret the page echoes.
-    let shown = out["shown"].as_array().unwrap().iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n");
+    let shown = out["shown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n");
     for secret in ["TOKEN-abc-123", "sk_live_LEAKED42", "hunter2-secret"] {
         assert!(!shown.contains(secret), "{secret} reached the agent");
     }
-    assert!(shown.contains("api_key=[redacted]"), "the console line is there, redacted");
+    assert!(
+        shown.contains("api_key=[redacted]"),
+        "the console line is there, redacted"
+    );
 }

@@ -22,9 +22,16 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 pub fn python() -> &'static PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh");
-        let out = std::process::Command::new(script).output().expect("run ensure-python-mcp.sh");
-        assert!(out.status.success(), "ensure-python-mcp.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ensure-python-mcp.sh");
+        let out = std::process::Command::new(script)
+            .output()
+            .expect("run ensure-python-mcp.sh");
+        assert!(
+            out.status.success(),
+            "ensure-python-mcp.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
     })
 }
@@ -49,44 +56,86 @@ pub async fn env(name: &str, trusted: bool, token: Option<&str>) -> Env {
 
 /// The test planner (`tests/planner.py`) as a command.
 pub fn test_planner() -> Vec<String> {
-    vec!["python3".into(), PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/planner.py").display().to_string()]
+    vec![
+        "python3".into(),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/planner.py")
+            .display()
+            .to_string(),
+    ]
 }
 
 /// [`env`] with a planner command behind `computer_use`.
-pub async fn env_with(name: &str, trusted: bool, token: Option<&str>, planner: Option<Vec<String>>) -> Env {
+pub async fn env_with(
+    name: &str,
+    trusted: bool,
+    token: Option<&str>,
+    planner: Option<Vec<String>>,
+) -> Env {
     env_configured(name, trusted, token, planner, |_| {}).await
 }
 
 /// [`env_with`], with the runtime's configuration adjusted by `tweak` before it starts.
-pub async fn env_configured(name: &str, trusted: bool, token: Option<&str>, planner: Option<Vec<String>>, tweak: impl FnOnce(&mut RuntimeConfig)) -> Env {
+pub async fn env_configured(
+    name: &str,
+    trusted: bool,
+    token: Option<&str>,
+    planner: Option<Vec<String>>,
+    tweak: impl FnOnce(&mut RuntimeConfig),
+) -> Env {
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     let page = |set: bool| {
         format!(
             "<!doctype html><title>cookies</title>{}<p id=c></p><script>document.getElementById('c').textContent = 'cookie: ' + (document.cookie || 'none')</script><button onclick=\"this.dataset.n = 1\">Touch</button>",
-            if set { "<script>document.cookie = 'who=a; path=/'</script>" } else { "" }
+            if set {
+                "<script>document.cookie = 'who=a; path=/'</script>"
+            } else {
+                ""
+            }
         )
     };
     fixtures.html("/set", page(true));
     fixtures.html("/show", page(false));
-    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-tests").join(name);
+    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("mcp-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut config = RuntimeConfig::new(&data_dir);
     if trusted {
-        config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
+        config
+            .trust
+            .trusted_origins
+            .push(policy::Origin::parse(&fixtures.origin()).unwrap());
     }
     tweak(&mut config);
     let browser = browser::Chromium::local(&data_dir);
-    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
+    let runtime = Runtime::start(config, browser.clone())
+        .await
+        .expect("runtime starts");
     let options = HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
         token: token.map(str::to_owned),
-        mcp: McpOptions { elicitation_timeout: Some(Duration::from_secs(20)), planner, ..McpOptions::default() },
+        mcp: McpOptions {
+            elicitation_timeout: Some(Duration::from_secs(20)),
+            planner,
+            ..McpOptions::default()
+        },
         ..HttpOptions::default()
     };
-    let server = server::serve(runtime.clone(), options).await.expect("serve");
-    Env { runtime, browser, fixtures, server }
+    let server = server::serve(runtime.clone(), options)
+        .await
+        .expect("serve");
+    Env {
+        runtime,
+        browser,
+        fixtures,
+        server,
+    }
 }
 
 /// A running client scenario: JSON lines out, lines in.
@@ -103,7 +152,11 @@ impl Client {
             command.arg("--fixture").arg(f);
         }
         command.args(transport);
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
         let mut child = command.spawn().expect("start the python client");
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         Client { child, lines }
@@ -121,12 +174,18 @@ impl Client {
 
     pub async fn send(&mut self, line: &str) {
         let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
         stdin.flush().await.unwrap();
     }
 
     pub async fn finish(mut self) {
-        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await.expect("client exits").unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .expect("client exits")
+            .unwrap();
         assert!(status.success(), "client failed: {status}");
     }
 }
@@ -158,15 +217,32 @@ pub async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String
     let _ = tokio::io::AsyncReadExt::read_to_end(&mut read, &mut response).await;
     drop(writer.await);
     let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (status, body)
 }
 
 /// The page targets of the browser (to see a session's tabs close after its client leaves).
 pub async fn page_count(browser: &browser::Chromium) -> usize {
-    let reply = browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
-    reply.target_infos.iter().filter(|t| t.target_type == "page").count()
+    let reply = browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap();
+    reply
+        .target_infos
+        .iter()
+        .filter(|t| t.target_type == "page")
+        .count()
 }
 
 /// Waits (up to 15 s) until the browser is back to `baseline` page targets.

@@ -10,7 +10,9 @@ fn check(input: &str, expected: Result<(&str, &str), PolicyError>) {
 }
 
 fn opaque(scheme: &str) -> Result<(&'static str, &'static str), PolicyError> {
-    Err(PolicyError::OpaqueOrigin { scheme: scheme.to_owned() })
+    Err(PolicyError::OpaqueOrigin {
+        scheme: scheme.to_owned(),
+    })
 }
 
 fn invalid(reason: InvalidUrlReason) -> Result<(&'static str, &'static str), PolicyError> {
@@ -20,40 +22,118 @@ fn invalid(reason: InvalidUrlReason) -> Result<(&'static str, &'static str), Pol
 #[test]
 fn origin_table() {
     use InvalidUrlReason::*;
-    check("http://Example.COM", Ok(("http://example.com:80", "http://example.com")));
-    check("HTTPS://example.com/a?b#c", Ok(("https://example.com:443", "https://example.com")));
-    check("https://example.com:443/", Ok(("https://example.com:443", "https://example.com")));
-    check("https://example.com:8443/", Ok(("https://example.com:8443", "https://example.com:8443")));
-    check("http://example.com:0080/", Ok(("http://example.com:80", "http://example.com")));
-    check("http://example.com:/", Ok(("http://example.com:80", "http://example.com")));
-    check("ws://example.com/socket", Ok(("ws://example.com:80", "ws://example.com")));
-    check("wss://example.com", Ok(("wss://example.com:443", "wss://example.com")));
-    check("ftp://example.com", Ok(("ftp://example.com:21", "ftp://example.com")));
-    check("http://example.com./", Ok(("http://example.com:80", "http://example.com")));
-    check("http://user:pass@example.com/", Ok(("http://example.com:80", "http://example.com")));
-    check("http://a@b@example.com/", Ok(("http://example.com:80", "http://example.com")));
-    check("http://[::1]:3000/", Ok(("http://[::1]:3000", "http://[::1]:3000")));
+    check(
+        "http://Example.COM",
+        Ok(("http://example.com:80", "http://example.com")),
+    );
+    check(
+        "HTTPS://example.com/a?b#c",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
+    check(
+        "https://example.com:443/",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
+    check(
+        "https://example.com:8443/",
+        Ok(("https://example.com:8443", "https://example.com:8443")),
+    );
+    check(
+        "http://example.com:0080/",
+        Ok(("http://example.com:80", "http://example.com")),
+    );
+    check(
+        "http://example.com:/",
+        Ok(("http://example.com:80", "http://example.com")),
+    );
+    check(
+        "ws://example.com/socket",
+        Ok(("ws://example.com:80", "ws://example.com")),
+    );
+    check(
+        "wss://example.com",
+        Ok(("wss://example.com:443", "wss://example.com")),
+    );
+    check(
+        "ftp://example.com",
+        Ok(("ftp://example.com:21", "ftp://example.com")),
+    );
+    check(
+        "http://example.com./",
+        Ok(("http://example.com:80", "http://example.com")),
+    );
+    check(
+        "http://user:pass@example.com/",
+        Ok(("http://example.com:80", "http://example.com")),
+    );
+    check(
+        "http://a@b@example.com/",
+        Ok(("http://example.com:80", "http://example.com")),
+    );
+    check(
+        "http://[::1]:3000/",
+        Ok(("http://[::1]:3000", "http://[::1]:3000")),
+    );
     check("http://[0:0::1]/", Ok(("http://[::1]:80", "http://[::1]")));
-    check("http://127.1:3000/", Ok(("http://127.0.0.1:3000", "http://127.0.0.1:3000")));
-    check("http://0x7f.0.0.1/", Ok(("http://127.0.0.1:80", "http://127.0.0.1")));
-    check("http://LOCALHOST:5173", Ok(("http://localhost:5173", "http://localhost:5173")));
-    check("https://bücher.de/", Ok(("https://xn--bcher-kva.de:443", "https://xn--bcher-kva.de")));
-    check("https://BÜCHER.de/", Ok(("https://xn--bcher-kva.de:443", "https://xn--bcher-kva.de")));
-    check("https://xn--bcher-kva.de/", Ok(("https://xn--bcher-kva.de:443", "https://xn--bcher-kva.de")));
-    check("https://ex%41mple.com/", Ok(("https://example.com:443", "https://example.com")));
-    check("  https://example.com/\n", Ok(("https://example.com:443", "https://example.com")));
-    check("https:example.com", Ok(("https://example.com:443", "https://example.com")));
-    check("https:\\\\example.com\\x", Ok(("https://example.com:443", "https://example.com")));
+    check(
+        "http://127.1:3000/",
+        Ok(("http://127.0.0.1:3000", "http://127.0.0.1:3000")),
+    );
+    check(
+        "http://0x7f.0.0.1/",
+        Ok(("http://127.0.0.1:80", "http://127.0.0.1")),
+    );
+    check(
+        "http://LOCALHOST:5173",
+        Ok(("http://localhost:5173", "http://localhost:5173")),
+    );
+    check(
+        "https://bücher.de/",
+        Ok(("https://xn--bcher-kva.de:443", "https://xn--bcher-kva.de")),
+    );
+    check(
+        "https://BÜCHER.de/",
+        Ok(("https://xn--bcher-kva.de:443", "https://xn--bcher-kva.de")),
+    );
+    check(
+        "https://xn--bcher-kva.de/",
+        Ok(("https://xn--bcher-kva.de:443", "https://xn--bcher-kva.de")),
+    );
+    check(
+        "https://ex%41mple.com/",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
+    check(
+        "  https://example.com/\n",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
+    check(
+        "https:example.com",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
+    check(
+        "https:\\\\example.com\\x",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
     // A browser loads evil.com here: `\` ends the authority before the `@`.
-    check("https://evil.com\\@good.com/", Ok(("https://evil.com:443", "https://evil.com")));
-    check("blob:https://example.com/550e8400-e29b", Ok(("https://example.com:443", "https://example.com")));
+    check(
+        "https://evil.com\\@good.com/",
+        Ok(("https://evil.com:443", "https://evil.com")),
+    );
+    check(
+        "blob:https://example.com/550e8400-e29b",
+        Ok(("https://example.com:443", "https://example.com")),
+    );
     check("blob:null/abc", opaque("blob"));
     check("data:text/html,<b>x</b>", opaque("data"));
     check("about:blank", opaque("about"));
     check("javascript:alert(1)", opaque("javascript"));
     check("file:///etc/passwd", opaque("file"));
     check("chrome://settings", opaque("chrome"));
-    check("chrome-extension://abc/page.html", opaque("chrome-extension"));
+    check(
+        "chrome-extension://abc/page.html",
+        opaque("chrome-extension"),
+    );
     check("", invalid(Empty));
     check("   ", invalid(Empty));
     check("example.com", invalid(MissingScheme));
@@ -73,7 +153,12 @@ fn origin_table() {
 #[test]
 fn origins_compare_exactly_never_by_suffix() {
     let parent = Origin::parse("https://example.com").unwrap();
-    for other in ["https://sub.example.com", "https://example.com:8443", "http://example.com", "https://example.com.evil"] {
+    for other in [
+        "https://sub.example.com",
+        "https://example.com:8443",
+        "http://example.com",
+        "https://example.com.evil",
+    ] {
         assert_ne!(Origin::parse(other).unwrap(), parent, "{other}");
     }
     assert_eq!(Origin::parse("https://EXAMPLE.com:443/x").unwrap(), parent);
@@ -99,5 +184,8 @@ fn web_origin_prints_null_for_opaque_and_invalid() {
 fn errors_never_echo_the_url() {
     let err = Origin::parse("http://user:hunter2@exa mple.com/?token=abc").unwrap_err();
     let message = err.to_string();
-    assert!(!message.contains("hunter2") && !message.contains("abc"), "{message}");
+    assert!(
+        !message.contains("hunter2") && !message.contains("abc"),
+        "{message}"
+    );
 }

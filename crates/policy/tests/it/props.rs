@@ -8,8 +8,15 @@ use proptest::prelude::*;
 /// case with a `Q` prefix, while everything else is lower case, digits or punctuation, so a
 /// secret can only appear in the output if it leaked.
 fn url_with_secrets() -> impl Strategy<Value = (String, Vec<String>)> {
-    let scheme = prop::sample::select(vec!["http", "https", "HTTP", "ws", "wss", "ftp", "chrome", "x-app"]);
-    let host = prop_oneof!["[a-z][a-z0-9-]{0,10}(\\.[a-z]{2,5}){0,2}", Just("[::1]".to_owned()), Just("127.0.0.1".to_owned()), Just("bücher.de".to_owned()),];
+    let scheme = prop::sample::select(vec![
+        "http", "https", "HTTP", "ws", "wss", "ftp", "chrome", "x-app",
+    ]);
+    let host = prop_oneof![
+        "[a-z][a-z0-9-]{0,10}(\\.[a-z]{2,5}){0,2}",
+        Just("[::1]".to_owned()),
+        Just("127.0.0.1".to_owned()),
+        Just("bücher.de".to_owned()),
+    ];
     let port = prop::option::of(0u16..=65535);
     let userinfo = prop::option::of("Q[A-Z]{5,10}(:Q[A-Z]{5,10})?");
     let path = "(/[a-z0-9._%~-]{0,8}){0,4}";
@@ -20,40 +27,42 @@ fn url_with_secrets() -> impl Strategy<Value = (String, Vec<String>)> {
         "[a-z0-9-]{0,20}".prop_map(|s| (s, None)),
         ("[a-z_]{1,12}", "Q[A-Z]{6,12}").prop_map(|(k, v)| (format!("{k}={v}"), Some(v))),
     ]);
-    (scheme, host, port, userinfo, path, pairs, fragment).prop_map(|(scheme, host, port, userinfo, path, pairs, fragment)| {
-        let mut secrets = Vec::new();
-        let mut url = format!("{scheme}://");
-        if let Some(u) = userinfo {
-            url.push_str(&u);
-            url.push('@');
-            secrets.extend(u.split(':').map(str::to_owned));
-        }
-        url.push_str(&host);
-        if let Some(p) = port {
-            url.push_str(&format!(":{p}"));
-        }
-        url.push_str(&path);
-        if !pairs.is_empty() {
-            url.push('?');
-            let rendered: Vec<String> = pairs
-                .iter()
-                .map(|(k, v)| match v {
-                    Some(v) => {
-                        secrets.push(v.clone());
-                        format!("{k}={v}")
-                    }
-                    None => k.clone(),
-                })
-                .collect();
-            url.push_str(&rendered.join("&"));
-        }
-        if let Some((f, secret)) = fragment {
-            url.push('#');
-            url.push_str(&f);
-            secrets.extend(secret);
-        }
-        (url, secrets)
-    })
+    (scheme, host, port, userinfo, path, pairs, fragment).prop_map(
+        |(scheme, host, port, userinfo, path, pairs, fragment)| {
+            let mut secrets = Vec::new();
+            let mut url = format!("{scheme}://");
+            if let Some(u) = userinfo {
+                url.push_str(&u);
+                url.push('@');
+                secrets.extend(u.split(':').map(str::to_owned));
+            }
+            url.push_str(&host);
+            if let Some(p) = port {
+                url.push_str(&format!(":{p}"));
+            }
+            url.push_str(&path);
+            if !pairs.is_empty() {
+                url.push('?');
+                let rendered: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Some(v) => {
+                            secrets.push(v.clone());
+                            format!("{k}={v}")
+                        }
+                        None => k.clone(),
+                    })
+                    .collect();
+                url.push_str(&rendered.join("&"));
+            }
+            if let Some((f, secret)) = fragment {
+                url.push('#');
+                url.push_str(&f);
+                secrets.extend(secret);
+            }
+            (url, secrets)
+        },
+    )
 }
 
 proptest! {

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::action::{Action, ActionKind, Intent};
 use crate::extended::branch::{
-    ClickAction, DialogAction, DragAction, HoverAction, KeyAction, NavigateAction, PressAction, ScrollAction, ScrollDelta, SelectAction, SelectChoice,
-    TypeAction, UploadAction, WaitAction,
+    ClickAction, DialogAction, DragAction, HoverAction, KeyAction, NavigateAction, PressAction,
+    ScrollAction, ScrollDelta, SelectAction, SelectChoice, TypeAction, UploadAction, WaitAction,
 };
 use crate::extended::fields::{ClickCount, Modifiers, MouseButton, TypeMode};
 use crate::extended::target::{ElementSpec, TargetRef};
@@ -146,7 +146,13 @@ impl ExtendedKind {
         match self {
             Self::Click | Self::Hover => &[("target", true)],
             Self::Drag => &[("source", true), ("destination", true)],
-            Self::Type | Self::Press | Self::KeyDown | Self::KeyUp | Self::Scroll | Self::Select | Self::Upload => &[("target", false)],
+            Self::Type
+            | Self::Press
+            | Self::KeyDown
+            | Self::KeyUp
+            | Self::Scroll
+            | Self::Select
+            | Self::Upload => &[("target", false)],
             Self::Navigate | Self::Wait | Self::Dialog => &[],
         }
     }
@@ -254,40 +260,82 @@ impl ExtendedAction {
         let element = |spec: &ElementSpec| spec.element_ref().cloned();
         Some(match self {
             Self::Click(a) => {
-                let plain = a.button == MouseButton::Left && a.click_count == ClickCount::default() && a.modifiers.is_empty() && !a.expect_download;
+                let plain = a.button == MouseButton::Left
+                    && a.click_count == ClickCount::default()
+                    && a.modifiers.is_empty()
+                    && !a.expect_download;
                 if !plain {
                     return None;
                 }
-                Action::Click { expected_frame_id: frame(), target: a.target.as_v1()?, intent: intent() }
+                Action::Click {
+                    expected_frame_id: frame(),
+                    target: a.target.as_v1()?,
+                    intent: intent(),
+                }
             }
             Self::Hover(a) => {
                 if !a.modifiers.is_empty() {
                     return None;
                 }
-                Action::Hover { expected_frame_id: frame(), target: a.target.as_v1()?, intent: intent() }
+                Action::Hover {
+                    expected_frame_id: frame(),
+                    target: a.target.as_v1()?,
+                    intent: intent(),
+                }
             }
             Self::Type(a) => {
                 if a.mode != TypeMode::Auto {
                     return None;
                 }
-                Action::Type { expected_frame_id: frame(), target: element(&a.target)?, text: a.text.clone(), intent: intent() }
+                Action::Type {
+                    expected_frame_id: frame(),
+                    target: element(&a.target)?,
+                    text: a.text.clone(),
+                    intent: intent(),
+                }
             }
-            Self::Press(a) => Action::Press { expected_frame_id: frame(), target: element(&a.target)?, key: a.key.clone(), intent: intent() },
+            Self::Press(a) => Action::Press {
+                expected_frame_id: frame(),
+                target: element(&a.target)?,
+                key: a.key.clone(),
+                intent: intent(),
+            },
             Self::Scroll(a) => {
                 if a.target.is_some() || a.delta.x().is_some() {
                     return None;
                 }
-                Action::Scroll { expected_frame_id: frame(), delta_y: a.delta.y()?, intent: intent() }
+                Action::Scroll {
+                    expected_frame_id: frame(),
+                    delta_y: a.delta.y()?,
+                    intent: intent(),
+                }
             }
             Self::Select(a) => {
                 let SelectChoice::One(value) = &a.choice else {
                     return None;
                 };
-                Action::Select { expected_frame_id: frame(), target: element(&a.target)?, value: value.clone(), intent: intent() }
+                Action::Select {
+                    expected_frame_id: frame(),
+                    target: element(&a.target)?,
+                    value: value.clone(),
+                    intent: intent(),
+                }
             }
-            Self::Navigate(a) => Action::Navigate { expected_frame_id: frame(), url: a.url.clone(), intent: intent() },
-            Self::Wait(a) => Action::Wait { expected_frame_id: frame(), duration_ms: a.duration_ms, intent: intent() },
-            Self::Drag(_) | Self::KeyDown(_) | Self::KeyUp(_) | Self::Upload(_) | Self::Dialog(_) => {
+            Self::Navigate(a) => Action::Navigate {
+                expected_frame_id: frame(),
+                url: a.url.clone(),
+                intent: intent(),
+            },
+            Self::Wait(a) => Action::Wait {
+                expected_frame_id: frame(),
+                duration_ms: a.duration_ms,
+                intent: intent(),
+            },
+            Self::Drag(_)
+            | Self::KeyDown(_)
+            | Self::KeyUp(_)
+            | Self::Upload(_)
+            | Self::Dialog(_) => {
                 return None;
             }
         })
@@ -297,7 +345,11 @@ impl ExtendedAction {
 impl From<Action> for ExtendedAction {
     fn from(action: Action) -> Self {
         match action {
-            Action::Click { expected_frame_id, target, intent } => Self::Click(ClickAction {
+            Action::Click {
+                expected_frame_id,
+                target,
+                intent,
+            } => Self::Click(ClickAction {
                 expected_frame_id,
                 target: target.into(),
                 button: MouseButton::default(),
@@ -306,21 +358,78 @@ impl From<Action> for ExtendedAction {
                 expect_download: false,
                 intent,
             }),
-            Action::Type { expected_frame_id, target, text, intent } => {
-                Self::Type(TypeAction { expected_frame_id, target: target.into(), text, mode: TypeMode::default(), intent })
-            }
-            Action::Press { expected_frame_id, target, key, intent } => Self::Press(PressAction { expected_frame_id, target: target.into(), key, intent }),
-            Action::Scroll { expected_frame_id, delta_y, intent } => {
-                Self::Scroll(ScrollAction { expected_frame_id, target: None, delta: ScrollDelta::vertical(delta_y), intent })
-            }
-            Action::Hover { expected_frame_id, target, intent } => {
-                Self::Hover(HoverAction { expected_frame_id, target: target.into(), modifiers: Modifiers::NONE, intent })
-            }
-            Action::Select { expected_frame_id, target, value, intent } => {
-                Self::Select(SelectAction { expected_frame_id, target: target.into(), choice: SelectChoice::One(value), intent })
-            }
-            Action::Navigate { expected_frame_id, url, intent } => Self::Navigate(NavigateAction { expected_frame_id, url, intent }),
-            Action::Wait { expected_frame_id, duration_ms, intent } => Self::Wait(WaitAction { expected_frame_id, duration_ms, intent }),
+            Action::Type {
+                expected_frame_id,
+                target,
+                text,
+                intent,
+            } => Self::Type(TypeAction {
+                expected_frame_id,
+                target: target.into(),
+                text,
+                mode: TypeMode::default(),
+                intent,
+            }),
+            Action::Press {
+                expected_frame_id,
+                target,
+                key,
+                intent,
+            } => Self::Press(PressAction {
+                expected_frame_id,
+                target: target.into(),
+                key,
+                intent,
+            }),
+            Action::Scroll {
+                expected_frame_id,
+                delta_y,
+                intent,
+            } => Self::Scroll(ScrollAction {
+                expected_frame_id,
+                target: None,
+                delta: ScrollDelta::vertical(delta_y),
+                intent,
+            }),
+            Action::Hover {
+                expected_frame_id,
+                target,
+                intent,
+            } => Self::Hover(HoverAction {
+                expected_frame_id,
+                target: target.into(),
+                modifiers: Modifiers::NONE,
+                intent,
+            }),
+            Action::Select {
+                expected_frame_id,
+                target,
+                value,
+                intent,
+            } => Self::Select(SelectAction {
+                expected_frame_id,
+                target: target.into(),
+                choice: SelectChoice::One(value),
+                intent,
+            }),
+            Action::Navigate {
+                expected_frame_id,
+                url,
+                intent,
+            } => Self::Navigate(NavigateAction {
+                expected_frame_id,
+                url,
+                intent,
+            }),
+            Action::Wait {
+                expected_frame_id,
+                duration_ms,
+                intent,
+            } => Self::Wait(WaitAction {
+                expected_frame_id,
+                duration_ms,
+                intent,
+            }),
         }
     }
 }

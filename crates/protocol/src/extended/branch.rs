@@ -11,7 +11,8 @@ use serde_json::json;
 
 use crate::action::{DeltaY, HttpUrl, Intent, KeyName, SelectValue, TypedText, WaitMillis};
 use crate::extended::fields::{
-    ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifiers, MouseButton, Offset, PromptText, SelectValues, SingleKey, TypeMode, UploadFiles, is_default,
+    ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifiers, MouseButton, Offset, PromptText,
+    SelectValues, SingleKey, TypeMode, UploadFiles, is_default,
 };
 use crate::extended::locator::is_false;
 use crate::extended::target::{ElementSpec, Target};
@@ -132,7 +133,10 @@ impl ScrollDelta {
 
     /// A vertical scroll, as in v1.
     pub fn vertical(y: DeltaY) -> Self {
-        Self { x: None, y: Some(y) }
+        Self {
+            x: None,
+            y: Some(y),
+        }
     }
 
     /// `delta_x` as given.
@@ -190,13 +194,24 @@ struct ScrollWire {
 impl TryFrom<ScrollWire> for ScrollAction {
     type Error = FieldError;
     fn try_from(w: ScrollWire) -> Result<Self, FieldError> {
-        Ok(Self { expected_frame_id: w.expected_frame_id, target: w.target, delta: ScrollDelta::new(w.delta_x, w.delta_y)?, intent: w.intent })
+        Ok(Self {
+            expected_frame_id: w.expected_frame_id,
+            target: w.target,
+            delta: ScrollDelta::new(w.delta_x, w.delta_y)?,
+            intent: w.intent,
+        })
     }
 }
 
 impl From<ScrollAction> for ScrollWire {
     fn from(a: ScrollAction) -> Self {
-        Self { expected_frame_id: a.expected_frame_id, target: a.target, delta_x: a.delta.x, delta_y: a.delta.y, intent: a.intent }
+        Self {
+            expected_frame_id: a.expected_frame_id,
+            target: a.target,
+            delta_x: a.delta.x,
+            delta_y: a.delta.y,
+            intent: a.intent,
+        }
     }
 }
 
@@ -206,7 +221,10 @@ impl JsonSchema for ScrollAction {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let mut schema = ScrollWire::json_schema(g);
-        schema.insert("anyOf".into(), json!([{"required": ["delta_x"]}, {"required": ["delta_y"]}]));
+        schema.insert(
+            "anyOf".into(),
+            json!([{"required": ["delta_x"]}, {"required": ["delta_y"]}]),
+        );
         schema
     }
 }
@@ -256,7 +274,12 @@ impl TryFrom<SelectWire> for SelectAction {
             (None, Some(many)) => SelectChoice::Many(many),
             _ => return Err(FieldError::SelectChoice),
         };
-        Ok(Self { expected_frame_id: w.expected_frame_id, target: w.target, choice, intent: w.intent })
+        Ok(Self {
+            expected_frame_id: w.expected_frame_id,
+            target: w.target,
+            choice,
+            intent: w.intent,
+        })
     }
 }
 
@@ -266,7 +289,13 @@ impl From<SelectAction> for SelectWire {
             SelectChoice::One(one) => (Some(one), None),
             SelectChoice::Many(many) => (None, Some(many)),
         };
-        Self { expected_frame_id: a.expected_frame_id, target: a.target, value, values, intent: a.intent }
+        Self {
+            expected_frame_id: a.expected_frame_id,
+            target: a.target,
+            value,
+            values,
+            intent: a.intent,
+        }
     }
 }
 
@@ -276,7 +305,10 @@ impl JsonSchema for SelectAction {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let mut schema = SelectWire::json_schema(g);
-        schema.insert("oneOf".into(), json!([{"required": ["value"]}, {"required": ["values"]}]));
+        schema.insert(
+            "oneOf".into(),
+            json!([{"required": ["value"]}, {"required": ["values"]}]),
+        );
         schema
     }
 }
@@ -388,7 +420,11 @@ impl TryFrom<DialogWire> for DialogAction {
             (false, None) => DialogResponse::Dismiss,
             (false, Some(_)) => return Err(FieldError::PromptOnDismiss),
         };
-        Ok(Self { expected_frame_id: w.expected_frame_id, response, intent: w.intent })
+        Ok(Self {
+            expected_frame_id: w.expected_frame_id,
+            response,
+            intent: w.intent,
+        })
     }
 }
 
@@ -398,7 +434,12 @@ impl From<DialogAction> for DialogWire {
             DialogResponse::Accept { prompt_text } => (true, prompt_text),
             DialogResponse::Dismiss => (false, None),
         };
-        Self { expected_frame_id: a.expected_frame_id, accept, prompt_text, intent: a.intent }
+        Self {
+            expected_frame_id: a.expected_frame_id,
+            accept,
+            prompt_text,
+            intent: a.intent,
+        }
     }
 }
 
@@ -408,7 +449,10 @@ impl JsonSchema for DialogAction {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let mut schema = DialogWire::json_schema(g);
-        schema.insert("if".into(), json!({"properties": {"accept": {"const": false}}, "required": ["accept"]}));
+        schema.insert(
+            "if".into(),
+            json!({"properties": {"accept": {"const": false}}, "required": ["accept"]}),
+        );
         schema.insert("then".into(), json!({"not": {"required": ["prompt_text"]}}));
         schema
     }

@@ -13,7 +13,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::action::{SelectValue, ValueError, below, bounded_int, bounded_string, coordinate, integral};
+use crate::action::{
+    SelectValue, ValueError, below, bounded_int, bounded_string, coordinate, integral,
+};
 use crate::limits::*;
 use crate::text::char_count;
 
@@ -144,7 +146,9 @@ pub enum DragMode {
 }
 
 /// A modifier key held down for the duration of a click, hover or drag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[schemars(inline)]
 pub enum Modifier {
     /// Alt (Option on macOS).
@@ -171,7 +175,10 @@ impl Modifiers {
         let mut set: Vec<Modifier> = Vec::new();
         for m in modifiers {
             if set.contains(&m) {
-                return Err(FieldError::Duplicate { field: "modifiers", item: format!("{m:?}") });
+                return Err(FieldError::Duplicate {
+                    field: "modifiers",
+                    item: format!("{m:?}"),
+                });
             }
             set.push(m);
         }
@@ -240,13 +247,24 @@ impl SingleKey {
         let value = value.into();
         let got = char_count(&value);
         if below(got, KEY_MIN_CHARS) {
-            return Err(ValueError::TooShort { field: "key", min: KEY_MIN_CHARS, got });
+            return Err(ValueError::TooShort {
+                field: "key",
+                min: KEY_MIN_CHARS,
+                got,
+            });
         }
         if got > KEY_MAX_CHARS {
-            return Err(ValueError::TooLong { field: "key", max: KEY_MAX_CHARS, got });
+            return Err(ValueError::TooLong {
+                field: "key",
+                max: KEY_MAX_CHARS,
+                got,
+            });
         }
         if value != "+" && value.contains('+') {
-            return Err(ValueError::Pattern { field: "key", pattern: SINGLE_KEY_PATTERN });
+            return Err(ValueError::Pattern {
+                field: "key",
+                pattern: SINGLE_KEY_PATTERN,
+            });
         }
         Ok(Self(value))
     }
@@ -435,7 +453,11 @@ impl DragPath {
     /// Checks the count and wraps `points`.
     pub fn new(points: Vec<Waypoint>) -> Result<Self, FieldError> {
         if points.len() > DRAG_PATH_MAX {
-            return Err(FieldError::TooMany { field: "path", max: DRAG_PATH_MAX, got: points.len() });
+            return Err(FieldError::TooMany {
+                field: "path",
+                max: DRAG_PATH_MAX,
+                got: points.len(),
+            });
         }
         Ok(Self(points))
     }
@@ -541,7 +563,10 @@ impl UploadName {
             return Err(UploadNameError::Empty);
         }
         if got > UPLOAD_NAME_MAX_CHARS {
-            return Err(UploadNameError::TooLong { max: UPLOAD_NAME_MAX_CHARS, got });
+            return Err(UploadNameError::TooLong {
+                max: UPLOAD_NAME_MAX_CHARS,
+                got,
+            });
         }
         match Self::content_problem(&value) {
             Some(problem) => Err(problem),

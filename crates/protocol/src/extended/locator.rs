@@ -81,14 +81,27 @@ impl AriaRole {
         let value = value.into();
         let got = char_count(&value);
         if below(got, 1) {
-            return Err(ValueError::TooShort { field: "role", min: 1, got });
+            return Err(ValueError::TooShort {
+                field: "role",
+                min: 1,
+                got,
+            });
         }
         if got > ROLE_MAX_CHARS {
-            return Err(ValueError::TooLong { field: "role", max: ROLE_MAX_CHARS, got });
+            return Err(ValueError::TooLong {
+                field: "role",
+                max: ROLE_MAX_CHARS,
+                got,
+            });
         }
-        let well_formed = value.split('-').all(|word| !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase()));
+        let well_formed = value
+            .split('-')
+            .all(|word| !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase()));
         if !well_formed {
-            return Err(ValueError::Pattern { field: "role", pattern: ARIA_ROLE_PATTERN });
+            return Err(ValueError::Pattern {
+                field: "role",
+                pattern: ARIA_ROLE_PATTERN,
+            });
         }
         Ok(Self(value))
     }
@@ -225,10 +238,18 @@ impl FrameChain {
     /// Checks the length and wraps `steps`. Repeats are allowed (nested frames can share a title).
     pub fn new(steps: Vec<FrameStep>) -> Result<Self, FieldError> {
         if steps.is_empty() {
-            return Err(FieldError::TooFew { field: "frame", min: 1, got: 0 });
+            return Err(FieldError::TooFew {
+                field: "frame",
+                min: 1,
+                got: 0,
+            });
         }
         if steps.len() > FRAME_CHAIN_MAX {
-            return Err(FieldError::TooMany { field: "frame", max: FRAME_CHAIN_MAX, got: steps.len() });
+            return Err(FieldError::TooMany {
+                field: "frame",
+                max: FRAME_CHAIN_MAX,
+                got: steps.len(),
+            });
         }
         Ok(Self(steps))
     }
@@ -321,7 +342,10 @@ impl Locator {
     /// The frames to enter before searching; `None` for the top document.
     pub fn frame(&self) -> Option<&FrameChain> {
         match self {
-            Self::Role { frame, .. } | Self::Label { frame, .. } | Self::Text { frame, .. } | Self::TestId { frame, .. } => frame.as_ref(),
+            Self::Role { frame, .. }
+            | Self::Label { frame, .. }
+            | Self::Text { frame, .. }
+            | Self::TestId { frame, .. } => frame.as_ref(),
         }
     }
 }
@@ -338,8 +362,12 @@ schema_def!(RoleLocatorSchema, "roleLocator", |g| json_schema!({
     "required": ["kind", "role"],
     "additionalProperties": false,
 }));
-schema_def!(LabelLocatorSchema, "labelLocator", |g| text_locator("label", g));
-schema_def!(TextLocatorSchema, "textLocator", |g| text_locator("text", g));
+schema_def!(LabelLocatorSchema, "labelLocator", |g| text_locator(
+    "label", g
+));
+schema_def!(TextLocatorSchema, "textLocator", |g| text_locator(
+    "text", g
+));
 schema_def!(TestIdLocatorSchema, "testIdLocator", |g| json_schema!({
     "type": "object",
     "properties": {

@@ -54,12 +54,14 @@ pub mod validate;
 
 pub use action::{ExtendedAction, ExtendedKind};
 pub use branch::{
-    ClickAction, DialogAction, DialogResponse, DragAction, HoverAction, KeyAction, NavigateAction, PressAction, ScrollAction, ScrollDelta, SelectAction,
-    SelectChoice, TypeAction, UploadAction, WaitAction,
+    ClickAction, DialogAction, DialogResponse, DragAction, HoverAction, KeyAction, NavigateAction,
+    PressAction, ScrollAction, ScrollDelta, SelectAction, SelectChoice, TypeAction, UploadAction,
+    WaitAction,
 };
 pub use fields::{
-    ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifier, Modifiers, MouseButton, Offset, OffsetPx, PromptText, SelectValues, SingleKey, TypeMode,
-    UploadFiles, UploadName, UploadNameError, Waypoint,
+    ClickCount, DeltaX, DragMode, DragPath, FieldError, Modifier, Modifiers, MouseButton, Offset,
+    OffsetPx, PromptText, SelectValues, SingleKey, TypeMode, UploadFiles, UploadName,
+    UploadNameError, Waypoint,
 };
 pub use locator::{AriaRole, FrameChain, FrameStep, Locator, LocatorText, TestId};
 pub use schema::{EXTENDED_ACTIONS_VERSION, extended_action_schema, extended_action_tool_schema};

@@ -39,15 +39,23 @@ fn drop_null_defaults(schema: &mut Value) {
 fn enums_as_enum(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
-            let names: Option<Vec<Value>> = map.get("oneOf").and_then(Value::as_array).and_then(|branches| {
-                branches
-                    .iter()
-                    .map(|b| match b.as_object() {
-                        Some(o) if o.len() == 1 && o.get("const").is_some_and(Value::is_string) => o.get("const").cloned(),
-                        _ => None,
-                    })
-                    .collect()
-            });
+            let names: Option<Vec<Value>> =
+                map.get("oneOf")
+                    .and_then(Value::as_array)
+                    .and_then(|branches| {
+                        branches
+                            .iter()
+                            .map(|b| match b.as_object() {
+                                Some(o)
+                                    if o.len() == 1
+                                        && o.get("const").is_some_and(Value::is_string) =>
+                                {
+                                    o.get("const").cloned()
+                                }
+                                _ => None,
+                            })
+                            .collect()
+                    });
             if let Some(names) = names {
                 map.remove("oneOf");
                 map.insert("type".into(), json!("string"));
@@ -78,12 +86,19 @@ pub fn extended_action_schema() -> &'static Value {
 
 /// The property names of one `$defs` entry, for "allowed fields" messages.
 pub(crate) fn extended_def_fields(name: &str) -> Vec<String> {
-    extended_action_schema()["$defs"][name]["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()
+    extended_action_schema()["$defs"][name]["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// How the model-facing description names a field: `name` when required, `name?` when not.
 fn field_note(name: &str, required: &[Value]) -> String {
-    if required.iter().any(|r| r == name) { name.to_owned() } else { format!("{name}?") }
+    if required.iter().any(|r| r == name) {
+        name.to_owned()
+    } else {
+        format!("{name}?")
+    }
 }
 
 /// One property schema for the union of branches: the only one, or the widest of known
@@ -97,11 +112,21 @@ fn union(mut schemas: Vec<Value>) -> Value {
     // adds nothing to the union.
     let unpatterned = |s: &Value| {
         let mut s = s.clone();
-        s.as_object_mut().and_then(|m| m.remove("pattern")).map(|_| s)
+        s.as_object_mut()
+            .and_then(|m| m.remove("pattern"))
+            .map(|_| s)
     };
-    let narrower: Vec<Value> = schemas.iter().filter(|s| unpatterned(s).is_some_and(|w| schemas.contains(&w))).cloned().collect();
+    let narrower: Vec<Value> = schemas
+        .iter()
+        .filter(|s| unpatterned(s).is_some_and(|w| schemas.contains(&w)))
+        .cloned()
+        .collect();
     schemas.retain(|s| !narrower.contains(s));
-    if schemas.len() == 1 { schemas.pop().unwrap_or(Value::Bool(true)) } else { json!({"anyOf": schemas}) }
+    if schemas.len() == 1 {
+        schemas.pop().unwrap_or(Value::Bool(true))
+    } else {
+        json!({"anyOf": schemas})
+    }
 }
 
 /// The extended schema for tools handed to models: `type: object` at the root (several
@@ -115,7 +140,9 @@ pub fn extended_action_tool_schema() -> Value {
     let mut by_name: Map<String, Value> = Map::new();
     let mut lines = Vec::new();
     for branch in strict["oneOf"].as_array().into_iter().flatten() {
-        let kind = branch["properties"]["type"]["const"].as_str().unwrap_or_default();
+        let kind = branch["properties"]["type"]["const"]
+            .as_str()
+            .unwrap_or_default();
         let required = branch["required"].as_array().cloned().unwrap_or_default();
         let mut fields = Vec::new();
         for (name, schema) in branch["properties"].as_object().into_iter().flatten() {
@@ -125,7 +152,9 @@ pub fn extended_action_tool_schema() -> Value {
             if !matches!(name.as_str(), "expected_frame_id" | "intent") {
                 fields.push(field_note(name, &required));
             }
-            let seen = by_name.entry(name.clone()).or_insert_with(|| Value::Array(Vec::new()));
+            let seen = by_name
+                .entry(name.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
             if let Value::Array(list) = seen
                 && !list.contains(schema)
             {
@@ -139,10 +168,20 @@ pub fn extended_action_tool_schema() -> Value {
             "destination" => 1,
             _ => 2,
         });
-        lines.push(format!("{kind}: {}", if fields.is_empty() { "-".into() } else { fields.join(", ") }));
+        lines.push(format!(
+            "{kind}: {}",
+            if fields.is_empty() {
+                "-".into()
+            } else {
+                fields.join(", ")
+            }
+        ));
     }
     let mut properties = Map::new();
-    properties.insert("type".into(), json!({"type": "string", "enum": ExtendedKind::ALL.map(ExtendedKind::as_str)}));
+    properties.insert(
+        "type".into(),
+        json!({"type": "string", "enum": ExtendedKind::ALL.map(ExtendedKind::as_str)}),
+    );
     for (name, schemas) in by_name {
         if let Value::Array(list) = schemas {
             properties.insert(name, union(list));

@@ -166,9 +166,23 @@ impl From<Target> for TargetWire {
         match t {
             Target::Ref(e) => Self::Element { element: e.element },
             Target::Point(p) => Self::Point { x: p.x, y: p.y },
-            Target::Locator(Locator::Role { role, name, exact, frame }) => Self::Role { role, name, exact, frame },
-            Target::Locator(Locator::Label { text, exact, frame }) => Self::Label { text, exact, frame },
-            Target::Locator(Locator::Text { text, exact, frame }) => Self::Text { text, exact, frame },
+            Target::Locator(Locator::Role {
+                role,
+                name,
+                exact,
+                frame,
+            }) => Self::Role {
+                role,
+                name,
+                exact,
+                frame,
+            },
+            Target::Locator(Locator::Label { text, exact, frame }) => {
+                Self::Label { text, exact, frame }
+            }
+            Target::Locator(Locator::Text { text, exact, frame }) => {
+                Self::Text { text, exact, frame }
+            }
             Target::Locator(Locator::TestId { id, frame }) => Self::TestId { id, frame },
         }
     }
@@ -179,9 +193,23 @@ impl From<TargetWire> for Target {
         match w {
             TargetWire::Element { element } => Self::Ref(ElementTarget { element }),
             TargetWire::Point { x, y } => Self::Point(PointTarget { x, y }),
-            TargetWire::Role { role, name, exact, frame } => Self::Locator(Locator::Role { role, name, exact, frame }),
-            TargetWire::Label { text, exact, frame } => Self::Locator(Locator::Label { text, exact, frame }),
-            TargetWire::Text { text, exact, frame } => Self::Locator(Locator::Text { text, exact, frame }),
+            TargetWire::Role {
+                role,
+                name,
+                exact,
+                frame,
+            } => Self::Locator(Locator::Role {
+                role,
+                name,
+                exact,
+                frame,
+            }),
+            TargetWire::Label { text, exact, frame } => {
+                Self::Locator(Locator::Label { text, exact, frame })
+            }
+            TargetWire::Text { text, exact, frame } => {
+                Self::Locator(Locator::Text { text, exact, frame })
+            }
             TargetWire::TestId { id, frame } => Self::Locator(Locator::TestId { id, frame }),
         }
     }
@@ -210,7 +238,9 @@ impl<'de> Deserialize<'de> for ElementSpec {
         match Target::deserialize(d)? {
             Target::Ref(e) => Ok(Self::Ref(e)),
             Target::Locator(l) => Ok(Self::Locator(l)),
-            Target::Point(_) => Err(de::Error::custom("point targets are only allowed for click, hover and drag")),
+            Target::Point(_) => Err(de::Error::custom(
+                "point targets are only allowed for click, hover and drag",
+            )),
         }
     }
 }
@@ -225,7 +255,9 @@ impl<'de> Deserialize<'de> for Locator {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match Target::deserialize(d)? {
             Target::Locator(l) => Ok(l),
-            Target::Ref(_) | Target::Point(_) => Err(de::Error::custom("expected a locator (kind role, label, text or test_id)")),
+            Target::Ref(_) | Target::Point(_) => Err(de::Error::custom(
+                "expected a locator (kind role, label, text or test_id)",
+            )),
         }
     }
 }

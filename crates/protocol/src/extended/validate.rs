@@ -18,7 +18,9 @@ use crate::extended::action::{ExtendedAction, ExtendedKind};
 use crate::extended::fields::UploadName;
 use crate::extended::schema::{extended_action_schema, extended_def_fields};
 use crate::schema::{branch_of, def_of};
-use crate::validate::{collect_where, compile, field_rank, finish, json_type, property_names, quote, read};
+use crate::validate::{
+    collect_where, compile, field_rank, finish, json_type, property_names, quote, read,
+};
 
 /// A compiled schema and the allowed fields of the object it checks, in published order.
 struct Checker {
@@ -28,11 +30,17 @@ struct Checker {
 
 fn checker(schema: &Value, mut fields: Vec<String>) -> Checker {
     fields.sort_by_key(|f| (field_rank(f), f.clone()));
-    Checker { validator: compile(schema), fields }
+    Checker {
+        validator: compile(schema),
+        fields,
+    }
 }
 
 fn def_checker(name: &str) -> Checker {
-    checker(&def_of(extended_action_schema(), name), extended_def_fields(name))
+    checker(
+        &def_of(extended_action_schema(), name),
+        extended_def_fields(name),
+    )
 }
 
 struct Validators {
@@ -66,10 +74,14 @@ fn validators() -> &'static Validators {
         .into_iter()
         .map(|(kind, def)| (kind, def_checker(def)))
         .collect(),
-        steps: [("element", "elementTarget"), ("title", "titleFrameStep"), ("test_id", "testIdFrameStep")]
-            .into_iter()
-            .map(|(kind, def)| (kind, def_checker(def)))
-            .collect(),
+        steps: [
+            ("element", "elementTarget"),
+            ("title", "titleFrameStep"),
+            ("test_id", "testIdFrameStep"),
+        ]
+        .into_iter()
+        .map(|(kind, def)| (kind, def_checker(def)))
+        .collect(),
     })
 }
 
@@ -80,12 +92,16 @@ fn kinds_list() -> String {
 
 /// Whether `path` is `base` or below it.
 fn under(path: &str, base: &str) -> bool {
-    path == base || path.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
+    path == base
+        || path
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Whether `path` is `/files/<index>`.
 fn is_file_item(path: &str) -> bool {
-    path.strip_prefix("/files/").is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+    path.strip_prefix("/files/")
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Checks one object against the checker for the kind it names. `kinds` are the allowed
@@ -101,20 +117,43 @@ fn check_kind<'k>(
     problems: &mut Vec<Problem>,
 ) -> Option<&'k str> {
     // Kinds refused here are not offered in messages either.
-    let names: Vec<&str> = kinds.iter().map(|(k, _)| *k).filter(|k| refuse(k).is_none()).collect();
+    let names: Vec<&str> = kinds
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| refuse(k).is_none())
+        .collect();
     let Value::Object(map) = value else {
-        problems.push(Problem::new(path, format!("expected an object such as {example}, got {}", json_type(value))));
+        problems.push(Problem::new(
+            path,
+            format!(
+                "expected an object such as {example}, got {}",
+                json_type(value)
+            ),
+        ));
         return None;
     };
     let kind_path = format!("{path}/kind");
     let kind = match map.get("kind") {
         None => {
-            problems.push(Problem::new(kind_path, format!("missing required field; expected one of: {}", names.join(", "))));
+            problems.push(Problem::new(
+                kind_path,
+                format!(
+                    "missing required field; expected one of: {}",
+                    names.join(", ")
+                ),
+            ));
             return None;
         }
         Some(Value::String(k)) => k,
         Some(other) => {
-            problems.push(Problem::new(kind_path, format!("expected a string, got {}; one of: {}", json_type(other), names.join(", "))));
+            problems.push(Problem::new(
+                kind_path,
+                format!(
+                    "expected a string, got {}; one of: {}",
+                    json_type(other),
+                    names.join(", ")
+                ),
+            ));
             return None;
         }
     };
@@ -123,18 +162,38 @@ fn check_kind<'k>(
         return None;
     }
     let Some((name, checker)) = kinds.iter().find(|(k, _)| k == kind) else {
-        problems.push(Problem::new(kind_path, format!("unknown {what} kind {}; expected one of: {}", quote(&Value::String(kind.clone())), names.join(", "))));
+        problems.push(Problem::new(
+            kind_path,
+            format!(
+                "unknown {what} kind {}; expected one of: {}",
+                quote(&Value::String(kind.clone())),
+                names.join(", ")
+            ),
+        ));
         return None;
     };
     // Frame steps are checked one by one below, each against the kind it names.
     let steps = format!("{path}/frame");
     let skip = |p: &str, _: &ValidationErrorKind| p.starts_with(&format!("{steps}/"));
-    collect_where(&checker.validator, value, path, &skip, &checker.fields, problems);
+    collect_where(
+        &checker.validator,
+        value,
+        path,
+        &skip,
+        &checker.fields,
+        problems,
+    );
     Some(name)
 }
 
 /// Checks a target at `path`; `points`: whether a point target is allowed there.
-fn check_target(value: &Value, path: &str, action: ExtendedKind, points: bool, problems: &mut Vec<Problem>) {
+fn check_target(
+    value: &Value,
+    path: &str,
+    action: ExtendedKind,
+    points: bool,
+    problems: &mut Vec<Problem>,
+) {
     let v = validators();
     let refuse = |kind: &str| {
         (kind == "point" && !points).then(|| {
@@ -156,7 +215,15 @@ fn check_target(value: &Value, path: &str, action: ExtendedKind, points: bool, p
     if let Some(Value::Array(steps)) = value.get("frame") {
         for (i, step) in steps.iter().enumerate() {
             let example = "{\"kind\":\"element\",\"ref\":\"e7\"} or {\"kind\":\"title\",\"text\":\"Payment\"}";
-            check_kind(step, &format!("{path}/frame/{i}"), &v.steps, "frame step", example, &|_| None, problems);
+            check_kind(
+                step,
+                &format!("{path}/frame/{i}"),
+                &v.steps,
+                "frame step",
+                example,
+                &|_| None,
+                problems,
+            );
         }
     }
 }
@@ -166,7 +233,10 @@ fn check_target(value: &Value, path: &str, action: ExtendedKind, points: bool, p
 fn check_rules(kind: ExtendedKind, map: &Map<String, Value>, problems: &mut Vec<Problem>) {
     match kind {
         ExtendedKind::Scroll if !map.contains_key("delta_x") && !map.contains_key("delta_y") => {
-            problems.push(Problem::new("/delta_y", "missing required field; scroll needs delta_y, delta_x or both"));
+            problems.push(Problem::new(
+                "/delta_y",
+                "missing required field; scroll needs delta_y, delta_x or both",
+            ));
         }
         ExtendedKind::Select => match (map.contains_key("value"), map.contains_key("values")) {
             (false, false) => problems.push(Problem::new(
@@ -174,11 +244,20 @@ fn check_rules(kind: ExtendedKind, map: &Map<String, Value>, problems: &mut Vec<
                 "missing required field; give value (one option) or values (several options of \
                  a multi-select)",
             )),
-            (true, true) => problems.push(Problem::new("/values", "give value (one option) or values (several options), not both")),
+            (true, true) => problems.push(Problem::new(
+                "/values",
+                "give value (one option) or values (several options), not both",
+            )),
             _ => {}
         },
-        ExtendedKind::Dialog if map.get("accept") == Some(&Value::Bool(false)) && map.contains_key("prompt_text") => {
-            problems.push(Problem::new("/prompt_text", "only allowed when accept is true (a dismissed prompt takes no text)"));
+        ExtendedKind::Dialog
+            if map.get("accept") == Some(&Value::Bool(false))
+                && map.contains_key("prompt_text") =>
+        {
+            problems.push(Problem::new(
+                "/prompt_text",
+                "only allowed when accept is true (a dismissed prompt takes no text)",
+            ));
         }
         _ => {}
     }
@@ -208,23 +287,48 @@ fn check_upload_names(map: &Map<String, Value>, problems: &mut Vec<Problem>) {
 /// Every valid v1 action is accepted, with the meaning `ExtendedAction::from` gives it.
 pub fn validate_extended_action(value: &Value) -> Result<ExtendedAction, ActionError> {
     let Value::Object(map) = value else {
-        return Err(ActionError::invalid("", format!("expected a JSON object with a \"type\" field, got {}", json_type(value))));
+        return Err(ActionError::invalid(
+            "",
+            format!(
+                "expected a JSON object with a \"type\" field, got {}",
+                json_type(value)
+            ),
+        ));
     };
     let kind = match map.get("type") {
         None => {
-            return Err(ActionError::invalid("/type", format!("missing required field; expected one of: {}", kinds_list())));
+            return Err(ActionError::invalid(
+                "/type",
+                format!("missing required field; expected one of: {}", kinds_list()),
+            ));
         }
         Some(Value::String(name)) => ExtendedKind::from_wire(name).ok_or_else(|| {
-            ActionError::invalid("/type", format!("unknown action type {}; expected one of: {}", quote(&Value::String(name.clone())), kinds_list()))
+            ActionError::invalid(
+                "/type",
+                format!(
+                    "unknown action type {}; expected one of: {}",
+                    quote(&Value::String(name.clone())),
+                    kinds_list()
+                ),
+            )
         })?,
         Some(other) => {
-            return Err(ActionError::invalid("/type", format!("expected a string, got {}; one of: {}", json_type(other), kinds_list())));
+            return Err(ActionError::invalid(
+                "/type",
+                format!(
+                    "expected a string, got {}; one of: {}",
+                    json_type(other),
+                    kinds_list()
+                ),
+            ));
         }
     };
     let v = validators();
     let target_fields = kind.target_fields();
     let skip = |path: &str, error: &ValidationErrorKind| {
-        let target = target_fields.iter().any(|(field, _)| under(path, &format!("/{field}")));
+        let target = target_fields
+            .iter()
+            .any(|(field, _)| under(path, &format!("/{field}")));
         let rule = path.is_empty()
             && matches!(
                 error,
@@ -238,7 +342,14 @@ pub fn validate_extended_action(value: &Value) -> Result<ExtendedAction, ActionE
     };
     let mut problems = Vec::new();
     if let Some((_, checker)) = v.branches.iter().find(|(k, _)| *k == kind) {
-        collect_where(&checker.validator, value, "", &skip, &checker.fields, &mut problems);
+        collect_where(
+            &checker.validator,
+            value,
+            "",
+            &skip,
+            &checker.fields,
+            &mut problems,
+        );
     }
     for (field, points) in target_fields {
         if let Some(target) = map.get(*field) {

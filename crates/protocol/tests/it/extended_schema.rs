@@ -1,18 +1,29 @@
 //! The extended schemas: versioned, a structural superset of v1's, model-facing form with an
 //! object root, and snapshotted.
 
-use protocol::{EXTENDED_ACTIONS_VERSION, ExtendedKind, action_schema, extended_action_schema, extended_action_tool_schema};
+use protocol::{
+    EXTENDED_ACTIONS_VERSION, ExtendedKind, action_schema, extended_action_schema,
+    extended_action_tool_schema,
+};
 use serde_json::{Value, json};
 
 fn branch<'a>(schema: &'a Value, kind: &str) -> &'a Value {
-    schema["oneOf"].as_array().expect("oneOf").iter().find(|b| b["properties"]["type"]["const"] == kind).unwrap_or_else(|| panic!("no {kind} branch"))
+    schema["oneOf"]
+        .as_array()
+        .expect("oneOf")
+        .iter()
+        .find(|b| b["properties"]["type"]["const"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} branch"))
 }
 
 #[test]
 fn schemas_carry_the_version() {
     assert_eq!(EXTENDED_ACTIONS_VERSION, "glovebox.actions/2");
     assert_eq!(extended_action_schema()["title"], EXTENDED_ACTIONS_VERSION);
-    assert_eq!(extended_action_tool_schema()["title"], EXTENDED_ACTIONS_VERSION);
+    assert_eq!(
+        extended_action_tool_schema()["title"],
+        EXTENDED_ACTIONS_VERSION
+    );
     // v1 stays the seed's, with no title (schema.rs compares it key for key).
     assert!(action_schema().get("title").is_none());
 }
@@ -24,7 +35,9 @@ fn every_v1_branch_is_contained_in_its_extended_branch() {
     let kinds: Vec<&str> = ExtendedKind::ALL.iter().map(|k| k.as_str()).collect();
     assert_eq!(ext["oneOf"].as_array().expect("oneOf").len(), kinds.len());
     for v1_branch in v1["oneOf"].as_array().expect("oneOf") {
-        let kind = v1_branch["properties"]["type"]["const"].as_str().expect("kind");
+        let kind = v1_branch["properties"]["type"]["const"]
+            .as_str()
+            .expect("kind");
         let ext_branch = branch(ext, kind);
         assert_eq!(ext_branch["additionalProperties"], false, "{kind}");
         for (name, schema) in v1_branch["properties"].as_object().expect("properties") {
@@ -71,17 +84,31 @@ fn model_facing_extended_schema_has_an_object_root() {
     let tool = extended_action_tool_schema();
     assert_eq!(tool["type"], "object");
     assert!(tool.get("oneOf").is_none());
-    assert_eq!(tool["required"], json!(["type", "expected_frame_id", "intent"]));
+    assert_eq!(
+        tool["required"],
+        json!(["type", "expected_frame_id", "intent"])
+    );
     let kinds: Vec<&str> = ExtendedKind::ALL.iter().map(|k| k.as_str()).collect();
     assert_eq!(tool["properties"]["type"]["enum"], json!(kinds));
-    assert_eq!(tool["properties"]["target"], json!({"$ref": "#/$defs/target"}));
+    assert_eq!(
+        tool["properties"]["target"],
+        json!({"$ref": "#/$defs/target"})
+    );
     for b in extended_action_schema()["oneOf"].as_array().expect("oneOf") {
         for name in b["properties"].as_object().expect("props").keys() {
-            assert!(tool["properties"].get(name).is_some(), "{name} missing from the union");
+            assert!(
+                tool["properties"].get(name).is_some(),
+                "{name} missing from the union"
+            );
         }
     }
     let description = tool["description"].as_str().expect("description");
-    for needle in ["drag: source, destination", "exact?", "never paths", "key_down: target?, key"] {
+    for needle in [
+        "drag: source, destination",
+        "exact?",
+        "never paths",
+        "key_down: target?, key",
+    ] {
         assert!(description.contains(needle), "{needle:?} in {description}");
     }
     // It compiles and accepts strictly valid actions of the new kinds.
@@ -92,7 +119,10 @@ fn model_facing_extended_schema_has_an_object_root() {
     let press = json!({"type": "press", "expected_frame_id": "frame_1", "intent": "all",
         "target": {"kind": "element", "ref": "e1"}, "key": "Control+A"});
     for input in [drag, key, press, crate::click()] {
-        assert!(protocol::validate_extended_action(&input).is_ok(), "{input}");
+        assert!(
+            protocol::validate_extended_action(&input).is_ok(),
+            "{input}"
+        );
         assert!(v.is_valid(&input), "{input}");
     }
 }

@@ -18,7 +18,9 @@ use serde_json::Value;
 /// The strict Action schema's validator, compiled independently of the crate's own.
 pub fn strict_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    VALIDATOR.get_or_init(|| jsonschema::draft202012::new(protocol::action_schema()).expect("the strict schema compiles"))
+    VALIDATOR.get_or_init(|| {
+        jsonschema::draft202012::new(protocol::action_schema()).expect("the strict schema compiles")
+    })
 }
 
 /// A valid click, the base most table rows mutate.

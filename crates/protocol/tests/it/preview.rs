@@ -22,17 +22,32 @@ fn parts(text: String, landmarks: Vec<Landmark>) -> PreviewParts {
 fn typical_preview_snapshot() {
     let p = Preview::ready(parts(
         "  Welcome   to\n the shop.\tFree shipping today. ".into(),
-        vec![Landmark::new("banner", ""), Landmark::new("navigation", "Main"), Landmark::new("main", "")],
+        vec![
+            Landmark::new("banner", ""),
+            Landmark::new("navigation", "Main"),
+            Landmark::new("main", ""),
+        ],
     ));
-    assert_eq!(p.visible_text_excerpt(), "Welcome to the shop. Free shipping today.");
+    assert_eq!(
+        p.visible_text_excerpt(),
+        "Welcome to the shop. Free shipping today."
+    );
     assert!(!p.text_truncated() && !p.landmarks_truncated() && !p.payload_truncated());
     insta::assert_json_snapshot!("preview_typical", p);
-    insta::assert_json_snapshot!("preview_unavailable", Preview::unavailable("Example Shop", "https://shop.test", 5));
+    insta::assert_json_snapshot!(
+        "preview_unavailable",
+        Preview::unavailable("Example Shop", "https://shop.test", 5)
+    );
 }
 
 #[test]
 fn field_limits_are_flagged() {
-    let p = Preview::ready(parts("a".repeat(PREVIEW_TEXT_MAX_CHARS + 1), (0..=PREVIEW_LANDMARKS_MAX).map(|_| Landmark::new("region", "n")).collect()));
+    let p = Preview::ready(parts(
+        "a".repeat(PREVIEW_TEXT_MAX_CHARS + 1),
+        (0..=PREVIEW_LANDMARKS_MAX)
+            .map(|_| Landmark::new("region", "n"))
+            .collect(),
+    ));
     assert_eq!(char_count(p.visible_text_excerpt()), PREVIEW_TEXT_MAX_CHARS);
     assert!(p.text_truncated());
     assert_eq!(p.aria_landmarks().len(), PREVIEW_LANDMARKS_MAX);
@@ -46,18 +61,26 @@ fn field_limits_are_flagged() {
 #[test]
 fn payload_budget_shrinks_text_first() {
     // 2,000 CJK characters are 6,000 bytes; twelve 160-character CJK names add ~5,900.
-    let landmarks: Vec<Landmark> = (0..12).map(|_| Landmark::new("region", "名".repeat(160))).collect();
+    let landmarks: Vec<Landmark> = (0..12)
+        .map(|_| Landmark::new("region", "名".repeat(160)))
+        .collect();
     let p = Preview::ready(parts("字".repeat(2_000), landmarks));
     assert!(p.payload_truncated() && p.text_truncated());
     assert!(json_byte_len(&p) <= PREVIEW_PAYLOAD_MAX_BYTES);
-    assert_eq!(p.aria_landmarks().len(), 12, "landmarks survive while text can shrink");
+    assert_eq!(
+        p.aria_landmarks().len(),
+        12,
+        "landmarks survive while text can shrink"
+    );
     assert!(!p.landmarks_truncated());
 }
 
 #[test]
 fn payload_budget_drops_landmarks_after_text() {
     // Control characters escape to six bytes each: the text alone would be ~12 KB.
-    let landmarks: Vec<Landmark> = (0..12).map(|_| Landmark::new("region", "\u{1}".repeat(160))).collect();
+    let landmarks: Vec<Landmark> = (0..12)
+        .map(|_| Landmark::new("region", "\u{1}".repeat(160)))
+        .collect();
     let p = Preview::ready(parts("\u{1}".repeat(2_000), landmarks));
     assert!(p.payload_truncated() && p.landmarks_truncated());
     assert_eq!(p.visible_text_excerpt(), "");
@@ -67,7 +90,19 @@ fn payload_budget_drops_landmarks_after_text() {
 }
 
 fn any_text(max: usize) -> impl Strategy<Value = String> {
-    prop::collection::vec(prop_oneof![Just('a'), Just('字'), Just('😀'), Just('\u{1}'), Just('"'), Just(' '), Just('\n')], 0..max).prop_map(String::from_iter)
+    prop::collection::vec(
+        prop_oneof![
+            Just('a'),
+            Just('字'),
+            Just('😀'),
+            Just('\u{1}'),
+            Just('"'),
+            Just(' '),
+            Just('\n')
+        ],
+        0..max,
+    )
+    .prop_map(String::from_iter)
 }
 
 proptest! {

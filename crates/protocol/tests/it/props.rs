@@ -3,7 +3,10 @@
 
 use proptest::prelude::*;
 use protocol::action::{DeltaY, HttpUrl, KeyName, SelectValue, TypedText, WaitMillis};
-use protocol::{Action, AnyTarget, ElementRef, ElementTarget, ErrorCode, FrameId, Intent, PointTarget, validate_action};
+use protocol::{
+    Action, AnyTarget, ElementRef, ElementTarget, ErrorCode, FrameId, Intent, PointTarget,
+    validate_action,
+};
 use serde_json::{Map, Value, json};
 
 pub fn chars(range: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = String> {
@@ -19,31 +22,80 @@ pub fn intent() -> impl Strategy<Value = Intent> {
 }
 
 pub fn element() -> impl Strategy<Value = ElementTarget> {
-    any::<u32>().prop_map(|i| ElementTarget { element: ElementRef::from_index(i) })
+    any::<u32>().prop_map(|i| ElementTarget {
+        element: ElementRef::from_index(i),
+    })
 }
 
 pub fn any_target() -> impl Strategy<Value = AnyTarget> {
-    prop_oneof![element().prop_map(AnyTarget::Element), (any::<u32>(), any::<u32>()).prop_map(|(x, y)| AnyTarget::Point(PointTarget { x, y })),]
+    prop_oneof![
+        element().prop_map(AnyTarget::Element),
+        (any::<u32>(), any::<u32>()).prop_map(|(x, y)| AnyTarget::Point(PointTarget { x, y })),
+    ]
 }
 
 pub fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
-        (frame(), any_target(), intent()).prop_map(|(expected_frame_id, target, intent)| { Action::Click { expected_frame_id, target, intent } }),
-        (frame(), element(), chars(0..=300), intent()).prop_map(|(expected_frame_id, target, text, intent)| {
-            Action::Type { expected_frame_id, target, text: TypedText::new(text).expect("in bounds"), intent }
+        (frame(), any_target(), intent()).prop_map(|(expected_frame_id, target, intent)| {
+            Action::Click {
+                expected_frame_id,
+                target,
+                intent,
+            }
         }),
-        (frame(), element(), chars(1..=64), intent()).prop_map(|(expected_frame_id, target, key, intent)| {
-            Action::Press { expected_frame_id, target, key: KeyName::new(key).expect("in bounds"), intent }
+        (frame(), element(), chars(0..=300), intent()).prop_map(
+            |(expected_frame_id, target, text, intent)| {
+                Action::Type {
+                    expected_frame_id,
+                    target,
+                    text: TypedText::new(text).expect("in bounds"),
+                    intent,
+                }
+            }
+        ),
+        (frame(), element(), chars(1..=64), intent()).prop_map(
+            |(expected_frame_id, target, key, intent)| {
+                Action::Press {
+                    expected_frame_id,
+                    target,
+                    key: KeyName::new(key).expect("in bounds"),
+                    intent,
+                }
+            }
+        ),
+        (frame(), -2000i64..=2000, intent()).prop_map(|(expected_frame_id, d, intent)| {
+            Action::Scroll {
+                expected_frame_id,
+                delta_y: DeltaY::new(d).expect("in range"),
+                intent,
+            }
         }),
-        (frame(), -2000i64..=2000, intent())
-            .prop_map(|(expected_frame_id, d, intent)| { Action::Scroll { expected_frame_id, delta_y: DeltaY::new(d).expect("in range"), intent } }),
-        (frame(), any_target(), intent()).prop_map(|(expected_frame_id, target, intent)| { Action::Hover { expected_frame_id, target, intent } }),
-        (frame(), element(), chars(0..=200), intent()).prop_map(|(expected_frame_id, target, value, intent)| {
-            Action::Select { expected_frame_id, target, value: SelectValue::new(value).expect("in bounds"), intent }
+        (frame(), any_target(), intent()).prop_map(|(expected_frame_id, target, intent)| {
+            Action::Hover {
+                expected_frame_id,
+                target,
+                intent,
+            }
         }),
-        (frame(), "https?://", chars(0..=100), intent()).prop_map(|(expected_frame_id, scheme, rest, intent)| {
-            Action::Navigate { expected_frame_id, url: HttpUrl::new(scheme + &rest).expect("in bounds"), intent }
-        }),
+        (frame(), element(), chars(0..=200), intent()).prop_map(
+            |(expected_frame_id, target, value, intent)| {
+                Action::Select {
+                    expected_frame_id,
+                    target,
+                    value: SelectValue::new(value).expect("in bounds"),
+                    intent,
+                }
+            }
+        ),
+        (frame(), "https?://", chars(0..=100), intent()).prop_map(
+            |(expected_frame_id, scheme, rest, intent)| {
+                Action::Navigate {
+                    expected_frame_id,
+                    url: HttpUrl::new(scheme + &rest).expect("in bounds"),
+                    intent,
+                }
+            }
+        ),
         (frame(), 0i64..=5000, intent()).prop_map(|(expected_frame_id, ms, intent)| Action::Wait {
             expected_frame_id,
             duration_ms: WaitMillis::new(ms).expect("in range"),
@@ -92,38 +144,44 @@ pub fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 48, 8, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((key.clone(), inner), 0..8).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            prop::collection::vec((key.clone(), inner), 0..8)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
     })
 }
 
 /// A valid action's JSON with one field replaced, added or removed.
 fn mutated_action() -> impl Strategy<Value = Value> {
-    (action(), json_value(), any::<prop::sample::Index>(), 0u8..3).prop_map(|(a, junk, index, op)| {
-        let mut value = serde_json::to_value(&a).expect("serializes");
-        let map: &mut Map<String, Value> = value.as_object_mut().expect("object");
-        let keys: Vec<String> = map.keys().cloned().collect();
-        let key = index.get(&keys).clone();
-        match op {
-            0 => {
-                map.insert(key, junk);
+    (action(), json_value(), any::<prop::sample::Index>(), 0u8..3).prop_map(
+        |(a, junk, index, op)| {
+            let mut value = serde_json::to_value(&a).expect("serializes");
+            let map: &mut Map<String, Value> = value.as_object_mut().expect("object");
+            let keys: Vec<String> = map.keys().cloned().collect();
+            let key = index.get(&keys).clone();
+            match op {
+                0 => {
+                    map.insert(key, junk);
+                }
+                1 => {
+                    map.remove(&key);
+                }
+                _ => {
+                    map.insert("extra".into(), junk);
+                }
             }
-            1 => {
-                map.remove(&key);
-            }
-            _ => {
-                map.insert("extra".into(), junk);
-            }
-        }
-        value
-    })
+            value
+        },
+    )
 }
 
 fn check_any_input(input: &Value) -> Result<(), TestCaseError> {
     let strict = crate::strict_validator();
     match validate_action(input) {
         Ok(action) => {
-            prop_assert!(strict.is_valid(input), "accepted but the strict schema rejects: {input}");
+            prop_assert!(
+                strict.is_valid(input),
+                "accepted but the strict schema rejects: {input}"
+            );
             let again = serde_json::to_value(&action).expect("serializes");
             prop_assert_eq!(validate_action(&again), Ok(action));
         }
@@ -131,10 +189,17 @@ fn check_any_input(input: &Value) -> Result<(), TestCaseError> {
             prop_assert_eq!(err.code, ErrorCode::InvalidAction);
             prop_assert!(!err.problems.is_empty());
             for p in &err.problems {
-                prop_assert!(p.path.is_empty() || p.path.starts_with('/'), "path {:?}", p.path);
+                prop_assert!(
+                    p.path.is_empty() || p.path.starts_with('/'),
+                    "path {:?}",
+                    p.path
+                );
                 prop_assert!(!p.message.is_empty());
             }
-            prop_assert!(!strict.is_valid(input), "rejected ({err}) but the strict schema accepts: {input}");
+            prop_assert!(
+                !strict.is_valid(input),
+                "rejected ({err}) but the strict schema accepts: {input}"
+            );
         }
     }
     Ok(())

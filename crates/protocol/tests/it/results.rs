@@ -1,12 +1,17 @@
 //! Run results, receipts and ids: success needs verification evidence, status follows reason.
 
 use protocol::{
-    ActionKind, ArtifactId, ArtifactKind, ArtifactRef, CompletionEvidence, ElementRef, ErrorCode, EvidenceKind, ExtendedKind, FrameId, LeaseId, ReasonCode,
-    Receipt, ReceiptState, RunId, RunResult, RunResultError, RunStatus, RunTarget, SurfaceKind, TabId,
+    ActionKind, ArtifactId, ArtifactKind, ArtifactRef, CompletionEvidence, ElementRef, ErrorCode,
+    EvidenceKind, ExtendedKind, FrameId, LeaseId, ReasonCode, Receipt, ReceiptState, RunId,
+    RunResult, RunResultError, RunStatus, RunTarget, SurfaceKind, TabId,
 };
 
 fn target() -> RunTarget {
-    RunTarget { kind: SurfaceKind::WebTab, tab_id: TabId::new("T1").expect("valid"), url: "https://shop.test/done".into() }
+    RunTarget {
+        kind: SurfaceKind::WebTab,
+        tab_id: TabId::new("T1").expect("valid"),
+        url: "https://shop.test/done".into(),
+    }
 }
 
 fn frame() -> FrameId {
@@ -15,24 +20,46 @@ fn frame() -> FrameId {
 
 fn artifacts() -> Vec<ArtifactRef> {
     vec![
-        ArtifactRef { kind: ArtifactKind::Screenshot, artifact_id: ArtifactId::new("artifact_1").expect("valid"), retained: true },
-        ArtifactRef { kind: ArtifactKind::Screenshot, artifact_id: ArtifactId::new("artifact_2").expect("valid"), retained: false },
+        ArtifactRef {
+            kind: ArtifactKind::Screenshot,
+            artifact_id: ArtifactId::new("artifact_1").expect("valid"),
+            retained: true,
+        },
+        ArtifactRef {
+            kind: ArtifactKind::Screenshot,
+            artifact_id: ArtifactId::new("artifact_2").expect("valid"),
+            retained: false,
+        },
     ]
 }
 
 #[test]
 fn success_needs_evidence_and_lists_only_retained_artifacts() {
-    assert_eq!(RunResult::succeeded("done", target(), 3, vec![], vec![]), Err(RunResultError::NoEvidence));
-    let evidence = vec![CompletionEvidence::new(EvidenceKind::Assertion, "Order #42 is shown", frame())];
-    let r = RunResult::succeeded("Placed the order.", target(), 7, evidence, artifacts()).expect("valid");
-    assert_eq!((r.status(), r.reason_code()), (RunStatus::Succeeded, ReasonCode::Verified));
+    assert_eq!(
+        RunResult::succeeded("done", target(), 3, vec![], vec![]),
+        Err(RunResultError::NoEvidence)
+    );
+    let evidence = vec![CompletionEvidence::new(
+        EvidenceKind::Assertion,
+        "Order #42 is shown",
+        frame(),
+    )];
+    let r = RunResult::succeeded("Placed the order.", target(), 7, evidence, artifacts())
+        .expect("valid");
+    assert_eq!(
+        (r.status(), r.reason_code()),
+        (RunStatus::Succeeded, ReasonCode::Verified)
+    );
     assert_eq!(r.artifacts().len(), 1);
     insta::assert_json_snapshot!("run_result_succeeded", r);
 }
 
 #[test]
 fn only_succeeded_may_claim_verified_and_status_follows_reason() {
-    assert_eq!(RunResult::ended(ReasonCode::Verified, "x", None, 1, vec![], vec![]), Err(RunResultError::VerifiedWithoutSuccess));
+    assert_eq!(
+        RunResult::ended(ReasonCode::Verified, "x", None, 1, vec![], vec![]),
+        Err(RunResultError::VerifiedWithoutSuccess)
+    );
     let cases = [
         (ReasonCode::StepLimit, RunStatus::Failed),
         (ReasonCode::Timeout, RunStatus::Failed),
@@ -51,17 +78,62 @@ fn only_succeeded_may_claim_verified_and_status_follows_reason() {
 #[test]
 fn receipts_tie_uncertainty_to_state() {
     let rows = [
-        (Receipt::attempted(ActionKind::Click, frame()), ReceiptState::Attempted, false),
-        (Receipt::dispatched(ActionKind::Click, frame()), ReceiptState::Dispatched, true),
-        (Receipt::confirmed(ActionKind::Click, frame()), ReceiptState::Confirmed, false),
-        (Receipt::failed(ActionKind::Type, frame(), ErrorCode::StaleObservation, false, ""), ReceiptState::Failed, false),
-        (Receipt::failed(ActionKind::Type, frame(), ErrorCode::Timeout, true, "no ack"), ReceiptState::Failed, true),
-        (Receipt::unknown(ActionKind::Navigate, frame(), "connection closed"), ReceiptState::Unknown, true),
+        (
+            Receipt::attempted(ActionKind::Click, frame()),
+            ReceiptState::Attempted,
+            false,
+        ),
+        (
+            Receipt::dispatched(ActionKind::Click, frame()),
+            ReceiptState::Dispatched,
+            true,
+        ),
+        (
+            Receipt::confirmed(ActionKind::Click, frame()),
+            ReceiptState::Confirmed,
+            false,
+        ),
+        (
+            Receipt::failed(
+                ActionKind::Type,
+                frame(),
+                ErrorCode::StaleObservation,
+                false,
+                "",
+            ),
+            ReceiptState::Failed,
+            false,
+        ),
+        (
+            Receipt::failed(
+                ActionKind::Type,
+                frame(),
+                ErrorCode::Timeout,
+                true,
+                "no ack",
+            ),
+            ReceiptState::Failed,
+            true,
+        ),
+        (
+            Receipt::unknown(ActionKind::Navigate, frame(), "connection closed"),
+            ReceiptState::Unknown,
+            true,
+        ),
     ];
     for (receipt, state, uncertain) in rows {
-        assert_eq!((receipt.state(), receipt.effect_uncertain()), (state, uncertain));
+        assert_eq!(
+            (receipt.state(), receipt.effect_uncertain()),
+            (state, uncertain)
+        );
     }
-    let failed = Receipt::failed(ActionKind::Type, frame(), ErrorCode::Timeout, true, "no ack");
+    let failed = Receipt::failed(
+        ActionKind::Type,
+        frame(),
+        ErrorCode::Timeout,
+        true,
+        "no ack",
+    );
     insta::assert_json_snapshot!("receipt_failed_uncertain", failed);
 }
 
@@ -75,13 +147,19 @@ fn receipts_name_the_exact_action_kind_v1_names_unchanged() {
         assert_eq!(json["action"], kind.as_str(), "{json}");
         assert_eq!(receipt.v1_action(), ActionKind::from_wire(kind.as_str()));
     }
-    let drag = serde_json::to_value(Receipt::dispatched(ExtendedKind::Drag, frame())).expect("serializes");
+    let drag =
+        serde_json::to_value(Receipt::dispatched(ExtendedKind::Drag, frame())).expect("serializes");
     assert_eq!(drag["action"], "drag");
-    assert_eq!(Receipt::confirmed(ExtendedKind::Upload, frame()).v1_action(), None);
+    assert_eq!(
+        Receipt::confirmed(ExtendedKind::Upload, frame()).v1_action(),
+        None
+    );
     // A v1 receipt reads exactly as before: the v1 kind's own name, built from `ActionKind`.
     for kind in ActionKind::ALL {
         let from_v1 = serde_json::to_value(Receipt::confirmed(kind, frame())).expect("serializes");
-        let from_extended = serde_json::to_value(Receipt::confirmed(ExtendedKind::from(kind), frame())).expect("serializes");
+        let from_extended =
+            serde_json::to_value(Receipt::confirmed(ExtendedKind::from(kind), frame()))
+                .expect("serializes");
         assert_eq!(from_v1, from_extended);
         assert_eq!(from_v1["action"], kind.as_str());
     }
@@ -99,6 +177,9 @@ fn ids_check_their_shape() {
     assert!(FrameId::new("frame_ok").is_ok());
     assert!(TabId::new("has space").is_err());
     let f: FrameId = serde_json::from_str("\"frame_1\"").expect("parses");
-    assert_eq!(serde_json::to_string(&f).expect("serializes"), "\"frame_1\"");
+    assert_eq!(
+        serde_json::to_string(&f).expect("serializes"),
+        "\"frame_1\""
+    );
     assert!(serde_json::from_str::<FrameId>("\"frame\"").is_err());
 }

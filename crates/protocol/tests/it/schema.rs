@@ -1,6 +1,8 @@
 //! The published schemas equal the seed's (semantically and key for key) and are snapshotted.
 
-use protocol::{SurfaceName, action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
+use protocol::{
+    SurfaceName, action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool,
+};
 use serde_json::{Map, Value, json};
 
 const SEED_ACTION: &str = include_str!("fixtures/seed_action_schema.json");
@@ -21,7 +23,12 @@ fn normalise(node: &Value, root: &Value) -> Value {
                 match k.as_str() {
                     "description" | "title" | "$schema" | "$defs" => {}
                     "required" => {
-                        let mut names: Vec<String> = v.as_array().expect("array").iter().map(|s| s.as_str().expect("str").to_owned()).collect();
+                        let mut names: Vec<String> = v
+                            .as_array()
+                            .expect("array")
+                            .iter()
+                            .map(|s| s.as_str().expect("str").to_owned())
+                            .collect();
                         names.sort();
                         out.insert(k.clone(), json!(names));
                     }
@@ -38,7 +45,9 @@ fn normalise(node: &Value, root: &Value) -> Value {
 }
 
 fn seed_names() -> Vec<SurfaceName> {
-    ["s1", "right", "focused", "web:1"].map(|n| SurfaceName::new(n).expect("valid name")).to_vec()
+    ["s1", "right", "focused", "web:1"]
+        .map(|n| SurfaceName::new(n).expect("valid name"))
+        .to_vec()
 }
 
 #[test]
@@ -60,7 +69,10 @@ fn computer_use_tool_is_semantically_the_seeds() {
     let ours = computer_use_tool(&seed_names());
     assert_eq!(ours["name"], seed["name"]);
     assert_eq!(ours["input_schema"], seed["input_schema"]);
-    assert_eq!(normalise(&ours["input_schema"], &ours), normalise(&seed["input_schema"], &seed));
+    assert_eq!(
+        normalise(&ours["input_schema"], &ours),
+        normalise(&seed["input_schema"], &seed)
+    );
 }
 
 #[test]
@@ -74,11 +86,19 @@ fn a_changed_bound_would_be_caught() {
 
 #[test]
 fn surface_enum_is_per_turn_and_deduplicated() {
-    let names = ["s2", "left", "s2"].map(|n| SurfaceName::new(n).expect("valid")).to_vec();
+    let names = ["s2", "left", "s2"]
+        .map(|n| SurfaceName::new(n).expect("valid"))
+        .to_vec();
     let schema = computer_use_input_schema(&names);
-    assert_eq!(schema["properties"]["surface"]["enum"], json!(["s2", "left"]));
+    assert_eq!(
+        schema["properties"]["surface"]["enum"],
+        json!(["s2", "left"])
+    );
     let none = computer_use_input_schema(&[]);
-    assert!(none["properties"].get("surface").is_none(), "no surfaces: no surface property");
+    assert!(
+        none["properties"].get("surface").is_none(),
+        "no surfaces: no surface property"
+    );
 }
 
 #[test]
@@ -86,14 +106,26 @@ fn model_facing_action_schema_has_an_object_root() {
     let tool = action_tool_schema();
     assert_eq!(tool["type"], "object");
     assert!(tool.get("oneOf").is_none());
-    assert_eq!(tool["required"], json!(["type", "expected_frame_id", "intent"]));
-    assert_eq!(tool["properties"]["target"], json!({"$ref": "#/$defs/anyTarget"}));
-    let kinds: Vec<&str> = protocol::ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(
+        tool["required"],
+        json!(["type", "expected_frame_id", "intent"])
+    );
+    assert_eq!(
+        tool["properties"]["target"],
+        json!({"$ref": "#/$defs/anyTarget"})
+    );
+    let kinds: Vec<&str> = protocol::ActionKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
     assert_eq!(tool["properties"]["type"]["enum"], json!(kinds));
     // Every property of every strict branch is in the union.
     for branch in action_schema()["oneOf"].as_array().expect("oneOf") {
         for name in branch["properties"].as_object().expect("props").keys() {
-            assert!(tool["properties"].get(name).is_some(), "{name} missing from the union");
+            assert!(
+                tool["properties"].get(name).is_some(),
+                "{name} missing from the union"
+            );
         }
     }
     // It compiles, and it accepts every strictly valid action.

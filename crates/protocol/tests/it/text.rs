@@ -1,12 +1,18 @@
 //! Bounded text on multi-byte input: cuts never split a character, flags are exact.
 
 use proptest::prelude::*;
-use protocol::text::{BoundedText, char_count, fold_whitespace, json_byte_len, truncate_chars, truncate_utf8_bytes};
+use protocol::text::{
+    BoundedText, char_count, fold_whitespace, json_byte_len, truncate_chars, truncate_utf8_bytes,
+};
 
 #[test]
 fn cjk_and_emoji_are_counted_as_characters() {
     assert_eq!(char_count("日本語"), 3);
-    assert_eq!(char_count("👍🏽"), 2, "an emoji with a skin tone is two scalar values");
+    assert_eq!(
+        char_count("👍🏽"),
+        2,
+        "an emoji with a skin tone is two scalar values"
+    );
     assert_eq!(truncate_chars("日本語テキスト", 3), ("日本語", true));
     assert_eq!(truncate_chars("日本語", 3), ("日本語", false));
     assert_eq!(truncate_chars("a😀b", 2), ("a😀", true));

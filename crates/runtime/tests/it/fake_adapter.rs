@@ -15,7 +15,9 @@ async fn start(name: &str) -> (Runtime, std::sync::Arc<FakeAdapter>) {
     let fake = FakeAdapter::new();
     let mut config = RuntimeConfig::new(crate::data_dir(name));
     config.relaunch_dead_browser = false;
-    let runtime = Runtime::start(config, fake.clone()).await.expect("the runtime starts on the fake adapter");
+    let runtime = Runtime::start(config, fake.clone())
+        .await
+        .expect("the runtime starts on the fake adapter");
     (runtime, fake)
 }
 
@@ -23,48 +25,109 @@ async fn start(name: &str) -> (Runtime, std::sync::Arc<FakeAdapter>) {
 async fn the_one_path_runs_on_an_adapter_with_no_browser() {
     let (rt, fake) = start("fake-one-path").await;
     let s = rt.create_session().await.unwrap();
-    let surface = rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    let surface = rt
+        .open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
     let id = fake.log().opened[0].clone();
     let first = rt.observe(&s, None, &Default::default()).await.unwrap();
     let second = rt.observe(&s, None, &Default::default()).await.unwrap();
-    assert_ne!(first.frame_id(), second.frame_id(), "every observation is a new frame");
+    assert_ne!(
+        first.frame_id(),
+        second.frame_id(),
+        "every observation is a new frame"
+    );
 
     // Freshness: an action planned on an older frame is refused before the adapter sees it.
-    let stale = rt.act(&s, None, &click(&first, "Add one"), &Default::default(), Duration::ZERO).await.unwrap_err();
+    let stale = rt
+        .act(
+            &s,
+            None,
+            &click(&first, "Add one"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(stale.code(), ErrorCode::StaleObservation, "{stale}");
-    assert!(fake.log().acted.is_empty(), "a stale action reached the adapter");
+    assert!(
+        fake.log().acted.is_empty(),
+        "a stale action reached the adapter"
+    );
 
     // An untrusted origin: the click waits for a person, and nothing is sent meanwhile.
     let action = click(&second, "Add one");
-    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = rt.act(&s, None, &action, &Default::default(), Duration::ZERO).await else {
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = rt
+        .act(&s, None, &action, &Default::default(), Duration::ZERO)
+        .await
+    else {
         panic!("a click on an untrusted origin needs a person");
     };
     let pending = rt.pending_approvals();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].origin, "https://fake.example", "the approval names the origin the click reaches");
-    assert!(fake.log().acted.is_empty(), "nothing was sent while the approval is pending");
+    assert_eq!(
+        pending[0].origin, "https://fake.example",
+        "the approval names the origin the click reaches"
+    );
+    assert!(
+        fake.log().acted.is_empty(),
+        "nothing was sent while the approval is pending"
+    );
 
     // The person approves once: the identical action proceeds exactly once, with its receipt.
-    rt.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce).unwrap();
-    let outcome = rt.act(&s, None, &action, &Default::default(), Duration::ZERO).await.unwrap();
+    rt.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce)
+        .unwrap();
+    let outcome = rt
+        .act(&s, None, &action, &Default::default(), Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
     assert_eq!(fake.log().acted, ["click"]);
     assert_eq!(fake.count(&id), Some(1));
-    let fresh = outcome.observation.expect("a fresh observation after the action");
-    assert!(fresh.aria_snapshot().contains("1 clicks"), "{}", fresh.aria_snapshot());
+    let fresh = outcome
+        .observation
+        .expect("a fresh observation after the action");
+    assert!(
+        fresh.aria_snapshot().contains("1 clicks"),
+        "{}",
+        fresh.aria_snapshot()
+    );
     // The approval was for once: the next click on the new frame asks again.
-    let again = rt.act(&s, None, &click(&fresh, "Add one"), &Default::default(), Duration::ZERO).await.unwrap_err();
+    let again = rt
+        .act(
+            &s,
+            None,
+            &click(&fresh, "Add one"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), ErrorCode::NeedsApproval, "{again}");
     assert_eq!(fake.count(&id), Some(1));
 
     // A person takes the write capability away: the runtime refuses, the adapter is not asked.
-    rt.set_access(&s, surface, runtime::Access::Observe).unwrap();
-    let denied = rt.act(&s, None, &click(&fresh, "Add one"), &Default::default(), Duration::ZERO).await.unwrap_err();
+    rt.set_access(&s, surface, runtime::Access::Observe)
+        .unwrap();
+    let denied = rt
+        .act(
+            &s,
+            None,
+            &click(&fresh, "Add one"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(denied.code(), ErrorCode::CapabilityDenied, "{denied}");
 
     // The turn's end closes the agent's unmarked tab through the adapter.
     rt.end_current_turn(&s).await.unwrap();
-    assert_eq!(fake.log().closed, std::slice::from_ref(&id), "the turn end closed the agent's tab");
+    assert_eq!(
+        fake.log().closed,
+        std::slice::from_ref(&id),
+        "the turn end closed the agent's tab"
+    );
     assert!(rt.surface_ids(&s).unwrap().is_empty());
 
     // A dead backend is a structured error, not a panic or a hang.
@@ -79,22 +142,43 @@ async fn the_one_path_runs_on_an_adapter_with_no_browser() {
 async fn an_agent_tab_is_never_released_as_a_persons() {
     let (rt, fake) = start("fake-release-own-tab").await;
     let s = rt.create_session().await.unwrap();
-    let surface = rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    let surface = rt
+        .open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
     let refused = rt.release_tab(&s, surface).await.unwrap_err();
     assert_eq!(refused.code(), ErrorCode::InvalidAction, "{refused}");
-    assert!(refused.to_string().contains("not a claimed tab"), "{refused}");
-    assert_eq!(rt.surface_ids(&s).unwrap(), [surface], "the tab stays the session's");
+    assert!(
+        refused.to_string().contains("not a claimed tab"),
+        "{refused}"
+    );
+    assert_eq!(
+        rt.surface_ids(&s).unwrap(),
+        [surface],
+        "the tab stays the session's"
+    );
     let status = rt.status(&s).unwrap();
-    assert!(status.tabs.iter().all(|t| t.ownership == runtime::Ownership::AgentCreated), "{status:?}");
+    assert!(
+        status
+            .tabs
+            .iter()
+            .all(|t| t.ownership == runtime::Ownership::AgentCreated),
+        "{status:?}"
+    );
     assert!(fake.log().closed.is_empty());
 }
 
-async fn start_with(name: &str, tune: impl FnOnce(&mut RuntimeConfig)) -> (Runtime, std::sync::Arc<FakeAdapter>) {
+async fn start_with(
+    name: &str,
+    tune: impl FnOnce(&mut RuntimeConfig),
+) -> (Runtime, std::sync::Arc<FakeAdapter>) {
     let fake = FakeAdapter::new();
     let mut config = RuntimeConfig::new(crate::data_dir(name));
     config.relaunch_dead_browser = false;
     tune(&mut config);
-    let runtime = Runtime::start(config, fake.clone()).await.expect("the runtime starts on the fake adapter");
+    let runtime = Runtime::start(config, fake.clone())
+        .await
+        .expect("the runtime starts on the fake adapter");
     (runtime, fake)
 }
 
@@ -103,7 +187,8 @@ async fn approve_when_asked(rt: &Runtime, after: Duration) {
     for _ in 0..200 {
         if let Some(p) = rt.pending_approvals().first() {
             tokio::time::sleep(after).await;
-            rt.resolve_approval(&p.approval_id, ApprovalDecision::ApproveOnce).unwrap();
+            rt.resolve_approval(&p.approval_id, ApprovalDecision::ApproveOnce)
+                .unwrap();
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -115,16 +200,25 @@ async fn approve_when_asked(rt: &Runtime, after: Duration) {
 /// time lost its lease, so the person's decision ended in `target_lost`.
 #[tokio::test]
 async fn a_lease_lives_while_a_direct_call_waits_for_a_person() {
-    let (rt, fake) = start_with("fake-lease-approval", |c| c.lease_ttl = Duration::from_millis(300)).await;
+    let (rt, fake) = start_with("fake-lease-approval", |c| {
+        c.lease_ttl = Duration::from_millis(300)
+    })
+    .await;
     let s = rt.create_session().await.unwrap();
-    rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
     let id = fake.log().opened[0].clone();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
     let action = click(&o, "Add one");
     let options = runtime::ActOptions::default();
-    let (answered, outcome) = tokio::join!(approve_when_asked(&rt, Duration::from_millis(1_000)), rt.act(&s, None, &action, &options, Duration::from_secs(10)));
+    let (answered, outcome) = tokio::join!(
+        approve_when_asked(&rt, Duration::from_millis(1_000)),
+        rt.act(&s, None, &action, &options, Duration::from_secs(10))
+    );
     let () = answered;
-    let outcome = outcome.expect("the approved click goes through after a wait longer than the lease's time");
+    let outcome =
+        outcome.expect("the approved click goes through after a wait longer than the lease's time");
     assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
     assert_eq!(fake.count(&id), Some(1));
 }
@@ -134,9 +228,14 @@ async fn a_lease_lives_while_a_direct_call_waits_for_a_person() {
 /// the tab's input.
 #[tokio::test]
 async fn a_runs_lease_lives_while_it_waits_for_its_model_and_a_person() {
-    let (rt, fake) = start_with("fake-lease-run", |c| c.lease_ttl = Duration::from_millis(300)).await;
+    let (rt, fake) = start_with("fake-lease-run", |c| {
+        c.lease_ttl = Duration::from_millis(300)
+    })
+    .await;
     let s = rt.create_session().await.unwrap();
-    rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
     let id = fake.log().opened[0].clone();
     let planner = runtime::ScriptedPlanner::new([
         runtime::Scripted::Think(Duration::from_millis(1_000)),
@@ -154,13 +253,35 @@ async fn a_runs_lease_lives_while_it_waits_for_its_model_and_a_person() {
     }
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     // (Observing would make the run's frame stale; the lease is checked before freshness.)
-    let options = runtime::ActOptions { deadline: Duration::from_millis(200), ..Default::default() };
-    let conflict = rt.act(&s, None, &click(&before, "Add one"), &options, Duration::ZERO).await.unwrap_err();
+    let options = runtime::ActOptions {
+        deadline: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let conflict = rt
+        .act(
+            &s,
+            None,
+            &click(&before, "Add one"),
+            &options,
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(conflict.code(), ErrorCode::LeaseConflict, "{conflict}");
     approve_when_asked(&rt, Duration::ZERO).await;
     let result = join.await.unwrap();
-    assert_ne!(result.reason_code(), protocol::ReasonCode::TargetLost, "{}", result.summary());
-    assert_eq!(fake.count(&id), Some(1), "the click was sent: {}", result.summary());
+    assert_ne!(
+        result.reason_code(),
+        protocol::ReasonCode::TargetLost,
+        "{}",
+        result.summary()
+    );
+    assert_eq!(
+        fake.count(&id),
+        Some(1),
+        "the click was sent: {}",
+        result.summary()
+    );
 }
 
 /// Regression (issue 28): "approve once" on an action that reaches two origins (a link on one
@@ -171,7 +292,9 @@ async fn a_runs_lease_lives_while_it_waits_for_its_model_and_a_person() {
 async fn an_action_reaching_two_origins_asks_once_per_origin() {
     let (rt, fake) = start("fake-two-origins").await;
     let s = rt.create_session().await.unwrap();
-    rt.open_tab(&s, "about:blank", Duration::ZERO).await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
     let action = click(&o, "Visit other");
     let mut asked = Vec::new();
@@ -181,7 +304,8 @@ async fn an_action_reaching_two_origins_asks_once_per_origin() {
             Err(RuntimeError::NeedsApproval { .. }) => {
                 for p in rt.pending_approvals() {
                     asked.push(p.origin.clone());
-                    rt.resolve_approval(&p.approval_id, ApprovalDecision::ApproveOnce).unwrap();
+                    rt.resolve_approval(&p.approval_id, ApprovalDecision::ApproveOnce)
+                        .unwrap();
                 }
             }
             Ok(outcome) => {
@@ -192,10 +316,27 @@ async fn an_action_reaching_two_origins_asks_once_per_origin() {
         }
     }
     asked.sort();
-    assert_eq!(asked, ["https://fake.example", "https://other.example"], "each origin asked about once");
-    assert_eq!(fake.log().acted, ["click"], "the click went once, after both decisions");
+    assert_eq!(
+        asked,
+        ["https://fake.example", "https://other.example"],
+        "each origin asked about once"
+    );
+    assert_eq!(
+        fake.log().acted,
+        ["click"],
+        "the click went once, after both decisions"
+    );
     // Used up: the same click on the next frame asks again.
     let fresh = rt.observe(&s, None, &Default::default()).await.unwrap();
-    let again = rt.act(&s, None, &click(&fresh, "Visit other"), &options, Duration::ZERO).await.unwrap_err();
+    let again = rt
+        .act(
+            &s,
+            None,
+            &click(&fresh, "Visit other"),
+            &options,
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), ErrorCode::NeedsApproval, "{again}");
 }

@@ -16,14 +16,19 @@ fn signal(pid: u32, signal: i32) {
 
 /// Fails the test if `call` is not answered in a minute (a hang, not a slow machine).
 async fn answered<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(60), call).await.unwrap_or_else(|_| panic!("{what} was never answered"))
+    tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .unwrap_or_else(|_| panic!("{what} was never answered"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_browser_fails_calls_and_cleanup_within_their_deadlines() {
     // No idle detach comes due during the test (a loaded machine can take the default 5 s to
     // open two tabs): what the freeze fails is the calls themselves.
-    let env = env_with("faults-frozen", true, |c| c.debugger_idle_detach = Duration::from_secs(3600)).await;
+    let env = env_with("faults-frozen", true, |c| {
+        c.debugger_idle_detach = Duration::from_secs(3600)
+    })
+    .await;
     let (s, rt) = (&env.session, &env.runtime);
     open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     open(rt, s, &env.server.url("/form.html")).await.unwrap();
@@ -32,7 +37,9 @@ async fn a_frozen_browser_fails_calls_and_cleanup_within_their_deadlines() {
     let mut observed = rt.observe(s, None, &Default::default()).await;
     for _ in 0..3 {
         match &observed {
-            Err(e) if e.code() == ErrorCode::BackendUnavailable => observed = rt.observe(s, None, &Default::default()).await,
+            Err(e) if e.code() == ErrorCode::BackendUnavailable => {
+                observed = rt.observe(s, None, &Default::default()).await
+            }
             _ => break,
         }
     }
@@ -44,23 +51,55 @@ async fn a_frozen_browser_fails_calls_and_cleanup_within_their_deadlines() {
     // browser was frozen (a loaded machine) — the detach that could not finish: both structured,
     // both within their deadlines.
     let code = observed.unwrap_err().code();
-    assert!(matches!(code, ErrorCode::Timeout | ErrorCode::BackendUnavailable), "{code:?}");
-    let acted = answered("act", rt.act(s, None, &click(&o, "Create account"), &Default::default(), Duration::ZERO)).await;
+    assert!(
+        matches!(code, ErrorCode::Timeout | ErrorCode::BackendUnavailable),
+        "{code:?}"
+    );
+    let acted = answered(
+        "act",
+        rt.act(
+            s,
+            None,
+            &click(&o, "Create account"),
+            &Default::default(),
+            Duration::ZERO,
+        ),
+    )
+    .await;
     // A timeout; a stale observation (the frozen observe above may have advanced the frame); or the
     // earlier attachment's detach that the freeze kept from finishing, retried first.
-    assert!(matches!(acted.as_ref().unwrap_err().code(), ErrorCode::Timeout | ErrorCode::StaleObservation | ErrorCode::BackendUnavailable), "{acted:?}");
+    assert!(
+        matches!(
+            acted.as_ref().unwrap_err().code(),
+            ErrorCode::Timeout | ErrorCode::StaleObservation | ErrorCode::BackendUnavailable
+        ),
+        "{acted:?}"
+    );
     let status = rt.status(s).unwrap();
     assert_eq!(status.tabs.len(), 2, "status needs no browser");
     // The turn's cleanup cannot close anything: it says so, keeps both records with their
     // recovery records, and returns.
-    let report = answered("end_turn", rt.end_turn(s, "turn_1")).await.unwrap();
-    assert!(!report.ok && report.failed.len() == 2 && report.closed.is_empty(), "{report:?}");
-    assert!(rt.status(s).unwrap().pending_recoveries >= 2, "a record per failed close (and per failed detach)");
+    let report = answered("end_turn", rt.end_turn(s, "turn_1"))
+        .await
+        .unwrap();
+    assert!(
+        !report.ok && report.failed.len() == 2 && report.closed.is_empty(),
+        "{report:?}"
+    );
+    assert!(
+        rt.status(s).unwrap().pending_recoveries >= 2,
+        "a record per failed close (and per failed detach)"
+    );
     signal(pid, libc::SIGCONT);
     // Reachable again: the retry closes both, and the browser has no tab of ours left.
-    let report = answered("end_turn", rt.end_turn(s, "turn_2")).await.unwrap();
+    let report = answered("end_turn", rt.end_turn(s, "turn_2"))
+        .await
+        .unwrap();
     assert!(report.ok && report.closed.len() == 2, "{report:?}");
-    assert_eq!(page_targets(&env, "/counter.html").await.0 + page_targets(&env, "/form.html").await.0, 0);
+    assert_eq!(
+        page_targets(&env, "/counter.html").await.0 + page_targets(&env, "/form.html").await.0,
+        0
+    );
     assert_eq!(rt.status(s).unwrap().pending_recoveries, 0);
 }
 
@@ -68,7 +107,9 @@ async fn a_frozen_browser_fails_calls_and_cleanup_within_their_deadlines() {
 async fn a_browser_killed_during_an_act_is_a_structured_error_and_the_tab_is_not_alive() {
     let env = env("faults-killed-act", true).await;
     let (s, rt) = (&env.session, &env.runtime);
-    open(rt, s, &env.server.url("/rt/slow-click.html")).await.unwrap();
+    open(rt, s, &env.server.url("/rt/slow-click.html"))
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let pid = rt.browser_pid().unwrap();
     let killer = async {
@@ -76,15 +117,33 @@ async fn a_browser_killed_during_an_act_is_a_structured_error_and_the_tab_is_not
         signal(pid, libc::SIGKILL);
     };
     let (slow, options) = (click(&o, "Slow"), browser::ActOptions::default());
-    let (acted, ()) = tokio::join!(answered("act", rt.act(s, None, &slow, &options, Duration::ZERO)), killer);
+    let (acted, ()) = tokio::join!(
+        answered("act", rt.act(s, None, &slow, &options, Duration::ZERO)),
+        killer
+    );
     let code = acted.map(|_| ()).map_err(|e| e.code());
-    assert!(matches!(code, Ok(()) | Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable)), "{code:?}");
-    answered("the connection closes", env.browser.connection().unwrap().closed()).await;
+    assert!(
+        matches!(
+            code,
+            Ok(()) | Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable)
+        ),
+        "{code:?}"
+    );
+    answered(
+        "the connection closes",
+        env.browser.connection().unwrap().closed(),
+    )
+    .await;
     // Nothing describes the dead tab as alive.
     let status = rt.status(s).unwrap();
     let observed = answered("observe", rt.observe(s, None, &Default::default())).await;
     assert!(
-        matches!(observed.as_ref().map_err(|e| e.code()), Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable | ErrorCode::AmbiguousSurface)),
+        matches!(
+            observed.as_ref().map_err(|e| e.code()),
+            Err(ErrorCode::TargetLost
+                | ErrorCode::BackendUnavailable
+                | ErrorCode::AmbiguousSurface)
+        ),
         "{observed:?}"
     );
     let after = rt.status(s).unwrap();
@@ -99,13 +158,39 @@ async fn a_browser_killed_during_an_observe_is_a_structured_error() {
     let (s, rt) = (&env.session, &env.runtime);
     open(rt, s, &env.server.url("/counter.html")).await.unwrap();
     rt.observe(s, None, &Default::default()).await.unwrap();
-    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
+    let targets = env
+        .browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap();
     let url = env.server.url("/counter.html");
-    let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
-    let page = env.browser.connection().unwrap().browser().attach(&target).await.unwrap();
+    let target = targets
+        .target_infos
+        .iter()
+        .find(|t| t.url == url)
+        .and_then(|t| t.target_id.clone())
+        .unwrap();
+    let page = env
+        .browser
+        .connection()
+        .unwrap()
+        .browser()
+        .attach(&target)
+        .await
+        .unwrap();
     // The page's main thread busy for longer than the whole test: the observation waits on it.
     let busy = test_support::busy_main_thread(20_000);
-    let hold = tokio::spawn(async move { page.send_raw("Runtime.evaluate", serde_json::json!({"expression": busy}), Duration::from_secs(30)).await });
+    let hold = tokio::spawn(async move {
+        page.send_raw(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": busy}),
+            Duration::from_secs(30),
+        )
+        .await
+    });
     let pid = rt.browser_pid().unwrap();
     let killer = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -114,8 +199,18 @@ async fn a_browser_killed_during_an_observe_is_a_structured_error() {
     let options = Default::default();
     let (observed, ()) = tokio::join!(answered("observe", rt.observe(s, None, &options)), killer);
     let code = observed.map(|_| ()).map_err(|e| e.code());
-    assert!(matches!(code, Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable | ErrorCode::Timeout)), "{code:?}");
-    answered("the connection closes", env.browser.connection().unwrap().closed()).await;
+    assert!(
+        matches!(
+            code,
+            Err(ErrorCode::TargetLost | ErrorCode::BackendUnavailable | ErrorCode::Timeout)
+        ),
+        "{code:?}"
+    );
+    answered(
+        "the connection closes",
+        env.browser.connection().unwrap().closed(),
+    )
+    .await;
     assert!(rt.status(s).unwrap().tabs.iter().all(|t| !t.live));
     hold.abort();
 }
@@ -138,14 +233,30 @@ async fn a_browser_killed_during_a_cleanup_leaves_recoverable_records_and_an_ans
     };
     let (report, ()) = tokio::join!(answered("end_turn", rt.end_turn(s, "turn_1")), killer);
     let report = report.unwrap();
-    assert!(!report.ok && report.closed.is_empty() && report.failed.len() == 2, "{report:?}");
-    assert!(rt.status(s).unwrap().pending_recoveries >= 2, "each tab it could not close is recoverable");
+    assert!(
+        !report.ok && report.closed.is_empty() && report.failed.len() == 2,
+        "{report:?}"
+    );
+    assert!(
+        rt.status(s).unwrap().pending_recoveries >= 2,
+        "each tab it could not close is recoverable"
+    );
     assert!(rt.status(s).unwrap().tabs.iter().all(|t| !t.live));
     // The next turn end is answered as well (the browser is gone: it says so, it does not hang).
     let again = answered("end_turn again", rt.end_turn(s, "turn_2")).await;
     match &again {
-        Ok(r) => assert_eq!(r.closed.len() + r.failed.len(), 2, "both tabs are accounted for: {r:?}"),
-        Err(e) => assert!(matches!(e.code(), ErrorCode::BackendUnavailable | ErrorCode::TargetLost), "{e}"),
+        Ok(r) => assert_eq!(
+            r.closed.len() + r.failed.len(),
+            2,
+            "both tabs are accounted for: {r:?}"
+        ),
+        Err(e) => assert!(
+            matches!(
+                e.code(),
+                ErrorCode::BackendUnavailable | ErrorCode::TargetLost
+            ),
+            "{e}"
+        ),
     }
 }
 
@@ -154,7 +265,10 @@ struct Unmount(std::path::PathBuf);
 
 impl Drop for Unmount {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
     }
 }
 
@@ -166,7 +280,10 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     let dir = crate::data_dir("faults-full-disk");
     let mnt = dir.join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"]).arg(&mnt).status();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&mnt)
+        .status();
     if !mounted.is_ok_and(|s| s.success()) {
         eprintln!("skipped: this test needs root to mount a small tmpfs for its data directory");
         return;
@@ -177,12 +294,20 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     std::fs::create_dir_all(&profiles).unwrap();
     std::os::unix::fs::symlink(&profiles, mnt.join("profiles")).unwrap();
     let server = test_support::FixtureServer::start().await.unwrap();
-    server.dir("/", std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    server.dir(
+        "/",
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     let mut config = runtime::RuntimeConfig::new(mnt.join("data"));
-    config.trust.trusted_origins.push(policy::Origin::parse(&server.origin()).unwrap());
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&server.origin()).unwrap());
     config.relaunch_dead_browser = false;
     let chromium = browser::Chromium::local(mnt.join("data"));
-    let rt = runtime::Runtime::start(config, chromium.clone()).await.expect("starts with room to spare");
+    let rt = runtime::Runtime::start(config, chromium.clone())
+        .await
+        .expect("starts with room to spare");
     let s = rt.create_session().await.unwrap();
     open(&rt, &s, &server.url("/counter.html")).await.unwrap();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
@@ -197,17 +322,56 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     };
     fill();
     // An action whose record cannot be written is not sent.
-    let acted = answered("act on a full disk", rt.act(&s, None, &click(&o, "Add one"), &Default::default(), Duration::ZERO)).await;
-    let Err(refused) = acted else { panic!("no action without its record") };
-    assert!(refused.to_string().contains("not sent") && refused.to_string().contains("disk is full"), "{refused}");
-    assert_eq!(refused.code(), ErrorCode::BackendUnavailable, "a full disk is no internal error");
+    let acted = answered(
+        "act on a full disk",
+        rt.act(
+            &s,
+            None,
+            &click(&o, "Add one"),
+            &Default::default(),
+            Duration::ZERO,
+        ),
+    )
+    .await;
+    let Err(refused) = acted else {
+        panic!("no action without its record")
+    };
+    assert!(
+        refused.to_string().contains("not sent") && refused.to_string().contains("disk is full"),
+        "{refused}"
+    );
+    assert_eq!(
+        refused.code(),
+        ErrorCode::BackendUnavailable,
+        "a full disk is no internal error"
+    );
     let options = Default::default();
-    let observed = answered("observe on a full disk", rt.observe(&s, None, &options)).await.expect("reading needs no disk");
-    assert!(observed.aria_snapshot().contains("0 clicks"), "nothing was clicked: {}", observed.aria_snapshot());
+    let observed = answered("observe on a full disk", rt.observe(&s, None, &options))
+        .await
+        .expect("reading needs no disk");
+    assert!(
+        observed.aria_snapshot().contains("0 clicks"),
+        "nothing was clicked: {}",
+        observed.aria_snapshot()
+    );
     // A tab that cannot be recorded is not left open in the browser.
-    let opened = answered("open on a full disk", rt.open_tab(&s, &server.url("/form.html"), Duration::ZERO)).await;
-    let targets = chromium.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
-    assert!(opened.is_ok() || !targets.iter().any(|t| t.url.contains("/form.html")), "a failed open leaks no tab: {opened:?}");
+    let opened = answered(
+        "open on a full disk",
+        rt.open_tab(&s, &server.url("/form.html"), Duration::ZERO),
+    )
+    .await;
+    let targets = chromium
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap()
+        .target_infos;
+    assert!(
+        opened.is_ok() || !targets.iter().any(|t| t.url.contains("/form.html")),
+        "a failed open leaks no tab: {opened:?}"
+    );
     let ended = answered("end_turn on a full disk", rt.end_turn(&s, "turn_1")).await;
     for e in [opened.err(), ended.err()].into_iter().flatten() {
         assert_eq!(e.code(), ErrorCode::BackendUnavailable, "{e}");
@@ -218,14 +382,26 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     let s2 = rt.create_session().await.unwrap();
     open(&rt, &s2, &server.url("/counter.html")).await.unwrap();
     let o = rt.observe(&s2, None, &Default::default()).await.unwrap();
-    rt.act(&s2, None, &click(&o, "Add one"), &Default::default(), Duration::ZERO).await.expect("acts once there is room");
+    rt.act(
+        &s2,
+        None,
+        &click(&o, "Add one"),
+        &Default::default(),
+        Duration::ZERO,
+    )
+    .await
+    .expect("acts once there is room");
     rt.shutdown(Duration::from_secs(5)).await;
 
     // A start on a full disk says so (not "DevTools port did not open").
     fill();
     let mut config = runtime::RuntimeConfig::new(mnt.join("other"));
     config.relaunch_dead_browser = false;
-    let Err(refused) = runtime::Runtime::start(config, browser::Chromium::local(mnt.join("other"))).await else { panic!("no start on a full disk") };
+    let Err(refused) =
+        runtime::Runtime::start(config, browser::Chromium::local(mnt.join("other"))).await
+    else {
+        panic!("no start on a full disk")
+    };
     assert!(refused.to_string().contains("disk is full"), "{refused}");
     assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
 }

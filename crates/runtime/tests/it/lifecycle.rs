@@ -6,31 +6,71 @@ use runtime::Mark;
 use crate::env;
 
 fn tab<'a>(status: &'a runtime::BrowserStatus, resource: &str) -> &'a runtime::TabStatus {
-    status.tabs.iter().find(|t| t.resource == resource).unwrap_or_else(|| panic!("{resource} in {status:?}"))
+    status
+        .tabs
+        .iter()
+        .find(|t| t.resource == resource)
+        .unwrap_or_else(|| panic!("{resource} in {status:?}"))
 }
 
 async fn page_open(env: &crate::Env, target_count_of: &str) -> usize {
-    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
-    targets.iter().filter(|t| t.target_type == "page" && t.url.contains(target_count_of)).count()
+    let targets = env
+        .browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap()
+        .target_infos;
+    targets
+        .iter()
+        .filter(|t| t.target_type == "page" && t.url.contains(target_count_of))
+        .count()
 }
 
 #[tokio::test]
 async fn a_mark_lasts_one_turn_and_must_be_renewed_to_keep_the_tab() {
     let env = env("lifecycle-marks", true).await;
     let s = &env.session;
-    let kept = crate::open(&env.runtime, s, &env.server.url("/login.html")).await.unwrap();
-    env.runtime.mark(s, kept, Mark::Deliverable, "turn_1").await.unwrap();
+    let kept = crate::open(&env.runtime, s, &env.server.url("/login.html"))
+        .await
+        .unwrap();
+    env.runtime
+        .mark(s, kept, Mark::Deliverable, "turn_1")
+        .await
+        .unwrap();
     // The latest mark in a turn wins.
-    env.runtime.mark(s, kept, Mark::Handoff, "turn_1").await.unwrap();
+    env.runtime
+        .mark(s, kept, Mark::Handoff, "turn_1")
+        .await
+        .unwrap();
     let report = env.runtime.end_turn(s, "turn_1").await.unwrap();
     assert_eq!(report.kept.len(), 1, "{report:?}");
     let status = env.runtime.status(s).unwrap();
-    assert_eq!((tab(&status, &report.kept[0]).mark.as_str(), tab(&status, &report.kept[0]).state.as_str()), ("handoff", "retained"));
+    assert_eq!(
+        (
+            tab(&status, &report.kept[0]).mark.as_str(),
+            tab(&status, &report.kept[0]).state.as_str()
+        ),
+        ("handoff", "retained")
+    );
     // The kept tab is usable next turn (attached again on demand).
-    assert_eq!(env.runtime.observe(s, None, &Default::default()).await.unwrap().title(), "Sign in — Fixture Bank");
+    assert_eq!(
+        env.runtime
+            .observe(s, None, &Default::default())
+            .await
+            .unwrap()
+            .title(),
+        "Sign in — Fixture Bank"
+    );
     // Not marked again in turn 2: it goes at turn 2's end.
     let report = env.runtime.end_turn(s, "turn_2").await.unwrap();
-    assert_eq!(report.closed.len(), 1, "the unrenewed mark expired: {report:?}");
+    assert_eq!(
+        report.closed.len(),
+        1,
+        "the unrenewed mark expired: {report:?}"
+    );
     assert_eq!(page_open(&env, "/login.html").await, 0);
 }
 
@@ -38,20 +78,51 @@ async fn a_mark_lasts_one_turn_and_must_be_renewed_to_keep_the_tab() {
 async fn records_survive_a_runtime_restart_and_old_handles_are_never_reused() {
     let env = env("lifecycle-restart", true).await;
     let s = env.session.clone();
-    let surface = crate::open(&env.runtime, &s, &env.server.url("/form.html")).await.unwrap();
-    env.runtime.mark(&s, surface, Mark::Deliverable, "turn_1").await.unwrap();
+    let surface = crate::open(&env.runtime, &s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
+    env.runtime
+        .mark(&s, surface, Mark::Deliverable, "turn_1")
+        .await
+        .unwrap();
     use store::Store as _;
-    let before = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap().list_resources(&store::SessionId::new(s.as_str())).unwrap();
+    let before = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite"))
+        .unwrap()
+        .list_resources(&store::SessionId::new(s.as_str()))
+        .unwrap();
     let old_handle = before[0].cdp_target_id.clone().expect("a live handle");
     drop(env.runtime);
-    let restarted = runtime::Runtime::start(runtime::RuntimeConfig::new(&env.data_dir), browser::Chromium::local(&env.data_dir)).await.unwrap();
+    let restarted = runtime::Runtime::start(
+        runtime::RuntimeConfig::new(&env.data_dir),
+        browser::Chromium::local(&env.data_dir),
+    )
+    .await
+    .unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
-    let resources = store.list_resources(&store::SessionId::new(s.as_str())).unwrap();
+    let resources = store
+        .list_resources(&store::SessionId::new(s.as_str()))
+        .unwrap();
     assert_eq!(resources.len(), 1);
-    assert_eq!(resources[0].mark, store::Mark::Deliverable, "the record survived");
+    assert_eq!(
+        resources[0].mark,
+        store::Mark::Deliverable,
+        "the record survived"
+    );
     // The old browser's handle is known gone: lost, or replaced by the restore's new one.
-    assert!(resources[0].handle_lost || resources[0].cdp_target_id.as_ref().is_some_and(|t| *t != old_handle), "{:?}", resources[0]);
-    assert_ne!(resources[0].cdp_target_id.as_ref(), Some(&old_handle), "an old handle is never reused");
+    assert!(
+        resources[0].handle_lost
+            || resources[0]
+                .cdp_target_id
+                .as_ref()
+                .is_some_and(|t| *t != old_handle),
+        "{:?}",
+        resources[0]
+    );
+    assert_ne!(
+        resources[0].cdp_target_id.as_ref(),
+        Some(&old_handle),
+        "an old handle is never reused"
+    );
     let _ = restarted;
 }
 
@@ -63,16 +134,33 @@ async fn same_document_navigations_are_followed_and_their_writes_throttled() {
     use store::Store as _;
     let env = env("lifecycle-location", true).await;
     let s = env.session.clone();
-    crate::open(&env.runtime, &s, &env.server.url("/pushstate.html")).await.unwrap();
+    crate::open(&env.runtime, &s, &env.server.url("/pushstate.html"))
+        .await
+        .unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
-    let tab = || store.list_resources(&store::SessionId::new(s.as_str())).unwrap().remove(0);
-    crate::eventually("a same-document URL is on record", || tab().url.is_some_and(|u| u.contains("step="))).await;
+    let tab = || {
+        store
+            .list_resources(&store::SessionId::new(s.as_str()))
+            .unwrap()
+            .remove(0)
+    };
+    crate::eventually("a same-document URL is on record", || {
+        tab().url.is_some_and(|u| u.contains("step="))
+    })
+    .await;
     let mut writes = std::collections::BTreeSet::new();
     let started = std::time::Instant::now();
     while started.elapsed() < std::time::Duration::from_secs(2) {
         writes.insert(tab().location_at);
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    assert!(writes.len() >= 2, "the location keeps following the page: {writes:?}");
-    assert!(writes.len() <= 6, "at most one write per 500 ms, not one per event: {} writes in 2 s", writes.len());
+    assert!(
+        writes.len() >= 2,
+        "the location keeps following the page: {writes:?}"
+    );
+    assert!(
+        writes.len() <= 6,
+        "at most one write per 500 ms, not one per event: {} writes in 2 s",
+        writes.len()
+    );
 }

@@ -18,7 +18,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runtime::{ApprovalDecision, EventKind, PlanFuture, PlanInput, Planner, PlannerStep, Runtime, RuntimeConfig};
+use runtime::{
+    ApprovalDecision, EventKind, PlanFuture, PlanInput, Planner, PlannerStep, Runtime,
+    RuntimeConfig,
+};
 use test_support::FixtureServer;
 use tokio::sync::Notify;
 
@@ -32,7 +35,9 @@ pub struct Env {
 }
 
 pub fn data_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-tests").join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("runtime-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -49,29 +54,57 @@ pub async fn env_with(name: &str, trusted: bool, adjust: impl FnOnce(&mut Runtim
 }
 
 /// [`env_with`] on the browser `source` names (a local launch when `None`).
-pub async fn env_on(name: &str, trusted: bool, source: Option<browser::BrowserSource>, adjust: impl FnOnce(&mut RuntimeConfig)) -> Env {
+pub async fn env_on(
+    name: &str,
+    trusted: bool,
+    source: Option<browser::BrowserSource>,
+    adjust: impl FnOnce(&mut RuntimeConfig),
+) -> Env {
     let server = FixtureServer::start().await.unwrap();
-    server.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
-    server.dir("/rt", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
+    server.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
+    server.dir(
+        "/rt",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+    );
     let data_dir = data_dir(name);
     let mut config = RuntimeConfig::new(&data_dir);
     if trusted {
-        config.trust.trusted_origins.push(policy::Origin::parse(&server.origin()).unwrap());
+        config
+            .trust
+            .trusted_origins
+            .push(policy::Origin::parse(&server.origin()).unwrap());
     }
     config.approval_timeout = Duration::from_secs(20);
     // These tests kill the browser to see what fails while it is away, and reconnect by hand
     // (the automatic relaunch and restore are tested against the binary, `glovebox` faults).
     config.relaunch_dead_browser = false;
     adjust(&mut config);
-    let browser = browser::Chromium::new(source.unwrap_or_else(|| browser::BrowserSource::Launch(browser::LaunchOptions::new(&data_dir))));
-    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
+    let browser =
+        browser::Chromium::new(source.unwrap_or_else(|| {
+            browser::BrowserSource::Launch(browser::LaunchOptions::new(&data_dir))
+        }));
+    let runtime = Runtime::start(config, browser.clone())
+        .await
+        .expect("runtime starts");
     let session = runtime.create_session().await.unwrap();
-    Env { runtime, browser, server, session, data_dir }
+    Env {
+        runtime,
+        browser,
+        server,
+        session,
+        data_dir,
+    }
 }
 
 /// Plays the person: answers approval requests with `decisions` in order, then stops listening.
 /// Returns the approvals it saw.
-pub fn person(runtime: &Runtime, decisions: Vec<ApprovalDecision>) -> Arc<std::sync::Mutex<Vec<runtime::ApprovalRequest>>> {
+pub fn person(
+    runtime: &Runtime,
+    decisions: Vec<ApprovalDecision>,
+) -> Arc<std::sync::Mutex<Vec<runtime::ApprovalRequest>>> {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut events = runtime.subscribe_events();
     let runtime = runtime.clone();
@@ -84,7 +117,9 @@ pub fn person(runtime: &Runtime, decisions: Vec<ApprovalDecision>) -> Arc<std::s
                 if let Some(request) = pending.iter().find(|r| r.approval_id == approval_id) {
                     log.lock().unwrap().push(request.clone());
                 }
-                let Some(decision) = decisions.next() else { return };
+                let Some(decision) = decisions.next() else {
+                    return;
+                };
                 let _ = runtime.resolve_approval(&approval_id, decision);
             }
         }
@@ -92,7 +127,10 @@ pub fn person(runtime: &Runtime, decisions: Vec<ApprovalDecision>) -> Arc<std::s
     seen
 }
 
-pub async fn wait_for<F: Fn(&EventKind) -> bool>(events: &mut tokio::sync::broadcast::Receiver<runtime::Event>, matches: F) {
+pub async fn wait_for<F: Fn(&EventKind) -> bool>(
+    events: &mut tokio::sync::broadcast::Receiver<runtime::Event>,
+    matches: F,
+) {
     tokio::time::timeout(Duration::from_secs(20), async {
         while let Ok(event) = events.recv().await {
             if matches(&event.kind) {
@@ -108,23 +146,44 @@ pub async fn wait_for<F: Fn(&EventKind) -> bool>(events: &mut tokio::sync::broad
 pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never happened: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
 /// The browser's own view of page targets whose URL contains `url_part`: (open, attached).
 pub async fn page_targets(env: &Env, url_part: &str) -> (usize, usize) {
-    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
-    let pages: Vec<_> = targets.iter().filter(|t| t.target_type == "page" && t.url.contains(url_part)).collect();
+    let targets = env
+        .browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap()
+        .target_infos;
+    let pages: Vec<_> = targets
+        .iter()
+        .filter(|t| t.target_type == "page" && t.url.contains(url_part))
+        .collect();
     (pages.len(), pages.iter().filter(|t| t.attached).count())
 }
 
 /// Observes the primary surface until the element named `name` is in it (a user's tab loads in
 /// its own time: registering it does not wait for the load).
-pub async fn observe_until(runtime: &Runtime, session: &protocol::SessionId, name: &str) -> protocol::Observation {
+pub async fn observe_until(
+    runtime: &Runtime,
+    session: &protocol::SessionId,
+    name: &str,
+) -> protocol::Observation {
     for _ in 0..100 {
-        let o = runtime.observe(session, None, &Default::default()).await.unwrap();
+        let o = runtime
+            .observe(session, None, &Default::default())
+            .await
+            .unwrap();
         if o.interactive_elements().iter().any(|e| e.name() == name) {
             return o;
         }
@@ -168,14 +227,20 @@ impl Planner for Gate {
         Box::pin(async move {
             started.notify_one();
             release.notified().await;
-            Ok(PlannerStep::GiveUp { summary: "released".into() })
+            Ok(PlannerStep::GiveUp {
+                summary: "released".into(),
+            })
         })
     }
 }
 
 /// Opens a tab as the tests' person allows it: on an origin nobody trusts, loading the page is a
 /// navigation a person approves (once; later actions there still ask).
-pub async fn open(runtime: &Runtime, session: &protocol::SessionId, url: &str) -> Result<runtime::SurfaceId, runtime::RuntimeError> {
+pub async fn open(
+    runtime: &Runtime,
+    session: &protocol::SessionId,
+    url: &str,
+) -> Result<runtime::SurfaceId, runtime::RuntimeError> {
     match runtime.open_tab(session, url, Duration::ZERO).await {
         Err(runtime::RuntimeError::NeedsApproval { approval_id, .. }) => {
             runtime.resolve_approval(&approval_id, ApprovalDecision::ApproveOnce)?;

@@ -15,7 +15,14 @@ fn navigate(o: &protocol::Observation, url: &str) -> protocol::ExtendedAction {
 }
 
 fn type_name(o: &protocol::Observation, text: &str) -> protocol::ExtendedAction {
-    let element = o.interactive_elements().iter().find(|e| e.name() == "Name").unwrap().element().as_str().to_owned();
+    let element = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Name")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
     protocol::validate_extended_action(
         &json!({"type": "type", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": element}, "text": text, "intent": "name"}),
     )
@@ -24,7 +31,10 @@ fn type_name(o: &protocol::Observation, text: &str) -> protocol::ExtendedAction 
 
 async fn fixture_origin() -> FixtureServer {
     let other = FixtureServer::start().await.unwrap();
-    other.dir("/", std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
+    other.dir(
+        "/",
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
     other
 }
 
@@ -37,37 +47,75 @@ async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page
     let env = env("one-path-grant", false).await;
     let other = fixture_origin().await;
     let (s, rt) = (&env.session, &env.runtime);
-    crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/counter.html"))
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let go = navigate(&o, &other.url("/counter.html"));
-    let err = rt.act(s, None, &go, &Default::default(), NOW).await.unwrap_err();
+    let err = rt
+        .act(s, None, &go, &Default::default(), NOW)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
     let pending = rt.pending_approvals();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].origin, other.origin(), "the person is shown the destination");
-    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveForTask).unwrap();
+    assert_eq!(
+        pending[0].origin,
+        other.origin(),
+        "the person is shown the destination"
+    );
+    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveForTask)
+        .unwrap();
     // The decision applied before resolve returned: the same action proceeds at once, no sleep.
-    rt.act(s, None, &go, &Default::default(), NOW).await.unwrap();
+    rt.act(s, None, &go, &Default::default(), NOW)
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     assert_eq!(o.origin(), other.origin());
-    rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.expect("the destination is granted");
+    rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW)
+        .await
+        .expect("the destination is granted");
     assert!(rt.pending_approvals().is_empty());
     // The origin the tab left was never granted.
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let back = navigate(&o, &env.server.url("/counter.html"));
-    assert_eq!(rt.act(s, None, &back, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_eq!(
+        rt.act(s, None, &back, &Default::default(), NOW)
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::NeedsApproval
+    );
     let id = rt.pending_approvals()[0].approval_id.clone();
     assert_eq!(rt.pending_approvals()[0].origin, env.server.origin());
-    rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).unwrap();
-    rt.act(s, None, &back, &Default::default(), NOW).await.unwrap();
+    rt.resolve_approval(&id, ApprovalDecision::ApproveOnce)
+        .unwrap();
+    rt.act(s, None, &back, &Default::default(), NOW)
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
-    assert_eq!(rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_eq!(
+        rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW)
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::NeedsApproval
+    );
     // Every approval leaves a durable trace with its outcome (never the text typed); the one
     // still waiting is withdrawn when the session ends.
     rt.close_session(s).await.unwrap();
     let store = store::SqliteStore::open(env.data_dir.join("glovebox.sqlite")).unwrap();
     let records = store::Store::list_approvals(&store, &store::SessionId::new(s.as_str())).unwrap();
-    let trace: Vec<_> = records.iter().map(|r| (r.request.action.as_str(), r.request.origin.clone(), r.outcome.map(|o| o.as_str()))).collect();
+    let trace: Vec<_> = records
+        .iter()
+        .map(|r| {
+            (
+                r.request.action.as_str(),
+                r.request.origin.clone(),
+                r.outcome.map(|o| o.as_str()),
+            )
+        })
+        .collect();
     assert_eq!(
         trace[trace.len() - 3..],
         [
@@ -84,21 +132,47 @@ async fn allow_for_this_site_on_a_navigation_grants_the_destination_not_the_page
 async fn an_expired_approval_is_neither_listed_nor_approvable() {
     // Short, but long enough that opening the page (approved, then sent again) finishes within it
     // on a loaded two-core machine.
-    let env = env_with("one-path-expiry", false, |c| c.approval_timeout = Duration::from_millis(2000)).await;
+    let env = env_with("one-path-expiry", false, |c| {
+        c.approval_timeout = Duration::from_millis(2000)
+    })
+    .await;
     let (s, rt) = (&env.session, &env.runtime);
-    crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let action = type_name(&o, "Ada");
-    assert_eq!(rt.act(s, None, &action, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_eq!(
+        rt.act(s, None, &action, &Default::default(), NOW)
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::NeedsApproval
+    );
     let id = rt.pending_approvals()[0].approval_id.clone();
     eventually("the approval expires", || rt.pending_approvals().is_empty()).await;
-    let err = rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).unwrap_err();
+    let err = rt
+        .resolve_approval(&id, ApprovalDecision::ApproveOnce)
+        .unwrap_err();
     assert!(err.to_string().contains("expired"), "{err}");
     // Sent again, the action asks afresh (a new approval), and nothing was typed.
-    assert_eq!(rt.act(s, None, &action, &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_eq!(
+        rt.act(s, None, &action, &Default::default(), NOW)
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::NeedsApproval
+    );
     assert_ne!(rt.pending_approvals()[0].approval_id, id);
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
-    assert!(o.interactive_elements().iter().find(|e| e.name() == "Name").unwrap().value().is_none_or(str::is_empty));
+    assert!(
+        o.interactive_elements()
+            .iter()
+            .find(|e| e.name() == "Name")
+            .unwrap()
+            .value()
+            .is_none_or(str::is_empty)
+    );
 }
 
 /// `glovebox approve` listed the requests of dead sessions, approvable hours later.
@@ -107,14 +181,29 @@ async fn a_closed_sessions_approvals_are_withdrawn() {
     let env = env("one-path-dead-session", false).await;
     let rt = &env.runtime;
     let gone = rt.create_session().await.unwrap();
-    crate::open(rt, &gone, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, &gone, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let o = rt.observe(&gone, None, &Default::default()).await.unwrap();
-    assert_eq!(rt.act(&gone, None, &type_name(&o, "Ada"), &Default::default(), NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
+    assert_eq!(
+        rt.act(&gone, None, &type_name(&o, "Ada"), &Default::default(), NOW)
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::NeedsApproval
+    );
     let id = rt.pending_approvals()[0].approval_id.clone();
     assert_eq!(rt.pending_approvals()[0].session, gone.as_str());
     rt.close_session(&gone).await.unwrap();
-    assert!(rt.pending_approvals().is_empty(), "{:?}", rt.pending_approvals());
-    assert!(rt.resolve_approval(&id, ApprovalDecision::ApproveOnce).is_err());
+    assert!(
+        rt.pending_approvals().is_empty(),
+        "{:?}",
+        rt.pending_approvals()
+    );
+    assert!(
+        rt.resolve_approval(&id, ApprovalDecision::ApproveOnce)
+            .is_err()
+    );
 }
 
 /// Approval was asked before the frame's freshness was checked, so a person could be asked about
@@ -123,15 +212,26 @@ async fn a_closed_sessions_approvals_are_withdrawn() {
 async fn no_approval_is_asked_for_a_stale_frame() {
     let env = env("one-path-stale", false).await;
     let (s, rt) = (&env.session, &env.runtime);
-    crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let old = rt.observe(s, None, &Default::default()).await.unwrap();
     // A newer observation (its screenshot is part of its frame id) makes `old` stale.
-    let options = browser::ObserveOptions { screenshot: Some(protocol::ImageMime::Png), ..Default::default() };
+    let options = browser::ObserveOptions {
+        screenshot: Some(protocol::ImageMime::Png),
+        ..Default::default()
+    };
     let new = rt.observe(s, None, &options).await.unwrap();
     assert_ne!(old.frame_id(), new.frame_id());
-    let err = rt.act(s, None, &type_name(&old, "Ada"), &Default::default(), NOW).await.unwrap_err();
+    let err = rt
+        .act(s, None, &type_name(&old, "Ada"), &Default::default(), NOW)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
-    assert!(rt.pending_approvals().is_empty(), "nobody is asked about a stale frame");
+    assert!(
+        rt.pending_approvals().is_empty(),
+        "nobody is asked about a stale frame"
+    );
 }
 
 /// Concurrent direct acts of one session shared the lease holder `{session}/direct`: the second
@@ -140,11 +240,16 @@ async fn no_approval_is_asked_for_a_stale_frame() {
 async fn two_direct_acts_of_one_session_queue_for_the_tab() {
     let env = env("one-path-concurrent", true).await;
     let (s, rt) = (&env.session, &env.runtime);
-    crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/counter.html"))
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let add = click(&o, "Add one");
     let options = browser::ActOptions::default();
-    let (a, b) = tokio::join!(rt.act(s, None, &add, &options, NOW), rt.act(s, None, &add, &options, NOW));
+    let (a, b) = tokio::join!(
+        rt.act(s, None, &add, &options, NOW),
+        rt.act(s, None, &add, &options, NOW)
+    );
     let mut done = 0;
     for result in [a, b] {
         match result {
@@ -155,7 +260,11 @@ async fn two_direct_acts_of_one_session_queue_for_the_tab() {
     }
     assert!(done >= 1);
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
-    assert!(o.aria_snapshot().contains(&format!("{done} clicks")), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains(&format!("{done} clicks")),
+        "{}",
+        o.aria_snapshot()
+    );
 }
 
 /// A call that waits for a person proceeds exactly once when the person approves, with no retry.
@@ -163,23 +272,47 @@ async fn two_direct_acts_of_one_session_queue_for_the_tab() {
 async fn a_waiting_call_proceeds_once_when_a_person_approves() {
     let env = env("one-path-waiting", false).await;
     let (s, rt) = (env.session.clone(), env.runtime.clone());
-    crate::open(&rt, &s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&rt, &s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
     let action = type_name(&o, "Ada");
     let mut events = rt.subscribe_events();
     let acting = {
         let (rt, s, action) = (rt.clone(), s.clone(), action.clone());
-        tokio::spawn(async move { rt.act(&s, None, &action, &Default::default(), Duration::from_secs(20)).await })
+        tokio::spawn(async move {
+            rt.act(
+                &s,
+                None,
+                &action,
+                &Default::default(),
+                Duration::from_secs(20),
+            )
+            .await
+        })
     };
-    wait_for(&mut events, |e| matches!(e, EventKind::ApprovalRequested { .. })).await;
+    wait_for(&mut events, |e| {
+        matches!(e, EventKind::ApprovalRequested { .. })
+    })
+    .await;
     let pending = rt.pending_approvals();
     assert_eq!(pending.len(), 1);
-    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::ApproveOnce)
+        .unwrap();
     let outcome = acting.await.unwrap().expect("the waiting call proceeds");
     assert_eq!(outcome.receipt.state(), protocol::ReceiptState::Confirmed);
     assert!(rt.pending_approvals().is_empty());
     // The decision was used by that call: the same action again asks again.
-    let again = rt.act(&s, None, &type_name(&outcome.observation.unwrap(), "Ada"), &Default::default(), NOW).await.unwrap_err();
+    let again = rt
+        .act(
+            &s,
+            None,
+            &type_name(&outcome.observation.unwrap(), "Ada"),
+            &Default::default(),
+            NOW,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), ErrorCode::NeedsApproval);
 }
 
@@ -189,9 +322,14 @@ async fn a_mark_never_races_a_turn_end() {
     let env = env("one-path-mark", true).await;
     let (s, rt) = (&env.session, &env.runtime);
     for round in 0..3 {
-        let surface = crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+        let surface = crate::open(rt, s, &env.server.url("/counter.html"))
+            .await
+            .unwrap();
         let turn = format!("turn_{round}");
-        let (marked, ended) = tokio::join!(rt.mark(s, surface, Mark::Deliverable, &turn), rt.end_turn(s, &turn));
+        let (marked, ended) = tokio::join!(
+            rt.mark(s, surface, Mark::Deliverable, &turn),
+            rt.end_turn(s, &turn)
+        );
         ended.unwrap();
         let open = rt.surface_ids(s).unwrap().contains(&surface);
         match marked {
@@ -212,9 +350,15 @@ async fn a_mark_never_races_a_turn_end() {
 async fn text_present_matches_page_text_not_snapshot_syntax() {
     let env = env("one-path-text", true).await;
     let (s, rt) = (&env.session, &env.runtime);
-    crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    crate::open(rt, s, &env.server.url("/counter.html"))
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
-    assert!(o.aria_snapshot().contains("button \"Add one\" [e1]"), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("button \"Add one\" [e1]"),
+        "{}",
+        o.aria_snapshot()
+    );
     let holds = |text: &str| Assertion::TextPresent { text: text.into() }.check(&o).0;
     assert!(holds("Add one") && holds("0 clicks") && holds("Counter"));
     for syntax in ["button", "[e1]", "e1", "heading", "\"Add one\"", "level=1"] {
@@ -233,23 +377,50 @@ async fn opening_a_tab_is_judged_like_navigating_to_its_page() {
     let err = rt.open_tab(s, &url, NOW).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
     let pending = rt.pending_approvals();
-    assert_eq!((pending[0].action.as_str(), pending[0].origin.as_str()), ("navigate", env.server.origin().as_str()));
-    assert!(env.server.requests_to("/form.html").is_empty(), "nothing was loaded before a person decided");
-    assert!(rt.surface_ids(s).unwrap().is_empty(), "the waiting tab was closed again");
-    assert_eq!(crate::page_targets(&env, "about:blank").await.0, blank_before, "no tab left behind");
+    assert_eq!(
+        (pending[0].action.as_str(), pending[0].origin.as_str()),
+        ("navigate", env.server.origin().as_str())
+    );
+    assert!(
+        env.server.requests_to("/form.html").is_empty(),
+        "nothing was loaded before a person decided"
+    );
+    assert!(
+        rt.surface_ids(s).unwrap().is_empty(),
+        "the waiting tab was closed again"
+    );
+    assert_eq!(
+        crate::page_targets(&env, "about:blank").await.0,
+        blank_before,
+        "no tab left behind"
+    );
     // Denied: the same open is refused, and again nothing is left.
-    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::Deny).unwrap();
-    assert_eq!(rt.open_tab(s, &url, NOW).await.unwrap_err().code(), ErrorCode::ApprovalDenied);
+    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::Deny)
+        .unwrap();
+    assert_eq!(
+        rt.open_tab(s, &url, NOW).await.unwrap_err().code(),
+        ErrorCode::ApprovalDenied
+    );
     assert!(rt.surface_ids(s).unwrap().is_empty());
     // Approved once: the same open proceeds, once.
-    assert_eq!(rt.open_tab(s, &url, NOW).await.unwrap_err().code(), ErrorCode::NeedsApproval);
-    rt.resolve_approval(&rt.pending_approvals()[0].approval_id, ApprovalDecision::ApproveOnce).unwrap();
+    assert_eq!(
+        rt.open_tab(s, &url, NOW).await.unwrap_err().code(),
+        ErrorCode::NeedsApproval
+    );
+    rt.resolve_approval(
+        &rt.pending_approvals()[0].approval_id,
+        ApprovalDecision::ApproveOnce,
+    )
+    .unwrap();
     let surface = rt.open_tab(s, &url, NOW).await.unwrap();
     assert_eq!(rt.surface_ids(s).unwrap(), [surface]);
     assert_eq!(env.server.requests_to("/form.html").len(), 1);
     // Too long a URL is refused before any tab exists (navigate's own limit).
     let long = format!("{}?q={}", env.server.url("/form.html"), "x".repeat(3000));
-    assert_eq!(rt.open_tab(s, &long, NOW).await.unwrap_err().code(), ErrorCode::InvalidAction);
+    assert_eq!(
+        rt.open_tab(s, &long, NOW).await.unwrap_err().code(),
+        ErrorCode::InvalidAction
+    );
     assert_eq!(rt.surface_ids(s).unwrap(), [surface]);
 }
 
@@ -257,7 +428,10 @@ async fn opening_a_tab_is_judged_like_navigating_to_its_page() {
 #[tokio::test]
 async fn opening_a_tab_on_a_trusted_origin_asks_nobody() {
     let env = env("one-path-open-trusted", true).await;
-    env.runtime.open_tab(&env.session, &env.server.url("/form.html"), NOW).await.unwrap();
+    env.runtime
+        .open_tab(&env.session, &env.server.url("/form.html"), NOW)
+        .await
+        .unwrap();
     assert!(env.runtime.pending_approvals().is_empty());
 }
 
@@ -273,14 +447,38 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
     let cases: Vec<(bool, Scripted, Option<policy::RiskTier>)> = vec![
         (false, Scripted::Scroll(200), None),
         (true, Scripted::Scroll(200), None),
-        (false, Scripted::Click("Add one".into()), Some(policy::RiskTier::R2)),
+        (
+            false,
+            Scripted::Click("Add one".into()),
+            Some(policy::RiskTier::R2),
+        ),
         (true, Scripted::Click("Add one".into()), None),
-        (false, Scripted::Click("Delete everything".into()), Some(policy::RiskTier::R3)),
-        (true, Scripted::Click("Delete everything".into()), Some(policy::RiskTier::R3)),
-        (true, Scripted::Type("Password".into(), "hunter2".into()), Some(policy::RiskTier::R3)),
+        (
+            false,
+            Scripted::Click("Delete everything".into()),
+            Some(policy::RiskTier::R3),
+        ),
+        (
+            true,
+            Scripted::Click("Delete everything".into()),
+            Some(policy::RiskTier::R3),
+        ),
+        (
+            true,
+            Scripted::Type("Password".into(), "hunter2".into()),
+            Some(policy::RiskTier::R3),
+        ),
     ];
     for trusted in [false, true] {
-        let env = env(if trusted { "one-path-table-trusted" } else { "one-path-table" }, trusted).await;
+        let env = env(
+            if trusted {
+                "one-path-table-trusted"
+            } else {
+                "one-path-table"
+            },
+            trusted,
+        )
+        .await;
         env.server.html("/table", PAGE);
         let (s, rt) = (&env.session, &env.runtime);
         crate::open(rt, s, &env.server.url("/table")).await.unwrap();
@@ -288,12 +486,23 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
             // Direct: the step as one action on the latest frame; a pending approval is denied.
             let o = rt.observe(s, None, &Default::default()).await.unwrap();
             let mut planner = ScriptedPlanner::new([step.clone()]);
-            let input = runtime::PlanInput { task: "t".into(), observation: o, step: 0, last: None, screenshot: None };
-            let runtime::PlannerStep::Act(action) = runtime::Planner::next(&mut planner, input).await.unwrap() else { panic!("a step") };
+            let input = runtime::PlanInput {
+                task: "t".into(),
+                observation: o,
+                step: 0,
+                last: None,
+                screenshot: None,
+            };
+            let runtime::PlannerStep::Act(action) =
+                runtime::Planner::next(&mut planner, input).await.unwrap()
+            else {
+                panic!("a step")
+            };
             let direct = match rt.act(s, None, &action, &Default::default(), NOW).await {
                 Err(e) if e.code() == ErrorCode::NeedsApproval => {
                     let pending = rt.pending_approvals();
-                    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::Deny).unwrap();
+                    rt.resolve_approval(&pending[0].approval_id, ApprovalDecision::Deny)
+                        .unwrap();
                     Some(pending[0].tier)
                 }
                 Ok(_) => None,
@@ -301,22 +510,34 @@ async fn the_approval_decision_table_is_the_same_for_direct_calls_and_runs() {
             };
             // A run of the same step; the test is the person, and denies.
             let mut events = rt.subscribe_events();
-            let planner = Box::new(ScriptedPlanner::new([step.clone(), Scripted::GiveUp("end".into())]));
+            let planner = Box::new(ScriptedPlanner::new([
+                step.clone(),
+                Scripted::GiveUp("end".into()),
+            ]));
             // The person's task carries the password the run types (a run types no other secret).
-            let (handle, join) = rt.start_run(s, RunRequest::new("t hunter2"), planner).unwrap();
+            let (handle, join) = rt
+                .start_run(s, RunRequest::new("t hunter2"), planner)
+                .unwrap();
             let mut run = None;
             while let Ok(event) = events.recv().await {
                 match event.kind {
-                    EventKind::ApprovalRequested { approval_id, tier, .. } if event.run_id == handle.run_id.as_str() => {
+                    EventKind::ApprovalRequested {
+                        approval_id, tier, ..
+                    } if event.run_id == handle.run_id.as_str() => {
                         run = Some(tier);
-                        rt.resolve_approval(&approval_id, ApprovalDecision::Deny).unwrap();
+                        rt.resolve_approval(&approval_id, ApprovalDecision::Deny)
+                            .unwrap();
                     }
                     EventKind::RunEnded { .. } if event.run_id == handle.run_id.as_str() => break,
                     _ => {}
                 }
             }
             assert_ne!(join.await.unwrap().status(), protocol::RunStatus::Succeeded);
-            assert_eq!((direct, run), (*want, *want), "case {case} (trusted {trusted}): direct and run decide alike");
+            assert_eq!(
+                (direct, run),
+                (*want, *want),
+                "case {case} (trusted {trusted}): direct and run decide alike"
+            );
         }
     }
 }
@@ -328,11 +549,20 @@ async fn an_unreachable_page_is_a_named_navigation_failure_and_leaves_no_tab() {
     let env = env("one-path-unreachable", false).await;
     let (s, rt) = (&env.session, &env.runtime);
     // A port nothing listens on (bound, then released).
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let err = crate::open(rt, s, &format!("http://127.0.0.1:{port}/")).await.unwrap_err();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = crate::open(rt, s, &format!("http://127.0.0.1:{port}/"))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
     assert!(err.to_string().contains("ERR_CONNECTION_REFUSED"), "{err}");
-    assert!(rt.surface_ids(s).unwrap().is_empty(), "the tab was closed again");
+    assert!(
+        rt.surface_ids(s).unwrap().is_empty(),
+        "the tab was closed again"
+    );
 }
 
 /// A tab closed from outside (a person, a crash) was still listed as owned, and the next call
@@ -341,15 +571,37 @@ async fn an_unreachable_page_is_a_named_navigation_failure_and_leaves_no_tab() {
 async fn a_tab_closed_from_outside_leaves_the_session_and_is_not_described_as_alive() {
     let env = env("one-path-outside-close", true).await;
     let (s, rt) = (&env.session, &env.runtime);
-    let surface = crate::open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    let surface = crate::open(rt, s, &env.server.url("/counter.html"))
+        .await
+        .unwrap();
     let o = rt.observe(s, None, &Default::default()).await.unwrap();
     let target = o.target().tab_id.as_str().to_owned();
-    env.browser.connection().unwrap().browser().call(cdp::domains::target::CloseTarget { target_id: cdp::TargetId(target) }).await.unwrap();
-    let err = rt.act(s, None, &click(&o, "Add one"), &Default::default(), NOW).await.unwrap_err();
+    env.browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::CloseTarget {
+            target_id: cdp::TargetId(target),
+        })
+        .await
+        .unwrap();
+    let err = rt
+        .act(s, None, &click(&o, "Add one"), &Default::default(), NOW)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::TargetLost, "{err}");
-    assert!(!rt.surface_ids(s).unwrap().contains(&surface), "the dead tab left the session");
+    assert!(
+        !rt.surface_ids(s).unwrap().contains(&surface),
+        "the dead tab left the session"
+    );
     let status = rt.status(s).unwrap();
-    assert!(status.tabs.iter().all(|t| t.state != runtime::ResourceState::Owned), "nothing dead is owned: {status:?}");
+    assert!(
+        status
+            .tabs
+            .iter()
+            .all(|t| t.state != runtime::ResourceState::Owned),
+        "nothing dead is owned: {status:?}"
+    );
     // The next call says what to do, not "name one of: " with nothing after it.
     let err = rt.observe(s, None, &Default::default()).await.unwrap_err();
     assert!(err.to_string().contains("tab_open"), "{err}");
@@ -361,28 +613,55 @@ async fn a_tab_closed_from_outside_leaves_the_session_and_is_not_described_as_al
 async fn a_call_dropped_while_it_waits_for_a_person_leaves_nothing_held() {
     let env = env("one-path-dropped", false).await;
     let (s, rt) = (env.session.clone(), env.runtime.clone());
-    crate::open(&rt, &s, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&rt, &s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let o = rt.observe(&s, None, &Default::default()).await.unwrap();
     let action = type_name(&o, "Ada");
     let mut events = rt.subscribe_events();
     let waiting = {
         let (rt, s, action) = (rt.clone(), s.clone(), action.clone());
-        tokio::spawn(async move { rt.act(&s, None, &action, &Default::default(), Duration::from_secs(60)).await })
+        tokio::spawn(async move {
+            rt.act(
+                &s,
+                None,
+                &action,
+                &Default::default(),
+                Duration::from_secs(60),
+            )
+            .await
+        })
     };
-    wait_for(&mut events, |e| matches!(e, EventKind::ApprovalRequested { .. })).await;
+    wait_for(&mut events, |e| {
+        matches!(e, EventKind::ApprovalRequested { .. })
+    })
+    .await;
     waiting.abort();
     let _ = waiting.await;
     // The lease went with the call: the same action finds its approval pending, not the tab held.
-    let again = rt.act(&s, None, &action, &Default::default(), NOW).await.unwrap_err();
+    let again = rt
+        .act(&s, None, &action, &Default::default(), NOW)
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), ErrorCode::NeedsApproval, "{again}");
 
     let opening = {
         let (rt, s, url) = (rt.clone(), s.clone(), env.server.url("/login.html"));
         tokio::spawn(async move { rt.open_tab(&s, &url, Duration::from_secs(60)).await })
     };
-    wait_for(&mut events, |e| matches!(e, EventKind::ApprovalRequested { .. })).await;
-    assert_eq!(rt.surface_ids(&s).unwrap().len(), 2, "the new tab waits for its page");
+    wait_for(&mut events, |e| {
+        matches!(e, EventKind::ApprovalRequested { .. })
+    })
+    .await;
+    assert_eq!(
+        rt.surface_ids(&s).unwrap().len(),
+        2,
+        "the new tab waits for its page"
+    );
     opening.abort();
     let _ = opening.await;
-    crate::eventually("the waiting tab is closed", || rt.surface_ids(&s).unwrap().len() == 1).await;
+    crate::eventually("the waiting tab is closed", || {
+        rt.surface_ids(&s).unwrap().len() == 1
+    })
+    .await;
 }

@@ -7,26 +7,78 @@ use crate::env;
 #[tokio::test]
 async fn keys_aliases_primary_and_ambiguity() {
     let env = env("surfaces", true).await;
-    let err = env.runtime.observe(&env.session, None, &Default::default()).await.unwrap_err();
+    let err = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::AmbiguousSurface, "no surface at all");
-    let first = crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
-    let second = crate::open(&env.runtime, &env.session, &env.server.url("/login.html")).await.unwrap();
-    let context = env.runtime.surface_context(&env.session, "turn_1", 1).await.unwrap();
+    let first = crate::open(&env.runtime, &env.session, &env.server.url("/form.html"))
+        .await
+        .unwrap();
+    let second = crate::open(&env.runtime, &env.session, &env.server.url("/login.html"))
+        .await
+        .unwrap();
+    let context = env
+        .runtime
+        .surface_context(&env.session, "turn_1", 1)
+        .await
+        .unwrap();
     let json = serde_json::to_value(&context).unwrap();
-    assert_eq!(json["primary_surface_key"], "s2", "the focused tab (the newest) is primary");
+    assert_eq!(
+        json["primary_surface_key"], "s2",
+        "the focused tab (the newest) is primary"
+    );
     assert_eq!(json["alias_map"]["web:1"], "s1");
     assert_eq!(json["alias_map"]["focused"], "s2");
     assert_eq!(json["untrusted_content"], true);
     assert_eq!(json["surfaces"][0]["preview"]["title"], "Sign up");
-    let web2 = env.runtime.observe(&env.session, Some(&SurfaceName::new("web:2").unwrap()), &Default::default()).await.unwrap();
+    let web2 = env
+        .runtime
+        .observe(
+            &env.session,
+            Some(&SurfaceName::new("web:2").unwrap()),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(web2.title(), "Sign in — Fixture Bank");
-    let err = env.runtime.observe(&env.session, Some(&SurfaceName::new("s9").unwrap()), &Default::default()).await.unwrap_err();
+    let err = env
+        .runtime
+        .observe(
+            &env.session,
+            Some(&SurfaceName::new("s9").unwrap()),
+            &Default::default(),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::UnknownSurface);
     // A surface the user closed to the agent is listed, without content.
-    env.runtime.set_capabilities(&env.session, first, vec![]).unwrap();
-    let context = serde_json::to_value(env.runtime.surface_context(&env.session, "turn_2", 2).await.unwrap()).unwrap();
-    assert!(context["surfaces"][0].get("preview").is_none_or(|p| p.is_null()), "{context}");
-    let err = env.runtime.observe(&env.session, Some(&SurfaceName::new("s1").unwrap()), &Default::default()).await.unwrap_err();
+    env.runtime
+        .set_capabilities(&env.session, first, vec![])
+        .unwrap();
+    let context = serde_json::to_value(
+        env.runtime
+            .surface_context(&env.session, "turn_2", 2)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        context["surfaces"][0]
+            .get("preview")
+            .is_none_or(|p| p.is_null()),
+        "{context}"
+    );
+    let err = env
+        .runtime
+        .observe(
+            &env.session,
+            Some(&SurfaceName::new("s1").unwrap()),
+            &Default::default(),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::CapabilityDenied);
     assert_ne!(first, second);
 }
@@ -38,19 +90,63 @@ async fn tab_keys_stay_stable_across_a_close() {
     let env = env("surfaces-stable", true).await;
     let (s, rt) = (&env.session, &env.runtime);
     let name = |n: &str| SurfaceName::new(n).unwrap();
-    let first = crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
-    crate::open(rt, s, &env.server.url("/login.html")).await.unwrap();
-    crate::open(rt, s, &env.server.url("/table.html")).await.unwrap();
+    let first = crate::open(rt, s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
+    crate::open(rt, s, &env.server.url("/login.html"))
+        .await
+        .unwrap();
+    crate::open(rt, s, &env.server.url("/table.html"))
+        .await
+        .unwrap();
     let title = |o: protocol::Observation| o.title().to_owned();
-    let third = title(rt.observe(s, Some(&name("s3")), &Default::default()).await.unwrap());
+    let third = title(
+        rt.observe(s, Some(&name("s3")), &Default::default())
+            .await
+            .unwrap(),
+    );
     rt.close_tab(s, first).await.unwrap();
-    assert_eq!(title(rt.observe(s, Some(&name("s3")), &Default::default()).await.unwrap()), third, "s3 is still the third tab");
-    assert_eq!(title(rt.observe(s, Some(&name("web:3")), &Default::default()).await.unwrap()), third, "and so is its alias");
-    assert_eq!(rt.observe(s, Some(&name("s1")), &Default::default()).await.unwrap_err().code(), ErrorCode::UnknownSurface, "a closed tab's key names nothing");
-    let fourth = crate::open(rt, s, &env.server.url("/form.html")).await.unwrap();
-    assert_eq!(rt.surface_key(s, fourth).as_deref(), Some("s4"), "keys are never reused");
+    assert_eq!(
+        title(
+            rt.observe(s, Some(&name("s3")), &Default::default())
+                .await
+                .unwrap()
+        ),
+        third,
+        "s3 is still the third tab"
+    );
+    assert_eq!(
+        title(
+            rt.observe(s, Some(&name("web:3")), &Default::default())
+                .await
+                .unwrap()
+        ),
+        third,
+        "and so is its alias"
+    );
+    assert_eq!(
+        rt.observe(s, Some(&name("s1")), &Default::default())
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownSurface,
+        "a closed tab's key names nothing"
+    );
+    let fourth = crate::open(rt, s, &env.server.url("/form.html"))
+        .await
+        .unwrap();
+    assert_eq!(
+        rt.surface_key(s, fourth).as_deref(),
+        Some("s4"),
+        "keys are never reused"
+    );
     let context = serde_json::to_value(rt.surface_context(s, "turn_1", 1).await.unwrap()).unwrap();
-    let keys: Vec<_> = context["surfaces"].as_array().unwrap().iter().map(|e| e["surface_key"].as_str().unwrap().to_owned()).collect();
+    let keys: Vec<_> = context["surfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["surface_key"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(keys, ["s2", "s3", "s4"]);
     assert_eq!(context["alias_map"]["web:3"], "s3");
 }
@@ -58,13 +154,36 @@ async fn tab_keys_stay_stable_across_a_close() {
 #[tokio::test]
 async fn sessions_are_isolated_browser_contexts() {
     let env = env("isolation", true).await;
-    crate::open(&env.runtime, &env.session, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &env.session, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let other = env.runtime.create_session().await.unwrap();
-    crate::open(&env.runtime, &other, &env.server.url("/form.html")).await.unwrap();
+    crate::open(&env.runtime, &other, &env.server.url("/form.html"))
+        .await
+        .unwrap();
     let conn = env.browser.connection().unwrap();
-    let targets = conn.browser().call(cdp::domains::target::GetTargets {}).await.unwrap().target_infos;
-    let contexts: std::collections::HashSet<_> = targets.iter().filter(|t| t.target_type == "page").filter_map(|t| t.browser_context_id.clone()).collect();
-    assert!(contexts.len() >= 2, "each session has its own browser context: {contexts:?}");
+    let targets = conn
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap()
+        .target_infos;
+    let contexts: std::collections::HashSet<_> = targets
+        .iter()
+        .filter(|t| t.target_type == "page")
+        .filter_map(|t| t.browser_context_id.clone())
+        .collect();
+    assert!(
+        contexts.len() >= 2,
+        "each session has its own browser context: {contexts:?}"
+    );
     env.runtime.close_session(&other).await.unwrap();
-    assert_eq!(env.runtime.observe(&other, None, &Default::default()).await.unwrap_err().code(), ErrorCode::UnknownSurface);
+    assert_eq!(
+        env.runtime
+            .observe(&other, None, &Default::default())
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownSurface
+    );
 }

@@ -13,7 +13,13 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// The MCP tests' planner program (it signs up on the form fixture).
 fn test_planner() -> Vec<String> {
-    vec!["python3".into(), PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/planner.py").display().to_string()]
+    vec![
+        "python3".into(),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../mcp/tests/planner.py")
+            .display()
+            .to_string(),
+    ]
 }
 
 struct Env {
@@ -26,23 +32,43 @@ struct Env {
 
 async fn env(name: &str) -> Env {
     let fixtures = FixtureServer::start().await.unwrap();
-    fixtures.dir("/", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"));
-    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("server-tests").join(name);
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
+    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("server-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&data_dir).unwrap();
     let mut config = RuntimeConfig::new(&data_dir);
-    config.trust.trusted_origins.push(policy::Origin::parse(&fixtures.origin()).unwrap());
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&fixtures.origin()).unwrap());
     // No idle detach while a test counts CDP commands.
     config.debugger_idle_detach = Duration::from_secs(600);
     let browser = browser::Chromium::local(&data_dir);
-    let runtime = Runtime::start(config, browser.clone()).await.expect("runtime starts");
+    let runtime = Runtime::start(config, browser.clone())
+        .await
+        .expect("runtime starts");
     let options = server::HttpOptions {
         bind: "127.0.0.1:0".parse().unwrap(),
-        host: server::HostOptions { planner: Some(test_planner()), model: None },
+        host: server::HostOptions {
+            planner: Some(test_planner()),
+            model: None,
+        },
         ..server::HttpOptions::default()
     };
-    let server = server::serve(runtime.clone(), options).await.expect("serve");
-    Env { runtime, browser, fixtures, server }
+    let server = server::serve(runtime.clone(), options)
+        .await
+        .expect("serve");
+    Env {
+        runtime,
+        browser,
+        fixtures,
+        server,
+    }
 }
 
 /// A raw HTTP/1.1 POST to the listener; returns status and JSON body.
@@ -60,12 +86,20 @@ async fn post(env: &Env, path: &str, token: &str, body: &Value) -> (u16, Value) 
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await.unwrap();
     let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A renderer: one WebSocket bound to one registered window.
 struct Renderer {
@@ -83,12 +117,18 @@ struct Renderer {
 
 async fn socket(env: &Env) -> Socket {
     let url = format!("ws://{}{}", env.server.local_addr, server::RENDERER_PATH);
-    tokio_tungstenite::connect_async(url).await.expect("the renderer socket opens").0
+    tokio_tungstenite::connect_async(url)
+        .await
+        .expect("the renderer socket opens")
+        .0
 }
 
 async fn recv(socket: &mut Socket) -> Option<Value> {
     loop {
-        match tokio::time::timeout(Duration::from_secs(30), socket.next()).await.expect("a reply within 30 s") {
+        match tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("a reply within 30 s")
+        {
             Some(Ok(Message::Text(text))) => return Some(serde_json::from_str(&text).unwrap()),
             Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
             Some(Ok(_)) => continue,
@@ -102,8 +142,20 @@ async fn user_tab(env: &Env, path: &str) -> String {
     let tab = env.runtime.register_user_tab(&url).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
-        if targets.target_infos.iter().any(|t| t.url == url && !t.title.is_empty() && t.title != url) || tokio::time::Instant::now() > deadline {
+        let targets = env
+            .browser
+            .connection()
+            .unwrap()
+            .browser()
+            .call(cdp::domains::target::GetTargets {})
+            .await
+            .unwrap();
+        if targets
+            .target_infos
+            .iter()
+            .any(|t| t.url == url && !t.title.is_empty() && t.title != url)
+            || tokio::time::Instant::now() > deadline
+        {
             return tab;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -111,7 +163,13 @@ async fn user_tab(env: &Env, path: &str) -> String {
 }
 
 async fn nonce(env: &Env, window: &str, instance: &str) -> String {
-    let (status, ticket) = post(env, "/api/host/windows", &env.server.person.token, &json!({"window_id": window, "renderer_instance_id": instance})).await;
+    let (status, ticket) = post(
+        env,
+        "/api/host/windows",
+        &env.server.person.token,
+        &json!({"window_id": window, "renderer_instance_id": instance}),
+    )
+    .await;
     assert_eq!(status, 200, "{ticket}");
     ticket["nonce"].as_str().unwrap().to_owned()
 }
@@ -120,11 +178,24 @@ impl Renderer {
     async fn open(env: &Env, window: &str) -> Renderer {
         let nonce = nonce(env, window, &format!("{window}-r1")).await;
         let mut socket = socket(env).await;
-        socket.send(Message::Text(json!({"type": "hello", "nonce": nonce}).to_string().into())).await.unwrap();
+        socket
+            .send(Message::Text(
+                json!({"type": "hello", "nonce": nonce}).to_string().into(),
+            ))
+            .await
+            .unwrap();
         let welcome = recv(&mut socket).await.unwrap();
         assert_eq!(welcome["type"], "welcome", "{welcome}");
         assert_eq!(welcome["window_id"], window);
-        Renderer { socket, chat_session: format!("chat-of-{window}"), branch: None, next: 0, window_revision: 0, layout_revision: 0, early: Vec::new() }
+        Renderer {
+            socket,
+            chat_session: format!("chat-of-{window}"),
+            branch: None,
+            next: 0,
+            window_revision: 0,
+            layout_revision: 0,
+            early: Vec::new(),
+        }
     }
 
     /// Sends a message with a fresh id and waits for the reply with that id.
@@ -132,8 +203,15 @@ impl Renderer {
         self.next += 1;
         let id = self.next;
         message["id"] = json!(id);
-        self.socket.send(Message::Text(message.to_string().into())).await.unwrap();
-        if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id) && m["type"] != "run_event") {
+        self.socket
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .unwrap();
+        if let Some(i) = self
+            .early
+            .iter()
+            .position(|m| m["id"] == json!(id) && m["type"] != "run_event")
+        {
             return self.early.remove(i);
         }
         loop {
@@ -166,7 +244,8 @@ impl Renderer {
     }
 
     async fn focus(&mut self, id: Option<&str>) {
-        self.event(json!({"op": "focus_set", "focused_registry_surface_id": id})).await;
+        self.event(json!({"op": "focus_set", "focused_registry_surface_id": id}))
+            .await;
     }
 
     /// A chat command referencing `visible` (registry id, surface revision).
@@ -180,7 +259,8 @@ impl Renderer {
         if let Some(branch) = &self.branch {
             refs["branch_id"] = json!(branch);
         }
-        self.call(json!({"type": "chat_turn", "surface_refs": refs})).await
+        self.call(json!({"type": "chat_turn", "surface_refs": refs}))
+            .await
     }
 
     /// A chat command sent without waiting for its reply ([`Renderer::reply`]); returns its id.
@@ -193,14 +273,21 @@ impl Renderer {
             "visible": visible.iter().map(|(id, rev)| json!({"registry_surface_id": id, "surface_revision": rev})).collect::<Vec<_>>(),
         });
         let message = json!({"type": "chat_turn", "id": self.next, "surface_refs": refs});
-        self.socket.send(Message::Text(message.to_string().into())).await.unwrap();
+        self.socket
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .unwrap();
         self.next
     }
 
     /// The reply with this id, whenever it came.
     async fn reply(&mut self, id: u64) -> Value {
         loop {
-            if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id) && m["type"] != "run_event") {
+            if let Some(i) = self
+                .early
+                .iter()
+                .position(|m| m["id"] == json!(id) && m["type"] != "run_event")
+            {
                 return self.early.remove(i);
             }
             let message = recv(&mut self.socket).await.expect("the socket stays open");
@@ -215,7 +302,12 @@ impl Renderer {
 }
 
 fn surface<'a>(turn: &'a Value, key: &str) -> &'a Value {
-    turn["context"]["surfaces"].as_array().unwrap().iter().find(|s| s["surface_key"] == key).unwrap_or_else(|| panic!("{key} in {turn}"))
+    turn["context"]["surfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["surface_key"] == key)
+        .unwrap_or_else(|| panic!("{key} in {turn}"))
 }
 
 fn alias(turn: &Value, alias: &str) -> Value {
@@ -223,8 +315,12 @@ fn alias(turn: &Value, alias: &str) -> Value {
 }
 
 fn click(observation: &Value, name: &str) -> Value {
-    let element =
-        observation["interactive_elements"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap_or_else(|| panic!("{name} in {observation}"));
+    let element = observation["interactive_elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {observation}"));
     json!({"type": "click", "expected_frame_id": observation["frame_id"], "target": {"kind": "element", "ref": element["ref"]}, "intent": "count"})
 }
 
@@ -245,55 +341,146 @@ async fn a_chat_turn_knows_the_visible_tab_and_its_tool_calls_act_on_exactly_it(
     assert_eq!(turn["type"], "surface_context", "{turn}");
     let key = turn["context"]["primary_surface_key"].clone();
     assert_eq!(alias(&turn, "right"), key, "{turn}");
-    assert_eq!(alias(&turn, "focused"), key, "right and focused name one key: {turn}");
+    assert_eq!(
+        alias(&turn, "focused"),
+        key,
+        "right and focused name one key: {turn}"
+    );
     assert_eq!(alias(&turn, "web:1"), key, "{turn}");
     let entry = surface(&turn, key.as_str().unwrap());
-    assert_eq!(entry["capabilities"], json!(["observe", "interact", "navigate"]));
+    assert_eq!(
+        entry["capabilities"],
+        json!(["observe", "interact", "navigate"])
+    );
     assert_eq!(entry["preview"]["preview_status"], "ready", "{turn}");
-    assert!(entry["preview"]["visible_text_excerpt"].as_str().unwrap().contains("0 clicks"), "the preview is the page's, read by the runtime: {turn}");
+    assert!(
+        entry["preview"]["visible_text_excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("0 clicks"),
+        "the preview is the page's, read by the runtime: {turn}"
+    );
     assert_eq!(entry["untrusted_content"], true);
     assert_eq!(turn["tools"][0]["name"], "computer_use");
-    let names = turn["tools"][0]["input_schema"]["properties"]["surface"]["enum"].as_array().unwrap().clone();
-    assert!(names.contains(&json!("right")) && names.contains(&key), "{names:?}");
+    let names = turn["tools"][0]["input_schema"]["properties"]["surface"]["enum"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        names.contains(&json!("right")) && names.contains(&key),
+        "{names:?}"
+    );
 
-    let seen = r.tool(&turn, "call-1", "observe", json!({"surface": "right"})).await;
+    let seen = r
+        .tool(&turn, "call-1", "observe", json!({"surface": "right"}))
+        .await;
     assert_eq!(seen["type"], "tool_result", "{seen}");
     assert_eq!(seen["surface"], key);
-    let acted = r.tool(&turn, "call-2", "act", json!({"surface": "right", "action": click(&seen["observation"], "Add one")})).await;
-    assert!(matches!(acted["receipt"]["state"].as_str(), Some("confirmed" | "dispatched")), "{acted}");
-    assert!(acted["observation"].get("target").is_none(), "no backend tab id reaches what a host forwards to its model: {acted}");
-    assert!(acted["observation"]["aria_snapshot"].as_str().unwrap().contains("1 clicks"), "{acted}");
+    let acted = r
+        .tool(
+            &turn,
+            "call-2",
+            "act",
+            json!({"surface": "right", "action": click(&seen["observation"], "Add one")}),
+        )
+        .await;
+    assert!(
+        matches!(
+            acted["receipt"]["state"].as_str(),
+            Some("confirmed" | "dispatched")
+        ),
+        "{acted}"
+    );
+    assert!(
+        acted["observation"].get("target").is_none(),
+        "no backend tab id reaches what a host forwards to its model: {acted}"
+    );
+    assert!(
+        acted["observation"]["aria_snapshot"]
+            .as_str()
+            .unwrap()
+            .contains("1 clicks"),
+        "{acted}"
+    );
     let again = r.tool(&turn, "call-2", "observe", json!({})).await;
-    assert_eq!(again["code"], "invalid_action", "a tool call id runs once: {again}");
-    let bad = r.tool(&turn, "call-3", "observe", json!({"surface": "left"})).await;
+    assert_eq!(
+        again["code"], "invalid_action",
+        "a tool call id runs once: {again}"
+    );
+    let bad = r
+        .tool(&turn, "call-3", "observe", json!({"surface": "left"}))
+        .await;
     assert_eq!(bad["code"], "unknown_surface", "{bad}");
-    let garbage = r.call(json!({"type": "tool_call", "envelope": {"tool_call_id": "x"}, "name": "observe"})).await;
+    let garbage = r
+        .call(json!({"type": "tool_call", "envelope": {"tool_call_id": "x"}, "name": "observe"}))
+        .await;
     assert_eq!(garbage["code"], "invalid_action", "{garbage}");
 
     let turn_id = turn["context"]["turn_id"].as_str().unwrap().to_owned();
-    let ended = r.call(json!({"type": "turn_end", "chat_session_id": r.chat_session, "turn_id": turn_id})).await;
+    let ended = r
+        .call(json!({"type": "turn_end", "chat_session_id": r.chat_session, "turn_id": turn_id}))
+        .await;
     assert_eq!(ended["ended"], true, "{ended}");
-    assert_eq!(ended["report"]["released"].as_array().unwrap().len(), 1, "the person's tab goes back, open: {ended}");
-    let twice = r.call(json!({"type": "turn_end", "chat_session_id": r.chat_session, "turn_id": turn_id})).await;
+    assert_eq!(
+        ended["report"]["released"].as_array().unwrap().len(),
+        1,
+        "the person's tab goes back, open: {ended}"
+    );
+    let twice = r
+        .call(json!({"type": "turn_end", "chat_session_id": r.chat_session, "turn_id": turn_id}))
+        .await;
     assert_eq!(twice["ended"], false, "{twice}");
     let late = r.tool(&turn, "call-4", "observe", json!({})).await;
-    assert_eq!(late["code"], "unknown_surface", "an ended turn's snapshot resolves nothing: {late}");
-    assert!(env.runtime.user_tabs().unwrap().iter().any(|t| t.tab == tab), "the tab is the person's again");
+    assert_eq!(
+        late["code"], "unknown_surface",
+        "an ended turn's snapshot resolves nothing: {late}"
+    );
+    assert!(
+        env.runtime
+            .user_tabs()
+            .unwrap()
+            .iter()
+            .any(|t| t.tab == tab),
+        "the tab is the person's again"
+    );
     // The next turn, on another branch of the conversation, binds it again; the tab is recorded
     // in that branch (the console groups by it).
     r.branch = Some("branch-2".into());
     let next = r.turn("chat", &[("web", 1)], Some("web")).await;
     assert_eq!(next["type"], "surface_context", "{next}");
     let tabs = env.runtime.tabs_for_person().unwrap();
-    assert_eq!(tabs.iter().find(|t| t["tab"] == tab.as_str()).map(|t| t["branch"].clone()), Some(json!("branch-2")), "{tabs:?}");
+    assert_eq!(
+        tabs.iter()
+            .find(|t| t["tab"] == tab.as_str())
+            .map(|t| t["branch"].clone()),
+        Some(json!("branch-2")),
+        "{tabs:?}"
+    );
     assert_ne!(next["context"]["turn_id"], turn["context"]["turn_id"]);
     // Closing the chat ends its session: the tab is the person's again, the snapshot is gone.
-    let closed = r.call(json!({"type": "chat_close", "chat_session_id": r.chat_session})).await;
+    let closed = r
+        .call(json!({"type": "chat_close", "chat_session_id": r.chat_session}))
+        .await;
     assert_eq!(closed["type"], "chat_closed", "{closed}");
-    assert_eq!(closed["report"]["released"].as_array().unwrap().len(), 1, "{closed}");
-    assert_eq!(r.tool(&next, "call-5", "observe", json!({})).await["code"], "unknown_surface");
-    assert!(env.runtime.user_tabs().unwrap().iter().any(|t| t.tab == tab));
-    let unknown = r.call(json!({"type": "chat_close", "chat_session_id": "nope"})).await;
+    assert_eq!(
+        closed["report"]["released"].as_array().unwrap().len(),
+        1,
+        "{closed}"
+    );
+    assert_eq!(
+        r.tool(&next, "call-5", "observe", json!({})).await["code"],
+        "unknown_surface"
+    );
+    assert!(
+        env.runtime
+            .user_tabs()
+            .unwrap()
+            .iter()
+            .any(|t| t.tab == tab)
+    );
+    let unknown = r
+        .call(json!({"type": "chat_close", "chat_session_id": "nope"}))
+        .await;
     assert_eq!(unknown["code"], "unknown_surface", "{unknown}");
 }
 
@@ -331,60 +518,133 @@ async fn forged_cross_connection_and_stale_references_are_refused_before_any_cdp
     assert_eq!(stale_window["code"], "stale_observation", "{stale_window}");
     r.window_revision += 1;
     let wrong_focus = r.turn("chat", &[("web", 1)], Some("web")).await;
-    assert_eq!(wrong_focus["code"], "stale_observation", "the focus is the registry's, not the command's: {wrong_focus}");
+    assert_eq!(
+        wrong_focus["code"], "stale_observation",
+        "the focus is the registry's, not the command's: {wrong_focus}"
+    );
     let repeated = r
         .call(json!({"type": "registry", "event": {"op": "focus_set", "window_revision": r.window_revision, "layout_revision": r.layout_revision + 1, "focused_registry_surface_id": "web"}}))
         .await;
-    assert_eq!(repeated["code"], "stale_observation", "a repeated window revision changes nothing: {repeated}");
+    assert_eq!(
+        repeated["code"], "stale_observation",
+        "a repeated window revision changes nothing: {repeated}"
+    );
     let cross = r
         .call(json!({"type": "registry", "event": {"op": "hide", "registry_surface_id": "theirs", "window_revision": r.window_revision + 1, "surface_revision": 2, "layout_revision": r.layout_revision + 1}}))
         .await;
-    assert_eq!(cross["code"], "unknown_surface", "another window's surface cannot be touched: {cross}");
+    assert_eq!(
+        cross["code"], "unknown_surface",
+        "another window's surface cannot be touched: {cross}"
+    );
     let fake_tab = r
         .call(json!({"type": "registry", "event": {"op": "open", "registry_surface_id": "x", "window_revision": r.window_revision + 1, "surface_revision": 1, "layout_revision": r.layout_revision + 1, "kind": "web_tab", "group_id": "g1", "local_surface_id": "tab_forged"}}))
         .await;
-    assert_eq!(fake_tab["code"], "unknown_surface", "a surface is a real tab a person offered: {fake_tab}");
+    assert_eq!(
+        fake_tab["code"], "unknown_surface",
+        "a surface is a real tab a person offered: {fake_tab}"
+    );
     let unknown_field = r.call(json!({"type": "registry", "event": {"op": "focus_set", "window_revision": 99, "layout_revision": 99, "focused_registry_surface_id": null, "title": "x"}})).await;
     assert_eq!(unknown_field["code"], "invalid_action", "{unknown_field}");
     let not_json = r.call(json!({"type": "chat_turn"})).await;
     assert_eq!(not_json["code"], "invalid_action", "{not_json}");
-    assert_eq!(env.browser.connection().unwrap().commands_sent(), sent, "no CDP command was sent for a refused reference");
+    assert_eq!(
+        env.browser.connection().unwrap().commands_sent(),
+        sent,
+        "no CDP command was sent for a refused reference"
+    );
 
     // A nonce is used once; without one the socket is closed.
     let used = nonce(&env, "win-3", "r1").await;
     let mut first = socket(&env).await;
-    first.send(Message::Text(json!({"type": "hello", "nonce": used}).to_string().into())).await.unwrap();
+    first
+        .send(Message::Text(
+            json!({"type": "hello", "nonce": used}).to_string().into(),
+        ))
+        .await
+        .unwrap();
     assert_eq!(recv(&mut first).await.unwrap()["type"], "welcome");
     let mut second = socket(&env).await;
-    second.send(Message::Text(json!({"type": "hello", "nonce": used}).to_string().into())).await.unwrap();
+    second
+        .send(Message::Text(
+            json!({"type": "hello", "nonce": used}).to_string().into(),
+        ))
+        .await
+        .unwrap();
     assert_eq!(recv(&mut second).await.unwrap()["code"], "unknown_surface");
     assert!(recv(&mut second).await.is_none(), "closed");
-    let (status, _) = post(&env, "/api/host/windows", "not-the-person", &json!({"window_id": "w", "renderer_instance_id": "r"})).await;
+    let (status, _) = post(
+        &env,
+        "/api/host/windows",
+        "not-the-person",
+        &json!({"window_id": "w", "renderer_instance_id": "r"}),
+    )
+    .await;
     assert_eq!(status, 401, "only the person's host registers windows");
-    let (status, _) = post(&env, "/api/host/windows", &env.server.person.token, &json!({"window_id": "win-3", "renderer_instance_id": "r1"})).await;
+    let (status, _) = post(
+        &env,
+        "/api/host/windows",
+        &env.server.person.token,
+        &json!({"window_id": "win-3", "renderer_instance_id": "r1"}),
+    )
+    .await;
     assert_eq!(status, 400, "a registration is not reusable");
 
     // A binding of a closed connection is invalid, and the tab goes back to its person.
     let turn = r.turn("chat", &[("web", 1)], None).await;
     assert_eq!(turn["type"], "surface_context", "{turn}");
     let session: protocol::SessionId = serde_json::from_value(turn["session"].clone()).unwrap();
-    assert_eq!(env.runtime.status(&session).unwrap().tabs.iter().filter(|t| t.surface.is_some()).count(), 1);
+    assert_eq!(
+        env.runtime
+            .status(&session)
+            .unwrap()
+            .tabs
+            .iter()
+            .filter(|t| t.surface.is_some())
+            .count(),
+        1
+    );
     let (_, windows_before, _) = env.runtime.host_counts();
     r.socket.close(None).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while env.runtime.host_counts().1 == windows_before && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(env.runtime.host_counts().1, windows_before - 1, "its window and entries are gone");
-    while env.runtime.status(&session).unwrap().tabs.iter().any(|t| t.surface.is_some()) && tokio::time::Instant::now() < deadline {
+    assert_eq!(
+        env.runtime.host_counts().1,
+        windows_before - 1,
+        "its window and entries are gone"
+    );
+    while env
+        .runtime
+        .status(&session)
+        .unwrap()
+        .tabs
+        .iter()
+        .any(|t| t.surface.is_some())
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(env.runtime.status(&session).unwrap().tabs.iter().all(|t| t.surface.is_none()), "the claim was given back");
+    assert!(
+        env.runtime
+            .status(&session)
+            .unwrap()
+            .tabs
+            .iter()
+            .all(|t| t.surface.is_none()),
+        "the claim was given back"
+    );
     // The other window never saw any of it.
     let theirs = other.turn("chat2", &[("theirs", 1)], None).await;
     assert_eq!(theirs["type"], "surface_context", "{theirs}");
     assert!(
-        surface(&theirs, theirs["context"]["primary_surface_key"].as_str().unwrap())["preview"]["visible_text_excerpt"].as_str().unwrap().contains("Plans")
+        surface(
+            &theirs,
+            theirs["context"]["primary_surface_key"].as_str().unwrap()
+        )["preview"]["visible_text_excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("Plans")
     );
 }
 
@@ -402,32 +662,74 @@ async fn aliases_follow_the_rules_and_each_snapshot_resolves_only_its_own_names(
     r.open_tab("tab-b", "g1", &b, "right", 2).await;
     r.open_tab("tab-a", "g1", &a, "right", 1).await;
     r.focus(Some("tab-a")).await;
-    let both = r.turn("chat", &[("tab-a", 1), ("tab-b", 1)], Some("tab-a")).await;
+    let both = r
+        .turn("chat", &[("tab-a", 1), ("tab-b", 1)], Some("tab-a"))
+        .await;
     assert_eq!(both["type"], "surface_context", "{both}");
     let key_a = alias(&both, "focused");
-    assert_eq!(alias(&both, "web:1"), key_a, "web:N follows the tab order: {both}");
+    assert_eq!(
+        alias(&both, "web:1"),
+        key_a,
+        "web:N follows the tab order: {both}"
+    );
     assert_ne!(alias(&both, "web:2"), key_a);
-    assert_eq!(alias(&both, "right"), Value::Null, "two tabs on the right: no right alias: {both}");
-    assert_eq!(both["context"]["primary_surface_key"], key_a, "the focused tab is primary");
+    assert_eq!(
+        alias(&both, "right"),
+        Value::Null,
+        "two tabs on the right: no right alias: {both}"
+    );
+    assert_eq!(
+        both["context"]["primary_surface_key"], key_a,
+        "the focused tab is primary"
+    );
 
     // The layout changes: a goes left, focus moves to b. The old snapshot keeps its names.
     r.event(json!({"op": "update", "registry_surface_id": "tab-a", "surface_revision": 2, "region": "left"})).await;
     r.focus(Some("tab-b")).await;
-    let moved = r.turn("chat", &[("tab-a", 2), ("tab-b", 1)], Some("tab-b")).await;
+    let moved = r
+        .turn("chat", &[("tab-a", 2), ("tab-b", 1)], Some("tab-b"))
+        .await;
     let key_b = alias(&moved, "focused");
     assert_eq!(alias(&moved, "right"), key_b, "{moved}");
-    assert_eq!(alias(&moved, "left"), key_a, "the same tab keeps its key while the session holds it: {moved}");
-    let old = r.tool(&both, "old-1", "observe", json!({"surface": "focused"})).await;
-    assert_eq!(old["surface"], key_a, "the older turn's focused is still a: {old}");
-    let new = r.tool(&moved, "new-1", "observe", json!({"surface": "right"})).await;
+    assert_eq!(
+        alias(&moved, "left"),
+        key_a,
+        "the same tab keeps its key while the session holds it: {moved}"
+    );
+    let old = r
+        .tool(&both, "old-1", "observe", json!({"surface": "focused"}))
+        .await;
+    assert_eq!(
+        old["surface"], key_a,
+        "the older turn's focused is still a: {old}"
+    );
+    let new = r
+        .tool(&moved, "new-1", "observe", json!({"surface": "right"}))
+        .await;
     assert_eq!(new["surface"], key_b, "{new}");
-    assert!(new["observation"]["aria_snapshot"].as_str().unwrap().contains("Enterprise"), "{new}");
+    assert!(
+        new["observation"]["aria_snapshot"]
+            .as_str()
+            .unwrap()
+            .contains("Enterprise"),
+        "{new}"
+    );
 
     // Hidden: the next call on it is target_lost, in both snapshots; b is not chosen instead.
-    r.event(json!({"op": "hide", "registry_surface_id": "tab-a", "surface_revision": 3})).await;
-    let lost = r.tool(&moved, "new-2", "observe", json!({"surface": "left"})).await;
+    r.event(json!({"op": "hide", "registry_surface_id": "tab-a", "surface_revision": 3}))
+        .await;
+    let lost = r
+        .tool(&moved, "new-2", "observe", json!({"surface": "left"}))
+        .await;
     assert_eq!(lost["code"], "target_lost", "{lost}");
-    let lost_old = r.tool(&both, "old-2", "act", json!({"surface": "web:1", "action": click(&old["observation"], "Add one")})).await;
+    let lost_old = r
+        .tool(
+            &both,
+            "old-2",
+            "act",
+            json!({"surface": "web:1", "action": click(&old["observation"], "Add one")}),
+        )
+        .await;
     assert_eq!(lost_old["code"], "target_lost", "{lost_old}");
     // Moved out of the chat's group: also lost.
     r.event(json!({"op": "move", "registry_surface_id": "tab-b", "surface_revision": 2, "group_id": "g2"})).await;
@@ -454,19 +756,45 @@ async fn access_off_lists_the_surface_without_content_or_tool_and_observe_only_r
     let only = &off["context"]["surfaces"][0];
     assert_eq!(only["capabilities"], json!([]), "{off}");
     assert!(only.get("preview").is_none(), "no page content: {off}");
-    assert_eq!(off["tools"], json!([]), "no tool for a turn with nothing to observe: {off}");
+    assert_eq!(
+        off["tools"],
+        json!([]),
+        "no tool for a turn with nothing to observe: {off}"
+    );
     assert_eq!(off["context"]["primary_surface_key"], Value::Null);
-    assert_eq!(env.browser.connection().unwrap().commands_sent(), sent, "the tab was not touched");
-    let refused = r.tool(&off, "c1", "observe", json!({"surface": only["surface_key"]})).await;
+    assert_eq!(
+        env.browser.connection().unwrap().commands_sent(),
+        sent,
+        "the tab was not touched"
+    );
+    let refused = r
+        .tool(
+            &off,
+            "c1",
+            "observe",
+            json!({"surface": only["surface_key"]}),
+        )
+        .await;
     assert_eq!(refused["code"], "capability_denied", "{refused}");
 
     r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 3, "access": "observe"})).await;
     let read_only = r.turn("chat", &[("web", 3)], None).await;
     let key = read_only["context"]["primary_surface_key"].clone();
-    assert_eq!(surface(&read_only, key.as_str().unwrap())["capabilities"], json!(["observe"]), "{read_only}");
+    assert_eq!(
+        surface(&read_only, key.as_str().unwrap())["capabilities"],
+        json!(["observe"]),
+        "{read_only}"
+    );
     let seen = r.tool(&read_only, "c2", "observe", json!({})).await;
     assert_eq!(seen["type"], "tool_result", "{seen}");
-    let write = r.tool(&read_only, "c3", "act", json!({"action": click(&seen["observation"], "Add one")})).await;
+    let write = r
+        .tool(
+            &read_only,
+            "c3",
+            "act",
+            json!({"action": click(&seen["observation"], "Add one")}),
+        )
+        .await;
     assert_eq!(write["code"], "capability_denied", "{write}");
 }
 
@@ -489,25 +817,61 @@ async fn computer_use_runs_on_the_bound_tab_and_a_hide_stops_it_before_its_next_
     assert_eq!(run["type"], "tool_result", "{run}");
     assert_eq!(run["surface"], alias(&turn, "right"));
     assert!(run["result"]["steps_taken"].as_u64().unwrap() >= 2, "{run}");
-    assert_ne!(run["result"]["status"], "succeeded", "a run without checks cannot succeed; the runtime decides: {run}");
-    assert!(run["result"]["target"].get("tab_id").is_none(), "no backend tab id for the model: {run}");
-    assert!(r.early.iter().any(|m| m["type"] == "run_event" && m["id"] == run["id"]), "the run's events reached the host: {:?}", r.early);
-    assert_eq!(env.fixtures.writes().len(), 1, "the sign-up was submitted once");
-    let bad = r.tool(&turn, "run-2", "computer_use", json!({"task": "x", "steps": 3})).await;
+    assert_ne!(
+        run["result"]["status"], "succeeded",
+        "a run without checks cannot succeed; the runtime decides: {run}"
+    );
+    assert!(
+        run["result"]["target"].get("tab_id").is_none(),
+        "no backend tab id for the model: {run}"
+    );
+    assert!(
+        r.early
+            .iter()
+            .any(|m| m["type"] == "run_event" && m["id"] == run["id"]),
+        "the run's events reached the host: {:?}",
+        r.early
+    );
+    assert_eq!(
+        env.fixtures.writes().len(),
+        1,
+        "the sign-up was submitted once"
+    );
+    let bad = r
+        .tool(
+            &turn,
+            "run-2",
+            "computer_use",
+            json!({"task": "x", "steps": 3}),
+        )
+        .await;
     assert_eq!(bad["code"], "invalid_action", "{bad}");
-    let ambiguous = r.tool(&turn, "run-3", "computer_use", json!({"task": "x"})).await;
-    assert_eq!(ambiguous["code"], "ambiguous_surface", "two tabs and no focus: no primary: {ambiguous}");
+    let ambiguous = r
+        .tool(&turn, "run-3", "computer_use", json!({"task": "x"}))
+        .await;
+    assert_eq!(
+        ambiguous["code"], "ambiguous_surface",
+        "two tabs and no focus: no primary: {ambiguous}"
+    );
 
     // A slow run on the other tab, and that tab is hidden while the planner thinks.
     let envelope = json!({"tool_call_id": "run-4", "source_provider_request_id": turn["context"]["provider_request_id"]});
     r.next += 1;
     let run_id = r.next;
     let slow = json!({"type": "tool_call", "id": run_id, "envelope": envelope, "name": "computer_use", "arguments": {"task": "slow sign-up", "surface": "center", "max_steps": 6, "max_seconds": 60}});
-    r.socket.send(Message::Text(slow.to_string().into())).await.unwrap();
+    r.socket
+        .send(Message::Text(slow.to_string().into()))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    r.event(json!({"op": "hide", "registry_surface_id": "web-2", "surface_revision": 2})).await;
+    r.event(json!({"op": "hide", "registry_surface_id": "web-2", "surface_revision": 2}))
+        .await;
     let ended = loop {
-        let m = match r.early.iter().position(|m| m["id"] == json!(run_id) && m["type"] != "run_event") {
+        let m = match r
+            .early
+            .iter()
+            .position(|m| m["id"] == json!(run_id) && m["type"] != "run_event")
+        {
             Some(i) => r.early.remove(i),
             None => recv(&mut r.socket).await.expect("open"),
         };
@@ -535,15 +899,46 @@ async fn a_tab_held_by_another_session_is_listed_but_not_bound() {
     r.open_tab("held", "g1", &held, "right", 0).await;
     r.open_tab("free", "g1", &free, "center", 1).await;
     let turn = r.turn("chat", &[("held", 1), ("free", 1)], None).await;
-    assert_eq!(turn["type"], "surface_context", "the turn still gets its context: {turn}");
+    assert_eq!(
+        turn["type"], "surface_context",
+        "the turn still gets its context: {turn}"
+    );
     let surfaces = turn["context"]["surfaces"].as_array().unwrap();
-    let unusable = surfaces.iter().find(|s| s["capabilities"] == json!([])).unwrap_or_else(|| panic!("{turn}"));
-    assert_eq!(unusable["preview"]["preview_status"], "unavailable", "{turn}");
-    assert!(unusable["aliases"].as_array().unwrap().is_empty(), "no alias names an unusable surface: {turn}");
-    assert_eq!(alias(&turn, "center"), turn["context"]["primary_surface_key"], "the one usable tab is primary: {turn}");
-    let refused = r.tool(&turn, "c1", "observe", json!({"surface": unusable["surface_key"]})).await;
+    let unusable = surfaces
+        .iter()
+        .find(|s| s["capabilities"] == json!([]))
+        .unwrap_or_else(|| panic!("{turn}"));
+    assert_eq!(
+        unusable["preview"]["preview_status"], "unavailable",
+        "{turn}"
+    );
+    assert!(
+        unusable["aliases"].as_array().unwrap().is_empty(),
+        "no alias names an unusable surface: {turn}"
+    );
+    assert_eq!(
+        alias(&turn, "center"),
+        turn["context"]["primary_surface_key"],
+        "the one usable tab is primary: {turn}"
+    );
+    let refused = r
+        .tool(
+            &turn,
+            "c1",
+            "observe",
+            json!({"surface": unusable["surface_key"]}),
+        )
+        .await;
     assert_eq!(refused["code"], "capability_denied", "{refused}");
-    assert!(env.runtime.status(&other).unwrap().tabs.iter().any(|t| t.resource == held && t.surface.is_some()), "the other session keeps its tab");
+    assert!(
+        env.runtime
+            .status(&other)
+            .unwrap()
+            .tabs
+            .iter()
+            .any(|t| t.resource == held && t.surface.is_some()),
+        "the other session keeps its tab"
+    );
 }
 
 /// Case 11: a preview captured while the window's layout changes is discarded and retried once;
@@ -555,25 +950,59 @@ async fn a_preview_captured_while_the_layout_changes_is_discarded_retried_once_t
     let env = env("layout").await;
     let tab = user_tab(&env, "/counter.html").await;
     let url = env.fixtures.url("/counter.html");
-    let targets = env.browser.connection().unwrap().browser().call(cdp::domains::target::GetTargets {}).await.unwrap();
-    let target = targets.target_infos.iter().find(|t| t.url == url).and_then(|t| t.target_id.clone()).unwrap();
-    let page = env.browser.connection().unwrap().browser().attach(&target).await.unwrap();
+    let targets = env
+        .browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::GetTargets {})
+        .await
+        .unwrap();
+    let target = targets
+        .target_infos
+        .iter()
+        .find(|t| t.url == url)
+        .and_then(|t| t.target_id.clone())
+        .unwrap();
+    let page = env
+        .browser
+        .connection()
+        .unwrap()
+        .browser()
+        .attach(&target)
+        .await
+        .unwrap();
     let mut r = Renderer::open(&env, "win-1").await;
     r.open_chat("chat", "g1").await;
     r.open_tab("web", "g1", &tab, "right", 0).await;
     let first = r.turn("chat", &[("web", 1)], None).await;
     let key = alias(&first, "right");
-    assert_eq!(surface(&first, key.as_str().unwrap())["preview"]["preview_status"], "ready", "{first}");
+    assert_eq!(
+        surface(&first, key.as_str().unwrap())["preview"]["preview_status"],
+        "ready",
+        "{first}"
+    );
 
     // One change during the first capture: discarded, retried on the new layout, ready.
     let busy = hold(&env, &page, 700).await;
     let turn = r.send_turn("chat", &[("web", 1)]).await;
     r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 2, "region": "left"})).await;
-    assert!(r.early.iter().all(|m| m["id"] != json!(turn)), "the layout change was acknowledged while the preview was being captured");
+    assert!(
+        r.early.iter().all(|m| m["id"] != json!(turn)),
+        "the layout change was acknowledged while the preview was being captured"
+    );
     let once = r.reply(turn).await;
     assert_eq!(once["type"], "surface_context", "{once}");
-    assert_eq!(alias(&once, "right"), key, "the context is the layout the command was validated against: {once}");
-    assert_eq!(surface(&once, key.as_str().unwrap())["preview"]["preview_status"], "ready", "retried once: {once}");
+    assert_eq!(
+        alias(&once, "right"),
+        key,
+        "the context is the layout the command was validated against: {once}"
+    );
+    assert_eq!(
+        surface(&once, key.as_str().unwrap())["preview"]["preview_status"],
+        "ready",
+        "retried once: {once}"
+    );
     busy.await.unwrap();
 
     // A change during the first capture and another during the retry: unavailable. The page
@@ -589,11 +1018,19 @@ async fn a_preview_captured_while_the_layout_changes_is_discarded_retried_once_t
     r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 4, "region": "left"})).await;
     let twice = r.reply(turn).await;
     assert_eq!(twice["type"], "surface_context", "{twice}");
-    assert_eq!(surface(&twice, key.as_str().unwrap())["preview"]["preview_status"], "unavailable", "never a mix of two layouts: {twice}");
+    assert_eq!(
+        surface(&twice, key.as_str().unwrap())["preview"]["preview_status"],
+        "unavailable",
+        "never a mix of two layouts: {twice}"
+    );
     second_hold.await.unwrap();
     // Once the layout holds still, the next command's preview is ready again.
     let after = r.turn("chat", &[("web", 4)], None).await;
-    assert_eq!(surface(&after, key.as_str().unwrap())["preview"]["preview_status"], "ready", "{after}");
+    assert_eq!(
+        surface(&after, key.as_str().unwrap())["preview"]["preview_status"],
+        "ready",
+        "{after}"
+    );
 }
 
 /// Holds the page's main thread for `ms` from the test's own CDP session (a capture waits
@@ -603,7 +1040,13 @@ async fn hold(env: &Env, page: &cdp::Session, ms: u64) -> tokio::task::JoinHandl
     let sent = connection.commands_sent();
     let page = page.clone();
     let task = tokio::spawn(async move {
-        page.send_raw("Runtime.evaluate", json!({"expression": test_support::busy_main_thread(ms)}), Duration::from_secs(30)).await.expect("the hold runs");
+        page.send_raw(
+            "Runtime.evaluate",
+            json!({"expression": test_support::busy_main_thread(ms)}),
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("the hold runs");
     });
     while connection.commands_sent() == sent {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -632,7 +1075,10 @@ async fn a_turn_end_and_the_next_chat_turn_sent_back_to_back_do_not_race() {
         r.next += 1;
         let end_id = r.next;
         let end = json!({"type": "turn_end", "id": end_id, "chat_session_id": r.chat_session, "turn_id": turn_id});
-        r.socket.send(Message::Text(end.to_string().into())).await.unwrap();
+        r.socket
+            .send(Message::Text(end.to_string().into()))
+            .await
+            .unwrap();
         r.next += 1;
         let next_id = r.next;
         let refs = json!({
@@ -641,15 +1087,31 @@ async fn a_turn_end_and_the_next_chat_turn_sent_back_to_back_do_not_race() {
             "focused_registry_surface_id": "web",
             "visible": [{"registry_surface_id": "web", "surface_revision": 1}],
         });
-        r.socket.send(Message::Text(json!({"type": "chat_turn", "id": next_id, "surface_refs": refs}).to_string().into())).await.unwrap();
+        r.socket
+            .send(Message::Text(
+                json!({"type": "chat_turn", "id": next_id, "surface_refs": refs})
+                    .to_string()
+                    .into(),
+            ))
+            .await
+            .unwrap();
         let ended = r.reply(end_id).await;
         assert_eq!(ended["ended"], true, "round {round}: {ended}");
         let next = r.reply(next_id).await;
         assert_eq!(next["type"], "surface_context", "round {round}: {next}");
-        assert_ne!(next["context"]["turn_id"], json!(turn_id), "round {round}: the next command is the next turn: {next}");
+        assert_ne!(
+            next["context"]["turn_id"],
+            json!(turn_id),
+            "round {round}: the next command is the next turn: {next}"
+        );
         // What the new turn bound is still bound after the old turn's cleanup.
-        let seen = r.tool(&next, &format!("call-{round}"), "observe", json!({})).await;
-        assert_eq!(seen["type"], "tool_result", "round {round}: the new turn's tab stays bound: {seen}");
+        let seen = r
+            .tool(&next, &format!("call-{round}"), "observe", json!({}))
+            .await;
+        assert_eq!(
+            seen["type"], "tool_result",
+            "round {round}: the new turn's tab stays bound: {seen}"
+        );
         turn = next;
     }
 }

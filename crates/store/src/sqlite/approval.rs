@@ -23,7 +23,14 @@ fn decode(row: &Row<'_>) -> Result<ApprovalRecord> {
             requested_at: get_uint(row, "requested_at")?,
             expires_at: get_uint(row, "expires_at")?,
         },
-        outcome: outcome.map(|o| ApprovalOutcome::parse(&o).ok_or(StoreError::Corrupt { what: "approvals.outcome", value: o })).transpose()?,
+        outcome: outcome
+            .map(|o| {
+                ApprovalOutcome::parse(&o).ok_or(StoreError::Corrupt {
+                    what: "approvals.outcome",
+                    value: o,
+                })
+            })
+            .transpose()?,
         decided_at: opt_uint(row, "decided_at")?,
     })
 }
@@ -46,23 +53,36 @@ pub(super) fn record(conn: &Connection, new: &NewApproval) -> Result<()> {
             int(new.expires_at, "expires_at")?,
         ])?;
     if inserted == 0 {
-        return Err(StoreError::AlreadyExists { what: Entity::Approval, id: new.id.clone() });
+        return Err(StoreError::AlreadyExists {
+            what: Entity::Approval,
+            id: new.id.clone(),
+        });
     }
     Ok(())
 }
 
 /// Sets the outcome of a pending approval; `false` if it was not pending.
-pub(super) fn settle(conn: &Connection, id: &str, outcome: ApprovalOutcome, now_ms: u64) -> Result<bool> {
+pub(super) fn settle(
+    conn: &Connection,
+    id: &str,
+    outcome: ApprovalOutcome,
+    now_ms: u64,
+) -> Result<bool> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn.prepare_cached("UPDATE approvals SET outcome = ?2, decided_at = ?3 WHERE id = ?1 AND outcome IS NULL")?.execute(params![
-        id,
-        outcome.as_str(),
-        now
-    ])?;
+    let changed = conn
+        .prepare_cached(
+            "UPDATE approvals SET outcome = ?2, decided_at = ?3 WHERE id = ?1 AND outcome IS NULL",
+        )?
+        .execute(params![id, outcome.as_str(), now])?;
     Ok(changed == 1)
 }
 
-pub(super) fn settle_scope(conn: &Connection, scope: ApprovalScope<'_>, outcome: ApprovalOutcome, now_ms: u64) -> Result<u64> {
+pub(super) fn settle_scope(
+    conn: &Connection,
+    scope: ApprovalScope<'_>,
+    outcome: ApprovalOutcome,
+    now_ms: u64,
+) -> Result<u64> {
     let now = int(now_ms, "now_ms")?;
     let changed = match scope {
         ApprovalScope::Run(run) => conn
@@ -79,5 +99,10 @@ pub(super) fn settle_scope(conn: &Connection, scope: ApprovalScope<'_>, outcome:
 }
 
 pub(super) fn list(conn: &Connection, session: &SessionId) -> Result<Vec<ApprovalRecord>> {
-    query_all(conn, &format!("SELECT {COLUMNS} FROM approvals WHERE session_id = ?1 ORDER BY requested_at, id"), [session.as_str()], decode)
+    query_all(
+        conn,
+        &format!("SELECT {COLUMNS} FROM approvals WHERE session_id = ?1 ORDER BY requested_at, id"),
+        [session.as_str()],
+        decode,
+    )
 }

@@ -15,7 +15,9 @@ fn decode(row: &Row<'_>) -> Result<AuditEntry> {
         at: get_uint(row, "at")?,
         session_id: SessionId::new(row.get::<_, String>("session_id")?),
         run_id: row.get::<_, Option<String>>("run_id")?.map(RunId::new),
-        resource_id: row.get::<_, Option<String>>("resource_id")?.map(ResourceId::new),
+        resource_id: row
+            .get::<_, Option<String>>("resource_id")?
+            .map(ResourceId::new),
         kind: row.get("kind")?,
         payload: row.get("payload")?,
     })
@@ -47,7 +49,12 @@ pub(super) fn append(conn: &mut Connection, entry: &NewAudit<'_>) -> Result<Audi
     Ok(AuditSeq(uint(seq, "audit.seq")?))
 }
 
-pub(super) fn since(conn: &Connection, session: &SessionId, after: AuditSeq, limit: usize) -> Result<Vec<AuditEntry>> {
+pub(super) fn since(
+    conn: &Connection,
+    session: &SessionId,
+    after: AuditSeq,
+    limit: usize,
+) -> Result<Vec<AuditEntry>> {
     // A limit is a cap, so clamping one past `i64::MAX` changes nothing.
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     // `after` past `i64::MAX` would be after every entry.
@@ -56,7 +63,9 @@ pub(super) fn since(conn: &Connection, session: &SessionId, after: AuditSeq, lim
     };
     query_all(
         conn,
-        &format!("SELECT {COLUMNS} FROM audit WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"),
+        &format!(
+            "SELECT {COLUMNS} FROM audit WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+        ),
         params![session.as_str(), after, limit],
         decode,
     )

@@ -30,7 +30,10 @@ use crate::error::{Result, StoreError};
 use crate::id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
 use crate::instance::{EndReport, InstanceEnd, InstanceRecord};
 use crate::migrate::migrate;
-use crate::record::{NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, PruneReport, RunEnd, RunRecord};
+use crate::record::{
+    NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, PruneReport, RunEnd,
+    RunRecord,
+};
 use crate::recovery::{NewRecovery, RecoveryRecord};
 use crate::resource::{Mark, NewResource, Resource, ResourceState};
 use crate::session::{Session, SessionState};
@@ -72,12 +75,18 @@ impl SqliteStore {
         // `journal_mode` answers with the mode in force; an in-memory database says "memory".
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if mode != "wal" && mode != "memory" {
-            return Err(StoreError::Corrupt { what: "journal_mode", value: mode });
+            return Err(StoreError::Corrupt {
+                what: "journal_mode",
+                value: mode,
+            });
         }
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrate(&mut conn)?;
-        Ok(Self { conn: Mutex::new(conn), instance: Mutex::new(None) })
+        Ok(Self {
+            conn: Mutex::new(conn),
+            instance: Mutex::new(None),
+        })
     }
 
     /// The connection, for this process's one writer at a time. A poisoned lock is taken
@@ -95,12 +104,17 @@ pub(crate) fn int(value: u64, field: &'static str) -> Result<i64> {
 
 /// A stored `i64` as `u64`; a negative value is corrupt data.
 pub(crate) fn uint(value: i64, what: &'static str) -> Result<u64> {
-    u64::try_from(value).map_err(|_| StoreError::Corrupt { what, value: value.to_string() })
+    u64::try_from(value).map_err(|_| StoreError::Corrupt {
+        what,
+        value: value.to_string(),
+    })
 }
 
 /// Reads a nullable unsigned column.
 pub(crate) fn opt_uint(row: &Row<'_>, column: &'static str) -> Result<Option<u64>> {
-    row.get::<_, Option<i64>>(column)?.map(|v| uint(v, column)).transpose()
+    row.get::<_, Option<i64>>(column)?
+        .map(|v| uint(v, column))
+        .transpose()
 }
 
 /// Reads a non-null unsigned column.
@@ -109,7 +123,12 @@ pub(crate) fn get_uint(row: &Row<'_>, column: &'static str) -> Result<u64> {
 }
 
 /// Runs a query expected to yield at most one row.
-pub(crate) fn query_opt<T>(conn: &Connection, sql: &str, params: impl Params, decode: fn(&Row<'_>) -> Result<T>) -> Result<Option<T>> {
+pub(crate) fn query_opt<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    decode: fn(&Row<'_>) -> Result<T>,
+) -> Result<Option<T>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query(params)?;
     let first = match rows.next()? {
@@ -123,7 +142,12 @@ pub(crate) fn query_opt<T>(conn: &Connection, sql: &str, params: impl Params, de
 }
 
 /// Runs a query and decodes every row.
-pub(crate) fn query_all<T>(conn: &Connection, sql: &str, params: impl Params, decode: fn(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
+pub(crate) fn query_all<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    decode: fn(&Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query(params)?;
     let mut out = Vec::new();
@@ -179,7 +203,12 @@ impl Store for SqliteStore {
         session::set_tools_active(&self.conn(), id, active, now_ms)
     }
 
-    fn set_session_state(&self, id: &SessionId, state: SessionState, now_ms: u64) -> Result<Session> {
+    fn set_session_state(
+        &self,
+        id: &SessionId,
+        state: SessionState,
+        now_ms: u64,
+    ) -> Result<Session> {
         session::set_state(&self.conn(), id, state, now_ms)
     }
 
@@ -208,19 +237,42 @@ impl Store for SqliteStore {
         resource::find_by_handle(&self.conn(), target, instance)
     }
 
-    fn claim_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
+    fn claim_resource(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        now_ms: u64,
+    ) -> Result<Resource> {
         resource::claim(&mut self.conn(), id, session, now_ms)
     }
 
-    fn release_resource(&self, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
+    fn release_resource(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        now_ms: u64,
+    ) -> Result<Resource> {
         resource::release(&mut self.conn(), id, session, now_ms)
     }
 
-    fn set_mark(&self, id: &ResourceId, session: &SessionId, mark: Mark, turn: &TurnId, now_ms: u64) -> Result<Resource> {
+    fn set_mark(
+        &self,
+        id: &ResourceId,
+        session: &SessionId,
+        mark: Mark,
+        turn: &TurnId,
+        now_ms: u64,
+    ) -> Result<Resource> {
         resource::set_mark(&mut self.conn(), id, session, mark, turn, now_ms)
     }
 
-    fn transition(&self, id: &ResourceId, expected_version: u64, state: ResourceState, now_ms: u64) -> Result<u64> {
+    fn transition(
+        &self,
+        id: &ResourceId,
+        expected_version: u64,
+        state: ResourceState,
+        now_ms: u64,
+    ) -> Result<u64> {
         resource::transition(&mut self.conn(), id, expected_version, state, now_ms)
     }
 
@@ -244,7 +296,13 @@ impl Store for SqliteStore {
         resource::restore_failed(&self.conn(), id, why, now_ms)
     }
 
-    fn restored(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
+    fn restored(
+        &self,
+        id: &ResourceId,
+        target: &TargetId,
+        instance: InstanceId,
+        now_ms: u64,
+    ) -> Result<Resource> {
         resource::restored(&mut self.conn(), id, target, instance, now_ms)
     }
 
@@ -260,7 +318,13 @@ impl Store for SqliteStore {
         resource::list_all(&self.conn())
     }
 
-    fn attach_handle(&self, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
+    fn attach_handle(
+        &self,
+        id: &ResourceId,
+        target: &TargetId,
+        instance: InstanceId,
+        now_ms: u64,
+    ) -> Result<Resource> {
         resource::attach_handle(&mut self.conn(), id, target, instance, now_ms)
     }
 
@@ -280,7 +344,12 @@ impl Store for SqliteStore {
         recovery::pending(&self.conn(), session)
     }
 
-    fn record_attempt(&self, id: RecoveryId, detail: Option<&str>, now_ms: u64) -> Result<RecoveryRecord> {
+    fn record_attempt(
+        &self,
+        id: RecoveryId,
+        detail: Option<&str>,
+        now_ms: u64,
+    ) -> Result<RecoveryRecord> {
         recovery::record_attempt(&mut self.conn(), id, detail, now_ms)
     }
 
@@ -292,7 +361,12 @@ impl Store for SqliteStore {
         audit::append(&mut self.conn(), entry)
     }
 
-    fn audit_since(&self, session: &SessionId, after: AuditSeq, limit: usize) -> Result<Vec<AuditEntry>> {
+    fn audit_since(
+        &self,
+        session: &SessionId,
+        after: AuditSeq,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>> {
         audit::since(&self.conn(), session, after, limit)
     }
 
@@ -304,7 +378,12 @@ impl Store for SqliteStore {
         approval::settle(&self.conn(), id, outcome, now_ms)
     }
 
-    fn settle_approvals(&self, scope: ApprovalScope<'_>, outcome: ApprovalOutcome, now_ms: u64) -> Result<u64> {
+    fn settle_approvals(
+        &self,
+        scope: ApprovalScope<'_>,
+        outcome: ApprovalOutcome,
+        now_ms: u64,
+    ) -> Result<u64> {
         approval::settle_scope(&self.conn(), scope, outcome, now_ms)
     }
 

@@ -5,16 +5,21 @@ use rusqlite::{Connection, Row, params};
 use super::{get_uint, int, opt_uint, query_all, uint, write_tx};
 use crate::error::{Entity, Result, StoreError};
 use crate::id::{InstanceId, RunId, SessionId};
-use crate::record::{NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, OperationState, PruneReport, RunEnd, RunRecord};
+use crate::record::{
+    NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, OperationState,
+    PruneReport, RunEnd, RunRecord,
+};
 
-const RUN_COLUMNS: &str =
-    "id, session_id, instance, surface, task, model, max_steps, max_seconds, started_at, ended_at, status, reason, summary, steps, accounting";
+const RUN_COLUMNS: &str = "id, session_id, instance, surface, task, model, max_steps, max_seconds, started_at, ended_at, status, reason, summary, steps, accounting";
 const OPERATION_COLUMNS: &str = "seq, id, session_id, run_id, instance, surface, resource_id, action, target, text_chars, secret, url, frame_before, frame_after, \
      state, effect_uncertain, error, detail, started_at, ended_at, marker";
 
 fn small(row: &Row<'_>, column: &'static str) -> Result<u32> {
     let v = get_uint(row, column)?;
-    u32::try_from(v).map_err(|_| StoreError::Corrupt { what: column, value: v.to_string() })
+    u32::try_from(v).map_err(|_| StoreError::Corrupt {
+        what: column,
+        value: v.to_string(),
+    })
 }
 
 fn decode_run(row: &Row<'_>) -> Result<RunRecord> {
@@ -25,9 +30,12 @@ fn decode_run(row: &Row<'_>) -> Result<RunRecord> {
             status: row.get::<_, Option<String>>("status")?.unwrap_or_default(),
             reason: row.get::<_, Option<String>>("reason")?.unwrap_or_default(),
             summary: row.get::<_, Option<String>>("summary")?.unwrap_or_default(),
-            steps: row
-                .get::<_, Option<i64>>("steps")?
-                .map_or(Ok(0), |s| u32::try_from(s).map_err(|_| StoreError::Corrupt { what: "runs.steps", value: s.to_string() }))?,
+            steps: row.get::<_, Option<i64>>("steps")?.map_or(Ok(0), |s| {
+                u32::try_from(s).map_err(|_| StoreError::Corrupt {
+                    what: "runs.steps",
+                    value: s.to_string(),
+                })
+            })?,
             accounting: row.get("accounting")?,
             task: None,
             ended_at,
@@ -51,7 +59,10 @@ fn decode_run(row: &Row<'_>) -> Result<RunRecord> {
 
 fn decode_operation(row: &Row<'_>) -> Result<OperationRecord> {
     let state: String = row.get("state")?;
-    let state = OperationState::parse(&state).ok_or(StoreError::Corrupt { what: "operations.state", value: state })?;
+    let state = OperationState::parse(&state).ok_or(StoreError::Corrupt {
+        what: "operations.state",
+        value: state,
+    })?;
     let end = match opt_uint(row, "ended_at")? {
         None => None,
         Some(ended_at) => Some(OperationEnd {
@@ -90,7 +101,11 @@ fn instance_param(instance: Option<InstanceId>) -> Result<Option<i64>> {
     instance.map(|i| int(i.0, "instance")).transpose()
 }
 
-pub(super) fn begin_run(conn: &Connection, new: &NewRun, instance: Option<InstanceId>) -> Result<()> {
+pub(super) fn begin_run(
+    conn: &Connection,
+    new: &NewRun,
+    instance: Option<InstanceId>,
+) -> Result<()> {
     let inserted = conn
         .prepare_cached(
             "INSERT INTO runs (id, session_id, instance, surface, task, model, max_steps, max_seconds, started_at)
@@ -108,7 +123,10 @@ pub(super) fn begin_run(conn: &Connection, new: &NewRun, instance: Option<Instan
             int(new.started_at, "started_at")?,
         ])?;
     if inserted == 0 {
-        return Err(StoreError::AlreadyExists { what: Entity::Run, id: new.id.to_string() });
+        return Err(StoreError::AlreadyExists {
+            what: Entity::Run,
+            id: new.id.to_string(),
+        });
     }
     Ok(())
 }
@@ -124,15 +142,33 @@ pub(super) fn end_run(conn: &Connection, id: &RunId, end: &RunEnd) -> Result<boo
 }
 
 pub(super) fn get_run(conn: &Connection, id: &RunId) -> Result<RunRecord> {
-    super::query_opt(conn, &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"), [id.as_str()], decode_run)?
-        .ok_or_else(|| StoreError::NotFound { what: Entity::Run, id: id.to_string() })
+    super::query_opt(
+        conn,
+        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+        [id.as_str()],
+        decode_run,
+    )?
+    .ok_or_else(|| StoreError::NotFound {
+        what: Entity::Run,
+        id: id.to_string(),
+    })
 }
 
-pub(super) fn list_runs(conn: &Connection, session: Option<&SessionId>, limit: usize) -> Result<Vec<RunRecord>> {
-    let limit = if limit == 0 { -1 } else { i64::try_from(limit).unwrap_or(i64::MAX) };
+pub(super) fn list_runs(
+    conn: &Connection,
+    session: Option<&SessionId>,
+    limit: usize,
+) -> Result<Vec<RunRecord>> {
+    let limit = if limit == 0 {
+        -1
+    } else {
+        i64::try_from(limit).unwrap_or(i64::MAX)
+    };
     let mut runs = query_all(
         conn,
-        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR session_id = ?1) ORDER BY started_at DESC, id DESC LIMIT ?2"),
+        &format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR session_id = ?1) ORDER BY started_at DESC, id DESC LIMIT ?2"
+        ),
         params![session.map(SessionId::as_str), limit],
         decode_run,
     )?;
@@ -140,7 +176,11 @@ pub(super) fn list_runs(conn: &Connection, session: Option<&SessionId>, limit: u
     Ok(runs)
 }
 
-pub(super) fn begin_operation(conn: &Connection, new: &NewOperation, instance: Option<InstanceId>) -> Result<u64> {
+pub(super) fn begin_operation(
+    conn: &Connection,
+    new: &NewOperation,
+    instance: Option<InstanceId>,
+) -> Result<u64> {
     let text_chars = new.text_chars.map(|n| int(n, "text_chars")).transpose()?;
     let inserted = conn
         .prepare_cached(
@@ -163,14 +203,20 @@ pub(super) fn begin_operation(conn: &Connection, new: &NewOperation, instance: O
             int(new.started_at, "started_at")?,
         ])?;
     if inserted == 0 {
-        return Err(StoreError::AlreadyExists { what: Entity::Operation, id: new.id.clone() });
+        return Err(StoreError::AlreadyExists {
+            what: Entity::Operation,
+            id: new.id.clone(),
+        });
     }
     uint(conn.last_insert_rowid(), "operations.seq")
 }
 
 pub(super) fn end_operation(conn: &Connection, id: &str, end: &OperationEnd) -> Result<bool> {
     if end.state == OperationState::Attempted {
-        return Err(StoreError::Corrupt { what: "operation end state", value: "attempted".into() });
+        return Err(StoreError::Corrupt {
+            what: "operation end state",
+            value: "attempted".into(),
+        });
     }
     let changed = conn
         .prepare_cached(
@@ -190,8 +236,15 @@ pub(super) fn end_operation(conn: &Connection, id: &str, end: &OperationEnd) -> 
     Ok(changed == 1)
 }
 
-pub(super) fn list_operations(conn: &Connection, filter: &OperationFilter) -> Result<Vec<OperationRecord>> {
-    let limit = if filter.limit == 0 { -1 } else { i64::try_from(filter.limit).unwrap_or(i64::MAX) };
+pub(super) fn list_operations(
+    conn: &Connection,
+    filter: &OperationFilter,
+) -> Result<Vec<OperationRecord>> {
+    let limit = if filter.limit == 0 {
+        -1
+    } else {
+        i64::try_from(filter.limit).unwrap_or(i64::MAX)
+    };
     let mut ops = query_all(
         conn,
         &format!(
@@ -199,7 +252,12 @@ pub(super) fn list_operations(conn: &Connection, filter: &OperationFilter) -> Re
               WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR run_id = ?2) AND seq > ?3
               ORDER BY seq DESC LIMIT ?4"
         ),
-        params![filter.session.as_ref().map(SessionId::as_str), filter.run.as_ref().map(RunId::as_str), int(filter.after, "after")?, limit],
+        params![
+            filter.session.as_ref().map(SessionId::as_str),
+            filter.run.as_ref().map(RunId::as_str),
+            int(filter.after, "after")?,
+            limit
+        ],
         decode_operation,
     )?;
     ops.reverse();
@@ -208,11 +266,18 @@ pub(super) fn list_operations(conn: &Connection, filter: &OperationFilter) -> Re
 
 /// Ended records older than `before_ms`, then the oldest ended operations past `max_operations`
 /// and the runs no operation and no age keeps.
-pub(super) fn prune(conn: &mut Connection, before_ms: u64, max_operations: u64) -> Result<PruneReport> {
+pub(super) fn prune(
+    conn: &mut Connection,
+    before_ms: u64,
+    max_operations: u64,
+) -> Result<PruneReport> {
     let before = int(before_ms, "before_ms")?;
     let keep = int(max_operations, "max_operations")?;
     let tx = write_tx(conn)?;
-    let mut operations = tx.execute("DELETE FROM operations WHERE ended_at IS NOT NULL AND ended_at < ?1", [before])?;
+    let mut operations = tx.execute(
+        "DELETE FROM operations WHERE ended_at IS NOT NULL AND ended_at < ?1",
+        [before],
+    )?;
     operations += tx.execute(
         "DELETE FROM operations WHERE ended_at IS NOT NULL
             AND seq <= (SELECT seq FROM operations ORDER BY seq DESC LIMIT 1 OFFSET ?1)",
@@ -225,12 +290,19 @@ pub(super) fn prune(conn: &mut Connection, before_ms: u64, max_operations: u64) 
         [before],
     )?;
     tx.commit()?;
-    Ok(PruneReport { operations: operations as u64, runs: runs as u64 })
+    Ok(PruneReport {
+        operations: operations as u64,
+        runs: runs as u64,
+    })
 }
 
 /// What an ending instance leaves open: operations become `unknown` (sent or not, nobody can
 /// tell now), runs `abandoned`. Part of the instance's one reconciling transaction.
-pub(super) fn close_instance(tx: &rusqlite::Transaction<'_>, instance: i64, now: i64) -> Result<(u64, u64)> {
+pub(super) fn close_instance(
+    tx: &rusqlite::Transaction<'_>,
+    instance: i64,
+    now: i64,
+) -> Result<(u64, u64)> {
     let operations = tx.execute(
         "UPDATE operations SET state = 'unknown', effect_uncertain = 1, ended_at = ?2,
                 detail = 'the server stopped before the surface answered: the effect is uncertain and was not replayed'

@@ -7,13 +7,16 @@ use crate::error::{Entity, Result, StoreError};
 use crate::id::{RecoveryId, ResourceId, SessionId};
 use crate::recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
 
-const COLUMNS: &str = "id, session_id, resource_id, kind, detail, attempts, created_at, last_attempt_at, resolved_at";
+const COLUMNS: &str =
+    "id, session_id, resource_id, kind, detail, attempts, created_at, last_attempt_at, resolved_at";
 
 fn decode(row: &Row<'_>) -> Result<RecoveryRecord> {
     Ok(RecoveryRecord {
         id: RecoveryId(get_uint(row, "id")?),
         session_id: SessionId::new(row.get::<_, String>("session_id")?),
-        resource_id: row.get::<_, Option<String>>("resource_id")?.map(ResourceId::new),
+        resource_id: row
+            .get::<_, Option<String>>("resource_id")?
+            .map(ResourceId::new),
         kind: RecoveryKind::parse(&row.get::<_, String>("kind")?),
         detail: row.get("detail")?,
         attempts: get_uint(row, "attempts")?,
@@ -24,7 +27,10 @@ fn decode(row: &Row<'_>) -> Result<RecoveryRecord> {
 }
 
 fn not_found(id: RecoveryId) -> StoreError {
-    StoreError::NotFound { what: Entity::Recovery, id: id.to_string() }
+    StoreError::NotFound {
+        what: Entity::Recovery,
+        id: id.to_string(),
+    }
 }
 
 pub(super) fn add(conn: &mut Connection, new: &NewRecovery) -> Result<RecoveryId> {
@@ -38,7 +44,13 @@ pub(super) fn add(conn: &mut Connection, new: &NewRecovery) -> Result<RecoveryId
         "INSERT INTO recovery_records
              (session_id, resource_id, kind, detail, attempts, created_at, last_attempt_at)
          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
-        params![new.session_id.as_str(), new.resource_id.as_ref().map(ResourceId::as_str), new.kind.as_str(), new.detail, now,],
+        params![
+            new.session_id.as_str(),
+            new.resource_id.as_ref().map(ResourceId::as_str),
+            new.kind.as_str(),
+            new.detail,
+            now,
+        ],
     )?;
     let id = tx.last_insert_rowid();
     tx.commit()?;
@@ -46,7 +58,13 @@ pub(super) fn add(conn: &mut Connection, new: &NewRecovery) -> Result<RecoveryId
 }
 
 pub(super) fn get(conn: &Connection, id: RecoveryId) -> Result<RecoveryRecord> {
-    query_opt(conn, &format!("SELECT {COLUMNS} FROM recovery_records WHERE id = ?1"), [int(id.0, "recovery id")?], decode)?.ok_or_else(|| not_found(id))
+    query_opt(
+        conn,
+        &format!("SELECT {COLUMNS} FROM recovery_records WHERE id = ?1"),
+        [int(id.0, "recovery id")?],
+        decode,
+    )?
+    .ok_or_else(|| not_found(id))
 }
 
 pub(super) fn pending(conn: &Connection, session: &SessionId) -> Result<Vec<RecoveryRecord>> {
@@ -61,7 +79,12 @@ pub(super) fn pending(conn: &Connection, session: &SessionId) -> Result<Vec<Reco
     )
 }
 
-pub(super) fn record_attempt(conn: &mut Connection, id: RecoveryId, detail: Option<&str>, now_ms: u64) -> Result<RecoveryRecord> {
+pub(super) fn record_attempt(
+    conn: &mut Connection,
+    id: RecoveryId,
+    detail: Option<&str>,
+    now_ms: u64,
+) -> Result<RecoveryRecord> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     let updated = query_opt(
@@ -83,10 +106,17 @@ pub(super) fn record_attempt(conn: &mut Connection, id: RecoveryId, detail: Opti
     Ok(record)
 }
 
-pub(super) fn resolve(conn: &mut Connection, id: RecoveryId, now_ms: u64) -> Result<RecoveryRecord> {
+pub(super) fn resolve(
+    conn: &mut Connection,
+    id: RecoveryId,
+    now_ms: u64,
+) -> Result<RecoveryRecord> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
-    tx.execute("UPDATE recovery_records SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL", params![int(id.0, "recovery id")?, now])?;
+    tx.execute(
+        "UPDATE recovery_records SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL",
+        params![int(id.0, "recovery id")?, now],
+    )?;
     let record = get(&tx, id)?;
     tx.commit()?;
     Ok(record)

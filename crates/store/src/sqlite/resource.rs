@@ -15,23 +15,34 @@ const COLUMNS: &str = "id, session_id, kind, cdp_target_id, instance, handle_los
 
 fn parse<T>(row: &Row<'_>, column: &'static str, parse: fn(&str) -> Option<T>) -> Result<T> {
     let text: String = row.get(column)?;
-    parse(&text).ok_or(StoreError::Corrupt { what: column, value: text })
+    parse(&text).ok_or(StoreError::Corrupt {
+        what: column,
+        value: text,
+    })
 }
 
 fn decode(row: &Row<'_>) -> Result<Resource> {
     Ok(Resource {
         id: ResourceId::new(row.get::<_, String>("id")?),
-        session_id: row.get::<_, Option<String>>("session_id")?.map(SessionId::new),
+        session_id: row
+            .get::<_, Option<String>>("session_id")?
+            .map(SessionId::new),
         kind: parse(row, "kind", ResourceKind::parse)?,
-        cdp_target_id: row.get::<_, Option<String>>("cdp_target_id")?.map(TargetId::new),
+        cdp_target_id: row
+            .get::<_, Option<String>>("cdp_target_id")?
+            .map(TargetId::new),
         instance: opt_uint(row, "instance")?.map(InstanceId),
         handle_lost: row.get("handle_lost")?,
         ownership: parse(row, "ownership", Ownership::parse)?,
-        created_by_run: row.get::<_, Option<String>>("created_by_run")?.map(RunId::new),
+        created_by_run: row
+            .get::<_, Option<String>>("created_by_run")?
+            .map(RunId::new),
         claimed_at: opt_uint(row, "claimed_at")?,
         released_at: opt_uint(row, "released_at")?,
         mark: parse(row, "mark", Mark::parse)?,
-        mark_turn_id: row.get::<_, Option<String>>("mark_turn_id")?.map(TurnId::new),
+        mark_turn_id: row
+            .get::<_, Option<String>>("mark_turn_id")?
+            .map(TurnId::new),
         state: parse(row, "state", ResourceState::parse)?,
         url: row.get("url")?,
         title: row.get("title")?,
@@ -49,11 +60,19 @@ fn decode(row: &Row<'_>) -> Result<Resource> {
 }
 
 fn not_found(id: &ResourceId) -> StoreError {
-    StoreError::NotFound { what: Entity::Resource, id: id.to_string() }
+    StoreError::NotFound {
+        what: Entity::Resource,
+        id: id.to_string(),
+    }
 }
 
 fn find(conn: &Connection, id: &ResourceId) -> Result<Option<Resource>> {
-    query_opt(conn, &format!("SELECT {COLUMNS} FROM resources WHERE id = ?1"), [id.as_str()], decode)
+    query_opt(
+        conn,
+        &format!("SELECT {COLUMNS} FROM resources WHERE id = ?1"),
+        [id.as_str()],
+        decode,
+    )
 }
 
 pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
@@ -61,17 +80,33 @@ pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
 }
 
 /// Checks that `instance` is current and that no other resource holds `target`.
-fn check_handle(conn: &Connection, id: &ResourceId, target: &TargetId, instance: InstanceId) -> Result<()> {
+fn check_handle(
+    conn: &Connection,
+    id: &ResourceId,
+    target: &TargetId,
+    instance: InstanceId,
+) -> Result<()> {
     // Only an instance that has not ended records handles (several may run at once: each
     // process holds its own).
-    let open: bool = conn.prepare_cached("SELECT 1 FROM instances WHERE id = ?1 AND ended_at IS NULL")?.exists([int(instance.0, "instance")?])?;
+    let open: bool = conn
+        .prepare_cached("SELECT 1 FROM instances WHERE id = ?1 AND ended_at IS NULL")?
+        .exists([int(instance.0, "instance")?])?;
     if !open {
-        return Err(StoreError::StaleInstance { given: instance, current: super::instance::current(conn)? });
+        return Err(StoreError::StaleInstance {
+            given: instance,
+            current: super::instance::current(conn)?,
+        });
     }
-    let holder: Option<String> =
-        query_opt(conn, "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2", params![target.as_str(), id.as_str()], |r| Ok(r.get(0)?))?;
+    let holder: Option<String> = query_opt(
+        conn,
+        "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2",
+        params![target.as_str(), id.as_str()],
+        |r| Ok(r.get(0)?),
+    )?;
     match holder {
-        Some(by) => Err(StoreError::HandleInUse { by: ResourceId::new(by) }),
+        Some(by) => Err(StoreError::HandleInUse {
+            by: ResourceId::new(by),
+        }),
         None => Ok(()),
     }
 }
@@ -80,7 +115,10 @@ pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resourc
     let now = int(new.now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     if find(&tx, &new.id)?.is_some() {
-        return Err(StoreError::AlreadyExists { what: Entity::Resource, id: new.id.to_string() });
+        return Err(StoreError::AlreadyExists {
+            what: Entity::Resource,
+            id: new.id.to_string(),
+        });
     }
     if let Some(session) = &new.session_id {
         session::require(&tx, session)?;
@@ -126,14 +164,30 @@ pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resourc
 }
 
 pub(super) fn list_owned(conn: &Connection, session: &SessionId) -> Result<Vec<Resource>> {
-    query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE session_id = ?1 ORDER BY created_at, id"), [session.as_str()], decode)
+    query_all(
+        conn,
+        &format!("SELECT {COLUMNS} FROM resources WHERE session_id = ?1 ORDER BY created_at, id"),
+        [session.as_str()],
+        decode,
+    )
 }
 
 pub(super) fn list_unowned(conn: &Connection) -> Result<Vec<Resource>> {
-    query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"), [], decode)
+    query_all(
+        conn,
+        &format!(
+            "SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"
+        ),
+        [],
+        decode,
+    )
 }
 
-pub(super) fn find_by_handle(conn: &Connection, target: &TargetId, instance: Option<InstanceId>) -> Result<Option<Resource>> {
+pub(super) fn find_by_handle(
+    conn: &Connection,
+    target: &TargetId,
+    instance: Option<InstanceId>,
+) -> Result<Option<Resource>> {
     let instance = instance.map(|i| int(i.0, "instance")).transpose()?;
     query_opt(
         conn,
@@ -148,10 +202,20 @@ pub(super) fn find_by_handle(conn: &Connection, target: &TargetId, instance: Opt
 
 /// The resources whose live handle `instance` recorded.
 pub(super) fn with_instance(conn: &Connection, instance: InstanceId) -> Result<Vec<Resource>> {
-    query_all(conn, &format!("SELECT {COLUMNS} FROM resources WHERE instance = ?1 ORDER BY created_at, id"), [int(instance.0, "instance")?], decode)
+    query_all(
+        conn,
+        &format!("SELECT {COLUMNS} FROM resources WHERE instance = ?1 ORDER BY created_at, id"),
+        [int(instance.0, "instance")?],
+        decode,
+    )
 }
 
-pub(super) fn claim(conn: &mut Connection, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
+pub(super) fn claim(
+    conn: &mut Connection,
+    id: &ResourceId,
+    session: &SessionId,
+    now_ms: u64,
+) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     session::require(&tx, session)?;
@@ -173,7 +237,9 @@ pub(super) fn claim(conn: &mut Connection, id: &ResourceId, session: &SessionId,
         let current = get(&tx, id)?;
         return Err(match current.session_id {
             Some(by) => StoreError::AlreadyClaimed { by },
-            None => StoreError::NotClaimable { ownership: current.ownership },
+            None => StoreError::NotClaimable {
+                ownership: current.ownership,
+            },
         });
     };
     tx.commit()?;
@@ -183,12 +249,21 @@ pub(super) fn claim(conn: &mut Connection, id: &ResourceId, session: &SessionId,
 /// Why an owner-only write matched no row.
 fn not_owner(conn: &Connection, id: &ResourceId, session: &SessionId) -> StoreError {
     match get(conn, id) {
-        Ok(current) => StoreError::NotOwner { resource: id.clone(), session: session.clone(), owner: current.session_id },
+        Ok(current) => StoreError::NotOwner {
+            resource: id.clone(),
+            session: session.clone(),
+            owner: current.session_id,
+        },
         Err(e) => e,
     }
 }
 
-pub(super) fn release(conn: &mut Connection, id: &ResourceId, session: &SessionId, now_ms: u64) -> Result<Resource> {
+pub(super) fn release(
+    conn: &mut Connection,
+    id: &ResourceId,
+    session: &SessionId,
+    now_ms: u64,
+) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     let released = query_opt(
@@ -211,7 +286,14 @@ pub(super) fn release(conn: &mut Connection, id: &ResourceId, session: &SessionI
     Ok(resource)
 }
 
-pub(super) fn set_mark(conn: &mut Connection, id: &ResourceId, session: &SessionId, mark: Mark, turn: &TurnId, now_ms: u64) -> Result<Resource> {
+pub(super) fn set_mark(
+    conn: &mut Connection,
+    id: &ResourceId,
+    session: &SessionId,
+    mark: Mark,
+    turn: &TurnId,
+    now_ms: u64,
+) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     let marked = query_opt(
@@ -222,7 +304,13 @@ pub(super) fn set_mark(conn: &mut Connection, id: &ResourceId, session: &Session
               WHERE id = ?1 AND session_id = ?2
              RETURNING {COLUMNS}"
         ),
-        params![id.as_str(), session.as_str(), mark.as_str(), turn.as_str(), now],
+        params![
+            id.as_str(),
+            session.as_str(),
+            mark.as_str(),
+            turn.as_str(),
+            now
+        ],
         decode,
     )?;
     let Some(resource) = marked else {
@@ -232,7 +320,13 @@ pub(super) fn set_mark(conn: &mut Connection, id: &ResourceId, session: &Session
     Ok(resource)
 }
 
-pub(super) fn transition(conn: &mut Connection, id: &ResourceId, expected_version: u64, state: ResourceState, now_ms: u64) -> Result<u64> {
+pub(super) fn transition(
+    conn: &mut Connection,
+    id: &ResourceId,
+    expected_version: u64,
+    state: ResourceState,
+    now_ms: u64,
+) -> Result<u64> {
     let now = int(now_ms, "now_ms")?;
     let expected = int(expected_version, "expected_version")?;
     let tx = write_tx(conn)?;
@@ -246,13 +340,22 @@ pub(super) fn transition(conn: &mut Connection, id: &ResourceId, expected_versio
     )?;
     let Some(version) = moved else {
         let current = get(&tx, id)?;
-        return Err(StoreError::Conflict { expected_version, actual: current.version });
+        return Err(StoreError::Conflict {
+            expected_version,
+            actual: current.version,
+        });
     };
     tx.commit()?;
     uint(version, "version")
 }
 
-pub(super) fn update_location(conn: &Connection, id: &ResourceId, url: &str, title: &str, now_ms: u64) -> Result<()> {
+pub(super) fn update_location(
+    conn: &Connection,
+    id: &ResourceId,
+    url: &str,
+    title: &str,
+    now_ms: u64,
+) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
     let changed = conn
         .prepare_cached(
@@ -266,7 +369,13 @@ pub(super) fn update_location(conn: &Connection, id: &ResourceId, url: &str, tit
     Ok(())
 }
 
-pub(super) fn attach_handle(conn: &mut Connection, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
+pub(super) fn attach_handle(
+    conn: &mut Connection,
+    id: &ResourceId,
+    target: &TargetId,
+    instance: InstanceId,
+    now_ms: u64,
+) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     check_handle(&tx, id, target, instance)?;
@@ -279,7 +388,12 @@ pub(super) fn attach_handle(conn: &mut Connection, id: &ResourceId, target: &Tar
               WHERE id = ?1
              RETURNING {COLUMNS}"
         ),
-        params![id.as_str(), target.as_str(), int(instance.0, "instance")?, now],
+        params![
+            id.as_str(),
+            target.as_str(),
+            int(instance.0, "instance")?,
+            now
+        ],
         decode,
     )?
     .ok_or_else(|| not_found(id))?;
@@ -300,15 +414,30 @@ fn write(conn: &Connection, id: &ResourceId, now_ms: u64, set: &'static str) -> 
 }
 
 pub(super) fn clear_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
-    write(conn, id, now_ms, "cdp_target_id = NULL, instance = NULL, handle_lost = 0")
+    write(
+        conn,
+        id,
+        now_ms,
+        "cdp_target_id = NULL, instance = NULL, handle_lost = 0",
+    )
 }
 
 pub(super) fn close_by_person(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
-    write(conn, id, now_ms, "closed_by_person = 1, closed_at = ?2, state = 'released', cdp_target_id = NULL, instance = NULL, handle_lost = 0")
+    write(
+        conn,
+        id,
+        now_ms,
+        "closed_by_person = 1, closed_at = ?2, state = 'released', cdp_target_id = NULL, instance = NULL, handle_lost = 0",
+    )
 }
 
 pub(super) fn lose_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
-    write(conn, id, now_ms, "cdp_target_id = NULL, instance = NULL, handle_lost = 1")
+    write(
+        conn,
+        id,
+        now_ms,
+        "cdp_target_id = NULL, instance = NULL, handle_lost = 1",
+    )
 }
 
 /// Tabs to bring back: handle lost, not closed by a person, not in a failed cleanup, and kept
@@ -328,7 +457,12 @@ pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {
     )
 }
 
-pub(super) fn restore_failed(conn: &Connection, id: &ResourceId, why: &str, now_ms: u64) -> Result<()> {
+pub(super) fn restore_failed(
+    conn: &Connection,
+    id: &ResourceId,
+    why: &str,
+    now_ms: u64,
+) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
     let changed = conn.prepare_cached("UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1")?.execute(params![
         id.as_str(),
@@ -341,7 +475,13 @@ pub(super) fn restore_failed(conn: &Connection, id: &ResourceId, why: &str, now_
     Ok(())
 }
 
-pub(super) fn restored(conn: &mut Connection, id: &ResourceId, target: &TargetId, instance: InstanceId, now_ms: u64) -> Result<Resource> {
+pub(super) fn restored(
+    conn: &mut Connection,
+    id: &ResourceId,
+    target: &TargetId,
+    instance: InstanceId,
+    now_ms: u64,
+) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     let tx = write_tx(conn)?;
     check_handle(&tx, id, target, instance)?;
@@ -362,9 +502,16 @@ pub(super) fn restored(conn: &mut Connection, id: &ResourceId, target: &TargetId
     Ok(resource)
 }
 
-pub(super) fn set_preview(conn: &Connection, id: &ResourceId, preview: &str, now_ms: u64) -> Result<()> {
+pub(super) fn set_preview(
+    conn: &Connection,
+    id: &ResourceId,
+    preview: &str,
+    now_ms: u64,
+) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn.prepare_cached("UPDATE resources SET preview = ?2, updated_at = ?3 WHERE id = ?1")?.execute(params![id.as_str(), preview, now])?;
+    let changed = conn
+        .prepare_cached("UPDATE resources SET preview = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id.as_str(), preview, now])?;
     if changed == 0 {
         return Err(not_found(id));
     }
@@ -372,12 +519,24 @@ pub(super) fn set_preview(conn: &Connection, id: &ResourceId, preview: &str, now
 }
 
 pub(super) fn list_all(conn: &Connection) -> Result<Vec<Resource>> {
-    query_all(conn, &format!("SELECT {COLUMNS} FROM resources ORDER BY created_at, id"), [], decode)
+    query_all(
+        conn,
+        &format!("SELECT {COLUMNS} FROM resources ORDER BY created_at, id"),
+        [],
+        decode,
+    )
 }
 
-pub(super) fn set_branch(conn: &Connection, id: &ResourceId, branch: &str, now_ms: u64) -> Result<()> {
+pub(super) fn set_branch(
+    conn: &Connection,
+    id: &ResourceId,
+    branch: &str,
+    now_ms: u64,
+) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn.prepare_cached("UPDATE resources SET branch = ?2, updated_at = ?3 WHERE id = ?1")?.execute(params![id.as_str(), branch, now])?;
+    let changed = conn
+        .prepare_cached("UPDATE resources SET branch = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id.as_str(), branch, now])?;
     if changed == 0 {
         return Err(not_found(id));
     }

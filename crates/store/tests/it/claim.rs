@@ -24,8 +24,15 @@ fn race(stores: Vec<Arc<SqliteStore>>, tab: &ResourceId, sessions: &[SessionId])
             })
         })
         .collect();
-    let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("claimer")).collect();
-    let winners: Vec<&SessionId> = results.iter().filter(|(_, r)| r.is_ok()).map(|(s, _)| s).collect();
+    let results: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("claimer"))
+        .collect();
+    let winners: Vec<&SessionId> = results
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(s, _)| s)
+        .collect();
     assert_eq!(winners.len(), 1, "results: {results:?}");
     let winner = winners[0].clone();
     for (s, r) in &results {
@@ -38,7 +45,9 @@ fn race(stores: Vec<Arc<SqliteStore>>, tab: &ResourceId, sessions: &[SessionId])
 }
 
 fn sessions(store: &dyn Store) -> Vec<SessionId> {
-    (0..CLAIMERS).map(|i| session(store, &format!("s{i}"), 1)).collect()
+    (0..CLAIMERS)
+        .map(|i| session(store, &format!("s{i}"), 1))
+        .collect()
 }
 
 #[test]
@@ -56,7 +65,10 @@ fn eight_connections_to_one_file_exactly_one_claim_wins() {
     let (store, path) = file_store("claim-conns");
     let sessions = sessions(&store);
     let tab = user_tab(&store, "u1", 2);
-    let stores = (0..CLAIMERS).map(|_| SqliteStore::open(&path).map(Arc::new)).collect::<Result<Vec<_>, _>>().expect("open");
+    let stores = (0..CLAIMERS)
+        .map(|_| SqliteStore::open(&path).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("open");
     race(stores, &tab, &sessions);
     assert_eq!(store.get_resource(&tab).expect("get").version, 2);
 }

@@ -54,20 +54,39 @@ fn kill_9_keeps_every_committed_seq() {
             break;
         }
     }
-    assert_eq!(printed.len(), COMMITTED_BEFORE_KILL, "the child stopped early");
+    assert_eq!(
+        printed.len(),
+        COMMITTED_BEFORE_KILL,
+        "the child stopped early"
+    );
     // `Child::kill` sends SIGKILL on Unix; the status check below proves it.
     child.kill().expect("kill child");
     let status = child.wait().expect("wait child");
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "child status: {status:?}");
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "child status: {status:?}"
+    );
 
     let conn = rusqlite::Connection::open(&path).expect("raw open");
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).expect("integrity_check");
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
     assert_eq!(check, "ok");
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("reopen after kill");
-    let stored: BTreeSet<u64> = store.audit_since(&s, AuditSeq(0), usize::MAX).expect("audit").into_iter().map(|e| e.seq.0).collect();
-    let missing: Vec<u64> = printed.iter().map(|(seq, _)| *seq).filter(|seq| !stored.contains(seq)).collect();
+    let stored: BTreeSet<u64> = store
+        .audit_since(&s, AuditSeq(0), usize::MAX)
+        .expect("audit")
+        .into_iter()
+        .map(|e| e.seq.0)
+        .collect();
+    let missing: Vec<u64> = printed
+        .iter()
+        .map(|(seq, _)| *seq)
+        .filter(|seq| !stored.contains(seq))
+        .collect();
     assert!(missing.is_empty(), "committed seqs lost: {missing:?}");
     let last_version = printed.last().map(|(_, v)| *v).expect("printed");
     assert!(store.get_resource(&tab).expect("tab").version >= last_version);
@@ -85,11 +104,21 @@ fn child(path: &Path) {
         store.claim_resource(&tab, &s, now).expect("claim");
         let payload = format!(r#"{{"i":{i}}}"#);
         let seq = store
-            .append_audit(&NewAudit { at: now, session_id: &s, run_id: None, resource_id: Some(&tab), kind: "ownership", payload: &payload })
+            .append_audit(&NewAudit {
+                at: now,
+                session_id: &s,
+                run_id: None,
+                resource_id: Some(&tab),
+                kind: "ownership",
+                payload: &payload,
+            })
             .expect("append");
         let released = store.release_resource(&tab, &s, now).expect("release");
         // A closed pipe means the parent is done with us.
-        if writeln!(out, "committed {} {}", seq.0, released.version).and_then(|()| out.flush()).is_err() {
+        if writeln!(out, "committed {} {}", seq.0, released.version)
+            .and_then(|()| out.flush())
+            .is_err()
+        {
             return;
         }
     }

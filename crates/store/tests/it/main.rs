@@ -15,7 +15,9 @@ mod session;
 
 use std::path::{Path, PathBuf};
 
-use store::{NewResource, Ownership, ResourceId, ResourceKind, ResourceState, SessionId, SqliteStore, Store};
+use store::{
+    NewResource, Ownership, ResourceId, ResourceKind, ResourceState, SessionId, SqliteStore, Store,
+};
 
 /// A fresh database path for one test: unique per test name and process, with any file left
 /// by an earlier run (and its WAL and shared-memory files) removed.
@@ -63,5 +65,8 @@ pub fn new_tab(id: &str, owner: Option<&SessionId>, ownership: Ownership, now: u
 
 /// Inserts an unowned user tab.
 pub fn user_tab(store: &dyn Store, id: &str, now: u64) -> ResourceId {
-    store.insert_resource(&new_tab(id, None, Ownership::User, now)).expect("insert user tab").id
+    store
+        .insert_resource(&new_tab(id, None, Ownership::User, now))
+        .expect("insert user tab")
+        .id
 }

@@ -7,19 +7,29 @@ use crate::{db_path, file_store, session};
 
 fn applied(path: &std::path::Path) -> Vec<(u32, String)> {
     let conn = Connection::open(path).expect("raw open");
-    let mut stmt = conn.prepare("SELECT version, name FROM schema_migrations ORDER BY version").expect("prepare");
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).expect("query").collect::<Result<_, _>>().expect("rows")
+    let mut stmt = conn
+        .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
+        .expect("prepare");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
 }
 
 #[test]
 fn fresh_file_gets_every_migration_in_wal_mode() {
     let (store, path) = file_store("fresh");
     drop(store);
-    let expected: Vec<(u32, String)> = MIGRATIONS.iter().map(|m| (m.version, m.name.to_owned())).collect();
+    let expected: Vec<(u32, String)> = MIGRATIONS
+        .iter()
+        .map(|m| (m.version, m.name.to_owned()))
+        .collect();
     assert_eq!(applied(&path), expected);
 
     let conn = Connection::open(&path).expect("raw open");
-    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).expect("mode");
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .expect("mode");
     assert_eq!(mode, "wal");
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -28,8 +38,18 @@ fn fresh_file_gets_every_migration_in_wal_mode() {
         .expect("query")
         .collect::<Result<_, _>>()
         .expect("rows");
-    for table in ["audit", "instances", "recovery_records", "resources", "schema_migrations", "sessions"] {
-        assert!(tables.iter().any(|t| t == table), "missing table {table} in {tables:?}");
+    for table in [
+        "audit",
+        "instances",
+        "recovery_records",
+        "resources",
+        "schema_migrations",
+        "sessions",
+    ] {
+        assert!(
+            tables.iter().any(|t| t == table),
+            "missing table {table} in {tables:?}"
+        );
     }
 }
 
@@ -59,8 +79,16 @@ fn open_creates_missing_parent_directories() {
 #[test]
 fn migration_numbers_run_from_one_without_gaps() {
     for (i, m) in MIGRATIONS.iter().enumerate() {
-        assert_eq!(m.version as usize, i + 1, "migration {} is out of order", m.name);
-        assert!(m.sql.starts_with(&format!("-- {:04}_{}", m.version, m.name)));
+        assert_eq!(
+            m.version as usize,
+            i + 1,
+            "migration {} is out of order",
+            m.name
+        );
+        assert!(
+            m.sql
+                .starts_with(&format!("-- {:04}_{}", m.version, m.name))
+        );
     }
 }
 
@@ -77,7 +105,11 @@ fn a_database_whose_applied_migration_differs_is_refused() {
     let path = db_path("edited");
     drop(SqliteStore::open(&path).expect("open"));
     let conn = Connection::open(&path).expect("raw open");
-    conn.execute("UPDATE schema_migrations SET sql = sql || ' ' WHERE version = 1", []).expect("tamper");
+    conn.execute(
+        "UPDATE schema_migrations SET sql = sql || ' ' WHERE version = 1",
+        [],
+    )
+    .expect("tamper");
     drop(conn);
     match SqliteStore::open(&path) {
         Err(StoreError::MigrationEdited { version: 1 }) => {}
@@ -90,7 +122,11 @@ fn a_database_from_a_newer_binary_is_refused() {
     let path = db_path("newer");
     drop(SqliteStore::open(&path).expect("open"));
     let conn = Connection::open(&path).expect("raw open");
-    conn.execute("INSERT INTO schema_migrations (version, name, sql) VALUES (999, 'future', '')", []).expect("insert");
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, sql) VALUES (999, 'future', '')",
+        [],
+    )
+    .expect("insert");
     drop(conn);
     match SqliteStore::open(&path) {
         Err(StoreError::SchemaTooNew { found: 999, known }) => {

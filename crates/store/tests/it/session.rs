@@ -14,8 +14,12 @@ fn session_round_trips_every_field() {
     assert_eq!(created.last_turn_id, None);
 
     store.set_tools_active(&id, true, 110).expect("tools");
-    store.set_last_turn(&id, &TurnId::new("turn_1"), 120).expect("turn");
-    let s = store.set_session_state(&id, SessionState::Reset, 130).expect("state");
+    store
+        .set_last_turn(&id, &TurnId::new("turn_1"), 120)
+        .expect("turn");
+    let s = store
+        .set_session_state(&id, SessionState::Reset, 130)
+        .expect("state");
     assert!(s.tools_active);
     assert_eq!(s.last_turn_id, Some(TurnId::new("turn_1")));
     assert_eq!(s.state, SessionState::Reset);
@@ -33,25 +37,53 @@ fn duplicate_and_unknown_sessions_are_named_errors() {
     let store = SqliteStore::open_in_memory().expect("open");
     let id = SessionId::new("s1");
     store.create_session(&id, 1).expect("create");
-    assert!(matches!(store.create_session(&id, 2), Err(StoreError::AlreadyExists { what: Entity::Session, .. })));
+    assert!(matches!(
+        store.create_session(&id, 2),
+        Err(StoreError::AlreadyExists {
+            what: Entity::Session,
+            ..
+        })
+    ));
     let ghost = SessionId::new("ghost");
-    assert!(matches!(store.get_session(&ghost), Err(StoreError::NotFound { what: Entity::Session, .. })));
-    assert!(matches!(store.set_tools_active(&ghost, true, 3), Err(StoreError::NotFound { what: Entity::Session, .. })));
+    assert!(matches!(
+        store.get_session(&ghost),
+        Err(StoreError::NotFound {
+            what: Entity::Session,
+            ..
+        })
+    ));
+    assert!(matches!(
+        store.set_tools_active(&ghost, true, 3),
+        Err(StoreError::NotFound {
+            what: Entity::Session,
+            ..
+        })
+    ));
 }
 
 #[test]
 fn sessions_list_oldest_first() {
     let store = SqliteStore::open_in_memory().expect("open");
     for (id, at) in [("b", 2), ("a", 3), ("c", 1)] {
-        store.create_session(&SessionId::new(id), at).expect("create");
+        store
+            .create_session(&SessionId::new(id), at)
+            .expect("create");
     }
-    let ids: Vec<String> = store.list_sessions().expect("list").into_iter().map(|s| s.id.to_string()).collect();
+    let ids: Vec<String> = store
+        .list_sessions()
+        .expect("list")
+        .into_iter()
+        .map(|s| s.id.to_string())
+        .collect();
     assert_eq!(ids, ["c", "b", "a"]);
 }
 
 #[test]
 fn a_time_past_i64_is_refused_not_wrapped() {
     let store = SqliteStore::open_in_memory().expect("open");
-    assert!(matches!(store.create_session(&SessionId::new("s"), u64::MAX), Err(StoreError::OutOfRange { field: "now_ms" })));
+    assert!(matches!(
+        store.create_session(&SessionId::new("s"), u64::MAX),
+        Err(StoreError::OutOfRange { field: "now_ms" })
+    ));
     assert!(store.list_sessions().expect("list").is_empty());
 }

@@ -1,0 +1,386 @@
+//! `bench store`, `bench runtime`, `bench restore`: what the runtime itself costs.
+
+use super::*;
+
+pub(super) fn bench_store(
+    global: &Global,
+    ratios: &mut Vec<(String, f64)>,
+) -> anyhow::Result<Vec<(String, Stats)>> {
+    let path = browser::data_dir(global)
+        .join("bench")
+        .join(format!("store-{}.sqlite", std::process::id()));
+    let mut samples = store::bench::bench_ownership_changes(&path, 2000)?;
+    let _ = std::fs::remove_file(&path);
+    let ops_path = path.with_extension("ops.sqlite");
+    let (mut receipts, bytes_per_1000) = store::bench::bench_operations(&ops_path, 2000)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = ops_path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    ratios.push((
+        "operation log: KiB per 1,000 actions".to_owned(),
+        bytes_per_1000 as f64 / 1024.0,
+    ));
+    let reconcile_path = path.with_extension("reconcile.sqlite");
+    let mut reconcile = store::bench::bench_reconcile(&reconcile_path, 20)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = reconcile_path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    Ok(vec![
+        (
+            "store: ownership change (claim or release), fsynced".to_owned(),
+            Stats::of(&mut samples),
+        ),
+        (
+            "store: one action's record (attempted, then ended), fsynced".to_owned(),
+            Stats::of(&mut receipts),
+        ),
+        (
+            "restart: reconcile 100 tab records + 25 approvals of a dead instance".to_owned(),
+            Stats::of(&mut reconcile),
+        ),
+    ])
+}
+
+pub(super) async fn bench_runtime(
+    global: &Global,
+    ratios: &mut Vec<(String, f64)>,
+) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::runtime::{RunRequest, Runtime, Scripted, ScriptedPlanner};
+    let pages = crate::pages::LoopbackPages::serve(
+        [("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into(),
+    )
+    .await?;
+    // The configured browser, viewport and lists (one resolution for every command).
+    let settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&pages.url("/"))?);
+    let rt = Runtime::start(config, settings.adapter()).await?;
+    let session = rt.create_session().await?;
+    let mut results = Vec::new();
+
+    // Stop → no further side effect: from the cancel request to the run's end.
+    rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO)
+        .await?;
+    let mut stops = Vec::new();
+    let mut events = rt.subscribe_events();
+    for _ in 0..30 {
+        let steps = vec![
+            Scripted::Think(Duration::from_secs(30)),
+            Scripted::Click("Add one".into()),
+        ];
+        let (handle, join) = rt.start_run(
+            &session,
+            RunRequest::new("stop me"),
+            Box::new(ScriptedPlanner::new(steps)),
+        )?;
+        loop {
+            let event = events.recv().await?;
+            if event.run_id == handle.run_id.as_str()
+                && matches!(event.kind, ::runtime::EventKind::Observed { .. })
+            {
+                break;
+            }
+        }
+        let started = Instant::now();
+        handle.cancel();
+        join.await?;
+        stops.push(started.elapsed());
+    }
+    results.push((
+        "stop request → run ended, no side effect".to_owned(),
+        Stats::of(&mut stops),
+    ));
+
+    // Per-step overhead: 20 waits through the runner vs the same observe+act directly.
+    let step_script = || {
+        (0..20)
+            .map(|_| Scripted::Wait(0))
+            .chain([Scripted::GiveUp("done".into())])
+            .collect::<Vec<_>>()
+    };
+    let mut through_runtime = Vec::new();
+    let mut direct = Vec::new();
+    let tab_session = rt.create_session().await?;
+    rt.open_tab(&tab_session, &pages.url("/act"), std::time::Duration::ZERO)
+        .await?;
+    for _ in 0..8 {
+        let started = Instant::now();
+        rt.run(
+            &tab_session,
+            RunRequest::new("wait"),
+            Box::new(ScriptedPlanner::new(step_script())),
+        )
+        .await?;
+        through_runtime.push(started.elapsed() / 21);
+        let started = Instant::now();
+        for _ in 0..21 {
+            let o = rt.observe(&tab_session, None, &Default::default()).await?;
+            if direct.len() < usize::MAX {
+                let wait = protocol::validate_action(
+                    &json!({"type": "wait", "expected_frame_id": o.frame_id().as_str(), "duration_ms": 0, "intent": "w"}),
+                )?;
+                rt.act(
+                    &tab_session,
+                    None,
+                    &wait.into(),
+                    &Default::default(),
+                    std::time::Duration::ZERO,
+                )
+                .await?;
+            }
+        }
+        direct.push(started.elapsed() / 21);
+    }
+    let runner = Stats::of(&mut through_runtime);
+    let plain = Stats::of(&mut direct);
+    ratios.push((
+        "runner overhead per step vs observe+act (ms, medians)".to_owned(),
+        ms(runner.median) - ms(plain.median),
+    ));
+    results.push((
+        "runner step (observe, plan, policy, act)".to_owned(),
+        runner,
+    ));
+    results.push(("observe + act through the runtime API".to_owned(), plain));
+
+    // 8 tabs × the same 20-step task: in parallel vs one after another.
+    let parallel_session = rt.create_session().await?;
+    for _ in 0..8 {
+        rt.open_tab(
+            &parallel_session,
+            &pages.url("/act"),
+            std::time::Duration::ZERO,
+        )
+        .await?;
+    }
+    let task = || {
+        let mut steps: Vec<Scripted> = (0..19).map(|_| Scripted::Click("Add one".into())).collect();
+        steps.push(Scripted::Done("counted".into()));
+        steps
+    };
+    let request = |i: usize| {
+        let mut r = RunRequest::new("count");
+        r.surface = Some(protocol::SurfaceName::new(format!("s{}", i + 1)).expect("a valid key"));
+        r.assertions = vec![::runtime::Assertion::TextPresent {
+            text: "clicks".into(),
+        }];
+        r
+    };
+    let started = Instant::now();
+    for i in 0..8 {
+        rt.run(
+            &parallel_session,
+            request(i),
+            Box::new(ScriptedPlanner::new(task())),
+        )
+        .await?;
+    }
+    let sequential = started.elapsed();
+    let started = Instant::now();
+    let mut joins = Vec::new();
+    for i in 0..8 {
+        let (_, join) = rt.start_run(
+            &parallel_session,
+            request(i),
+            Box::new(ScriptedPlanner::new(task())),
+        )?;
+        joins.push(join);
+    }
+    for join in joins {
+        let result = join.await?;
+        anyhow::ensure!(
+            result.status() == protocol::RunStatus::Succeeded,
+            "a parallel run failed: {result:?}"
+        );
+    }
+    let parallel = started.elapsed();
+    ratios.push((
+        "8 tabs × 20 steps: sequential s".to_owned(),
+        sequential.as_secs_f64(),
+    ));
+    ratios.push((
+        "8 tabs × 20 steps: parallel s".to_owned(),
+        parallel.as_secs_f64(),
+    ));
+    ratios.push((
+        "8 tabs × 20 steps: speed-up".to_owned(),
+        sequential.as_secs_f64() / parallel.as_secs_f64(),
+    ));
+
+    // Turn-end cleanup with 10 agent tabs and 5 claimed user tabs.
+    let mut turn_ends = Vec::new();
+    for round in 0..5 {
+        let session = rt.create_session().await?;
+        for _ in 0..10 {
+            rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO)
+                .await?;
+        }
+        for _ in 0..5 {
+            let user = rt.register_user_tab(&pages.url("/act")).await?;
+            rt.claim_tab(&session, &user).await?;
+        }
+        let started = Instant::now();
+        let report = rt.end_turn(&session, &format!("turn_{round}")).await?;
+        turn_ends.push(started.elapsed());
+        anyhow::ensure!(
+            report.ok && report.closed.len() == 10 && report.released.len() == 5,
+            "turn end did not clean up: {report:?}"
+        );
+        rt.close_session(&session).await?;
+    }
+    results.push((
+        "turn end: close 10 agent tabs, release 5 claims".to_owned(),
+        Stats::of(&mut turn_ends),
+    ));
+
+    // What an idle detach costs the next operation: observe on an attached tab vs. observe that
+    // must attach first (the tab kept by a mark, detached by the turn's end).
+    let session = rt.create_session().await?;
+    let surface = rt
+        .open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO)
+        .await?;
+    let (mut attached, mut reattach) = (Vec::new(), Vec::new());
+    for round in 0..30 {
+        let turn = format!("turn_{round}");
+        rt.mark(&session, surface, ::runtime::Mark::Deliverable, &turn)
+            .await?;
+        rt.end_turn(&session, &turn).await?;
+        let started = Instant::now();
+        rt.observe(&session, None, &Default::default()).await?;
+        reattach.push(started.elapsed());
+        let started = Instant::now();
+        rt.observe(&session, None, &Default::default()).await?;
+        attached.push(started.elapsed());
+    }
+    results.push((
+        "observe, debugger lease attached".to_owned(),
+        Stats::of(&mut attached),
+    ));
+    results.push((
+        "observe after a detach (attach + observe)".to_owned(),
+        Stats::of(&mut reattach),
+    ));
+
+    // Browser death → the first structured error: kill the launched browser, then observe at
+    // once; the time until the call fails with its code. Then reconnect for the next round.
+    if rt.browser_pid().is_some() {
+        let mut death = Vec::new();
+        for _ in 0..10 {
+            let session = rt.create_session().await?;
+            rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO)
+                .await?;
+            rt.observe(&session, None, &Default::default()).await?;
+            let pid = rt.browser_pid().unwrap_or_default();
+            let started = Instant::now();
+            std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()?;
+            let failed = rt.observe(&session, None, &Default::default()).await;
+            death.push(started.elapsed());
+            if failed.is_ok() {
+                anyhow::bail!("an observe after the browser died succeeded");
+            }
+            rt.reconnect().await?;
+            let _ = rt.close_session(&session).await;
+        }
+        results.push((
+            "browser killed → first structured error (observe)".to_owned(),
+            Stats::of(&mut death),
+        ));
+    }
+    Ok(results)
+}
+
+/// Kept tabs after a browser death: ten deliverable tabs on a loopback page; the browser is
+/// SIGKILLed and the runtime relaunches it and restores them (the same restore a restart runs).
+/// Measures from the kill until all ten are open again with new handles, and the restore pass.
+pub(super) async fn bench_restore(
+    global: &Global,
+    iterations: usize,
+) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::runtime::{Mark, Runtime};
+    let pages = crate::pages::LoopbackPages::serve(
+        [("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into(),
+    )
+    .await?;
+    let mut settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
+    config.data_dir = config
+        .data_dir
+        .join("bench")
+        .join(format!("restore-{}", std::process::id()));
+    if let ::browser::BrowserSource::Launch(launch) = &mut settings.browser {
+        launch.data_dir = config.data_dir.clone();
+    }
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&pages.url("/"))?);
+    let data_dir = config.data_dir.clone();
+    let rt = Runtime::start(config, settings.adapter()).await?;
+    let session = rt.create_session().await?;
+    let turn = rt.current_turn(&session)?;
+    for i in 0..10 {
+        let surface = rt
+            .open_tab(
+                &session,
+                &pages.url(&format!("/act?n={i}")),
+                std::time::Duration::ZERO,
+            )
+            .await?;
+        rt.mark(&session, surface, Mark::Deliverable, &turn).await?;
+    }
+    let mut back = Vec::new();
+    let mut pass = Vec::new();
+    for _ in 0..iterations.max(1) {
+        let killed_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let pid = rt.browser_pid().unwrap_or_default();
+        let started = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()?;
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let tabs = rt.tabs_for_person()?;
+            let restored = tabs
+                .iter()
+                .filter(|t| {
+                    t["state"] == "open"
+                        && t["restored_at"].as_u64().is_some_and(|at| at >= killed_at)
+                })
+                .count();
+            if restored == 10 {
+                break;
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("only {restored} of 10 kept tabs came back within 60 s");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        back.push(started.elapsed());
+        if let Some(report) = rt.last_restore() {
+            pass.push(std::time::Duration::from_millis(report.took_ms));
+        }
+    }
+    rt.shutdown(std::time::Duration::from_secs(5)).await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+    Ok(vec![
+        (
+            "restore: browser killed → 10 kept tabs open again".to_owned(),
+            Stats::of(&mut back),
+        ),
+        (
+            "restore: the restore pass alone (10 tabs)".to_owned(),
+            Stats::of(&mut pass),
+        ),
+    ])
+}
