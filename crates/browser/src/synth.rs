@@ -959,15 +959,7 @@ pub(crate) fn fingerprint(view: &DocView<'_>, node: usize) -> String {
 }
 
 /// The page-side half of [`fingerprint`]: run on the live element with `this` bound to it.
-pub(crate) const FINGERPRINT_JS: &str = r"function() {
-  let text = (this.textContent || '').replace(/[\t\n\f\r ]+/g, ' ');
-  if (text.startsWith(' ')) text = text.slice(1);
-  if (text.endsWith(' ')) text = text.slice(0, -1);
-  let clipped = '';
-  let units = 0;
-  for (const c of text) { units += c.length; if (units > 200) break; clipped += c; }
-  return [this.localName, this.getAttribute('role') || '', this.getAttribute('aria-label') || '', clipped].join('\u0001');
-}";
+pub(crate) const FINGERPRINT_JS: &str = include_str!("js/fingerprint.js");
 
 /// Folds ASCII whitespace runs (what the page-side check folds) and trims.
 fn fold_like_js(text: &str) -> String {
