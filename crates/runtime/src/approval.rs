@@ -8,6 +8,10 @@
 //! for the decision or returns `needs_approval` at once; a decision nobody was waiting for is kept
 //! until it expires, and the identical action sent again consumes it — exactly once. Every entry
 //! has an enforced expiry, and a session's end, a run's end and shutdown withdraw theirs.
+//!
+//! What a person allowed lives here too: "allow for this site" grants its origin to the
+//! approval's scope (`policy::Grants`), and the scope's end takes the grants with its
+//! approvals ([`Approvals::end_scope`]) — one place for both.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -112,11 +116,19 @@ pub(crate) enum Asked {
     },
 }
 
-/// What resolving changed, for the caller to apply.
+/// Whose approval was resolved.
 pub(crate) struct Resolved {
     pub(crate) run_id: String,
     pub(crate) session: String,
-    pub(crate) grant: Option<Origin>,
+}
+
+/// A scope approvals and grants belong to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scope<'a> {
+    /// A run's.
+    Run(&'a str),
+    /// A session's (its direct calls' scope is the session id).
+    Session(&'a str),
 }
 
 #[derive(Default)]
@@ -132,6 +144,8 @@ const EXPIRED_REMEMBERED: usize = 256;
 #[derive(Default)]
 pub(crate) struct Approvals {
     table: Mutex<Table>,
+    /// Origins a person allowed for a scope ("allow for this site").
+    grants: Mutex<policy::Grants>,
     /// Where each approval and its outcome is recorded (the runtime's store and instance);
     /// `None` in unit tests.
     record: Option<(std::sync::Arc<dyn store::Store>, store::InstanceId)>,
@@ -148,6 +162,7 @@ impl Approvals {
     ) -> Self {
         Approvals {
             table: Mutex::default(),
+            grants: Mutex::default(),
             record: Some((store, instance)),
         }
     }
@@ -284,8 +299,19 @@ impl Approvals {
         let resolved = Resolved {
             run_id: entry.request.run_id.clone(),
             session: entry.request.session.clone(),
-            grant: entry.grant.clone(),
         };
+        let grant = entry.grant.clone();
+        // "Allow for this site" grants exactly the origin the person was shown, before any
+        // waiter hears the decision.
+        if decision == ApprovalDecision::ApproveForTask
+            && let Some(origin) = grant
+        {
+            self.grants().grant(policy::Grant {
+                run: resolved.run_id.clone(),
+                origin,
+                expires_at: None,
+            });
+        }
         let _ = tx.send(Some(decision));
         drop(entries);
         let outcome = match decision {
@@ -339,18 +365,29 @@ impl Approvals {
         });
     }
 
-    /// Withdraws every approval of a run (its end).
-    pub(crate) fn withdraw_run(&self, run_id: &str) {
-        self.lock().retain(|_, e| e.request.run_id != run_id);
-        self.note_scope(store::ApprovalScope::Run(&store::RunId::new(run_id)));
+    /// A scope ended (a run's end, a session's disposal): its pending approvals are withdrawn
+    /// (nothing it asked a person about can be approved once it is gone) and what a person
+    /// allowed for it ends with it. A session's end takes the approvals of its runs too.
+    pub(crate) fn end_scope(&self, scope: Scope<'_>) {
+        match scope {
+            Scope::Run(run) => {
+                self.lock().retain(|_, e| e.request.run_id != run);
+                self.grants().end_run(run);
+                self.note_scope(store::ApprovalScope::Run(&store::RunId::new(run)));
+            }
+            Scope::Session(session) => {
+                self.lock().retain(|_, e| e.request.session != session);
+                self.grants().end_run(session);
+                self.note_scope(store::ApprovalScope::Session(&store::SessionId::new(
+                    session,
+                )));
+            }
+        }
     }
 
-    /// Withdraws every approval of a session (its disposal).
-    pub(crate) fn withdraw_session(&self, session: &str) {
-        self.lock().retain(|_, e| e.request.session != session);
-        self.note_scope(store::ApprovalScope::Session(&store::SessionId::new(
-            session,
-        )));
+    /// The grants, held only while deciding (nothing awaits while they are held).
+    pub(crate) fn grants(&self) -> std::sync::MutexGuard<'_, policy::Grants> {
+        self.grants.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Withdraws everything (shutdown).
@@ -491,7 +528,7 @@ mod tests {
         let approvals = Approvals::default();
         let _ = approvals.ask(request("a1", "s1", "s1", 0), "k1".into(), None, 0);
         let _ = approvals.ask(request("a2", "s2", "run_1", 0), "k2".into(), None, 0);
-        approvals.withdraw_session("s1");
+        approvals.end_scope(Scope::Session("s1"));
         assert_eq!(
             approvals
                 .list(1)
@@ -500,7 +537,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             [id("a2")]
         );
-        approvals.withdraw_run("run_1");
+        approvals.end_scope(Scope::Run("run_1"));
         assert!(approvals.list(1).is_empty());
         assert_eq!(
             approvals

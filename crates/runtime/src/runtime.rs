@@ -1,13 +1,15 @@
-//! `Runtime`: the one API every transport calls. It owns the browser connection, sessions and
-//! their tabs (surfaces), leases, grants, approvals, artifacts and events; it is the only place
-//! that decides whether a side effect may happen.
+//! `Runtime`: the one API every transport calls, a thin facade over its domains, each with its
+//! own state and rules: the surface adapter, sessions and their tabs (here), write leases
+//! (`lease.rs`), approvals and grants (`approval.rs`), runs (`run/`), lifecycle and turns
+//! (`lifecycle/`), the host registry (`host/`), kept tabs (`webtabs.rs`), input control
+//! (`control.rs`), artifacts and durable records. It is the only place that decides whether a
+//! side effect may happen (`step.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use policy::Grants;
 use protocol::{Capability, ExtendedAction, Observation, SessionId, SurfaceName};
 use store::Store as _;
 use surface::{ActOptions, ActOutcome, ObserveOptions, SurfaceAdapter, SurfaceError};
@@ -116,18 +118,15 @@ pub(crate) struct Inner {
     pub(crate) config: RuntimeConfig,
     pub(crate) sessions: Mutex<HashMap<String, Arc<SessionState>>>,
     pub(crate) leases: Arc<Leases>,
-    pub(crate) grants: Mutex<Grants>,
     pub(crate) approvals: Approvals,
     pub(crate) artifacts: Artifacts,
     pub(crate) events: broadcast::Sender<Event>,
-    /// Runs in flight: their session and the way to stop them.
-    pub(crate) runs: Mutex<HashMap<String, (String, crate::Cancel)>>,
+    /// Runs in flight and runs waiting for a person (`run/registry.rs`).
+    pub(crate) runs: crate::run::Runs,
     /// Input scopes: agent dispatches in flight and a person's take-over, per target (`control.rs`).
     pub(crate) scopes: crate::control::Scopes,
     /// The last binding generation given to a person's view (`person_view.rs`).
     pub(crate) view_generation: std::sync::atomic::AtomicU64,
-    /// Runs waiting for a person to continue them (login, CAPTCHA).
-    pub(crate) waiting_runs: Mutex<HashMap<String, crate::run::WaitingRun>>,
     /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
     /// session released or handed over is the person's, but nobody offered it to other sessions.
     pub(crate) offered_tabs: Mutex<std::collections::HashSet<String>>,
@@ -145,13 +144,8 @@ pub(crate) struct Inner {
     pub(crate) host: crate::host::HostRegistry,
     /// Targets Glovebox is closing or closed (a destroyed one not among them was closed by a person).
     pub(crate) closing_targets: Mutex<std::collections::HashSet<String>>,
-    /// One restore of kept tabs at a time, one more pass when asked during one (`webtabs.rs`).
-    pub(crate) restoring: tokio::sync::Mutex<()>,
-    pub(crate) restore_again: AtomicBool,
-    pub(crate) last_restore: Mutex<Option<crate::webtabs::RestoreReport>>,
-    /// Per target: when its location was last written and its site storage last saved, and
-    /// whether a trailing write is scheduled (a page cannot make the store write per event).
-    pub(crate) location_writes: Mutex<HashMap<String, crate::webtabs::LocationWrites>>,
+    /// Kept tabs: their restore and the throttle of their location writes (`webtabs.rs`).
+    pub(crate) keeping: crate::webtabs::Keeping,
     next_id: AtomicU64,
     event_seq: AtomicU64,
 }
@@ -233,11 +227,9 @@ impl Runtime {
                 config,
                 sessions: Mutex::default(),
                 leases: Arc::default(),
-                grants: Mutex::default(),
                 artifacts,
                 events,
-                runs: Mutex::default(),
-                waiting_runs: Mutex::default(),
+                runs: Default::default(),
                 scopes: Mutex::default(),
                 view_generation: Default::default(),
                 offered_tabs: Mutex::default(),
@@ -248,10 +240,7 @@ impl Runtime {
                 lock: instance_lock,
                 reconciled: Mutex::default(),
                 closing_targets: Mutex::default(),
-                restoring: tokio::sync::Mutex::new(()),
-                restore_again: AtomicBool::new(false),
-                last_restore: Mutex::default(),
-                location_writes: Mutex::default(),
+                keeping: Default::default(),
                 next_id: AtomicU64::new(1),
                 event_seq: AtomicU64::new(1),
             }),

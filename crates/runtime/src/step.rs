@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use policy::{Decision, Effect, Grant, RiskFacts};
+use policy::{Decision, Effect, RiskFacts};
 use protocol::extended::TargetRef;
 use protocol::{Capability, ExtendedAction};
 use surface::{ActOptions, ActOutcome, FrameRecord, Surface, SurfaceError};
@@ -243,7 +243,7 @@ impl Runtime {
         };
         let now = now_ms();
         // Held only while deciding: nothing below awaits.
-        let grants = self.inner.grants.lock().unwrap_or_else(|p| p.into_inner());
+        let grants = self.inner.approvals.grants();
         let decide_one = |origin: Option<&policy::Origin>| {
             let facts = RiskFacts {
                 effect: intended.effect,
@@ -558,19 +558,6 @@ impl Runtime {
                     crate::approval::NotPending::Decided => "a person already decided it",
                 },
             })?;
-        if decision == ApprovalDecision::ApproveForTask
-            && let Some(origin) = resolved.grant
-        {
-            self.inner
-                .grants
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .grant(Grant {
-                    run: resolved.run_id.clone(),
-                    origin,
-                    expires_at: None,
-                });
-        }
         tracing::info!(approval = %approval_id, session = %resolved.session, decision = decision.as_str(), "a person resolved an approval");
         Ok(())
     }

@@ -89,6 +89,18 @@ fn trailing_refresh(
     Box::pin(async move { runtime.refresh_location(&target).await })
 }
 
+/// Kept tabs' own state: one restore at a time (one more pass when asked during one), the last
+/// restore's report, and per target when its location was last written and its site storage
+/// last saved, with whether a trailing write is scheduled (a page cannot make the store write
+/// per event).
+#[derive(Default)]
+pub(crate) struct Keeping {
+    pub(crate) restoring: tokio::sync::Mutex<()>,
+    pub(crate) restore_again: std::sync::atomic::AtomicBool,
+    pub(crate) last_restore: std::sync::Mutex<Option<RestoreReport>>,
+    pub(crate) location_writes: std::sync::Mutex<std::collections::HashMap<String, LocationWrites>>,
+}
+
 impl Runtime {
     fn webtabs_dir(&self) -> PathBuf {
         self.inner.config.data_dir.join("webtabs")
@@ -229,6 +241,7 @@ impl Runtime {
             let now = std::time::Instant::now();
             let mut writes = self
                 .inner
+                .keeping
                 .location_writes
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
@@ -246,6 +259,7 @@ impl Runtime {
                             tokio::time::sleep(wait).await;
                             let Some(inner) = weak.upgrade() else { return };
                             if let Some(w) = inner
+                                .keeping
                                 .location_writes
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
@@ -550,15 +564,26 @@ impl Runtime {
     /// Brings back every restorable tab (see the module docs); one pass at a time, and a request
     /// during a pass runs exactly one more after it.
     pub async fn restore_kept(&self) -> RestoreReport {
-        let Ok(_one) = self.inner.restoring.try_lock() else {
-            self.inner.restore_again.store(true, Ordering::SeqCst);
+        let Ok(_one) = self.inner.keeping.restoring.try_lock() else {
+            self.inner
+                .keeping
+                .restore_again
+                .store(true, Ordering::SeqCst);
             return RestoreReport::default();
         };
         // A request that came before this pass began is served by it.
-        self.inner.restore_again.store(false, Ordering::SeqCst);
+        self.inner
+            .keeping
+            .restore_again
+            .store(false, Ordering::SeqCst);
         let mut report = self.restore_pass().await;
         report.passes = 1;
-        while self.inner.restore_again.swap(false, Ordering::SeqCst) {
+        while self
+            .inner
+            .keeping
+            .restore_again
+            .swap(false, Ordering::SeqCst)
+        {
             let again = self.restore_pass().await;
             report.restored.extend(again.restored);
             report.failed.extend(again.failed);
@@ -567,6 +592,7 @@ impl Runtime {
         }
         *self
             .inner
+            .keeping
             .last_restore
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(report.clone());
@@ -592,6 +618,7 @@ impl Runtime {
     /// What the last restore did.
     pub fn last_restore(&self) -> Option<RestoreReport> {
         self.inner
+            .keeping
             .last_restore
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -292,17 +292,7 @@ impl Runtime {
 
     /// Stops the session's runs (disposal).
     fn cancel_runs(&self, session: &str) {
-        for (owner, cancel) in self
-            .inner
-            .runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
-            if owner == session {
-                cancel.cancel();
-            }
-        }
+        self.inner.runs.stop(Some(session));
     }
 
     /// Closes a tab known only by its recorded handle (detached, or from a lost connection).

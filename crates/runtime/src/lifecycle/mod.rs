@@ -689,12 +689,9 @@ impl Runtime {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         // Nothing the session asked a person about can be approved once it is gone, and what a
         // person allowed for it ends with it.
-        self.inner.approvals.withdraw_session(session);
         self.inner
-            .grants
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .end_run(session);
+            .approvals
+            .end_scope(crate::approval::Scope::Session(session));
         let report = self.cleanup(session, None, Boundary::Disposal).await?;
         // A detach that failed during the cleanup gets one more try before the session goes;
         // if it still fails, its recovery record stays in the store.
@@ -754,15 +751,7 @@ impl Runtime {
                 break;
             }
         }
-        for (_, cancel) in self
-            .inner
-            .runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
-            cancel.cancel();
-        }
+        self.inner.runs.stop(None);
         let mut reports = Vec::new();
         for (id, _) in &sessions {
             let Ok(typed) = SessionId::new(id.clone()) else {

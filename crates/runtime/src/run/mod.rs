@@ -19,7 +19,10 @@ use crate::step::{ApprovalWait, StepAt};
 use crate::verify::Assertion;
 use crate::{Cancel, RuntimeError};
 
+mod registry;
 mod runner;
+
+pub(crate) use registry::{Runs, WaitingRun};
 
 /// What to do.
 #[derive(Debug, Clone)]
@@ -150,16 +153,6 @@ impl Ending {
             task_record: None,
         }
     }
-}
-
-/// A run waiting for a person.
-pub(crate) struct WaitingRun {
-    pub(crate) session: String,
-    pub(crate) surface: String,
-    pub(crate) target: String,
-    pub(crate) reason: String,
-    pub(crate) since: u64,
-    go_on: Arc<tokio::sync::Notify>,
 }
 
 /// The text `action` types into a secret field (password, card, one-time code) of `record`.
@@ -348,11 +341,7 @@ impl Runtime {
         let held = self.acquire(&entry, &run_id)?;
         let lease = held.lease.clone();
         self.record_run_start(&run_id, session, &key, &request, planner.model());
-        self.inner
-            .runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(run_id.clone(), (session.to_owned(), cancel.clone()));
+        self.inner.runs.started(&run_id, session, cancel.clone());
         let handle = RunHandle {
             run_id: typed,
             cancel: cancel.clone(),
@@ -463,18 +452,11 @@ impl Runtime {
         }
         let target = lease.target().to_owned();
         drop(lease);
-        self.inner.approvals.withdraw_run(run_id);
         self.inner
-            .grants
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .end_run(run_id);
+            .approvals
+            .end_scope(crate::approval::Scope::Run(run_id));
         self.inner.artifacts.finish_run(run_id);
-        self.inner
-            .runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(run_id);
+        self.inner.runs.ended(run_id);
         let retained: Vec<ArtifactRef> = artifacts.into_iter().filter(|a| a.retained).collect();
         let target = TabId::new(target).ok().map(|tab_id| RunTarget {
             kind: self.adapter().kind(),
@@ -530,49 +512,19 @@ impl Runtime {
     /// The runs waiting for a person (a login, a CAPTCHA), for person channels: run, session,
     /// surface, why, since when.
     pub fn waiting_runs(&self) -> Vec<serde_json::Value> {
-        let waiting = self
-            .inner
-            .waiting_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let mut list: Vec<_> = waiting
-            .iter()
-            .map(|(run, w)| serde_json::json!({"run_id": run, "session": w.session, "surface": w.surface, "reason": w.reason, "since": w.since}))
-            .collect();
-        list.sort_by_key(|w| w["since"].as_u64());
-        list
+        self.inner.runs.waiting()
     }
 
     /// Continues every run waiting on `target` (a person handed the tab back).
     pub(crate) fn continue_runs_on(&self, target: &str) {
-        for run in self
-            .inner
-            .waiting_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|w| w.target == target)
-        {
-            run.go_on.notify_one();
-        }
+        self.inner.runs.continue_on(target);
     }
 
     /// A person continues a waiting run (after signing in, solving a CAPTCHA): it observes
     /// afresh and plans again; the action it paused at is never sent. Only person channels call
     /// this.
     pub fn continue_run(&self, run_id: &str) -> Result<(), RuntimeError> {
-        let waiting = self
-            .inner
-            .waiting_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let run = waiting
-            .get(run_id)
-            .ok_or_else(|| RuntimeError::UnknownSurface {
-                name: run_id.to_owned(),
-                known: "a run waiting for a person (GET /api/runs/waiting)".into(),
-            })?;
-        run.go_on.notify_one();
+        self.inner.runs.continue_run(run_id)?;
         tracing::info!(run = run_id, "a person continued a run");
         Ok(())
     }

@@ -91,9 +91,8 @@ impl RunState<'_> {
             {
                 self.runtime
                     .inner
-                    .grants
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
+                    .approvals
+                    .grants()
                     .revoke(&self.run_id, before);
             }
             origin = now_origin;
@@ -278,22 +277,17 @@ impl RunState<'_> {
             let _ = tokio::time::timeout(Duration::from_secs(2), self.tab.release_input()).await;
         }
         let go_on = Arc::new(tokio::sync::Notify::new());
-        self.runtime
-            .inner
-            .waiting_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(
-                self.run_id.clone(),
-                WaitingRun {
-                    session: self.session.clone(),
-                    surface: self.key.clone(),
-                    target: self.entry.target().to_owned(),
-                    reason: reason.to_owned(),
-                    since: crate::runtime::now_ms(),
-                    go_on: go_on.clone(),
-                },
-            );
+        self.runtime.inner.runs.wait(
+            &self.run_id,
+            WaitingRun {
+                session: self.session.clone(),
+                surface: self.key.clone(),
+                target: self.entry.target().to_owned(),
+                reason: reason.to_owned(),
+                since: crate::runtime::now_ms(),
+                go_on: go_on.clone(),
+            },
+        );
         self.runtime.emit(
             &self.run_id,
             EventKind::NeedsUser {
@@ -303,12 +297,7 @@ impl RunState<'_> {
         let waiting = Instant::now();
         let outcome = self.guarded(go_on.notified()).await;
         RunTimes::add(&self.times.person, waiting.elapsed());
-        self.runtime
-            .inner
-            .waiting_runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.run_id);
+        self.runtime.inner.runs.waited(&self.run_id);
         match outcome {
             Ok(()) => {
                 self.runtime.emit(&self.run_id, EventKind::Continued);
