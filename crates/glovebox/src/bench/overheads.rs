@@ -216,7 +216,7 @@ pub(super) async fn bench_runtime(
 
     // Turn-end cleanup with 10 agent tabs and 5 claimed user tabs.
     let mut turn_ends = Vec::new();
-    for round in 0..5 {
+    for _ in 0..5 {
         let session = rt.create_session().await?;
         for _ in 0..10 {
             rt.open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO)
@@ -227,7 +227,7 @@ pub(super) async fn bench_runtime(
             rt.claim_tab(&session, &user).await?;
         }
         let started = Instant::now();
-        let report = rt.end_turn(&session, &format!("turn_{round}")).await?;
+        let (_, report) = rt.end_current_turn(&session).await?;
         turn_ends.push(started.elapsed());
         anyhow::ensure!(
             report.ok && report.closed.len() == 10 && report.released.len() == 5,
@@ -247,11 +247,11 @@ pub(super) async fn bench_runtime(
         .open_tab(&session, &pages.url("/act"), std::time::Duration::ZERO)
         .await?;
     let (mut attached, mut reattach) = (Vec::new(), Vec::new());
-    for round in 0..30 {
-        let turn = format!("turn_{round}");
+    for _ in 0..30 {
+        let turn = rt.current_turn(&session)?;
         rt.mark(&session, surface, ::runtime::Mark::Deliverable, &turn)
             .await?;
-        rt.end_turn(&session, &turn).await?;
+        rt.end_current_turn(&session).await?;
         let started = Instant::now();
         rt.observe(&session, None, &Default::default()).await?;
         reattach.push(started.elapsed());
