@@ -74,3 +74,18 @@ pub enum EventKind {
         steps: u32,
     },
 }
+
+/// The runtime's event stream: its sender and the next event's sequence number.
+pub(crate) struct Events {
+    pub(crate) sender: tokio::sync::broadcast::Sender<Event>,
+    pub(crate) seq: std::sync::atomic::AtomicU64,
+}
+
+impl Events {
+    pub(crate) fn new(sender: tokio::sync::broadcast::Sender<Event>) -> Self {
+        Events {
+            sender,
+            seq: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+}

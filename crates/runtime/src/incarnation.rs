@@ -192,9 +192,18 @@ impl Runtime {
     /// What this start reconciled of earlier processes that ended without cleaning up.
     pub fn reconciliation(&self) -> Reconciliation {
         self.inner
+            .incarnation
             .reconciled
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
+}
+
+/// This process's instance of the runtime.
+pub(crate) struct Incarnation {
+    /// Its lock under the data directory (the instance is alive while it is held).
+    pub(crate) lock: InstanceLock,
+    /// What its start reconciled of processes that died without cleaning up.
+    pub(crate) reconciled: std::sync::Mutex<Reconciliation>,
 }

@@ -120,34 +120,27 @@ pub(crate) struct Inner {
     pub(crate) leases: Arc<Leases>,
     pub(crate) approvals: Approvals,
     pub(crate) artifacts: Artifacts,
-    pub(crate) events: broadcast::Sender<Event>,
+    /// The event stream and its sequence numbers (`events.rs`).
+    pub(crate) events: crate::events::Events,
     /// Runs in flight and runs waiting for a person (`run/registry.rs`).
     pub(crate) runs: crate::run::Runs,
     /// Input scopes: agent dispatches in flight and a person's take-over, per target (`control.rs`).
     pub(crate) scopes: crate::control::Scopes,
     /// The last binding generation given to a person's view (`person_view.rs`).
     pub(crate) view_generation: std::sync::atomic::AtomicU64,
-    /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
-    /// session released or handed over is the person's, but nobody offered it to other sessions.
-    pub(crate) offered_tabs: Mutex<std::collections::HashSet<String>>,
-    /// One reconnect at a time, whichever session noticed the dropped connection.
-    pub(crate) reconnecting: tokio::sync::Mutex<()>,
-    /// Set by `shutdown`: no new operation starts.
-    pub(crate) stopping: AtomicBool,
-    /// Set once `shutdown` stopped the browser connection.
-    pub(crate) stopped: AtomicBool,
-    /// This process's lock under the data directory (its instance is alive while it is held).
-    pub(crate) lock: crate::incarnation::InstanceLock,
-    /// What this start reconciled of processes that died without cleaning up.
-    pub(crate) reconciled: Mutex<crate::incarnation::Reconciliation>,
+    /// Where tabs came from and where they are going: offered by a person, closed by Glovebox
+    /// (`webtabs.rs`).
+    pub(crate) provenance: crate::webtabs::Provenance,
+    /// The adapter connection's own lifecycle: one reconnect at a time, stopping, stopped
+    /// (`lifecycle/`).
+    pub(crate) connection: crate::lifecycle::Connection,
+    /// This process's instance: its lock and what its start reconciled (`incarnation.rs`).
+    pub(crate) incarnation: crate::incarnation::Incarnation,
     /// The host API's windows, renderer connections, registry and turn snapshots.
     pub(crate) host: crate::host::HostRegistry,
-    /// Targets Glovebox is closing or closed (a destroyed one not among them was closed by a person).
-    pub(crate) closing_targets: Mutex<std::collections::HashSet<String>>,
     /// Kept tabs: their restore and the throttle of their location writes (`webtabs.rs`).
     pub(crate) keeping: crate::webtabs::Keeping,
     next_id: AtomicU64,
-    event_seq: AtomicU64,
 }
 
 /// The runtime. Cheap to clone.
@@ -228,28 +221,26 @@ impl Runtime {
                 sessions: Mutex::default(),
                 leases: Arc::default(),
                 artifacts,
-                events,
+                events: crate::events::Events::new(events),
                 runs: Default::default(),
                 scopes: Mutex::default(),
                 view_generation: Default::default(),
-                offered_tabs: Mutex::default(),
                 host: Default::default(),
-                reconnecting: tokio::sync::Mutex::new(()),
-                stopping: AtomicBool::new(false),
-                stopped: AtomicBool::new(false),
-                lock: instance_lock,
-                reconciled: Mutex::default(),
-                closing_targets: Mutex::default(),
+                provenance: Default::default(),
+                connection: Default::default(),
+                incarnation: crate::incarnation::Incarnation {
+                    lock: instance_lock,
+                    reconciled: Mutex::default(),
+                },
                 keeping: Default::default(),
                 next_id: AtomicU64::new(1),
-                event_seq: AtomicU64::new(1),
             }),
         };
         let reconciled = runtime.reconcile_dead_instances().await?;
         runtime.prune_records();
         runtime.watch_browser();
         runtime.request_restore();
-        *lock(&runtime.inner.reconciled) = reconciled;
+        *lock(&runtime.inner.incarnation.reconciled) = reconciled;
         Ok(runtime)
     }
 
@@ -268,17 +259,17 @@ impl Runtime {
     pub(crate) fn emit(&self, run_id: &str, kind: EventKind) {
         let event = Event {
             run_id: run_id.to_owned(),
-            seq: self.inner.event_seq.fetch_add(1, Ordering::Relaxed),
+            seq: self.inner.events.seq.fetch_add(1, Ordering::Relaxed),
             at: now_ms(),
             kind,
         };
         tracing::debug!(run_id, event = ?event.kind, "run event");
-        let _ = self.inner.events.send(event);
+        let _ = self.inner.events.sender.send(event);
     }
 
     /// Every run event from now on.
     pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
-        self.inner.events.subscribe()
+        self.inner.events.sender.subscribe()
     }
 
     /// The artifact area.
@@ -496,7 +487,7 @@ impl Runtime {
         &self,
         session: &str,
     ) -> Result<(Arc<SessionState>, tokio::sync::OwnedRwLockReadGuard<()>), RuntimeError> {
-        if self.inner.stopping.load(Ordering::SeqCst) {
+        if self.inner.connection.stopping.load(Ordering::SeqCst) {
             return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
                 reason: "the runtime is shutting down".into(),
             }));
@@ -525,7 +516,7 @@ impl Runtime {
     /// A dropped browser connection is re-established by the next operation.
     pub(crate) async fn ensure_connected(&self) -> Result<(), RuntimeError> {
         if self.adapter().closed_reason().is_some() {
-            let _one = self.inner.reconnecting.lock().await;
+            let _one = self.inner.connection.reconnecting.lock().await;
             if self.adapter().closed_reason().is_some() {
                 self.reconnect_now().await?;
             }

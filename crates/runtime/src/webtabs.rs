@@ -89,6 +89,17 @@ fn trailing_refresh(
     Box::pin(async move { runtime.refresh_location(&target).await })
 }
 
+/// Where tabs came from and where they are going.
+#[derive(Default)]
+pub(crate) struct Provenance {
+    /// Tabs a person offered (`register_user_tab`): the only tabs a session may claim. A tab a
+    /// session released or handed over is the person's, but nobody offered it to other sessions.
+    pub(crate) offered: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Targets Glovebox is closing or closed (a destroyed one not among them was closed by a
+    /// person).
+    pub(crate) closing: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
 /// Kept tabs' own state: one restore at a time (one more pass when asked during one), the last
 /// restore's report, and per target when its location was last written and its site storage
 /// last saved, with whether a trailing write is scheduled (a page cannot make the store write
@@ -218,7 +229,7 @@ impl Runtime {
             let launched = runtime.adapter().launched();
             if launched
                 && runtime.inner.config.relaunch_dead_browser
-                && !runtime.inner.stopping.load(Ordering::SeqCst)
+                && !runtime.inner.connection.stopping.load(Ordering::SeqCst)
             {
                 tracing::warn!("the browser connection ended; relaunching the browser");
                 // The reconnect restores what was kept.
@@ -404,7 +415,8 @@ impl Runtime {
     fn on_target_destroyed(&self, target: &str) {
         if self
             .inner
-            .closing_targets
+            .provenance
+            .closing
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(target)
@@ -430,7 +442,8 @@ impl Runtime {
             Ok(_) => {
                 self.forget_site_storage(resource.id.as_str());
                 self.inner
-                    .offered_tabs
+                    .provenance
+                    .offered
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(resource.id.as_str());
@@ -496,7 +509,8 @@ impl Runtime {
         self.inner.store.close_by_person(&id, now_ms())?;
         self.forget_site_storage(resource);
         self.inner
-            .offered_tabs
+            .provenance
+            .offered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(resource);
@@ -639,7 +653,7 @@ impl Runtime {
         let mut seeds: HashMap<(Option<String>, String), (std::time::SystemTime, KeptSite)> =
             HashMap::new();
         for record in records {
-            if self.inner.stopping.load(Ordering::SeqCst) {
+            if self.inner.connection.stopping.load(Ordering::SeqCst) {
                 return report;
             }
             let id = record.id.to_string();
@@ -787,7 +801,8 @@ impl Runtime {
             }
             _ => {
                 self.inner
-                    .offered_tabs
+                    .provenance
+                    .offered
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(restored.id.to_string());

@@ -359,7 +359,8 @@ impl Runtime {
 
     pub(super) fn is_offered(&self, resource: &str) -> bool {
         self.inner
-            .offered_tabs
+            .provenance
+            .offered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(resource)

@@ -53,7 +53,8 @@ impl Runtime {
         {
             let mut closing = self
                 .inner
-                .closing_targets
+                .provenance
+                .closing
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             if closing.len() > 10_000 {

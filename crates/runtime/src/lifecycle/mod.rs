@@ -116,6 +116,17 @@ enum Boundary {
 /// failed (a recovery record, retried at the next lifecycle operation).
 mod cleanup;
 
+/// The adapter connection's own lifecycle.
+#[derive(Default)]
+pub(crate) struct Connection {
+    /// One reconnect at a time, whichever session noticed the dropped connection.
+    pub(crate) reconnecting: tokio::sync::Mutex<()>,
+    /// Set by `shutdown`: no new operation starts.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Set once `shutdown` stopped the connection.
+    pub(crate) stopped: std::sync::atomic::AtomicBool,
+}
+
 const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
 
 fn internal(e: impl std::fmt::Display) -> RuntimeError {
@@ -285,7 +296,8 @@ impl Runtime {
             })
             .map_err(RuntimeError::from)?;
         self.inner
-            .offered_tabs
+            .provenance
+            .offered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone());
@@ -299,7 +311,8 @@ impl Runtime {
     pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
         let offered = self
             .inner
-            .offered_tabs
+            .provenance
+            .offered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
@@ -353,7 +366,8 @@ impl Runtime {
         let session = session.as_str();
         if !self
             .inner
-            .offered_tabs
+            .provenance
+            .offered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(resource)
@@ -731,6 +745,7 @@ impl Runtime {
     /// Returns each session's cleanup report. Later operations fail with `backend_unavailable`.
     pub async fn shutdown(&self, wait: Duration) -> Vec<CleanupReport> {
         self.inner
+            .connection
             .stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let sessions: Vec<(String, Arc<SessionState>)> = self
@@ -774,13 +789,14 @@ impl Runtime {
                 store::InstanceEnd::Stopped,
                 now_ms(),
             ) {
-                Ok(_) => self.inner.lock.remove(),
+                Ok(_) => self.inner.incarnation.lock.remove(),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not record this instance's end; the next start reconciles it")
                 }
             }
         }
         self.inner
+            .connection
             .stopped
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.adapter().shutdown();
@@ -858,7 +874,12 @@ impl Runtime {
     }
 
     pub(crate) fn bridge_state(&self) -> String {
-        if self.inner.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+        if self
+            .inner
+            .connection
+            .stopped
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
             "stopped".into()
         } else if self.adapter().closed_reason().is_none() {
             "connected".into()
@@ -872,7 +893,7 @@ impl Runtime {
     /// died are recorded as lost and never reused; nothing is closed because the connection blinked.
     pub async fn reconnect(&self) -> Result<(), RuntimeError> {
         // One at a time; a connection someone else re-established meanwhile is kept.
-        let _one = self.inner.reconnecting.lock().await;
+        let _one = self.inner.connection.reconnecting.lock().await;
         if self.adapter().closed_reason().is_none() && self.browser_alive() {
             return Ok(());
         }

@@ -285,6 +285,7 @@ impl Runtime {
         let session = session.as_str();
         if self
             .inner
+            .connection
             .stopping
             .load(std::sync::atomic::Ordering::SeqCst)
         {
