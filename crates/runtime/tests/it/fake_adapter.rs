@@ -12,13 +12,7 @@ use test_support::fake::FakeAdapter;
 use crate::click;
 
 async fn start(name: &str) -> (Runtime, std::sync::Arc<FakeAdapter>) {
-    let fake = FakeAdapter::new();
-    let mut config = RuntimeConfig::new(crate::data_dir(name));
-    config.relaunch_dead_browser = false;
-    let runtime = Runtime::start(config, fake.clone())
-        .await
-        .expect("the runtime starts on the fake adapter");
-    (runtime, fake)
+    start_with(name, |_| {}).await
 }
 
 #[tokio::test]
