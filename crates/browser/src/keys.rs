@@ -24,43 +24,33 @@ pub(crate) struct Chord {
 }
 
 fn named(name: &str) -> Option<KeyDef> {
-    let (key, code, key_code, text): (&str, &str, i64, Option<&str>) =
-        match name.to_ascii_lowercase().as_str() {
-            "enter" | "return" => ("Enter", "Enter", 13, Some("\r")),
-            "tab" => ("Tab", "Tab", 9, None),
-            "escape" | "esc" => ("Escape", "Escape", 27, None),
-            "backspace" => ("Backspace", "Backspace", 8, None),
-            "delete" | "del" => ("Delete", "Delete", 46, None),
-            "insert" => ("Insert", "Insert", 45, None),
-            "space" | "spacebar" => (" ", "Space", 32, Some(" ")),
-            "arrowup" | "up" => ("ArrowUp", "ArrowUp", 38, None),
-            "arrowdown" | "down" => ("ArrowDown", "ArrowDown", 40, None),
-            "arrowleft" | "left" => ("ArrowLeft", "ArrowLeft", 37, None),
-            "arrowright" | "right" => ("ArrowRight", "ArrowRight", 39, None),
-            "home" => ("Home", "Home", 36, None),
-            "end" => ("End", "End", 35, None),
-            "pageup" => ("PageUp", "PageUp", 33, None),
-            "pagedown" => ("PageDown", "PageDown", 34, None),
-            "shift" => ("Shift", "ShiftLeft", 16, None),
-            "control" | "ctrl" => ("Control", "ControlLeft", 17, None),
-            "alt" | "option" => ("Alt", "AltLeft", 18, None),
-            "meta" | "cmd" | "command" | "super" => ("Meta", "MetaLeft", 91, None),
-            other => {
-                if let Some(n) = other
-                    .strip_prefix('f')
-                    .and_then(|n| n.parse::<i64>().ok())
-                    .filter(|n| (1..=12).contains(n))
-                {
-                    return Some(KeyDef {
-                        key: format!("F{n}"),
-                        code: format!("F{n}"),
-                        key_code: 111 + n,
-                        text: None,
-                    });
-                }
-                return None;
-            }
-        };
+    // The name and its aliases are normalised in one place, which the runtime's judge reads too.
+    let key = protocol::keys::canonical(name)?;
+    let (code, key_code, text): (&str, i64, Option<&str>) = match key {
+        "Enter" => ("Enter", 13, Some("\r")),
+        "Tab" => ("Tab", 9, None),
+        "Escape" => ("Escape", 27, None),
+        "Backspace" => ("Backspace", 8, None),
+        "Delete" => ("Delete", 46, None),
+        "Insert" => ("Insert", 45, None),
+        " " => ("Space", 32, Some(" ")),
+        "ArrowUp" => ("ArrowUp", 38, None),
+        "ArrowDown" => ("ArrowDown", 40, None),
+        "ArrowLeft" => ("ArrowLeft", 37, None),
+        "ArrowRight" => ("ArrowRight", 39, None),
+        "Home" => ("Home", 36, None),
+        "End" => ("End", 35, None),
+        "PageUp" => ("PageUp", 33, None),
+        "PageDown" => ("PageDown", 34, None),
+        "Shift" => ("ShiftLeft", 16, None),
+        "Control" => ("ControlLeft", 17, None),
+        "Alt" => ("AltLeft", 18, None),
+        "Meta" => ("MetaLeft", 91, None),
+        function => {
+            let n: i64 = function.strip_prefix('F')?.parse().ok()?;
+            (function, 111 + n, None)
+        }
+    };
     Some(KeyDef {
         key: key.into(),
         code: code.into(),

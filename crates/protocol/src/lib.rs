@@ -16,6 +16,7 @@ pub mod coords;
 pub mod error;
 pub mod extended;
 pub mod ids;
+pub mod keys;
 pub mod limits;
 pub mod observation;
 pub mod preview;

@@ -140,6 +140,13 @@ impl Runtime {
         action: &ExtendedAction,
     ) -> Result<(Arc<dyn FrameRecord>, Intended), RuntimeError> {
         let record = fresh_record(&**at.tab, action)?;
+        // Enter sent to whatever has focus could submit any form: where it goes cannot be
+        // judged, so it is not sent.
+        if action.presses_enter() && action.targets().next().is_none() {
+            return Err(RuntimeError::InvalidAction(
+                "Enter without a target goes wherever the focus is, which cannot be judged; name the element it is for".into(),
+            ));
+        }
         // A locator is judged by what it resolves to now (a password field found by its label is a
         // credential write), not only by its words.
         let located = match action.targets().next() {
@@ -724,11 +731,8 @@ impl Intended {
             target = policy::redact_url(url);
         }
         // What the structure says a click (or Enter in a form field) causes beyond the page.
-        let activates = match action {
-            ExtendedAction::Click(_) => true,
-            ExtendedAction::Press(p) => p.key.as_str().split('+').any(|k| k == "Enter"),
-            _ => false,
-        };
+        // Enter under any of its names, a line break typed, a `key_down` of it: one rule.
+        let activates = matches!(action, ExtendedAction::Click(_)) || action.presses_enter();
         let mut side_effects = Vec::new();
         let mut downloads = false;
         let mut credentials = false;

