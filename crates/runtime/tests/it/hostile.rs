@@ -773,39 +773,15 @@ async fn every_way_to_press_enter_in_a_form_is_judged_like_its_submit() {
         .await
         .unwrap();
     crate::observe_until(&env.runtime, &env.session, "Query").await;
-    let ways: [(&str, Box<dyn Fn(&str, &str) -> serde_json::Value>); 5] = [
-        (
-            "press Return",
-            Box::new(
-                |f, r| serde_json::json!({"type": "press", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "key": "Return", "intent": "t"}),
-            ),
-        ),
-        (
-            "press enter",
-            Box::new(
-                |f, r| serde_json::json!({"type": "press", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "key": "Shift+enter", "intent": "t"}),
-            ),
-        ),
-        (
-            "type a line break",
-            Box::new(
-                |f, r| serde_json::json!({"type": "type", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "text": "ada\n", "intent": "t"}),
-            ),
-        ),
-        (
-            "type a carriage return",
-            Box::new(
-                |f, r| serde_json::json!({"type": "type", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "text": "ada\r", "intent": "t"}),
-            ),
-        ),
-        (
-            "key_down Enter",
-            Box::new(
-                |f, r| serde_json::json!({"type": "key_down", "expected_frame_id": f, "target": {"kind": "element", "ref": r}, "key": "Enter", "intent": "t"}),
-            ),
-        ),
+    // (way, action type, the field that carries the key or text, its value)
+    let ways = [
+        ("press Return", "press", "key", "Return"),
+        ("press Shift+enter", "press", "key", "Shift+enter"),
+        ("type a line break", "type", "text", "ada\n"),
+        ("type a carriage return", "type", "text", "ada\r"),
+        ("key_down Enter", "key_down", "key", "Enter"),
     ];
-    for (way, make) in &ways {
+    for (way, kind, field_name, value) in ways {
         let o = env
             .runtime
             .observe(&env.session, None, &Default::default())
@@ -819,8 +795,9 @@ async fn every_way_to_press_enter_in_a_form_is_judged_like_its_submit() {
             .element()
             .as_str()
             .to_owned();
-        let action =
-            protocol::validate_extended_action(&make(o.frame_id().as_str(), &field)).unwrap();
+        let mut json = serde_json::json!({"type": kind, "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field}, "intent": "t"});
+        json[field_name] = serde_json::json!(value);
+        let action = protocol::validate_extended_action(&json).unwrap();
         let outcome = env
             .runtime
             .act(
