@@ -108,3 +108,59 @@ pub fn json_byte_len<T: Serialize + ?Sized>(value: &T) -> usize {
 pub fn fits_json_budget<T: Serialize + ?Sized>(value: &T, max_bytes: usize) -> bool {
     json_byte_len(value) <= max_bytes
 }
+
+/// Page-derived text made safe to show a person on a terminal or a page: escape sequences (CSI,
+/// OSC and other `ESC` sequences, C1 `CSI`) are dropped with their parameters, other control
+/// characters become spaces, and bidirectional overrides and isolates (which can reorder what a
+/// line appears to say) are dropped; whitespace is then folded.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates up to a final byte.
+                Some('[') => skip_csi(&mut chars),
+                // OSC (and DCS, SOS, PM, APC): up to BEL or ST.
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    fold_whitespace(&out)
+}
+
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn printable_drops_escapes_controls_and_overrides() {
+        assert_eq!(
+            printable("Read\u{1b}[2K\r\u{9b}2KApproved\u{202e} ok\u{7}"),
+            "Read Approved ok"
+        );
+        assert_eq!(printable("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(printable("a\u{1b}]0;title\u{1b}\\b"), "ab");
+        assert_eq!(printable("line\none\ttab"), "line one tab");
+        assert_eq!(printable("Ünïcödé 名前"), "Ünïcödé 名前");
+    }
+}

@@ -339,10 +339,12 @@ impl Runtime {
                 session: at.session.to_owned(),
                 run_id: at.scope.to_owned(),
                 action: intended.kind.clone(),
-                target: intended.target.clone(),
+                // Page-derived: what a person reads on a terminal or the console, with no
+                // escape sequence or control character of the page's.
+                target: protocol::text::printable(&intended.target),
                 origin: origin.map_or_else(|| "(no origin)".to_owned(), |o| o.serialize_web()),
                 tier,
-                reason,
+                reason: protocol::text::printable(&reason),
                 text_chars: intended.text_chars,
                 requested_at: now,
                 expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,

@@ -861,3 +861,53 @@ async fn every_way_to_press_enter_in_a_form_is_judged_like_its_submit() {
         "nothing reached the attacker: {reached:?}"
     );
 }
+
+/// Issue 29: an approval request carried a page-given name raw, so escape sequences in it could
+/// rewrite a person's terminal prompt line. Page-derived text in an approval has control
+/// characters, escape sequences and bidirectional overrides removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_shows_page_text_without_escape_sequences() {
+    let env = env("hostile-escapes", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.html(
+        "/escape.html",
+        format!(
+            r#"<!doctype html><title>Escape</title><a id=l href="{evil}/x">Read</a>
+<script>document.getElementById('l').setAttribute('aria-label', 'Read\u001b[2K\r\u009b2KApproved already\u202e\u0007 ok');</script>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/escape.html"))
+        .await
+        .unwrap();
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
+    let name = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name().starts_with("Read"))
+        .unwrap_or_else(|| panic!("{}", o.aria_snapshot()))
+        .name()
+        .to_owned();
+    let request = asks(&env, &name).await;
+    for text in [&request.target, &request.reason] {
+        assert!(
+            !text.chars().any(|c| c.is_control()
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)),
+            "page text reaches a person without control characters: {text:?}"
+        );
+        assert!(
+            !text.contains("[2K"),
+            "no escape sequence survives: {text:?}"
+        );
+    }
+    assert!(
+        request.target.contains("Approved already"),
+        "the words stay: {:?}",
+        request.target
+    );
+}
