@@ -722,6 +722,25 @@ impl SurfaceAdapter for Chromium {
         InputDomain(format!("tab:{id}"))
     }
 
+    fn control_endpoints(&self) -> Vec<String> {
+        // The DevTools endpoint: the launched browser's, or the remote one connected to.
+        let mut endpoints: Vec<String> = lock(&self.process)
+            .as_ref()
+            .map(|b| b.ws_url().to_owned())
+            .into_iter()
+            .collect();
+        if let BrowserSource::Endpoint(endpoint) = &self.source {
+            endpoints.push(endpoint.clone());
+        }
+        endpoints
+            .iter()
+            .map(|e| {
+                e.replacen("ws://", "http://", 1)
+                    .replacen("wss://", "https://", 1)
+            })
+            .collect()
+    }
+
     fn person_image(&self, id: String) -> BoxFuture<'_, Result<Vec<u8>, SurfaceError>> {
         Box::pin(self.screenshot(id))
     }

@@ -140,6 +140,8 @@ pub(crate) struct Inner {
     pub(crate) host: crate::host::HostRegistry,
     /// Kept tabs: their restore and the throttle of their location writes (`webtabs.rs`).
     pub(crate) keeping: crate::webtabs::Keeping,
+    /// Where Glovebox itself listens (`Runtime::listening_at`): never a destination (`step.rs`).
+    pub(crate) own_listeners: Mutex<Vec<std::net::SocketAddr>>,
     next_id: AtomicU64,
 }
 
@@ -233,6 +235,7 @@ impl Runtime {
                     reconciled: Mutex::default(),
                 },
                 keeping: Default::default(),
+                own_listeners: Mutex::default(),
                 next_id: AtomicU64::new(1),
             }),
         };

@@ -207,6 +207,20 @@ impl Runtime {
             _ => require(at.entry, Capability::Interact, at.key)?,
         }
         let mut reaches: Vec<(policy::Origin, Option<String>)> = Vec::new();
+        for url in intended
+            .navigate_to
+            .iter()
+            .chain(intended.side_effects.iter().map(|(u, _)| u))
+        {
+            if let Some(what) = self.controls_glovebox(url) {
+                return Err(RuntimeError::OriginDenied {
+                    reason: format!(
+                        "{} is {what}: never a destination of an agent's action",
+                        policy::redact_url(url)
+                    ),
+                });
+            }
+        }
         match &intended.navigate_to {
             Some(url) => {
                 policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
@@ -818,5 +832,62 @@ impl Drop for CountOnDrop<'_> {
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
+    }
+}
+
+impl Runtime {
+    /// Glovebox listens at `addr` (its HTTP server): no agent's action may load or reach it.
+    pub fn listening_at(&self, addr: std::net::SocketAddr) {
+        let mut own = self
+            .inner
+            .own_listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !own.contains(&addr) {
+            own.push(addr);
+        }
+    }
+
+    /// What `url` is when it reaches Glovebox's own server or the backend's control endpoint
+    /// (a browser's DevTools), whose origins are never an agent's destination: loading them
+    /// would hand the page the person channel or the browser itself.
+    fn controls_glovebox(&self, url: &str) -> Option<&'static str> {
+        let origin = policy::Origin::parse(url).ok()?;
+        let loopback = |host: &str| {
+            host == "localhost"
+                || host.ends_with(".localhost")
+                || host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        };
+        let same = |host: &str, port: u16| {
+            origin.port() == port
+                && (origin.host() == host || (loopback(host) && loopback(origin.host())))
+        };
+        let own = self
+            .inner
+            .own_listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if own.iter().any(|a| {
+            let ip = a.ip();
+            same(&if ip.is_unspecified() { "127.0.0.1".to_owned() } else { ip.to_string() }, a.port())
+                // A server on every address is reached by any of the machine's names.
+                || (ip.is_unspecified() && origin.port() == a.port())
+        }) {
+            return Some("Glovebox's own server");
+        }
+        let control = self.adapter().control_endpoints();
+        if control
+            .iter()
+            .filter_map(|e| policy::Origin::parse(e).ok())
+            .any(|c| same(c.host(), c.port()))
+        {
+            return Some("the browser's own debugging endpoint");
+        }
+        None
     }
 }

@@ -231,6 +231,8 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
         })?;
     let local_addr = listener.local_addr()?;
     let port = local_addr.port();
+    // No agent's action may load this server (its console, its person channel).
+    runtime.listening_at(local_addr);
 
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     if !loopback && !local_addr.ip().is_unspecified() {

@@ -176,6 +176,13 @@ pub trait SurfaceAdapter: Send + Sync {
         ]
     }
 
+    /// The web addresses through which the backend itself is controlled (a browser's DevTools
+    /// endpoint): whoever loads them drives every surface, so they are never a destination of an
+    /// agent's action, whatever policy would say of their origin.
+    fn control_endpoints(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// A read-only image of surface `id` for a person (JPEG bytes), through a short attachment of
     /// its own: never an agent's, never an input.
     fn person_image(&self, id: String) -> BoxFuture<'_, Result<Vec<u8>, SurfaceError>>;

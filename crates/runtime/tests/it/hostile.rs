@@ -911,3 +911,62 @@ async fn an_approval_shows_page_text_without_escape_sequences() {
         request.target
     );
 }
+
+/// Issue 29: opening Glovebox's own server or the browser's DevTools endpoint asked a person
+/// (who might say yes) instead of being refused. Both are refused outright, by `tab_open` and by
+/// a link to them alike, with the person never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn glovebox_and_the_browsers_debugging_endpoint_are_never_destinations() {
+    use surface::SurfaceAdapter as _;
+    let env = env("hostile-own-endpoints", false).await;
+    let devtools = env.browser.control_endpoints();
+    assert!(
+        !devtools.is_empty(),
+        "a launched browser has a DevTools endpoint"
+    );
+    let own = FixtureServer::start().await.unwrap();
+    env.runtime
+        .listening_at(std::net::SocketAddr::from(([127, 0, 0, 1], own.port())));
+    let own_by_name = own.origin().replace("127.0.0.1", "localhost");
+    for url in [
+        devtools[0].clone(),
+        format!("{}/json/version", devtools[0]),
+        own.url("/"),
+        format!("{own_by_name}/api/approvals"),
+    ] {
+        let refused = env
+            .runtime
+            .open_tab(&env.session, &url, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::OriginDenied, "{url}: {refused}");
+        assert!(
+            env.runtime.pending_approvals().is_empty(),
+            "{url}: nobody is asked"
+        );
+    }
+    // A link to it on a page is refused the same way.
+    env.server.html(
+        "/link.html",
+        format!(
+            r#"<!doctype html><a href="{}/json/list">Debug</a>"#,
+            devtools[0]
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/link.html"))
+        .await
+        .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Debug").await;
+    let refused = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Debug"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::OriginDenied, "{refused}");
+}

@@ -1115,3 +1115,26 @@ async fn a_turn_end_and_the_next_chat_turn_sent_back_to_back_do_not_race() {
         turn = next;
     }
 }
+
+/// Issue 29: the listener tells the runtime where Glovebox listens, so no agent may open its
+/// console or person channel (refused, not asked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_agent_may_open_glovebox_s_own_server() {
+    let env = env("own-server").await;
+    let session = env.runtime.create_session().await.unwrap();
+    let url = format!(
+        "http://localhost:{}/#token=guess",
+        env.server.local_addr.port()
+    );
+    let refused = env
+        .runtime
+        .open_tab(&session, &url, Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        protocol::ErrorCode::OriginDenied,
+        "{refused}"
+    );
+    assert!(env.runtime.pending_approvals().is_empty());
+}
