@@ -89,6 +89,13 @@ fn trailing_refresh(
     Box::pin(async move { runtime.refresh_location(&target).await })
 }
 
+/// A page's title as Glovebox records and shows it (`tabs`, `user_tabs`, `status`, the
+/// console, the store): page-controlled text, with what carries a credential taken out
+/// (`policy::redact_text`), bounded.
+fn recorded_title(title: &str) -> String {
+    policy::redact_text(title).chars().take(TITLE_MAX).collect()
+}
+
 /// Where tabs came from and where they are going.
 #[derive(Default)]
 pub(crate) struct Provenance {
@@ -316,20 +323,16 @@ impl Runtime {
         let Some(url) = policy::restorable_url(&info.url) else {
             return;
         };
+        let title = recorded_title(&info.title);
         // A page without a title yet always gets its title looked for again below.
-        if !info.title.is_empty()
+        if !title.is_empty()
             && resource.url.as_deref() == Some(url.as_str())
-            && resource.title.as_deref() == Some(info.title.as_str())
+            && resource.title.as_deref() == Some(title.as_str())
         {
             return;
         }
         // No title yet is no title: the pair must never show an older page's title with a newer URL.
-        let placeholder = info.title.is_empty();
-        let title: String = if placeholder {
-            String::new()
-        } else {
-            info.title.chars().take(TITLE_MAX).collect()
-        };
+        let placeholder = title.is_empty();
         if placeholder {
             // Chromium announces no title change: look again shortly for the page's title.
             let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.clone());
@@ -401,7 +404,7 @@ impl Runtime {
         };
         // Only the page the record's URL names gets this title (one pair).
         if policy::restorable_url(&info.url).as_deref() == resource.url.as_deref() {
-            let title: String = info.title.chars().take(TITLE_MAX).collect();
+            let title = recorded_title(&info.title);
             let _ = self.inner.store.update_location(
                 &resource.id,
                 resource.url.as_deref().unwrap_or_default(),

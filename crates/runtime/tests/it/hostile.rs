@@ -970,3 +970,57 @@ async fn glovebox_and_the_browsers_debugging_endpoint_are_never_destinations() {
         .unwrap_err();
     assert_eq!(refused.code(), ErrorCode::OriginDenied, "{refused}");
 }
+
+/// Issue 29: a tab titled with a credential (`… token=…`) put it in `user_tabs`, in the agent's
+/// own tab's `status` and, raw, in SQLite. A title is redacted where Glovebox records it, so it
+/// is redacted everywhere it goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_in_a_tab_title_reaches_no_list_and_no_record() {
+    let env = env("hostile-title", true).await;
+    let secret = "tk9a8b7c6d5e4f3g2h1secret";
+    env.server.html(
+        "/titled.html",
+        format!("<!doctype html><title>Dashboard token={secret}</title><p>hi</p>"),
+    );
+    let url = env.server.url("/titled.html");
+    let theirs = env.runtime.register_user_tab(&url).await.unwrap();
+    let mine = crate::open(&env.runtime, &env.session, &url).await.unwrap();
+    let titled = |t: &Option<String>| t.as_deref().is_some_and(|t| t.starts_with("Dashboard"));
+    let mut seen = (None, None);
+    for _ in 0..100 {
+        let user = env
+            .runtime
+            .user_tabs()
+            .unwrap()
+            .into_iter()
+            .find(|t| t.tab == theirs)
+            .and_then(|t| t.title);
+        let status = env.runtime.status(&env.session).unwrap();
+        let own = status
+            .tabs
+            .into_iter()
+            .find(|t| t.surface == Some(mine))
+            .and_then(|t| t.title);
+        seen = (user, own);
+        if titled(&seen.0) && titled(&seen.1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        titled(&seen.0) && titled(&seen.1),
+        "both tabs got their titles: {seen:?}"
+    );
+    for title in [seen.0.unwrap(), seen.1.unwrap()] {
+        assert!(!title.contains(secret), "redacted: {title}");
+    }
+    let listed = serde_json::to_string(&env.runtime.tabs_for_person().unwrap()).unwrap();
+    assert!(!listed.contains(secret), "{listed}");
+    for file in ["glovebox.sqlite", "glovebox.sqlite-wal"] {
+        let bytes = std::fs::read(env.data_dir.join(file)).unwrap_or_default();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{file} holds the title's credential"
+        );
+    }
+}
