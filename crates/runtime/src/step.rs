@@ -202,9 +202,9 @@ impl Runtime {
         intended: &Intended,
     ) -> Result<Judged, RuntimeError> {
         match intended.effect {
-            Effect::Navigate => require(at.entry, Capability::Navigate, at.key)?,
-            Effect::Read => require(at.entry, Capability::Observe, at.key)?,
-            _ => require(at.entry, Capability::Interact, at.key)?,
+            Effect::Navigate => self.require_now(at, Capability::Navigate)?,
+            Effect::Read => self.require_now(at, Capability::Observe)?,
+            _ => self.require_now(at, Capability::Interact)?,
         }
         let mut reaches: Vec<(policy::Origin, Option<String>)> = Vec::new();
         for url in intended
@@ -889,5 +889,22 @@ impl Runtime {
             return Some("the browser's own debugging endpoint");
         }
         None
+    }
+}
+
+impl Runtime {
+    /// The capability as a person has it set now — not as it was when a run or call bound the
+    /// tab: an access switch turned down mid-run holds from the run's next step.
+    fn require_now(&self, at: &StepAt<'_>, capability: Capability) -> Result<(), RuntimeError> {
+        let now = self.session(at.session).ok().and_then(|state| {
+            state
+                .tabs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .find(|t| t.surface == at.entry.surface)
+                .cloned()
+        });
+        require(now.as_ref().unwrap_or(at.entry), capability, at.key)
     }
 }

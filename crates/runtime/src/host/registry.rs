@@ -115,16 +115,7 @@ impl Runtime {
 
     pub(super) async fn drop_connection_state(&self, connection: ConnectionId, window_id: &str) {
         lock(&self.host().snapshots).retain(|_, s| s.connection != connection);
-        let sessions: Vec<SessionId> = self
-            .host()
-            .chats
-            .lock()
-            .await
-            .values()
-            .filter(|c| c.window_id == window_id)
-            .map(|c| c.session.clone())
-            .collect();
-        for session in sessions {
+        for session in self.window_sessions(window_id).await {
             if let Err(e) = self.end_current_turn(&session).await {
                 tracing::warn!(session = %session, error = %e, "the turn end after a renderer disconnect failed");
             }
@@ -137,26 +128,76 @@ impl Runtime {
         connection: ConnectionId,
         event: RegistryEvent,
     ) -> Result<RegistryAck, RuntimeError> {
+        let access = match &event {
+            RegistryEvent::Update {
+                registry_surface_id,
+                access: Some(access),
+                ..
+            } => Some((registry_surface_id.clone(), *access)),
+            _ => None,
+        };
         let (ack, lost) = self.apply_event(connection, event)?;
         // A tab hidden, moved out of its group or closed loses its leases at once: a run or
         // call on it gets `target_lost` at its next side effect, never another tab.
         if let Some((window_id, local)) = lost {
             self.invalidate_window_tab(&window_id, &local).await;
         }
+        // The person's access switch holds at once, in the turn under way too: the tab's
+        // capabilities in every chat session of the window that holds it (a run's next write
+        // is judged by them).
+        if let Some((registry_surface_id, access)) = access {
+            let shown = {
+                let windows = lock(&self.host().windows);
+                windows
+                    .iter()
+                    .find(|(_, w)| w.connection == Some(connection))
+                    .and_then(|(id, w)| {
+                        let local = w
+                            .surfaces
+                            .get(&registry_surface_id)?
+                            .local_surface_id
+                            .clone()?;
+                        Some((id.clone(), local))
+                    })
+            };
+            if let Some((window_id, local)) = shown {
+                self.set_window_tab_access(&window_id, &local, access).await;
+            }
+        }
         Ok(ack)
     }
 
-    async fn invalidate_window_tab(&self, window_id: &str, local: &str) {
-        let sessions: Vec<SessionId> = self
-            .host()
+    async fn set_window_tab_access(&self, window_id: &str, local: &str, access: Access) {
+        for session in self.window_sessions(window_id).await {
+            let Ok(state) = self.session(session.as_str()) else {
+                continue;
+            };
+            for tab in state
+                .tabs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter_mut()
+                .filter(|t| t.resource == local)
+            {
+                tab.capabilities = access.capabilities();
+            }
+        }
+    }
+
+    /// The Glovebox sessions of a window's chats.
+    async fn window_sessions(&self, window_id: &str) -> Vec<SessionId> {
+        self.host()
             .chats
             .lock()
             .await
             .values()
             .filter(|c| c.window_id == window_id)
             .map(|c| c.session.clone())
-            .collect();
-        for session in sessions {
+            .collect()
+    }
+
+    async fn invalidate_window_tab(&self, window_id: &str, local: &str) {
+        for session in self.window_sessions(window_id).await {
             let Ok(state) = self.session(session.as_str()) else {
                 continue;
             };

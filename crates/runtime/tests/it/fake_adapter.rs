@@ -334,3 +334,39 @@ async fn an_action_reaching_two_origins_asks_once_per_origin() {
         .unwrap_err();
     assert_eq!(again.code(), ErrorCode::NeedsApproval, "{again}");
 }
+
+/// Issue 29: a person's access switch turned down while a run is under way holds from the run's
+/// next write (a run judged by the capabilities the tab had when it started).
+#[tokio::test]
+async fn an_access_switch_turned_down_mid_run_holds_at_its_next_write() {
+    let (rt, fake) = start("fake-access-mid-run").await;
+    let s = rt.create_session().await.unwrap();
+    let surface = rt
+        .open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
+    let id = fake.log().opened[0].clone();
+    let planner = runtime::ScriptedPlanner::new([
+        runtime::Scripted::Think(Duration::from_millis(500)),
+        runtime::Scripted::Click("Add one".into()),
+        runtime::Scripted::GiveUp("done".into()),
+    ]);
+    let mut request = runtime::RunRequest::new("click once");
+    request.max_seconds = 30;
+    let (_, join) = rt.start_run(&s, request, Box::new(planner)).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.set_access(&s, surface, runtime::Access::Observe)
+        .unwrap();
+    let result = join.await.unwrap();
+    assert_eq!(
+        result.reason_code(),
+        protocol::ReasonCode::CapabilityDenied,
+        "{}",
+        result.summary()
+    );
+    assert!(
+        rt.pending_approvals().is_empty(),
+        "nobody is asked about a write the person switched off"
+    );
+    assert_eq!(fake.count(&id), Some(0), "nothing was sent");
+}

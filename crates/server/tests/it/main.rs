@@ -1138,3 +1138,32 @@ async fn no_agent_may_open_glovebox_s_own_server() {
     );
     assert!(env.runtime.pending_approvals().is_empty());
 }
+
+/// Issue 29: the host's access switch turned to `observe` while a `computer_use` run is under
+/// way stops the run before its next write, as `POST /api/access` does: it held only from the
+/// next chat turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_access_switch_turned_down_mid_run_stops_the_next_write() {
+    let env = env("access-mid-run").await;
+    let form = user_tab(&env, "/form.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &form, "right", 0).await;
+    let turn = r.turn("chat", &[("web", 1)], None).await;
+    let envelope = json!({"tool_call_id": "run-1", "source_provider_request_id": turn["context"]["provider_request_id"]});
+    r.next += 1;
+    let run_id = r.next;
+    let slow = json!({"type": "tool_call", "id": run_id, "envelope": envelope, "name": "computer_use", "arguments": {"task": "slow sign-up", "max_steps": 6, "max_seconds": 60}});
+    r.socket
+        .send(Message::Text(slow.to_string().into()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    r.event(json!({"op": "update", "registry_surface_id": "web", "surface_revision": 2, "access": "observe"})).await;
+    let ended = r.reply(run_id).await;
+    assert_eq!(
+        ended["result"]["reason_code"], "capability_denied",
+        "{ended}"
+    );
+    assert!(env.fixtures.writes().is_empty(), "nothing was written");
+}
