@@ -219,7 +219,12 @@ pub struct TurnEndArgs {
 #[derive(Debug, Args)]
 pub struct UserTabArgs {
     /// The page to open (http, https or about:blank; the configured origin lists apply).
+    #[arg(conflicts_with = "offer")]
     pub url: Option<String>,
+    /// Offer this open tab of yours to sessions instead (a kept tab a restart brought back:
+    /// no session may claim it until you do); its id is in the console's list (`GET /api/tabs`).
+    #[arg(long, value_name = "TAB")]
+    pub offer: Option<String>,
 }
 
 #[derive(Debug, Args)]

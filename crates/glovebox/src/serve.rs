@@ -345,9 +345,9 @@ pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode>
 
 /// `glovebox user-tab [URL]`: a person's tab for an agent to claim, or the list of them.
 pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode> {
-    if args.url.is_some() && !std::io::stdin().is_terminal() {
+    if (args.url.is_some() || args.offer.is_some()) && !std::io::stdin().is_terminal() {
         bail!(
-            "`glovebox user-tab <url>` offers a tab as a person's and needs a terminal; a model's tool cannot use it"
+            "`glovebox user-tab` offers a tab as a person's and needs a terminal; a model's tool cannot use it"
         );
     }
     let servers: Vec<_> = running_servers(global)?
@@ -356,6 +356,25 @@ pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode>
             request(url, token, "GET", "/api/user-tabs", None).is_ok_and(|(s, _)| s == 200)
         })
         .collect();
+    if let Some(tab) = &args.offer {
+        for (server, token) in &servers {
+            let (status, body) = request(
+                server,
+                token,
+                "POST",
+                &format!("/api/tabs/{tab}/offer"),
+                Some(&json!({})),
+            )?;
+            if status == 200 {
+                out!("offered to sessions: {tab}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            if status != 404 {
+                bail!("the server refused ({status}): {body}");
+            }
+        }
+        bail!("no running server knows the tab {tab} (see the console's list of tabs)");
+    }
     let Some(url) = &args.url else {
         for (server, token) in &servers {
             let (_, body) = request(server, token, "GET", "/api/user-tabs", None)?;

@@ -542,12 +542,16 @@ impl Runtime {
                     "gone"
                 };
                 let control = if live { self.control_of(r.id.as_str()) } else { crate::Control::Idle };
+                let offered = self.inner.provenance.offered.lock().unwrap_or_else(|p| p.into_inner()).contains(r.id.as_str());
+                // A person's tab nobody offered yet: the console offers it to sessions.
+                let offerable = !offered && self.persons_open_tab(&r);
                 json!({
                     "tab": r.id.as_str(), "session": r.session_id.as_ref().map(|s| s.as_str()), "ownership": r.ownership.as_str(), "control": control,
                     "mark": r.mark.as_str(), "record_state": r.state.as_str(), "state": state,
                     "url": r.url.as_deref().map(policy::redact_url), "title": r.title, "branch": r.branch,
                     "preview": r.preview.as_deref().and_then(|p| serde_json::from_str::<Value>(p).ok()),
                     "restored_at": r.restored_at, "restore_error": r.restore_error, "closed_at": r.closed_at,
+                    "offered": offered, "offerable": offerable,
                 })
             })
             .collect())
@@ -802,14 +806,9 @@ impl Runtime {
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            _ => {
-                self.inner
-                    .provenance
-                    .offered
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(restored.id.to_string());
-            }
+            // Its session is gone: the tab (and its cookies) is the person's, who may offer it
+            // to a session (`Runtime::offer_tab`); no session claims it without them.
+            _ => {}
         }
         Ok(())
     }

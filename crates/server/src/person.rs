@@ -38,6 +38,8 @@
 //! Tabs: `GET /api/tabs` lists every tab record for the person — open, kept, restored,
 //! closed by a person (listed as closed), restore failed — with the last restore;
 //! `POST /api/tabs/{id}/close` is the person closing a page (it stays closed);
+//! `POST /api/tabs/{id}/offer` offers a person's open tab to sessions (a kept tab a restore
+//! brought back is nobody's to claim until then);
 //! `POST /api/tabs/{id}/preview` stores the preview preferences (a JSON object).
 //!
 //! Artifacts: `GET /api/artifacts/{id}` answers a file an agent downloaded (the id its receipt
@@ -143,6 +145,7 @@ pub(crate) fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/tabs", get(tabs))
         .route("/api/log", get(log))
         .route("/api/tabs/{id}/close", post(close_tab))
+        .route("/api/tabs/{id}/offer", post(offer_tab))
         .route("/api/tabs/{id}/preview", post(set_preview))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -419,6 +422,14 @@ async fn tabs(State(state): State<PersonState>) -> Response {
 async fn close_tab(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
     match state.runtime.close_by_person(&id).await {
         Ok(()) => Json(json!({"closed": id})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+/// A person offers one of their open tabs to sessions (a kept tab a restore brought back).
+async fn offer_tab(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
+    match state.runtime.offer_tab(&id) {
+        Ok(()) => Json(json!({"offered": id})).into_response(),
         Err(e) => answer(&e),
     }
 }

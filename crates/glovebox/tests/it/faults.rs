@@ -573,6 +573,26 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
             "a frame from before is refused: {seen}"
         );
     };
+    // Kept by a session that is gone, with its cookies: nobody's to claim until the person
+    // offers them (issue 29: a new client claimed them with no person involved).
+    let unoffered = person(&dir, second_pid, "GET", "/api/user-tabs", "");
+    assert_eq!(
+        unoffered["user_tabs"].as_array().map(Vec::len),
+        Some(0),
+        "no session may claim a restored kept tab yet: {unoffered}"
+    );
+    for t in tabs.iter().filter(|t| t["state"] == "open") {
+        let id = t["tab"].as_str().unwrap();
+        assert_eq!(t["offerable"], true, "the console offers it: {t}");
+        let offered = person(
+            &dir,
+            second_pid,
+            "POST",
+            &format!("/api/tabs/{id}/offer"),
+            "{}",
+        );
+        assert_eq!(offered["offered"], id, "{offered}");
+    }
     let seen = tokio::task::spawn_blocking(move || scenario("restored", port, &[old_frame]))
         .await
         .unwrap();

@@ -628,3 +628,53 @@ async fn the_real_entry_pauses_the_agent_on_a_click_not_a_hover_and_a_stalled_pa
         )
         .await;
 }
+
+/// Issue 29: a tab a gone session kept (with its cookies) is nobody's to claim until the person
+/// offers it; the console's "Offer to agents" button does, and then sessions see it in `tabs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_offers_a_kept_tab_to_sessions_from_the_console() {
+    let env = env("console-offer", true, None).await;
+    let rt = env.runtime.clone();
+    let session = rt.create_session().await.unwrap();
+    let kept = rt
+        .open_tab(&session, &env.fixtures.url("/counter.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let turn = rt.current_turn(&session).unwrap();
+    rt.mark(&session, kept, runtime::Mark::Deliverable, &turn)
+        .await
+        .unwrap();
+    rt.close_session(&session).await.unwrap();
+    assert!(
+        rt.user_tabs().unwrap().is_empty(),
+        "a handed-over tab is not offered to other sessions by itself"
+    );
+    let person = Person::open(
+        "offer",
+        &format!(
+            "{}/#token={}",
+            env.server.person.base_url, env.server.person.token
+        ),
+    )
+    .await;
+    person
+        .until(
+            "the kept tab can be offered",
+            "document.querySelectorAll('.row [data-action=offer]').length === 1",
+        )
+        .await;
+    person
+        .eval("document.querySelector('.row [data-action=offer]').click()")
+        .await;
+    person
+        .until(
+            "it is marked offered and the button is gone",
+            "document.querySelectorAll('.row [data-action=offer]').length === 0 && document.querySelector('.row').textContent.includes('offered')",
+        )
+        .await;
+    person.shot("offered").await;
+    let offered = rt.user_tabs().unwrap();
+    assert_eq!(offered.len(), 1, "sessions may claim it now: {offered:?}");
+    let other = rt.create_session().await.unwrap();
+    rt.claim_tab(&other, &offered[0].tab).await.unwrap();
+}

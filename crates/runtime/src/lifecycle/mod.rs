@@ -304,10 +304,10 @@ impl Runtime {
         Ok(id)
     }
 
-    /// The tabs a session may claim: tabs a person offered ([`Runtime::register_user_tab`]) or
-    /// a restore brought back for the person, that no live session owns now and that are open
-    /// in this browser instance. A tab another session handed over (deliverable, handoff) in
-    /// this process is not among them: nobody offered it.
+    /// The tabs a session may claim: tabs a person offered ([`Runtime::register_user_tab`],
+    /// [`Runtime::offer_tab`]) that are a person's now and open in this browser instance. A
+    /// tab a session handed over, or one a restore brought back, is not among them until a
+    /// person offers it.
     pub fn user_tabs(&self) -> Result<Vec<UserTab>, RuntimeError> {
         let offered = self
             .inner
@@ -321,32 +321,62 @@ impl Runtime {
             .store
             .list_all_resources()
             .map_err(RuntimeError::from)?;
-        let live = |s: &store::SessionId| {
-            self.inner
-                .store
-                .get_session(s)
-                .is_ok_and(|s| s.state == store::SessionState::Active)
-        };
         Ok(resources
             .into_iter()
-            .filter(|r| {
-                offered.contains(r.id.as_str())
-                    && r.kind == ResourceKind::Tab
-                    && !r.closed_by_person
-                    && match &r.session_id {
-                        None => r.ownership == Ownership::User,
-                        Some(s) => r.state == ResourceState::Retained && !live(s),
-                    }
-                    && r.cdp_target_id.is_some()
-                    && r.instance == Some(self.inner.instance)
-                    && !r.handle_lost
-            })
+            .filter(|r| offered.contains(r.id.as_str()) && self.persons_open_tab(r))
             .map(|r| UserTab {
                 tab: r.id.to_string(),
                 url: r.url.as_deref().map(policy::redact_url),
                 title: r.title,
             })
             .collect())
+    }
+
+    /// Whether `r` is a tab that is a person's now and open in this browser instance: one no
+    /// session owns, or one kept by a session that is gone. Only such a tab may be offered.
+    pub(crate) fn persons_open_tab(&self, r: &store::Resource) -> bool {
+        let live = |s: &store::SessionId| {
+            self.inner
+                .store
+                .get_session(s)
+                .is_ok_and(|s| s.state == store::SessionState::Active)
+        };
+        r.kind == ResourceKind::Tab
+            && !r.closed_by_person
+            && match &r.session_id {
+                None => r.ownership == Ownership::User,
+                Some(s) => r.state == ResourceState::Retained && !live(s),
+            }
+            && r.cdp_target_id.is_some()
+            && r.instance == Some(self.inner.instance)
+            && !r.handle_lost
+    }
+
+    /// A person offers one of their open tabs to sessions — a tab a restore brought back (a
+    /// session's kept tab, with its cookies), or one a session handed over: from now a session
+    /// may claim it. Only person channels call this.
+    pub fn offer_tab(&self, resource: &str) -> Result<(), RuntimeError> {
+        let r = self
+            .inner
+            .store
+            .get_resource(&store::ResourceId::new(resource))
+            .map_err(|_| RuntimeError::UnknownSurface {
+                name: resource.to_owned(),
+                known: "a tab of GET /api/tabs".into(),
+            })?;
+        if !self.persons_open_tab(&r) {
+            return Err(RuntimeError::InvalidAction(format!(
+                "{resource} is not a person's open tab (a live session owns it, or it is closed)"
+            )));
+        }
+        self.inner
+            .provenance
+            .offered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(resource.to_owned());
+        tracing::info!(tab = resource, "a person offered a tab to sessions");
+        Ok(())
     }
 
     /// The session's surface ids, in registry order (the order of its keys `s1…`).
