@@ -265,8 +265,23 @@ impl Provider {
             .clone()
             .unwrap_or_else(|| choice.provider.default_base_url().to_owned());
         let base = base.trim_end_matches('/');
-        if !(base.starts_with("https://") || base.starts_with("http://")) {
-            return Err(init(format!("the base URL {base:?} is not http(s)")));
+        // The key travels to this address: over TLS, unless the model runs on this machine.
+        let loopback = base.strip_prefix("http://").is_some_and(|rest| {
+            let authority = rest.split('/').next().unwrap_or_default();
+            let host = match authority.rsplit_once(':') {
+                Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+                _ => authority,
+            };
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        if !(base.starts_with("https://") || loopback) {
+            return Err(init(format!(
+                "the base URL {base:?} must be https:// (plain http:// only to this machine: localhost, 127.0.0.1, [::1])"
+            )));
         }
         let path = choice.provider.path();
         let endpoint = if base.ends_with("/v1") {
@@ -275,6 +290,9 @@ impl Provider {
             format!("{base}{path}")
         };
         let client = reqwest::Client::builder()
+            // A model API does not redirect; one that does is not followed, so the key in its
+            // headers (`x-api-key` is no header reqwest strips) never reaches another host.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(limits.request_deadline)
             .connect_timeout(Duration::from_secs(10))
             .build()
@@ -371,6 +389,12 @@ impl Provider {
                             ProviderKind::OpenaiChat => crate::openai::response(&value),
                             ProviderKind::OpenaiResponses => crate::responses::response(&value),
                         };
+                    }
+                    if status.is_redirection() {
+                        return Err(ProviderError::Request(format!(
+                            "HTTP {}: the provider answered with a redirect, which is not followed (the key would go to another address); set the base URL to the address it names",
+                            status.as_u16()
+                        )));
                     }
                     last = format!("HTTP {}: {}", status.as_u16(), error_message(&bytes));
                     if status.as_u16() != 429 && !status.is_server_error() {

@@ -1529,3 +1529,69 @@ async fn a_compacted_history_keeps_the_whole_task() {
         "the compacted history keeps the task's end"
     );
 }
+
+/// Issue 29: the key goes only where the person configured it. A provider's redirect is not
+/// followed (reqwest strips `Authorization` across hosts but not `x-api-key`: the key reached
+/// the other host), and a base URL is `https://` except to this machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_never_follows_a_redirect_and_plain_http_is_only_for_loopback() {
+    let elsewhere: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+    let seen = elsewhere.clone();
+    let other = axum::Router::new().fallback(move |headers: HeaderMap| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(headers);
+            StatusCode::OK
+        }
+    });
+    let other_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_url = format!(
+        "http://{}/v1/messages",
+        other_listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(other_listener, other).await });
+    let redirecting = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(move || {
+            let to = other_url.clone();
+            async move { (StatusCode::TEMPORARY_REDIRECT, [("location", to)]).into_response() }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, redirecting).await });
+    // SAFETY: as in `choice`.
+    unsafe { std::env::set_var(KEY_ENV, KEY) };
+    let mut choice = ModelChoice {
+        provider: ProviderKind::Anthropic,
+        model: "test-model".into(),
+        base_url: Some(base_url),
+        api_key_env: Some(KEY_ENV.into()),
+        computer_tool: false,
+        computer_tool_version: None,
+    };
+    let provider = Provider::new(&choice, limits()).unwrap();
+    let conversation = agent::Conversation {
+        system: "s".into(),
+        messages: Vec::new(),
+        tools: Vec::new(),
+    };
+    let err = provider.turn(&conversation).await.unwrap_err();
+    assert!(err.to_string().contains("redirect"), "{err}");
+    assert!(
+        elsewhere.lock().unwrap().is_empty(),
+        "nothing, and no key, reached the other address"
+    );
+
+    for (base, ok) in [
+        ("http://api.example.com", false),
+        ("http://10.0.0.5:8080/v1", false),
+        ("https://api.example.com", true),
+        ("http://localhost:11434", true),
+        ("http://[::1]:8000", true),
+    ] {
+        choice.base_url = Some(base.into());
+        let made = Provider::new(&choice, limits());
+        assert_eq!(made.is_ok(), ok, "{base}: {:?}", made.err());
+    }
+}
