@@ -145,6 +145,27 @@ pub(crate) struct Inner {
     next_id: AtomicU64,
 }
 
+/// The data directory holds the records, saved site storage (cookies), artifacts and browser
+/// profiles: it is created (or kept) readable by its owner alone (0700).
+fn private_data_dir(dir: &std::path::Path) -> Result<(), RuntimeError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| crate::incarnation::data_dir_error(dir, &e))?;
+    set_mode(dir, 0o700);
+    Ok(())
+}
+
+/// Sets `path`'s mode; one that cannot be changed (not the owner's) is said, not fatal.
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+        tracing::warn!(path = %path.display(), error = %e, "could not make it readable by its owner alone");
+    }
+}
+
 /// The runtime. Cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
@@ -191,6 +212,7 @@ impl Runtime {
         config: RuntimeConfig,
         adapter: Arc<dyn SurfaceAdapter>,
     ) -> Result<Runtime, RuntimeError> {
+        private_data_dir(&config.data_dir)?;
         let instance_lock = crate::incarnation::take_lock(&config.data_dir)?;
         let db = config.data_dir.join("glovebox.sqlite");
         let store = store::SqliteStore::open(&db).map_err(|e| match &e {
@@ -200,6 +222,17 @@ impl Runtime {
             store::StoreError::Io(io) => crate::incarnation::data_dir_error(&db, io),
             _ => e.into(),
         })?;
+        // The records hold what happened on every page: the owner's alone.
+        for file in [
+            "glovebox.sqlite",
+            "glovebox.sqlite-wal",
+            "glovebox.sqlite-shm",
+        ] {
+            let path = config.data_dir.join(file);
+            if path.exists() {
+                set_mode(&path, 0o600);
+            }
+        }
         let instance = store.begin_instance(now_ms(), Some(&instance_lock.name))?;
         if let Err(e) = adapter.connect().await {
             let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());

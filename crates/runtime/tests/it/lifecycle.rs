@@ -164,3 +164,28 @@ async fn same_document_navigations_are_followed_and_their_writes_throttled() {
         writes.len()
     );
 }
+
+/// Issue 29: the data directory (records, saved cookies, artifacts, profiles) and the database
+/// are the owner's alone, whatever the umask made of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_data_directory_and_its_records_are_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = crate::data_dir("private-data-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fake = test_support::fake::FakeAdapter::new();
+    let rt = runtime::Runtime::start(runtime::RuntimeConfig::new(&dir), fake.clone())
+        .await
+        .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the data directory");
+    rt.shutdown(std::time::Duration::from_secs(1)).await;
+    // The database was created by this start; the next start finds it and keeps it private.
+    let db = dir.join("glovebox.sqlite");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let rt = runtime::Runtime::start(runtime::RuntimeConfig::new(&dir), fake)
+        .await
+        .unwrap();
+    assert_eq!(mode(&db), 0o600, "the database");
+    rt.shutdown(std::time::Duration::from_secs(1)).await;
+}
