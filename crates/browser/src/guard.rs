@@ -337,27 +337,29 @@ fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
     let mut state = lock(state);
     let allowed = state.allowed.as_ref()?;
     // Only web requests reach an origin (data:, blob: and the like stay in the browser).
-    let Ok(origin) = policy::Origin::parse(url) else {
-        return None;
-    };
-    if !(url.starts_with("http://")
-        || url.starts_with("https://")
-        || url.starts_with("ws://")
-        || url.starts_with("wss://"))
-    {
+    let scheme = url
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if !matches!(scheme.as_str(), "http" | "https" | "ws" | "wss") {
         return None;
     }
-    if allowed.contains(&origin) {
-        return None;
-    }
-    let plain = method.eq_ignore_ascii_case("GET") && !url.contains('?');
-    if plain && STATIC.contains(&kind) {
-        return None;
+    // A web request whose origin cannot be read is refused: while armed, the guard fails closed.
+    let origin = policy::Origin::parse(url).ok();
+    if let Some(origin) = &origin {
+        if allowed.contains(origin) {
+            return None;
+        }
+        let plain = method.eq_ignore_ascii_case("GET") && !url.contains('?');
+        if plain && STATIC.contains(&kind) {
+            return None;
+        }
     }
     let blocked = BlockedRequest {
         method: method.to_owned(),
         url: policy::redact_url(url),
-        origin: origin.serialize_web(),
+        origin: origin.map_or_else(|| "(unreadable)".to_owned(), |o| o.serialize_web()),
         resource_type: kind.to_owned(),
     };
     tracing::info!(method = %blocked.method, url = %blocked.url, kind = %blocked.resource_type, "a request outside the action's origins was blocked");
@@ -403,6 +405,15 @@ mod tests {
             assert!(!blocked.url.contains("secret"), "redacted: {}", blocked.url);
         }
         assert_eq!(lock(&state).blocked.len(), 5);
+        // Fail closed: a web URL whose origin cannot be read is refused, even a "static" GET.
+        let unreadable = judge(
+            &state,
+            &paused("http://exa mple.test/x.png", "GET", "Image"),
+        );
+        assert!(
+            unreadable.is_some_and(|b| b.origin == "(unreadable)"),
+            "an unreadable origin passed"
+        );
         let idle = Mutex::new(State::default());
         assert!(
             judge(&idle, &paused("https://evil.test/steal", "POST", "Fetch")).is_none(),

@@ -756,7 +756,13 @@ impl Intended {
             let click = matches!(action, ExtendedAction::Click(_));
             if click && let Some(href) = &s.href {
                 downloads = s.download;
-                if href.starts_with("http://") || href.starts_with("https://") {
+                // The scheme in any case (`HTTP://…` opens the same page).
+                let scheme = href
+                    .split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                if scheme == "http" || scheme == "https" {
                     side_effects.push((href.clone(), "link opens"));
                 }
                 side_effects.extend(s.pings.iter().map(|p| (p.clone(), "link pings")));

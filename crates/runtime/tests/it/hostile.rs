@@ -1024,3 +1024,28 @@ async fn a_credential_in_a_tab_title_reaches_no_list_and_no_record() {
         );
     }
 }
+
+/// Issue 29: a link written `HTTP://…` (upper case) was not recognised as leading elsewhere,
+/// so following it to the attacker asked nobody. The scheme is read in any case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_in_upper_case_is_judged_by_where_it_leads() {
+    let env = env("hostile-upper-link", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    let shouted = evil.replacen("http://", "HTTP://", 1);
+    env.server.html(
+        "/upper.html",
+        format!(r#"<!doctype html><a href="{shouted}/collect?d=notes" target=_blank>Shout</a>"#),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/upper.html"))
+        .await
+        .unwrap();
+    crate::observe_until(&env.runtime, &env.session, "Shout").await;
+    let request = asks(&env, "Shout").await;
+    assert_eq!(request.origin, evil, "{request:?}");
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "nothing reached the attacker: {reached:?}"
+    );
+}
