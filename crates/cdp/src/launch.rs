@@ -195,6 +195,14 @@ impl Browser {
         })?;
 
         let mut command = Command::new(&executable);
+        // The browser gets the environment a browser needs, not Glovebox's: no model key, token
+        // or other secret of this process reaches it (or the pages' processes it starts).
+        command.env_clear();
+        for (name, value) in std::env::vars_os() {
+            if name.to_str().is_some_and(browser_env) {
+                command.env(name, value);
+            }
+        }
         if options.headless {
             command.arg("--headless");
         }
@@ -419,4 +427,39 @@ fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
     reply_rx
         .recv()
         .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+}
+/// The environment variables a launched browser keeps: where it runs (paths, locale, time
+/// zone, display and session bus, fonts, proxies), never a credential.
+fn browser_env(name: &str) -> bool {
+    matches!(
+        name,
+        "PATH"
+            | "HOME"
+            | "USER"
+            | "LOGNAME"
+            | "SHELL"
+            | "LANG"
+            | "LANGUAGE"
+            | "TZ"
+            | "TMPDIR"
+            | "DISPLAY"
+            | "WAYLAND_DISPLAY"
+            | "XAUTHORITY"
+            | "XDG_RUNTIME_DIR"
+            | "XDG_CONFIG_HOME"
+            | "XDG_CACHE_HOME"
+            | "XDG_DATA_HOME"
+            | "DBUS_SESSION_BUS_ADDRESS"
+            | "FONTCONFIG_PATH"
+            | "FONTCONFIG_FILE"
+            | "http_proxy"
+            | "https_proxy"
+            | "no_proxy"
+            | "HTTP_PROXY"
+            | "HTTPS_PROXY"
+            | "NO_PROXY"
+            | "ALL_PROXY"
+            | "all_proxy"
+            | "CHROME_LOG_FILE"
+    ) || name.starts_with("LC_")
 }

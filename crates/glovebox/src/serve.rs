@@ -458,8 +458,21 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
     } else {
         "approve_once"
     };
+    // What exactly is sent: the text typed into a field that is not secret, the files uploaded
+    // (JSON-quoted, as the target is: page and model text never reach the terminal raw).
+    let mut what = String::new();
+    if let Some(text) = p.get("text").filter(|t| t.is_string()) {
+        what.push_str(&format!(" typing {text}"));
+    }
+    if let Some(files) = p
+        .get("files")
+        .and_then(Value::as_array)
+        .filter(|f| !f.is_empty())
+    {
+        what.push_str(&format!(" uploading {}", Value::Array(files.clone())));
+    }
     eprint!(
-        "{decision}: {} {} on {} ({})? [y/N] ",
+        "{decision}: {} {}{what} on {} ({})? [y/N] ",
         p["action"].as_str().unwrap_or(""),
         p["target"],
         p["origin"].as_str().unwrap_or(""),

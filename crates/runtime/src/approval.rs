@@ -40,8 +40,15 @@ pub struct ApprovalRequest {
     pub tier: RiskTier,
     /// Why approval is needed.
     pub reason: String,
-    /// For typing: the length of the text, never the text.
+    /// For typing: the length of the text.
     pub text_chars: Option<usize>,
+    /// For typing into a field that is not secret: the text itself, as the person will see it
+    /// typed (printable, at most 200 characters). Never for a secret field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// For an upload: the names of the files it sends.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
     pub requested_at: u64,
     pub expires_at: u64,
 }
@@ -456,6 +463,8 @@ mod tests {
             tier: RiskTier::R2,
             reason: "test".into(),
             text_chars: None,
+            text: None,
+            files: Vec::new(),
             requested_at: now,
             expires_at: now + 100,
         }

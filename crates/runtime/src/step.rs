@@ -360,6 +360,8 @@ impl Runtime {
                 tier,
                 reason: protocol::text::printable(&reason),
                 text_chars: intended.text_chars,
+                text: intended.shown_text.clone(),
+                files: intended.files.clone(),
                 requested_at: now,
                 expires_at: now + self.inner.config.approval_timeout.as_millis() as u64,
             });
@@ -651,6 +653,10 @@ struct Intended {
     name: Option<String>,
     secret_field: bool,
     text_chars: Option<usize>,
+    /// What a person is shown of the text typed into a field that is not secret.
+    shown_text: Option<String>,
+    /// The files an upload sends.
+    files: Vec<String>,
     /// The target's structure when observed (a ref's, or the element under a point).
     structure: Option<surface::TargetStructure>,
     /// Requests the action causes beyond its own page, from that structure: (URL, what causes
@@ -806,12 +812,35 @@ impl Intended {
                 ExtendedAction::Type(t) => Some(t.text.as_str().chars().count()),
                 _ => None,
             },
+            // A person approves what they can read: the text, unless the field is secret (or the
+            // form holds one: then it may be a credential typed into a text box).
+            shown_text: match action {
+                ExtendedAction::Type(t) if !secret && !credentials => Some(
+                    protocol::text::printable(t.text.as_str())
+                        .chars()
+                        .take(SHOWN_TEXT_MAX)
+                        .collect(),
+                ),
+                _ => None,
+            },
+            files: match action {
+                ExtendedAction::Upload(u) => u
+                    .files
+                    .as_slice()
+                    .iter()
+                    .map(|f| protocol::text::printable(f.as_str()))
+                    .collect(),
+                _ => Vec::new(),
+            },
             structure,
             side_effects,
             allowed: Vec::new(),
         }
     }
 }
+
+/// How much of a typed text an approval shows.
+const SHOWN_TEXT_MAX: usize = 200;
 
 fn locator_words(locator: &protocol::extended::Locator) -> (Option<String>, Option<String>) {
     use protocol::extended::Locator;

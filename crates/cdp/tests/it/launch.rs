@@ -59,3 +59,22 @@ async fn profiles_of_dead_processes_are_swept_and_live_ones_kept() {
     assert!(unrelated.exists());
     std::fs::remove_dir_all(&profiles).unwrap();
 }
+
+/// Issue 29: a launched browser inherited Glovebox's whole environment — a model key set for
+/// the agent reached Chromium and every process it starts. It gets what a browser needs only.
+#[tokio::test]
+async fn no_secret_of_this_process_reaches_the_browsers_environment() {
+    // SAFETY: this test binary's only writer of this variable; nothing reads it concurrently.
+    unsafe { std::env::set_var("GLOVEBOX_TEST_PROVIDER_API_KEY", "sk-live-do-not-leak-7f3") };
+    let browser = launch().await;
+    let environ = std::fs::read(format!("/proc/{}/environ", browser.pid())).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        !environ.contains("sk-live-do-not-leak-7f3"),
+        "the key reached the browser"
+    );
+    assert!(
+        environ.split('\0').any(|v| v.starts_with("PATH=")),
+        "what it needs stays: {environ}"
+    );
+}

@@ -1049,3 +1049,68 @@ async fn a_link_in_upper_case_is_judged_by_where_it_leads() {
         "nothing reached the attacker: {reached:?}"
     );
 }
+
+/// Issue 29: a person approved typing without seeing the text. The approval names the text
+/// typed into a field that is not secret (printable), never a secret field's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_sees_the_text_they_approve_typing_but_never_a_secret() {
+    let env = env("hostile-shown-text", false).await;
+    env.server.html(
+        "/fields.html",
+        r#"<!doctype html><title>Fields</title><input aria-label=Note><input type=password aria-label=Password>"#,
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/fields.html"))
+        .await
+        .unwrap();
+    crate::observe_until(&env.runtime, &env.session, "Password").await;
+    for (field, text, shown) in [
+        ("Note", "pay \u{1b}[2Kbob 10", Some("pay bob 10")),
+        ("Password", "hunter2-secret", None),
+    ] {
+        let o = env
+            .runtime
+            .observe(&env.session, None, &Default::default())
+            .await
+            .unwrap();
+        let r = o
+            .interactive_elements()
+            .iter()
+            .find(|e| e.name() == field)
+            .unwrap()
+            .element()
+            .as_str()
+            .to_owned();
+        let action = protocol::validate_extended_action(
+            &serde_json::json!({"type": "type", "expected_frame_id": o.frame_id().as_str(),
+            "target": {"kind": "element", "ref": r}, "text": text, "intent": "t"}),
+        )
+        .unwrap();
+        let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env
+            .runtime
+            .act(
+                &env.session,
+                None,
+                &action,
+                &Default::default(),
+                Duration::ZERO,
+            )
+            .await
+        else {
+            panic!("{field}: typing on an untrusted origin asks a person")
+        };
+        let request = env
+            .runtime
+            .pending_approvals()
+            .into_iter()
+            .find(|r| r.approval_id == approval_id)
+            .unwrap();
+        assert_eq!(request.text.as_deref(), shown, "{field}: {request:?}");
+        assert!(
+            !serde_json::to_string(&request).unwrap().contains("hunter2"),
+            "no secret in the request"
+        );
+        env.runtime
+            .resolve_approval(&approval_id, ApprovalDecision::Deny)
+            .unwrap();
+    }
+}
