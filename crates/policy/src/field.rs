@@ -204,6 +204,12 @@ pub fn classify_field(facts: &FieldFacts<'_>) -> Sensitivity {
     from_words().map_or(Sensitivity::Public, Sensitivity::Secret)
 }
 
+/// Classifies what a page's `prompt()` asks for by its message, as a field is by its label: a
+/// prompt for a password, a code or a card number is a secret field.
+pub fn classify_prompt(message: &str) -> Sensitivity {
+    kind_from_texts(&[Some(message)]).map_or(Sensitivity::Public, Sensitivity::Secret)
+}
+
 /// The value an observation may show for a field: [`REDACTED`] for a secret with a value,
 /// the exact value (whitespace included) otherwise. An empty secret field stays empty so an
 /// agent can see it still needs filling; emptiness is not a secret.

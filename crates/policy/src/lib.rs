@@ -23,7 +23,9 @@ mod url;
 mod words;
 
 pub use error::{InvalidUrlReason, PolicyError};
-pub use field::{FieldFacts, SecretKind, Sensitivity, classify_field, redact_value_for_field};
+pub use field::{
+    FieldFacts, SecretKind, Sensitivity, classify_field, classify_prompt, redact_value_for_field,
+};
 pub use header::{is_secret_header, redact_header};
 pub use navigation::{Destination, NavigationPolicy, check_navigation, check_origin};
 pub use origin::{Origin, Scheme, web_origin};

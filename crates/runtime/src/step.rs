@@ -154,6 +154,21 @@ impl Runtime {
             _ => None,
         };
         let mut intended = Intended::of(action, Some(&*record), located.as_ref());
+        // Text typed into a page's prompt for a password, a code or a card is a secret write.
+        if let ExtendedAction::Dialog(answer) = action
+            && matches!(
+                &answer.response,
+                protocol::extended::DialogResponse::Accept {
+                    prompt_text: Some(_)
+                }
+            )
+            && at.tab.dialog().is_some_and(|d| {
+                d.kind == "prompt" && policy::classify_prompt(&d.message).is_secret()
+            })
+        {
+            intended.secret_field = true;
+            intended.target = "a prompt for a secret".into();
+        }
         let judged = self.judge(at, &*record, &intended)?;
         self.approvals(at, action, judged.asks).await?;
         intended.allowed = judged.allowed;

