@@ -35,15 +35,36 @@ mod terminal;
 
 use clap::Parser;
 
+/// `GLOVEBOX_LOG` (default `warn`), with the libraries that log whole messages — a tool call's
+/// arguments, the text an agent types, a provider's request — held at `info` whatever it asks:
+/// operator logs never carry what was typed into a field.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("GLOVEBOX_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    for quiet in [
+        "rmcp=info",
+        "tungstenite=info",
+        "tokio_tungstenite=info",
+        "hyper=info",
+        "hyper_util=info",
+        "h2=info",
+        "reqwest=info",
+        "axum=info",
+        "tower_http=info",
+    ] {
+        if let Ok(directive) = quiet.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
+}
+
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     // Operator logs go to stderr: stdout is reserved for command output (and MCP in stdio mode).
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("GLOVEBOX_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        .with_env_filter(log_filter())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -206,3 +206,63 @@ async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
         .unwrap();
     assert!(status.success());
 }
+
+/// Issue 29: with `GLOVEBOX_LOG=debug` the MCP library logged every request whole, so a tool
+/// call's arguments — text an agent types — reached the operator log. They never do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_logging_never_carries_a_tool_calls_arguments() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let data_dir = crate::data_dir("mcp-debug-log");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let mut child = tokio::process::Command::from(crate::glovebox(&data_dir))
+        .arg("mcp")
+        .env("GLOVEBOX_LOG", "debug")
+        .env("GLOVEBOX_CONFIG", "/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let marker = "typed-by-the-agent-4f2a9";
+    for message in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "act", "arguments": {"action": {"type": "type", "expected_frame_id": "frame_00", "target": {"kind": "element", "ref": "e1"}, "text": marker, "intent": "t"}}}}),
+    ] {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+        if message.get("id") == Some(&serde_json::json!(2))
+            || message.get("id") == Some(&serde_json::json!(1))
+        {
+            let want = message["id"].clone();
+            loop {
+                let line =
+                    tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .unwrap();
+                if serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["id"] == want) {
+                    break;
+                }
+            }
+        }
+    }
+    drop(stdin);
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("DEBUG"), "debug logging is on: {log:.400}");
+    assert!(
+        !log.contains(marker),
+        "a tool call's arguments reached the log"
+    );
+}
