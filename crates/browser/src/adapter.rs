@@ -864,6 +864,14 @@ impl Surface for Tab {
     fn memory(&self) -> SurfaceMemory {
         SurfaceMemory(Arc::new(Tab::memory(self)))
     }
+
+    fn network_hold(&self) -> Option<surface::NetworkHold> {
+        self.guard.network_hold()
+    }
+
+    fn allow_origin(&self, origin: &policy::Origin) -> bool {
+        self.guard.allow(origin)
+    }
 }
 
 #[cfg(test)]

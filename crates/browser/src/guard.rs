@@ -20,9 +20,24 @@
 //! ([`Guard::preparer`]). So a message the action makes the page post to its service worker
 //! cannot have the worker send the data on.
 //!
-//! Outside those windows the tab's traffic is not touched: what a page's own scripts do without
-//! an agent action is the page's. Service workers are bypassed for the tab and its frames, so the
-//! page's requests cannot be served around it.
+//! Once an action types into the tab (`ActOptions::guard_typed`), the tab is *held*: what the
+//! agent typed is in the page (and its storage carries it across documents), and a page's own
+//! script can send it at any time — an `input` listener's image path, a timer, the next page of
+//! the site. From that action's dispatch on, and while the main frame is on an origin typed
+//! into, every request of the tab and its judged children goes only to the origins judged for
+//! the actions on it (the page's own, trusted ones, those a person approved, those a person
+//! allowed for the tab) — static subresources included, actions or none. The hold pauses while
+//! the main frame is on another web origin (that navigation was itself judged) and is in force
+//! again when it comes back to one typed into, whose storage still has the text; an opaque
+//! document (`data:`, `about:`) keeps it as it is. What it refuses is listed in the next
+//! action's receipt and counted per origin for the person (`Guard::network_hold`). While the
+//! hold is in force the runtime keeps the tab attached (`Surface::network_hold`). A WebSocket
+//! is not an interceptable request: typing refuses while one to an origin the hold does not
+//! allow is open, and one opened later is named in the next receipt.
+//!
+//! Outside those windows and holds the tab's traffic is not touched: what a page's own scripts
+//! do without an agent action is the page's. Service workers are bypassed for the tab and its
+//! frames, so the page's requests cannot be served around it.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -36,10 +51,28 @@ pub const TAIL: Duration = Duration::from_secs(2);
 
 pub use surface::BlockedRequest;
 
+/// A tab that holds what the agent typed (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// The origins typed into: the hold is in force while the main frame is on one of them
+    /// (their storage keeps what was typed; a page of the origin reads it back).
+    origins: Vec<policy::Origin>,
+    /// The main frame is on one of `origins` (or on an opaque document since).
+    active: bool,
+    /// Where the tab's requests may go while held.
+    allowed: Vec<policy::Origin>,
+    /// Origins refused while held, with counts (at most 32 origins).
+    refused: Vec<(String, u64)>,
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// Origins requests may reach in the current window; `None` while nothing is armed.
     allowed: Option<Vec<policy::Origin>>,
+    /// Set once an action typed into the tab; in force while `active`.
+    held: Option<Held>,
+    /// Between `arm` and the end of the action's settling.
+    acting: bool,
     /// When the current window ends (set when an action's settling ends).
     disarm_at: Option<tokio::time::Instant>,
     enabled: bool,
@@ -47,6 +80,17 @@ struct State {
     /// tab's own is `enabled`).
     fetching: HashSet<SessionId>,
     blocked: Vec<BlockedRequest>,
+}
+
+impl State {
+    /// The hold, while in force.
+    fn holding(&self) -> Option<&Held> {
+        self.held.as_ref().filter(|h| h.active)
+    }
+
+    fn holding_mut(&mut self) -> Option<&mut Held> {
+        self.held.as_mut().filter(|h| h.active)
+    }
 }
 
 /// One tab's guard: its `Fetch.requestPaused` handler, armed per action.
@@ -164,9 +208,13 @@ impl Guard {
                             if due {
                                 s.disarm_at = None;
                                 s.allowed = None;
+                            }
+                            // A held tab stays intercepted past its windows.
+                            let off = due && s.holding().is_none() && s.enabled;
+                            if off {
                                 s.enabled = false;
                             }
-                            due.then(|| std::mem::take(&mut s.fetching))
+                            off.then(|| std::mem::take(&mut s.fetching))
                         };
                         if let Some(covered) = disable {
                             let covered = covered.into_iter().map(|id| session.child(id, None));
@@ -181,9 +229,25 @@ impl Guard {
                 let Some((item, from)) = item else { break };
                 let Ok(event) = item else { continue };
                 if event.method == "Page.frameNavigated" {
-                    // A new document in the main frame: the action's page is gone.
+                    // A new document in the main frame: the action's page is gone, and a hold
+                    // ends once the frame is on another web origin.
                     if event.params.pointer("/frame/parentId").is_none() {
-                        lock(&state).allowed = None;
+                        let url = event.params.pointer("/frame/url").and_then(Value::as_str).unwrap_or_default();
+                        let mut s = lock(&state);
+                        s.allowed = None;
+                        if let Ok(now_on) = policy::Origin::parse(url)
+                            && matches!(now_on.scheme(), policy::Scheme::Http | policy::Scheme::Https)
+                            && let Some(held) = &mut s.held
+                        {
+                            let was = std::mem::replace(&mut held.active, held.origins.contains(&now_on));
+                            if was && !held.active {
+                                tracing::debug!(origin = %now_on.serialize_web(), "the tab left the origins it was typed into; its hold pauses");
+                                if !s.acting && s.disarm_at.is_none() {
+                                    // Interception ends at the task's next turn.
+                                    s.disarm_at = Some(tokio::time::Instant::now());
+                                }
+                            }
+                        }
                     }
                     continue;
                 }
@@ -206,15 +270,42 @@ impl Guard {
     }
 
     /// Judges every request from now on against `allowed` (plus the request's own exceptions).
+    /// `typed_into`: the action types into the document at this URL, and the tab is held from
+    /// now on. A held tab's list grows with each action's: what a person approved for one
+    /// action on it, its requests may reach.
     pub(crate) async fn arm(
         &self,
         allowed: Vec<policy::Origin>,
+        typed_into: Option<&str>,
     ) -> Result<(), crate::BrowserError> {
         let _io = self.io.lock().await;
         let enable = {
             let mut state = lock(&self.state);
+            if let Some(url) = typed_into {
+                let held = state.held.get_or_insert_with(|| Held {
+                    origins: Vec::new(),
+                    active: true,
+                    allowed: Vec::new(),
+                    refused: Vec::new(),
+                });
+                held.active = true;
+                if let Ok(origin) = policy::Origin::parse(url)
+                    && !held.origins.contains(&origin)
+                    && held.origins.len() < 16
+                {
+                    held.origins.push(origin);
+                }
+            }
+            if let Some(held) = state.holding_mut() {
+                for origin in &allowed {
+                    if !held.allowed.contains(origin) {
+                        held.allowed.push(origin.clone());
+                    }
+                }
+            }
             state.allowed = Some(allowed);
             state.disarm_at = None;
+            state.acting = true;
             !std::mem::replace(&mut state.enabled, true)
         };
         if enable && let Err(e) = intercept(&self.session, true).await {
@@ -294,7 +385,11 @@ impl Guard {
     /// Ends the window [`TAIL`] from now, unless another action arms it meanwhile (the guard's
     /// task sees the new deadline at its next event; a window armed meanwhile clears it).
     pub(crate) fn disarm_later(&self) {
-        lock(&self.state).disarm_at = Some(tokio::time::Instant::now() + TAIL);
+        {
+            let mut state = lock(&self.state);
+            state.acting = false;
+            state.disarm_at = Some(tokio::time::Instant::now() + TAIL);
+        }
         // Wake the task so it waits for the new deadline.
         self.wake.notify_one();
     }
@@ -309,6 +404,71 @@ impl Guard {
     pub(crate) fn take_blocked(&self) -> Vec<BlockedRequest> {
         std::mem::take(&mut lock(&self.state).blocked)
     }
+
+    /// The hold, to carry across a detach (`TabMemory`).
+    pub(crate) fn hold(&self) -> Option<Held> {
+        lock(&self.state).held.clone()
+    }
+
+    /// Whether the tab holds typed text, and where its requests may go meanwhile.
+    pub(crate) fn held_allowed(&self) -> Option<Vec<policy::Origin>> {
+        lock(&self.state).holding().map(|h| h.allowed.clone())
+    }
+
+    /// The hold as the person sees it.
+    pub(crate) fn network_hold(&self) -> Option<surface::NetworkHold> {
+        let state = lock(&self.state);
+        let held = state.holding()?;
+        Some(surface::NetworkHold {
+            origins: held
+                .origins
+                .iter()
+                .map(policy::Origin::serialize_web)
+                .collect(),
+            allowed: held
+                .allowed
+                .iter()
+                .map(policy::Origin::serialize_web)
+                .collect(),
+            refused: held
+                .refused
+                .iter()
+                .map(|(origin, requests)| surface::RefusedOrigin {
+                    origin: origin.clone(),
+                    requests: *requests,
+                })
+                .collect(),
+        })
+    }
+
+    /// Holds again what a former attachment held: interception is on before the page is
+    /// observed or acted on.
+    pub(crate) async fn restore(&self, held: Held) -> Result<(), crate::BrowserError> {
+        let allowed = held.active.then(|| held.allowed.clone());
+        lock(&self.state).held = Some(held);
+        if let Some(allowed) = allowed {
+            self.arm(allowed, None).await?;
+            self.disarm_later();
+        }
+        Ok(())
+    }
+
+    /// Lets the held tab's requests reach `origin` too (a person allowed it for this tab).
+    /// `false`: the tab holds nothing, nothing to change.
+    pub(crate) fn allow(&self, origin: &policy::Origin) -> bool {
+        let mut state = lock(&self.state);
+        match state.holding_mut() {
+            Some(held) => {
+                if !held.allowed.contains(origin) {
+                    held.allowed.push(origin.clone());
+                }
+                let web = origin.serialize_web();
+                held.refused.retain(|(o, _)| *o != web);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Ends its guard's window when dropped (`Guard::disarm_on_drop`).
@@ -318,6 +478,18 @@ impl Drop for Disarm<'_> {
     fn drop(&mut self) {
         self.0.disarm_later();
     }
+}
+
+/// A WebSocket origin as the web origin of its page's scheme (`ws://h:p` → `http://h:p`); `None`
+/// for any other.
+pub(crate) fn as_web(origin: &policy::Origin) -> Option<policy::Origin> {
+    let (from, to) = match origin.scheme() {
+        policy::Scheme::Ws => ("ws://", "http://"),
+        policy::Scheme::Wss => ("wss://", "https://"),
+        _ => return None,
+    };
+    let web = origin.serialize_web();
+    policy::Origin::parse(&format!("{to}{}", web.strip_prefix(from)?)).ok()
 }
 
 /// `None` to let the request go, `Some` when it is refused (and recorded).
@@ -335,7 +507,9 @@ fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
         .and_then(Value::as_str)
         .unwrap_or("Other");
     let mut state = lock(state);
-    let allowed = state.allowed.as_ref()?;
+    if state.allowed.is_none() && state.holding().is_none() {
+        return None;
+    }
     // Only web requests reach an origin (data:, blob: and the like stay in the browser).
     let scheme = url
         .split(':')
@@ -348,11 +522,17 @@ fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
     // A web request whose origin cannot be read is refused: while armed, the guard fails closed.
     let origin = policy::Origin::parse(url).ok();
     if let Some(origin) = &origin {
-        if allowed.contains(origin) {
+        // A WebSocket's origin is its page's scheme's (`ws` is judged as `http`).
+        let web = as_web(origin);
+        let origin = web.as_ref().unwrap_or(origin);
+        let reaches = |list: Option<&Vec<policy::Origin>>| list.is_some_and(|l| l.contains(origin));
+        if reaches(state.allowed.as_ref()) || reaches(state.holding().map(|h| &h.allowed)) {
             return None;
         }
+        // A static subresource carries nothing of the page's — unless the page holds typed
+        // text: a keylogger writes it into an image's path.
         let plain = method.eq_ignore_ascii_case("GET") && !url.contains('?');
-        if plain && STATIC.contains(&kind) {
+        if plain && STATIC.contains(&kind) && state.holding().is_none() {
             return None;
         }
     }
@@ -365,6 +545,14 @@ fn judge(state: &Mutex<State>, params: &Value) -> Option<BlockedRequest> {
     tracing::info!(method = %blocked.method, url = %blocked.url, kind = %blocked.resource_type, "a request outside the action's origins was blocked");
     if state.blocked.len() < 64 {
         state.blocked.push(blocked.clone());
+    }
+    if let Some(held) = state.holding_mut() {
+        let full = held.refused.len() >= 32;
+        match held.refused.iter_mut().find(|(o, _)| *o == blocked.origin) {
+            Some((_, n)) => *n += 1,
+            None if !full => held.refused.push((blocked.origin.clone(), 1)),
+            None => {}
+        }
     }
     Some(blocked)
 }

@@ -66,6 +66,10 @@ pub(crate) struct TabState {
     /// Downloads the page began during the action in flight (Chromium's guid, the file name the
     /// page suggested), at most 16.
     pub(crate) downloads_began: Vec<(String, String)>,
+    /// WebSockets the page has open (request id, URL, whether a receipt named it yet), at most
+    /// 64: the network boundary cannot block them, so a typing action refuses while one to an
+    /// origin it may not reach is open.
+    pub(crate) sockets: Vec<(String, String, bool)>,
 }
 
 pub use surface::Dialog;
@@ -118,6 +122,8 @@ pub struct TabMemory {
     refs: crate::observe::RefMemory,
     navigation_epoch: u64,
     console: ConsoleLog,
+    /// The network boundary's hold on a tab the agent typed into (`guard.rs`).
+    hold: Option<crate::guard::Held>,
 }
 
 impl std::fmt::Debug for TabMemory {
@@ -173,6 +179,8 @@ impl Tab {
             "Page.windowOpen",
             "Page.downloadWillBegin",
             "Network.requestWillBeSent",
+            "Network.webSocketCreated",
+            "Network.webSocketClosed",
         ]);
         // Popups are announced at the browser level, with this tab as their opener.
         // So is the end of this session, whoever ended it (a detach from outside leaves the tab
@@ -267,6 +275,13 @@ impl Tab {
             }
         };
         guard.watch_children(children.view());
+        // A tab typed into before this attachment is held again before anything else happens.
+        if let Some(held) = memory.hold
+            && let Err(e) = guard.restore(held).await
+        {
+            guard_task.abort();
+            return Err(e);
+        }
         Ok(Tab {
             session,
             target_id,
@@ -309,6 +324,7 @@ impl Tab {
             refs: state.refs.clone(),
             navigation_epoch: state.navigation_epoch,
             console: state.console.clone(),
+            hold: self.guard.hold(),
         }
     }
 
@@ -577,6 +593,25 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                 state
                     .recent_requests
                     .push_back((key, std::time::Instant::now()));
+            }
+        }
+        "Network.webSocketCreated" => {
+            let text = |k: &str| {
+                event
+                    .params
+                    .get(k)
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            };
+            if let (Some(id), Some(url)) = (text("requestId"), text("url"))
+                && state.sockets.len() < 64
+            {
+                state.sockets.push((id, url, false));
+            }
+        }
+        "Network.webSocketClosed" => {
+            if let Some(id) = event.params.get("requestId").and_then(|v| v.as_str()) {
+                state.sockets.retain(|(open, _, _)| open != id);
             }
         }
         "Page.frameNavigated" => {

@@ -66,6 +66,34 @@ impl ExtendedAction {
             _ => false,
         }
     }
+
+    /// Whether this action puts text into the page: typed text, a key that is a character
+    /// (`press`/`key_down` of `a`, `Shift+A`, a space; a chord with Control or Meta may paste),
+    /// or text answered to a `prompt()`. What the page holds from then on came from the agent,
+    /// so the surface's network boundary keeps guarding it (design: data the agent typed stays
+    /// where the person sent it).
+    pub fn types_text(&self) -> bool {
+        use crate::extended::DialogResponse;
+        match self {
+            ExtendedAction::Type(t) => !t.text.as_str().is_empty(),
+            ExtendedAction::Press(p) => chord_types_text(p.key.as_str()),
+            ExtendedAction::KeyDown(k) => chord_types_text(k.key.as_str()),
+            ExtendedAction::Dialog(d) => matches!(
+                &d.response,
+                DialogResponse::Accept { prompt_text: Some(t) } if !t.as_str().is_empty()
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a chord may put text into the page: one of its keys is a character (or a space), or
+/// it holds Control or Meta (a paste, or a shortcut that inserts).
+fn chord_types_text(chord: &str) -> bool {
+    chord.split('+').map(str::trim).any(|k| match canonical(k) {
+        None => !k.is_empty(),
+        Some(named) => matches!(named, " " | "Control" | "Meta"),
+    })
 }
 
 #[cfg(test)]
@@ -88,5 +116,15 @@ mod tests {
                 && text_presses_enter("ada\n")
                 && !text_presses_enter("ada")
         );
+    }
+
+    #[test]
+    fn characters_and_pastes_type_text_named_keys_do_not() {
+        for chord in ["a", "Shift+A", "space", "Control+v", "Meta+V", "é"] {
+            assert!(chord_types_text(chord), "{chord}");
+        }
+        for chord in ["Enter", "Tab", "Shift+Tab", "ArrowDown", "Escape", "F5"] {
+            assert!(!chord_types_text(chord), "{chord}");
+        }
     }
 }

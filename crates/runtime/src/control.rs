@@ -98,7 +98,7 @@ impl Runtime {
     }
 
     /// The tab record's live target in this process, and the session entry holding it, if any.
-    fn control_target(
+    pub(crate) fn control_target(
         &self,
         resource: &str,
     ) -> Result<(String, Option<crate::runtime::TabEntry>), RuntimeError> {

@@ -10,7 +10,9 @@
 //! operation inside that window cancels the detach. The next operation attaches again on demand
 //! (never in the background), and the tab remembers its latest observation across the gap
 //! (`surface::SurfaceMemory`). A turn's end detaches every lease of the session, marked tabs
-//! included; a detach asked for while operations hold the lease happens when the last one lets
+//! included — except a tab that holds what the agent typed (`Surface::network_hold`): its
+//! network boundary is enforced through the attachment, so it stays attached (no idle detach,
+//! none at a turn's end) until the hold ends, the tab closes or it leaves the session; a detach asked for while operations hold the lease happens when the last one lets
 //! go — never under a holder. Attach and detach of one tab never overlap, so a tab has at most
 //! one attachment. A detach that gets no answer leaves a recovery record in the store; the
 //! attachment is kept aside and the detach is retried before the tab is attached again (at the
@@ -28,6 +30,9 @@ use crate::{Cancel, RuntimeError};
 
 /// Used when the runtime is gone and its configuration with it.
 const FALLBACK_DETACH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How often a held attachment is checked for the end of its hold, at least.
+const HOLD_RECHECK: Duration = Duration::from_secs(1);
 
 /// One tab's debugger lease as `browser_status` reports it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -47,6 +52,8 @@ pub struct DebuggerLeaseStatus {
     pub detach_pending: bool,
     /// A detach got no answer; it is retried (a recovery record says so).
     pub detach_failed: bool,
+    /// The tab holds what the agent typed, and stays attached to keep its network held.
+    pub network_held: bool,
     /// Attachments made over the lease's life.
     pub attaches: u64,
     /// Detaches completed over the lease's life.
@@ -69,6 +76,8 @@ pub(crate) enum Detach {
     NotAttached,
     /// Operations hold the lease: it detaches when the last one lets go.
     Deferred,
+    /// The tab holds what the agent typed: it stays attached until the hold ends.
+    Held,
     /// No answer in time: a recovery record was left.
     Failed,
 }
@@ -322,6 +331,36 @@ impl DebuggerLease {
         });
     }
 
+    /// Whether the attachment enforces a network hold (`Surface::network_hold`): a tab that
+    /// holds what the agent typed stays attached past its idle window and its turn's end, until
+    /// the hold ends or the tab leaves the session.
+    fn holds(slot: &Slot) -> bool {
+        slot.retired.is_none()
+            && slot
+                .tab
+                .as_ref()
+                .is_some_and(|t| t.lost().is_none() && t.network_hold().is_some())
+    }
+
+    /// Checks a held attachment again later (the hold ends when the tab leaves the origin).
+    fn recheck_hold(self: &Arc<Self>, slot: &mut Slot) {
+        slot.cancel_timer();
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let generation = slot.generation;
+        let cancel = Cancel::default();
+        slot.timer = Some(cancel.clone());
+        let lease = self.clone();
+        let delay = self.idle_window().max(HOLD_RECHECK);
+        handle.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => lease.detach_if_idle(generation).await,
+                () = cancel.cancelled() => {}
+            }
+        });
+    }
+
     async fn detach_if_idle(self: &Arc<Self>, generation: u64) {
         let _io = self.io.lock().await;
         let tab = {
@@ -330,6 +369,10 @@ impl DebuggerLease {
                 return;
             }
             slot.timer = None;
+            if Self::holds(&slot) {
+                self.recheck_hold(&mut slot);
+                return;
+            }
             slot.take_tab()
         };
         if let Some(tab) = tab {
@@ -357,6 +400,12 @@ impl DebuggerLease {
             if slot.refs > 0 {
                 slot.detach_pending = true;
                 return Detach::Deferred;
+            }
+            // A turn's end leaves a held tab attached: the hold is its attachment.
+            if Self::holds(&slot) {
+                slot.idle_since = Some(now_ms());
+                self.recheck_hold(&mut slot);
+                return Detach::Held;
             }
             slot.take_tab()
         };
@@ -488,6 +537,18 @@ impl DebuggerLease {
         slot.retired.is_some() && slot.tab.is_none() && slot.failed.is_none() && slot.refs == 0
     }
 
+    /// The attached tab's network hold, if it has one.
+    pub(crate) fn network_hold(&self) -> Option<surface::NetworkHold> {
+        let slot = lock(&self.slot);
+        slot.tab.as_ref()?.network_hold()
+    }
+
+    /// Lets the attached, held tab reach `origin` too. `false`: nothing is held.
+    pub(crate) fn allow_origin(&self, origin: &policy::Origin) -> bool {
+        let slot = lock(&self.slot);
+        slot.tab.as_ref().is_some_and(|t| t.allow_origin(origin))
+    }
+
     pub(crate) fn status(&self) -> DebuggerLeaseStatus {
         let slot = lock(&self.slot);
         let attached = slot.tab.as_ref().is_some_and(|t| t.lost().is_none());
@@ -499,6 +560,7 @@ impl DebuggerLease {
             idle_since_ms: slot.idle_since.filter(|_| attached && slot.refs == 0),
             detach_pending: slot.detach_pending,
             detach_failed: slot.failed.is_some(),
+            network_held: attached && Self::holds(&slot),
             attaches: slot.attaches,
             detaches: slot.detaches,
         }

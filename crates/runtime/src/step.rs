@@ -85,6 +85,8 @@ impl Runtime {
         let mut options = self.step_options(at.session, options);
         // The network boundary: during the action, requests go only where it was judged to reach.
         options.allowed_origins = Some(intended.allowed.clone());
+        // What the agent types stays where the person sent it: the tab stays guarded after.
+        options.guard_typed = action.types_text();
         // The last check before sending, under the lock a person's take-over takes.
         let dispatching = match self.begin_dispatch(at.entry.target()) {
             Ok(d) => d,

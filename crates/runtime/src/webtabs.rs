@@ -545,13 +545,15 @@ impl Runtime {
                 let offered = self.inner.provenance.offered.lock().unwrap_or_else(|p| p.into_inner()).contains(r.id.as_str());
                 // A person's tab nobody offered yet: the console offers it to sessions.
                 let offerable = !offered && self.persons_open_tab(&r);
+                // What the agent typed is held in the tab: where its requests may go, what was refused.
+                let held = if live { self.network_hold_of(r.id.as_str()) } else { None };
                 json!({
                     "tab": r.id.as_str(), "session": r.session_id.as_ref().map(|s| s.as_str()), "ownership": r.ownership.as_str(), "control": control,
                     "mark": r.mark.as_str(), "record_state": r.state.as_str(), "state": state,
                     "url": r.url.as_deref().map(policy::redact_url), "title": r.title, "branch": r.branch,
                     "preview": r.preview.as_deref().and_then(|p| serde_json::from_str::<Value>(p).ok()),
                     "restored_at": r.restored_at, "restore_error": r.restore_error, "closed_at": r.closed_at,
-                    "offered": offered, "offerable": offerable,
+                    "offered": offered, "offerable": offerable, "network_hold": held,
                 })
             })
             .collect())
@@ -563,6 +565,42 @@ impl Runtime {
     pub async fn person_screenshot(&self, resource: &str) -> Result<Vec<u8>, RuntimeError> {
         let target = self.person_target(resource)?;
         Ok(self.adapter().person_image(target).await?)
+    }
+
+    fn network_hold_of(&self, resource: &str) -> Option<surface::NetworkHold> {
+        let (_, entry) = self.control_target(resource).ok()?;
+        entry?.debugger.network_hold()
+    }
+
+    /// A person lets a tab that holds what the agent typed (`Surface::network_hold`) reach
+    /// `origin` too, for as long as the hold lasts: its requests to that origin stop being
+    /// refused. Only a person: no agent transport reaches this. Returns the hold as it is now.
+    pub fn allow_origin_for_tab(
+        &self,
+        resource: &str,
+        origin: &str,
+    ) -> Result<surface::NetworkHold, RuntimeError> {
+        let origin = policy::Origin::parse(origin)
+            .ok()
+            .filter(|o| matches!(o.scheme(), policy::Scheme::Http | policy::Scheme::Https))
+            .ok_or_else(|| {
+                RuntimeError::InvalidAction(format!(
+                    "{:?} is not an http(s) origin (scheme://host[:port])",
+                    policy::redact_url(origin)
+                ))
+            })?;
+        let (_, entry) = self.control_target(resource)?;
+        let not_held = || {
+            RuntimeError::InvalidAction(
+                "the tab holds nothing the agent typed: its requests are not held, nothing to allow".into(),
+            )
+        };
+        let entry = entry.ok_or_else(not_held)?;
+        if !entry.debugger.allow_origin(&origin) {
+            return Err(not_held());
+        }
+        tracing::info!(resource, origin = %origin.serialize_web(), "a person let a held tab reach an origin");
+        entry.debugger.network_hold().ok_or_else(not_held)
     }
 
     /// A person's preview preferences for a tab (the console's pin and hide): stored as given,

@@ -41,6 +41,9 @@
 //! `POST /api/tabs/{id}/offer` offers a person's open tab to sessions (a kept tab a restore
 //! brought back is nobody's to claim until then);
 //! `POST /api/tabs/{id}/preview` stores the preview preferences (a JSON object).
+//! `POST /api/tabs/{id}/allow-origin` with `{"origin": "https://…"}` lets a tab that holds what
+//! the agent typed (its entry's `network_hold`: where its requests may go, which origins were
+//! refused and how often) reach that origin too, for as long as the hold lasts.
 //!
 //! Artifacts: `GET /api/artifacts/{id}` answers a file an agent downloaded (the id its receipt
 //! named), as an attachment a browser saves and never renders.
@@ -109,6 +112,12 @@ struct AccessBody {
     access: runtime::Access,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AllowOriginBody {
+    origin: String,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct TurnEndBody {
@@ -147,6 +156,7 @@ pub(crate) fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/tabs/{id}/close", post(close_tab))
         .route("/api/tabs/{id}/offer", post(offer_tab))
         .route("/api/tabs/{id}/preview", post(set_preview))
+        .route("/api/tabs/{id}/allow-origin", post(allow_origin))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_person,
@@ -445,6 +455,22 @@ async fn set_preview(
     };
     match state.runtime.set_preview(&id, &preview) {
         Ok(()) => Json(json!({"tab": id, "preview": preview})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+/// A person lets a held tab reach one more origin (see the module docs).
+async fn allow_origin(
+    State(state): State<PersonState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let body: AllowOriginBody = match parse(&body) {
+        Ok(v) => v,
+        Err(refused) => return *refused,
+    };
+    match state.runtime.allow_origin_for_tab(&id, &body.origin) {
+        Ok(hold) => Json(json!({"tab": id, "network_hold": hold})).into_response(),
         Err(e) => answer(&e),
     }
 }

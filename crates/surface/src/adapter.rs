@@ -22,8 +22,8 @@ use protocol::extended::Locator;
 use protocol::{Capability, ExtendedAction, Observation, Preview, SurfaceKind};
 
 use crate::{
-    ActOptions, ActOutcome, CastFrame, Dialog, FrameRecord, LocatedFacts, ObserveOptions,
-    PersonInput, SurfaceError,
+    ActOptions, ActOutcome, CastFrame, Dialog, FrameRecord, LocatedFacts, NetworkHold,
+    ObserveOptions, PersonInput, SurfaceError,
 };
 
 /// A boxed `Send` future: what the traits' async methods return.
@@ -259,6 +259,20 @@ pub trait Surface: Send + Sync {
 
     /// What the next attachment resumes from (see [`SurfaceMemory`]).
     fn memory(&self) -> SurfaceMemory;
+
+    /// Whether the surface holds text the agent typed and its network is held for it (see
+    /// [`NetworkHold`]). While it does, the runtime keeps it attached: the hold is enforced by
+    /// the attachment. `None` for surfaces without a network boundary.
+    fn network_hold(&self) -> Option<NetworkHold> {
+        None
+    }
+
+    /// Lets a held surface's requests reach `origin` too (a person allowed it for this
+    /// surface). `false`: nothing is held.
+    fn allow_origin(&self, origin: &policy::Origin) -> bool {
+        let _ = origin;
+        false
+    }
 }
 
 /// A person's live view of one surface: its own attachment, never an agent's.

@@ -31,7 +31,8 @@ pub use options::{
     ActOptions, DownloadInfo, ObserveOptions, PageModel, Typing, UploadRefused, UploadRoot,
 };
 pub use outcome::{
-    ActOutcome, ActTiming, ActionMarker, BlockedRequest, Dialog, MarkerKind, SettleEnd,
+    ActOutcome, ActTiming, ActionMarker, BlockedRequest, Dialog, MarkerKind, NetworkHold,
+    RefusedOrigin, SettleEnd,
 };
 pub use person::{CastFrame, HistoryMove, KeyEvent, PersonInput, PersonInputRefused, PointerEvent};
 pub use text::{is_state_token, observation_text, observation_text_or_changes, snapshot_text};

@@ -79,6 +79,12 @@ pub struct ActOptions {
     /// judges every request of the surface during the action and shortly after. `None`:
     /// unguarded.
     pub allowed_origins: Option<Vec<policy::Origin>>,
+    /// The action puts text into the page (`ExtendedAction::types_text`): from its dispatch on,
+    /// the surface's requests reach only `allowed_origins` — static subresources included — and
+    /// keep being judged after the action, for as long as the surface stays on its origin (its
+    /// storage carries the text across documents). The adapter refuses to type while the page
+    /// holds a connection it cannot block open to another origin.
+    pub guard_typed: bool,
     /// The fresh observation's snapshot whole, never as changes against the observation the
     /// action was checked against (`Observation::snapshot_diff`).
     pub full_snapshot: bool,
@@ -92,6 +98,7 @@ impl Default for ActOptions {
             uploads: None,
             downloads: None,
             allowed_origins: None,
+            guard_typed: false,
             full_snapshot: false,
         }
     }

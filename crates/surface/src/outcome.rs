@@ -105,6 +105,27 @@ pub struct BlockedRequest {
     pub resource_type: String,
 }
 
+/// A surface that holds text the agent typed into it (the network boundary's hold,
+/// `ActOptions::guard_typed`): its requests go only where the actions on it were judged to
+/// reach, until it leaves the origin typed into. For the person's view of the tab.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetworkHold {
+    /// The origins typed into: the hold is in force while the surface is on one of them.
+    pub origins: Vec<String>,
+    /// Where its requests may go meanwhile.
+    pub allowed: Vec<String>,
+    /// Origins it refused requests to since the hold began, with how many (at most 32
+    /// origins).
+    pub refused: Vec<RefusedOrigin>,
+}
+
+/// One origin a held surface's requests were refused to.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RefusedOrigin {
+    pub origin: String,
+    pub requests: u64,
+}
+
 /// A JavaScript dialog the page opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dialog {

@@ -112,9 +112,13 @@ impl Tab {
                 state.downloads_began.clear();
             }
             if let Some(allowed) = &options.allowed_origins {
-                // Armed before anything is sent: whatever the action causes is judged.
-                let _ = self.guard.take_blocked();
-                self.guard.arm(allowed.clone()).await?;
+                if options.guard_typed {
+                    self.refuse_open_sockets(allowed)?;
+                }
+                // Armed before anything is sent: whatever the action causes is judged (and
+                // what the boundary refused since the last action is in this receipt).
+                let typed_into = options.guard_typed.then(|| record.document_url());
+                self.guard.arm(allowed.clone(), typed_into).await?;
                 disarm = Some(self.guard.disarm_on_drop());
             }
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
@@ -167,10 +171,59 @@ impl Tab {
         Ok(outcome)
     }
 
-    /// What the network boundary blocked during the action's window, in its outcome and its
-    /// receipt.
+    /// Refuses to type while the page holds a WebSocket open to an origin the typing may not
+    /// reach: the network boundary cannot block what it sends.
+    fn refuse_open_sockets(&self, allowed: &[policy::Origin]) -> Result<(), BrowserError> {
+        let held = self.guard.held_allowed().unwrap_or_default();
+        let state = lock(&self.state);
+        let outside = state.sockets.iter().find(|(_, url, _)| {
+            !policy::Origin::parse(url)
+                .ok()
+                .and_then(|o| crate::guard::as_web(&o))
+                .is_some_and(|o| allowed.contains(&o) || held.contains(&o))
+        });
+        match outside {
+            Some((_, url, _)) => Err(BrowserError::NotActionable {
+                reason: format!(
+                    "the page has a WebSocket open to {}, which Glovebox's network boundary cannot block, so what is typed here could leave through it; nothing was typed (reload or leave the page to close it)",
+                    policy::web_origin(url)
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// What the network boundary blocked since the last action (during this action's window,
+    /// and before it while the tab was held), in its outcome and its receipt; and WebSockets a
+    /// held tab opened meanwhile, which it could not block.
     fn note_blocked(&self, outcome: &mut ActOutcome) {
         outcome.blocked = self.guard.take_blocked();
+        if let Some(held) = self.guard.held_allowed() {
+            let mut state = lock(&self.state);
+            let unblocked: Vec<String> = state
+                .sockets
+                .iter_mut()
+                .filter(|(_, url, noted)| {
+                    !*noted
+                        && !policy::Origin::parse(url)
+                            .ok()
+                            .and_then(|o| crate::guard::as_web(&o))
+                            .is_some_and(|o| held.contains(&o))
+                })
+                .map(|(_, url, noted)| {
+                    *noted = true;
+                    policy::web_origin(url)
+                })
+                .collect();
+            drop(state);
+            if !unblocked.is_empty() {
+                let note = format!(
+                    "this tab holds text the agent typed, and its page opened a WebSocket to {}, which the network boundary cannot block",
+                    unblocked.join(", ")
+                );
+                outcome.receipt = outcome.receipt.clone().with_note(&note);
+            }
+        }
         if !outcome.blocked.is_empty() {
             let listed: Vec<String> = outcome
                 .blocked
@@ -179,7 +232,7 @@ impl Tab {
                 .map(|b| format!("{} {} ({})", b.method, b.url, b.resource_type))
                 .collect();
             let note = format!(
-                "the network boundary blocked {} request(s) to origins this action may not reach: {}",
+                "the network boundary blocked {} request(s) to origins this page may not reach: {}",
                 outcome.blocked.len(),
                 listed.join(", ")
             );
@@ -340,8 +393,14 @@ impl Tab {
             }
             // Answering is an action: what the page does once answered is judged like a click's.
             if let Some(allowed) = &options.allowed_origins {
-                let _ = self.guard.take_blocked();
-                self.guard.arm(allowed.clone()).await?;
+                if options.guard_typed {
+                    self.refuse_open_sockets(allowed)?;
+                }
+                let url = self
+                    .latest_observation()
+                    .map(|r| r.document_url().to_owned());
+                let typed_into = url.as_deref().filter(|_| options.guard_typed);
+                self.guard.arm(allowed.clone(), typed_into).await?;
                 disarm = Some(self.guard.disarm_on_drop());
             }
             let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);

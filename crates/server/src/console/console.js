@@ -20,6 +20,8 @@ const STRINGS = {
     pausing: "pausing…", paused: "paused", pause_failed: "pause failed, retry",
     session: "session", mark: "kept as", hasActions: "the agent acted on it in this view", openPage: "Open page", showActions: "Show the last action", pinned: "Pinned preview (click to follow the agent)", following: "Following the agent (click to pin)",
     entryLabel: "The page itself: your pointer and keys act on it (F6 leaves)", back: "Back", forward: "Forward", reload: "Reload", go: "Go",
+    held: "Holds what the agent typed; requests go only where you allowed", blockedTo: "blocked", allowOrigin: "Allow for this tab",
+    confirmAllow: "Let this page send requests to this origin while it holds what the agent typed?",
   },
   zh: {
     title: "Glovebox 控制台", resources: "资源", preview: "预览", approvals: "审批", log: "操作记录",
@@ -36,6 +38,8 @@ const STRINGS = {
     pausing: "正在暂停…", paused: "已暂停", pause_failed: "暂停失败，请重试",
     session: "会话", mark: "保留为", hasActions: "Agent 在此视图中操作过它", openPage: "打开网页", showActions: "显示最近一次操作", pinned: "已固定预览（点击改为跟随 Agent）", following: "正在跟随 Agent（点击固定）",
     entryLabel: "网页本身：你的指针和按键直接作用于它（按 F6 离开）", back: "后退", forward: "前进", reload: "刷新", go: "前往",
+    held: "保存着 Agent 输入的内容；请求只发往你允许的位置", blockedTo: "已拦截", allowOrigin: "本网页允许",
+    confirmAllow: "允许这个网页在保存 Agent 输入内容期间向该来源发送请求？",
   },
 };
 const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
@@ -138,7 +142,7 @@ function row(tab) {
     onclick: (e) => { if (!e.target.closest("button") && live) select(tab); },
     onkeydown: (e) => { if ((e.key === "Enter" || e.key === " ") && e.target === node && live) { e.preventDefault(); select(tab); } } },
     el("span", { class: `dot${operating ? "" : " idle"}`, title: operating ? t("operating") : "", "aria-label": operating ? t("operating") : null }),
-    el("div", { class: "text" }, el("div", { class: "title" }, tab.title || tab.url || tab.tab), el("div", { class: "sub" }, sub)));
+    el("div", { class: "text" }, el("div", { class: "title" }, tab.title || tab.url || tab.tab), el("div", { class: "sub" }, sub), hold(tab)));
   if (live) {
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "preview", title: t("previewTab"), "aria-label": `${t("previewTab")}: ${tab.title || tab.tab}`, onclick: () => select(tab) }, icon("eye")));
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "open", title: t("openPage"), "aria-label": `${t("openPage")}: ${tab.title || tab.tab}`, onclick: () => openPage(tab) }, icon("pointer")));
@@ -148,6 +152,27 @@ function row(tab) {
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "close", title: t("closeTab"), "aria-label": `${t("closeTab")}: ${tab.title || tab.tab}`, onclick: () => closeTab(tab) }, icon("x")));
   }
   return node;
+}
+
+// A tab that holds what the agent typed: where its requests were refused, and the person's
+// "allow" for one origin (origins are page-chosen text: shown as text, never as markup).
+function hold(tab) {
+  const held = tab.network_hold;
+  if (!held) return null;
+  const node = el("div", { class: "hold", "data-hold": tab.tab }, el("div", { class: "sub" }, t("held")));
+  for (const refused of held.refused || []) {
+    node.append(el("div", { class: "sub", "data-refused": refused.origin }, `${t("blockedTo")}: ${refused.origin} (${refused.requests}) `,
+      el("button", { type: "button", "data-action": "allow-origin", "aria-label": `${t("allowOrigin")}: ${refused.origin}`, onclick: () => allowOrigin(tab, refused.origin) }, t("allowOrigin"))));
+  }
+  return node;
+}
+
+async function allowOrigin(tab, origin) {
+  if (!confirm(`${t("confirmAllow")}\n${origin}\n${tab.url || tab.tab}`)) return;
+  try {
+    await api(`/api/tabs/${encodeURIComponent(tab.tab)}/allow-origin`, { method: "POST", body: JSON.stringify({ origin }) });
+    await refresh();
+  } catch (e) { announce(`${t("failed")}: ${e.message}`); }
 }
 
 function renderControl(tab) {
