@@ -1167,3 +1167,76 @@ async fn a_host_access_switch_turned_down_mid_run_stops_the_next_write() {
     );
     assert!(env.fixtures.writes().is_empty(), "nothing was written");
 }
+
+/// Issue 29: a tab an agent typed into is held, and the person's channel shows it and lets the
+/// person allow one origin for it: `GET /api/tabs` lists `network_hold`, `POST
+/// /api/tabs/{id}/allow-origin` widens it with the person's token only, and refuses unknown
+/// fields, a non-web origin and a tab that holds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_allows_an_origin_for_a_tab_that_holds_what_the_agent_typed() {
+    let env = env("allow-origin").await;
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime
+        .open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let tab = |env: &Env| env.runtime.tabs_for_person().unwrap()[0].clone();
+    let id = tab(&env)["tab"].as_str().unwrap().to_owned();
+    let path = format!("/api/tabs/{id}/allow-origin");
+    let token = env.server.person.token.clone();
+    let origin = "https://cdn.example";
+    // Nothing typed yet: nothing to allow.
+    let (status, refused) = post(&env, &path, &token, &json!({"origin": origin})).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_action")),
+        "{refused}"
+    );
+    assert!(tab(&env)["network_hold"].is_null());
+    let o = env
+        .runtime
+        .observe(&session, None, &Default::default())
+        .await
+        .unwrap();
+    let name = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Name")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let typed = protocol::validate_extended_action(&json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": name},
+        "text": "Ada", "intent": "t"}))
+    .unwrap();
+    env.runtime
+        .act(&session, None, &typed, &Default::default(), Duration::ZERO)
+        .await
+        .unwrap();
+    let held = tab(&env)["network_hold"].clone();
+    assert_eq!(held["origins"], json!([env.fixtures.origin()]), "{held}");
+    for (body, who) in [
+        (json!({"origin": origin, "also": 1}), token.as_str()),
+        (json!({"origin": "javascript:alert(1)"}), token.as_str()),
+    ] {
+        let (status, refused) = post(&env, &path, who, &body).await;
+        assert_eq!(
+            (status, refused["error"].as_str()),
+            (400, Some("invalid_action")),
+            "{body}: {refused}"
+        );
+    }
+    let (status, _) = post(&env, &path, "not-the-token", &json!({"origin": origin})).await;
+    assert_eq!(status, 401);
+    let (status, allowed) = post(&env, &path, &token, &json!({"origin": origin})).await;
+    assert_eq!(status, 200, "{allowed}");
+    assert!(
+        allowed["network_hold"]["allowed"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(origin)),
+        "{allowed}"
+    );
+    assert_eq!(tab(&env)["network_hold"], allowed["network_hold"]);
+}
