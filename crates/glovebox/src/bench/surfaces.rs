@@ -366,6 +366,37 @@ pub(super) async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, St
         }
     }
     let (plain, guarded) = (Stats::of(&mut plain), Stats::of(&mut guarded));
+    // The same click on a held tab (issue 29): once an action typed into it, every request of
+    // the page is judged between actions too, and the interception never pauses.
+    let typed_options = ActOptions {
+        guard_typed: true,
+        ..guarded_options.clone()
+    };
+    let action = protocol::validate_action(&json!({
+        "type": "type", "expected_frame_id": observation.frame_id().as_str(),
+        "target": {"kind": "element", "ref": find(&observation, "Notes")?}, "text": "held", "intent": "note"
+    }))?;
+    observation = tab
+        .act(&action.into(), &typed_options)
+        .await?
+        .observation
+        .ok_or_else(|| anyhow::anyhow!("no observation after typing"))?;
+    let mut held = Vec::new();
+    for i in 0..23 {
+        let action = protocol::validate_action(&json!({
+            "type": "click", "expected_frame_id": observation.frame_id().as_str(),
+            "target": {"kind": "element", "ref": find(&observation, "Add one")?}, "intent": "count"
+        }))?;
+        let started = Instant::now();
+        let outcome = tab.act(&action.into(), &guarded_options).await?;
+        let took = started.elapsed();
+        observation = outcome
+            .observation
+            .ok_or_else(|| anyhow::anyhow!("no observation after the click"))?;
+        if i >= 3 {
+            held.push(took);
+        }
+    }
     // A busy page (issue 16): a 10 Hz clock, a CSS animation, a request polled every 250 ms and
     // a carousel; a click must not wait for quiet that never comes.
     let busy_pages = crate::pages::LoopbackPages::serve(
@@ -416,6 +447,10 @@ pub(super) async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, St
         ),
         ("click round trip, network boundary off".to_owned(), plain),
         ("click round trip, network boundary on".to_owned(), guarded),
+        (
+            "click round trip, held tab (typed into)".to_owned(),
+            Stats::of(&mut held),
+        ),
         (
             "click round trip on a busy page (10 Hz clock, animation, polling)".to_owned(),
             Stats::of(&mut busy_clicks),
