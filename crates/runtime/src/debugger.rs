@@ -313,6 +313,12 @@ impl DebuggerLease {
             self.idle_window()
         };
         slot.detach_pending = false;
+        self.detach_after(slot, delay);
+    }
+
+    /// Detaches after `delay` unless the lease is held or let go again meanwhile (a new
+    /// generation); the check at its end may start the timer again (`detach_if_idle`).
+    fn detach_after(self: &Arc<Self>, slot: &mut Slot, delay: Duration) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             // No async runtime (the process is ending): the attachment dies with the connection.
             return;
@@ -345,20 +351,7 @@ impl DebuggerLease {
     /// Checks a held attachment again later (the hold ends when the tab leaves the origin).
     fn recheck_hold(self: &Arc<Self>, slot: &mut Slot) {
         slot.cancel_timer();
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let generation = slot.generation;
-        let cancel = Cancel::default();
-        slot.timer = Some(cancel.clone());
-        let lease = self.clone();
-        let delay = self.idle_window().max(HOLD_RECHECK);
-        handle.spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep(delay) => lease.detach_if_idle(generation).await,
-                () = cancel.cancelled() => {}
-            }
-        });
+        self.detach_after(slot, self.idle_window().max(HOLD_RECHECK));
     }
 
     async fn detach_if_idle(self: &Arc<Self>, generation: u64) {

@@ -33,6 +33,36 @@ async fn reached_after_the_window(attacker: &FixtureServer) -> Vec<String> {
         .collect()
 }
 
+/// Types `text` into the field named `name` once it is on the page.
+async fn type_into(
+    env: &crate::Env,
+    name: &str,
+    text: &str,
+) -> Result<surface::ActOutcome, RuntimeError> {
+    let o = crate::observe_until(&env.runtime, &env.session, name).await;
+    let field = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == name)
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
+        "text": text, "intent": "t"}))
+    .unwrap();
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &typed,
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+}
+
 /// The action on `name` of a fresh observation: refused for a person's approval, the pending
 /// approval it made.
 async fn asks(env: &crate::Env, name: &str) -> runtime::ApprovalRequest {
@@ -1266,29 +1296,7 @@ send(); setInterval(send, 300);
     let surface = crate::open(&env.runtime, &env.session, &env.server.url("/note.html"))
         .await
         .unwrap();
-    let o = crate::observe_until(&env.runtime, &env.session, "Note").await;
-    let field = o
-        .interactive_elements()
-        .iter()
-        .find(|e| e.name() == "Note")
-        .unwrap()
-        .element()
-        .as_str()
-        .to_owned();
-    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
-        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
-        "text": "hunter-typed-7", "intent": "t"}))
-    .unwrap();
-    env.runtime
-        .act(
-            &env.session,
-            None,
-            &typed,
-            &Default::default(),
-            Duration::ZERO,
-        )
-        .await
-        .unwrap();
+    type_into(&env, "Note", "hunter-typed-7").await.unwrap();
     // Well past the idle window and the action's tail: the tab stays attached, held.
     let reached = reached_after_the_window(&attacker).await;
     assert!(
@@ -1392,30 +1400,7 @@ send(); setInterval(send, 300);
         !sockets.requests_to("/ws").is_empty()
     })
     .await;
-    let o = crate::observe_until(&env.runtime, &env.session, "Code").await;
-    let field = o
-        .interactive_elements()
-        .iter()
-        .find(|e| e.name() == "Code")
-        .unwrap()
-        .element()
-        .as_str()
-        .to_owned();
-    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
-        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
-        "text": "4242", "intent": "t"}))
-    .unwrap();
-    let refused = env
-        .runtime
-        .act(
-            &env.session,
-            None,
-            &typed,
-            &Default::default(),
-            Duration::ZERO,
-        )
-        .await
-        .unwrap_err();
+    let refused = type_into(&env, "Code", "4242").await.unwrap_err();
     assert_eq!(refused.code(), ErrorCode::InvalidAction, "{refused}");
     assert!(refused.to_string().contains("WebSocket"), "{refused}");
 
@@ -1437,29 +1422,7 @@ send(); setInterval(send, 300);
     )
     .await
     .unwrap();
-    let o = crate::observe_until(&env.runtime, &env.session, "Remark").await;
-    let field = o
-        .interactive_elements()
-        .iter()
-        .find(|e| e.name() == "Remark")
-        .unwrap()
-        .element()
-        .as_str()
-        .to_owned();
-    let typed = protocol::validate_extended_action(&serde_json::json!({"type": "type",
-        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
-        "text": "late words", "intent": "t"}))
-    .unwrap();
-    env.runtime
-        .act(
-            &env.session,
-            None,
-            &typed,
-            &Default::default(),
-            Duration::ZERO,
-        )
-        .await
-        .unwrap();
+    type_into(&env, "Remark", "late words").await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let late: Vec<String> = sockets
         .requests()
