@@ -180,12 +180,13 @@ pub async fn observe_until(
     name: &str,
 ) -> protocol::Observation {
     for _ in 0..100 {
-        let o = runtime
-            .observe(session, None, &Default::default())
-            .await
-            .unwrap();
-        if o.interactive_elements().iter().any(|e| e.name() == name) {
-            return o;
+        // A page still loading may be refused as unstable (elements added while it was read):
+        // that is the observation's own answer, and the next try reads the settled page.
+        match runtime.observe(session, None, &Default::default()).await {
+            Ok(o) if o.interactive_elements().iter().any(|e| e.name() == name) => return o,
+            Ok(_) | Err(runtime::RuntimeError::Surface(surface::SurfaceError::Unstable { .. })) => {
+            }
+            Err(other) => panic!("observing for {name:?}: {other:?}"),
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
