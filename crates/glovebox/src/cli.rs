@@ -75,6 +75,10 @@ pub struct Global {
     /// person). Without it every upload is refused.
     #[arg(long, global = true, env = "GLOVEBOX_UPLOAD_ROOT")]
     pub upload_root: Option<PathBuf>,
+    /// Hidden files (`.env`, `.ssh/…`) under the upload root may be uploaded too; without it
+    /// they are refused.
+    #[arg(long, global = true, env = "GLOVEBOX_UPLOAD_HIDDEN")]
+    pub upload_hidden: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -51,8 +51,13 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     match crate::config::resolve(global, None) {
         Ok(settings) => match &settings.runtime.uploads_dir {
             Some(dir) => out!(
-                "  uploads    from {} (files named relative to it; each upload asks a person)",
-                dir.display()
+                "  uploads    from {} (files named relative to it; each upload asks a person; symbolic links refused; hidden files {})",
+                dir.display(),
+                if settings.runtime.uploads_hidden {
+                    "allowed (--upload-hidden)"
+                } else {
+                    "refused"
+                }
             ),
             None => out!(
                 "  uploads    off (set --upload-root or GLOVEBOX_UPLOAD_ROOT to allow uploads from one directory)"

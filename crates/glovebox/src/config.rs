@@ -203,6 +203,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         }
         runtime.uploads_dir = Some(root);
     }
+    runtime.uploads_hidden = global.upload_hidden;
     if let Some(days) = file.records_retention_days {
         runtime.records_max_age = Duration::from_secs(days * 24 * 3600);
     }

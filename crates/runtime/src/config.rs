@@ -24,6 +24,8 @@ pub struct RuntimeConfig {
     pub share_browser_context: bool,
     /// The only directory uploads may read from (`None`: uploads are refused).
     pub uploads_dir: Option<PathBuf>,
+    /// Hidden files (a name part starting with a dot) may be uploaded from it too.
+    pub uploads_hidden: bool,
     /// How long a tab's debugger lease stays attached after its last operation (`002_…`:
     /// "idle detach 应在可配置的短暂空闲窗口后执行"). An operation inside the window keeps the
     /// attachment; after it, the next operation attaches again (a few ms) and the tab's latest
@@ -61,6 +63,7 @@ impl RuntimeConfig {
             artifact_ttl: Duration::from_secs(24 * 3600),
             share_browser_context: false,
             uploads_dir: None,
+            uploads_hidden: false,
             debugger_idle_detach: Duration::from_secs(5),
             debugger_detach_timeout: Duration::from_secs(3),
             lifecycle_wait: Duration::from_secs(60),

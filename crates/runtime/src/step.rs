@@ -196,7 +196,9 @@ impl Runtime {
         if options.uploads.is_none()
             && let Some(dir) = &self.inner.config.uploads_dir
         {
-            options.uploads = surface::UploadRoot::new(dir).ok();
+            options.uploads = surface::UploadRoot::new(dir)
+                .ok()
+                .map(|root| root.allow_hidden(self.inner.config.uploads_hidden));
         }
         if options.downloads.is_none() {
             let dir = self.inner.config.data_dir.join("downloads").join(session);

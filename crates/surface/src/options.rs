@@ -106,11 +106,14 @@ impl Default for ActOptions {
 
 /// A directory of files a run may upload. An upload name maps to `root/name` only after the
 /// protocol's own name rules (no absolute paths, `..`, `~`, `:`, backslashes, control
-/// characters) and a canonicalisation check: the real path (symlinks resolved) must stay under
-/// the root's real path and be a regular file. Nothing else on disk can be named.
+/// characters), and only when no part of it below the root is a symlink (a link the page's
+/// agent cannot have made is still not followed), no part is hidden (`.ssh`, `.env`: unless the
+/// person allowed hidden files, `allow_hidden`), and it is a regular file whose real path stays
+/// under the root's. Nothing else on disk can be named.
 #[derive(Debug, Clone)]
 pub struct UploadRoot {
     root: PathBuf,
+    hidden: bool,
 }
 
 /// Why an upload name was refused; nothing was sent.
@@ -131,6 +134,15 @@ pub enum UploadRefused {
     /// The name is a directory or another non-regular file.
     #[error("upload {name:?} is not a regular file")]
     NotAFile { name: String },
+    /// A part of the name is a symlink: never followed.
+    #[error("upload {name:?} goes through a symbolic link, which uploads never follow")]
+    Symlink { name: String },
+    /// A part of the name is hidden (starts with a dot) and the person did not allow hidden
+    /// files.
+    #[error(
+        "upload {name:?} is a hidden file; hidden files are uploaded only when the person allowed them (--upload-hidden)"
+    )]
+    Hidden { name: String },
 }
 
 impl UploadRoot {
@@ -143,7 +155,16 @@ impl UploadRoot {
                 "an upload root must be a directory",
             ));
         }
-        Ok(UploadRoot { root })
+        Ok(UploadRoot {
+            root,
+            hidden: false,
+        })
+    }
+
+    /// Lets names with hidden parts be uploaded too (the person's choice).
+    pub fn allow_hidden(mut self, hidden: bool) -> UploadRoot {
+        self.hidden = hidden;
+        self
     }
 
     /// The canonical directory.
@@ -162,22 +183,31 @@ impl UploadRoot {
                 reason,
             });
         }
-        let joined = self.root.join(name_str);
-        let real = std::fs::canonicalize(&joined).map_err(|_| UploadRefused::Missing {
-            name: name_str.to_owned(),
-        })?;
-        if !real.starts_with(&self.root) {
-            return Err(UploadRefused::OutsideRoot {
-                name: name_str.to_owned(),
-            });
+        let name = || name_str.to_owned();
+        let mut at = self.root.clone();
+        for part in Path::new(name_str).components() {
+            let part = part.as_os_str();
+            if !self.hidden && part.as_encoded_bytes().starts_with(b".") {
+                return Err(UploadRefused::Hidden { name: name() });
+            }
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(UploadRefused::Symlink { name: name() });
+                }
+                Ok(_) => {}
+                Err(_) => return Err(UploadRefused::Missing { name: name() }),
+            }
         }
-        let meta = std::fs::metadata(&real).map_err(|_| UploadRefused::Missing {
-            name: name_str.to_owned(),
-        })?;
+        let joined = self.root.join(name_str);
+        let real =
+            std::fs::canonicalize(&joined).map_err(|_| UploadRefused::Missing { name: name() })?;
+        if !real.starts_with(&self.root) {
+            return Err(UploadRefused::OutsideRoot { name: name() });
+        }
+        let meta = std::fs::metadata(&real).map_err(|_| UploadRefused::Missing { name: name() })?;
         if !meta.is_file() {
-            return Err(UploadRefused::NotAFile {
-                name: name_str.to_owned(),
-            });
+            return Err(UploadRefused::NotAFile { name: name() });
         }
         Ok(real)
     }
@@ -199,4 +229,73 @@ pub struct DownloadInfo {
     /// The artifact it became, once the runtime kept it as one (the path is then the
     /// artifact's, and only this id leaves the runtime).
     pub artifact_id: Option<protocol::ArtifactId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A person's folder with what a hostile name would reach for: a link out, a link in,
+    /// a linked folder, hidden files and a hidden folder.
+    fn folder(tag: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("glovebox-upload-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join(".ssh")).unwrap();
+        std::fs::write(root.join("notes.txt"), "hello").unwrap();
+        std::fs::write(root.join("sub/inner.txt"), "inner").unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=1").unwrap();
+        std::fs::write(root.join(".ssh/id_ed25519"), "key").unwrap();
+        let outside = root.with_extension("outside");
+        std::fs::write(&outside, "not for upload").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
+        std::os::unix::fs::symlink(root.join("notes.txt"), root.join("alias.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("linked")).unwrap();
+        root
+    }
+
+    fn authorise(root: &UploadRoot, name: &str) -> Result<PathBuf, UploadRefused> {
+        root.authorise(&UploadName::new(name).unwrap())
+    }
+
+    #[test]
+    fn symlinks_are_never_followed_and_hidden_files_need_the_persons_leave() {
+        let dir = folder("rules");
+        let root = UploadRoot::new(&dir).unwrap();
+        assert!(authorise(&root, "notes.txt").is_ok());
+        assert!(authorise(&root, "sub/inner.txt").is_ok());
+        for link in ["escape", "alias.txt", "linked/inner.txt"] {
+            assert!(
+                matches!(authorise(&root, link), Err(UploadRefused::Symlink { .. })),
+                "{link}: {:?}",
+                authorise(&root, link)
+            );
+        }
+        for hidden in [".env", ".ssh/id_ed25519"] {
+            assert!(
+                matches!(authorise(&root, hidden), Err(UploadRefused::Hidden { .. })),
+                "{hidden}"
+            );
+        }
+        assert!(matches!(
+            authorise(&root, "sub"),
+            Err(UploadRefused::NotAFile { .. })
+        ));
+        assert!(matches!(
+            authorise(&root, "absent.txt"),
+            Err(UploadRefused::Missing { .. })
+        ));
+
+        let allowed = UploadRoot::new(&dir).unwrap().allow_hidden(true);
+        assert!(authorise(&allowed, ".env").is_ok());
+        assert!(authorise(&allowed, ".ssh/id_ed25519").is_ok());
+        assert!(
+            matches!(
+                authorise(&allowed, "escape"),
+                Err(UploadRefused::Symlink { .. })
+            ),
+            "hidden leave is not symlink leave"
+        );
+    }
 }

@@ -320,6 +320,7 @@ fn upload_root() -> PathBuf {
     let outside = root.with_extension("secret");
     std::fs::write(&outside, "not for upload").unwrap();
     std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
+    std::fs::write(root.join(".env"), "TOKEN=not-for-upload").unwrap();
     root
 }
 
@@ -340,7 +341,8 @@ async fn uploads_only_from_the_authorised_folder_and_refusals_send_nothing() {
         )
     };
     for (files, why) in [
-        (json!(["escape"]), "leads outside"),
+        (json!(["escape"]), "symbolic link"),
+        (json!([".env"]), "hidden file"),
         (json!(["missing.txt"]), "not among the files"),
         (json!(["sub"]), "not a regular file"),
         (json!(["notes.txt", "other.txt"]), "takes one file"),
@@ -413,7 +415,8 @@ async fn uploads_through_a_file_chooser_a_button_opens_and_refusals_click_nothin
 
     // Refused names are refused before the click: no chooser opens, nothing is posted.
     for (files, why) in [
-        (json!(["escape"]), "leads outside"),
+        (json!(["escape"]), "symbolic link"),
+        (json!([".env"]), "hidden file"),
         (json!(["missing.txt"]), "not among the files"),
     ] {
         let err = refused(&tab, upload(&o, &attach, files), &options).await;
