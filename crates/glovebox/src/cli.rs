@@ -213,8 +213,14 @@ pub struct LogArgs {
 #[derive(Debug, Args)]
 pub struct TurnEndArgs {
     /// Only this Glovebox session (`session_…`, as `status` and GET /api/sessions name it).
-    #[arg(long)]
+    /// Without it, the sessions of the client that ran the hook (its nearest ancestor process
+    /// that is a session's client).
+    #[arg(long, conflicts_with = "all")]
     pub session: Option<String>,
+    /// Every client's turn on every server of the data directory (a person's choice; a hook
+    /// should not pass it).
+    #[arg(long)]
+    pub all: bool,
     /// What a client hook passes (Codex appends its notification as JSON): a notification
     /// whose `type` is not `agent-turn-complete` ends nothing.
     pub notification: Option<String>,

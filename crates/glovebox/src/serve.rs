@@ -285,7 +285,14 @@ fn running_servers(global: &Global) -> anyhow::Result<Vec<(String, String)>> {
     Ok(servers)
 }
 
-/// `glovebox turn-end [--session ID] [NOTIFICATION]`: the turn end of a client hook.
+/// `glovebox turn-end [--session ID | --all] [NOTIFICATION]`: the turn end of a client hook.
+///
+/// Without `--session` it ends the turns of the client that ran it, and only those: the
+/// sessions (on every server of the data directory) whose client process is the hook's nearest
+/// ancestor that has any — Claude Code and Codex run their hooks as their own children, and a
+/// stdio server's client is its parent, an HTTP session's the process at the other end of its
+/// loopback connection. Another client's turns are never ended by a hook; `--all` is a person's
+/// explicit choice.
 pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode> {
     if let Some(note) = &args.notification
         && let Ok(v) = serde_json::from_str::<Value>(note)
@@ -296,14 +303,58 @@ pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode>
     }
     // No data directory of servers, or none running: nothing to end (a hook must not fail).
     let servers = running_servers(global).unwrap_or_default();
-    let body = match &args.session {
-        Some(s) => json!({"session": s}),
-        None => json!({}),
-    };
+    let mut targets: Vec<(&str, &str, Value)> = Vec::new();
+    if let Some(session) = &args.session {
+        targets.extend(
+            servers
+                .iter()
+                .map(|(url, token)| (url.as_str(), token.as_str(), json!({"session": session}))),
+        );
+    } else if args.all {
+        targets.extend(
+            servers
+                .iter()
+                .map(|(url, token)| (url.as_str(), token.as_str(), json!({}))),
+        );
+    } else if !servers.is_empty() {
+        let mut sessions = Vec::new();
+        for (url, token) in &servers {
+            let (status, reply) = request(url, token, "GET", "/api/sessions", None)?;
+            if status != 200 {
+                bail!("{url} refused the session list ({status}): {reply}");
+            }
+            for s in reply["sessions"].as_array().into_iter().flatten() {
+                if s["host"] == json!(true) {
+                    continue; // the host API ends its chat sessions' turns itself
+                }
+                if let (Some(id), Some(pid)) = (s["session"].as_str(), s["client_pid"].as_u64()) {
+                    sessions.push((url.as_str(), token.as_str(), id.to_owned(), pid));
+                }
+            }
+        }
+        let ancestry = ancestors(std::os::unix::process::parent_id());
+        let nearest = ancestry
+            .iter()
+            .find(|pid| sessions.iter().any(|s| s.3 == u64::from(**pid)));
+        match nearest {
+            Some(client) => targets.extend(
+                sessions
+                    .into_iter()
+                    .filter(|s| s.3 == u64::from(*client))
+                    .map(|(url, token, id, _)| (url, token, json!({"session": id}))),
+            ),
+            None => {
+                eprintln!(
+                    "glovebox turn-end: no Glovebox session belongs to the client that ran this hook (processes {ancestry:?}); nothing ended. Name one with --session, or end every client's turn with --all"
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
     let mut failed = false;
     let mut found = args.session.is_none();
-    for (url, token) in &servers {
-        let (status, reply) = request(url, token, "POST", "/api/turn-end", Some(&body))?;
+    for (url, token, body) in &targets {
+        let (status, reply) = request(url, token, "POST", "/api/turn-end", Some(body))?;
         match status {
             200 => {
                 found = true;
@@ -326,7 +377,7 @@ pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode>
                     failed |= r["ok"] != json!(true);
                 }
             }
-            404 if args.session.is_some() => {}
+            404 if body.get("session").is_some() => {}
             _ => bail!("{url} refused the turn end ({status}): {reply}"),
         }
     }
@@ -341,6 +392,29 @@ pub fn turn_end(global: &Global, args: &TurnEndArgs) -> anyhow::Result<ExitCode>
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `pid` and its ancestors, nearest first, up to (not including) init; read from
+/// `/proc/<pid>/stat` (the field after the parenthesised command name is the state, then the
+/// parent's pid).
+fn ancestors(pid: u32) -> Vec<u32> {
+    let mut chain = Vec::new();
+    let mut at = pid;
+    while at > 1 && chain.len() < 128 && !chain.contains(&at) {
+        chain.push(at);
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{at}/stat")) else {
+            break;
+        };
+        let Some(parent) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())
+        else {
+            break;
+        };
+        at = parent;
+    }
+    chain
 }
 
 /// `glovebox user-tab [URL]`: a person's tab for an agent to claim, or the list of them.

@@ -33,7 +33,11 @@ pub fn person_on_terminal(
                         Some(decision) => decision,
                         None => {
                             eprint!(
-                                "approve {} {} on {} ({}: {})? [o]nce, for the [t]ask, [d]eny: ",
+                                "{} asks: approve {} {} on {} ({}: {})? [o]nce, for the [t]ask, [d]eny: ",
+                                match &request.client {
+                                    Some(client) => format!("{client} ({})", request.session),
+                                    None => request.session.clone(),
+                                },
                                 request.action,
                                 request.target,
                                 request.origin,

@@ -10,6 +10,7 @@
 //! on the first tool call and closed (`Runtime::close_session`) when the MCP session ends.
 
 mod args;
+mod client;
 mod errors;
 mod http;
 mod jsonrpc;

@@ -40,6 +40,9 @@ pub struct McpOptions {
     /// The configured model behind `computer_use` when the client offers no sampling (before
     /// a planner program).
     pub model: Option<agent::ModelChoice>,
+    /// The client's process when the transport has one fixed client (stdio: the process that
+    /// started Glovebox); over HTTP each connection's own is looked up.
+    pub client_pid: Option<u32>,
 }
 
 /// The handler of one MCP session (= one Glovebox session).
@@ -127,7 +130,12 @@ impl GloveboxMcp {
             Ok(call) => call,
             Err(refused) => return own_error(ErrorCode::InvalidAction, &refused.to_string()),
         };
-        let session = match self.session.id().await {
+        let stdio_pid = self.options.client_pid;
+        let session = match self
+            .session
+            .id(|| crate::client::of_request(context, stdio_pid))
+            .await
+        {
             Ok(id) => id,
             Err(e) => return self.runtime_error(&e),
         };

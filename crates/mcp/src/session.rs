@@ -35,14 +35,18 @@ impl SessionSlot {
         }
     }
 
-    /// The Glovebox session id, created on first use.
-    pub(crate) async fn id(&self) -> Result<protocol::SessionId, RuntimeError> {
+    /// The Glovebox session id, created on first use for the client `client` says.
+    pub(crate) async fn id(
+        &self,
+        client: impl FnOnce() -> runtime::SessionClient,
+    ) -> Result<protocol::SessionId, RuntimeError> {
         let mut id = self.id.lock().await;
         if let Some(id) = &*id {
             return Ok(id.clone());
         }
-        let created = self.runtime.create_session().await?;
-        tracing::info!(session = %created, "MCP session started a Glovebox session");
+        let client = client();
+        let created = self.runtime.create_client_session(client.clone()).await?;
+        tracing::info!(session = %created, client = ?client.name, client_pid = ?client.pid, "MCP session started a Glovebox session");
         *id = Some(created.clone());
         Ok(created)
     }

@@ -24,7 +24,9 @@ use crate::server::{GloveboxMcp, McpOptions};
 pub const LINE_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves one MCP session on stdio until the client disconnects; then closes its Glovebox session.
-pub async fn serve_stdio(runtime: Runtime, options: McpOptions) -> Result<(), McpError> {
+pub async fn serve_stdio(runtime: Runtime, mut options: McpOptions) -> Result<(), McpError> {
+    // The process at the other end of the pipes is the one that started this one.
+    options.client_pid = Some(std::os::unix::process::parent_id());
     serve_io(runtime, options, (tokio::io::stdin(), tokio::io::stdout())).await
 }
 

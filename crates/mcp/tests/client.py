@@ -6,6 +6,7 @@ person wait for a line on stdin (the test plays the person).
 """
 
 import argparse
+import subprocess
 import asyncio
 import base64
 import json
@@ -399,8 +400,10 @@ async def scenario_turns(args):
 
 
 async def scenario_turn_hook(args):
-    """One turn of a client whose turn-complete hook runs `glovebox turn-end`: two tabs, one
-    marked; the test runs the hook, then the client lists what is left."""
+    """A client whose turn-complete hook runs `glovebox turn-end`, as Claude Code's `Stop` hook
+    and Codex's `notify` do: as the client's own child. Two tabs, one marked; then, line by line
+    from the test: `hook [ARG…]` runs the hook (the words after `hook` are its arguments) and
+    reports what it printed, `tabs` lists the tabs left, `done` ends."""
     async with connect(args) as (session, _):
         opened = await call(session, "tab_open", {"url": args.fixture[0]})
         if "opened" not in opened["header"]:
@@ -409,8 +412,18 @@ async def scenario_turn_hook(args):
         await call(session, "tab_open", {"url": args.fixture[1]})
         await call(session, "tab_mark", {"surface": kept, "mark": "handoff"})
         emit({"kept": kept})
-        sys.stdin.readline()  # the hook ran
-        emit({"tabs": (await call(session, "tabs"))["header"]["tabs"]})
+        # The server's own command line without its subcommand: the same binary and data
+        # directory, as a hook configured beside it names them.
+        hook = args.stdio[:-1] + ["turn-end"]
+        while True:
+            line = sys.stdin.readline().split()
+            if not line or line[0] == "done":
+                break
+            if line[0] == "hook":
+                ran = subprocess.run(hook + line[1:], capture_output=True, text=True, timeout=60)
+                emit({"code": ran.returncode, "stdout": ran.stdout, "stderr": ran.stderr})
+            elif line[0] == "tabs":
+                emit({"tabs": (await call(session, "tabs"))["header"]["tabs"]})
 
 
 async def scenario_sampling(args):

@@ -27,6 +27,10 @@ pub struct ApprovalRequest {
     pub approval_id: ApprovalId,
     /// The session whose model asked for the action.
     pub session: String,
+    /// The client that session serves, by the name it gave (client text, printable), when
+    /// known: a person approving sees who asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// The run the action belongs to; a direct call's scope is its session.
     pub run_id: String,
     /// The action kind as sent (`click`, `type`, `navigate`, `drag`, …).
@@ -456,6 +460,7 @@ mod tests {
         ApprovalRequest {
             approval_id: id(name),
             session: session.into(),
+            client: None,
             run_id: run.into(),
             action: "click".into(),
             target: "button \"Save\"".into(),

@@ -48,7 +48,7 @@ pub use planner::{
 };
 pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};
-pub use runtime::{Runtime, SurfaceId};
+pub use runtime::{Runtime, SessionClient, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
 // The surface-neutral types of the runtime's API (`surface`): transports name them from here and
 // never depend on an adapter crate.

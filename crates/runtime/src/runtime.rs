@@ -77,6 +77,38 @@ impl TabEntry {
     }
 }
 
+/// Who a session serves, as its transport knows it (nothing of it is a permission).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SessionClient {
+    /// The name the client gave (MCP `clientInfo.name`), printable and bounded: client-given
+    /// text, shown to a person beside what they approve.
+    pub name: Option<String>,
+    /// The client's process on this machine: the parent of a stdio server, or the process
+    /// holding the other end of a loopback HTTP connection.
+    pub pid: Option<u32>,
+}
+
+impl SessionClient {
+    /// The longest client name kept, in characters.
+    pub const NAME_MAX_CHARS: usize = 64;
+
+    /// A client as a transport saw it; the name is made printable and cut to
+    /// [`SessionClient::NAME_MAX_CHARS`].
+    pub fn new(name: Option<&str>, pid: Option<u32>) -> SessionClient {
+        let name = name
+            .map(|n| {
+                protocol::text::printable(n)
+                    .chars()
+                    .take(Self::NAME_MAX_CHARS)
+                    .collect::<String>()
+                    .trim()
+                    .to_owned()
+            })
+            .filter(|n| !n.is_empty());
+        SessionClient { name, pid }
+    }
+}
+
 pub(crate) struct SessionState {
     pub(crate) context_id: Mutex<Option<String>>,
     /// Operations (observe, act, preview, runs, tab changes) hold it shared; lifecycle
@@ -108,6 +140,8 @@ pub(crate) struct SessionState {
     /// The branch (the host's turn lineage) of the session's current turn, when the host names
     /// one: tabs opened or claimed in it are recorded with it.
     pub(crate) branch: Mutex<Option<String>>,
+    /// The client the session serves, as its transport knows it.
+    pub(crate) client: SessionClient,
 }
 
 pub(crate) struct Inner {
@@ -320,6 +354,16 @@ impl Runtime {
 
     /// A new session with its own browser context (cookies and storage), unless configured to share.
     pub async fn create_session(&self) -> Result<SessionId, RuntimeError> {
+        self.create_client_session(SessionClient::default()).await
+    }
+
+    /// [`Runtime::create_session`] for a known client: its name is in every approval the
+    /// session asks for, and its process is how `glovebox turn-end` finds the sessions of the
+    /// client whose hook it is.
+    pub async fn create_client_session(
+        &self,
+        client: SessionClient,
+    ) -> Result<SessionId, RuntimeError> {
         let id = self.fresh_id("session");
         let context_id = if self.inner.config.share_browser_context {
             None
@@ -342,6 +386,7 @@ impl Runtime {
             tools_active: AtomicBool::new(true),
             host_turns: AtomicBool::new(false),
             branch: Mutex::default(),
+            client,
         });
         lock(&self.inner.sessions).insert(id.clone(), state);
         SessionId::new(id).map_err(|e| {

@@ -362,6 +362,10 @@ impl Runtime {
         allowed.sort_by_key(|o| o.serialize_web());
         allowed.dedup();
         let mut requests = Vec::new();
+        let client = self
+            .session(at.session)
+            .ok()
+            .and_then(|state| state.client.name.clone());
         for (tier, _, origin, reason) in asks {
             requests.push(ApprovalRequest {
                 approval_id: protocol::ApprovalId::new(self.fresh_id("approval")).map_err(|e| {
@@ -370,6 +374,7 @@ impl Runtime {
                     ))
                 })?,
                 session: at.session.to_owned(),
+                client: client.clone(),
                 run_id: at.scope.to_owned(),
                 action: intended.kind.clone(),
                 // Page-derived: what a person reads on a terminal or the console, with no

@@ -298,11 +298,15 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.wait_for(|stop| *stop).await;
-            })
-            .await
+        // The peer address lets an MCP session name its client's process (`mcp::client`).
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop_rx.wait_for(|stop| *stop).await;
+        })
+        .await
     });
     let stop_mcp = mcp.stop;
     let stop = Box::new(move || {

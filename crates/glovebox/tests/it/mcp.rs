@@ -106,13 +106,102 @@ async fn stdio_initialises_lists_tools_and_drives_a_form() {
     assert_eq!(fixtures.writes().len(), 1);
 }
 
+/// A client of `glovebox mcp` over stdio whose turn-complete hook runs `glovebox turn-end` as
+/// its own child (the `turn_hook` scenario), driven line by line.
+struct HookClient {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    kept: Value,
+}
+
+impl HookClient {
+    async fn start(fixtures: &FixtureServer, data_dir: &std::path::Path) -> HookClient {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+            .arg("turn_hook")
+            .args([
+                "--fixture",
+                &fixtures.url("/table.html"),
+                "--fixture",
+                &fixtures.url("/form.html"),
+            ])
+            .arg("--stdio")
+            .arg(env!("CARGO_BIN_EXE_glovebox"))
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--trust", &fixtures.origin(), "mcp"])
+            .env_remove("GLOVEBOX_BROWSER_ENDPOINT")
+            .env("GLOVEBOX_CONFIG", "/dev/null")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut client = HookClient {
+            child,
+            lines,
+            kept: Value::Null,
+        };
+        client.kept = client.next().await["kept"].clone();
+        client
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), self.lines.next_line())
+            .await
+            .expect("the client answers")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// Runs the client's hook with `args`: its exit code, stdout and stderr.
+    async fn hook(&mut self, args: &str) -> (i64, String, String) {
+        self.send(&format!("hook {args}")).await;
+        let ran = self.next().await;
+        (
+            ran["code"].as_i64().unwrap(),
+            ran["stdout"].as_str().unwrap().to_owned(),
+            ran["stderr"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    async fn tabs(&mut self) -> Value {
+        self.send("tabs").await;
+        self.next().await["tabs"].clone()
+    }
+
+    async fn done(mut self) {
+        self.send("done").await;
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), self.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
 /// The turn end a client hook runs (`glovebox turn-end`, for Claude Code's `Stop` hook or Codex's
-/// `notify`) reaches the stdio server of the same data directory: the unmarked agent tab closes,
-/// the marked one stays. A notification that is not a turn's end ends nothing; with no server
-/// running the hook does nothing and succeeds.
+/// `notify`) ends the turn of that client only (issue 29: it ended every session on the data
+/// directory). Two clients, each with its own stdio server on one data directory, two tabs each
+/// (one marked): client A's hook closes A's unmarked tab and leaves B's tabs alone; B's hook
+/// then ends B's. A hook run by a process that is no session's client ends nothing and says so;
+/// a notification that is not a turn's end ends nothing; with no server running the hook does
+/// nothing and succeeds; `--all` is a person's way to end every client's turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+async fn a_client_hook_ends_the_turn_of_its_own_client_only() {
     let fixtures = FixtureServer::start().await.unwrap();
     fixtures.dir(
         "/",
@@ -121,7 +210,8 @@ async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
     let data_dir = crate::data_dir("mcp-turn-hook");
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&data_dir).unwrap();
-    let hook = |args: &[&str]| {
+    // The test process runs this one: it is no session's client.
+    let outside = |args: &[&str]| {
         let out = crate::glovebox(&data_dir)
             .arg("turn-end")
             .args(args)
@@ -134,77 +224,72 @@ async fn turn_end_hook_ends_the_turn_of_a_stdio_session() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, _, stderr) = hook(&[]);
+    let (code, _, stderr) = outside(&[]);
     assert_eq!(
         code,
         Some(0),
         "no server: nothing to end, and a hook must not fail: {stderr}"
     );
 
-    let mut command = tokio::process::Command::new(python());
-    command
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
-        .arg("turn_hook")
-        .args([
-            "--fixture",
-            &fixtures.url("/table.html"),
-            "--fixture",
-            &fixtures.url("/form.html"),
-        ])
-        .arg("--stdio")
-        .arg(env!("CARGO_BIN_EXE_glovebox"))
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .args(["--trust", &fixtures.origin(), "mcp"])
-        .env_remove("GLOVEBOX_BROWSER_ENDPOINT")
-        .env("GLOVEBOX_CONFIG", "/dev/null")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next = async || -> Value {
-        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
-            .await
-            .expect("the client answers")
-            .unwrap()
-            .expect("a line");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-    };
-    let kept = next().await["kept"].clone();
-
-    let (code, stdout, stderr) = hook(&[r#"{"type": "approval-requested"}"#]);
+    let mut a = HookClient::start(&fixtures, &data_dir).await;
+    let mut b = HookClient::start(&fixtures, &data_dir).await;
+    let (code, stdout, stderr) = outside(&[]);
     assert_eq!(
         (code, stdout.as_str()),
         (Some(0), ""),
+        "a process that is no client's ends nothing: {stderr}"
+    );
+    assert!(stderr.contains("nothing ended"), "{stderr}");
+
+    let (code, stdout, stderr) = a.hook(r#"{"type":"approval-requested"}"#).await;
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, ""),
         "not a turn's end: {stderr}"
     );
-    let (code, stdout, stderr) = hook(&[r#"{"type": "agent-turn-complete", "turn-id": "12"}"#]);
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let (code, stdout, stderr) = a
+        .hook(r#"{"type":"agent-turn-complete","turn-id":"12"}"#)
+        .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "one client's one session: {stdout}"
+    );
     assert!(
         stdout.contains("turn_1: 1 closed, 0 released, 1 kept"),
         "{stdout}"
     );
-    let (code, _, stderr) = hook(&["--session", "session_nope"]);
+    assert_eq!(a.tabs().await, serde_json::json!([a.kept.clone()]));
     assert_eq!(
-        code,
-        Some(1),
-        "an unknown session is named as such: {stderr}"
+        b.tabs().await.as_array().unwrap().len(),
+        2,
+        "the other client's turn goes on"
     );
+
+    let (code, stdout, stderr) = b.hook("").await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("turn_1: 1 closed, 0 released, 1 kept"),
+        "B's own first turn: {stdout}"
+    );
+    assert_eq!(b.tabs().await, serde_json::json!([b.kept.clone()]));
+
+    let (code, _, stderr) = a.hook("--session session_nope").await;
+    assert_eq!(code, 1, "an unknown session is named as such: {stderr}");
     assert!(
         stderr.contains("no running server has the session"),
         "{stderr}"
     );
-
-    let stdin = child.stdin.as_mut().unwrap();
-    stdin.write_all(b"hook ran\n").await.unwrap();
-    stdin.flush().await.unwrap();
-    assert_eq!(next().await["tabs"], serde_json::json!([kept]));
-    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success());
+    let (code, stdout, stderr) = outside(&["--all"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout.matches(" turn_2: ").count(),
+        2,
+        "a person's --all ends both clients' second turns: {stdout}"
+    );
+    a.done().await;
+    b.done().await;
 }
 
 /// Issue 29: with `GLOVEBOX_LOG=debug` the MCP library logged every request whole, so a tool

@@ -165,7 +165,13 @@ async fn an_action_needing_approval_waits_for_a_person() {
         )
     };
     assert_eq!(raw_http(addr, &post("not-the-person")).await.0, 401);
-    assert_eq!(env.runtime.pending_approvals().len(), 1);
+    let waiting = env.runtime.pending_approvals();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(
+        waiting[0].client.as_deref(),
+        Some("mcp"),
+        "a person sees which client asks (the Python SDK's clientInfo name)"
+    );
     assert!(env.fixtures.writes().is_empty());
 
     let (status, body) = raw_http(addr, &post(&env.server.person.token)).await;
@@ -607,6 +613,19 @@ async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
         ],
     );
     assert_eq!(client.next().await["step"], "first turn");
+    // The session knows its client: the name it gave and the process at the other end of its
+    // loopback connection (what `glovebox turn-end` matches against its own ancestry).
+    let (status, _, sessions) = person_get(&env, "/api/sessions", &person).await;
+    assert_eq!(status, 200);
+    let sessions: Value = serde_json::from_slice(&sessions).unwrap();
+    assert_eq!(
+        (
+            sessions["sessions"][0]["client"].as_str(),
+            sessions["sessions"][0]["client_pid"].as_u64()
+        ),
+        (Some("mcp"), Some(u64::from(client.pid()))),
+        "{sessions}"
+    );
     assert_eq!(
         person_post(&env, "/api/turn-end", "not-the-person", "{}")
             .await

@@ -162,6 +162,11 @@ impl Client {
         Client { child, lines }
     }
 
+    /// The client's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the client runs")
+    }
+
     /// The next JSON line (the client fails the test by exiting instead).
     pub async fn next(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())

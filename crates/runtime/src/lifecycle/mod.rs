@@ -49,6 +49,11 @@ pub struct SessionSummary {
     pub tabs: usize,
     /// Whether the host API ends its turns (a chat session) rather than its own client.
     pub host: bool,
+    /// The client's name, as it gave it (client text; printable).
+    pub client: Option<String>,
+    /// The client's process, when the transport knows it: `glovebox turn-end` ends the turns of
+    /// the sessions whose client is the process that ran it (or an ancestor of it).
+    pub client_pid: Option<u32>,
 }
 
 /// One session's turn end ([`Runtime::end_turns`]).
@@ -645,6 +650,8 @@ impl Runtime {
                 tools_active: s.tools_active.load(std::sync::atomic::Ordering::SeqCst),
                 tabs: s.tabs.lock().unwrap_or_else(|p| p.into_inner()).len(),
                 host: s.host_turns.load(std::sync::atomic::Ordering::SeqCst),
+                client: s.client.name.clone(),
+                client_pid: s.client.pid,
                 session: id,
             })
             .collect();
