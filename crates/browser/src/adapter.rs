@@ -78,6 +78,11 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
                 .connect(ConnectionOptions::default())
                 .await
                 .map_err(|e| unavailable(e.to_string()))?;
+            // Its own browser: every window a tab opens is set up before it runs (a shared
+            // browser's other pages are never touched, so its windows are not gated).
+            conn.gate_new_pages()
+                .await
+                .map_err(|e| unavailable(format!("cannot follow the windows tabs open: {e}")))?;
             Ok((conn, Some(local)))
         }
         BrowserSource::Endpoint(endpoint) => {

@@ -37,6 +37,13 @@
 //! before the text is in it (`Tab::seal_sockets`), and one a later document of the origin opens
 //! is named in the next receipt.
 //!
+//! A window the tab opens (`window.open`, a `target=_blank` link or form, `noopener` ones
+//! too) is covered like one of its frames: on a connection whose new pages are gated (a browser
+//! Glovebox launched, `cdp::Connection::gate_new_pages`), it is paused before it runs and
+//! [`Guard::popup_hook`] turns interception on for it (while a window or a hold is in force),
+//! follows its own frames and the windows it opens in turn, and then lets it run; its requests
+//! are judged with the tab's.
+//!
 //! Outside those windows and holds the tab's traffic is not touched: what a page's own scripts
 //! do without an agent action is the page's. Service workers are bypassed for the tab and its
 //! frames, so the page's requests cannot be served around it.
@@ -107,6 +114,71 @@ pub(crate) struct Guard {
     /// Held from a change of `enabled` until its `Fetch.enable`/`disable` commands are sent, so a
     /// window's end and the next window's start reach each session in the order they happened.
     io: Arc<tokio::sync::Mutex<()>>,
+    /// The windows the tab opened (and theirs), each set up before it ran (`popup_hook`).
+    popups: Popups,
+}
+
+/// A window the tab (or one of its windows) opened, as the new-page gate handed it over: its
+/// session (attached before it ran), its own out-of-process frames, and the watch that sets up
+/// the windows it opens in turn.
+struct Popup {
+    target: ChildTarget,
+    children: Option<cdp::ChildTargets>,
+    _opens: cdp::OpenerWatch,
+}
+
+impl std::fmt::Debug for Popup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Popup")
+            .field("session", &self.target.session)
+            .finish_non_exhaustive()
+    }
+}
+
+type Popups = Arc<Mutex<Vec<Popup>>>;
+
+/// At most this many windows of a tab are followed (the oldest is let go first).
+const MAX_POPUPS: usize = 32;
+
+/// The sessions a window must cover besides the tab's own: its judged out-of-process frames and
+/// workers, the windows it opened and theirs.
+fn covered(children: &OnceLock<ChildView>, popups: &Mutex<Vec<Popup>>) -> Vec<ChildTarget> {
+    let mut all: Vec<ChildTarget> = children
+        .get()
+        .map(ChildView::list)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(judged_child)
+        .collect();
+    for popup in popups.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        all.push(popup.target.clone());
+        if let Some(children) = &popup.children {
+            all.extend(children.list().into_iter().filter(judged_child));
+        }
+    }
+    all
+}
+
+/// The covered session with this id, if it is one (see [`covered`]).
+fn covered_session(
+    children: &OnceLock<ChildView>,
+    popups: &Mutex<Vec<Popup>>,
+    id: &SessionId,
+) -> Option<Session> {
+    if let Some(child) = children.get().and_then(|c| c.get(id)) {
+        return Some(child.session);
+    }
+    popups
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find_map(|p| {
+            if p.target.session.id() == Some(id) {
+                Some(p.target.session.clone())
+            } else {
+                p.children.as_ref()?.view().get(id).map(|c| c.session)
+            }
+        })
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -155,11 +227,16 @@ async fn intercept(session: &Session, frame: bool) -> Result<(), cdp::CdpError> 
 /// or the service worker the tab is attached to (a dedicated worker's requests are its frame's,
 /// judged with them; a shared worker is the browser's target, not the tab's child).
 fn judged_child(child: &ChildTarget) -> bool {
-    matches!(child.info.target_type.as_str(), "iframe" | "service_worker")
+    matches!(
+        child.info.target_type.as_str(),
+        "iframe" | "service_worker" | "page"
+    )
 }
 
+/// A frame's session (an out-of-process frame, or a window the tab opened): service workers are
+/// bypassed for it.
 fn is_frame(child: &ChildTarget) -> bool {
-    child.info.target_type == "iframe"
+    matches!(child.info.target_type.as_str(), "iframe" | "page")
 }
 
 impl Guard {
@@ -175,12 +252,14 @@ impl Guard {
         let wake = Arc::new(tokio::sync::Notify::new());
         let children: Arc<OnceLock<ChildView>> = Arc::default();
         let io: Arc<tokio::sync::Mutex<()>> = Arc::default();
+        let popups: Popups = Arc::default();
         let guard = Guard {
             session: session.clone(),
             state: state.clone(),
             wake: wake.clone(),
             children: children.clone(),
             io: io.clone(),
+            popups: popups.clone(),
         };
         let task = tokio::spawn(async move {
             loop {
@@ -195,9 +274,9 @@ impl Guard {
                     item = events.recv() => item.map(|i| (i, None)),
                     Some(item) = child_events.recv() => {
                         let Ok(event) = item else { continue };
-                        let child = event.session_id.as_ref().filter(|id| Some(*id) != session.id()).and_then(|id| children.get()?.get(id));
+                        let child = event.session_id.as_ref().filter(|id| Some(*id) != session.id()).and_then(|id| covered_session(&children, &popups, id));
                         match child {
-                            Some(child) => Some((Ok(event), Some(child.session))),
+                            Some(child) => Some((Ok(event), Some(child))),
                             None => continue,
                         }
                     }
@@ -316,13 +395,10 @@ impl Guard {
         }
         // The children already there; one that attaches from now on is covered before it runs.
         let uncovered: Vec<ChildTarget> = {
+            let all = covered(&self.children, &self.popups);
             let fetching = &lock(&self.state).fetching;
-            let children = self.children.get().map(ChildView::list).unwrap_or_default();
-            children
-                .into_iter()
-                .filter(|c| {
-                    judged_child(c) && c.session.id().is_some_and(|id| !fetching.contains(id))
-                })
+            all.into_iter()
+                .filter(|c| c.session.id().is_some_and(|id| !fetching.contains(id)))
                 .collect()
         };
         let enabled = futures_util::future::join_all(
@@ -358,30 +434,20 @@ impl Guard {
     /// What runs for each child session as it attaches, before it runs: an iframe or worker that
     /// attaches while a window is open has interception on before its first request.
     pub(crate) fn preparer(&self) -> cdp::Prepare {
-        let (state, io) = (self.state.clone(), self.io.clone());
-        Arc::new(move |child: ChildTarget| {
-            let (state, io) = (state.clone(), io.clone());
-            Box::pin(async move {
-                let Some(id) = child.session.id().cloned() else {
-                    return;
-                };
-                if !judged_child(&child) {
-                    return;
-                }
-                let _io = io.lock().await;
-                if !lock(&state).enabled {
-                    return;
-                }
-                match intercept(&child.session, is_frame(&child)).await {
-                    Ok(()) => {
-                        lock(&state).fetching.insert(id);
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "request interception could not be turned on for a new frame or worker")
-                    }
-                }
-            })
-        })
+        preparer(self.state.clone(), self.io.clone())
+    }
+
+    /// What runs for each window the tab opens, before it runs (the new-page gate's hook,
+    /// `cdp::Connection::watch_opener`): the window is followed like one of the tab's frames —
+    /// its requests are judged with the tab's while a window or a hold is in force, interception
+    /// on before its first request — and so are its own frames and the windows it opens. It
+    /// holds the guard weakly: the connection keeps it, the tab does not.
+    pub(crate) fn popup_hook(&self) -> cdp::Prepare {
+        popup_hook(
+            Arc::downgrade(&self.state),
+            Arc::downgrade(&self.io),
+            Arc::downgrade(&self.popups),
+        )
     }
 
     /// Ends the window [`TAIL`] from now, unless another action arms it meanwhile (the guard's
@@ -471,6 +537,89 @@ impl Guard {
             None => false,
         }
     }
+}
+
+fn preparer(state: Arc<Mutex<State>>, io: Arc<tokio::sync::Mutex<()>>) -> cdp::Prepare {
+    Arc::new(move |child: ChildTarget| {
+        let (state, io) = (state.clone(), io.clone());
+        Box::pin(async move {
+            if judged_child(&child) {
+                cover(&state, &io, &child).await;
+            }
+        })
+    })
+}
+
+/// Turns interception on for `child` if the guard is enabled (a window or a hold is in force).
+async fn cover(state: &Mutex<State>, io: &tokio::sync::Mutex<()>, child: &ChildTarget) {
+    let Some(id) = child.session.id().cloned() else {
+        return;
+    };
+    let _io = io.lock().await;
+    if !lock(state).enabled {
+        return;
+    }
+    match intercept(&child.session, is_frame(child)).await {
+        Ok(()) => {
+            lock(state).fetching.insert(id);
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "request interception could not be turned on for a new frame, worker or window")
+        }
+    }
+}
+
+type WeakParts = (
+    std::sync::Weak<Mutex<State>>,
+    std::sync::Weak<tokio::sync::Mutex<()>>,
+    std::sync::Weak<Mutex<Vec<Popup>>>,
+);
+
+fn popup_hook(
+    state: std::sync::Weak<Mutex<State>>,
+    io: std::sync::Weak<tokio::sync::Mutex<()>>,
+    popups: std::sync::Weak<Mutex<Vec<Popup>>>,
+) -> cdp::Prepare {
+    let parts: WeakParts = (state, io, popups);
+    Arc::new(move |window: ChildTarget| {
+        let (state, io, popups) = parts.clone();
+        Box::pin(async move {
+            let (Some(state), Some(io), Some(list)) =
+                (state.upgrade(), io.upgrade(), popups.upgrade())
+            else {
+                return;
+            };
+            tracing::debug!(opener = ?window.info.opener_id, "a window the tab opened is followed before it runs");
+            cover(&state, &io, &window).await;
+            // Its own out-of-process frames, and the windows it opens in turn.
+            let children = cdp::ChildTargets::enable_with(
+                &window.session,
+                Some(preparer(state.clone(), io.clone())),
+            )
+            .await
+            .ok();
+            let opens = match window.session.target_id() {
+                Some(target) => window.session.connection().watch_opener(
+                    target.clone(),
+                    popup_hook(
+                        Arc::downgrade(&state),
+                        Arc::downgrade(&io),
+                        Arc::downgrade(&list),
+                    ),
+                ),
+                None => return,
+            };
+            let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
+            if list.len() >= MAX_POPUPS {
+                list.remove(0);
+            }
+            list.push(Popup {
+                target: window,
+                children,
+                _opens: opens,
+            });
+        })
+    })
 }
 
 /// Ends its guard's window when dropped (`Guard::disarm_on_drop`).

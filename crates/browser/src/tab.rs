@@ -87,6 +87,9 @@ pub struct Tab {
     /// The network boundary of agent actions (`guard.rs`).
     pub(crate) guard: crate::guard::Guard,
     guard_task: AbortHandle,
+    /// The windows this tab opens are set up by its guard before they run (on a connection
+    /// whose new pages are gated: a browser Glovebox launched).
+    _popups: Option<cdp::OpenerWatch>,
 }
 
 impl Drop for Tab {
@@ -275,6 +278,10 @@ impl Tab {
             }
         };
         guard.watch_children(children.view());
+        let conn = session.connection();
+        let popups = conn
+            .gates_new_pages()
+            .then(|| conn.watch_opener(target_id.clone(), guard.popup_hook()));
         // A tab typed into before this attachment is held again before anything else happens.
         if let Some(held) = memory.hold
             && let Err(e) = guard.restore(held).await
@@ -292,6 +299,7 @@ impl Tab {
             events: events_task,
             guard,
             guard_task,
+            _popups: popups,
         })
     }
 

@@ -60,7 +60,9 @@ struct Pending {
 /// Bound on remembered detached sessions, so a long-lived connection does not grow without limit.
 const MAX_REMEMBERED_DETACHED: usize = 4096;
 
-struct Inner {
+pub(crate) struct Inner {
+    /// The new-page gate's watched openers (`gate.rs`).
+    pub(crate) openers: crate::gate::Openers,
     endpoint: String,
     options: ConnectionOptions,
     next_id: AtomicU64,
@@ -82,7 +84,7 @@ impl Drop for Inner {
 /// A CDP connection. Cheap to clone; the socket closes when the last clone is dropped.
 #[derive(Clone)]
 pub struct Connection {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -144,6 +146,7 @@ impl Connection {
         let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
         let (closed_tx, _) = watch::channel(false);
         let inner = Arc::new(Inner {
+            openers: Default::default(),
             endpoint: ws_url.to_owned(),
             options,
             next_id: AtomicU64::new(1),

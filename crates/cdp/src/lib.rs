@@ -14,6 +14,7 @@ pub mod domains;
 pub mod endpoint;
 mod error;
 mod events;
+mod gate;
 pub mod launch;
 mod session;
 
@@ -21,5 +22,6 @@ pub use attach::{ChildTarget, ChildTargets, ChildView, Prepare};
 pub use connection::{Connection, ConnectionOptions, DEFAULT_COMMAND_TIMEOUT};
 pub use error::CdpError;
 pub use events::{Event, EventFilter, EventStream, Lagged};
+pub use gate::OpenerWatch;
 pub use launch::{Browser, LaunchError, LaunchOptions};
 pub use session::{Command, Session, SessionId, TargetId};

