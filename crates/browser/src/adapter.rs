@@ -728,10 +728,11 @@ impl SurfaceAdapter for Chromium {
     }
 
     fn control_endpoints(&self) -> Vec<String> {
-        // The DevTools endpoint: the launched browser's, or the remote one connected to.
+        // The DevTools endpoint: the launched browser's (none when it is driven over its pipe),
+        // or the remote one connected to.
         let mut endpoints: Vec<String> = lock(&self.process)
             .as_ref()
-            .map(|b| b.ws_url().to_owned())
+            .and_then(|b| b.ws_url().map(str::to_owned))
             .into_iter()
             .collect();
         if let BrowserSource::Endpoint(endpoint) = &self.source {

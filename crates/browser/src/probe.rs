@@ -25,7 +25,8 @@ pub struct Version {
 /// The process of a launched browser.
 #[derive(Debug, Clone)]
 pub struct Process {
-    pub ws_url: String,
+    /// Its DevTools port's URL; `None` for a browser driven over its pipe (the default).
+    pub ws_url: Option<String>,
     pub pid: u32,
     pub profile_dir: std::path::PathBuf,
 }
@@ -84,7 +85,7 @@ impl Chromium {
     /// The launched browser's endpoint, pid and profile.
     pub fn process(&self) -> Option<Process> {
         self.with_process(|p| Process {
-            ws_url: p.ws_url().to_owned(),
+            ws_url: p.ws_url().map(str::to_owned),
             pid: p.pid(),
             profile_dir: p.profile_dir().to_path_buf(),
         })

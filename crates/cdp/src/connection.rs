@@ -1,6 +1,7 @@
-//! One WebSocket to a browser: request ids to one-shot replies, deadlines, event fan-out, fail-fast on close.
+//! One WebSocket (or the pair of pipes of `--remote-debugging-pipe`) to a browser: request ids to one-shot replies, deadlines, event fan-out, fail-fast on close.
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -8,6 +9,8 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio_tungstenite::tungstenite::Message;
@@ -71,6 +74,28 @@ pub(crate) struct Inner {
     outgoing: mpsc::UnboundedSender<Message>,
     closed_tx: watch::Sender<bool>,
     reader: Mutex<Option<AbortHandle>>,
+}
+
+impl Inner {
+    fn new(
+        endpoint: String,
+        options: ConnectionOptions,
+    ) -> (Arc<Inner>, mpsc::UnboundedReceiver<Message>) {
+        let (outgoing, outgoing_rx) = mpsc::unbounded_channel::<Message>();
+        let (closed_tx, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            openers: Default::default(),
+            endpoint,
+            options,
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(Pending::default()),
+            subscribers: Mutex::new(Vec::new()),
+            outgoing,
+            closed_tx,
+            reader: Mutex::new(None),
+        });
+        (inner, outgoing_rx)
+    }
 }
 
 impl Drop for Inner {
@@ -143,19 +168,7 @@ impl Connection {
             }
         };
         let (mut sink, mut stream) = socket.split();
-        let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
-        let (closed_tx, _) = watch::channel(false);
-        let inner = Arc::new(Inner {
-            openers: Default::default(),
-            endpoint: ws_url.to_owned(),
-            options,
-            next_id: AtomicU64::new(1),
-            pending: Mutex::new(Pending::default()),
-            subscribers: Mutex::new(Vec::new()),
-            outgoing,
-            closed_tx,
-            reader: Mutex::new(None),
-        });
+        let (inner, mut outgoing_rx) = Inner::new(ws_url.to_owned(), options);
 
         // Writer: ends when every sender (held by `Inner`) is gone or the socket fails.
         let weak = Arc::downgrade(&inner);
@@ -194,6 +207,72 @@ impl Connection {
                     }
                     Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
                 }
+            };
+            if let Some(inner) = weak.upgrade() {
+                fail_all(&inner, reason);
+            }
+        });
+        *inner.reader.lock().unwrap_or_else(|p| p.into_inner()) = Some(reader.abort_handle());
+        Ok(Connection { inner })
+    }
+
+    /// Drives a browser over the two pipes of `--remote-debugging-pipe` (`to_browser` is its
+    /// fd 3, `from_browser` its fd 4): each message is one JSON text ended by a NUL byte. No
+    /// port is open, so no other process can attach to the browser. Must run inside a Tokio
+    /// runtime.
+    pub fn over_pipe(
+        to_browser: OwnedFd,
+        from_browser: OwnedFd,
+        options: ConnectionOptions,
+    ) -> Result<Connection, CdpError> {
+        let endpoint = "pipe".to_owned();
+        let pipe_error = |e: std::io::Error| CdpError::Connect {
+            endpoint: endpoint.clone(),
+            reason: e.to_string(),
+        };
+        let mut sender = pipe::Sender::from_owned_fd(to_browser).map_err(pipe_error)?;
+        let receiver = pipe::Receiver::from_owned_fd(from_browser).map_err(pipe_error)?;
+        let (inner, mut outgoing_rx) = Inner::new(endpoint.clone(), options);
+
+        // Writer: a close (or every sender gone) closes the browser's input.
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            let mut frame = Vec::new();
+            while let Some(message) = outgoing_rx.recv().await {
+                let text = match message {
+                    Message::Text(text) => text,
+                    Message::Close(_) => break,
+                    _ => continue,
+                };
+                frame.clear();
+                frame.extend_from_slice(text.as_bytes());
+                frame.push(0);
+                if let Err(e) = sender.write_all(&frame).await {
+                    if let Some(inner) = weak.upgrade() {
+                        fail_all(&inner, format!("write failed: {e}"));
+                    }
+                    return;
+                }
+            }
+        });
+
+        // Reader: NUL-delimited messages; a weak reference, as for the socket.
+        let weak: Weak<Inner> = Arc::downgrade(&inner);
+        let reader = tokio::spawn(async move {
+            let mut input = tokio::io::BufReader::with_capacity(1 << 16, receiver);
+            let mut frame = Vec::new();
+            let reason = loop {
+                frame.clear();
+                match input.read_until(0, &mut frame).await {
+                    Ok(0) => break "the browser closed its pipe".to_owned(),
+                    Ok(_) => {}
+                    Err(e) => break format!("read failed: {e}"),
+                }
+                if frame.pop() != Some(0) {
+                    break "the browser closed its pipe in the middle of a message".to_owned();
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                dispatch(&inner, &frame);
             };
             if let Some(inner) = weak.upgrade() {
                 fail_all(&inner, reason);

@@ -5,6 +5,7 @@
 //! and deletes the profile. Profiles left by dead Glovebox processes are swept at the next launch.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -102,12 +103,17 @@ pub struct LaunchOptions {
     pub window_size: (u32, u32),
     /// Extra command-line flags.
     pub extra_args: Vec<String>,
-    /// How long Chromium may take to open its DevTools port.
+    /// How long Chromium may take to start answering.
     pub startup_timeout: Duration,
+    /// Open a DevTools port (`--remote-debugging-port`) that other processes can connect to,
+    /// as `glovebox launch` does for `--browser-endpoint`. Off by default: the browser is then
+    /// driven over `--remote-debugging-pipe`, its one connection opened at launch, so no local
+    /// process can attach to it and act around Glovebox.
+    pub debugging_port: bool,
 }
 
 impl LaunchOptions {
-    /// Headless, sandboxed unless root, 1280×720, 20 s start-up deadline.
+    /// Headless, sandboxed unless root, 1280×720, 20 s start-up deadline, driven over a pipe.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         LaunchOptions {
             executable: None,
@@ -118,6 +124,7 @@ impl LaunchOptions {
             window_size: (1280, 720),
             extra_args: Vec::new(),
             startup_timeout: Duration::from_secs(20),
+            debugging_port: false,
         }
     }
 }
@@ -167,11 +174,15 @@ pub struct Browser {
     child: Child,
     executable: PathBuf,
     profile_dir: PathBuf,
-    ws_url: String,
+    /// The DevTools port's URL, when one was asked for.
+    ws_url: Option<String>,
+    /// A piped browser's one connection, until [`Browser::connect`] takes it.
+    piped: std::sync::Mutex<Option<Connection>>,
 }
 
 impl Browser {
-    /// Launches Chromium and waits until its DevTools endpoint is up.
+    /// Launches Chromium and waits until it answers: over its pipe, or on its DevTools port
+    /// ([`LaunchOptions::debugging_port`]).
     pub async fn launch(options: &LaunchOptions) -> Result<Browser, LaunchError> {
         let executable = find_chromium(options.executable.as_deref())?;
         let profiles = options.data_dir.join("profiles");
@@ -212,7 +223,11 @@ impl Browser {
         command
             .args(BASE_FLAGS)
             .arg(format!("--user-data-dir={}", profile_dir.display()))
-            .arg("--remote-debugging-port=0")
+            .arg(if options.debugging_port {
+                "--remote-debugging-port=0"
+            } else {
+                "--remote-debugging-pipe"
+            })
             .arg(format!(
                 "--window-size={},{}",
                 options.window_size.0, options.window_size.1
@@ -222,18 +237,76 @@ impl Browser {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        let child = spawn_tied_to_process(command).map_err(|source| LaunchError::Spawn {
-            path: executable.clone(),
-            source,
-        })?;
+        // The browser reads commands on its fd 3 and writes replies and events on its fd 4.
+        let pipes = if options.debugging_port {
+            None
+        } else {
+            let io = |context: &str| {
+                let context = context.to_owned();
+                move |source| LaunchError::Io { context, source }
+            };
+            Some((
+                cloexec_pipe().map_err(io("cannot create the DevTools pipe"))?,
+                cloexec_pipe().map_err(io("cannot create the DevTools pipe"))?,
+            ))
+        };
+        let child_fds = pipes
+            .as_ref()
+            .map(|((commands, _), (_, replies))| (commands.as_raw_fd(), replies.as_raw_fd()));
+        let child =
+            spawn_tied_to_process(command, child_fds).map_err(|source| LaunchError::Spawn {
+                path: executable.clone(),
+                source,
+            })?;
         let mut browser = Browser {
             child,
             executable,
             profile_dir,
-            ws_url: String::new(),
+            ws_url: None,
+            piped: std::sync::Mutex::new(None),
         };
-        browser.ws_url = browser.wait_for_port(options.startup_timeout).await?;
+        match pipes {
+            None => browser.ws_url = Some(browser.wait_for_port(options.startup_timeout).await?),
+            Some(((commands_child, to_browser), (from_browser, replies_child))) => {
+                // The child holds its own copies now; ours would keep the pipes open past it.
+                drop((commands_child, replies_child));
+                let conn = Connection::over_pipe(to_browser, from_browser, Default::default())?;
+                browser
+                    .wait_for_pipe(&conn, options.startup_timeout)
+                    .await?;
+                *browser.piped.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(conn);
+            }
+        }
         Ok(browser)
+    }
+
+    /// Waits until the browser answers on its pipe, or reports why it did not.
+    async fn wait_for_pipe(
+        &mut self,
+        conn: &Connection,
+        deadline: Duration,
+    ) -> Result<(), LaunchError> {
+        let asked = conn
+            .browser()
+            .call_with(crate::domains::browser::GetVersion {}, deadline)
+            .await;
+        if asked.is_ok() {
+            return Ok(());
+        }
+        // A browser that exits closes its pipe at once; give the exit a moment to be reaped.
+        for _ in 0..50 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(LaunchError::Exited {
+                    status,
+                    log_tail: self.log_tail(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Err(LaunchError::StartTimeout {
+            after: deadline,
+            log_tail: self.log_tail(),
+        })
     }
 
     async fn wait_for_port(&mut self, deadline: Duration) -> Result<String, LaunchError> {
@@ -287,14 +360,28 @@ impl Browser {
         tail
     }
 
-    /// Opens a CDP connection to this browser.
+    /// Opens a CDP connection to this browser's DevTools port, or hands over the one connection
+    /// of a browser driven over its pipe (opened at launch with the default options; a second
+    /// call is refused, since nothing else can reach a piped browser).
     pub async fn connect(&self, options: ConnectionOptions) -> Result<Connection, CdpError> {
-        Connection::connect(&self.ws_url, options).await
+        match &self.ws_url {
+            Some(ws_url) => Connection::connect(ws_url, options).await,
+            None => self
+                .piped
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| CdpError::Connect {
+                    endpoint: "pipe".to_owned(),
+                    reason: "a browser driven over its pipe has one connection, taken already"
+                        .to_owned(),
+                }),
+        }
     }
 
-    /// The browser's WebSocket debugger URL.
-    pub fn ws_url(&self) -> &str {
-        &self.ws_url
+    /// The browser's WebSocket debugger URL, when it was launched with a DevTools port.
+    pub fn ws_url(&self) -> Option<&str> {
+        self.ws_url.as_deref()
     }
 
     /// The browser process id (also its process group id).
@@ -378,13 +465,30 @@ fn process_alive(pid: libc::pid_t) -> bool {
 /// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the process; tokio's
 /// blocking threads come and go, so every browser is forked from this thread, which lives as long
 /// as the process.
-fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
+///
+/// `fds`, when given, become the child's fd 3 and fd 4 (the DevTools pipe's ends).
+fn spawn_tied_to_process(
+    mut command: Command,
+    fds: Option<(RawFd, RawFd)>,
+) -> std::io::Result<Child> {
     type Request = (Command, std_mpsc::Sender<std::io::Result<Child>>);
     static SPAWNER: OnceLock<std::sync::Mutex<std_mpsc::Sender<Request>>> = OnceLock::new();
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only calls async-signal-safe functions (setpgid, prctl, getppid, _exit).
+    // SAFETY: the closure only calls async-signal-safe functions (fcntl, dup2, close, setpgid,
+    // prctl, getppid, _exit).
     unsafe {
         command.pre_exec(move || {
+            if let Some((read, write)) = fds {
+                // Moved above 10 first, so that neither lands on the other's target; dup2
+                // leaves the copies at 3 and 4 without close-on-exec.
+                let read = libc::fcntl(read, libc::F_DUPFD, 10);
+                let write = libc::fcntl(write, libc::F_DUPFD, 10);
+                if read < 0 || write < 0 || libc::dup2(read, 3) < 0 || libc::dup2(write, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(read);
+                libc::close(write);
+            }
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -428,6 +532,17 @@ fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
         .recv()
         .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }
+/// A pipe whose ends are closed on exec, so that no other child inherits them.
+fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// The environment variables a launched browser keeps: where it runs (paths, locale, time
 /// zone, display and session bus, fonts, proxies), never a credential.
 fn browser_env(name: &str) -> bool {

@@ -39,11 +39,20 @@ pub fn launch_options(global: &Global) -> anyhow::Result<LaunchOptions> {
     })
 }
 
-/// Launches Chromium, or connects to `--browser-endpoint` when given.
+/// Launches Chromium (driven over its pipe), or connects to `--browser-endpoint` when given.
 pub async fn open(global: &Global) -> anyhow::Result<BrowserHandle> {
+    open_with(global, false).await
+}
+
+/// [`open`], with a DevTools port other processes can connect to when `debugging_port` is set
+/// (`glovebox launch`, whose point is to hand that port out).
+pub async fn open_with(global: &Global, debugging_port: bool) -> anyhow::Result<BrowserHandle> {
     let source = match &global.browser_endpoint {
         Some(remote) => BrowserSource::Endpoint(remote.clone()),
-        None => BrowserSource::Launch(launch_options(global)?),
+        None => BrowserSource::Launch(LaunchOptions {
+            debugging_port,
+            ..launch_options(global)?
+        }),
     };
     let chromium = Chromium::new(source);
     chromium

@@ -100,6 +100,9 @@ pub enum Cmd {
     /// A person's decision on a pending approval, sent to the running `serve`/`mcp` (needs a
     /// terminal: a model's shell tool cannot answer the prompt). Without an id, lists what waits.
     Approve(ApproveArgs),
+    /// Print the console link (with the person token) of each running `serve`/`mcp` on this
+    /// data directory — only to a terminal, as `serve` does.
+    Console,
     /// Open a page as the person's own tab in the running `serve`/`mcp` browser, for an agent
     /// to claim with `tab_claim`; without a URL, lists the tabs no session owns.
     UserTab(UserTabArgs),
@@ -129,12 +132,17 @@ pub struct DemoArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (default 127.0.0.1:7777). Anything but loopback needs --token.
+    /// Address to listen on (default 127.0.0.1:7777).
     #[arg(long, env = "GLOVEBOX_BIND")]
     pub bind: Option<std::net::SocketAddr>,
-    /// Bearer token MCP clients must send (Authorization: Bearer …).
+    /// Bearer token MCP clients must send (Authorization: Bearer …). Without it, the data
+    /// directory's own token is used (`<data-dir>/mcp-token`, created once with mode 0600).
     #[arg(long, env = "GLOVEBOX_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Let MCP clients call without a token (loopback addresses only): any local process can
+    /// then drive the agent's browser through this server.
+    #[arg(long, env = "GLOVEBOX_NO_TOKEN", conflicts_with = "token")]
+    pub no_token: bool,
     /// An extra Host name to accept besides localhost/127.0.0.1/[::1]. Repeatable.
     #[arg(
         long = "allow-host",

@@ -20,6 +20,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Serve(args) => crate::serve::serve(&cli.global, &args).await,
         Cmd::Mcp => crate::serve::stdio(&cli.global).await,
         Cmd::Approve(args) => crate::serve::approve(&cli.global, &args).await,
+        Cmd::Console => crate::serve::console(&cli.global),
         Cmd::UserTab(args) => crate::serve::user_tab(&cli.global, &args),
         Cmd::TurnEnd(args) => crate::serve::turn_end(&cli.global, &args),
         Cmd::Run(args) => crate::task::run(&cli.global, &args).await,
@@ -83,6 +84,7 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             }
         }
         let options = browser::launch_options(global)?;
+        out!("  devtools   over a pipe: no port another local process could attach to");
         out!(
             "  mode       {}, sandbox {}",
             if options.headless {
@@ -226,11 +228,14 @@ async fn launch(global: &Global) -> anyhow::Result<ExitCode> {
     // Handlers first: a signal that arrives while the browser starts, or just after the endpoint
     // is printed, still stops it cleanly instead of killing glovebox with the browser left behind.
     let mut stop = crate::serve::StopSignal::install();
-    let handle = browser::open(global).await?;
+    let handle = browser::open_with(global, true).await?;
     let Some(local) = handle.chromium.process() else {
         bail!("no local browser")
     };
-    out!("endpoint: {}", local.ws_url);
+    let Some(endpoint) = &local.ws_url else {
+        bail!("the browser opened no DevTools port")
+    };
+    out!("endpoint: {endpoint}");
     out!("pid: {}", local.pid);
     out!("profile: {}", local.profile_dir.display());
     out!("version: {}", handle.version.product);

@@ -94,6 +94,48 @@ fn write_discovery(data_dir: &Path, person: &mcp::PersonChannel) -> anyhow::Resu
     Ok(Discovery(path))
 }
 
+/// The data directory's MCP token (`<data-dir>/mcp-token`): read if it is there, else created
+/// once (mode 0600, never through a symbolic link), so clients configured once keep working
+/// across restarts.
+pub(crate) fn data_dir_token(data_dir: &Path) -> anyhow::Result<String> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let path = data_dir.join("mcp-token");
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path);
+    match opened {
+        Ok(mut file) => {
+            let mut token = String::new();
+            file.read_to_string(&mut token)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let token = token.trim();
+            if token.len() < 32 || !token.chars().all(|c| c.is_ascii_alphanumeric()) {
+                bail!(
+                    "{} does not hold a token (32 or more letters and digits); remove it and a new one is made",
+                    path.display()
+                );
+            }
+            // Only its owner reads it, whatever made it.
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(token.to_owned())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let token = mcp::random_token(24);
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            file.write_all(token.as_bytes())?;
+            Ok(token)
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot open {}", path.display())),
+    }
+}
+
 /// SIGTERM and SIGINT, listened for from the start, so a signal that arrives while the server
 /// starts or just after it prints where it listens still runs the orderly shutdown.
 pub(crate) struct StopSignal {
@@ -134,20 +176,38 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, Some(args))?;
     let data_dir = settings.runtime.data_dir.clone();
+    let mut options = settings.serve.clone();
+    if args.no_token {
+        if !options.bind.ip().is_loopback() {
+            bail!(
+                "--no-token is for loopback addresses only; {} needs a token",
+                options.bind
+            );
+        }
+        options.token = None;
+    }
     let runtime = Runtime::start(settings.runtime.clone(), settings.adapter())
         .await
         .context("cannot start the runtime (try `glovebox doctor`)")?;
+    if options.token.is_none() && !args.no_token {
+        options.token = Some(data_dir_token(&data_dir)?);
+    }
     // MCP, the person channel and console, the live view and the host API: one listener.
-    let server = server::serve(runtime.clone(), settings.serve.clone()).await?;
+    let server = server::serve(runtime.clone(), options.clone()).await?;
     let _discovery = write_discovery(&data_dir, &server.person)?;
     let url = server.mcp_url();
     let mut headers = json!({});
-    if let Some(token) = &settings.serve.token {
+    let mut claude_header = String::new();
+    if let Some(token) = &options.token {
         headers = json!({"Authorization": format!("Bearer {token}")});
+        claude_header = format!(" --header \"Authorization: Bearer {token}\"");
     }
     let client =
         json!({"mcpServers": {"glovebox": {"type": "http", "url": url, "headers": headers}}});
     out!("Glovebox MCP listening on {url}");
+    if options.token.is_none() {
+        out!("  without a token (--no-token): any local process can call it");
+    }
     if let Some(source) = &settings.source {
         out!("config: {}", source.display());
     }
@@ -156,7 +216,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     }
     out!();
     out!(
-        "Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}):"
+        "Paste into your MCP client's config (Claude Code: claude mcp add --transport http glovebox {url}{claude_header}):"
     );
     out!("{}", serde_json::to_string_pretty(&client)?);
     out!();
@@ -166,17 +226,25 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         server.local_addr,
         server::RENDERER_PATH
     );
-    out!(
-        "Console (for you, never for the model): {}/#token={}",
-        server.person.base_url,
-        server.person.token
-    );
-    out!("Approvals (for you, never for the model): glovebox approve <id>");
-    out!(
-        "  or POST {}/api/approvals/<id> with Authorization: Bearer {}",
-        server.person.base_url,
-        server.person.token
-    );
+    // The person token (new at every start) goes to a person's terminal only: a process that
+    // started this server through a pipe (a model's shell, a supervisor's log) never reads it.
+    if std::io::stdout().is_terminal() {
+        out!(
+            "Console (for you, never for the model): {}/#token={}",
+            server.person.base_url,
+            server.person.token
+        );
+        out!("Approvals (for you, never for the model): glovebox approve <id>");
+        out!(
+            "  or POST {}/api/approvals/<id> with Authorization: Bearer {}",
+            server.person.base_url,
+            server.person.token
+        );
+    } else {
+        out!(
+            "Console and approvals (for you, never for the model): `glovebox console` and `glovebox approve` in a terminal (the person token is printed only to a terminal)"
+        );
+    }
     out!("Stop with Ctrl-C.");
     std::io::stdout().flush()?;
     stop.recv().await;
@@ -483,6 +551,23 @@ pub fn user_tab(global: &Global, args: &UserTabArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+/// `glovebox console`: the console links of the running servers, for a person's terminal.
+pub fn console(global: &Global) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() {
+        bail!(
+            "`glovebox console` prints the person token and writes only to a terminal; a model's tool cannot read it"
+        );
+    }
+    let servers = running_servers(global)?;
+    if servers.is_empty() {
+        bail!("no running Glovebox server uses this data directory");
+    }
+    for (url, token) in servers {
+        out!("{url}/#token={token}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `glovebox approve [ID] [--for-task|--deny]`
 pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<ExitCode> {
     if !std::io::stdin().is_terminal() {
@@ -570,4 +655,42 @@ pub async fn approve(global: &Global, args: &ApproveArgs) -> anyhow::Result<Exit
     }
     out!("{decision}: {id}");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::data_dir_token;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_data_directorys_token_is_made_once_for_its_owner_alone() {
+        let dir = std::env::temp_dir().join(format!("glovebox-token-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = data_dir_token(&dir).unwrap();
+        assert!(token.len() >= 32, "{token}");
+        let path = dir.join("mcp-token");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            data_dir_token(&dir).unwrap(),
+            token,
+            "the same at the next start"
+        );
+        // Widened by someone: read, and narrowed again.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(data_dir_token(&dir).unwrap(), token);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // Not a token: refused, not used.
+        std::fs::write(&path, "short").unwrap();
+        assert!(data_dir_token(&dir).is_err());
+        // A link put in its place is never followed.
+        std::fs::remove_file(&path).unwrap();
+        let elsewhere = dir.join("elsewhere");
+        std::fs::write(&elsewhere, "a".repeat(40)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        assert!(data_dir_token(&dir).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

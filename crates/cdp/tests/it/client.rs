@@ -252,7 +252,12 @@ async fn created_targets_are_listed_and_closed() {
 
 #[tokio::test]
 async fn close_ends_this_connection_and_its_sessions_but_not_the_browser() {
-    let (browser, conn) = launch_and_connect().await;
+    // A second connection needs the DevTools port (a piped browser has one connection).
+    let browser = crate::launch_with_port().await;
+    let conn = browser
+        .connect(cdp::ConnectionOptions::default())
+        .await
+        .unwrap();
     let tab = conn
         .browser()
         .create_page("about:blank", None)

@@ -78,3 +78,88 @@ async fn no_secret_of_this_process_reaches_the_browsers_environment() {
         "what it needs stays: {environ}"
     );
 }
+
+/// Issue 29: a launched browser listened on a DevTools port, so any local process could attach
+/// to it and drive the agent's tabs around Glovebox. It is driven over its pipe: none of its
+/// processes listens on any TCP port, it wrote no port file, and its one connection cannot be
+/// opened twice.
+#[tokio::test]
+async fn a_launched_browser_listens_on_no_port_and_has_one_connection() {
+    let (browser, conn) = crate::launch_and_connect().await;
+    // It answers over the pipe, with pages and all.
+    let page = conn
+        .browser()
+        .create_page("about:blank", None)
+        .await
+        .unwrap();
+    assert_eq!(crate::eval(&page, "6 * 7").await, 42);
+    assert_eq!(browser.ws_url(), None);
+    assert!(!browser.profile_dir().join("DevToolsActivePort").exists());
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", browser.pid())).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    assert!(cmdline.contains("--remote-debugging-pipe"), "{cmdline}");
+    assert!(!cmdline.contains("--remote-debugging-port"), "{cmdline}");
+
+    let listening = listening_socket_inodes();
+    let group = browser.pid() as i32;
+    let mut members = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: getpgid only reads the process table.
+        if unsafe { libc::getpgid(pid) } != group {
+            continue;
+        }
+        members += 1;
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let Ok(link) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            let link = link.display().to_string();
+            if let Some(inode) = link
+                .strip_prefix("socket:[")
+                .and_then(|l| l.strip_suffix(']'))
+            {
+                assert!(
+                    !listening.contains(inode),
+                    "browser process {pid} listens on a TCP socket ({link})"
+                );
+            }
+        }
+    }
+    assert!(members >= 2, "the browser and its helpers were looked at");
+
+    let again = browser
+        .connect(cdp::ConnectionOptions::default())
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("one connection"), "{again}");
+}
+
+/// The inodes of every listening TCP socket on this machine (IPv4 and IPv6).
+fn listening_socket_inodes() -> std::collections::HashSet<String> {
+    let mut inodes = std::collections::HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // `st` 0A is LISTEN; the inode is the tenth field.
+            if fields.get(3) == Some(&"0A")
+                && let Some(inode) = fields.get(9)
+            {
+                inodes.insert((*inode).to_owned());
+            }
+        }
+    }
+    inodes
+}

@@ -23,6 +23,15 @@ pub async fn launch() -> Browser {
         .expect("Chromium launches (run `make test`, which installs it)")
 }
 
+/// A browser with a DevTools port, for the tests of connecting to one (`glovebox launch`).
+pub async fn launch_with_port() -> Browser {
+    let mut options = LaunchOptions::new(data_dir());
+    options.debugging_port = true;
+    Browser::launch(&options)
+        .await
+        .expect("Chromium launches (run `make test`, which installs it)")
+}
+
 pub async fn launch_and_connect() -> (Browser, Connection) {
     let browser = launch().await;
     let conn = browser

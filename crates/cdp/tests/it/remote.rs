@@ -5,13 +5,13 @@ use std::time::Duration;
 use cdp::domains::target;
 use cdp::{Connection, ConnectionOptions, endpoint};
 
-use crate::{eval, launch};
+use crate::{eval, launch_with_port};
 
 #[tokio::test]
 async fn connect_by_http_and_by_ws_without_touching_other_tabs() {
-    let browser = launch().await;
-    let port = browser
-        .ws_url()
+    let browser = launch_with_port().await;
+    let ws_url = browser.ws_url().expect("a DevTools port was asked for");
+    let port = ws_url
         .trim_start_matches("ws://127.0.0.1:")
         .split('/')
         .next()
@@ -20,12 +20,12 @@ async fn connect_by_http_and_by_ws_without_touching_other_tabs() {
     let resolved = endpoint::resolve(&format!("http://127.0.0.1:{port}"), Duration::from_secs(5))
         .await
         .unwrap();
-    assert_eq!(resolved, browser.ws_url());
+    assert_eq!(resolved, ws_url);
     assert_eq!(
-        endpoint::resolve(browser.ws_url(), Duration::from_secs(5))
+        endpoint::resolve(ws_url, Duration::from_secs(5))
             .await
             .unwrap(),
-        browser.ws_url()
+        ws_url
     );
 
     // The browser already has a tab we did not create (the start-up about:blank).

@@ -32,6 +32,11 @@ impl Drop for Reaped {
 
 /// `glovebox serve` on a fresh port; returns the child and what it printed up to "Stop with".
 fn serve(dir: &Path, trust: &str) -> (Reaped, u16, String) {
+    serve_with(dir, trust, &[])
+}
+
+/// [`serve`] with more arguments to `serve`.
+fn serve_with(dir: &Path, trust: &str, more: &[&str]) -> (Reaped, u16, String) {
     let port = free_port();
     let mut child = glovebox(dir)
         .args([
@@ -41,6 +46,7 @@ fn serve(dir: &Path, trust: &str) -> (Reaped, u16, String) {
             "--bind",
             &format!("127.0.0.1:{port}"),
         ])
+        .args(more)
         .env("GLOVEBOX_CONFIG", "/dev/null")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -63,6 +69,14 @@ fn serve(dir: &Path, trust: &str) -> (Reaped, u16, String) {
     // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (Reaped(child), port, printed)
+}
+
+/// The data directory's MCP token, which `serve` requires by default.
+fn mcp_token(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("mcp-token"))
+        .unwrap()
+        .trim()
+        .to_owned()
 }
 
 fn discovery(dir: &Path, pid: u32) -> PathBuf {
@@ -129,6 +143,7 @@ async fn a_sigkilled_server_leaves_nothing_that_never_ends() {
         std::process::Command::new(crate::mcp::python())
             .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
             .args(["hold", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+            .args(["--token", &mcp_token(&dir)])
             .args([
                 "--fixture",
                 &fixtures.url("/table.html"),
@@ -352,11 +367,12 @@ fn signal_all(pids: &[u32], signal: i32) {
 }
 
 /// What a client scenario printed (its one JSON line), after it exits.
-fn scenario(name: &str, port: u16, fixtures: &[String]) -> Value {
+fn scenario(name: &str, token: &str, port: u16, fixtures: &[String]) -> Value {
     let mut command = std::process::Command::new(crate::mcp::python());
     command
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
-        .args([name, "--url", &format!("http://127.0.0.1:{port}/mcp")]);
+        .args([name, "--url", &format!("http://127.0.0.1:{port}/mcp")])
+        .args(["--token", token]);
     for f in fixtures {
         command.args(["--fixture", f]);
     }
@@ -427,6 +443,7 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
         std::process::Command::new(crate::mcp::python())
             .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
             .args(["keep", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+            .args(["--token", &mcp_token(&dir)])
             .args(kept.iter().flat_map(|k| ["--fixture", k.as_str()]))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -593,7 +610,9 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
         );
         assert_eq!(offered["offered"], id, "{offered}");
     }
-    let seen = tokio::task::spawn_blocking(move || scenario("restored", port, &[old_frame]))
+    let token = mcp_token(&dir);
+    let t = token.clone();
+    let seen = tokio::task::spawn_blocking(move || scenario("restored", &t, port, &[old_frame]))
         .await
         .unwrap();
     check(&seen);
@@ -620,9 +639,91 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
     );
     assert_eq!(state_of(&tabs, &other).as_deref(), Some("closed"));
     let frame = seen["pages"][0]["frame"].as_str().unwrap().to_owned();
-    let again = tokio::task::spawn_blocking(move || scenario("restored", port, &[frame]))
+    let again = tokio::task::spawn_blocking(move || scenario("restored", &token, port, &[frame]))
         .await
         .unwrap();
     check(&again);
     kill(&mut second, libc::SIGTERM);
+}
+
+/// The status of an MCP `initialize` POSTed to a server's `/mcp`, with `token` if given.
+fn mcp_initialize_status(port: u16, token: Option<&str>) -> u16 {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}
+    })
+    .to_string();
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{authorization}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+}
+
+/// Issue 29: `serve` let every local process call MCP (and so drive the agent's browser), and
+/// printed the person token to whatever read its output. It requires the data directory's
+/// token by default (made once, 0600, the same at the next start, shown in the printed client
+/// config); `--no-token` opens it on loopback for a person who decides so; the person token is
+/// printed only to a terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_requires_its_token_by_default_and_prints_the_person_token_only_to_a_terminal() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = data_dir("serve-token");
+    let _ = std::fs::remove_file(dir.join("mcp-token"));
+    let trust = "http://127.0.0.1:9";
+    let (mut first, port, printed) = serve(&dir, trust);
+    let token = mcp_token(&dir);
+    let mode = std::fs::metadata(dir.join("mcp-token"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        printed.contains(&format!("\"Authorization\": \"Bearer {token}\"")),
+        "the client config carries the header: {printed}"
+    );
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(discovery(&dir, first.0.id())).unwrap())
+            .unwrap();
+    let person_token = file["token"].as_str().unwrap();
+    assert!(
+        !printed.contains(person_token),
+        "the person token went to a pipe: {printed}"
+    );
+    assert_eq!(mcp_initialize_status(port, None), 401);
+    assert_eq!(mcp_initialize_status(port, Some("not-the-token")), 401);
+    assert_eq!(mcp_initialize_status(port, Some(&token)), 200);
+    kill(&mut first, libc::SIGTERM);
+
+    let (mut second, port, printed) = serve_with(&dir, trust, &["--no-token"]);
+    assert!(printed.contains("without a token"), "{printed}");
+    assert_eq!(mcp_initialize_status(port, None), 200);
+    kill(&mut second, libc::SIGTERM);
+    assert_eq!(
+        mcp_token(&dir),
+        token,
+        "the token stays the data directory's"
+    );
+    let refused = glovebox(&dir)
+        .args(["serve", "--bind", "0.0.0.0:1", "--no-token"])
+        .env("GLOVEBOX_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("loopback addresses only"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }

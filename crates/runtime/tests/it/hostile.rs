@@ -944,15 +944,31 @@ async fn an_approval_shows_page_text_without_escape_sequences() {
 
 /// Issue 29: opening Glovebox's own server or the browser's DevTools endpoint asked a person
 /// (who might say yes) instead of being refused. Both are refused outright, by `tab_open` and by
-/// a link to them alike, with the person never asked.
+/// a link to them alike, with the person never asked. (A browser Glovebox launches is driven
+/// over its pipe and has no such endpoint; one launched with a port, as `glovebox launch`
+/// does, or a remote one has.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn glovebox_and_the_browsers_debugging_endpoint_are_never_destinations() {
     use surface::SurfaceAdapter as _;
-    let env = env("hostile-own-endpoints", false).await;
+    let piped = env("hostile-own-endpoints-piped", false).await;
+    assert!(
+        piped.browser.control_endpoints().is_empty(),
+        "a browser driven over its pipe has no DevTools endpoint"
+    );
+    drop(piped);
+    let mut options = browser::LaunchOptions::new(crate::data_dir("hostile-own-endpoints"));
+    options.debugging_port = true;
+    let env = crate::env_on(
+        "hostile-own-endpoints",
+        false,
+        Some(browser::BrowserSource::Launch(options)),
+        |_| {},
+    )
+    .await;
     let devtools = env.browser.control_endpoints();
     assert!(
         !devtools.is_empty(),
-        "a launched browser has a DevTools endpoint"
+        "a browser launched with a port has a DevTools endpoint"
     );
     let own = FixtureServer::start().await.unwrap();
     env.runtime

@@ -149,12 +149,10 @@ async fn kill_browser(env: &Env) {
 /// A runtime on a remote browser (its own process, which outlives the connection), with one
 /// browser context for every session, so tabs survive a dropped connection.
 async fn remote_env(name: &str) -> (Env, cdp::Browser) {
-    let browser = cdp::Browser::launch(&cdp::LaunchOptions::new(crate::data_dir(&format!(
-        "{name}-browser"
-    ))))
-    .await
-    .unwrap();
-    let ws = browser.ws_url().to_owned();
+    let mut options = cdp::LaunchOptions::new(crate::data_dir(&format!("{name}-browser")));
+    options.debugging_port = true;
+    let browser = cdp::Browser::launch(&options).await.unwrap();
+    let ws = browser.ws_url().unwrap().to_owned();
     let env = crate::env_on(
         name,
         true,
