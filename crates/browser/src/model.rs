@@ -97,6 +97,9 @@ pub(crate) struct Candidate {
     pub(crate) ax_name: String,
     /// A field whose value is a secret (password, card number, one-time code, token).
     pub(crate) secret: bool,
+    /// A public field whose value shows a credential (taken out of its `value` by
+    /// `policy::redact_text`): painted over in screenshots like a secret field.
+    pub(crate) shows_credential: bool,
     /// DOM model only: what the node must still look like before an action (`synth::fingerprint`).
     pub(crate) fingerprint: Option<String>,
     /// A frame element (`<iframe>`, `<frame>`): entered by a locator's frame chain, not acted on.
@@ -380,7 +383,7 @@ impl<'a> Walker<'a> {
             states.push("state-inferred".into());
         }
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
-        let (value, secret) = dom.map_or((None, false), |d| {
+        let (value, secret, shows_credential) = dom.map_or((None, false, false), |d| {
             self.value(ctx.view, node, &role, &tag, d, &name)
         });
         let url = match (role.as_str(), dom) {
@@ -463,6 +466,7 @@ impl<'a> Walker<'a> {
                 ax_role: role.clone(),
                 ax_name: name.clone(),
                 secret,
+                shows_credential,
                 fingerprint: dom
                     .filter(|_| self.captures[ctx.capture].dom_model)
                     .map(|d| crate::synth::fingerprint(ctx.view, d)),
@@ -525,6 +529,7 @@ impl<'a> Walker<'a> {
                     ax_role: value_text(&node.role),
                     ax_name,
                     secret: false,
+                    shows_credential: false,
                     fingerprint: self.captures[ctx.capture]
                         .dom_model
                         .then(|| crate::synth::fingerprint(ctx.view, d)),
@@ -637,7 +642,8 @@ impl<'a> Walker<'a> {
         true
     }
 
-    /// The field's value as shown (redacted when secret), and whether the field holds a secret.
+    /// The field's value as shown (redacted when secret), whether the field holds a secret, and
+    /// whether a public field's value showed a credential that was taken out.
     fn value(
         &self,
         view: &DocView<'_>,
@@ -646,9 +652,9 @@ impl<'a> Walker<'a> {
         tag: &str,
         dom: usize,
         name: &str,
-    ) -> (Option<String>, bool) {
+    ) -> (Option<String>, bool, bool) {
         if !(VALUE_ROLES.contains(&role) || role == "generic" && prop_true(node, "editable")) {
-            return (None, false);
+            return (None, false, false);
         }
         let raw = if tag == "select" {
             value_text(&node.value)
@@ -670,15 +676,21 @@ impl<'a> Walker<'a> {
         };
         let sensitivity = policy::classify_field(&facts);
         if raw.is_empty() && matches!(sensitivity, Sensitivity::Public) {
-            return (Some(String::new()), false);
+            return (Some(String::new()), false, false);
         }
         // A public field's value is page-controlled text: a credential in it (a URL's token, a
         // `key=value` pair) is taken out as anywhere else.
-        let shown = match sensitivity {
-            Sensitivity::Public => policy::redact_text(&raw).into_owned(),
-            Sensitivity::Secret(_) => policy::redact_value_for_field(&raw, sensitivity),
-        };
-        (Some(shown), sensitivity.is_secret())
+        match sensitivity {
+            Sensitivity::Public => match policy::redact_text(&raw) {
+                std::borrow::Cow::Borrowed(_) => (Some(raw), false, false),
+                std::borrow::Cow::Owned(shown) => (Some(shown), false, true),
+            },
+            Sensitivity::Secret(_) => (
+                Some(policy::redact_value_for_field(&raw, sensitivity)),
+                true,
+                false,
+            ),
+        }
     }
 }
 

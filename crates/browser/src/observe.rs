@@ -818,14 +818,18 @@ fn with_changes(
 }
 
 /// Where a screenshot must be masked (viewport CSS pixels): every secret field (password, card,
-/// one-time code, token), and every element or text whose content shows a secret this tab typed.
+/// one-time code, token), and every element or text whose content shows a secret this tab typed
+/// or a credential text redaction takes out (`policy::redact_text`: token URLs, bearer tokens,
+/// JWTs, `api_key: …`), so the image shows no more than the text reply does.
 fn secret_regions(
     items: &[Item],
     candidates: &[Candidate],
     secrets: &policy::SecretRegistry,
 ) -> Vec<Rect> {
     fn shows(secrets: &policy::SecretRegistry, text: &str) -> bool {
-        !secrets.is_empty() && matches!(secrets.redact(text), std::borrow::Cow::Owned(_))
+        use std::borrow::Cow;
+        matches!(policy::redact_text(text), Cow::Owned(_))
+            || (!secrets.is_empty() && matches!(secrets.redact(text), Cow::Owned(_)))
     }
     fn walk(items: &[Item], secrets: &policy::SecretRegistry, out: &mut Vec<Rect>) {
         for item in items {
@@ -852,6 +856,7 @@ fn secret_regions(
         .iter()
         .filter(|c| {
             c.secret
+                || c.shows_credential
                 || shows(secrets, &c.name)
                 || c.value.as_deref().is_some_and(|v| shows(secrets, v))
         })

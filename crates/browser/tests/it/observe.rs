@@ -380,7 +380,8 @@ async fn page_model_choice() {
 
 /// Every screenshot is masked before it leaves: password, card and one-time-code fields are
 /// painted over whatever they hold, and so is the text where the page echoes a secret typed
-/// into one of them; a public field stays as the page drew it. Read back pixel by pixel.
+/// into one of them or shows a credential (what text redaction takes out); a public field stays
+/// as the page drew it. Read back pixel by pixel.
 #[tokio::test]
 async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     use browser::ActOptions;
@@ -427,7 +428,7 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
     };
     let rects = crate::observe_eval(
         &tab,
-        "Object.fromEntries(['pass', 'card', 'otc', 'echo', 'user'].map(id => { const r = document.getElementById(id).getBoundingClientRect(); return [id, [r.x, r.y, r.width, r.height]]; }))",
+        "Object.fromEntries(['pass', 'card', 'otc', 'echo', 'user', 'link', 'reset'].map(id => { const r = document.getElementById(id).getBoundingClientRect(); return [id, [r.x, r.y, r.width, r.height]]; }))",
     )
     .await;
     let rect = |id: &str| {
@@ -467,6 +468,14 @@ async fn screenshots_mask_secret_fields_and_echoed_typed_secrets() {
         "the echoed secret is masked"
     );
     assert!(!masked(rect("user")), "a public field is not masked");
+    // Credentials the page shows itself (issue 29: the text reply redacted them, the image
+    // showed them): a field holding a token URL, a paragraph with one and a bearer token.
+    assert!(masked(rect("link")), "the token URL in a field is masked");
+    let reset = rect("reset");
+    assert!(
+        masked((reset.0, reset.1, 300.0_f64.min(reset.2), reset.3)),
+        "the shown reset token and bearer token are masked"
+    );
     assert!(
         !shot.aria_snapshot().contains("hunter2-secret"),
         "nor is it in the text"
