@@ -1524,3 +1524,76 @@ document.getElementById('note').addEventListener('input', () => {{
         "a held tab's later window reached the attacker: {reached:?}"
     );
 }
+
+/// Issue 29: a page that logged the typed password in a console error put it in every later
+/// observation. A typed secret is redacted wherever the page echoes it — its console, its text,
+/// its title — in every later observation, the turn-start preview and the stored records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_secret_the_page_echoes_reaches_no_observation() {
+    let env = env("hostile-echo", true).await;
+    let secret = "pw-echo-93jf2k";
+    env.server.html(
+        "/echo.html",
+        r#"<!doctype html><title>Sign in</title><input type=password aria-label=Password id=p><p id=out></p>
+<script>
+p.addEventListener('input', () => {
+  console.error('login failed for password ' + p.value);
+  out.textContent = 'You typed ' + p.value;
+  document.title = 'Sign in as ' + p.value;
+});
+</script>"#,
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/echo.html"))
+        .await
+        .unwrap();
+    // A secret is typed only with a person's approval, every time.
+    let Err(RuntimeError::NeedsApproval { approval_id, .. }) =
+        type_into(&env, "Password", secret).await
+    else {
+        panic!("typing a password asks a person")
+    };
+    env.runtime
+        .resolve_approval(&approval_id, ApprovalDecision::ApproveOnce)
+        .unwrap();
+    let outcome = type_into(&env, "Password", secret).await.unwrap();
+    assert!(
+        !serde_json::to_string(&outcome.receipt)
+            .unwrap()
+            .contains(secret),
+        "the receipt"
+    );
+    let mut o = None;
+    for _ in 0..100 {
+        let seen = env
+            .runtime
+            .observe(&env.session, None, &Default::default())
+            .await
+            .unwrap();
+        if seen.aria_snapshot().contains("You typed") && !seen.console_errors().is_empty() {
+            o = Some(seen);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let o = o.expect("the page echoed what was typed");
+    assert!(
+        o.console_errors()
+            .iter()
+            .any(|c| c.contains("login failed for password")),
+        "the page logged it: {:?}",
+        o.console_errors()
+    );
+    let seen = serde_json::to_string(&o).unwrap();
+    assert!(!seen.contains(secret), "the observation: {seen}");
+    let status = serde_json::to_string(&env.runtime.status(&env.session).unwrap()).unwrap();
+    assert!(!status.contains(secret), "status: {status}");
+    let listed = serde_json::to_string(&env.runtime.tabs_for_person().unwrap()).unwrap();
+    assert!(!listed.contains(secret), "the person's list: {listed}");
+    for file in ["glovebox.sqlite", "glovebox.sqlite-wal"] {
+        let bytes = std::fs::read(env.data_dir.join(file)).unwrap_or_default();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{file} holds the typed secret"
+        );
+    }
+}
