@@ -71,9 +71,21 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
     let unavailable = |e: String| SurfaceError::BackendUnavailable { reason: e };
     match source {
         BrowserSource::Launch(options) => {
-            let local = Browser::launch(options)
-                .await
-                .map_err(|e| unavailable(e.to_string()))?;
+            // A browser that dies or hangs while starting (seen now and then under load) gets
+            // one more try, with a fresh profile, before the start fails.
+            let local = match Browser::launch(options).await {
+                Ok(local) => local,
+                Err(
+                    first @ (cdp::LaunchError::Exited { .. }
+                    | cdp::LaunchError::StartTimeout { .. }),
+                ) => {
+                    tracing::warn!(error = %first, "Chromium failed to start; trying once more");
+                    Browser::launch(options)
+                        .await
+                        .map_err(|e| unavailable(e.to_string()))?
+                }
+                Err(e) => return Err(unavailable(e.to_string())),
+            };
             let conn = local
                 .connect(ConnectionOptions::default())
                 .await
@@ -83,6 +95,16 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
             conn.gate_new_pages()
                 .await
                 .map_err(|e| unavailable(format!("cannot follow the windows tabs open: {e}")))?;
+            // No download lands anywhere unless an action asked for it (`expect_download`, into
+            // the run's folder): headless and headed Chromium alike would save into ~/Downloads.
+            conn.browser()
+                .send_raw(
+                    "Browser.setDownloadBehavior",
+                    serde_json::json!({"behavior": "deny"}),
+                    conn.default_timeout(),
+                )
+                .await
+                .map_err(|e| unavailable(format!("cannot refuse unasked downloads: {e}")))?;
             Ok((conn, Some(local)))
         }
         BrowserSource::Endpoint(endpoint) => {
@@ -633,6 +655,16 @@ impl SurfaceAdapter for Chromium {
                 .call(target::CreateBrowserContext {
                     dispose_on_detach: Some(with_connection),
                 })
+                .await
+                .map_err(cdp_error)?;
+            // Glovebox's own context refuses downloads nobody asked for, as a launched browser's
+            // default context does.
+            self.browser()?
+                .send_raw(
+                    "Browser.setDownloadBehavior",
+                    serde_json::json!({"behavior": "deny", "browserContextId": reply.browser_context_id}),
+                    self.connection()?.default_timeout(),
+                )
                 .await
                 .map_err(cdp_error)?;
             Ok(reply.browser_context_id)

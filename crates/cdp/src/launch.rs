@@ -75,7 +75,7 @@ pub enum LaunchError {
         log_tail: String,
     },
     #[error(
-        "Chromium did not open its DevTools port within {after:?}; its last output:\n{log_tail}"
+        "Chromium did not answer (on its pipe or DevTools port) within {after:?}; its last output:\n{log_tail}"
     )]
     StartTimeout { after: Duration, log_tail: String },
     #[error("{context}: {source}")]

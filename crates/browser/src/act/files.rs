@@ -352,7 +352,15 @@ impl Tab {
                 _ => {}
             }
         };
-        let mut params = json!({ "behavior": "default" });
+        // Back to refusing: Glovebox's own contexts and a browser it launched refuse downloads
+        // nobody asked for; only a shared browser's own default context gets its default back.
+        let conn = self.session.connection();
+        let behavior = if capture.context.is_some() || conn.gates_new_pages() {
+            "deny"
+        } else {
+            "default"
+        };
+        let mut params = json!({ "behavior": behavior });
         if let Some(id) = &capture.context {
             params["browserContextId"] = json!(id);
         }

@@ -1597,3 +1597,72 @@ p.addEventListener('input', () => {
         );
     }
 }
+
+/// Headless and headed Chromium alike saved a download nobody asked for into ~/Downloads: a
+/// page could write files into the user's home by a link the agent clicked or by its own
+/// script. Outside a capture an action asked for (`expect_download`), a download is refused,
+/// and the receipt still names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_nobody_asked_for_lands_nowhere() {
+    let env = env("hostile-download", true).await;
+    let downloads = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join("Downloads");
+    let listing = || -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(&downloads)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = listing();
+    let pid = std::process::id();
+    let linked = format!("glovebox-unasked-{pid}.txt");
+    let scripted = format!("glovebox-scripted-{pid}.txt");
+    env.server.route(
+        "/leak",
+        test_support::Route::attachment(&linked, b"written by a page"),
+    );
+    env.server.html(
+        "/files.html",
+        format!(
+            r#"<!doctype html><title>Files</title><a href="/leak">Get file</a>
+<script>setTimeout(() => {{ const a = document.createElement('a'); a.href = URL.createObjectURL(new Blob(['by script'])); a.download = '{scripted}'; document.body.append(a); a.click(); }}, 300);</script>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/files.html"))
+        .await
+        .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Get file").await;
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &click(&o, "Get file"),
+            &Default::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    let detail = outcome.receipt.detail().unwrap_or_default().to_owned();
+    assert!(
+        detail.contains("began a download") && detail.contains(&linked),
+        "the receipt names it: {detail:?}"
+    );
+    // No file is left there (Chromium's own short-lived `.org.chromium.*` scratch file, which
+    // it creates and removes while it refuses, is not one).
+    for _ in 0..60 {
+        let new: Vec<String> = listing()
+            .difference(&before)
+            .filter(|n| !n.starts_with(".org.chromium."))
+            .cloned()
+            .collect();
+        assert!(
+            new.is_empty(),
+            "{new:?} appeared in {} (the page offered {linked} and {scripted})",
+            downloads.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
