@@ -71,21 +71,9 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
     let unavailable = |e: String| SurfaceError::BackendUnavailable { reason: e };
     match source {
         BrowserSource::Launch(options) => {
-            // A browser that dies or hangs while starting (seen now and then under load) gets
-            // one more try, with a fresh profile, before the start fails.
-            let local = match Browser::launch(options).await {
-                Ok(local) => local,
-                Err(
-                    first @ (cdp::LaunchError::Exited { .. }
-                    | cdp::LaunchError::StartTimeout { .. }),
-                ) => {
-                    tracing::warn!(error = %first, "Chromium failed to start; trying once more");
-                    Browser::launch(options)
-                        .await
-                        .map_err(|e| unavailable(e.to_string()))?
-                }
-                Err(e) => return Err(unavailable(e.to_string())),
-            };
+            let local = Browser::launch(options)
+                .await
+                .map_err(|e| unavailable(e.to_string()))?;
             let conn = local
                 .connect(ConnectionOptions::default())
                 .await

@@ -183,7 +183,20 @@ pub struct Browser {
 impl Browser {
     /// Launches Chromium and waits until it answers: over its pipe, or on its DevTools port
     /// ([`LaunchOptions::debugging_port`]).
+    ///
+    /// A browser that dies or hangs while starting (Chromium does, now and then, under load)
+    /// gets one more try with a fresh profile before the launch fails.
     pub async fn launch(options: &LaunchOptions) -> Result<Browser, LaunchError> {
+        match Browser::launch_once(options).await {
+            Err(first @ (LaunchError::Exited { .. } | LaunchError::StartTimeout { .. })) => {
+                tracing::warn!(error = %first, "Chromium failed to start; trying once more");
+                Browser::launch_once(options).await
+            }
+            other => other,
+        }
+    }
+
+    async fn launch_once(options: &LaunchOptions) -> Result<Browser, LaunchError> {
         let executable = find_chromium(options.executable.as_deref())?;
         let profiles = options.data_dir.join("profiles");
         std::fs::create_dir_all(&profiles).map_err(|source| LaunchError::Io {
