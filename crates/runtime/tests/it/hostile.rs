@@ -63,6 +63,19 @@ async fn type_into(
         .await
 }
 
+/// `secret` is in neither the person's list of tabs nor the store's files.
+fn nowhere_a_person_or_the_store_sees(env: &crate::Env, secret: &str) {
+    let listed = serde_json::to_string(&env.runtime.tabs_for_person().unwrap()).unwrap();
+    assert!(!listed.contains(secret), "the person's list: {listed}");
+    for file in ["glovebox.sqlite", "glovebox.sqlite-wal"] {
+        let bytes = std::fs::read(env.data_dir.join(file)).unwrap_or_default();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{file} holds {secret}"
+        );
+    }
+}
+
 /// The action on `name` of a fresh observation: refused for a person's approval, the pending
 /// approval it made.
 async fn asks(env: &crate::Env, name: &str) -> runtime::ApprovalRequest {
@@ -1060,15 +1073,7 @@ async fn a_credential_in_a_tab_title_reaches_no_list_and_no_record() {
     for title in [seen.0.unwrap(), seen.1.unwrap()] {
         assert!(!title.contains(secret), "redacted: {title}");
     }
-    let listed = serde_json::to_string(&env.runtime.tabs_for_person().unwrap()).unwrap();
-    assert!(!listed.contains(secret), "{listed}");
-    for file in ["glovebox.sqlite", "glovebox.sqlite-wal"] {
-        let bytes = std::fs::read(env.data_dir.join(file)).unwrap_or_default();
-        assert!(
-            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
-            "{file} holds the title's credential"
-        );
-    }
+    nowhere_a_person_or_the_store_sees(&env, secret);
 }
 
 /// Issue 29: a link written `HTTP://…` (upper case) was not recognised as leading elsewhere,
@@ -1587,15 +1592,7 @@ p.addEventListener('input', () => {
     assert!(!seen.contains(secret), "the observation: {seen}");
     let status = serde_json::to_string(&env.runtime.status(&env.session).unwrap()).unwrap();
     assert!(!status.contains(secret), "status: {status}");
-    let listed = serde_json::to_string(&env.runtime.tabs_for_person().unwrap()).unwrap();
-    assert!(!listed.contains(secret), "the person's list: {listed}");
-    for file in ["glovebox.sqlite", "glovebox.sqlite-wal"] {
-        let bytes = std::fs::read(env.data_dir.join(file)).unwrap_or_default();
-        assert!(
-            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
-            "{file} holds the typed secret"
-        );
-    }
+    nowhere_a_person_or_the_store_sees(&env, secret);
 }
 
 /// Headless and headed Chromium alike saved a download nobody asked for into ~/Downloads: a
