@@ -284,7 +284,8 @@ impl Connection {
 
     /// Closes the connection from this side: a close frame goes to the browser (which ends
     /// every session of this connection), and every pending command and event stream ends with
-    /// `Closed` at once. Idempotent. The browser itself keeps running.
+    /// `Closed` at once. Idempotent. A browser on a DevTools port keeps running; one driven over
+    /// its pipe loses its only connection (its process is its `Browser`'s to end).
     pub fn close(&self) {
         let _ = self.inner.outgoing.send(Message::Close(None));
         fail_all(&self.inner, "closed by Glovebox".to_owned());
