@@ -891,6 +891,15 @@ impl Surface for Tab {
         SurfaceMemory(Arc::new(Tab::memory(self)))
     }
 
+    fn scrub(&self, secrets: &[String]) {
+        // The tab's registry is what every observation, preview and screenshot mask reads, and
+        // what its memory carries to the next attachment.
+        let mut state = crate::tab::lock(&self.state);
+        for secret in secrets {
+            let _ = state.secrets.add(secret);
+        }
+    }
+
     fn network_hold(&self) -> Option<surface::NetworkHold> {
         self.guard.network_hold()
     }

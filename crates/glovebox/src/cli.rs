@@ -200,6 +200,13 @@ pub struct RunArgs {
     /// `computer_tool_version`) under `[model]`.
     #[arg(long, num_args = 0..=1, default_missing_value = "auto", value_name = "VERSION")]
     pub computer_tool: Option<String>,
+    /// A secret the model never sees (repeatable): `NAME@ORIGIN[,ORIGIN…]=VALUE`, or
+    /// `NAME@ORIGIN…` to read the value from the environment variable NAME (kept out of the
+    /// shell's history and `ps`). The model writes `<secret>NAME</secret>` in what it types;
+    /// Glovebox types the value, only into fields on those origins. A value written in the task
+    /// too is replaced there by its placeholder.
+    #[arg(long = "secret", value_name = "NAME@ORIGIN=VALUE", value_parser = crate::task::parse_secret)]
+    pub secrets: Vec<crate::task::SecretArg>,
 }
 
 #[derive(Debug, Args)]

@@ -58,10 +58,73 @@ fn choice(
     Ok(choice)
 }
 
+/// One `--secret`: its value never prints (`Debug` shows its length only).
+#[derive(Clone)]
+pub struct SecretArg {
+    name: protocol::SecretName,
+    origins: Vec<String>,
+    value: String,
+}
+
+impl std::fmt::Debug for SecretArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SecretArg({}@{}, {} characters)",
+            self.name,
+            self.origins.join(","),
+            self.value.chars().count()
+        )
+    }
+}
+
+/// Reads `NAME@ORIGIN[,ORIGIN…]=VALUE`, or `NAME@ORIGIN…` with the value in the environment
+/// variable NAME. The origins are judged when the run starts (web origins only).
+pub fn parse_secret(arg: &str) -> Result<SecretArg, String> {
+    let (spec, value) = match arg.split_once('=') {
+        Some((spec, value)) => (spec, Some(value.to_owned())),
+        None => (arg, None),
+    };
+    let Some((name, origins)) = spec.split_once('@') else {
+        return Err("write NAME@ORIGIN=VALUE (e.g. password@https://app.example=…), or NAME@ORIGIN to read the value from the environment variable NAME".into());
+    };
+    let name = protocol::SecretName::new(name).map_err(|e| e.to_string())?;
+    let value = match value {
+        Some(value) => value,
+        None => std::env::var(name.as_str()).map_err(|_| {
+            format!(
+                "no value after = and no environment variable {name}: set it, or write {name}@ORIGIN=VALUE"
+            )
+        })?,
+    };
+    let origins: Vec<String> = origins
+        .split(',')
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok(SecretArg {
+        name,
+        origins,
+        value,
+    })
+}
+
+/// The run's secrets from the `--secret` flags, checked as every transport's are.
+fn secrets(args: &RunArgs) -> anyhow::Result<protocol::Secrets> {
+    let mut secrets = protocol::Secrets::default();
+    for s in &args.secrets {
+        secrets
+            .insert(s.name.clone(), s.value.clone(), s.origins.clone())
+            .map_err(|e| anyhow::anyhow!("--secret {}: {e}", s.name))?;
+    }
+    Ok(secrets)
+}
+
 /// `glovebox run`.
 pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::config::resolve(global, None)?;
     let choice = choice(args, settings.serve.mcp.model.clone())?;
+    let secrets = secrets(args)?;
     let accounting = Arc::new(Mutex::new(agent::Accounting::default()));
     // A provider that cannot start fails the run with its own error: nothing else is tried.
     let planner = match agent::ModelPlanner::for_choice(&choice, accounting.clone()) {
@@ -93,6 +156,7 @@ pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let mut request = RunRequest::new(args.task.as_str());
         request.max_steps = args.max_steps;
         request.max_seconds = args.max_seconds;
+        request.secrets = secrets;
         request.assertions = args
             .check_text
             .iter()

@@ -127,6 +127,11 @@ pub(crate) struct ComputerUseArgs {
     #[serde(default)]
     #[schemars(length(max = 16))]
     pub(crate) success_when: Vec<runtime::Assertion>,
+    /// Secrets the run's planner never sees, by name: `{"password": {"value": "…", "origins":
+    /// ["https://app.example"]}}`. Its model types `<secret>password</secret>`; Glovebox types
+    /// the value, only into fields on those origins.
+    #[serde(default)]
+    pub(crate) secrets: protocol::Secrets,
 }
 
 /// Why a tool call was refused before it ran.

@@ -710,6 +710,7 @@ impl GloveboxMcp {
         request.max_steps = args.max_steps.get();
         request.max_seconds = args.max_seconds.get();
         request.assertions = args.success_when;
+        request.secrets = args.secrets;
         let (handle, mut join) = self.runtime.start_run(session, request, planner)?;
         // A call that goes away (its future dropped on disconnect) stops its run; a client's
         // cancellation (`notifications/cancelled`) does too, through the request's token.

@@ -23,6 +23,7 @@ pub mod preview;
 pub mod receipt;
 pub mod result;
 pub mod schema;
+pub mod secret;
 pub mod surface;
 pub mod text;
 pub mod tool;
@@ -54,6 +55,7 @@ pub use result::{
     RunResultError, RunStatus, RunTarget,
 };
 pub use schema::{action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
+pub use secret::{SecretName, Secrets};
 pub use surface::{Capability, Region, SurfaceContext, SurfaceEntry, SurfaceError};
 pub use tool::ComputerUseInput;
 pub use untrusted::Untrusted;

@@ -21,6 +21,7 @@ mod planner;
 mod records;
 mod run;
 mod runtime;
+mod secrets;
 mod step;
 mod turn_surfaces;
 mod verify;

@@ -489,6 +489,7 @@ impl Runtime {
                     approval_key: Some(key),
                     approval_time: None,
                     confirm: None,
+                    secrets: &crate::secrets::NONE,
                 };
                 let options = ActOptions {
                     deadline: Duration::from_secs(30),
@@ -794,6 +795,7 @@ impl Runtime {
                 approval_key: None,
                 approval_time: None,
                 confirm: None,
+                secrets: &crate::secrets::NONE,
             };
             self.step(&at, action, options).await
         }

@@ -17,6 +17,7 @@ use crate::events::EventKind;
 use crate::lease::Lease;
 use crate::records::Described;
 use crate::runtime::{Runtime, TabEntry, now_ms, require};
+use crate::secrets::Filled;
 use crate::{Cancel, RuntimeError};
 
 /// How long a step may wait for a person.
@@ -49,6 +50,9 @@ pub(crate) struct StepAt<'a> {
     /// safety check on the model's action, in the provider's words). Policy may still refuse;
     /// no grant stands in for the person.
     pub(crate) confirm: Option<String>,
+    /// The secrets a person gave the run (none for a direct call): a `type` may write their
+    /// placeholders, filled in on its named origins only (`secrets::Given::fill`).
+    pub(crate) secrets: &'a crate::secrets::Given,
 }
 
 impl Runtime {
@@ -60,7 +64,7 @@ impl Runtime {
         action: &ExtendedAction,
         options: &ActOptions,
     ) -> Result<ActOutcome, RuntimeError> {
-        let (record, intended) = match self.checked(at, action).await {
+        let (record, intended, filled) = match self.checked(at, action).await {
             Ok(checked) => checked,
             Err(e) => {
                 // Refused before anything was sent: the log says so, with what it would have been.
@@ -83,6 +87,9 @@ impl Runtime {
             },
         );
         let mut options = self.step_options(at.session, options);
+        // A person's secrets: the action sent has their values (which the surface takes out of
+        // all it reports since the run began: `Surface::scrub`); its record has the placeholders.
+        let sent = filled.as_ref().map_or(action, |f| &f.action);
         // The network boundary: during the action, requests go only where it was judged to reach.
         options.allowed_origins = Some(intended.allowed.clone());
         // What the agent types stays where the person sent it: the tab stays guarded after.
@@ -96,7 +103,7 @@ impl Runtime {
             }
         };
         let open = self.begin_operation(at, action, &intended.described(Some(&*record)))?;
-        let mut outcome = at.tab.act(action, &options).await;
+        let mut outcome = at.tab.act(sent, &options).await;
         drop(dispatching);
         if let Ok(outcome) = &mut outcome {
             self.adopt_downloads(at.scope, outcome);
@@ -140,7 +147,7 @@ impl Runtime {
         &self,
         at: &StepAt<'_>,
         action: &ExtendedAction,
-    ) -> Result<(Arc<dyn FrameRecord>, Intended), RuntimeError> {
+    ) -> Result<(Arc<dyn FrameRecord>, Intended, Option<Filled>), RuntimeError> {
         let record = fresh_record(&**at.tab, action)?;
         // Enter sent to whatever has focus could submit any form: where it goes cannot be
         // judged, so it is not sent.
@@ -171,6 +178,15 @@ impl Runtime {
             intended.secret_field = true;
             intended.target = "a prompt for a secret".into();
         }
+        // A person's secret goes only into a field on an origin they named for it: refused
+        // before anyone is asked about an action that could not be sent.
+        let filled = at
+            .secrets
+            .fill(action, intended.field_origin(&*record).as_ref())?;
+        if filled.is_some() {
+            intended.secret_field = true;
+            intended.shown_text = None;
+        }
         let judged = self.judge(at, &*record, &intended)?;
         self.approvals(at, action, judged.asks).await?;
         intended.allowed = judged.allowed;
@@ -186,7 +202,7 @@ impl Runtime {
                 reason: "the tab's lease is gone (closed, hidden or lost)".into(),
             }));
         }
-        Ok((record, intended))
+        Ok((record, intended, filled))
     }
 
     /// Uploads read only from the configured upload directory; downloads land in the session's
@@ -250,16 +266,7 @@ impl Runtime {
                 reaches.extend(policy::Origin::parse(url).ok().map(|o| (o, None)));
             }
             None => {
-                // The element's own document: an iframe's origin for an element inside one.
-                let own = intended
-                    .structure
-                    .as_ref()
-                    .map(|s| s.document_origin.as_str())
-                    .filter(|o| !o.is_empty() && *o != "null");
-                let own = own
-                    .and_then(|o| policy::Origin::parse(o).ok())
-                    .or_else(|| policy::Origin::parse(record.document_url()).ok());
-                reaches.extend(own.map(|o| (o, None)));
+                reaches.extend(intended.field_origin(record).map(|o| (o, None)));
                 for (url, how) in &intended.side_effects {
                     // A destination that is not a web page at all is refused as a navigation is.
                     policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
@@ -276,15 +283,19 @@ impl Runtime {
                 }
             }
         }
-        let field = if intended.secret_field {
-            policy::Sensitivity::Secret(policy::SecretKind::Password)
-        } else {
-            policy::Sensitivity::Public
-        };
         let now = now_ms();
         // Held only while deciding: nothing below awaits.
         let grants = self.inner.approvals.grants();
         let decide_one = |origin: Option<&policy::Origin>| {
+            // Credentials going where the person named for the run's secrets are what they
+            // asked for; anywhere else they ask a person every time.
+            let field = if intended.secret_field
+                && !origin.is_some_and(|o| at.secrets.gives_credentials(o))
+            {
+                policy::Sensitivity::Secret(policy::SecretKind::Password)
+            } else {
+                policy::Sensitivity::Public
+            };
             let facts = RiskFacts {
                 effect: intended.effect,
                 origin,
@@ -698,6 +709,17 @@ struct Judged {
 }
 
 impl Intended {
+    /// The origin of the target's own document (an iframe's for an element inside one), else
+    /// the page's: where a field typed into is.
+    fn field_origin(&self, record: &dyn FrameRecord) -> Option<policy::Origin> {
+        self.structure
+            .as_ref()
+            .map(|s| s.document_origin.as_str())
+            .filter(|o| !o.is_empty() && *o != "null")
+            .and_then(|o| policy::Origin::parse(o).ok())
+            .or_else(|| policy::Origin::parse(record.document_url()).ok())
+    }
+
     /// What a record of the action says: never the text, only its length and sensitivity.
     fn described<'a>(&'a self, record: Option<&'a dyn FrameRecord>) -> Described<'a> {
         Described {

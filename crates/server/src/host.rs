@@ -8,7 +8,7 @@
 //! - first `hello {nonce}` (within 5 s) → `welcome {window_id}`; anything else closes;
 //! - `registry {event}` → `ack {window_revision, layout_revision, surface_revision?}`;
 //! - `chat_turn {surface_refs}` → `surface_context {context, tools, session}`;
-//! - `tool_call {envelope, name: observe|act|computer_use, arguments}` → `tool_result {surface,
+//! - `tool_call {envelope, name: observe|act|computer_use, arguments, secrets?}` → `tool_result {surface,
 //!   …}`; a `computer_use` run (with the configured planner) also sends `run_event {event}` for
 //!   each of its events while it runs (approvals requested, steps, its end);
 //! - `turn_end {chat_session_id, turn_id}` → `turn_ended {ended, report?}`;
@@ -116,6 +116,10 @@ enum Incoming {
         name: ToolName,
         #[serde(default)]
         arguments: Value,
+        /// The host's own secrets for a `computer_use` run, beside the model's arguments (the
+        /// model never had them): `{"NAME": {"value": …, "origins": […]}}`.
+        #[serde(default)]
+        secrets: protocol::Secrets,
     },
     TurnEnd {
         #[serde(default)]
@@ -306,6 +310,7 @@ async fn serve(state: HostState, socket: WebSocket) {
                 envelope,
                 name,
                 arguments,
+                secrets,
             } => {
                 let Ok(permit) = in_flight.clone().try_acquire_owned() else {
                     let _ = tx
@@ -321,8 +326,14 @@ async fn serve(state: HostState, socket: WebSocket) {
                 };
                 let (state, tx) = (state.clone(), tx.clone());
                 tasks.spawn(async move {
-                    let reply =
-                        tool_call(&state, connection, &id, &envelope, name, arguments, &tx).await;
+                    let call = ToolCall {
+                        id: &id,
+                        envelope: &envelope,
+                        name,
+                        arguments,
+                        secrets,
+                    };
+                    let reply = tool_call(&state, connection, call, &tx).await;
                     let _ = tx.send(reply).await;
                     drop(permit);
                 });
@@ -383,15 +394,35 @@ async fn serve(state: HostState, socket: WebSocket) {
     let _ = writer.await;
 }
 
+/// One `tool_call` message, as read.
+struct ToolCall<'a> {
+    id: &'a Value,
+    envelope: &'a Envelope,
+    name: ToolName,
+    arguments: Value,
+    secrets: protocol::Secrets,
+}
+
 async fn tool_call(
     state: &HostState,
     connection: ConnectionId,
-    id: &Value,
-    envelope: &Envelope,
-    name: ToolName,
-    arguments: Value,
+    call: ToolCall<'_>,
     tx: &mpsc::Sender<Value>,
 ) -> Value {
+    let ToolCall {
+        id,
+        envelope,
+        name,
+        arguments,
+        secrets,
+    } = call;
+    if !secrets.is_empty() && !matches!(name, ToolName::ComputerUse) {
+        return error(
+            id,
+            ErrorCode::InvalidAction,
+            "secrets go with a computer_use call (a run types them); observe and act type what they are given",
+        );
+    }
     let runtime = &state.runtime;
     let arguments = if arguments.is_null() {
         json!({})
@@ -430,11 +461,11 @@ async fn tool_call(
                 );
             };
             let mut events = runtime.subscribe_events();
-            let (key, handle, join) = match runtime.host_run(connection, envelope, &input, planner)
-            {
-                Ok(started) => started,
-                Err(e) => return runtime_error(id, &e),
-            };
+            let (key, handle, join) =
+                match runtime.host_run(connection, envelope, &input, secrets, planner) {
+                    Ok(started) => started,
+                    Err(e) => return runtime_error(id, &e),
+                };
             // The run stops if this call goes away (the connection closed).
             let guard = handle.stop_on_drop();
             let run_id = handle.run_id.to_string();

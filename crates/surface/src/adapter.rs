@@ -260,6 +260,12 @@ pub trait Surface: Send + Sync {
     /// What the next attachment resumes from (see [`SurfaceMemory`]).
     fn memory(&self) -> SurfaceMemory;
 
+    /// From now on, none of `secrets` (values a person gave a run, which it may type) leaves the
+    /// surface in an observation, a preview or an image, wherever the page shows them — before
+    /// they are typed as after — and the surface's memory keeps them so. Texts shorter than
+    /// `policy::MIN_SECRET_CHARS` are refused by the caller before they get here.
+    fn scrub(&self, secrets: &[String]);
+
     /// Whether the surface holds text the agent typed and its network is held for it (see
     /// [`NetworkHold`]). While it does, the runtime keeps it attached: the hold is enforced by
     /// the attachment. `None` for surfaces without a network boundary.

@@ -529,6 +529,7 @@ impl Runtime {
         connection: ConnectionId,
         envelope: &Envelope,
         input: &protocol::ComputerUseInput,
+        secrets: protocol::Secrets,
         planner: Box<dyn crate::Planner>,
     ) -> Result<
         (
@@ -544,6 +545,7 @@ impl Runtime {
         request.url = input.url.as_ref().map(|u| u.as_str().to_owned());
         request.max_steps = input.max_steps.get();
         request.max_seconds = input.max_seconds.get();
+        request.secrets = secrets;
         let (handle, join) = self.start_run(&session, request, planner)?;
         Ok((key, handle, join))
     }

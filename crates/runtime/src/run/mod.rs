@@ -39,6 +39,9 @@ pub struct RunRequest {
     pub screenshots: bool,
     /// Keep those screenshots after the run (otherwise they are deleted at its end).
     pub retain_screenshots: bool,
+    /// Secrets the person gives the run apart from its task: its planner sees placeholders,
+    /// and each value is typed only into fields on the origins named for it.
+    pub secrets: protocol::Secrets,
 }
 
 impl RunRequest {
@@ -52,6 +55,7 @@ impl RunRequest {
             assertions: Vec::new(),
             screenshots: false,
             retain_screenshots: false,
+            secrets: protocol::Secrets::default(),
         }
     }
 }
@@ -207,7 +211,10 @@ fn person_needed(
             e.name()
         ));
     }
-    if secret_typed(action, record).is_some_and(|text| !task.contains(text)) {
+    // A placeholder is the person's own secret (whether it may go there is the one path's check).
+    if secret_typed(action, record)
+        .is_some_and(|text| !task.contains(text) && protocol::secret::placeholders(text).is_empty())
+    {
         return Some("the page asks for a secret (a password, card or one-time code) this run does not have; a person signs in".to_owned());
     }
     None
@@ -228,8 +235,11 @@ struct RunState<'a> {
     artifacts: Vec<ArtifactRef>,
     artifact_seq: u64,
     last_url: String,
-    /// Texts the run typed into secret fields (only ever to take them out of its record).
+    /// Texts the run typed into secret fields, and the person's secrets (only ever to take them
+    /// out of its record).
     typed_secrets: Vec<String>,
+    /// The secrets the person gave the run.
+    secrets: crate::secrets::Given,
     /// Where the run's time went.
     times: RunTimes,
 }
@@ -333,6 +343,7 @@ impl Runtime {
         op: tokio::sync::OwnedRwLockReadGuard<()>,
     ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         request.check()?;
+        let secrets = crate::secrets::Given::read(&request.secrets)?;
         let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
         let run_id = self.fresh_id("run");
         let typed = protocol::RunId::new(run_id.clone()).map_err(|e| {
@@ -393,7 +404,8 @@ impl Runtime {
                     artifacts: Vec::new(),
                     artifact_seq: 0,
                     last_url: String::new(),
-                    typed_secrets: Vec::new(),
+                    typed_secrets: secrets.values(),
+                    secrets,
                     times: RunTimes::default(),
                 };
                 let mut planner = planner;

@@ -19,6 +19,12 @@ impl RunState<'_> {
                 max_seconds: request.max_seconds,
             },
         );
+        // The planner reads the person's secrets as placeholders only; the page never shows
+        // their values to it, typed or not.
+        let planner_task = self.secrets.planner_task(&request.task);
+        if !self.secrets.is_empty() {
+            self.tab.scrub(&self.secrets.values());
+        }
         if let Some(url) = &request.url
             && let Err(ending) = self.initial_navigation(url).await
         {
@@ -122,7 +128,7 @@ impl RunState<'_> {
             }
             // Plan.
             let input = PlanInput {
-                task: request.task.clone(),
+                task: planner_task.clone(),
                 observation: observation.clone(),
                 step: self.steps,
                 last: last.take(),
@@ -331,6 +337,7 @@ impl RunState<'_> {
             approval_key: None,
             approval_time: Some(&self.times.approval),
             confirm,
+            secrets: &self.secrets,
         };
         self.runtime.step(&at, action, options).await
     }

