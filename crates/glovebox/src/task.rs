@@ -58,9 +58,13 @@ fn choice(
     Ok(choice)
 }
 
-/// One `--secret`: its value never prints (`Debug` shows its length only).
+/// One `--secret`: its value never prints (`Debug` shows its length only), nor does a malformed
+/// one (clap would echo the whole argument in its error: it is read here, and said below).
 #[derive(Clone)]
-pub struct SecretArg {
+pub struct SecretArg(Result<GivenArg, String>);
+
+#[derive(Clone)]
+struct GivenArg {
     name: protocol::SecretName,
     origins: Vec<String>,
     value: String,
@@ -68,19 +72,27 @@ pub struct SecretArg {
 
 impl std::fmt::Debug for SecretArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "SecretArg({}@{}, {} characters)",
-            self.name,
-            self.origins.join(","),
-            self.value.chars().count()
-        )
+        match &self.0 {
+            Ok(g) => write!(
+                f,
+                "SecretArg({}@{}, {} characters)",
+                g.name,
+                g.origins.join(","),
+                g.value.chars().count()
+            ),
+            Err(_) => f.write_str("SecretArg(unreadable)"),
+        }
     }
 }
 
 /// Reads `NAME@ORIGIN[,ORIGIN…]=VALUE`, or `NAME@ORIGIN…` with the value in the environment
-/// variable NAME. The origins are judged when the run starts (web origins only).
-pub fn parse_secret(arg: &str) -> Result<SecretArg, String> {
+/// variable NAME. The origins are judged when the run starts (web origins only). Never fails
+/// here: what cannot be read is said by [`secrets`], without the argument.
+pub fn parse_secret(arg: &str) -> Result<SecretArg, std::convert::Infallible> {
+    Ok(SecretArg(read_secret(arg)))
+}
+
+fn read_secret(arg: &str) -> Result<GivenArg, String> {
     let (spec, value) = match arg.split_once('=') {
         Some((spec, value)) => (spec, Some(value.to_owned())),
         None => (arg, None),
@@ -102,7 +114,7 @@ pub fn parse_secret(arg: &str) -> Result<SecretArg, String> {
         .filter(|o| !o.is_empty())
         .map(str::to_owned)
         .collect();
-    Ok(SecretArg {
+    Ok(GivenArg {
         name,
         origins,
         value,
@@ -112,7 +124,10 @@ pub fn parse_secret(arg: &str) -> Result<SecretArg, String> {
 /// The run's secrets from the `--secret` flags, checked as every transport's are.
 fn secrets(args: &RunArgs) -> anyhow::Result<protocol::Secrets> {
     let mut secrets = protocol::Secrets::default();
-    for s in &args.secrets {
+    for (i, s) in args.secrets.iter().enumerate() {
+        let s =
+            s.0.as_ref()
+                .map_err(|why| anyhow::anyhow!("--secret (the {}. one): {why}", i + 1))?;
         secrets
             .insert(s.name.clone(), s.value.clone(), s.origins.clone())
             .map_err(|e| anyhow::anyhow!("--secret {}: {e}", s.name))?;
@@ -123,8 +138,8 @@ fn secrets(args: &RunArgs) -> anyhow::Result<protocol::Secrets> {
 /// `glovebox run`.
 pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::config::resolve(global, None)?;
-    let choice = choice(args, settings.serve.mcp.model.clone())?;
     let secrets = secrets(args)?;
+    let choice = choice(args, settings.serve.mcp.model.clone())?;
     let accounting = Arc::new(Mutex::new(agent::Accounting::default()));
     // A provider that cannot start fails the run with its own error: nothing else is tried.
     let planner = match agent::ModelPlanner::for_choice(&choice, accounting.clone()) {

@@ -485,6 +485,42 @@ async def scenario_sampling(args):
     emit({"listed": "computer_use" in names, "run": run["header"], "liar": liar["header"], "seen": seen, "canvas": canvas["header"], "images": images})
 
 
+async def scenario_secret(args):
+    """computer_use with a secret the person gives apart from the task (issue 29): the sampling
+    model types its placeholder and never sees the value, which goes only to the named origin;
+    secrets that cannot be used are refused before a run starts."""
+    page, origin, secret = args.fixture
+    seen = []
+
+    async def model(context, params):
+        blocks = [c for m in params.messages for c in ([m.content] if not isinstance(m.content, list) else m.content)]
+        text = "".join(c.text for c in blocks if c.type == "text") + (params.systemPrompt or "")
+        seen.append(text)
+        frame = re.findall(r"frame_id: (frame_[0-9a-f]+)", text)[-1]
+        field = re.search(r'textbox "Password" \[(e\d+)', text)
+        if "Welcome back" in text:
+            answer = {"done": "signed in"}
+        elif field:
+            answer = {"action": {"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": field.group(1)},
+                                 "text": "<secret>password</secret>", "intent": "type the password"}}
+        else:
+            answer = {"give_up": "no field"}
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=json.dumps(answer)), model="test-model")
+
+    async with streamablehttp_client(args.url, headers={"Authorization": f"Bearer {args.token}"} if args.token else None) as (read, write, _):
+        async with ClientSession(read, write, sampling_callback=model) as session:
+            await session.initialize()
+            secrets = {"password": {"value": secret, "origins": [origin]}}
+            checks = [{"kind": "text_present", "text": "Welcome back"}]
+            run = await call(session, "computer_use", {"task": f"Sign in with password {secret}", "url": page, "max_steps": 4,
+                                                      "max_seconds": 60, "success_when": checks, "secrets": secrets})
+            not_web = await call(session, "computer_use", {"task": "x", "url": page, "max_steps": 2, "max_seconds": 30,
+                                                          "secrets": {"password": {"value": secret, "origins": ["file:///etc"]}}})
+            short = await call(session, "computer_use", {"task": "x", "url": page, "max_steps": 2, "max_seconds": 30,
+                                                        "secrets": {"password": {"value": "abc", "origins": [origin]}}})
+    emit({"run": run["header"], "texts": run["texts"], "seen": seen, "not_web": not_web["header"], "short": short["header"]})
+
+
 async def scenario_dialog(args):
     """A click that opens confirm(): the act returns its receipt naming the dialog and the blocked
     page's observation (the dialog, with a frame); a dialog action on that frame answers it."""

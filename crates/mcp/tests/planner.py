@@ -2,7 +2,9 @@
 
 It signs up on the form fixture: types "Ada" into the empty Name field, clicks "Create account",
 then says it is done. A task that mentions "garbage" gets an answer that is not JSON; one that
-mentions "slow" thinks two seconds before every answer."""
+mentions "slow" thinks two seconds before every answer; one that mentions "secret" types the
+placeholder <secret>name</secret> instead of "Ada", and gives up if it was ever shown the
+value the tests give that secret."""
 import json
 import sys
 import time
@@ -15,8 +17,13 @@ def element(observation, role, name):
     return None
 
 
+SECRET_VALUE = "Ada-Lovelace-1815"
+
 for line in sys.stdin:
     step = json.loads(line)
+    if SECRET_VALUE in line:
+        print(json.dumps({"give_up": "the planner was shown the secret's value"}), flush=True)
+        continue
     observation = step["observation"]
     frame = observation["frame_id"]
     if "slow" in step["task"]:
@@ -27,7 +34,7 @@ for line in sys.stdin:
     name = element(observation, "textbox", "Name")
     button = element(observation, "button", "Create account")
     if name and not name.get("value"):
-        answer = {"action": {"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": name["ref"]}, "text": "Ada", "intent": "fill in the name"}}
+        answer = {"action": {"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": name["ref"]}, "text": "<secret>name</secret>" if "secret" in step["task"] else "Ada", "intent": "fill in the name"}}
     elif button and "Welcome" not in observation["aria_snapshot"]:
         answer = {"action": {"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": button["ref"]}, "intent": "create the account"}}
     else:

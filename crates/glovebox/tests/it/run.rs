@@ -191,3 +191,132 @@ async fn run_completes_a_task_with_a_model_provider_and_names_a_provider_that_ca
         "no other provider was tried: {said}"
     );
 }
+
+/// The model of the secret test: types the placeholder into Password, then says done; keeps
+/// every request it was sent.
+async fn secret_model(
+    State(seen): State<Arc<Mutex<Vec<String>>>>,
+    Json(body): Json<Value>,
+) -> Json<Value> {
+    let whole = body.to_string();
+    seen.lock().unwrap().push(whole);
+    let page = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .rfind(|t| t.contains("</untrusted nonce="))
+        .unwrap_or_default()
+        .to_owned();
+    let frame = page
+        .split("frame_id: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default();
+    let field = page
+        .split("textbox \"Password\" [")
+        .nth(1)
+        .and_then(|r| r.split([' ', ']']).next())
+        .unwrap_or("e0");
+    let (tool, input) = if page.contains("Welcome back") {
+        ("done", json!({"summary": "signed in"}))
+    } else {
+        (
+            "act",
+            json!({"type": "type", "expected_frame_id": frame, "target": {"kind": "element", "ref": field},
+                "text": "<secret>pw</secret>", "intent": "password"}),
+        )
+    };
+    Json(
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1}}),
+    )
+}
+
+/// Issue 29: `glovebox run --secret NAME@ORIGIN` (the value from the environment) types the
+/// value where the person named it, and the model's every request holds only the placeholder;
+/// a `--secret` that cannot be read says how to write one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_types_a_secret_the_model_never_sees() {
+    let secret = "pw-cli-4Kd9sQ";
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.html(
+        "/login.html",
+        r#"<!doctype html><title>Sign in</title><input type=password aria-label=Password id=p><p id=out>Signed out</p>
+<script>p.addEventListener('input', () => { fetch('/typed?v=' + encodeURIComponent(p.value)).catch(() => {}); out.textContent = 'Welcome back ' + p.value; });</script>"#,
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(secret_model))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (dir, url, origin) = (
+        data_dir("run-secret"),
+        fixtures.url("/login.html"),
+        fixtures.origin(),
+    );
+    let run = {
+        let (dir, url, origin) = (dir.clone(), url.clone(), origin.clone());
+        tokio::task::spawn_blocking(move || {
+            glovebox(&dir)
+                .args(["--trust", &origin, "run", "Sign in", "--url", &url])
+                .args([
+                    "--provider",
+                    "openai_chat",
+                    "--model",
+                    "m",
+                    "--base-url",
+                    &base,
+                ])
+                .args(["--secret", &format!("pw@{origin}")])
+                .args(["--check-text", "Welcome back", "--json"])
+                .env("GLOVEBOX_CONFIG", "/dev/null")
+                .env("OPENAI_API_KEY", "sk-test")
+                .env("pw", secret)
+                .output()
+                .unwrap()
+        })
+    }
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert!(
+        fixtures
+            .requests_to("/typed")
+            .iter()
+            .any(|r| r.query.as_deref() == Some(&format!("v={secret}"))),
+        "the field got the value"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(
+        seen[0].contains("<secret>pw</secret>"),
+        "the model is told the placeholder: {}",
+        seen[0]
+    );
+    for (i, request) in seen.iter().enumerate() {
+        assert!(!request.contains(secret), "request {i}: {request}");
+    }
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+
+    let bad = tokio::task::spawn_blocking(move || {
+        glovebox(&dir)
+            .args(["run", "x", "--url", &url, "--secret", "pw=hunter22"])
+            .env("GLOVEBOX_CONFIG", "/dev/null")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("NAME@ORIGIN=VALUE"), "{said}");
+    assert!(!said.contains("hunter22"), "{said}");
+}

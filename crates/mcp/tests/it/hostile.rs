@@ -180,3 +180,56 @@ async fn a_compromised_agent_moves_nothing_to_the_attacker_through_mcp() {
         "the console line is there, redacted"
     );
 }
+
+/// Issue 29 over MCP: `computer_use`'s `secrets` reach the page where the person named them and
+/// never the client's model, which plans through sampling with the placeholder alone (the task's
+/// own copy of the value becomes its placeholder too); secrets that cannot be used — a non-web
+/// origin, a value too short to take out of text — are refused before a run starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_given_to_computer_use_never_reaches_the_clients_model() {
+    let env = env("hostile-secret", true, None).await;
+    let secret = "pw-mcp-Zr81qa";
+    env.fixtures.html(
+        "/s/login.html",
+        r#"<!doctype html><title>Sign in</title><input type=password aria-label=Password id=p><p id=out>Signed out</p>
+<script>p.addEventListener('input', () => { fetch('/s/typed?v=' + encodeURIComponent(p.value)).catch(() => {}); out.textContent = 'Welcome back ' + p.value; });</script>"#,
+    );
+    let out = run(
+        "secret",
+        &over_http(&env),
+        &[
+            env.fixtures.url("/s/login.html"),
+            env.fixtures.origin(),
+            secret.to_owned(),
+        ],
+    )
+    .await;
+    assert_eq!(out["run"]["status"], "succeeded", "{out}");
+    let typed: Vec<Option<String>> = env
+        .fixtures
+        .requests_to("/s/typed")
+        .into_iter()
+        .map(|r| r.query)
+        .collect();
+    assert!(
+        typed.contains(&Some(format!("v={secret}"))),
+        "the field got the value: {typed:?}"
+    );
+    let seen = out["seen"].as_array().unwrap();
+    assert!(seen.len() >= 2, "{out}");
+    let shown = out.to_string();
+    assert!(
+        !shown.contains(secret),
+        "the client's model and tool results: {shown}"
+    );
+    assert!(
+        seen[0]
+            .as_str()
+            .unwrap()
+            .contains("Sign in with password <secret>password</secret>"),
+        "{out}"
+    );
+    for refused in ["not_web", "short"] {
+        assert_eq!(out[refused]["error"], "invalid_action", "{refused}: {out}");
+    }
+}

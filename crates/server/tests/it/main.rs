@@ -1240,3 +1240,46 @@ async fn a_person_allows_an_origin_for_a_tab_that_holds_what_the_agent_typed() {
     );
     assert_eq!(tab(&env)["network_hold"], allowed["network_hold"]);
 }
+
+/// Issue 29 through the host API: a `tool_call`'s `secrets` (the host's, beside the model's
+/// arguments) are typed where the host named them, and the planner — which gives up if it is
+/// ever shown the value — plans with the placeholder alone; secrets on any other tool are
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_secret_is_typed_by_a_run_that_never_sees_it() {
+    let value = "Ada-Lovelace-1815";
+    let env = env("host-secret").await;
+    let form = user_tab(&env, "/form.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &form, "right", 0).await;
+    let turn = r.turn("chat", &[("web", 1)], None).await;
+    let envelope = json!({"tool_call_id": "run-1", "source_provider_request_id": turn["context"]["provider_request_id"]});
+    let secrets = json!({"name": {"value": value, "origins": [env.fixtures.origin()]}});
+    let run = r
+        .call(json!({"type": "tool_call", "envelope": envelope, "name": "computer_use",
+            "arguments": {"task": "Sign up with the secret name", "max_steps": 6, "max_seconds": 60},
+            "secrets": secrets}))
+        .await;
+    assert_eq!(run["type"], "tool_result", "{run}");
+    assert!(
+        !run.to_string().contains(value),
+        "the result holds no value: {run}"
+    );
+    assert_ne!(
+        run["result"]["reason_code"], "action_failed",
+        "the planner never saw the value: {run}"
+    );
+    let writes = env.fixtures.writes();
+    assert_eq!(writes.len(), 1, "{run}");
+    assert!(
+        String::from_utf8_lossy(&writes[0].body).contains(value),
+        "the form sent the value: {:?}",
+        String::from_utf8_lossy(&writes[0].body)
+    );
+    let envelope = json!({"tool_call_id": "obs-1", "source_provider_request_id": turn["context"]["provider_request_id"]});
+    let observe = r
+        .call(json!({"type": "tool_call", "envelope": envelope, "name": "observe", "arguments": {}, "secrets": secrets}))
+        .await;
+    assert_eq!(observe["code"], "invalid_action", "{observe}");
+}
