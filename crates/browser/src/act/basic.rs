@@ -198,14 +198,25 @@ impl Tab {
         Ok(Receipt::dispatched(kind, frame))
     }
 
+    /// Focuses the element. One that cannot take focus (a clickable `div`, a disabled field) is
+    /// the wrong element for a key: said as such, nothing sent.
     pub(super) async fn focus(&self, r: &Resolved) -> Result<(), BrowserError> {
-        r.session
+        match r
+            .session
             .call(Focus {
                 backend_node_id: Some(r.backend_node_id),
                 object_id: None,
             })
-            .await?;
-        Ok(())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(cdp::CdpError::Protocol { message, .. }) => Err(BrowserError::NotActionable {
+                reason: format!(
+                    "the element cannot take focus ({message}), so no key goes to it: press keys on a field, button or link, or click this element"
+                ),
+            }),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

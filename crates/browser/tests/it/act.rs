@@ -1053,3 +1053,22 @@ async fn stable_refs_and_diffs_after_actions() {
         "a new document numbers from e1"
     );
 }
+
+/// Issue 35: `press` on an element that cannot take focus (a clickable `div`) answered
+/// `internal` "DOM.focus failed"; it is the action that is wrong for the element, said so.
+#[tokio::test]
+async fn press_on_an_element_that_cannot_take_focus_is_an_invalid_action() {
+    let env = env().await;
+    env.server.html(
+        "/unfocusable.html",
+        r#"<!doctype html><title>Tiles</title><div id=t style="cursor:pointer" onclick="this.textContent='hit'">Open tile</div>"#,
+    );
+    let tab = env.open("/unfocusable.html").await;
+    let o = observe(&tab).await;
+    let press = action(
+        json!({"type": "press", "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": ref_of(&o, "Open tile")}, "key": "Enter", "intent": "open"}),
+    );
+    let err = tab.act(&press, &ActOptions::default()).await.unwrap_err();
+    assert_eq!(err.code(), protocol::ErrorCode::InvalidAction, "{err}");
+    assert!(err.to_string().contains("cannot take focus"), "{err}");
+}
