@@ -226,11 +226,20 @@ async fn list(State(state): State<PersonState>) -> Response {
 }
 
 /// The JSON body, read only after the caller is known to be the person (so a stranger learns
-/// nothing from parse errors).
+/// nothing from parse errors): always a JSON object (serde would read a struct from an array
+/// too, and `[]` was taken as an empty body: "every session" for a turn end), of the route's
+/// type.
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Box<Response>> {
-    serde_json::from_slice(body).map_err(|e| {
-        (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {e}")}))).into_response().into()
-    })
+    let refused = |why: String| -> Box<Response> {
+        (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_action", "message": format!("the body is not valid: {why}")}))).into_response().into()
+    };
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(value @ serde_json::Value::Object(_)) => {
+            serde_json::from_value(value).map_err(|e| refused(e.to_string()))
+        }
+        Ok(_) => Err(refused("it must be a JSON object".into())),
+        Err(e) => Err(refused(e.to_string())),
+    }
 }
 
 async fn resolve(
@@ -275,16 +284,7 @@ async fn open_user_tab(State(state): State<PersonState>, body: axum::body::Bytes
             tracing::info!(tab = %tab, "a person opened a tab");
             Json(json!({"tab": tab})).into_response()
         }
-        Err(e) => {
-            let status = match e.code() {
-                protocol::ErrorCode::OriginDenied => StatusCode::FORBIDDEN,
-                protocol::ErrorCode::BackendUnavailable
-                | protocol::ErrorCode::TargetLost
-                | protocol::ErrorCode::Timeout => StatusCode::BAD_GATEWAY,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            refusal(status, &e)
-        }
+        Err(e) => answer(&e),
     }
 }
 

@@ -274,6 +274,14 @@ impl Runtime {
     /// Registers a tab the user has open (the host reports it); it belongs to no session until
     /// one claims it. Returns its resource id.
     pub async fn register_user_tab(&self, url: &str) -> Result<String, RuntimeError> {
+        // The same bound as every URL an agent gives.
+        let chars = url.chars().count();
+        if chars > protocol::limits::URL_MAX_CHARS {
+            return Err(RuntimeError::InvalidAction(format!(
+                "a URL has at most {} characters (this one has {chars})",
+                protocol::limits::URL_MAX_CHARS
+            )));
+        }
         policy::check_navigation(url, &self.inner.config.navigation).map_err(|e| {
             RuntimeError::OriginDenied {
                 reason: e.to_string(),

@@ -1283,3 +1283,39 @@ async fn a_hosts_secret_is_typed_by_a_run_that_never_sees_it() {
         .await;
     assert_eq!(observe["code"], "invalid_action", "{observe}");
 }
+
+/// Issue 35: person routes took what they should refuse — `POST /api/turn-end` with `[]` was
+/// read as "every session" and closed an agent's tab; `/api/user-tabs` took a 900 kB URL where
+/// every agent path caps at 2,048 characters. A body is a JSON object, and a URL is bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn person_routes_refuse_what_is_not_theirs_to_take() {
+    let env = env("person-bodies").await;
+    let session = env.runtime.create_session().await.unwrap();
+    env.runtime
+        .open_tab(&session, &env.fixtures.url("/form.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let token = env.server.person.token.clone();
+    for body in [json!([]), json!("x"), json!(null)] {
+        let (status, said) = post(&env, "/api/turn-end", &token, &body).await;
+        assert_eq!(
+            (status, said["error"].as_str()),
+            (400, Some("invalid_action")),
+            "{body}: {said}"
+        );
+    }
+    assert_eq!(
+        env.runtime.status(&session).unwrap().tabs.len(),
+        1,
+        "the agent's tab is still open"
+    );
+    let long = format!("{}?q={}", env.fixtures.url("/form.html"), "a".repeat(3_000));
+    let (status, said) = post(&env, "/api/user-tabs", &token, &json!({"url": long})).await;
+    assert_eq!(
+        (status, said["error"].as_str()),
+        (400, Some("invalid_action")),
+        "{said}"
+    );
+    assert!(said["message"].as_str().unwrap().contains("2048"), "{said}");
+    assert!(env.runtime.user_tabs().unwrap().is_empty());
+}
