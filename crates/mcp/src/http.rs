@@ -59,17 +59,28 @@ pub fn router(runtime: Runtime, options: RouterOptions) -> McpRouter {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router =
-        axum::Router::new()
-            .route_service(MCP_PATH, service)
-            .layer(middleware::from_fn_with_state(
-                options.max_body_bytes,
-                check_post,
-            ));
+    let router = axum::Router::new()
+        .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(
+            options.max_body_bytes,
+            check_post,
+        ))
+        .layer(middleware::from_fn(session_ended));
     McpRouter {
         router,
         stop: Box::new(move || cancel.cancel()),
     }
+}
+
+/// A session ended by `DELETE` is answered 204: rmcp answers 202, which clients (the official
+/// Python SDK among them) take for a failed termination — MCP's DELETE is done when answered.
+async fn session_ended(request: Request, next: Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// A POST's body is read (bounded) and checked as one JSON-RPC message before rmcp sees it.
@@ -83,8 +94,12 @@ async fn check_post(State(max): State<usize>, request: Request, next: Next) -> R
     }
 }
 
-/// A JSON-RPC error as an HTTP answer.
+/// A JSON-RPC error as an HTTP answer (a dropped notification: 202 with no body, as MCP
+/// answers a notification).
 fn jsonrpc_refusal(status: StatusCode, answer: crate::jsonrpc::Answer) -> Response {
+    if answer.is_silent() {
+        return StatusCode::ACCEPTED.into_response();
+    }
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],

@@ -7,9 +7,17 @@
 
 use serde_json::{Value, json};
 
-/// A message the transport answers itself: the JSON-RPC error to send back.
+/// A message the transport answers itself: the JSON-RPC error to send back, or nothing (a
+/// notification rmcp could not read is dropped: a notification gets no answer).
 #[derive(Debug)]
 pub(crate) struct Answer(pub(crate) String);
+
+impl Answer {
+    /// Nothing to send back.
+    pub(crate) fn is_silent(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// `Ok` for a message rmcp may read; else the JSON-RPC error that answers it.
 pub(crate) fn check(bytes: &[u8]) -> Result<(), Answer> {
@@ -31,16 +39,45 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), Answer> {
         ));
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let valid_id = matches!(id, Value::Null | Value::String(_))
-        || id.as_i64().is_some()
-        || id.as_u64().is_some();
     let method = message.get("method");
+    // MCP: an id is a string or an integer, never null (rmcp reads integers as i64); a request
+    // whose id is anything else is still answered, with that id echoed where it is one.
+    let valid_id = match &id {
+        Value::Null => !(message.contains_key("id") && method.is_some()),
+        Value::String(_) => true,
+        other => other.as_i64().is_some(),
+    };
     if message.get("jsonrpc") != Some(&json!("2.0")) || !valid_id {
+        let echoed = if id.is_string() || id.is_number() {
+            &id
+        } else {
+            &Value::Null
+        };
         return Err(error_line(
-            if valid_id { &id } else { &Value::Null },
+            echoed,
             -32600,
-            "Invalid Request: jsonrpc must be \"2.0\" and an id a string or an integer".into(),
+            "Invalid Request: jsonrpc must be \"2.0\" and an id a string or an integer (at most 2^63-1), never null".into(),
         ));
+    }
+    // MCP's params are an object (or absent), and their `_meta` is one too: anything else is
+    // answered here with the request's id (rmcp could not type it, and answered without one).
+    let params = message.get("params");
+    let params_ok = params.is_none_or(|p| {
+        p.is_null()
+            || p.as_object()
+                .is_some_and(|o| o.get("_meta").is_none_or(Value::is_object))
+    });
+    if !params_ok && method.is_some_and(Value::is_string) {
+        return if message.contains_key("id") {
+            Err(error_line(
+                &id,
+                -32602,
+                "Invalid params: params is an object, and its _meta an object too".into(),
+            ))
+        } else {
+            // A notification gets no answer; rmcp is not given what it cannot read.
+            Err(Answer(String::new()))
+        };
     }
     match method {
         None if message.contains_key("result") || message.contains_key("error") => Ok(()),
@@ -126,6 +163,45 @@ mod tests {
             code(
                 r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"observe","arguments":{}}}"#
             ),
+            None
+        );
+        // Issue 35: well-formed requests rmcp cannot type were answered without their id.
+        for (line, code_is) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#,
+                -32602,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}"#,
+                -32602,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"observe","_meta":5}}"#,
+                -32602,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":[]}}"#,
+                -32602,
+            ),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, -32600),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#,
+                -32600,
+            ),
+        ] {
+            let answer: serde_json::Value =
+                serde_json::from_str(&check(line.as_bytes()).unwrap_err().0).unwrap();
+            assert_eq!(answer["error"]["code"], code_is, "{line}");
+            let sent: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(answer["id"], sent["id"], "{line}: the request's own id");
+            assert!(answer.as_object().unwrap().contains_key("id"), "{line}");
+        }
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}"#),
+            None
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}"#),
             None
         );
         let answered = check(br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{}}"#)

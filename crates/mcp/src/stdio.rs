@@ -95,6 +95,7 @@ async fn read_in<R: AsyncRead + Unpin>(
                     }
                     None
                 }
+                Err(refusal) if refusal.is_silent() => None,
                 Err(refusal) => Some(refusal.0),
             },
         };

@@ -161,6 +161,23 @@ fn refuse(status: StatusCode, message: &str) -> Response {
 
 async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let headers: &HeaderMap = request.headers();
+    // One Host and at most one Origin: with two, which one a check read is a guess.
+    if headers.get_all(header::HOST).iter().count() > 1
+        || headers.get_all(header::ORIGIN).iter().count() > 1
+    {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "a request has one Host header and at most one Origin header",
+        );
+    }
+    // An absolute-form target (`POST http://other/mcp`) is for a proxy: this server is none,
+    // and its authority would be judged instead of the Host header's.
+    if request.uri().scheme().is_some() || request.uri().authority().is_some() {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "the request target is a path (this server is not a proxy)",
+        );
+    }
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())

@@ -290,6 +290,43 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
     )
     .await;
     assert_eq!(status, 403, "a Host with another port is refused");
+    // Issue 35: two Host or Origin headers, and an absolute-form target, were accepted.
+    let (status, _) = raw_http(
+        addr,
+        &request(
+            &local,
+            "Host: evil.example
+Authorization: Bearer s3cret
+",
+        ),
+    )
+    .await;
+    assert_eq!(status, 400, "a second Host header is refused");
+    let (status, _) = raw_http(
+        addr,
+        &request(
+            &local,
+            &format!(
+                "Origin: http://{local}
+Origin: https://evil.example
+Authorization: Bearer s3cret
+"
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(status, 400, "a second Origin header is refused");
+    let (status, _) = raw_http(
+        addr,
+        &request(
+            &local,
+            "Authorization: Bearer s3cret
+",
+        )
+        .replacen("POST /mcp", &format!("POST http://{local}/mcp"), 1),
+    )
+    .await;
+    assert_eq!(status, 400, "an absolute-form target is refused");
     let (status, _) = raw_http(
         addr,
         &request(
@@ -338,6 +375,19 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":3}}"#.to_owned(),
             "-32602",
         ),
+        // Issue 35: these got 415 and an answer without their id.
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"ping","params":[1]}"#.to_owned(),
+            "-32602",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":[]}}"#.to_owned(),
+            "-32602",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.to_owned(),
+            "-32600",
+        ),
     ] {
         let (status, body) = raw_http(
             addr,
@@ -346,7 +396,39 @@ async fn foreign_host_origin_and_missing_token_are_refused() {
         .await;
         assert_eq!(status, 400, "{message}: {body}");
         assert!(body.contains(code), "{message}: {body}");
+        let sent_id = serde_json::from_str::<Value>(&message)
+            .ok()
+            .and_then(|m| m.get("id").cloned())
+            .filter(|id| id.is_number())
+            .unwrap_or(Value::Null);
+        let answer_id = body
+            .find('{')
+            .and_then(|at| serde_json::from_str::<Value>(&body[at..]).ok())
+            .map(|a| a["id"].clone());
+        assert_eq!(
+            answer_id,
+            Some(sent_id),
+            "the answer carries the id: {body}"
+        );
     }
+    // Issue 35: a session a client ends with DELETE is answered 204 (202 read as a failure).
+    let (status, answer, _) =
+        crate::raw_http_whole(addr, &request(&local, "Authorization: Bearer s3cret\r\n")).await;
+    assert_eq!(status, 200, "{answer}");
+    let session = answer
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l.split_once(':').unwrap().1.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("a session id: {answer}"));
+    let (status, answer) = raw_http(
+        addr,
+        &format!("DELETE /mcp HTTP/1.1\r\nHost: {local}\r\nAuthorization: Bearer s3cret\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 204, "{answer}");
     // The client with the token works end to end.
     let mut transport = over_http(&env);
     transport.extend(["--token".to_owned(), "s3cret".to_owned()]);

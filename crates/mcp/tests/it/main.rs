@@ -209,6 +209,12 @@ pub fn over_http(env: &Env) -> Vec<String> {
 
 /// A raw HTTP/1.1 request (so tests control every header); returns status and body.
 pub async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
+    let (status, _, body) = raw_http_whole(addr, request).await;
+    (status, body)
+}
+
+/// [`raw_http`] with the response's head (status line and headers) too.
+pub async fn raw_http_whole(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     // Written while the answer is read: a server may answer a body over its limit and close before
     // the rest is written (a broken pipe here), and its answer still counts.
@@ -227,11 +233,11 @@ pub async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = response
+    let (head, body) = response
         .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
         .unwrap_or_default();
-    (status, body)
+    (status, head, body)
 }
 
 /// The page targets of the browser (to see a session's tabs close after its client leaves).

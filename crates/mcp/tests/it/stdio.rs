@@ -27,7 +27,7 @@ impl Lcg {
 /// lines whose id cannot be read).
 fn message(rng: &mut Lcg, id: u64) -> (Vec<u8>, Option<u64>) {
     let text = |v: Value| v.to_string().into_bytes();
-    match rng.next() % 12 {
+    match rng.next() % 16 {
         0 => (
             text(json!({"jsonrpc": "2.0", "id": id, "method": "ping"})),
             Some(id),
@@ -85,6 +85,27 @@ fn message(rng: &mut Lcg, id: u64) -> (Vec<u8>, Option<u64>) {
             )
             .into_bytes(),
             None,
+        ),
+        // Issue 35: well-formed, but params rmcp cannot type; answered with their id.
+        11 => (
+            text(json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": [1]})),
+            Some(id),
+        ),
+        12 => (
+            text(json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": "x"})),
+            Some(id),
+        ),
+        13 => (
+            text(
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "status", "_meta": 5}}),
+            ),
+            Some(id),
+        ),
+        14 => (
+            text(
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": []}}),
+            ),
+            Some(id),
         ),
         _ => (
             {
