@@ -21,7 +21,7 @@ pub enum RuntimeError {
     NoSurface,
     #[error("surface {surface} lacks the {capability} capability")]
     CapabilityDenied { surface: String, capability: String },
-    #[error("the tab is leased to run {holder}; wait for it to finish or stop it")]
+    #[error("the tab is leased to {holder}; wait for it to finish or stop it")]
     LeaseConflict { holder: String },
     #[error("policy refuses this: {reason}")]
     OriginDenied { reason: String },

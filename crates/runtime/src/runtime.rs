@@ -462,7 +462,7 @@ impl Runtime {
         };
         let loaded = async {
             let holder = format!("{session}/act/{}", self.next_surface());
-            let held = self.acquire(&entry, &holder)?;
+            let held = self.acquire(&entry, session, &holder)?;
             let lease = &held.lease;
             let result = async {
                 let attached = self.attach(&entry).await?;
@@ -774,7 +774,7 @@ impl Runtime {
         let direct = format!("{session}/act/");
         let holder = format!("{direct}{}", self.next_surface());
         let held = self
-            .acquire_waiting(&entry, &holder, &direct, options.deadline)
+            .acquire_waiting(&entry, session, &holder, &direct, options.deadline)
             .await?;
         let result = async {
             let attached = self.attach(&entry).await?;
@@ -804,21 +804,42 @@ impl Runtime {
         self.forget_if_lost(session, &state, &entry, result).await
     }
 
-    /// Takes the tab's write lease for `holder`, kept alive until the returned guard drops.
+    /// Takes the tab's write lease for `holder` (of `session`), kept alive until the returned
+    /// guard drops.
     pub(crate) fn acquire(
         &self,
         entry: &TabEntry,
+        session: &str,
         holder: &str,
     ) -> Result<HeldLease, RuntimeError> {
+        self.take_lease(entry, holder)
+            .map_err(|held| self.lease_conflict(session, &held))
+    }
+
+    /// The lease, or who holds it (their own name for it).
+    fn take_lease(&self, entry: &TabEntry, holder: &str) -> Result<HeldLease, String> {
         HeldLease::take(
             &self.inner.leases,
             entry.target(),
             holder,
             self.inner.config.lease_ttl,
         )
-        .map_err(|held| RuntimeError::LeaseConflict {
-            holder: held.holder,
-        })
+        .map_err(|held| held.holder)
+    }
+
+    /// A lease conflict as `session` is told it: its own run by id, its own calls as such, and
+    /// another session's work without that session's ids (issue 35: one client learnt another's).
+    fn lease_conflict(&self, session: &str, held: &str) -> RuntimeError {
+        let holder = if held.starts_with(&format!("{session}/")) {
+            "an earlier call of this session".to_owned()
+        } else if self.inner.runs.session_of(held).as_deref() == Some(session) {
+            format!("run {held} of this session")
+        } else if self.inner.runs.session_of(held).is_some() {
+            "a run of another session".to_owned()
+        } else {
+            "another session".to_owned()
+        };
+        RuntimeError::LeaseConflict { holder }
     }
 
     /// Takes the tab's lease, waiting (up to `patience`) while a holder whose name starts with
@@ -827,6 +848,7 @@ impl Runtime {
     async fn acquire_waiting(
         &self,
         entry: &TabEntry,
+        session: &str,
         holder: &str,
         queue: &str,
         patience: Duration,
@@ -834,13 +856,12 @@ impl Runtime {
         let until = Instant::now() + patience;
         loop {
             let released = self.inner.leases.released();
-            match self.acquire(entry, holder) {
-                Err(RuntimeError::LeaseConflict { holder: held })
-                    if held.starts_with(queue) && Instant::now() < until =>
-                {
+            match self.take_lease(entry, holder) {
+                Err(held) if held.starts_with(queue) && Instant::now() < until => {
                     let _ = tokio::time::timeout_at(until.into(), released).await;
                 }
-                other => return other,
+                Err(held) => return Err(self.lease_conflict(session, &held)),
+                Ok(lease) => return Ok(lease),
             }
         }
     }

@@ -427,8 +427,9 @@ impl Runtime {
             .store
             .claim_resource(&store::ResourceId::new(resource), &sid(session), now_ms())
             .map_err(|e| match e {
+                // Never which one: its id is not this session's to know (issue 35).
                 store::StoreError::AlreadyClaimed { .. } => RuntimeError::LeaseConflict {
-                    holder: format!("another session ({e})"),
+                    holder: "another session, which claimed it first".into(),
                 },
                 store::StoreError::NotFound { .. } | store::StoreError::NotClaimable { .. } => {
                     RuntimeError::UnknownSurface {

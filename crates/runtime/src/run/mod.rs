@@ -350,7 +350,7 @@ impl Runtime {
             RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}"))
         })?;
         let cancel = Cancel::default();
-        let held = self.acquire(&entry, &run_id)?;
+        let held = self.acquire(&entry, session, &run_id)?;
         let lease = held.lease.clone();
         self.record_run_start(&run_id, session, &key, &request, planner.model());
         self.inner.runs.started(&run_id, session, cancel.clone());

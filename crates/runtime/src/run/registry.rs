@@ -36,6 +36,13 @@ impl Runs {
         lock(&self.running).insert(run.to_owned(), (session.to_owned(), cancel));
     }
 
+    /// The session of a run in flight.
+    pub(crate) fn session_of(&self, run: &str) -> Option<String> {
+        lock(&self.running)
+            .get(run)
+            .map(|(session, _)| session.clone())
+    }
+
     /// A run ended (its one cleanup): it is neither running nor waiting any more.
     pub(crate) fn ended(&self, run: &str) {
         lock(&self.running).remove(run);

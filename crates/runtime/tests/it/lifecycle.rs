@@ -189,3 +189,25 @@ async fn the_data_directory_and_its_records_are_the_owners_alone() {
     assert_eq!(mode(&db), 0o600, "the database");
     rt.shutdown(std::time::Duration::from_secs(1)).await;
 }
+
+/// Issue 35: a `lease_conflict` named another session's id to the client that asked. The tab a
+/// session claimed first is refused to another as "another session", never by its id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_names_no_other_sessions_id() {
+    let env = crate::env("conflict-names", true).await;
+    let tab = env
+        .runtime
+        .register_user_tab(&env.server.url("/counter.html"))
+        .await
+        .unwrap();
+    let first = env.runtime.create_session().await.unwrap();
+    env.runtime.claim_tab(&first, &tab).await.unwrap();
+    let err = env.runtime.claim_tab(&env.session, &tab).await.unwrap_err();
+    assert_eq!(err.code(), protocol::ErrorCode::LeaseConflict, "{err}");
+    let said = err.to_string();
+    assert!(
+        !said.contains(first.as_str()) && !said.contains("session_"),
+        "{said}"
+    );
+    assert!(said.contains("another session"), "{said}");
+}
