@@ -635,7 +635,7 @@ impl GloveboxMcp {
             .map(|t| {
                 json!({
                     "tab": t.resource, "surface": t.surface.and_then(|s| self.runtime.surface_key(session, s)), "ownership": t.ownership,
-                    "mark": t.mark, "state": t.state, "attached": t.attached,
+                    "mark": t.mark, "state": t.state, "attached": t.attached, "live": t.live,
                 })
             })
             .collect();
@@ -646,10 +646,12 @@ impl GloveboxMcp {
             .collect();
         let header = json!({
             "tools_active": status.tools_active,
+            "activated": status.activated,
             "browser": status.bridge,
             "tabs": facts,
             "debugger_leases": status.debugger_leases,
             "pending_recoveries": status.pending_recoveries,
+            "reconciled": status.reconciled,
         });
         Ok(CallToolResult::success(vec![
             Content::text(header.to_string()),

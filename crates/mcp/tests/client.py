@@ -201,6 +201,7 @@ async def scenario_lifecycle(args):
     other_page, spare_page = args.fixture[0], args.fixture[1]
     out = {}
     async with connect(args) as (session, _), connect(args) as (rival, _):
+        out["fresh_status"] = (await call(session, "status"))["header"]
         listed = await call(session, "tabs")
         out["user_tabs_before"] = listed["header"]["user_tabs"]
         user_tab = out["user_tabs_before"][0]

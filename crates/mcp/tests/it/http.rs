@@ -536,6 +536,20 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
     assert_eq!(of("s2")["ownership"], "agent_created");
     assert_eq!(of("s2")["mark"], "deliverable");
     assert_eq!(of("s3")["mark"], "none");
+    // Issue 35: MCP's status left out what the runtime's has (`live`, `reconciled`), and a fresh
+    // session said its tools were off while every tool worked.
+    assert!(
+        tabs.iter().all(|t| t["live"] == true),
+        "every open tab is live: {out}"
+    );
+    assert!(
+        out["status"]
+            .as_object()
+            .unwrap()
+            .contains_key("reconciled"),
+        "{out}"
+    );
+    assert_eq!(out["fresh_status"]["tools_active"], true, "{out}");
     let cleanup = &out["cleanup"];
     assert_eq!(cleanup["ok"], true, "{out}");
     assert_eq!(

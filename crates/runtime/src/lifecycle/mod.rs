@@ -97,7 +97,11 @@ pub struct TabStatus {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct BrowserStatus {
+    /// The session's browser tools work (from its start; off only after a context reset).
     pub tools_active: bool,
+    /// The session has used the browser since it began or since its last reset: `002_…`'s
+    /// "Skill loaded", recorded (and audited) at the first browser operation.
+    pub activated: bool,
     pub bridge: String,
     pub tabs: Vec<TabStatus>,
     /// Debugger leases, recorded apart from the tabs' lifecycle (`002_…`: "Debugger 状态和 Tab
@@ -888,7 +892,10 @@ impl Runtime {
         // every tab with it, before any later call notices and records the handles as lost.
         let connected = self.adapter().closed_reason().is_none() && self.browser_alive();
         Ok(BrowserStatus {
-            tools_active: record.tools_active,
+            // What gates the tools (a fresh session's are on; only a reset turns them off), not
+            // the store's record of the first activation.
+            tools_active: state.tools_active.load(std::sync::atomic::Ordering::SeqCst),
+            activated: record.tools_active,
             bridge: self.bridge_state(),
             pending_recoveries: pending,
             tabs: resources

@@ -1,8 +1,8 @@
 //! The test plan of `002_b1585752cb0e1e46.txt` ("测试计划"), one test per item, against real
 //! Chromium and a real SQLite file. The seed was written for Pi/DSH plugin hosts; here the host
 //! is the runtime API every transport calls, and its words map as follows: a "Skill load" / tool
-//! activation is the session's `tools_active` record (set by the first browser operation, audited
-//! as `tools_activated`); hiding tools / calling the disposer is `tools_deactivated`; the Bridge is
+//! activation is the session's `activated` record (set by the first browser operation, audited
+//! as `tools_activated`; its tools are usable, and `tools_active`, from its start: issue 35); hiding tools / calling the disposer is `tools_deactivated`; the Bridge is
 //! the runtime's CDP connection (`status().bridge`); plugin disposal is `Runtime::shutdown`; agent
 //! disposal and session switch are `Runtime::close_session`; a turn checkpoint is `end_turn`;
 //! "model-visible output" is anything on the event stream an agent's progress log reads. Glovebox
@@ -171,7 +171,11 @@ async fn remote_env(name: &str) -> (Env, cdp::Browser) {
 async fn unit_01_tools_stay_active_across_turns() {
     let env = env("seed-u01", true).await;
     let s = &env.session;
-    assert!(!status(&env, s).tools_active);
+    let fresh = status(&env, s);
+    assert!(
+        fresh.tools_active && !fresh.activated,
+        "a fresh session's tools work, and status says so; the browser is not yet used: {fresh:?}"
+    );
     for turn in 1..=3 {
         // Each turn uses the browser directly; nothing is re-activated.
         crate::open(&env.runtime, s, &env.server.url("/counter.html"))
@@ -970,7 +974,7 @@ async fn integration_05_a_session_switch_runs_the_final_cleanup_and_keeps_failed
         1,
         "the handoff page stays for the user"
     );
-    assert!(!status(&env, &new).tools_active && status(&env, &new).tabs.is_empty());
+    assert!(!status(&env, &new).activated && status(&env, &new).tabs.is_empty());
     // A switch whose cleanup fails keeps the old session's recovery record.
     crate::open(&env.runtime, &new, &env.server.url("/form.html"))
         .await
@@ -1156,7 +1160,7 @@ async fn acceptance_1_and_2_no_tools_until_the_browser_is_asked_for_then_activat
     let s = &env.session;
     let fresh = status(&env, s);
     assert!(
-        !fresh.tools_active && fresh.tabs.is_empty() && fresh.debugger_leases.is_empty(),
+        !fresh.activated && fresh.tabs.is_empty() && fresh.debugger_leases.is_empty(),
         "{fresh:?}"
     );
     assert!(tool_changes(&env, s).is_empty());
