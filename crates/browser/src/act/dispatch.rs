@@ -414,14 +414,19 @@ impl Tab {
             ExtendedAction::Navigate(a) => {
                 Ok(self.navigate(a.url.as_str(), until, frame).await?.into())
             }
-            ExtendedAction::Wait(a) => Ok(self
-                .wait(
-                    Duration::from_millis(u64::from(a.duration_ms.get())),
-                    until,
-                    frame,
-                )
-                .await
-                .into()),
+            ExtendedAction::Wait(a) => {
+                let waited = self
+                    .wait(
+                        Duration::from_millis(u64::from(a.duration_ms.get())),
+                        until,
+                        frame,
+                    )
+                    .await;
+                // A wait sends nothing: a tab that died meanwhile is lost, not waited on
+                // (issue 35: it answered `confirmed` with no page after it).
+                self.check_alive()?;
+                Ok(waited.into())
+            }
             ExtendedAction::Dialog(_) => Err(BrowserError::Internal {
                 reason: "dialog answers go through answer_dialog".into(),
             }),

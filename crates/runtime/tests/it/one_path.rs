@@ -665,3 +665,35 @@ async fn a_call_dropped_while_it_waits_for_a_person_leaves_nothing_held() {
     })
     .await;
 }
+
+/// Issue 35: an act whose tab died while it waited answered `ambiguous_surface` (the tab had
+/// left the session by the time the answer was made); the act's own tab is lost: `target_lost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tab_that_dies_during_a_wait_is_target_lost() {
+    let env = env("one-path-dies-waiting", true).await;
+    let (s, rt) = (env.session.clone(), env.runtime.clone());
+    crate::open(&rt, &s, &env.server.url("/counter.html"))
+        .await
+        .unwrap();
+    let o = rt.observe(&s, None, &Default::default()).await.unwrap();
+    let target = o.target().tab_id.as_str().to_owned();
+    let wait = protocol::validate_extended_action(&serde_json::json!({"type": "wait",
+        "expected_frame_id": o.frame_id().as_str(), "duration_ms": 3000, "intent": "wait"}))
+    .unwrap();
+    let acting = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.act(&s, None, &wait, &Default::default(), NOW).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    env.browser
+        .connection()
+        .unwrap()
+        .browser()
+        .call(cdp::domains::target::CloseTarget {
+            target_id: cdp::TargetId(target),
+        })
+        .await
+        .unwrap();
+    let err = acting.await.unwrap().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TargetLost, "{err}");
+}
