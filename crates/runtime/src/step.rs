@@ -64,7 +64,7 @@ impl Runtime {
         action: &ExtendedAction,
         options: &ActOptions,
     ) -> Result<ActOutcome, RuntimeError> {
-        let (record, intended, filled) = match self.checked(at, action).await {
+        let (record, intended, filled) = match self.checked(at, action, options.deadline).await {
             Ok(checked) => checked,
             Err(e) => {
                 // Refused before anything was sent: the log says so, with what it would have been.
@@ -147,6 +147,7 @@ impl Runtime {
         &self,
         at: &StepAt<'_>,
         action: &ExtendedAction,
+        deadline: std::time::Duration,
     ) -> Result<(Arc<dyn FrameRecord>, Intended, Option<Filled>), RuntimeError> {
         let record = fresh_record(&**at.tab, action)?;
         // Enter sent to whatever has focus could submit any form: where it goes cannot be
@@ -158,8 +159,19 @@ impl Runtime {
         }
         // A locator is judged by what it resolves to now (a password field found by its label is a
         // credential write), not only by its words.
+        // Within the action's deadline: a page that does not answer fails the act in its time
+        // (issue 35: a locator took 30 s before the act's 10 s began).
         let located = match action.targets().next() {
-            Some(TargetRef::Locator(locator)) => at.tab.locate(&*record, locator).await,
+            Some(TargetRef::Locator(locator)) => {
+                tokio::time::timeout(deadline, at.tab.locate(&*record, locator))
+                    .await
+                    .map_err(|_| {
+                        RuntimeError::Surface(SurfaceError::Timeout {
+                            what: "resolving the locator".into(),
+                            after_ms: deadline.as_millis() as u64,
+                        })
+                    })?
+            }
             _ => None,
         };
         let mut intended = Intended::of(action, Some(&*record), located.as_ref());

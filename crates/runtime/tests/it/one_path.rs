@@ -697,3 +697,35 @@ async fn a_tab_that_dies_during_a_wait_is_target_lost() {
     let err = acting.await.unwrap().unwrap_err();
     assert_eq!(err.code(), ErrorCode::TargetLost, "{err}");
 }
+
+/// Issue 35: the time a locator took to resolve passed before the act's deadline began (30 s
+/// against 10). A page that stops answering fails the act within its deadline, `timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locator_on_a_page_that_stops_answering_holds_the_acts_deadline() {
+    let env = env("one-path-locator-deadline", true).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    env.server.html(
+        "/freezes.html",
+        "<!doctype html><title>Freezes</title><button>Go</button><script>setTimeout(() => { const t = Date.now(); while (Date.now() - t < 20000) {} }, 1500);</script>",
+    );
+    crate::open(rt, s, &env.server.url("/freezes.html"))
+        .await
+        .unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2000)).await;
+    let click = protocol::validate_extended_action(&serde_json::json!({"type": "click",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "role", "role": "button", "name": "Go"}, "intent": "go"}))
+    .unwrap();
+    let options = runtime::ActOptions {
+        deadline: std::time::Duration::from_secs(2),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let err = rt.act(s, None, &click, &options, NOW).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.code(), ErrorCode::Timeout, "{err}");
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "the act's 2 s deadline held: it took {took:?}"
+    );
+}
