@@ -196,6 +196,7 @@ impl GloveboxMcp {
                     "key": s["surface_key"],
                     "aliases": s["aliases"],
                     "capabilities": s["capabilities"],
+                    "opened_by": s["opened_by"],
                     "title": s["preview"]["title"],
                     "origin": s["preview"]["origin"],
                 })
@@ -635,7 +636,7 @@ impl GloveboxMcp {
             .map(|t| {
                 json!({
                     "tab": t.resource, "surface": t.surface.and_then(|s| self.runtime.surface_key(session, s)), "ownership": t.ownership,
-                    "mark": t.mark, "state": t.state, "attached": t.attached, "live": t.live,
+                    "mark": t.mark, "state": t.state, "attached": t.attached, "live": t.live, "opened_by": t.opened_by,
                 })
             })
             .collect();

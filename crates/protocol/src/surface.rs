@@ -50,6 +50,9 @@ pub struct SurfaceEntry {
     /// but gets no page content.
     #[serde(skip_serializing_if = "Option::is_none")]
     preview: Option<Preview>,
+    /// The surface of this context that opened this one (a popup, a `target=_blank` link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opened_by: Option<SurfaceKey>,
     untrusted_content: bool,
 }
 
@@ -94,8 +97,20 @@ impl SurfaceEntry {
             region,
             capabilities,
             preview,
+            opened_by: None,
             untrusted_content: true,
         })
+    }
+
+    /// The same surface, marked as opened by the surface `opener` of its context.
+    pub fn opened_by(mut self, opener: SurfaceKey) -> Self {
+        self.opened_by = Some(opener);
+        self
+    }
+
+    /// The surface of the context that opened this one, if one did.
+    pub fn opener(&self) -> Option<&SurfaceKey> {
+        self.opened_by.as_ref()
     }
 
     /// The canonical key.

@@ -68,6 +68,8 @@ pub(crate) struct TabEntry {
     /// The last turn (its number) the tab was opened, claimed or bound in: a turn's end leaves
     /// a tab a later turn holds to that turn's end.
     pub(crate) turn: u64,
+    /// The key of the session's tab that opened this one (a popup it adopted).
+    pub(crate) opened_by: Option<u32>,
 }
 
 impl TabEntry {
@@ -434,7 +436,7 @@ impl Runtime {
         let context = lock(&state.context_id).clone();
         let tab = self.adapter().open(context).await?;
         let surface = SurfaceId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let resource = self.record_agent_tab(session, &*tab, url)?;
+        let resource = self.record_agent_tab(session, tab.id(), url)?;
         let debugger = DebuggerLease::new(self, session, &resource, tab.id());
         // Attached by its creation; idle from here until an operation holds it.
         debugger.adopt(tab);
@@ -447,6 +449,7 @@ impl Runtime {
             debugger,
             capabilities: self.adapter().capabilities(),
             turn: state.turn_number(),
+            opened_by: None,
         };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);

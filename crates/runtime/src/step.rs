@@ -110,6 +110,11 @@ impl Runtime {
         }
         self.end_operation(open, &outcome);
         let outcome = outcome?;
+        // Windows the action opened are the session's own tabs from now on, opened by this one.
+        if !outcome.opened.is_empty() {
+            self.adopt_opened(at.session, at.entry, &outcome.opened)
+                .await;
+        }
         self.emit(
             at.scope,
             EventKind::Receipt {

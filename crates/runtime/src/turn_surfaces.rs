@@ -96,17 +96,19 @@ impl Runtime {
             } else {
                 None
             };
-            surfaces.push(
-                SurfaceEntry::new(
-                    key,
-                    aliases,
-                    SurfaceKind::WebTab,
-                    None,
-                    entry.capabilities.clone(),
-                    preview,
-                )
-                .map_err(|e| internal(e.to_string()))?,
-            );
+            let mut listed = SurfaceEntry::new(
+                key,
+                aliases,
+                SurfaceKind::WebTab,
+                None,
+                entry.capabilities.clone(),
+                preview,
+            )
+            .map_err(|e| internal(e.to_string()))?;
+            if let Some(opener) = entry.opened_by {
+                listed = listed.opened_by(SurfaceKey::from_index(opener));
+            }
+            surfaces.push(listed);
         }
         let primary = primary(&tabs, focused).map(|i| SurfaceKey::from_index(tabs[i].key));
         SurfaceContext::new(

@@ -17,7 +17,8 @@ pub struct ActOutcome {
     pub receipt: Receipt,
     /// The fresh observation after the action (absent while a dialog blocks the page).
     pub observation: Option<Observation>,
-    /// Tabs or popups the page opened during the action (never adopted).
+    /// Tabs or popups the page opened during the action, by their backend ids (the runtime
+    /// makes each one a tab of the session, opened by this one).
     pub opened: Vec<String>,
     /// A dialog the action opened.
     pub dialog: Option<Dialog>,

@@ -86,6 +86,8 @@ pub struct TabStatus {
     pub state: store::ResourceState,
     /// Glovebox holds a DevTools session on the tab right now (its debugger lease).
     pub attached: bool,
+    /// The key of the session's tab that opened this one (a popup it adopted).
+    pub opened_by: Option<String>,
     /// The tab exists in the browser as far as Glovebox knows: this process holds a live
     /// handle to it. `false` after the browser died or relaunched, or for a closed tab.
     pub live: bool,
@@ -138,6 +140,14 @@ pub(crate) struct Connection {
 
 const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
 
+fn lock_tabs(state: &SessionState) -> std::sync::MutexGuard<'_, Vec<TabEntry>> {
+    state.tabs.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn lock_debuggers(state: &SessionState) -> std::sync::MutexGuard<'_, Vec<Arc<DebuggerLease>>> {
+    state.debuggers.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn internal(e: impl std::fmt::Display) -> RuntimeError {
     RuntimeError::Internal(e.to_string())
 }
@@ -150,7 +160,7 @@ impl Runtime {
     pub(crate) fn record_agent_tab(
         &self,
         session: &str,
-        tab: &dyn surface::Surface,
+        target: &str,
         url: &str,
     ) -> Result<String, RuntimeError> {
         let id = self.fresh_id("tab");
@@ -163,7 +173,7 @@ impl Runtime {
                 ownership: Ownership::AgentCreated,
                 state: ResourceState::Owned,
                 created_by_run: None,
-                handle: Some((store::TargetId::new(tab.id()), self.inner.instance)),
+                handle: Some((store::TargetId::new(target), self.inner.instance)),
                 url: Some(policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url))),
                 title: None,
                 now_ms: now_ms(),
@@ -172,6 +182,62 @@ impl Runtime {
         self.record_branch(session, &id);
         self.activate(session)?;
         Ok(id)
+    }
+
+    /// The windows an action on `opener` opened (`ActOutcome::opened`: popups, `target=_blank`
+    /// links and forms) become the session's own agent tabs, opened by that tab (`004_…` R29;
+    /// `000_…` cases 15 and 26): listed in the Surface Context, `tabs` and `status` with their
+    /// opener, closed at the turn's end unless marked, and at the session's end. Their pages
+    /// were judged with their opener's (the boundary covers a window before it runs); what the
+    /// agent does on them next is judged as on any tab. Focus stays where it was: an agent
+    /// reaches a popup only by naming it. One already tracked by a session is left as it is.
+    pub(crate) async fn adopt_opened(&self, session: &str, opener: &TabEntry, opened: &[String]) {
+        let Ok(state) = self.session(session) else {
+            return;
+        };
+        let known: Vec<String> = lock_tabs(&state)
+            .iter()
+            .map(|t| t.target().to_owned())
+            .collect();
+        let fresh: Vec<&String> = opened.iter().filter(|id| !known.contains(id)).collect();
+        if fresh.is_empty() {
+            return;
+        }
+        let listed = self.adapter().list().await.unwrap_or_default();
+        for target in fresh {
+            let url = listed
+                .iter()
+                .find(|i| &i.id == target)
+                .map_or("", |i| i.url.as_str());
+            let resource = match self.record_agent_tab(session, target, url) {
+                Ok(resource) => resource,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a window a tab opened could not be recorded; it is closed");
+                    let _ = self.adapter().close(target.clone(), CLOSE_DEADLINE).await;
+                    continue;
+                }
+            };
+            let debugger = DebuggerLease::new(self, session, &resource, target);
+            lock_debuggers(&state).push(debugger.clone());
+            let key = state
+                .next_key
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            lock_tabs(&state).push(TabEntry {
+                surface: SurfaceId(self.next_surface()),
+                key,
+                resource: resource.clone(),
+                debugger,
+                capabilities: self.adapter().capabilities(),
+                turn: state.turn_number(),
+                opened_by: Some(opener.key),
+            });
+            self.audit(
+                session,
+                "popup_adopted",
+                &serde_json::json!({"tab": resource, "opener": opener.resource, "key": format!("s{key}")})
+                    .to_string(),
+            );
+        }
     }
 
     /// Records the session's current branch on a tab it opened or claimed.
@@ -500,6 +566,7 @@ impl Runtime {
                 debugger,
                 capabilities: self.adapter().capabilities(),
                 turn: state.turn_number(),
+                opened_by: None,
             });
         *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(surface);
         Ok(surface)
@@ -908,6 +975,11 @@ impl Runtime {
                     attached: leases
                         .iter()
                         .any(|l| l.resource == r.id.as_str() && l.attached),
+                    opened_by: entries
+                        .iter()
+                        .find(|e| e.resource == r.id.as_str())
+                        .and_then(|e| e.opened_by)
+                        .map(|key| format!("s{key}")),
                     live: connected
                         && r.cdp_target_id.is_some()
                         && !r.handle_lost

@@ -211,3 +211,79 @@ async fn a_conflict_names_no_other_sessions_id() {
     );
     assert!(said.contains("another session"), "{said}");
 }
+
+/// Issue 35: a window an agent's click opened (`window.open`, a `target=_blank` link) was
+/// reported as `opened: 1` and then nobody's — never in the Surface Context or `status`, never
+/// closed. It is the session's own agent tab, opened by the tab clicked: listed with its opener,
+/// usable by its key, closed at the turn's end like any unmarked agent tab.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_a_click_opens_is_the_sessions_tab_opened_by_its_opener() {
+    let env = crate::env("popups-owned", true).await;
+    env.server.html(
+        "/opener.html",
+        r#"<!doctype html><title>Opener</title><button onclick="window.open('/popup-page.html')">Open help</button><a href="/popup-page.html?link" target=_blank>New window</a>"#,
+    );
+    env.server.html(
+        "/popup-page.html",
+        "<!doctype html><title>Help</title><button>Got it</button>",
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/opener.html"))
+        .await
+        .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Open help").await;
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &crate::click(&o, "Open help"),
+            &Default::default(),
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.opened.len(), 1, "{outcome:?}");
+    let status = env.runtime.status(&env.session).unwrap();
+    assert_eq!(status.tabs.len(), 2, "{status:?}");
+    let popup = status
+        .tabs
+        .iter()
+        .find(|t| t.opened_by.is_some())
+        .expect("the popup is listed with its opener");
+    assert_eq!(popup.opened_by.as_deref(), Some("s1"));
+    assert_eq!(popup.ownership, runtime::Ownership::AgentCreated);
+    let context = env
+        .runtime
+        .surface_context(&env.session, "turn_1", 1)
+        .await
+        .unwrap();
+    let listed = serde_json::to_value(&context).unwrap();
+    let entry = listed["surfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["opened_by"] == "s1")
+        .unwrap_or_else(|| panic!("the popup in the Surface Context: {listed}"))
+        .clone();
+    assert_eq!(entry["surface_key"], "s2", "{listed}");
+    assert_eq!(
+        listed["primary_surface_key"], "s1",
+        "the focus stays on the opener: a call naming no tab never lands on the popup: {listed}"
+    );
+    // Usable by its key, like any tab of the session.
+    let s2 = protocol::SurfaceName::Key(protocol::SurfaceKey::from_index(2));
+    let seen = env
+        .runtime
+        .observe(&env.session, Some(&s2), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(seen.title(), "Help");
+    // A turn's end closes it (unmarked), as it closes the agent's other tabs.
+    let report = env.runtime.end_turn(&env.session, "turn_1").await.unwrap();
+    assert!(report.ok, "{report:?}");
+    assert_eq!(
+        crate::page_targets(&env, "/popup-page.html").await.0,
+        0,
+        "the popup closed with the turn: {report:?}"
+    );
+}
