@@ -535,24 +535,31 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let session = session.as_str();
         let (state, _op) = self.begin(session).await?;
-        if self.remove_tab(session, &state, surface).await {
-            Ok(())
-        } else {
-            Err(RuntimeError::UnknownSurface {
+        match self.remove_tab(session, &state, surface).await {
+            Some(true) => Ok(()),
+            // "Closed" means the browser said so (issue 35: a frozen browser's tab was reported
+            // closed). The tab has left the session either way; its record waits for cleanup.
+            Some(false) => Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
+                reason: "the browser did not confirm the tab closed; it left this session and is recorded for cleanup, which retries the close at the next lifecycle operation".into(),
+            })),
+            None => Err(RuntimeError::UnknownSurface {
                 name: format!("surface {surface}"),
                 known: String::new(),
-            })
+            }),
         }
     }
 
-    /// Takes a tab out of the session and closes it (inside an operation); `false` if the
-    /// session has no such tab.
-    async fn remove_tab(&self, session: &str, state: &SessionState, surface: SurfaceId) -> bool {
+    /// Takes a tab out of the session and closes it (inside an operation): whether the browser
+    /// confirmed the close; `None` if the session has no such tab.
+    async fn remove_tab(
+        &self,
+        session: &str,
+        state: &SessionState,
+        surface: SurfaceId,
+    ) -> Option<bool> {
         let entry = {
             let mut tabs = lock(&state.tabs);
-            let Some(index) = tabs.iter().position(|t| t.surface == surface) else {
-                return false;
-            };
+            let index = tabs.iter().position(|t| t.surface == surface)?;
             tabs.remove(index)
         };
         if lock(&state.focused).is_some_and(|f| f == surface) {
@@ -560,8 +567,7 @@ impl Runtime {
         }
         self.inner.leases.invalidate(entry.target());
         entry.debugger.detach(Some(Retired::Closed)).await;
-        self.close_resource(session, &entry).await;
-        true
+        Some(self.close_resource(session, &entry).await)
     }
 
     /// Starts an operation of the session: refused while the runtime stops; waits (bounded)

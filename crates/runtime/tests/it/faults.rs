@@ -405,3 +405,38 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     assert!(refused.to_string().contains("disk is full"), "{refused}");
     assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
 }
+
+/// Issue 35: `tab_close` said "closed" for a tab a frozen browser never closed. It says what the
+/// browser said — `backend_unavailable` — and the close is retried once the browser answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_tab_of_a_frozen_browser_is_not_reported_closed() {
+    let env = env_with("faults-frozen-close", true, |c| {
+        c.debugger_idle_detach = Duration::from_secs(3600)
+    })
+    .await;
+    let (s, rt) = (&env.session, &env.runtime);
+    let surface = open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    let pid = rt.browser_pid().unwrap();
+    signal(pid, libc::SIGSTOP);
+    let closed = answered("close_tab", rt.close_tab(s, surface)).await;
+    signal(pid, libc::SIGCONT);
+    assert_eq!(
+        closed.as_ref().unwrap_err().code(),
+        ErrorCode::BackendUnavailable,
+        "{closed:?}"
+    );
+    assert!(rt.status(s).unwrap().pending_recoveries >= 1);
+    let report = answered("end_turn", rt.end_turn(s, "turn_1"))
+        .await
+        .unwrap();
+    assert!(report.ok, "{report:?}");
+    let mut left = page_targets(&env, "/counter.html").await.0;
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = page_targets(&env, "/counter.html").await.0;
+    }
+    assert_eq!(left, 0, "the page is closed once the browser answers");
+}
