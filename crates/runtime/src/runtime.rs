@@ -436,7 +436,15 @@ impl Runtime {
         let context = lock(&state.context_id).clone();
         let tab = self.adapter().open(context).await?;
         let surface = SurfaceId(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let resource = self.record_agent_tab(session, tab.id(), url)?;
+        // A tab that cannot be recorded (a full disk) is nobody's: it is closed again.
+        let resource = match self.record_agent_tab(session, tab.id(), url) {
+            Ok(resource) => resource,
+            Err(e) => {
+                let _ = tab.detach(Duration::from_secs(2)).await;
+                self.close_target(tab.id()).await;
+                return Err(e);
+            }
+        };
         let debugger = DebuggerLease::new(self, session, &resource, tab.id());
         // Attached by its creation; idle from here until an operation holds it.
         debugger.adopt(tab);

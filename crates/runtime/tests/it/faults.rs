@@ -354,7 +354,22 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
         "nothing was clicked: {}",
         observed.aria_snapshot()
     );
-    // A tab that cannot be recorded is not left open in the browser.
+    // A tab that cannot be recorded is not left open in the browser (issue 35: three failed
+    // opens left three blank pages: the page is opened blank, then navigated).
+    let pages = || async {
+        chromium
+            .connection()
+            .unwrap()
+            .browser()
+            .call(cdp::domains::target::GetTargets {})
+            .await
+            .unwrap()
+            .target_infos
+            .into_iter()
+            .filter(|t| t.target_type == "page")
+            .count()
+    };
+    let before = pages().await;
     let opened = answered(
         "open on a full disk",
         rt.open_tab(&s, &server.url("/form.html"), Duration::ZERO),
@@ -372,6 +387,13 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
         opened.is_ok() || !targets.iter().any(|t| t.url.contains("/form.html")),
         "a failed open leaks no tab: {opened:?}"
     );
+    if opened.is_err() {
+        assert_eq!(
+            pages().await,
+            before,
+            "a failed open leaks no page: {opened:?}"
+        );
+    }
     let ended = answered("end_turn on a full disk", rt.end_turn(&s, "turn_1")).await;
     for e in [opened.err(), ended.err()].into_iter().flatten() {
         assert_eq!(e.code(), ErrorCode::BackendUnavailable, "{e}");
