@@ -614,11 +614,12 @@ impl Runtime {
 
     /// A dropped browser connection is re-established by the next operation.
     pub(crate) async fn ensure_connected(&self) -> Result<(), RuntimeError> {
+        // Always through the lock: a reconnect in progress may have its connection up already
+        // while the sessions' contexts are still being made again (issue 35: a call that saw
+        // the open connection used a context of the dead browser). Uncontended, it costs nothing.
+        let _one = self.inner.connection.reconnecting.lock().await;
         if self.adapter().closed_reason().is_some() {
-            let _one = self.inner.connection.reconnecting.lock().await;
-            if self.adapter().closed_reason().is_some() {
-                self.reconnect_now().await?;
-            }
+            self.reconnect_now().await?;
         }
         Ok(())
     }

@@ -46,6 +46,12 @@ pub struct FakeLog {
 pub struct FakeAdapter {
     next: AtomicU64,
     down: AtomicBool,
+    /// The backend died: its next reconnect is a relaunch (a new backend, no old context).
+    crashed: AtomicBool,
+    /// The isolation contexts the backend has now (a relaunch loses them all).
+    contexts: Mutex<Vec<String>>,
+    /// How long creating a context takes.
+    context_delay: Mutex<Duration>,
     surfaces: Mutex<HashMap<String, Arc<FakeSurface>>>,
     log: Arc<Mutex<FakeLog>>,
 }
@@ -74,6 +80,20 @@ impl FakeAdapter {
     /// Takes the backend down (or up again): calls fail with `backend_unavailable`.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// The backend dies: calls fail until the runtime reconnects, which relaunches it with none
+    /// of its surfaces or contexts.
+    pub fn crash(&self) {
+        self.down.store(true, Ordering::SeqCst);
+        self.crashed.store(true, Ordering::SeqCst);
+        lock(&self.contexts).clear();
+        lock(&self.surfaces).clear();
+    }
+
+    /// Creating a context takes this long from now on.
+    pub fn set_context_delay(&self, delay: Duration) {
+        *lock(&self.context_delay) = delay;
     }
 
     fn up(&self) -> Result<(), SurfaceError> {
@@ -322,7 +342,15 @@ impl SurfaceAdapter for FakeAdapter {
         false
     }
     fn reconnect(&self) -> BoxFuture<'_, Result<Reconnected, SurfaceError>> {
-        Box::pin(async move { self.up().map(|()| Reconnected::Same) })
+        Box::pin(async move {
+            // A relaunch installs its connection at once (as the browser adapter does); the
+            // contexts come after, from the runtime.
+            if self.crashed.swap(false, Ordering::SeqCst) {
+                self.down.store(false, Ordering::SeqCst);
+                return Ok(Reconnected::Relaunched);
+            }
+            self.up().map(|()| Reconnected::Same)
+        })
     }
     fn shutdown(&self) {}
     fn events(&self) -> BoxFuture<'_, Option<SurfaceEvents>> {
@@ -334,10 +362,11 @@ impl SurfaceAdapter for FakeAdapter {
     ) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
             self.up()?;
-            Ok(format!(
-                "context{}",
-                self.next.fetch_add(1, Ordering::SeqCst)
-            ))
+            let delay = *lock(&self.context_delay);
+            tokio::time::sleep(delay).await;
+            let context = format!("context{}", self.next.fetch_add(1, Ordering::SeqCst));
+            lock(&self.contexts).push(context.clone());
+            Ok(context)
         })
     }
     fn dispose_context_if_empty(&self, _context: String) -> BoxFuture<'_, ()> {
@@ -345,10 +374,18 @@ impl SurfaceAdapter for FakeAdapter {
     }
     fn open(
         &self,
-        _context: Option<String>,
+        context: Option<String>,
     ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
             self.up()?;
+            // As Chromium answers a context of a browser that is gone.
+            if let Some(context) = context
+                && !lock(&self.contexts).contains(&context)
+            {
+                return Err(SurfaceError::Internal {
+                    reason: format!("Failed to find browser context {context}"),
+                });
+            }
             let id = format!("FAKE{}", self.next.fetch_add(1, Ordering::SeqCst));
             let surface = Arc::new(FakeSurface {
                 id: id.clone(),

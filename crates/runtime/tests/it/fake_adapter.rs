@@ -370,3 +370,27 @@ async fn an_access_switch_turned_down_mid_run_holds_at_its_next_write() {
     );
     assert_eq!(fake.count(&id), Some(0), "nothing was sent");
 }
+
+/// Issue 35: a call made just after the backend was relaunched used a context of the dead
+/// backend ("Failed to find browser context"): the relaunch installs its connection before it
+/// recreates the sessions' contexts, and a call that saw an open connection did not wait. A call
+/// waits for a reconnect in progress, and sees its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_during_a_relaunch_waits_for_the_sessions_contexts() {
+    let (rt, fake) = start("fake-relaunch-contexts").await;
+    let s = rt.create_session().await.unwrap();
+    rt.open_tab(&s, "about:blank", Duration::ZERO)
+        .await
+        .unwrap();
+    fake.crash();
+    fake.set_context_delay(Duration::from_millis(500));
+    let reconnecting = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.reconnect().await })
+    };
+    // The relaunch's connection is up at once; its contexts come half a second later.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let opened = rt.open_tab(&s, "about:blank", Duration::ZERO).await;
+    reconnecting.await.unwrap().unwrap();
+    assert!(opened.is_ok(), "{opened:?}");
+}
