@@ -119,8 +119,12 @@ impl Given {
         field_origin: Option<&policy::Origin>,
     ) -> Result<Option<Filled>, RuntimeError> {
         let ExtendedAction::Type(typed) = action else {
-            // Any other action carrying a placeholder would send the marker itself (a URL, an
-            // option, a prompt's answer): refused rather than sent as written.
+            // Any other action carrying a placeholder of a run that has secrets would send the
+            // marker itself (a URL, an option, a prompt's answer): refused rather than sent as
+            // written. Without secrets there is nothing a marker could stand for.
+            if self.secrets.is_empty() {
+                return Ok(None);
+            }
             let json = serde_json::to_string(action).unwrap_or_default();
             if let Some(name) = secret::placeholders(&json).first() {
                 return Err(RuntimeError::InvalidAction(format!(

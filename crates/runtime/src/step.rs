@@ -197,9 +197,15 @@ impl Runtime {
         }
         // A person's secret goes only into a field on an origin they named for it: refused
         // before anyone is asked about an action that could not be sent.
-        let filled = at
-            .secrets
-            .fill(action, intended.field_origin(&*record).as_ref())?;
+        // Only where the field's own document is known from its structure (a ref of the frame,
+        // or what a locator resolved to): never the page's origin by default, which a field in
+        // another origin's frame would not be on.
+        let known_field = intended
+            .structure
+            .is_some()
+            .then(|| intended.field_origin(&*record))
+            .flatten();
+        let filled = at.secrets.fill(action, known_field.as_ref())?;
         if filled.is_some() {
             intended.secret_field = true;
             intended.shown_text = None;
