@@ -62,6 +62,8 @@ pub struct ServeFile {
     pub allowed_client_origins: Option<Vec<String>>,
     pub max_body_bytes: Option<usize>,
     pub calls_per_minute: Option<u32>,
+    /// Seconds an MCP session lives with nothing of its client in flight.
+    pub session_expiry_seconds: Option<u64>,
 }
 
 impl Settings {
@@ -231,6 +233,9 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         .unwrap_or_default();
     if let Some(max) = file.serve.max_body_bytes {
         options.max_body_bytes = max;
+    }
+    if let Some(seconds) = file.serve.session_expiry_seconds {
+        options.mcp_session_expiry = std::time::Duration::from_secs(seconds.max(1));
     }
     if let Some(per_minute) = file.serve.calls_per_minute {
         options.mcp.rate = Some(mcp::RateLimit {

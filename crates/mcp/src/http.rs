@@ -30,6 +30,9 @@ pub struct RouterOptions {
     pub max_body_bytes: usize,
     /// Options every MCP session shares.
     pub mcp: McpOptions,
+    /// How long a session lives with nothing of its client in flight (no request, no open
+    /// stream) before it is closed as its client's `DELETE` would close it.
+    pub session_expiry: std::time::Duration,
 }
 
 /// The `/mcp` route, and how to end its sessions.
@@ -54,21 +57,152 @@ pub fn router(runtime: Runtime, options: RouterOptions) -> McpRouter {
         .with_allowed_origins(options.origins.iter().cloned())
         .with_max_request_body_bytes(options.max_body_bytes);
     let cancel = config.cancellation_token.clone();
+    // Sessions end when their client is gone (`Liveness`), not after rmcp's idle timer, which
+    // counts a live client's open stream as idle.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = None;
+    let sessions = Arc::new(sessions);
     let service = StreamableHttpService::new(
         move || Ok(GloveboxMcp::new(runtime.clone(), mcp_options.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
+    let liveness = Arc::new(Liveness::default());
+    let stopped = cancel.clone();
+    tokio::spawn(reap(
+        liveness.clone(),
+        sessions,
+        options.session_expiry,
+        async move { stopped.cancelled().await },
+    ));
     let router = axum::Router::new()
         .route_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(
             options.max_body_bytes,
             check_post,
         ))
-        .layer(middleware::from_fn(session_ended));
+        .layer(middleware::from_fn(session_ended))
+        .layer(middleware::from_fn_with_state(liveness, track));
     McpRouter {
         router,
         stop: Box::new(move || cancel.cancel()),
+    }
+}
+
+/// Which MCP sessions still have a client (issue 35: a client that crashed kept its session,
+/// tabs and pending approvals for about five minutes): per session, its HTTP exchanges in
+/// flight — an open stream counts until it ends — and when it was last heard from.
+#[derive(Default)]
+struct Liveness {
+    sessions: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, usize)>>,
+}
+
+impl Liveness {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (std::time::Instant, usize)>>
+    {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One exchange of a session in flight, until its response (a stream included) is done.
+struct InFlight {
+    liveness: Arc<Liveness>,
+    session: String,
+}
+
+impl InFlight {
+    fn start(liveness: &Arc<Liveness>, session: &str) -> InFlight {
+        let mut sessions = liveness.lock();
+        let entry = sessions
+            .entry(session.to_owned())
+            .or_insert((std::time::Instant::now(), 0));
+        entry.0 = std::time::Instant::now();
+        entry.1 += 1;
+        InFlight {
+            liveness: liveness.clone(),
+            session: session.to_owned(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    /// However the exchange ends — answered, its stream over, its client gone mid-stream.
+    fn drop(&mut self) {
+        if let Some(entry) = self.liveness.lock().get_mut(&self.session) {
+            entry.0 = std::time::Instant::now();
+            entry.1 = entry.1.saturating_sub(1);
+        }
+    }
+}
+
+/// Counts a session's exchange in flight from its request until its response body is done (or
+/// dropped with its connection).
+async fn track(State(liveness): State<Arc<Liveness>>, request: Request, next: Next) -> Response {
+    let named = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let delete = request.method() == axum::http::Method::DELETE;
+    let response = next.run(request).await;
+    // A new session is named in the answer to its `initialize`.
+    let session = named.or_else(|| {
+        response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    });
+    let Some(session) = session else {
+        return response;
+    };
+    if delete {
+        liveness.lock().remove(&session);
+        return response;
+    }
+    let in_flight = InFlight::start(&liveness, &session);
+    let (parts, body) = response.into_parts();
+    let body = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _held = &in_flight;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// Closes every session with nothing in flight for `expiry`, as its client's `DELETE` would
+/// (its Glovebox session ends: its tabs close, its approvals are withdrawn).
+async fn reap(
+    liveness: Arc<Liveness>,
+    sessions: Arc<LocalSessionManager>,
+    expiry: std::time::Duration,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    use rmcp::transport::streamable_http_server::session::SessionManager as _;
+    let every = (expiry / 4).max(std::time::Duration::from_millis(250));
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = &mut stop => return,
+        }
+        let gone: Vec<String> = {
+            let mut tracked = liveness.lock();
+            let gone: Vec<String> = tracked
+                .iter()
+                .filter(|(_, (last, open))| *open == 0 && last.elapsed() >= expiry)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &gone {
+                tracked.remove(id);
+            }
+            gone
+        };
+        for id in gone {
+            tracing::info!(session = %id, "an MCP session's client is gone; the session ends");
+            let _ = sessions.close_session(&Arc::from(id.as_str())).await;
+        }
     }
 }
 

@@ -59,6 +59,15 @@ pub struct HttpOptions {
     pub mcp: McpOptions,
     /// What the host API needs besides the runtime.
     pub host: HostOptions,
+    /// How long a client has to send a request's head (its line and headers): an idle or slow
+    /// socket is closed after it.
+    pub header_timeout: std::time::Duration,
+    /// How long a client has to send a request's body once its head is in: a half-sent body is
+    /// answered 408 after it.
+    pub body_timeout: std::time::Duration,
+    /// How long an MCP session lives with nothing of its client in flight (no request, no open
+    /// stream): a client that vanished loses its session, tabs and approvals after it.
+    pub mcp_session_expiry: std::time::Duration,
 }
 
 impl Default for HttpOptions {
@@ -72,6 +81,9 @@ impl Default for HttpOptions {
             max_body_bytes: 1 << 20,
             mcp: McpOptions::default(),
             host: HostOptions::default(),
+            header_timeout: std::time::Duration::from_secs(10),
+            body_timeout: std::time::Duration::from_secs(30),
+            mcp_session_expiry: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -120,6 +132,8 @@ struct Guard {
     host_ports: Arc<Vec<String>>,
     origins: Arc<Vec<String>>,
     token: Option<Arc<String>>,
+    max_body_bytes: usize,
+    body_timeout: std::time::Duration,
 }
 
 /// Compares secrets without an early exit on the first differing byte.
@@ -229,7 +243,120 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             );
         }
     }
-    next.run(request).await
+    // A body arrives whole within its time (a half-sent one held a task and a socket forever):
+    // read here, bounded, and handed on.
+    match read_body(request, guard.max_body_bytes, guard.body_timeout).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// `request` with its body read whole within `within` (a request that declares none passes as
+/// it is); 408 when it does not arrive in time, 413 past `max`.
+async fn read_body(
+    request: Request,
+    max: usize,
+    within: std::time::Duration,
+) -> Result<Request, Response> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let chunked = request.headers().contains_key(header::TRANSFER_ENCODING);
+    // Nothing to wait for; or more than the limit declared, which the route refuses at once in
+    // its own words (MCP's a JSON-RPC error) before any of it is read.
+    if (declared.is_none_or(|n| n == 0) && !chunked) || declared.is_some_and(|n| n > max as u64) {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    match tokio::time::timeout(within, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Ok(Err(_)) => Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the body is larger than {max} bytes"),
+        )),
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!("the body did not arrive within {} s", within.as_secs_f64()),
+        )),
+    }
+}
+
+/// Serves `app` on `listener` until `stop` says so: axum's own loop, with a deadline on every
+/// request's head (hyper's, which needs a timer axum's loop does not give it) and each
+/// connection's peer address for `ConnectInfo` (an MCP session names its client by it).
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    header_timeout: std::time::Duration,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let accepted = tokio::select! {
+            accepted = listener.accept() => Some(accepted),
+            stopped = stop.wait_for(|stop| *stop) => {
+                drop(stopped);
+                None
+            }
+        };
+        let Some(accepted) = accepted else { break };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors and the like: said, and tried again shortly.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let app = app.clone();
+        let service = hyper::service::service_fn(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                app.clone().oneshot(request.map(axum::body::Body::new))
+            },
+        );
+        let mut stop = stop.clone();
+        connections.spawn(async move {
+            // HTTP/1.1 only (as before): its head has a deadline from the first moment the
+            // connection waits for one, an idle socket's included.
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            let mut connection = std::pin::pin!(connection);
+            let stopping = tokio::select! {
+                _ = connection.as_mut() => false,
+                stopped = stop.wait_for(|stop| *stop) => {
+                    let stopping = stopped.is_ok();
+                    drop(stopped);
+                    stopping
+                }
+            };
+            if stopping {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
+        });
+    }
+    // Stopping: each connection finishes what it was answering (bounded), as axum's graceful
+    // shutdown does.
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_secs(10), drained)
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open 10 s after the stop were dropped");
+    }
+    Ok(())
 }
 
 /// Binds and serves; returns once listening.
@@ -291,6 +418,7 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
                 person: Some(person.clone()),
                 ..options.mcp.clone()
             },
+            session_expiry: options.mcp_session_expiry,
         },
     );
     let host_ports: Vec<String> = options
@@ -305,6 +433,8 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
         host_ports: Arc::new(host_ports),
         origins: Arc::new(origins),
         token: options.token.map(Arc::new),
+        max_body_bytes: options.max_body_bytes,
+        body_timeout: options.body_timeout,
     };
     let app = mcp
         .router
@@ -313,18 +443,9 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes))
         .layer(middleware::from_fn_with_state(guard_state, guard));
 
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(async move {
-        // The peer address lets an MCP session name its client's process (`mcp::client`).
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = stop_rx.wait_for(|stop| *stop).await;
-        })
-        .await
-    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let header_timeout = options.header_timeout;
+    let task = tokio::spawn(accept_loop(listener, app, stop_rx, header_timeout));
     let stop_mcp = mcp.stop;
     let stop = Box::new(move || {
         stop_mcp();

@@ -1295,3 +1295,76 @@ async fn a_download_becomes_an_artifact_and_uploads_come_only_from_the_upload_ro
             .all(|r| !String::from_utf8_lossy(&r.body).contains("must never be sent"))
     );
 }
+
+/// Issue 35: a client that vanished (crashed, its network gone) kept its session, its tabs and
+/// its approvals for about five minutes. A session with nothing of its client in flight — no
+/// request, no open stream — for `mcp_session_expiry` ends as a `DELETE` would end it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_client_vanished_ends() {
+    let env = env("session-expiry", true, None).await;
+    let server = server::serve(
+        env.runtime.clone(),
+        server::HttpOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            mcp_session_expiry: std::time::Duration::from_secs(1),
+            ..server::HttpOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr;
+    let baseline = page_count(&env.browser).await;
+    let post = |session: Option<&str>, body: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            addr.port(),
+            session
+                .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+                .unwrap_or_default(),
+            body.len()
+        )
+    };
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"vanishes","version":"0"}}}"#;
+    let (status, head, _) = crate::raw_http_whole(addr, &post(None, init)).await;
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l.split_once(':').unwrap().1.trim().to_owned())
+        })
+        .unwrap();
+    let (status, _) = crate::raw_http(
+        addr,
+        &post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let open = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"tab_open","arguments":{{"url":"{}"}}}}}}"#,
+        env.fixtures.url("/counter.html")
+    );
+    let (status, body) = crate::raw_http(addr, &post(Some(&session), &open)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(page_count(&env.browser).await, baseline + 1, "{body}");
+    // The client says nothing more and holds no stream: its session ends, and its tab with it.
+    assert_eq!(
+        until_pages(&env.browser, baseline).await,
+        baseline,
+        "the vanished client's tab is closed"
+    );
+    let (status, _) = crate::raw_http(
+        addr,
+        &post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(status, 404, "the session is gone");
+    server.shutdown().await.unwrap();
+}

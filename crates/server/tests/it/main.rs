@@ -1319,3 +1319,74 @@ async fn person_routes_refuse_what_is_not_theirs_to_take() {
     assert!(said["message"].as_str().unwrap().contains("2048"), "{said}");
     assert!(env.runtime.user_tabs().unwrap().is_empty());
 }
+
+/// Issue 35: idle sockets and half-sent requests were never timed out. A request's head has
+/// `header_timeout` to arrive (the socket is closed after it) and its body `body_timeout` (408).
+/// On an adapter with no browser: the listener is what is under test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_and_half_sent_requests_are_timed_out() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("server-tests")
+        .join("timeouts");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let runtime = Runtime::start(
+        RuntimeConfig::new(&data_dir),
+        test_support::fake::FakeAdapter::new(),
+    )
+    .await
+    .unwrap();
+    let server = server::serve(
+        runtime.clone(),
+        server::HttpOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            person_token: Some("person-token".into()),
+            header_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(1),
+            ..server::HttpOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr;
+    // What the server says on a socket that sends `sent` and then nothing (within 10 s).
+    let answer = |sent: String| async move {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(sent.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut got))
+            .await
+            .expect("the server ends the connection in its time")
+            .ok();
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    let idle = answer(String::new()).await;
+    assert!(
+        !idle.contains(" 200 "),
+        "an idle socket is closed: {idle:?}"
+    );
+    let half_head = answer(format!(
+        "POST /api/turn-end HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n",
+        addr.port()
+    ))
+    .await;
+    assert!(!half_head.contains(" 200 "), "{half_head:?}");
+    let half_body = answer(format!(
+        "POST /api/turn-end HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer person-token\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"session\"",
+        addr.port()
+    ))
+    .await;
+    assert!(
+        half_body.starts_with("HTTP/1.1 408"),
+        "a half-sent body is answered 408: {half_body:?}"
+    );
+    // A whole request is served as before.
+    let whole = answer(format!(
+        "GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer person-token\r\nConnection: close\r\n\r\n",
+        addr.port()
+    ))
+    .await;
+    assert!(whole.starts_with("HTTP/1.1 200"), "{whole:?}");
+    server.shutdown().await.unwrap();
+}
