@@ -1,7 +1,7 @@
 # The two set-up commands: `make run` and `make test`. Each installs what it needs (idempotently).
 CARGO ?= cargo
 
-.PHONY: run test bench build deps doctor
+.PHONY: run test bench build deps doctor fuzz
 
 deps:
 	@scripts/ensure-chromium.sh
@@ -37,6 +37,13 @@ bench: deps build
 	./target/release/glovebox bench console
 	./target/release/glovebox bench agent
 	python3 scripts/bench_peers.py
+
+## fuzz: a seeded MCP fuzzer over stdio and HTTP, four sessions at once, for SECONDS (default 60)
+## from SEED (default 1); prints calls, unanswered requests, stalls and crashes. Not in `make test`.
+SECONDS ?= 60
+SEED ?= 1
+fuzz: deps build
+	SECONDS_TO_RUN=$(SECONDS) SEED=$(SEED) python3 scripts/fuzz_mcp.py
 
 doctor: deps build
 	./target/release/glovebox doctor

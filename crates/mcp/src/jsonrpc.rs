@@ -212,4 +212,82 @@ mod tests {
             "the request's own id: {answered}"
         );
     }
+
+    use proptest::prelude::*;
+
+    /// Any JSON value, a few levels deep.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<u64>().prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(serde_json::Value::from),
+            ".{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A message shaped like a request, each part drawn from a few likely and odd values.
+    fn request_like() -> impl Strategy<Value = serde_json::Value> {
+        let method = prop_oneof![
+            Just(serde_json::json!("ping")),
+            Just(serde_json::json!("tools/call")),
+            Just(serde_json::json!("tools/list")),
+            Just(serde_json::json!("initialize")),
+            json(),
+        ];
+        let params = prop_oneof![
+            Just(None),
+            json().prop_map(Some),
+            (json(), json())
+                .prop_map(|(name, meta)| Some(serde_json::json!({"name": name, "_meta": meta}))),
+        ];
+        (json(), method, params, any::<bool>()).prop_map(|(id, method, params, has_id)| {
+            let mut m = serde_json::json!({"jsonrpc": "2.0", "method": method});
+            if has_id {
+                m["id"] = id;
+            }
+            if let Some(params) = params {
+                m["params"] = params;
+            }
+            m
+        })
+    }
+
+    proptest! {
+        /// Issue 35's line guard, by property: nothing panics it; what it answers is one JSON-RPC
+        /// error; a request whose id rmcp can read (a string, an i64) that it answers is answered
+        /// with that id.
+        #[test]
+        fn the_guard_answers_with_the_requests_own_id(message in request_like()) {
+            let line = message.to_string();
+            if let Err(answer) = check(line.as_bytes())
+                && !answer.is_silent()
+            {
+                let answer: serde_json::Value = serde_json::from_str(&answer.0).unwrap();
+                prop_assert_eq!(&answer["jsonrpc"], "2.0");
+                prop_assert!(answer["error"]["code"].is_i64());
+                prop_assert!(answer.as_object().unwrap().contains_key("id"));
+                let id = &message["id"];
+                if message["method"].is_string() && (id.is_string() || id.as_i64().is_some()) {
+                    prop_assert_eq!(&answer["id"], id);
+                }
+            }
+        }
+
+        /// Bytes of any kind are answered or passed, never a panic.
+        #[test]
+        fn any_bytes_are_answered_or_passed(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = check(&bytes);
+        }
+    }
 }
