@@ -20,6 +20,9 @@ use crate::runtime::{Runtime, TabEntry, now_ms, require};
 use crate::secrets::Filled;
 use crate::{Cancel, RuntimeError};
 
+/// How long past its deadline an action may take before the step stops waiting for it.
+const ACT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How long a step may wait for a person.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum ApprovalWait {
@@ -103,7 +106,26 @@ impl Runtime {
             }
         };
         let open = self.begin_operation(at, action, &intended.described(Some(&*record)))?;
-        let mut outcome = at.tab.act(sent, &options).await;
+        // The adapter bounds each of its steps, not their sum (a frozen browser let an act take 40
+        // s against its 10): past its deadline and a grace the act is over, its effect unknown.
+        let mut outcome = match tokio::time::timeout(
+            options.deadline + ACT_GRACE,
+            at.tab.act(sent, &options),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                let tab = at.tab.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(ACT_GRACE, tab.release_input()).await;
+                });
+                Err(SurfaceError::Timeout {
+                    what: "the action (whether it took effect is unknown: observe before acting again)".into(),
+                    after_ms: (options.deadline + ACT_GRACE).as_millis() as u64,
+                })
+            }
+        };
         drop(dispatching);
         if let Ok(outcome) = &mut outcome {
             self.adopt_downloads(at.scope, outcome);

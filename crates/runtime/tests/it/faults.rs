@@ -462,3 +462,43 @@ async fn closing_a_tab_of_a_frozen_browser_is_not_reported_closed() {
     }
     assert_eq!(left, 0, "the page is closed once the browser answers");
 }
+
+/// Issue 35: under a frozen browser an act took 40 s against its 10 s deadline (each of the
+/// adapter's steps had a deadline, their sum none). An act ends within its deadline and a short
+/// grace, `timeout`, its effect recorded as uncertain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_act_on_a_frozen_browser_ends_within_its_deadline() {
+    let env = env_with("faults-frozen-deadline", true, |c| {
+        c.debugger_idle_detach = Duration::from_secs(3600)
+    })
+    .await;
+    let (s, rt) = (&env.session, &env.runtime);
+    open(rt, s, &env.server.url("/counter.html")).await.unwrap();
+    let o = rt.observe(s, None, &Default::default()).await.unwrap();
+    let pid = rt.browser_pid().unwrap();
+    let options = browser::ActOptions {
+        deadline: Duration::from_secs(2),
+        ..Default::default()
+    };
+    signal(pid, libc::SIGSTOP);
+    let started = std::time::Instant::now();
+    let acted = answered(
+        "act",
+        rt.act(s, None, &click(&o, "Add one"), &options, Duration::ZERO),
+    )
+    .await;
+    let took = started.elapsed();
+    signal(pid, libc::SIGCONT);
+    let err = acted.unwrap_err();
+    assert!(
+        matches!(
+            err.code(),
+            ErrorCode::Timeout | ErrorCode::BackendUnavailable
+        ),
+        "{err}"
+    );
+    assert!(
+        took < Duration::from_secs(7),
+        "the act's 2 s deadline and 2 s grace held: it took {took:?} ({err})"
+    );
+}
