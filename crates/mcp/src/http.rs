@@ -146,6 +146,12 @@ async fn track(State(liveness): State<Arc<Liveness>>, request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let delete = request.method() == axum::http::Method::DELETE;
+    // In flight from the request on (a call answered as one JSON body after a long run counts
+    // while it runs), not only once the answer's head is out.
+    let early = named
+        .as_deref()
+        .filter(|_| !delete)
+        .map(|session| InFlight::start(&liveness, session));
     let response = next.run(request).await;
     // A new session is named in the answer to its `initialize`.
     let session = named.or_else(|| {
@@ -162,7 +168,7 @@ async fn track(State(liveness): State<Arc<Liveness>>, request: Request, next: Ne
         liveness.lock().remove(&session);
         return response;
     }
-    let in_flight = InFlight::start(&liveness, &session);
+    let in_flight = early.unwrap_or_else(|| InFlight::start(&liveness, &session));
     let (parts, body) = response.into_parts();
     let body = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
         let _held = &in_flight;
