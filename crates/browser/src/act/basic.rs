@@ -76,8 +76,10 @@ impl Tab {
         Receipt::confirmed(ActionKind::Wait, frame)
     }
 
-    /// Clicks at `(x, y)` (`count` times, `button`, with `modifiers` bits); an element that is a
-    /// checkbox or radio is verified by its checked state, other clicks have no own effect to check.
+    /// Clicks at `(x, y)` (`count` times, `button`, with `modifiers` bits); a control that
+    /// promises a state a click changes (a checkbox, radio or switch, native or ARIA; a toggle
+    /// button) is verified by it (`element::click_verdict`), other clicks have no own effect to
+    /// check and are `dispatched`.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn click_and_verify(
         &self,
@@ -91,10 +93,12 @@ impl Tab {
         frame: FrameId,
     ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Click;
-        let checked_before = match element {
-            Some(r) if button == "left" && count == 1 => {
-                self.facts(r).await.ok().and_then(|f| f.checked)
-            }
+        let before = match element {
+            Some(r) if button == "left" && count == 1 => self
+                .facts(r)
+                .await
+                .ok()
+                .and_then(|f| f.toggle.map(|t| (t, f.checked))),
             _ => None,
         };
         // Move, press and release go out together: a move waits for the next frame in the
@@ -106,21 +110,21 @@ impl Tab {
         moved?;
         clicked?;
         self.settle(nav, until).await;
-        if let (Some(r), Some(was)) = (element, checked_before)
+        if let (Some(r), Some((toggle, was))) = (element, before)
             && let Ok(facts) = self.facts(r).await
         {
-            if facts.checked == Some(!was)
-                || (facts.checked == Some(true) && facts.input_type == "radio")
-            {
-                return Ok(Receipt::confirmed(kind, frame));
-            }
-            return Ok(Receipt::failed(
-                kind,
-                frame,
-                protocol::ErrorCode::InvalidAction,
-                true,
-                "clicked, but the control's checked state did not change",
-            ));
+            use super::element::{ClickVerdict, click_verdict};
+            return Ok(match click_verdict(Some(toggle), was, facts.checked) {
+                ClickVerdict::Confirmed => Receipt::confirmed(kind, frame),
+                ClickVerdict::Failed => Receipt::failed(
+                    kind,
+                    frame,
+                    protocol::ErrorCode::InvalidAction,
+                    true,
+                    "clicked, but the control's checked or pressed state did not change",
+                ),
+                ClickVerdict::Dispatched => Receipt::dispatched(kind, frame),
+            });
         }
         Ok(Receipt::dispatched(kind, frame))
     }

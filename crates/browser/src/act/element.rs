@@ -30,10 +30,49 @@ pub(super) struct Facts {
     #[serde(default)]
     pub(super) multiple: bool,
     pub(super) value: Option<String>,
+    /// The state a click on it promises to change: `checkbox` (flips), `radio` (becomes set),
+    /// `pressed` (a toggle button flips); none for every other element.
+    #[serde(default)]
+    pub(super) toggle: Option<Toggle>,
+    /// That state (only with `toggle`).
     pub(super) checked: Option<bool>,
     /// Scroll offset of the element's own frame.
     pub(super) scroll_x: f64,
     pub(super) scroll_y: f64,
+}
+
+/// The state a click on a control promises to change (see [`Facts::toggle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Toggle {
+    Checkbox,
+    Radio,
+    Pressed,
+}
+
+/// What a single left click's receipt is, from the state its control promised to change, read
+/// before and after: confirmed when it changed as promised (a radio: set), failed when it did
+/// not, dispatched (effect not confirmed) for every element that promises nothing — a click
+/// on a text field that opens a picker is not a failure (issue 36).
+pub(super) fn click_verdict(
+    toggle: Option<Toggle>,
+    before: Option<bool>,
+    after: Option<bool>,
+) -> ClickVerdict {
+    match (toggle, before, after) {
+        (Some(Toggle::Radio), _, Some(true)) => ClickVerdict::Confirmed,
+        (Some(_), Some(was), Some(now)) if now != was => ClickVerdict::Confirmed,
+        (Some(_), Some(_), Some(_)) => ClickVerdict::Failed,
+        _ => ClickVerdict::Dispatched,
+    }
+}
+
+/// See [`click_verdict`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClickVerdict {
+    Confirmed,
+    Failed,
+    Dispatched,
 }
 
 /// A live element an action is about to touch, found by ref or by locator.
@@ -474,4 +513,36 @@ enum Pass {
     Ready((f64, f64)),
     /// Not yet: why (retried until the deadline, then reported).
     Retry(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ClickVerdict as V, Toggle as T, click_verdict};
+
+    /// Issue 36: only a control that promises a state is ever `failed` for not changing it.
+    #[test]
+    fn a_click_fails_only_a_control_that_promised_a_change() {
+        for (toggle, before, after, verdict) in [
+            (Some(T::Checkbox), Some(false), Some(true), V::Confirmed),
+            (Some(T::Checkbox), Some(true), Some(false), V::Confirmed),
+            (Some(T::Checkbox), Some(false), Some(false), V::Failed),
+            (Some(T::Pressed), Some(false), Some(true), V::Confirmed),
+            (Some(T::Pressed), Some(true), Some(true), V::Failed),
+            (Some(T::Radio), Some(false), Some(true), V::Confirmed),
+            // A radio already set stays set: that is what clicking it does.
+            (Some(T::Radio), Some(true), Some(true), V::Confirmed),
+            (Some(T::Radio), Some(false), Some(false), V::Failed),
+            // The state could not be read after: not confirmed, not failed.
+            (Some(T::Checkbox), Some(false), None, V::Dispatched),
+            // No promise (a text field, a link, a plain button): dispatched, whatever happened.
+            (None, None, None, V::Dispatched),
+            (None, Some(false), Some(false), V::Dispatched),
+        ] {
+            assert_eq!(
+                click_verdict(toggle, before, after),
+                verdict,
+                "{toggle:?} {before:?} → {after:?}"
+            );
+        }
+    }
 }

@@ -1072,3 +1072,52 @@ async fn press_on_an_element_that_cannot_take_focus_is_an_invalid_action() {
     assert_eq!(err.code(), protocol::ErrorCode::InvalidAction, "{err}");
     assert!(err.to_string().contains("cannot take focus"), "{err}");
 }
+
+/// Issue 36: a click on a read-only date field that opens its picker came back `failed` ("the
+/// control's checked state did not change"). The receipt of a click over the roles a page may
+/// have: confirmed where a promised state changed, failed where it did not, dispatched where
+/// nothing was promised.
+#[tokio::test]
+async fn a_clicks_receipt_follows_what_its_control_promised() {
+    let env = env().await;
+    env.server.html(
+        "/roles.html",
+        r#"<!doctype html><title>Roles</title>
+<label><input type=checkbox> Native box</label>
+<label><input type=radio name=r> Native radio</label>
+<div role=checkbox aria-checked=false tabindex=0 onclick="this.setAttribute('aria-checked', this.getAttribute('aria-checked') !== 'true')">Aria box</div>
+<div role=switch aria-checked=false tabindex=0 onclick="this.setAttribute('aria-checked', this.getAttribute('aria-checked') !== 'true')">Aria switch</div>
+<button aria-pressed=false onclick="this.setAttribute('aria-pressed', this.getAttribute('aria-pressed') !== 'true')">Bold</button>
+<div role=checkbox aria-checked=false tabindex=0>Broken box</div>
+<input aria-label=Date readonly onclick="document.getElementById('picker').hidden = false"><div id=picker hidden>May 2026</div>
+<button>Plain</button>"#,
+    );
+    let tab = env.open("/roles.html").await;
+    for (name, expected) in [
+        ("Native box", ReceiptState::Confirmed),
+        ("Native radio", ReceiptState::Confirmed),
+        ("Aria box", ReceiptState::Confirmed),
+        ("Aria switch", ReceiptState::Confirmed),
+        ("Bold", ReceiptState::Confirmed),
+        ("Broken box", ReceiptState::Failed),
+        ("Date", ReceiptState::Dispatched),
+        ("Plain", ReceiptState::Dispatched),
+    ] {
+        let o = observe(&tab).await;
+        let outcome = tab
+            .act(&click(&o, name), &ActOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.receipt.state(),
+            expected,
+            "{name}: {:?}",
+            outcome.receipt
+        );
+    }
+    assert_eq!(
+        observe_eval(&tab, "document.getElementById('picker').hidden").await,
+        false,
+        "the date field's click opened its picker"
+    );
+}
