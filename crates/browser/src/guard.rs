@@ -84,6 +84,8 @@ struct State {
     acting: bool,
     /// When the current window ends (set when an action's settling ends).
     disarm_at: Option<tokio::time::Instant>,
+    /// How much longer than [`TAIL`] the current window lasts (it opened windows).
+    tail_extra: Duration,
     enabled: bool,
     /// The child sessions (iframes, service workers) interception is on for (the
     /// tab's own is `enabled`).
@@ -456,10 +458,40 @@ impl Guard {
         {
             let mut state = lock(&self.state);
             state.acting = false;
-            state.disarm_at = Some(tokio::time::Instant::now() + TAIL);
+            let extra = std::mem::take(&mut state.tail_extra);
+            state.disarm_at = Some(tokio::time::Instant::now() + TAIL + extra);
         }
         // Wake the task so it waits for the new deadline.
         self.wake.notify_one();
+    }
+
+    /// Waits (up to `within`) until each window of `opened` (target ids the action opened) has
+    /// been set up by [`Guard::popup_hook`], then keeps the action's window open [`TAIL`] longer
+    /// than it would: on a loaded machine the browser hands a new window over, and the window
+    /// sends its first request, well after the action settled, and a window an action opened is
+    /// inside its window (issue 29; a form posted into a new window reached the attacker once,
+    /// under `make test`'s load, when its request came after the tail).
+    pub(crate) async fn await_windows(&self, opened: &[String], within: Duration) {
+        // A browser whose new pages are not gated (a shared endpoint) sets none up.
+        if !self.session.connection().gates_new_pages() {
+            return;
+        }
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            let set_up = {
+                let popups = self.popups.lock().unwrap_or_else(|p| p.into_inner());
+                opened.iter().all(|id| {
+                    popups
+                        .iter()
+                        .any(|p| p.target.info.target_id.as_ref().is_some_and(|t| t.0 == *id))
+                })
+            };
+            if set_up || tokio::time::Instant::now() >= until {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        lock(&self.state).tail_extra = TAIL;
     }
 
     /// Ends the window [`TAIL`] after the returned value is dropped, however the action ended

@@ -153,6 +153,11 @@ impl Tab {
                 options,
             )
             .await;
+        if disarm.is_some() && !outcome.opened.is_empty() {
+            self.guard
+                .await_windows(&outcome.opened, Duration::from_secs(5))
+                .await;
+        }
         if disarm.take().is_some() {
             self.note_blocked(&mut outcome);
         }
