@@ -61,7 +61,28 @@ fn choice(
 /// One `--secret`: its value never prints (`Debug` shows its length only), nor does a malformed
 /// one (clap would echo the whole argument in its error: it is read here, and said below).
 #[derive(Clone)]
-pub struct SecretArg(Result<GivenArg, String>);
+pub struct SecretArg(Result<GivenArg, SecretArgError>);
+
+/// Why a `--secret` could not be read (never its text: it may hold the value).
+#[derive(Debug, Clone)]
+enum SecretArgError {
+    /// Not `NAME@ORIGIN…`.
+    Shape,
+    /// The name does not follow the rule.
+    Name(protocol::secret::SecretError),
+    /// No `=VALUE` and no environment variable of that name.
+    NoValue(protocol::SecretName),
+}
+
+impl std::fmt::Display for SecretArgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretArgError::Shape => f.write_str("write NAME@ORIGIN=VALUE (e.g. password@https://app.example=…), or NAME@ORIGIN to read the value from the environment variable NAME"),
+            SecretArgError::Name(e) => write!(f, "{e}"),
+            SecretArgError::NoValue(name) => write!(f, "no value after = and no environment variable {name}: set it, or write {name}@ORIGIN=VALUE"),
+        }
+    }
+}
 
 #[derive(Clone)]
 struct GivenArg {
@@ -92,22 +113,18 @@ pub fn parse_secret(arg: &str) -> Result<SecretArg, std::convert::Infallible> {
     Ok(SecretArg(read_secret(arg)))
 }
 
-fn read_secret(arg: &str) -> Result<GivenArg, String> {
+fn read_secret(arg: &str) -> Result<GivenArg, SecretArgError> {
     let (spec, value) = match arg.split_once('=') {
         Some((spec, value)) => (spec, Some(value.to_owned())),
         None => (arg, None),
     };
     let Some((name, origins)) = spec.split_once('@') else {
-        return Err("write NAME@ORIGIN=VALUE (e.g. password@https://app.example=…), or NAME@ORIGIN to read the value from the environment variable NAME".into());
+        return Err(SecretArgError::Shape);
     };
-    let name = protocol::SecretName::new(name).map_err(|e| e.to_string())?;
+    let name = protocol::SecretName::new(name).map_err(SecretArgError::Name)?;
     let value = match value {
         Some(value) => value,
-        None => std::env::var(name.as_str()).map_err(|_| {
-            format!(
-                "no value after = and no environment variable {name}: set it, or write {name}@ORIGIN=VALUE"
-            )
-        })?,
+        None => std::env::var(name.as_str()).map_err(|_| SecretArgError::NoValue(name.clone()))?,
     };
     let origins: Vec<String> = origins
         .split(',')

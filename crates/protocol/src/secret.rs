@@ -299,8 +299,8 @@ pub fn fill<'a, 'v>(
 mod tests {
     use super::*;
 
-    fn secrets(json: serde_json::Value) -> Result<Secrets, String> {
-        serde_json::from_value(json).map_err(|e| e.to_string())
+    fn secrets(json: serde_json::Value) -> Result<Secrets, serde_json::Error> {
+        serde_json::from_value(json)
     }
 
     #[test]
@@ -359,7 +359,7 @@ mod tests {
             ),
             (serde_json::json!(["pw"]), "object of secrets"),
         ] {
-            let e = secrets(bad).unwrap_err();
+            let e = secrets(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{e}");
         }
         let many: serde_json::Map<String, serde_json::Value> = (0..17)
@@ -373,6 +373,7 @@ mod tests {
         assert!(
             secrets(serde_json::Value::Object(many))
                 .unwrap_err()
+                .to_string()
                 .contains("at most 16")
         );
     }

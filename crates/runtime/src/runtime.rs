@@ -21,7 +21,7 @@ use crate::artifacts::Artifacts;
 use crate::config::RuntimeConfig;
 use crate::debugger::{Attached, DebuggerLease, Retired};
 use crate::events::{Event, EventKind};
-use crate::lease::{HeldLease, Leases};
+use crate::lease::{HeldLease, LeaseHeld, Leases};
 use crate::step::{ApprovalWait, StepAt};
 
 /// `bytes` random bytes from the OS as hex (nonces, request ids).
@@ -831,18 +831,17 @@ impl Runtime {
         holder: &str,
     ) -> Result<HeldLease, RuntimeError> {
         self.take_lease(entry, holder)
-            .map_err(|held| self.lease_conflict(session, &held))
+            .map_err(|held| self.lease_conflict(session, &held.holder))
     }
 
-    /// The lease, or who holds it (their own name for it).
-    fn take_lease(&self, entry: &TabEntry, holder: &str) -> Result<HeldLease, String> {
+    /// The lease, or who holds it.
+    fn take_lease(&self, entry: &TabEntry, holder: &str) -> Result<HeldLease, LeaseHeld> {
         HeldLease::take(
             &self.inner.leases,
             entry.target(),
             holder,
             self.inner.config.lease_ttl,
         )
-        .map_err(|held| held.holder)
     }
 
     /// A lease conflict as `session` is told it: its own run by id, its own calls as such, and
@@ -875,10 +874,10 @@ impl Runtime {
         loop {
             let released = self.inner.leases.released();
             match self.take_lease(entry, holder) {
-                Err(held) if held.starts_with(queue) && Instant::now() < until => {
+                Err(held) if held.holder.starts_with(queue) && Instant::now() < until => {
                     let _ = tokio::time::timeout_at(until.into(), released).await;
                 }
-                Err(held) => return Err(self.lease_conflict(session, &held)),
+                Err(held) => return Err(self.lease_conflict(session, &held.holder)),
                 Ok(lease) => return Ok(lease),
             }
         }

@@ -18,8 +18,9 @@ use crate::{data_dir, glovebox};
 /// the failure messages.
 type Model = (Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>);
 
-async fn chat(State((calls, said)): State<Model>, Json(body): Json<Value>) -> Json<Value> {
-    let n = calls.fetch_add(1, Ordering::SeqCst);
+/// The last page a Chat Completions request shows the model (inside the untrusted markers), and
+/// its frame id.
+fn page_and_frame(body: &Value) -> (String, String) {
     let page = body["messages"]
         .as_array()
         .into_iter()
@@ -34,6 +35,12 @@ async fn chat(State((calls, said)): State<Model>, Json(body): Json<Value>) -> Js
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_default()
         .to_owned();
+    (page, frame)
+}
+
+async fn chat(State((calls, said)): State<Model>, Json(body): Json<Value>) -> Json<Value> {
+    let n = calls.fetch_add(1, Ordering::SeqCst);
+    let (page, frame) = page_and_frame(&body);
     let r = |needle: &str| {
         page.split(needle)
             .nth(1)
@@ -200,19 +207,7 @@ async fn secret_model(
 ) -> Json<Value> {
     let whole = body.to_string();
     seen.lock().unwrap().push(whole);
-    let page = body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["content"].as_str())
-        .rfind(|t| t.contains("</untrusted nonce="))
-        .unwrap_or_default()
-        .to_owned();
-    let frame = page
-        .split("frame_id: ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_default();
+    let (page, frame) = page_and_frame(&body);
     let field = page
         .split("textbox \"Password\" [")
         .nth(1)
