@@ -140,14 +140,6 @@ pub(crate) struct Connection {
 
 const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
 
-fn lock_tabs(state: &SessionState) -> std::sync::MutexGuard<'_, Vec<TabEntry>> {
-    state.tabs.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn lock_debuggers(state: &SessionState) -> std::sync::MutexGuard<'_, Vec<Arc<DebuggerLease>>> {
-    state.debuggers.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 fn internal(e: impl std::fmt::Display) -> RuntimeError {
     RuntimeError::Internal(e.to_string())
 }
@@ -195,7 +187,7 @@ impl Runtime {
         let Ok(state) = self.session(session) else {
             return;
         };
-        let known: Vec<String> = lock_tabs(&state)
+        let known: Vec<String> = crate::runtime::lock(&state.tabs)
             .iter()
             .map(|t| t.target().to_owned())
             .collect();
@@ -218,11 +210,11 @@ impl Runtime {
                 }
             };
             let debugger = DebuggerLease::new(self, session, &resource, target);
-            lock_debuggers(&state).push(debugger.clone());
+            crate::runtime::lock(&state.debuggers).push(debugger.clone());
             let key = state
                 .next_key
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            lock_tabs(&state).push(TabEntry {
+            crate::runtime::lock(&state.tabs).push(TabEntry {
                 surface: SurfaceId(self.next_surface()),
                 key,
                 resource: resource.clone(),
