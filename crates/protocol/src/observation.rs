@@ -17,6 +17,8 @@ use crate::text::{BoundedText, truncate_chars_in_place, truncate_list};
 pub enum SurfaceKind {
     /// A browser tab.
     WebTab,
+    /// A top-level window of an X11 desktop (`tab_id` is the adapter's id of the window).
+    X11Window,
 }
 
 /// Which target an observation or result is about: `{"kind":"web_tab","tab_id":"…"}`.
@@ -29,6 +31,14 @@ pub struct TargetIdentity {
 }
 
 impl TargetIdentity {
+    /// A window of an X11 desktop.
+    pub fn x11_window(id: TabId) -> Self {
+        Self {
+            kind: SurfaceKind::X11Window,
+            tab_id: id,
+        }
+    }
+
     /// A web tab.
     pub fn web_tab(tab_id: TabId) -> Self {
         Self {

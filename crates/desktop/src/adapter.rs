@@ -1,0 +1,534 @@
+//! The X11 desktop as a [`SurfaceAdapter`]: one display (and the session bus its applications
+//! publish their accessibility on) is one source of surfaces; each top-level window is one
+//! surface, named `x11:<display>:<window id>` for its life. Windows belong to the person at the
+//! display: an agent claims one (it never opens or navigates windows), and every write to any
+//! window of the display shares the display's input domain — XTest is one keyboard and one
+//! mouse.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use protocol::{Capability, SurfaceKind};
+use surface::{
+    BoxFuture, CastFrame, InputDomain, KeptSite, PersonCast, PersonEntry, PersonInput,
+    PointerEvent, Reconnected, Surface, SurfaceAdapter, SurfaceError, SurfaceEvents, SurfaceInfo,
+    SurfaceMemory,
+};
+
+use crate::a11y::A11y;
+use crate::model;
+use crate::window::{DesktopWindow, Identity, encode_jpeg};
+use crate::x11::{Button, Display};
+
+/// A value chosen once per process: frame ids of an earlier process never match this one's.
+pub(crate) fn process_salt() -> u64 {
+    static SALT: OnceLock<u64> = OnceLock::new();
+    *SALT.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        t ^ u64::from(std::process::id()).rotate_left(32)
+    })
+}
+
+/// Where the desktop is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesktopConfig {
+    /// The X display (`:1`).
+    pub display: String,
+    /// The session bus the display's applications use (a D-Bus address); `None`: the
+    /// environment's `DBUS_SESSION_BUS_ADDRESS`. Without one, windows are screenshot-only.
+    pub session_bus: Option<String>,
+}
+
+struct Connected {
+    display: Display,
+    a11y: Option<A11y>,
+    a11y_missing: Option<String>,
+}
+
+/// The desktop adapter (see the module docs).
+pub struct DesktopAdapter {
+    config: DesktopConfig,
+    connected: Mutex<Option<Arc<Connected>>>,
+    closed: Mutex<Option<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the display can do, as `doctor` reports it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DisplayReport {
+    pub display: String,
+    pub screen: [u32; 2],
+    pub xtest: bool,
+    pub window_manager: Option<String>,
+    pub accessibility: Result<usize, String>,
+    pub windows: usize,
+}
+
+impl DesktopAdapter {
+    pub fn new(config: DesktopConfig) -> DesktopAdapter {
+        DesktopAdapter {
+            config,
+            connected: Mutex::new(None),
+            closed: Mutex::new(None),
+        }
+    }
+
+    /// The surface id of `window`.
+    pub fn surface_id(&self, window: u32) -> String {
+        format!("x11:{}:{:#x}", self.config.display, window)
+    }
+
+    fn window_of(&self, id: &str) -> Result<u32, SurfaceError> {
+        let prefix = format!("x11:{}:", self.config.display);
+        id.strip_prefix(&prefix)
+            .and_then(|w| w.strip_prefix("0x"))
+            .and_then(|w| u32::from_str_radix(w, 16).ok())
+            .ok_or_else(|| SurfaceError::lost(format!("{id:?} names no window of this display")))
+    }
+
+    fn conn(&self) -> Result<Arc<Connected>, SurfaceError> {
+        if let Some(why) = lock(&self.closed).clone() {
+            return Err(SurfaceError::unavailable(why));
+        }
+        lock(&self.connected)
+            .clone()
+            .ok_or_else(|| SurfaceError::unavailable("the desktop is not connected"))
+    }
+
+    async fn connect_now(&self) -> Result<Arc<Connected>, SurfaceError> {
+        if std::env::var_os("WAYLAND_DISPLAY").is_some()
+            && std::env::var_os("DISPLAY").is_none()
+            && self.config.display.is_empty()
+        {
+            return Err(SurfaceError::unavailable(
+                "this is a Wayland session without X: desktop surfaces are unavailable (XTest and GetImage need an X server)",
+            ));
+        }
+        let display = Display::connect(&self.config.display)?;
+        let bus = self
+            .config
+            .session_bus
+            .clone()
+            .or_else(|| std::env::var("DBUS_SESSION_BUS_ADDRESS").ok());
+        let (a11y, a11y_missing) = match bus {
+            Some(bus) => match A11y::connect(&bus).await {
+                Ok(a) => (Some(a), None),
+                Err(e) => (None, Some(format!("no accessibility: {e}"))),
+            },
+            None => (
+                None,
+                Some("no session bus is known for the display (DBUS_SESSION_BUS_ADDRESS): windows are screenshot-only".into()),
+            ),
+        };
+        if let Some(why) = &a11y_missing {
+            tracing::warn!(display = %self.config.display, "{why}");
+        }
+        Ok(Arc::new(Connected {
+            display,
+            a11y,
+            a11y_missing,
+        }))
+    }
+
+    /// What the display offers (for `doctor`).
+    pub async fn report(&self) -> Result<DisplayReport, SurfaceError> {
+        let c = match self.conn() {
+            Ok(c) => c,
+            Err(_) => self.connect_now().await?,
+        };
+        let (screen, xtest, wm, windows) = c
+            .display
+            .run(|x| {
+                let s = x.screen();
+                let w = x.windows()?.len();
+                Ok(([s.width, s.height], x.has_xtest(), x.window_manager(), w))
+            })
+            .await?;
+        let accessibility = match &c.a11y {
+            Some(a) => a.apps().await.map(|a| a.len()).map_err(|e| e.to_string()),
+            None => Err(c.a11y_missing.clone().unwrap_or_default()),
+        };
+        Ok(DisplayReport {
+            display: self.config.display.clone(),
+            screen,
+            xtest,
+            window_manager: wm,
+            accessibility,
+            windows,
+        })
+    }
+}
+
+impl SurfaceAdapter for DesktopAdapter {
+    fn kind(&self) -> SurfaceKind {
+        SurfaceKind::X11Window
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move {
+            let c = self.connect_now().await?;
+            *lock(&self.connected) = Some(c);
+            *lock(&self.closed) = None;
+            Ok(())
+        })
+    }
+
+    fn closed_reason(&self) -> Option<String> {
+        if let Some(why) = lock(&self.closed).clone() {
+            return Some(why);
+        }
+        let c = lock(&self.connected).clone()?;
+        // A dead X server shows on the next request.
+        c.display.now(|x| x.sync()).err().map(|e| e.to_string())
+    }
+
+    fn process_dead(&self) -> bool {
+        false
+    }
+
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    fn launched(&self) -> bool {
+        false
+    }
+
+    fn reconnect(&self) -> BoxFuture<'_, Result<Reconnected, SurfaceError>> {
+        Box::pin(async move {
+            if let Some(why) = lock(&self.closed).clone() {
+                return Err(SurfaceError::unavailable(why));
+            }
+            let c = self.connect_now().await?;
+            *lock(&self.connected) = Some(c);
+            // The display's windows live on without us.
+            Ok(Reconnected::Same)
+        })
+    }
+
+    fn shutdown(&self) {
+        if let Some(c) = lock(&self.connected).take() {
+            let _ = c.display.now(|x| x.release_all());
+        }
+        *lock(&self.closed) = Some("the desktop connection was shut down".into());
+    }
+
+    fn events(&self) -> BoxFuture<'_, Option<SurfaceEvents>> {
+        Box::pin(async { None })
+    }
+
+    fn create_context(
+        &self,
+        _with_connection: bool,
+    ) -> BoxFuture<'_, Result<String, SurfaceError>> {
+        // A desktop has one session: windows share it whoever claims them.
+        Box::pin(async move {
+            self.conn()?;
+            Ok(format!("x11:{}", self.config.display))
+        })
+    }
+
+    fn dispose_context_if_empty(&self, _context: String) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    fn open(
+        &self,
+        _context: Option<String>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+        Box::pin(async move {
+            Err(SurfaceError::NotActionable {
+                reason: "an agent opens no windows on a desktop: claim one a person offered".into(),
+            })
+        })
+    }
+
+    fn open_detached(
+        &self,
+        _url: String,
+        _context: Option<String>,
+        _background: bool,
+    ) -> BoxFuture<'_, Result<String, SurfaceError>> {
+        Box::pin(async move {
+            Err(SurfaceError::NotActionable {
+                reason: "a desktop's windows are opened by the person at it, not by address".into(),
+            })
+        })
+    }
+
+    fn attach(
+        &self,
+        id: String,
+        memory: Option<SurfaceMemory>,
+    ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
+        Box::pin(async move {
+            let c = self.conn()?;
+            let window = self.window_of(&id)?;
+            let facts = c
+                .display
+                .run(move |x| Ok(x.facts(window)))
+                .await?
+                .ok_or_else(|| SurfaceError::lost("the window is gone"))?;
+            let identity = Identity {
+                window,
+                pid: facts.pid,
+                class: facts.class.clone(),
+            };
+            Ok(Arc::new(DesktopWindow::new(
+                id,
+                identity,
+                c.display.clone(),
+                c.a11y.clone(),
+                c.a11y_missing.clone(),
+                memory,
+            )) as Arc<dyn Surface>)
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>> {
+        Box::pin(async move {
+            let c = self.conn()?;
+            let windows = c.display.run(|x| x.windows()).await?;
+            Ok(windows
+                .into_iter()
+                .map(|w| SurfaceInfo {
+                    id: self.surface_id(w.window),
+                    top_level: true,
+                    url: model::app_origin(&w.class),
+                    title: w.name,
+                    context: Some(format!("x11:{}", self.config.display)),
+                })
+                .collect())
+        })
+    }
+
+    fn close(&self, id: String, deadline: Duration) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            let (Ok(c), Ok(window)) = (self.conn(), self.window_of(&id)) else {
+                return false;
+            };
+            if !matches!(
+                c.display.run(move |x| x.request_close(window)).await,
+                Ok(true)
+            ) {
+                return false;
+            }
+            let started = Instant::now();
+            while started.elapsed() < deadline {
+                match c.display.run(move |x| Ok(x.facts(window))).await {
+                    Ok(None) => return true,
+                    Ok(Some(f)) if !f.viewable => return true,
+                    _ => {}
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            false
+        })
+    }
+
+    fn input_domain(&self, _id: &str) -> InputDomain {
+        // XTest is one keyboard and one mouse per display.
+        InputDomain(format!("x11:{}", self.config.display))
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Observe, Capability::Interact]
+    }
+
+    fn person_image(&self, id: String) -> BoxFuture<'_, Result<Vec<u8>, SurfaceError>> {
+        Box::pin(async move {
+            let c = self.conn()?;
+            let window = self.window_of(&id)?;
+            let pixels = c
+                .display
+                .run(move |x| {
+                    let f = x
+                        .facts(window)
+                        .ok_or_else(|| SurfaceError::lost("the window is gone"))?;
+                    x.capture(f.rect)
+                })
+                .await?;
+            encode_jpeg(&pixels, 70)
+        })
+    }
+
+    fn person_view(&self, id: String) -> BoxFuture<'_, Result<Box<dyn PersonCast>, SurfaceError>> {
+        Box::pin(async move {
+            let c = self.conn()?;
+            let window = self.window_of(&id)?;
+            Ok(Box::new(WindowCast {
+                entry: Arc::new(WindowEntry {
+                    display: c.display.clone(),
+                    window,
+                }),
+                running: false,
+            }) as Box<dyn PersonCast>)
+        })
+    }
+
+    fn keep_site<'a>(
+        &'a self,
+        _context: Option<String>,
+        _url: &'a str,
+        _surface: Option<&'a dyn Surface>,
+        _previous: Option<KeptSite>,
+    ) -> BoxFuture<'a, Option<KeptSite>> {
+        // A window keeps its own state in its application.
+        Box::pin(async { None })
+    }
+
+    fn restore_site<'a>(
+        &'a self,
+        _kept: &'a KeptSite,
+        _context: Option<String>,
+    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A person's live view of a window: its pixels polled (X has no push of frames without
+/// compositing), their input sent through XTest at the window's coordinates.
+struct WindowCast {
+    entry: Arc<WindowEntry>,
+    running: bool,
+}
+
+struct WindowEntry {
+    display: Display,
+    window: u32,
+}
+
+impl PersonCast for WindowCast {
+    fn start(&mut self) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        self.running = true;
+        Box::pin(async { Ok(()) })
+    }
+
+    fn stop(&mut self) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        self.running = false;
+        Box::pin(async { Ok(()) })
+    }
+
+    fn next_frame(
+        &mut self,
+        min_interval: Duration,
+    ) -> BoxFuture<'_, Result<CastFrame, SurfaceError>> {
+        Box::pin(async move {
+            while !self.running {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tokio::time::sleep(min_interval.max(Duration::from_millis(100))).await;
+            let window = self.entry.window;
+            let (pixels, rect) = self
+                .entry
+                .display
+                .run(move |x| {
+                    let f = x
+                        .facts(window)
+                        .ok_or_else(|| SurfaceError::lost("the window is gone"))?;
+                    Ok((x.capture(f.rect)?, f.rect))
+                })
+                .await?;
+            let jpeg = encode_jpeg(&pixels, 70)?;
+            Ok(CastFrame {
+                captured_at: None,
+                data: surface::encode_base64(&jpeg),
+                width: f64::from(rect.width),
+                height: f64::from(rect.height),
+                scroll_x: 0.0,
+                scroll_y: 0.0,
+            })
+        })
+    }
+
+    fn entry(&self) -> Arc<dyn PersonEntry> {
+        self.entry.clone()
+    }
+}
+
+impl PersonEntry for WindowEntry {
+    fn alive(&self, deadline: Duration) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            let window = self.window;
+            matches!(
+                tokio::time::timeout(deadline, self.display.run(move |x| Ok(x.facts(window))))
+                    .await,
+                Ok(Ok(Some(_)))
+            )
+        })
+    }
+
+    fn input(&self, input: PersonInput) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move {
+            let window = self.window;
+            match input {
+                PersonInput::Pointer {
+                    event,
+                    x,
+                    y,
+                    button,
+                    delta_y,
+                    ..
+                } => {
+                    let b = match button.as_deref() {
+                        Some("right") => Button::RIGHT,
+                        Some("middle") => Button::MIDDLE,
+                        _ => Button::LEFT,
+                    };
+                    self.display
+                        .run(move |c| {
+                            let f = c
+                                .facts(window)
+                                .ok_or_else(|| SurfaceError::lost("the window is gone"))?;
+                            let (sx, sy) = (f.rect.x + x as i32, f.rect.y + y as i32);
+                            c.move_to(sx, sy)?;
+                            match event {
+                                PointerEvent::Down => c.button(b, true)?,
+                                PointerEvent::Up => c.button(b, false)?,
+                                PointerEvent::Move => {}
+                                PointerEvent::Wheel => {
+                                    let wb = if delta_y.unwrap_or(0.0) > 0.0 {
+                                        Button::WHEEL_DOWN
+                                    } else {
+                                        Button::WHEEL_UP
+                                    };
+                                    c.button(wb, true)?;
+                                    c.button(wb, false)?;
+                                }
+                            }
+                            c.sync()
+                        })
+                        .await
+                }
+                PersonInput::Key { event, key, .. } => {
+                    let keysym = crate::keys::key_keysym(&key).ok_or_else(|| {
+                        SurfaceError::NotActionable {
+                            reason: format!("no key is named {key:?}"),
+                        }
+                    })?;
+                    let down = matches!(event, surface::KeyEvent::Down);
+                    self.display
+                        .run(move |c| {
+                            if c.focused_window()? != Some(window) {
+                                c.activate(window)?;
+                            }
+                            let (code, _) = c.keycode(keysym)?;
+                            c.key(code, down)?;
+                            c.sync()
+                        })
+                        .await
+                }
+                PersonInput::Navigate { .. } | PersonInput::History { .. } => {
+                    Err(SurfaceError::NotActionable {
+                        reason: "a desktop window cannot be navigated".into(),
+                    })
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,501 @@
+//! A window's accessibility tree as an observation: the snapshot text every surface writes (one
+//! line per node, `role "name" [ref states]: value`), refs for the controls a person could act
+//! on, and per ref the facts policy judges an action by and the adapter finds the node again by.
+//! Every name, value and title is the application's text: untrusted data.
+
+use std::hash::{Hash, Hasher};
+
+use protocol::{ElementRef, FrameId, InteractiveElement};
+use surface::text::quote;
+use surface::{FrameRecord, TargetFacts, TargetStructure};
+
+use crate::a11y::{Node, ObjRef, state};
+use crate::x11::Rect;
+
+/// How a ref's node is reached again, beside its policy facts.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    pub facts: TargetFacts,
+    /// The node (`None`: an X-only surface has no nodes).
+    pub obj: Option<ObjRef>,
+    /// The AT-SPI role name.
+    pub atspi_role: String,
+    /// The actions the node offers.
+    pub actions: Vec<String>,
+    pub editable: bool,
+    pub checkable: bool,
+    /// Box in screen pixels when observed.
+    pub screen: Rect,
+}
+
+/// The latest observation of a window (see [`FrameRecord`]).
+#[derive(Debug)]
+pub struct DesktopFrame {
+    pub frame_id: FrameId,
+    /// The application's identity as an origin (`app://<class>`): what a person grants.
+    pub app_origin: String,
+    /// The window's client area in screen pixels when observed: a moved or resized window makes
+    /// this frame stale.
+    pub rect: Rect,
+    pub canvas_share: f64,
+    pub screenshot: bool,
+    pub refs: Vec<(ElementRef, Bound)>,
+}
+
+impl FrameRecord for DesktopFrame {
+    fn frame_id(&self) -> &FrameId {
+        &self.frame_id
+    }
+    fn document_url(&self) -> &str {
+        &self.app_origin
+    }
+    fn canvas_share(&self) -> f64 {
+        self.canvas_share
+    }
+    fn has_screenshot(&self) -> bool {
+        self.screenshot
+    }
+    fn target(&self, element: &ElementRef) -> Option<&TargetFacts> {
+        self.refs
+            .iter()
+            .find(|(r, _)| r == element)
+            .map(|(_, b)| &b.facts)
+    }
+    fn targets(&self) -> Box<dyn Iterator<Item = &TargetFacts> + '_> {
+        Box::new(self.refs.iter().map(|(_, b)| &b.facts))
+    }
+}
+
+impl DesktopFrame {
+    pub fn bound(&self, element: &ElementRef) -> Option<&Bound> {
+        self.refs.iter().find(|(r, _)| r == element).map(|(_, b)| b)
+    }
+}
+
+/// The role a model reads for an AT-SPI role name (ARIA's words where they exist).
+pub fn role_of(atspi: &str) -> String {
+    match atspi {
+        "push button" | "button" => "button",
+        "toggle button" => "button",
+        "check box" | "check menu item" => "checkbox",
+        "radio button" | "radio menu item" => "radio",
+        "text" | "entry" | "password text" | "editbar" => "textbox",
+        "combo box" => "combobox",
+        "menu item" | "tearoff menu item" => "menuitem",
+        "menu" => "menu",
+        "menu bar" => "menubar",
+        "link" => "link",
+        "slider" => "slider",
+        "spin button" => "spinbutton",
+        "page tab" => "tab",
+        "page tab list" => "tablist",
+        "list" | "list box" => "list",
+        "list item" => "listitem",
+        "table" | "tree table" => "table",
+        "table cell" => "cell",
+        "tree" => "tree",
+        "tree item" => "treeitem",
+        "label" | "static" | "caption" => "text",
+        "heading" => "heading",
+        "dialog" | "file chooser" | "color chooser" | "font chooser" => "dialog",
+        "alert" => "alertdialog",
+        "frame" | "window" => "window",
+        "drawing area" | "canvas" => "canvas",
+        "image" | "icon" => "img",
+        "scroll bar" => "scrollbar",
+        "progress bar" => "progressbar",
+        "tool bar" => "toolbar",
+        "status bar" => "status",
+        "separator" => "separator",
+        "document frame" | "document web" => "document",
+        other => return other.replace(' ', "_"),
+    }
+    .to_owned()
+}
+
+/// Roles that are controls even without an Action interface.
+const CONTROL_ROLES: &[&str] = &[
+    "push button",
+    "button",
+    "toggle button",
+    "check box",
+    "radio button",
+    "text",
+    "entry",
+    "password text",
+    "combo box",
+    "menu item",
+    "check menu item",
+    "radio menu item",
+    "link",
+    "slider",
+    "spin button",
+    "page tab",
+    "drawing area",
+    "canvas",
+];
+
+/// Containers with no name of their own are structure only: their children take their place.
+const WRAPPERS: &[&str] = &[
+    "filler",
+    "panel",
+    "scroll pane",
+    "viewport",
+    "layered pane",
+    "split pane",
+    "section",
+    "unknown",
+    "redundant object",
+    "glass pane",
+    "root pane",
+    "option pane",
+];
+
+fn is_control(n: &Node) -> bool {
+    let enabled = n.states.has(state::SENSITIVE) || n.states.has(state::ENABLED);
+    CONTROL_ROLES.contains(&n.role.as_str())
+        || (enabled
+            && !n.actions.is_empty()
+            && (n.states.has(state::FOCUSABLE) || n.states.has(state::SELECTABLE))
+            && !WRAPPERS.contains(&n.role.as_str()))
+}
+
+fn states_of(n: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    let s = n.states;
+    if s.has(state::FOCUSED) {
+        out.push("focused");
+    }
+    let checkable = matches!(
+        n.role.as_str(),
+        "check box" | "radio button" | "check menu item" | "radio menu item"
+    ) || s.has(state::CHECKABLE);
+    if checkable {
+        out.push(if s.has(state::INDETERMINATE) {
+            "mixed"
+        } else if s.has(state::CHECKED) {
+            "checked"
+        } else {
+            "unchecked"
+        });
+    } else if n.role == "toggle button" {
+        out.push(if s.has(state::PRESSED) || s.has(state::CHECKED) {
+            "pressed"
+        } else {
+            "not_pressed"
+        });
+    }
+    if s.has(state::EXPANDABLE) {
+        out.push(if s.has(state::EXPANDED) {
+            "expanded"
+        } else {
+            "collapsed"
+        });
+    }
+    if s.has(state::SELECTED) && s.has(state::SELECTABLE) {
+        out.push("selected");
+    }
+    if !(s.has(state::SENSITIVE) || s.has(state::ENABLED)) {
+        out.push("disabled");
+    }
+    if s.has(state::READ_ONLY)
+        || (n.has_interface("org.a11y.atspi.Text") && is_field(n) && !s.has(state::EDITABLE))
+    {
+        out.push("readonly");
+    }
+    if s.has(state::REQUIRED) {
+        out.push("required");
+    }
+    if s.has(state::IS_DEFAULT) {
+        out.push("default");
+    }
+    if s.has(state::MODAL) {
+        out.push("modal");
+    }
+    out.into_iter().map(str::to_owned).collect()
+}
+
+fn is_field(n: &Node) -> bool {
+    matches!(
+        n.role.as_str(),
+        "text" | "entry" | "password text" | "editbar" | "spin button"
+    )
+}
+
+/// What an observation of a window says, before the runtime's bounds.
+pub struct Built {
+    pub snapshot: String,
+    pub elements: Vec<InteractiveElement>,
+    pub refs: Vec<(ElementRef, Bound)>,
+    /// The share of the window that drawing areas cover (content only an image shows).
+    pub canvas_share: f64,
+    /// Screen boxes an image must not show: secret fields, and text that held a secret.
+    pub masks: Vec<Rect>,
+}
+
+/// Builds the snapshot and refs of the tree `nodes` (index 0 is the window's top-level node)
+/// for a window at `window` (screen pixels); `secrets`: values to take out of every text.
+pub fn build(nodes: &[Node], window: Rect, app_origin: &str, secrets: &[String]) -> Built {
+    let mut out = Built {
+        snapshot: String::new(),
+        elements: Vec::new(),
+        refs: Vec::new(),
+        canvas_share: 0.0,
+        masks: Vec::new(),
+    };
+    let mut canvas_area = 0f64;
+    if !nodes.is_empty() {
+        walk(
+            nodes,
+            0,
+            0,
+            "",
+            window,
+            app_origin,
+            secrets,
+            &mut out,
+            &mut canvas_area,
+        );
+    }
+    let area = f64::from(window.width) * f64::from(window.height);
+    out.canvas_share = if area > 0.0 {
+        (canvas_area / area).min(1.0)
+    } else {
+        0.0
+    };
+    out
+}
+
+/// `text` with every secret value taken out.
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut text = text.to_owned();
+    for s in secrets {
+        if !s.is_empty() && text.contains(s.as_str()) {
+            text = text.replace(s.as_str(), "[secret]");
+        }
+    }
+    text
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    nodes: &[Node],
+    index: usize,
+    depth: usize,
+    parent_name: &str,
+    window: Rect,
+    app_origin: &str,
+    secrets: &[String],
+    out: &mut Built,
+    canvas_area: &mut f64,
+) {
+    let n = &nodes[index];
+    let showing = n.states.has(state::SHOWING) || index == 0;
+    if !showing {
+        return;
+    }
+    let printable = protocol::text::printable(&n.name);
+    let name = scrub(&printable, secrets);
+    let showed_secret = name != printable
+        || n.role == "password text"
+        || n.value.as_deref().is_some_and(|v| {
+            secrets
+                .iter()
+                .any(|s| !s.is_empty() && v.contains(s.as_str()))
+        });
+    if showed_secret && let Some(e) = n.extents {
+        out.masks.push(e);
+    }
+    let control = is_control(n);
+    let wrapper =
+        !control && name.is_empty() && (WRAPPERS.contains(&n.role.as_str()) || n.role == "label");
+    if index == 0 {
+        // The window itself is the observation's title; its children are the outline.
+        for c in &n.children {
+            walk(
+                nodes,
+                *c,
+                depth,
+                &name,
+                window,
+                app_origin,
+                secrets,
+                out,
+                canvas_area,
+            );
+        }
+        return;
+    }
+    if wrapper {
+        for c in &n.children {
+            walk(
+                nodes,
+                *c,
+                depth,
+                parent_name,
+                window,
+                app_origin,
+                secrets,
+                out,
+                canvas_area,
+            );
+        }
+        return;
+    }
+    let role = role_of(&n.role);
+    if role == "text" && !control {
+        // A label: text, unless it only repeats the control it names.
+        if !name.is_empty() && name != parent_name {
+            out.snapshot.push_str(&" ".repeat(depth));
+            out.snapshot.push_str(&quote(&name));
+            out.snapshot.push('\n');
+        }
+        return;
+    }
+    if matches!(n.role.as_str(), "drawing area" | "canvas")
+        && let Some(e) = n.extents.and_then(|e| e.intersect(&window))
+    {
+        *canvas_area += f64::from(e.width) * f64::from(e.height);
+    }
+    let mut line = format!("{}{}", " ".repeat(depth), role);
+    if !name.is_empty() {
+        line.push(' ');
+        line.push_str(&quote(&name));
+    }
+    let states = states_of(n);
+    let secret = n.role == "password text";
+    let value = if secret {
+        n.value.as_ref().map(|_| "[secret]".to_owned())
+    } else {
+        n.value
+            .as_ref()
+            .map(|v| scrub(&protocol::text::printable(v), secrets))
+    };
+    let mut bracket: Vec<String> = Vec::new();
+    if control {
+        let element = ElementRef::from_index(out.refs.len() as u32 + 1);
+        bracket.push(element.as_str().to_owned());
+        let screen = n.extents.unwrap_or_default();
+        let bounds = [
+            f64::from(screen.x - window.x),
+            f64::from(screen.y - window.y),
+            f64::from(screen.width),
+            f64::from(screen.height),
+        ];
+        out.elements.push(
+            InteractiveElement::new(
+                element.clone(),
+                role.clone(),
+                name.clone(),
+                false,
+                states.clone(),
+                value.clone(),
+            )
+            .shown_in_snapshot(true),
+        );
+        out.refs.push((
+            element,
+            Bound {
+                facts: TargetFacts {
+                    role: role.clone(),
+                    name: name.clone(),
+                    bounds,
+                    secret_field: secret,
+                    frame: false,
+                    structure: TargetStructure {
+                        document_origin: app_origin.to_owned(),
+                        ..TargetStructure::default()
+                    },
+                },
+                obj: Some(n.obj.clone()),
+                atspi_role: n.role.clone(),
+                actions: n.actions.clone(),
+                editable: n.states.has(state::EDITABLE)
+                    && n.has_interface("org.a11y.atspi.EditableText"),
+                checkable: states.iter().any(|s| s == "checked" || s == "unchecked"),
+                screen,
+            },
+        ));
+    }
+    bracket.extend(
+        states
+            .iter()
+            .filter(|s| surface::is_state_token(s))
+            .cloned(),
+    );
+    if !bracket.is_empty() {
+        line.push_str(&format!(" [{}]", bracket.join(" ")));
+    }
+    if let Some(v) = &value
+        && !v.is_empty()
+    {
+        line.push_str(": ");
+        line.push_str(&quote(v));
+    }
+    out.snapshot.push_str(&line);
+    out.snapshot.push('\n');
+    // A field's children repeat its text; a control's label child repeats its name.
+    if value.is_none() {
+        for c in &n.children {
+            walk(
+                nodes,
+                *c,
+                depth + 1,
+                &name,
+                window,
+                app_origin,
+                secrets,
+                out,
+                canvas_area,
+            );
+        }
+    }
+}
+
+/// A frame id bound to the window's identity, its box, and what the observation saw.
+pub fn frame_id(
+    window: u32,
+    pid: Option<u32>,
+    rect: Rect,
+    snapshot: &str,
+    shot: bool,
+) -> Result<FrameId, surface::SurfaceError> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    window.hash(&mut h);
+    pid.hash(&mut h);
+    (rect.x, rect.y, rect.width, rect.height).hash(&mut h);
+    snapshot.hash(&mut h);
+    shot.hash(&mut h);
+    // A value the process chose at start: frame ids of an earlier process never match.
+    crate::adapter::process_salt().hash(&mut h);
+    FrameId::new(format!("frame_{:016x}", h.finish())).map_err(|e| {
+        surface::SurfaceError::Internal {
+            reason: format!("frame id: {e}"),
+        }
+    })
+}
+
+/// The application's identity as an origin: `app://<class>` with the class folded to what an
+/// origin's host allows.
+pub fn app_origin(class: &str) -> String {
+    let host: String = class
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let host = host.trim_matches(['-', '.']).to_owned();
+    format!(
+        "app://{}",
+        if host.is_empty() {
+            "unknown-app".into()
+        } else {
+            host
+        }
+    )
+}

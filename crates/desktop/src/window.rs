@@ -1,0 +1,1072 @@
+//! One attached window of a display: its observation (AT-SPI tree and a screenshot with its
+//! mapping), and actions under the display's rules:
+//!
+//! - the window is the one attached (display, window id, pid, class), re-checked before every
+//!   side effect; a moved or resized window makes the frame stale;
+//! - by ref, through AT-SPI where the application offers it (Action, EditableText): no pointer
+//!   or keyboard needed, nothing else on the display is touched;
+//! - through XTest otherwise, after checking that the point is on this window and not on another
+//!   one over it, and, before keys, that this window holds keyboard focus (activated, then
+//!   confirmed with `GetInputFocus` and the widget's `focused` state): typing goes wherever
+//!   focus is, so without that evidence nothing is typed;
+//! - typed text is read back; a field that does not hold it fails the action with the evidence,
+//!   never a retry in the background.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use protocol::extended::{Locator, MouseButton};
+use protocol::{
+    ErrorCode, ExtendedAction, ImageMime, Observation, ObservationParts, Preview, ProducerCuts,
+    Receipt, Screenshot, TabId, Target, TargetIdentity, Viewport,
+};
+use surface::{
+    ActOptions, ActOutcome, ActTiming, ActionMarker, BoxFuture, Dialog, FrameRecord, LocatedFacts,
+    MarkerKind, ObserveOptions, SettleEnd, Surface, SurfaceError, SurfaceMemory,
+};
+
+use crate::a11y::{A11y, ObjRef, state};
+use crate::keys;
+use crate::model::{self, DesktopFrame};
+use crate::x11::{Button, Display, INPUT_GAP, Pixels, Rect, WindowFacts};
+
+/// How long focus may take to arrive before keys are refused.
+const FOCUS_WAIT: Duration = Duration::from_millis(1500);
+/// How often focus and states are polled while waiting for them.
+const POLL: Duration = Duration::from_millis(15);
+
+/// What identifies the window across its life: re-checked before every side effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub window: u32,
+    pub pid: Option<u32>,
+    pub class: String,
+}
+
+/// What a window remembers across attachments.
+#[derive(Default)]
+pub struct WindowMemory {
+    latest: Option<Arc<DesktopFrame>>,
+    secrets: Vec<String>,
+}
+
+/// One attached window (see the module docs).
+pub struct DesktopWindow {
+    id: String,
+    identity: Identity,
+    display: Display,
+    a11y: Option<A11y>,
+    /// Why AT-SPI is not used for this window, when it is not.
+    a11y_missing: Mutex<Option<String>>,
+    root: Mutex<Option<ObjRef>>,
+    latest: Mutex<Option<Arc<DesktopFrame>>>,
+    secrets: Mutex<Vec<String>>,
+    lost: Mutex<Option<String>>,
+    /// Observation and action never overlap on a window.
+    io: tokio::sync::Mutex<()>,
+    epoch: std::sync::atomic::AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn refused(reason: impl Into<String>) -> SurfaceError {
+    SurfaceError::NotActionable {
+        reason: reason.into(),
+    }
+}
+
+/// Encodes RGBA pixels as PNG.
+pub fn encode_png(p: &Pixels) -> Result<Vec<u8>, SurfaceError> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, p.width, p.height);
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    let mut writer = encoder.write_header().map_err(|e| SurfaceError::Internal {
+        reason: format!("PNG encoding failed: {e}"),
+    })?;
+    writer
+        .write_image_data(&p.rgba)
+        .map_err(|e| SurfaceError::Internal {
+            reason: format!("PNG encoding failed: {e}"),
+        })?;
+    writer.finish().map_err(|e| SurfaceError::Internal {
+        reason: format!("PNG encoding failed: {e}"),
+    })?;
+    Ok(out)
+}
+
+/// Encodes RGBA pixels as JPEG.
+pub fn encode_jpeg(p: &Pixels, quality: u8) -> Result<Vec<u8>, SurfaceError> {
+    let mut out = Vec::new();
+    let encoder = jpeg_encoder::Encoder::new(&mut out, quality);
+    encoder
+        .encode(
+            &p.rgba,
+            p.width.min(u32::from(u16::MAX)) as u16,
+            p.height.min(u32::from(u16::MAX)) as u16,
+            jpeg_encoder::ColorType::Rgba,
+        )
+        .map_err(|e| SurfaceError::Internal {
+            reason: format!("JPEG encoding failed: {e}"),
+        })?;
+    Ok(out)
+}
+
+/// Paints `regions` (pixels of `p`) over.
+fn mask(p: &mut Pixels, regions: &[Rect]) {
+    for r in regions {
+        let x0 = r.x.clamp(0, p.width as i32) as u32;
+        let y0 = r.y.clamp(0, p.height as i32) as u32;
+        let x1 = (r.x + r.width as i32).clamp(0, p.width as i32) as u32;
+        let y1 = (r.y + r.height as i32).clamp(0, p.height as i32) as u32;
+        for row in y0..y1 {
+            let start = ((row * p.width + x0) * 4) as usize;
+            let end = ((row * p.width + x1) * 4) as usize;
+            for px in p.rgba[start..end].chunks_exact_mut(4) {
+                px.copy_from_slice(&surface::MASK_RGBA);
+            }
+        }
+    }
+}
+
+/// The outcome of a dispatch: what the receipt says and where the input went.
+struct Dispatched {
+    receipt: Receipt,
+    marker: Option<ActionMarker>,
+}
+
+impl DesktopWindow {
+    pub(crate) fn new(
+        id: String,
+        identity: Identity,
+        display: Display,
+        a11y: Option<A11y>,
+        a11y_missing: Option<String>,
+        memory: Option<SurfaceMemory>,
+    ) -> DesktopWindow {
+        let (latest, secrets) = memory
+            .and_then(|m| {
+                m.0.downcast_ref::<Mutex<WindowMemory>>().map(|w| {
+                    let w = lock(w);
+                    (w.latest.clone(), w.secrets.clone())
+                })
+            })
+            .unwrap_or_default();
+        DesktopWindow {
+            id,
+            identity,
+            display,
+            a11y,
+            a11y_missing: Mutex::new(a11y_missing),
+            root: Mutex::new(None),
+            latest: Mutex::new(latest),
+            secrets: Mutex::new(secrets),
+            lost: Mutex::new(None),
+            io: tokio::sync::Mutex::new(()),
+            epoch: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The window's facts now, after checking it is still the same window of the same
+    /// application.
+    async fn current(&self) -> Result<WindowFacts, SurfaceError> {
+        let window = self.identity.window;
+        let facts = self.display.run(move |c| Ok(c.facts(window))).await?;
+        let Some(facts) = facts else {
+            let reason = "the window is gone".to_owned();
+            *lock(&self.lost) = Some(reason.clone());
+            return Err(SurfaceError::lost(reason));
+        };
+        if facts.pid != self.identity.pid || facts.class != self.identity.class {
+            let reason = "the window id now names another application's window".to_owned();
+            *lock(&self.lost) = Some(reason.clone());
+            return Err(SurfaceError::lost(reason));
+        }
+        if !facts.viewable {
+            return Err(refused("the window is not mapped (minimised or hidden)"));
+        }
+        Ok(facts)
+    }
+
+    /// The window's top-level accessible, found once and again after it went away.
+    async fn root(&self, facts: &WindowFacts) -> Option<ObjRef> {
+        let a11y = self.a11y.as_ref()?;
+        if let Some(root) = lock(&self.root).clone() {
+            return Some(root);
+        }
+        match crate::a11y::window_root(a11y, facts.pid, &facts.name, facts.rect).await {
+            Ok(Some(root)) => {
+                *lock(&self.root) = Some(root.clone());
+                *lock(&self.a11y_missing) = None;
+                Some(root)
+            }
+            Ok(None) => {
+                *lock(&self.a11y_missing) = Some(
+                    "the application exposes no accessibility tree for this window (screenshot only)"
+                        .into(),
+                );
+                None
+            }
+            Err(e) => {
+                *lock(&self.a11y_missing) = Some(format!("AT-SPI: {e}"));
+                None
+            }
+        }
+    }
+
+    pub(crate) fn app_origin(&self) -> String {
+        model::app_origin(&self.identity.class)
+    }
+
+    /// Whether the window has an accessibility tree (after an observation).
+    pub fn accessible(&self) -> bool {
+        lock(&self.root).is_some()
+    }
+
+    async fn capture(&self, options: &ObserveOptions) -> Result<Observation, SurfaceError> {
+        let facts = self.current().await?;
+        let secrets = lock(&self.secrets).clone();
+        let origin = self.app_origin();
+        let mut tree = None;
+        if let Some(root) = self.root(&facts).await {
+            let a11y = self
+                .a11y
+                .as_ref()
+                .ok_or_else(|| refused("no accessibility bus"))?;
+            match a11y.tree(root).await {
+                Ok(t) => tree = Some(t),
+                Err(SurfaceError::TargetLost { .. }) => {
+                    // The top-level went away (the window was rebuilt): find it again next time.
+                    *lock(&self.root) = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let (nodes, cut) = tree.unwrap_or_default();
+        let built = model::build(&nodes, facts.rect, &origin, &secrets);
+        let mut screenshot = None;
+        if let Some(mime) = options.screenshot {
+            let rect = facts.rect;
+            let mut pixels = self.display.run(move |c| c.capture(rect)).await?;
+            // Secret fields and text that showed a secret are painted over before anyone sees
+            // the image.
+            let masks: Vec<Rect> = built
+                .masks
+                .iter()
+                .map(|m| Rect {
+                    x: m.x - rect.x,
+                    y: m.y - rect.y,
+                    ..*m
+                })
+                .collect();
+            mask(&mut pixels, &masks);
+            let bytes = match mime {
+                ImageMime::Png => encode_png(&pixels)?,
+                ImageMime::Jpeg => encode_jpeg(&pixels, 80)?,
+            };
+            screenshot = Some(Screenshot {
+                mime,
+                data: surface::encode_base64(&bytes),
+                width: pixels.width,
+                height: pixels.height,
+            });
+        }
+        let frame_id = model::frame_id(
+            self.identity.window,
+            self.identity.pid,
+            facts.rect,
+            &built.snapshot,
+            screenshot.is_some(),
+        )?;
+        let frame = Arc::new(DesktopFrame {
+            frame_id: frame_id.clone(),
+            app_origin: origin.clone(),
+            rect: facts.rect,
+            canvas_share: built.canvas_share,
+            screenshot: screenshot.is_some(),
+            refs: built.refs,
+        });
+        *lock(&self.latest) = Some(frame);
+        let epoch = self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let title = model::scrub(&protocol::text::printable(&facts.name), &secrets);
+        let mut console = Vec::new();
+        if let Some(why) = lock(&self.a11y_missing).clone() {
+            // Not an error of the app: what the observation can and cannot say.
+            console.push(format!("glovebox: {why}"));
+        }
+        Ok(Observation::bounded(ObservationParts {
+            frame_id,
+            content_epoch: epoch,
+            captured_at: now_ms(),
+            target: TargetIdentity::x11_window(TabId::new(self.id.clone()).map_err(|e| {
+                SurfaceError::Internal {
+                    reason: format!("window id: {e}"),
+                }
+            })?),
+            url: origin.clone(),
+            origin,
+            title,
+            viewport: Viewport {
+                width: f64::from(facts.rect.width),
+                height: f64::from(facts.rect.height),
+                device_scale_factor: 1.0,
+                page_zoom: 1.0,
+                scroll_x: 0.0,
+                scroll_y: 0.0,
+            },
+            screenshot,
+            aria_snapshot: built.snapshot,
+            interactive_elements: built.elements,
+            console_errors: console,
+            cut: ProducerCuts {
+                aria: cut,
+                elements: cut,
+                console: false,
+            },
+        }))
+    }
+
+    fn frame(&self) -> Result<Arc<DesktopFrame>, SurfaceError> {
+        lock(&self.latest)
+            .clone()
+            .ok_or_else(|| SurfaceError::Stale {
+                reason: "the window has not been observed".into(),
+            })
+    }
+
+    /// The screen point a target names, checked against the frame.
+    fn point(&self, frame: &DesktopFrame, target: &Target) -> Result<(i32, i32), SurfaceError> {
+        match target {
+            Target::Ref(e) => {
+                let b = frame.bound(&e.element).ok_or_else(|| SurfaceError::Stale {
+                    reason: format!("{} is not a ref of this observation", e.element.as_str()),
+                })?;
+                let visible = b.screen.intersect(&frame.rect).ok_or_else(|| {
+                    refused(format!("{} is outside the window", e.element.as_str()))
+                })?;
+                Ok((
+                    visible.x + visible.width as i32 / 2,
+                    visible.y + visible.height as i32 / 2,
+                ))
+            }
+            Target::Point(p) => {
+                let (x, y) = (p.x as i32, p.y as i32);
+                if x >= frame.rect.width as i32 || y >= frame.rect.height as i32 {
+                    return Err(refused(format!(
+                        "the point ({x}, {y}) is outside the window's {}×{} pixels",
+                        frame.rect.width, frame.rect.height
+                    )));
+                }
+                Ok((frame.rect.x + x, frame.rect.y + y))
+            }
+            Target::Locator(_) => Err(locators_unsupported()),
+        }
+    }
+
+    /// Refuses a point another window covers: input there would reach that window.
+    async fn on_top(&self, x: i32, y: i32) -> Result<(), SurfaceError> {
+        let at = self.display.run(move |c| c.window_at(x, y)).await?;
+        if at != Some(self.identity.window) {
+            return Err(refused(format!(
+                "the point ({x}, {y}) of the screen is covered by another window; nothing was sent"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Moves keyboard focus to this window (and `node` in it) and waits for the evidence; keys
+    /// go nowhere without it.
+    async fn focus(&self, node: Option<&ObjRef>) -> Result<(), SurfaceError> {
+        let window = self.identity.window;
+        let started = Instant::now();
+        let focused = self.display.run(|c| c.focused_window()).await?;
+        if focused != Some(window) {
+            self.display.run(move |c| c.activate(window)).await?;
+            loop {
+                let now = self.display.run(|c| c.focused_window()).await?;
+                if now == Some(window) {
+                    break;
+                }
+                if started.elapsed() > FOCUS_WAIT {
+                    return Err(refused(format!(
+                        "input failed: keyboard focus could not be moved to the window within {} ms \
+                         (the display's focus stays on {}); nothing was typed",
+                        FOCUS_WAIT.as_millis(),
+                        if now.is_some() {
+                            "another window"
+                        } else {
+                            "no window"
+                        }
+                    )));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        if let (Some(node), Some(a11y)) = (node, &self.a11y) {
+            if a11y.states(node).await?.has(state::FOCUSED) {
+                return Ok(());
+            }
+            a11y.grab_focus(node).await?;
+            loop {
+                if a11y.states(node).await?.has(state::FOCUSED) {
+                    break;
+                }
+                if started.elapsed() > FOCUS_WAIT {
+                    return Err(refused(
+                        "input failed: the field did not take keyboard focus; nothing was typed",
+                    ));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn click_at(
+        &self,
+        x: i32,
+        y: i32,
+        button: Button,
+        count: u8,
+    ) -> Result<(), SurfaceError> {
+        self.display
+            .run(move |c| {
+                c.move_to(x, y)?;
+                c.flush()?;
+                for i in 0..count {
+                    if i > 0 {
+                        std::thread::sleep(INPUT_GAP);
+                    }
+                    c.button(button, true)?;
+                    c.flush()?;
+                    std::thread::sleep(INPUT_GAP);
+                    c.button(button, false)?;
+                    c.flush()?;
+                }
+                c.sync()
+            })
+            .await
+    }
+
+    /// Presses a chord's keys in order and releases them in reverse.
+    async fn chord(&self, keysyms: Vec<u32>) -> Result<(), SurfaceError> {
+        self.display
+            .run(move |c| {
+                let mut codes = Vec::new();
+                for k in &keysyms {
+                    let (code, shift) = c.keycode(*k)?;
+                    if shift && !keysyms.contains(&0xffe1) {
+                        let (s, _) = c.keycode(0xffe1)?;
+                        codes.push(s);
+                    }
+                    codes.push(code);
+                }
+                for code in &codes {
+                    c.key(*code, true)?;
+                    c.flush()?;
+                    std::thread::sleep(INPUT_GAP);
+                }
+                for code in codes.iter().rev() {
+                    c.key(*code, false)?;
+                    c.flush()?;
+                }
+                c.sync()
+            })
+            .await
+    }
+
+    /// Types `text` key by key (any character, through a borrowed key where the layout lacks
+    /// it).
+    async fn type_keys(&self, text: String) -> Result<(), SurfaceError> {
+        self.display
+            .run(move |c| {
+                let shift = c.keycode(0xffe1)?.0;
+                for ch in text.chars() {
+                    let (code, with_shift) = c.keycode(keys::char_keysym(ch))?;
+                    if with_shift {
+                        c.key(shift, true)?;
+                    }
+                    c.key(code, true)?;
+                    c.key(code, false)?;
+                    if with_shift {
+                        c.key(shift, false)?;
+                    }
+                    c.flush()?;
+                    std::thread::sleep(Duration::from_millis(2));
+                    // A borrowed key is remapped for the next character: the server must have
+                    // delivered this one first.
+                    c.sync()?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    fn marker(
+        &self,
+        frame: &DesktopFrame,
+        kind: MarkerKind,
+        points: &[(i32, i32)],
+    ) -> ActionMarker {
+        ActionMarker {
+            kind,
+            points: points
+                .iter()
+                .map(|(x, y)| [f64::from(x - frame.rect.x), f64::from(y - frame.rect.y)])
+                .collect(),
+            field: None,
+            delta: None,
+            keys: Vec::new(),
+            viewport: [f64::from(frame.rect.width), f64::from(frame.rect.height)],
+            scroll: [0.0, 0.0],
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        action: &ExtendedAction,
+        frame: &DesktopFrame,
+    ) -> Result<Dispatched, SurfaceError> {
+        let kind = action.kind();
+        let expected = action.expected_frame_id().clone();
+        let confirmed = |marker| Dispatched {
+            receipt: Receipt::confirmed(kind, expected.clone()),
+            marker,
+        };
+        match action {
+            ExtendedAction::Click(a) => {
+                let button = match a.button {
+                    MouseButton::Left => Button::LEFT,
+                    MouseButton::Middle => Button::MIDDLE,
+                    MouseButton::Right => Button::RIGHT,
+                };
+                if a.expect_download {
+                    return Err(refused("a desktop window has no download capture"));
+                }
+                let count = a.click_count.get();
+                // By ref, a plain click runs the control's own action through AT-SPI: no pointer,
+                // nothing else on the display touched.
+                if let Target::Ref(e) = &a.target
+                    && let Some(b) = frame.bound(&e.element)
+                    && let (Some(obj), Some(a11y)) = (&b.obj, &self.a11y)
+                    && !b.actions.is_empty()
+                    && count == 1
+                    && button == Button::LEFT
+                    && a.modifiers.is_empty()
+                    && !matches!(b.atspi_role.as_str(), "drawing area" | "canvas")
+                {
+                    let before = a11y.states(obj).await?;
+                    let done = a11y
+                        .do_action(obj, &["click", "press", "activate", "toggle", "jump"])
+                        .await?;
+                    let (x, y) = self.point(frame, &a.target)?;
+                    let marker = Some(self.marker(frame, MarkerKind::Click, &[(x, y)]));
+                    if !done {
+                        return Ok(Dispatched {
+                            receipt: Receipt::failed(
+                                kind,
+                                expected,
+                                ErrorCode::InvalidAction,
+                                true,
+                                "the application refused the control's action",
+                            ),
+                            marker,
+                        });
+                    }
+                    if b.checkable {
+                        // A checkable control promises a state: the click is confirmed by it.
+                        let after = a11y.states(obj).await?;
+                        if after.has(state::CHECKED) == before.has(state::CHECKED) {
+                            return Ok(Dispatched {
+                                receipt: Receipt::dispatched(kind, expected)
+                                    .with_note("the control's checked state did not change"),
+                                marker,
+                            });
+                        }
+                    }
+                    return Ok(confirmed(marker));
+                }
+                let (x, y) = self.point(frame, &a.target)?;
+                self.on_top(x, y).await?;
+                let mods = modifier_keysyms(&a.modifiers);
+                if !mods.is_empty() {
+                    self.focus(None).await?;
+                    self.hold(&mods, true).await?;
+                }
+                let clicked = self.click_at(x, y, button, count).await;
+                if !mods.is_empty() {
+                    self.hold(&mods, false).await?;
+                }
+                clicked?;
+                Ok(Dispatched {
+                    receipt: Receipt::dispatched(kind, expected),
+                    marker: Some(self.marker(frame, MarkerKind::Click, &[(x, y)])),
+                })
+            }
+            ExtendedAction::Hover(a) => {
+                let (x, y) = self.point(frame, &a.target)?;
+                self.on_top(x, y).await?;
+                self.display
+                    .run(move |c| {
+                        c.move_to(x, y)?;
+                        c.sync()
+                    })
+                    .await?;
+                Ok(confirmed(Some(self.marker(
+                    frame,
+                    MarkerKind::Hover,
+                    &[(x, y)],
+                ))))
+            }
+            ExtendedAction::Type(a) => {
+                let target = Target::from(a.target.clone());
+                let Target::Ref(e) = &target else {
+                    return Err(locators_unsupported());
+                };
+                let b = frame.bound(&e.element).ok_or_else(|| SurfaceError::Stale {
+                    reason: format!("{} is not a ref of this observation", e.element.as_str()),
+                })?;
+                let (Some(obj), Some(a11y)) = (&b.obj, &self.a11y) else {
+                    return Err(refused(
+                        "the window has no accessible fields: click the field and press keys",
+                    ));
+                };
+                let text = a.text.as_str().to_owned();
+                let single_line = !a11y.states(obj).await?.has(state::MULTI_LINE);
+                // What the field must hold afterwards: a single-line field takes no line breaks
+                // (they are Enter, which activates).
+                let expect: String = if single_line {
+                    text.chars().filter(|c| *c != '\n' && *c != '\r').collect()
+                } else {
+                    text.clone()
+                };
+                let enters = single_line && protocol::keys::text_presses_enter(&text);
+                let mut marker = self.marker(frame, MarkerKind::Type, &[]);
+                marker.field = Some([
+                    f64::from(b.screen.x - frame.rect.x),
+                    f64::from(b.screen.y - frame.rect.y),
+                    f64::from(b.screen.width),
+                    f64::from(b.screen.height),
+                ]);
+                let mode = surface::Typing::from(a.mode);
+                let mut typed_by_ax = false;
+                if mode != surface::Typing::Keystrokes && b.editable && !enters {
+                    typed_by_ax = a11y.set_text(obj, &expect).await.unwrap_or(false)
+                        && a11y.text(obj).await.ok().as_deref() == Some(expect.as_str());
+                    if !typed_by_ax && mode == surface::Typing::Paste {
+                        return Ok(Dispatched {
+                            receipt: Receipt::failed(
+                                kind,
+                                expected,
+                                ErrorCode::InvalidAction,
+                                true,
+                                "input failed: the field did not take the text",
+                            ),
+                            marker: Some(marker),
+                        });
+                    }
+                }
+                if !typed_by_ax {
+                    if !b.editable {
+                        return Err(refused(format!(
+                            "{} is not an editable field",
+                            e.element.as_str()
+                        )));
+                    }
+                    self.focus(Some(obj)).await?;
+                    // Replace what the field holds, as `type` does everywhere.
+                    self.chord(vec![0xffe3, u32::from(b'a')]).await?;
+                    self.type_keys(text.clone()).await?;
+                }
+                // Read back: the field holds the text, or the action failed with the evidence.
+                let mut held = a11y.text(obj).await.unwrap_or_default();
+                let started = Instant::now();
+                while held != expect && started.elapsed() < Duration::from_millis(500) {
+                    tokio::time::sleep(POLL).await;
+                    held = a11y.text(obj).await.unwrap_or_default();
+                }
+                let receipt = if held == expect || (enters && held.is_empty()) {
+                    Receipt::confirmed(kind, expected)
+                } else {
+                    Receipt::failed(
+                        kind,
+                        expected,
+                        ErrorCode::InvalidAction,
+                        true,
+                        format!(
+                            "input failed: the field holds {} characters, not the {} typed",
+                            held.chars().count(),
+                            expect.chars().count()
+                        ),
+                    )
+                };
+                Ok(Dispatched {
+                    receipt,
+                    marker: Some(marker),
+                })
+            }
+            ExtendedAction::Press(a) => {
+                let node = self.element_node(frame, Some(&a.target))?;
+                let chord = keys::chord(a.key.as_str())
+                    .ok_or_else(|| refused(format!("no key is named {:?}", a.key.as_str())))?;
+                self.focus(node.as_ref()).await?;
+                self.chord(chord).await?;
+                let mut marker = self.marker(frame, MarkerKind::Key, &[]);
+                marker.keys = vec![a.key.as_str().to_owned()];
+                Ok(Dispatched {
+                    receipt: Receipt::dispatched(kind, expected),
+                    marker: Some(marker),
+                })
+            }
+            ExtendedAction::KeyDown(a) | ExtendedAction::KeyUp(a) => {
+                let node = self.element_node(frame, a.target.as_ref())?;
+                let keysym = keys::key_keysym(a.key.as_str())
+                    .ok_or_else(|| refused(format!("no key is named {:?}", a.key.as_str())))?;
+                let down = matches!(action, ExtendedAction::KeyDown(_));
+                self.focus(node.as_ref()).await?;
+                self.display
+                    .run(move |c| {
+                        let (code, _) = c.keycode(keysym)?;
+                        c.key(code, down)?;
+                        c.sync()
+                    })
+                    .await?;
+                let mut marker = self.marker(frame, MarkerKind::Key, &[]);
+                marker.keys = vec![a.key.as_str().to_owned()];
+                Ok(Dispatched {
+                    receipt: Receipt::dispatched(kind, expected),
+                    marker: Some(marker),
+                })
+            }
+            ExtendedAction::Scroll(a) => {
+                let (x, y) = match &a.target {
+                    Some(t) => self.point(frame, &Target::from(t.clone()))?,
+                    None => (
+                        frame.rect.x + frame.rect.width as i32 / 2,
+                        frame.rect.y + frame.rect.height as i32 / 2,
+                    ),
+                };
+                self.on_top(x, y).await?;
+                let (dx, dy) = (a.delta.x_px(), a.delta.y_px());
+                // One wheel click scrolls about 40 pixels in GTK and Qt.
+                let steps = |d: i32| {
+                    ((d.unsigned_abs() as f64 / 40.0).round() as u32).clamp(u32::from(d != 0), 50)
+                };
+                let (sx, sy) = (steps(dx), steps(dy));
+                self.display
+                    .run(move |c| {
+                        c.move_to(x, y)?;
+                        let vb = if dy > 0 {
+                            Button::WHEEL_DOWN
+                        } else {
+                            Button::WHEEL_UP
+                        };
+                        let hb = if dx > 0 {
+                            Button::WHEEL_RIGHT
+                        } else {
+                            Button::WHEEL_LEFT
+                        };
+                        for (b, n) in [(vb, sy), (hb, sx)] {
+                            for _ in 0..n {
+                                c.button(b, true)?;
+                                c.button(b, false)?;
+                                c.flush()?;
+                                std::thread::sleep(INPUT_GAP);
+                            }
+                        }
+                        c.sync()
+                    })
+                    .await?;
+                let mut marker = self.marker(frame, MarkerKind::Scroll, &[(x, y)]);
+                marker.delta = Some([f64::from(dx), f64::from(dy)]);
+                Ok(Dispatched {
+                    receipt: Receipt::dispatched(kind, expected),
+                    marker: Some(marker),
+                })
+            }
+            ExtendedAction::Drag(a) => {
+                let from = self.point(frame, &a.source)?;
+                let to = self.point(frame, &a.destination)?;
+                let mut path: Vec<(i32, i32)> = vec![from];
+                path.extend(
+                    a.path
+                        .as_slice()
+                        .iter()
+                        .map(|w| (frame.rect.x + w.x as i32, frame.rect.y + w.y as i32)),
+                );
+                path.push(to);
+                for (x, y) in &path {
+                    if !frame.rect.contains(*x, *y) {
+                        return Err(refused("a drag point is outside the window"));
+                    }
+                    self.on_top(*x, *y).await?;
+                }
+                let moves = path.clone();
+                self.display
+                    .run(move |c| {
+                        c.move_to(moves[0].0, moves[0].1)?;
+                        c.flush()?;
+                        std::thread::sleep(INPUT_GAP);
+                        c.button(Button::LEFT, true)?;
+                        c.flush()?;
+                        for pair in moves.windows(2) {
+                            let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+                            // Intermediate motion so the application sees a drag, not a jump.
+                            for i in 1..=8 {
+                                let x = x0 + (x1 - x0) * i / 8;
+                                let y = y0 + (y1 - y0) * i / 8;
+                                c.move_to(x, y)?;
+                                c.flush()?;
+                                std::thread::sleep(INPUT_GAP);
+                            }
+                        }
+                        c.button(Button::LEFT, false)?;
+                        c.sync()
+                    })
+                    .await?;
+                Ok(Dispatched {
+                    receipt: Receipt::dispatched(kind, expected),
+                    marker: Some(self.marker(frame, MarkerKind::Drag, &path)),
+                })
+            }
+            ExtendedAction::Wait(a) => {
+                tokio::time::sleep(Duration::from_millis(u64::from(a.duration_ms.get()))).await;
+                Ok(confirmed(None))
+            }
+            ExtendedAction::Select(_) => Err(refused(
+                "select is not available on a desktop window: click the list, then the option",
+            )),
+            ExtendedAction::Navigate(_) => Err(refused("a desktop window cannot be navigated")),
+            ExtendedAction::Upload(_) => Err(refused("a desktop window takes no uploads")),
+            ExtendedAction::Dialog(_) => Err(refused(
+                "a desktop window has no JavaScript dialogs: act on the dialog window itself",
+            )),
+        }
+    }
+
+    fn element_node(
+        &self,
+        frame: &DesktopFrame,
+        target: Option<&protocol::extended::ElementSpec>,
+    ) -> Result<Option<ObjRef>, SurfaceError> {
+        let Some(target) = target else {
+            return Ok(None);
+        };
+        let Some(e) = target.element_ref() else {
+            return Err(locators_unsupported());
+        };
+        let b = frame.bound(&e.element).ok_or_else(|| SurfaceError::Stale {
+            reason: format!("{} is not a ref of this observation", e.element.as_str()),
+        })?;
+        Ok(b.obj.clone())
+    }
+
+    async fn hold(&self, keysyms: &[u32], down: bool) -> Result<(), SurfaceError> {
+        let keysyms = keysyms.to_vec();
+        self.display
+            .run(move |c| {
+                for k in keysyms {
+                    let (code, _) = c.keycode(k)?;
+                    c.key(code, down)?;
+                }
+                c.sync()
+            })
+            .await
+    }
+}
+
+fn locators_unsupported() -> SurfaceError {
+    refused("locators are not available on a desktop window yet: use a ref from the observation")
+}
+
+fn modifier_keysyms(m: &protocol::extended::Modifiers) -> Vec<u32> {
+    use protocol::extended::Modifier;
+    m.iter()
+        .map(|m| match m {
+            Modifier::Alt => 0xffe9,
+            Modifier::Control => 0xffe3,
+            Modifier::Meta => 0xffeb,
+            Modifier::Shift => 0xffe1,
+        })
+        .collect()
+}
+
+impl Surface for DesktopWindow {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn lost(&self) -> Option<String> {
+        lock(&self.lost).clone()
+    }
+
+    fn observe<'a>(
+        &'a self,
+        options: &'a ObserveOptions,
+    ) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
+        Box::pin(async move {
+            let _io = self.io.lock().await;
+            tokio::time::timeout(options.deadline, self.capture(options))
+                .await
+                .map_err(|_| SurfaceError::Timeout {
+                    what: "observing the window".into(),
+                    after_ms: options.deadline.as_millis() as u64,
+                })?
+        })
+    }
+
+    fn preview(&self, deadline: Duration) -> BoxFuture<'_, Preview> {
+        Box::pin(async move {
+            let options = ObserveOptions {
+                screenshot: None,
+                deadline,
+                ..ObserveOptions::default()
+            };
+            let title = lock(&self.latest)
+                .as_ref()
+                .map(|_| String::new())
+                .unwrap_or_default();
+            match tokio::time::timeout(deadline, async {
+                let _io = self.io.lock().await;
+                self.capture(&options).await
+            })
+            .await
+            {
+                Ok(Ok(o)) => Preview::ready(protocol::PreviewParts {
+                    preview_frame_id: o.frame_id().clone(),
+                    content_epoch: o.content_epoch(),
+                    captured_at: o.captured_at(),
+                    title: o.title().to_owned(),
+                    origin: o.origin().to_owned(),
+                    visible_text: surface::snapshot_text(o.aria_snapshot()).join(" "),
+                    aria_landmarks: Vec::new(),
+                    interactive_count: o.interactive_elements().len() as u32,
+                }),
+                _ => Preview::unavailable(title, self.app_origin(), now_ms()),
+            }
+        })
+    }
+
+    fn act<'a>(
+        &'a self,
+        action: &'a ExtendedAction,
+        options: &'a ActOptions,
+    ) -> BoxFuture<'a, Result<ActOutcome, SurfaceError>> {
+        Box::pin(async move {
+            let _io = self.io.lock().await;
+            let frame = self.frame()?;
+            if &frame.frame_id != action.expected_frame_id() {
+                return Err(SurfaceError::Stale {
+                    reason: "the frame is not the window's latest observation".into(),
+                });
+            }
+            let facts = self.current().await?;
+            if facts.rect != frame.rect {
+                return Err(SurfaceError::Stale {
+                    reason: "the window moved or changed size since it was observed".into(),
+                });
+            }
+            let started = Instant::now();
+            let dispatched = tokio::time::timeout(options.deadline, self.dispatch(action, &frame))
+                .await
+                .map_err(|_| SurfaceError::Timeout {
+                    what: format!("the {} action", action.kind()),
+                    after_ms: options.deadline.as_millis() as u64,
+                });
+            let dispatched = match dispatched {
+                Ok(r) => r,
+                Err(e) => {
+                    // Whatever the action held down is let go.
+                    let _ = self.display.run(|c| c.release_all()).await;
+                    return Err(e);
+                }
+            };
+            let dispatched = match dispatched {
+                Ok(d) => d,
+                Err(e) => {
+                    let _ = self.display.run(|c| c.release_all()).await;
+                    return Err(e);
+                }
+            };
+            let settle = started.elapsed();
+            // Let the application draw what the input did before the fresh observation.
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            let observed_at = Instant::now();
+            let observation = self.capture(&options.observe).await.ok();
+            Ok(ActOutcome {
+                action: action.kind(),
+                receipt: dispatched.receipt,
+                observation,
+                opened: Vec::new(),
+                dialog: None,
+                downloads: Vec::new(),
+                marker: dispatched.marker,
+                timing: ActTiming {
+                    settle,
+                    observe: observed_at.elapsed(),
+                    settled_by: SettleEnd::Quiet,
+                    awaited_requests: 0,
+                },
+                blocked: Vec::new(),
+            })
+        })
+    }
+
+    fn latest_frame(&self) -> Option<Arc<dyn FrameRecord>> {
+        lock(&self.latest)
+            .clone()
+            .map(|f| f as Arc<dyn FrameRecord>)
+    }
+
+    fn locate<'a>(
+        &'a self,
+        _frame: &'a dyn FrameRecord,
+        _locator: &'a Locator,
+    ) -> BoxFuture<'a, Option<LocatedFacts>> {
+        Box::pin(async { None })
+    }
+
+    fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move { self.display.run(|c| c.release_all()).await })
+    }
+
+    fn dialog(&self) -> Option<Dialog> {
+        None
+    }
+
+    fn detach(&self, _deadline: Duration) -> BoxFuture<'_, Result<(), SurfaceError>> {
+        Box::pin(async move {
+            // Nothing stays held by an attachment that ends.
+            self.display.run(|c| c.release_all()).await
+        })
+    }
+
+    fn memory(&self) -> SurfaceMemory {
+        SurfaceMemory(Arc::new(Mutex::new(WindowMemory {
+            latest: lock(&self.latest).clone(),
+            secrets: lock(&self.secrets).clone(),
+        })))
+    }
+
+    fn scrub(&self, secrets: &[String]) {
+        let mut held = lock(&self.secrets);
+        for s in secrets {
+            if !held.contains(s) {
+                held.push(s.clone());
+            }
+        }
+    }
+}
