@@ -294,7 +294,8 @@ impl A11y {
             if secret {
                 return None;
             }
-            if has("org.a11y.atspi.EditableText") && has("org.a11y.atspi.Text") {
+            let label = matches!(role.as_str(), "label" | "static" | "caption" | "heading");
+            if has("org.a11y.atspi.Text") && (label || has("org.a11y.atspi.EditableText")) {
                 return self
                     .call::<_, String>(d, p, "org.a11y.atspi.Text", "GetText", &(0i32, -1i32))
                     .await

@@ -344,7 +344,14 @@ fn walk(
     }
     let role = role_of(&n.role);
     if role == "text" && !control {
-        // A label: text, unless it only repeats the control it names.
+        // A label: its text (its name when it has none), unless it only repeats the control it
+        // names.
+        let shown = n
+            .value
+            .as_deref()
+            .map(|v| scrub(&protocol::text::printable(v), secrets))
+            .filter(|v| !v.is_empty());
+        let name = shown.unwrap_or(name);
         if !name.is_empty() && name != parent_name {
             out.snapshot.push_str(&" ".repeat(depth));
             out.snapshot.push_str(&quote(&name));

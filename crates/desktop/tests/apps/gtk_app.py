@@ -1,0 +1,135 @@
+"""Glovebox's GTK test app: an entry, buttons, a checkbox and a drawing area, each logging every
+event it receives as one JSON line to the file named by GLOVEBOX_APP_LOG (the tests read it to
+prove what the app itself saw). Run with /usr/bin/python3, which sees Debian's `gi`.
+
+Arguments: --title TITLE (window title), --x X --y Y (position).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import gi
+
+gi.require_version("Gtk", "3.0")
+gi.require_version("Gdk", "3.0")
+from gi.repository import Gdk, GLib, Gtk  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--title", default="Glovebox test app")
+parser.add_argument("--x", type=int, default=40)
+parser.add_argument("--y", type=int, default=40)
+args = parser.parse_args()
+
+log_path = os.environ.get("GLOVEBOX_APP_LOG")
+log_file = open(log_path, "a", buffering=1) if log_path else sys.stdout
+
+
+def log(event, **fields):
+    fields.update(event=event, window=args.title, t=time.time())
+    log_file.write(json.dumps(fields) + "\n")
+
+
+window = Gtk.Window(title=args.title)
+window.set_default_size(420, 360)
+window.move(args.x, args.y)
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=6)
+box.set_border_width(8)
+
+label = Gtk.Label(label="Your name")
+entry = Gtk.Entry()
+entry.get_accessible().set_name("Name")
+label.set_mnemonic_widget(entry)
+submit = Gtk.Button(label="Submit")
+check = Gtk.CheckButton(label="Subscribe")
+mover = Gtk.Button(label="Move soon")
+
+
+def move_soon(_button):
+    def later():
+        x, y = window.get_position()
+        window.move(x + 60, y + 40)
+        log("moved")
+        return False
+
+    GLib.timeout_add(300, later)
+
+
+mover.connect("clicked", move_soon)
+status = Gtk.Label(label="Nothing submitted")
+status.get_accessible().set_name("Status")
+canvas = Gtk.DrawingArea()
+canvas.set_size_request(380, 150)
+canvas.get_accessible().set_name("Canvas")
+canvas.add_events(
+    Gdk.EventMask.BUTTON_PRESS_MASK
+    | Gdk.EventMask.BUTTON_RELEASE_MASK
+    | Gdk.EventMask.POINTER_MOTION_MASK
+)
+strokes = []
+
+
+def on_draw(widget, cr):
+    cr.set_source_rgb(1, 1, 1)
+    cr.paint()
+    cr.set_source_rgb(0.1, 0.2, 0.8)
+    cr.set_line_width(3)
+    for stroke in strokes:
+        if len(stroke) > 1:
+            cr.move_to(*stroke[0])
+            for p in stroke[1:]:
+                cr.line_to(*p)
+            cr.stroke()
+    return False
+
+
+def on_press(widget, event):
+    strokes.append([(event.x, event.y)])
+    log("canvas_press", x=event.x, y=event.y, button=event.button)
+
+
+def on_motion(widget, event):
+    if event.state & Gdk.ModifierType.BUTTON1_MASK and strokes:
+        strokes[-1].append((event.x, event.y))
+        log("canvas_motion", x=event.x, y=event.y)
+        widget.queue_draw()
+
+
+def on_release(widget, event):
+    log("canvas_release", x=event.x, y=event.y, button=event.button)
+    widget.queue_draw()
+
+
+def on_submit(_button):
+    status.set_text("Submitted " + entry.get_text())
+    log("submit", text=entry.get_text(), subscribed=check.get_active())
+
+
+def on_key(widget, event):
+    name = Gdk.keyval_name(event.keyval)
+    log("key_press" if event.type == Gdk.EventType.KEY_PRESS else "key_release", key=name)
+    return False
+
+
+canvas.connect("draw", on_draw)
+canvas.connect("button-press-event", on_press)
+canvas.connect("motion-notify-event", on_motion)
+canvas.connect("button-release-event", on_release)
+submit.connect("clicked", on_submit)
+check.connect("toggled", lambda b: log("toggle", active=b.get_active()))
+entry.connect("changed", lambda e: log("changed", length=len(e.get_text())))
+entry.connect("activate", lambda e: log("activate", text=e.get_text()))
+window.connect("key-press-event", on_key)
+window.connect("key-release-event", on_key)
+window.connect("focus-in-event", lambda *_: log("focus_in") or False)
+window.connect("focus-out-event", lambda *_: log("focus_out") or False)
+window.connect("destroy", Gtk.main_quit)
+
+for w in (label, entry, submit, check, mover, status, canvas):
+    box.pack_start(w, False, False, 0)
+window.add(box)
+window.show_all()
+GLib.idle_add(lambda: log("ready") or False)
+Gtk.main()

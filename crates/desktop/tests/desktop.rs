@@ -1,0 +1,410 @@
+//! The desktop adapter against a real X server (Xvfb), a real session bus with the real AT-SPI
+//! registry, and a real GTK application that logs every event it receives
+//! (`tests/apps/gtk_app.py`). Each test brings up its own stack and tears it down.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use desktop::{DesktopAdapter, DesktopConfig, Stack, StackOptions};
+use protocol::{ErrorCode, ExtendedAction, ImageMime, Observation, ReceiptState};
+use serde_json::{Value, json};
+use surface::{ActOptions, ObserveOptions, Surface, SurfaceAdapter, SurfaceError};
+
+struct Desk {
+    stack: Stack,
+    adapter: DesktopAdapter,
+    dir: PathBuf,
+}
+
+struct App {
+    log: PathBuf,
+    surface: Arc<dyn Surface>,
+}
+
+fn app_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/gtk_app.py")
+}
+
+impl Desk {
+    async fn start(window_manager: bool) -> Desk {
+        let stack = Stack::start(&StackOptions {
+            window_manager,
+            ..StackOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("the desktop stack did not start: {e}"));
+        let adapter = DesktopAdapter::new(DesktopConfig {
+            display: stack.display.clone(),
+            session_bus: Some(stack.session_bus.clone()),
+        });
+        adapter.connect().await.expect("connect to the display");
+        let dir = stack.runtime_dir.join("logs");
+        std::fs::create_dir_all(&dir).unwrap();
+        Desk {
+            stack,
+            adapter,
+            dir,
+        }
+    }
+
+    /// Starts the test app titled `title` at (x, y) and attaches to its window once the window
+    /// is listed and its accessibility tree shows the entry.
+    async fn app(&mut self, title: &str, x: i32, y: i32) -> App {
+        let log = self.dir.join(format!("{}.log", title.replace(' ', "_")));
+        let mut command = self.stack.command("/usr/bin/python3");
+        command
+            .arg(app_script())
+            .args(["--title", title, "--x", &x.to_string(), "--y", &y.to_string()])
+            .env("GLOVEBOX_APP_LOG", &log);
+        self.stack.spawn(command).expect("start the GTK app");
+        let started = Instant::now();
+        loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the app's window {title:?} did not appear with its tree"
+            );
+            let listed = self.adapter.list().await.expect("list windows");
+            if let Some(info) = listed.iter().find(|w| w.title == title) {
+                let surface = self.adapter.attach(info.id.clone(), None).await.expect("attach");
+                if let Ok(o) = surface.observe(&ObserveOptions::default()).await
+                    && o.aria_snapshot().contains("textbox \"Name\"")
+                    && std::fs::read_to_string(&log).is_ok_and(|l| l.contains("\"ready\""))
+                {
+                    return App { log, surface };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl App {
+    fn events(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn count(&self, event: &str) -> usize {
+        self.events().iter().filter(|e| e["event"] == event).count()
+    }
+
+    async fn observe(&self) -> Observation {
+        self.surface
+            .observe(&ObserveOptions::default())
+            .await
+            .expect("observe")
+    }
+
+    async fn act(&self, action: Value) -> Result<surface::ActOutcome, SurfaceError> {
+        let action: ExtendedAction = serde_json::from_value(action).expect("a valid action");
+        self.surface.act(&action, &ActOptions::default()).await
+    }
+
+    /// Waits (bounded) until the app logged `event` `n` times.
+    async fn wait_for(&self, event: &str, n: usize) {
+        let started = Instant::now();
+        while self.count(event) < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the app never logged {event} ×{n}: {:?}",
+                self.events()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The ref of the element with `role` and `name` in `o`.
+fn ref_of(o: &Observation, role: &str, name: &str) -> String {
+    o.interactive_elements()
+        .iter()
+        .find(|e| e.role() == role && e.name() == name)
+        .unwrap_or_else(|| panic!("no {role} {name:?} in\n{}", o.aria_snapshot()))
+        .element()
+        .as_str()
+        .to_owned()
+}
+
+fn frame(o: &Observation) -> String {
+    o.frame_id().as_str().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_is_filled_and_submitted_by_refs_and_verified_through_atspi() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Form app", 40, 40).await;
+    let o = app.observe().await;
+    assert_eq!(o.title(), "Form app");
+    assert_eq!(o.origin(), "app://gtk-app.py");
+    let name = ref_of(&o, "textbox", "Name");
+    let out = app
+        .act(json!({"type": "type", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": name}, "text": "Ada Lovelace", "intent": "fill the name"}))
+        .await
+        .expect("type");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    let o = out.observation.expect("a fresh observation");
+    assert!(o.aria_snapshot().contains("textbox \"Name\""), "{}", o.aria_snapshot());
+    assert!(o.aria_snapshot().contains(": \"Ada Lovelace\""), "{}", o.aria_snapshot());
+
+    let check = ref_of(&o, "checkbox", "Subscribe");
+    let out = app
+        .act(json!({"type": "click", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": check}, "intent": "subscribe"}))
+        .await
+        .expect("click the checkbox");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    let o = out.observation.expect("observation");
+    assert!(
+        o.interactive_elements()
+            .iter()
+            .any(|e| e.name() == "Subscribe" && e.states().iter().any(|s| s == "checked")),
+        "{}",
+        o.aria_snapshot()
+    );
+
+    let submit = ref_of(&o, "button", "Submit");
+    let out = app
+        .act(json!({"type": "click", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": submit}, "intent": "submit"}))
+        .await
+        .expect("click submit");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
+    app.wait_for("submit", 1).await;
+    let submitted = app.events().into_iter().find(|e| e["event"] == "submit").unwrap();
+    assert_eq!(submitted["text"], "Ada Lovelace");
+    assert_eq!(submitted["subscribed"], true);
+    let o = app.observe().await;
+    assert!(o.aria_snapshot().contains("\"Submitted Ada Lovelace\""), "{}", o.aria_snapshot());
+
+    // A stale frame is refused and nothing reaches the app.
+    let err = app
+        .act(json!({"type": "click", "expected_frame_id": "frame_0000000000000001",
+            "target": {"kind": "element", "ref": submit}, "intent": "submit again"}))
+        .await
+        .expect_err("a stale frame");
+    assert_eq!(err.code(), ErrorCode::StaleObservation);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(app.count("submit"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_maps_back_to_the_window_and_a_canvas_drag_reaches_the_app() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Canvas app", 30, 20).await;
+    let o = app
+        .surface
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..ObserveOptions::default()
+        })
+        .await
+        .expect("observe with a screenshot");
+    let shot = o.screenshot().expect("a screenshot");
+    assert_eq!(f64::from(shot.width), o.viewport().width);
+    assert_eq!(f64::from(shot.height), o.viewport().height);
+    let canvas = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.role() == "canvas")
+        .unwrap_or_else(|| panic!("no canvas in\n{}", o.aria_snapshot()));
+    let _ = canvas;
+    // The canvas's box, from the frame record the runtime judges by.
+    let record = app.surface.latest_frame().expect("a frame record");
+    let facts = record
+        .targets()
+        .find(|t| t.role == "canvas")
+        .expect("the canvas's facts");
+    let [bx, by, bw, bh] = facts.bounds;
+    let (x0, y0) = ((bx + 40.0) as u32, (by + 30.0) as u32);
+    let (x1, y1) = ((bx + bw - 40.0) as u32, (by + bh - 30.0) as u32);
+    let out = app
+        .act(json!({"type": "drag", "expected_frame_id": frame(&o),
+            "source": {"kind": "point", "x": x0, "y": y0},
+            "destination": {"kind": "point", "x": x1, "y": y1},
+            "path": [{"x": (x0 + x1) / 2, "y": y0}], "intent": "draw a stroke"}))
+        .await
+        .expect("drag");
+    assert_eq!(out.receipt.state(), ReceiptState::Dispatched);
+    app.wait_for("canvas_release", 1).await;
+    let events = app.events();
+    let press = events.iter().find(|e| e["event"] == "canvas_press").unwrap();
+    let release = events.iter().find(|e| e["event"] == "canvas_release").unwrap();
+    // The app's own coordinates are the canvas's: the point read off the image landed exactly.
+    let near = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() <= 1.0;
+    assert!(near(&press["x"], f64::from(x0) - bx) && near(&press["y"], f64::from(y0) - by), "{press}");
+    assert!(near(&release["x"], f64::from(x1) - bx) && near(&release["y"], f64::from(y1) - by), "{release}");
+    // The app saw the stroke move through its path, not jump to its end.
+    let motions: Vec<&Value> = events.iter().filter(|e| e["event"] == "canvas_motion").collect();
+    assert!(!motions.is_empty(), "{events:?}");
+    assert!(
+        motions.iter().any(|m| m["x"].as_f64().unwrap() < f64::from(x1) - bx - 5.0),
+        "{motions:?}"
+    );
+}
+
+async fn typed_text_lands_only_in_the_target(window_manager: bool) {
+    let mut desk = Desk::start(window_manager).await;
+    let target = desk.app("Target app", 20, 20).await;
+    let other = desk.app("Other app", 600, 20).await;
+    // The other window holds focus first: give it focus with a click into its field.
+    let o = other.observe().await;
+    let field = ref_of(&o, "textbox", "Name");
+    let out = other
+        .act(json!({"type": "type", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": field}, "text": "keep", "mode": "keystrokes",
+            "intent": "focus the other window"}))
+        .await
+        .expect("type into the other window");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    let other_keys = other.count("key_press");
+    assert!(other_keys >= 4);
+
+    let o = target.observe().await;
+    let field = ref_of(&o, "textbox", "Name");
+    let out = target
+        .act(json!({"type": "type", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": field}, "text": "Grace Hopper", "mode": "keystrokes",
+            "intent": "type with real keys"}))
+        .await
+        .expect("type into the target");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    let o = out.observation.unwrap();
+    assert!(o.aria_snapshot().contains(": \"Grace Hopper\""), "{}", o.aria_snapshot());
+    assert!(target.count("key_press") >= 12);
+    // Not one key reached the other window, and its text is unchanged.
+    assert_eq!(other.count("key_press"), other_keys);
+    let o = other.observe().await;
+    assert!(o.aria_snapshot().contains(": \"keep\""), "{}", o.aria_snapshot());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_lands_only_in_the_target_window_without_a_window_manager() {
+    typed_text_lands_only_in_the_target(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_lands_only_in_the_target_window_under_openbox() {
+    typed_text_lands_only_in_the_target(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_on_a_point_another_window_covers_is_refused() {
+    let mut desk = Desk::start(false).await;
+    let below = desk.app("Below app", 20, 20).await;
+    let o = below.observe().await;
+    let record = below.surface.latest_frame().unwrap();
+    let submit = record
+        .targets()
+        .find(|t| t.role == "button" && t.name == "Submit")
+        .expect("submit")
+        .bounds;
+    // Another window opens over the button.
+    let above = desk.app("Above app", 20 + submit[0] as i32, 20 + submit[1] as i32).await;
+    let above_presses = above.count("canvas_press");
+    let err = below
+        .act(json!({"type": "click", "expected_frame_id": frame(&o),
+            "target": {"kind": "point", "x": (submit[0] + 5.0) as u32, "y": (submit[1] + 5.0) as u32},
+            "intent": "click under the other window"}))
+        .await
+        .expect_err("a covered point");
+    assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
+    assert!(err.to_string().contains("covered by another window"), "{err}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(below.count("submit"), 0);
+    assert_eq!(above.count("canvas_press"), above_presses);
+    assert_eq!(above.count("submit"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_window_makes_its_frame_stale() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Moving app", 20, 20).await;
+    let o = app.observe().await;
+    let mover = ref_of(&o, "button", "Move soon");
+    let out = app
+        .act(json!({"type": "click", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": mover}, "intent": "move the window soon"}))
+        .await
+        .expect("click");
+    let o = out.observation.expect("observation");
+    app.wait_for("moved", 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let submit = ref_of(&o, "button", "Submit");
+    let err = app
+        .act(json!({"type": "click", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": submit}, "intent": "submit"}))
+        .await
+        .expect_err("the window moved");
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    assert_eq!(app.count("submit"), 0);
+    // A new observation has a new frame and the click goes through.
+    let o2 = app.observe().await;
+    assert_ne!(frame(&o2), frame(&o));
+    let submit = ref_of(&o2, "button", "Submit");
+    app.act(json!({"type": "click", "expected_frame_id": frame(&o2),
+        "target": {"kind": "element", "ref": submit}, "intent": "submit"}))
+        .await
+        .expect("click after observing again");
+    app.wait_for("submit", 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releasing_input_lets_go_of_a_held_key() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Keys app", 20, 20).await;
+    let o = app.observe().await;
+    let field = ref_of(&o, "textbox", "Name");
+    let out = app
+        .act(json!({"type": "key_down", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": field}, "key": "Shift", "intent": "hold shift"}))
+        .await
+        .expect("key down");
+    assert_eq!(out.receipt.state(), ReceiptState::Dispatched);
+    let pressed = || {
+        app.events()
+            .iter()
+            .filter(|e| e["event"] == "key_press" && e["key"] == "Shift_L")
+            .count()
+    };
+    let released = || {
+        app.events()
+            .iter()
+            .filter(|e| e["event"] == "key_release" && e["key"] == "Shift_L")
+            .count()
+    };
+    let started = Instant::now();
+    while pressed() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", app.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(released(), 0, "shift is still held");
+    let started = Instant::now();
+    app.surface.release_input().await.expect("release");
+    while released() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(1), "the key was not released within 1 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_are_listed_with_identity_and_a_closed_one_is_lost() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Closing app", 20, 20).await;
+    let listed = desk.adapter.list().await.unwrap();
+    let info = listed.iter().find(|w| w.title == "Closing app").unwrap();
+    assert!(info.id.starts_with(&format!("x11:{}:0x", desk.stack.display)));
+    assert_eq!(info.url, "app://gtk-app.py");
+    // Every window of the display shares one input domain.
+    assert_eq!(
+        desk.adapter.input_domain(&info.id),
+        desk.adapter.input_domain("x11:other")
+    );
+    assert!(desk.adapter.close(info.id.clone(), Duration::from_secs(5)).await);
+    let err = app.surface.observe(&ObserveOptions::default()).await.expect_err("gone");
+    assert_eq!(err.code(), ErrorCode::TargetLost);
+    assert!(app.surface.lost().is_some());
+}
