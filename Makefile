@@ -5,6 +5,7 @@ CARGO ?= cargo
 
 deps:
 	@scripts/ensure-chromium.sh
+	@scripts/ensure-desktop.sh
 
 build:
 	$(CARGO) build --release -p glovebox

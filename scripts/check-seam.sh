@@ -2,7 +2,7 @@
 # The seam's absences, checked by `make test` so they cannot come back (design.md, "The seam is
 # real before a second surface kind lands"):
 #   - the runtime and the transports (runtime, mcp, server, agent) do not depend on an adapter
-#     crate (browser) or on the CDP client (cdp); the binary (glovebox) composes the browser
+#     crate (browser, desktop) or on a backend's client (cdp, x11rb, zbus); the binary (glovebox) composes the browser
 #     adapter but does not depend on cdp;
 #   - no source file of those crates names a CDP method or a `cdp::` item;
 #   - HTTP lives in `server`: `mcp` serves no listener of its own (it is the tool router that
@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 
 cargo metadata --format-version 1 --no-deps --locked | python3 -c '
 import json, sys
-banned = {"runtime": {"browser", "cdp"}, "mcp": {"browser", "cdp"}, "server": {"browser", "cdp"}, "agent": {"browser", "cdp"}, "glovebox": {"cdp"}}
+adapters = {"browser", "cdp", "desktop", "x11rb", "zbus"}
+banned = {"runtime": adapters, "mcp": adapters, "server": adapters, "agent": adapters, "glovebox": {"cdp", "x11rb", "zbus"}}
 bad = []
 for package in json.load(sys.stdin)["packages"]:
     for dep in package["dependencies"]:

@@ -93,7 +93,8 @@ pub fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<Destinat
             return Ok(Destination::AboutBlank);
         }
     }
-    if !policy.allows_scheme(scheme) {
+    // An application's identity (`app://…`) names what a person grants, never a place to go.
+    if !policy.allows_scheme(scheme) || scheme == "app" {
         return Err(PolicyError::ForbiddenScheme {
             scheme: scheme_for_report(scheme),
         });

@@ -26,6 +26,9 @@ pub enum Scheme {
     Wss,
     /// `ftp`, default port 21.
     Ftp,
+    /// `app`: a desktop application's identity (`app://<class>`, port 0), what a person grants
+    /// for a native window as an origin is granted for a tab. Never a destination of navigation.
+    App,
 }
 
 impl Scheme {
@@ -37,6 +40,7 @@ impl Scheme {
             Self::Ws => "ws",
             Self::Wss => "wss",
             Self::Ftp => "ftp",
+            Self::App => "app",
         }
     }
 
@@ -46,6 +50,7 @@ impl Scheme {
             Self::Http | Self::Ws => 80,
             Self::Https | Self::Wss => 443,
             Self::Ftp => 21,
+            Self::App => 0,
         }
     }
 
@@ -56,6 +61,7 @@ impl Scheme {
             "ws" => Some(Self::Ws),
             "wss" => Some(Self::Wss),
             "ftp" => Some(Self::Ftp),
+            "app" => Some(Self::App),
             _ => None,
         }
     }

@@ -220,3 +220,12 @@ fn policy_deserialises_from_config_with_defaults() {
             .is_err()
     );
 }
+
+#[test]
+fn an_application_identity_is_never_a_destination() {
+    let mut p = NavigationPolicy::default();
+    check(&p, "app://gtk-app.py", forbidden("app"));
+    // Not even when a configuration lists the scheme.
+    p.allowed_schemes.push("app".into());
+    check(&p, "app://gtk-app.py", forbidden("app"));
+}

@@ -189,3 +189,13 @@ fn errors_never_echo_the_url() {
         "{message}"
     );
 }
+
+#[test]
+fn an_application_identity_is_an_origin_of_its_own() {
+    let app = Origin::parse("app://gtk-app.py").unwrap();
+    assert_eq!(app.scheme(), policy::Scheme::App);
+    assert_eq!(app.serialize_web(), "app://gtk-app.py");
+    assert_eq!(app, Origin::parse("APP://GTK-App.py").unwrap());
+    assert_ne!(app, Origin::parse("app://gedit").unwrap());
+    assert_ne!(app, Origin::parse("http://gtk-app.py").unwrap());
+}
