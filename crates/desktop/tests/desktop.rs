@@ -54,7 +54,14 @@ impl Desk {
         let mut command = self.stack.command("/usr/bin/python3");
         command
             .arg(app_script())
-            .args(["--title", title, "--x", &x.to_string(), "--y", &y.to_string()])
+            .args([
+                "--title",
+                title,
+                "--x",
+                &x.to_string(),
+                "--y",
+                &y.to_string(),
+            ])
             .env("GLOVEBOX_APP_LOG", &log);
         self.stack.spawn(command).expect("start the GTK app");
         let started = Instant::now();
@@ -65,7 +72,11 @@ impl Desk {
             );
             let listed = self.adapter.list().await.expect("list windows");
             if let Some(info) = listed.iter().find(|w| w.title == title) {
-                let surface = self.adapter.attach(info.id.clone(), None).await.expect("attach");
+                let surface = self
+                    .adapter
+                    .attach(info.id.clone(), None)
+                    .await
+                    .expect("attach");
                 if let Ok(o) = surface.observe(&ObserveOptions::default()).await
                     && o.aria_snapshot().contains("textbox \"Name\"")
                     && std::fs::read_to_string(&log).is_ok_and(|l| l.contains("\"ready\""))
@@ -145,10 +156,23 @@ async fn a_form_is_filled_and_submitted_by_refs_and_verified_through_atspi() {
             "target": {"kind": "element", "ref": name}, "text": "Ada Lovelace", "intent": "fill the name"}))
         .await
         .expect("type");
-    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
     let o = out.observation.expect("a fresh observation");
-    assert!(o.aria_snapshot().contains("textbox \"Name\""), "{}", o.aria_snapshot());
-    assert!(o.aria_snapshot().contains(": \"Ada Lovelace\""), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("textbox \"Name\""),
+        "{}",
+        o.aria_snapshot()
+    );
+    assert!(
+        o.aria_snapshot().contains(": \"Ada Lovelace\""),
+        "{}",
+        o.aria_snapshot()
+    );
 
     let check = ref_of(&o, "checkbox", "Subscribe");
     let out = app
@@ -156,7 +180,12 @@ async fn a_form_is_filled_and_submitted_by_refs_and_verified_through_atspi() {
             "target": {"kind": "element", "ref": check}, "intent": "subscribe"}))
         .await
         .expect("click the checkbox");
-    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
     let o = out.observation.expect("observation");
     assert!(
         o.interactive_elements()
@@ -174,16 +203,26 @@ async fn a_form_is_filled_and_submitted_by_refs_and_verified_through_atspi() {
         .expect("click submit");
     assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
     app.wait_for("submit", 1).await;
-    let submitted = app.events().into_iter().find(|e| e["event"] == "submit").unwrap();
+    let submitted = app
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "submit")
+        .unwrap();
     assert_eq!(submitted["text"], "Ada Lovelace");
     assert_eq!(submitted["subscribed"], true);
     let o = app.observe().await;
-    assert!(o.aria_snapshot().contains("\"Submitted Ada Lovelace\""), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains("\"Submitted Ada Lovelace\""),
+        "{}",
+        o.aria_snapshot()
+    );
 
     // A stale frame is refused and nothing reaches the app.
     let err = app
-        .act(json!({"type": "click", "expected_frame_id": "frame_0000000000000001",
-            "target": {"kind": "element", "ref": submit}, "intent": "submit again"}))
+        .act(
+            json!({"type": "click", "expected_frame_id": "frame_0000000000000001",
+            "target": {"kind": "element", "ref": submit}, "intent": "submit again"}),
+        )
         .await
         .expect_err("a stale frame");
     assert_eq!(err.code(), ErrorCode::StaleObservation);
@@ -231,17 +270,34 @@ async fn a_screenshot_maps_back_to_the_window_and_a_canvas_drag_reaches_the_app(
     assert_eq!(out.receipt.state(), ReceiptState::Dispatched);
     app.wait_for("canvas_release", 1).await;
     let events = app.events();
-    let press = events.iter().find(|e| e["event"] == "canvas_press").unwrap();
-    let release = events.iter().find(|e| e["event"] == "canvas_release").unwrap();
+    let press = events
+        .iter()
+        .find(|e| e["event"] == "canvas_press")
+        .unwrap();
+    let release = events
+        .iter()
+        .find(|e| e["event"] == "canvas_release")
+        .unwrap();
     // The app's own coordinates are the canvas's: the point read off the image landed exactly.
     let near = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() <= 1.0;
-    assert!(near(&press["x"], f64::from(x0) - bx) && near(&press["y"], f64::from(y0) - by), "{press}");
-    assert!(near(&release["x"], f64::from(x1) - bx) && near(&release["y"], f64::from(y1) - by), "{release}");
+    assert!(
+        near(&press["x"], f64::from(x0) - bx) && near(&press["y"], f64::from(y0) - by),
+        "{press}"
+    );
+    assert!(
+        near(&release["x"], f64::from(x1) - bx) && near(&release["y"], f64::from(y1) - by),
+        "{release}"
+    );
     // The app saw the stroke move through its path, not jump to its end.
-    let motions: Vec<&Value> = events.iter().filter(|e| e["event"] == "canvas_motion").collect();
+    let motions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "canvas_motion")
+        .collect();
     assert!(!motions.is_empty(), "{events:?}");
     assert!(
-        motions.iter().any(|m| m["x"].as_f64().unwrap() < f64::from(x1) - bx - 5.0),
+        motions
+            .iter()
+            .any(|m| m["x"].as_f64().unwrap() < f64::from(x1) - bx - 5.0),
         "{motions:?}"
     );
 }
@@ -259,7 +315,12 @@ async fn typed_text_lands_only_in_the_target(window_manager: bool) {
             "intent": "focus the other window"}))
         .await
         .expect("type into the other window");
-    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
     let other_keys = other.count("key_press");
     assert!(other_keys >= 4);
 
@@ -271,14 +332,27 @@ async fn typed_text_lands_only_in_the_target(window_manager: bool) {
             "intent": "type with real keys"}))
         .await
         .expect("type into the target");
-    assert_eq!(out.receipt.state(), ReceiptState::Confirmed, "{:?}", out.receipt);
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
     let o = out.observation.unwrap();
-    assert!(o.aria_snapshot().contains(": \"Grace Hopper\""), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains(": \"Grace Hopper\""),
+        "{}",
+        o.aria_snapshot()
+    );
     assert!(target.count("key_press") >= 12);
     // Not one key reached the other window, and its text is unchanged.
     assert_eq!(other.count("key_press"), other_keys);
     let o = other.observe().await;
-    assert!(o.aria_snapshot().contains(": \"keep\""), "{}", o.aria_snapshot());
+    assert!(
+        o.aria_snapshot().contains(": \"keep\""),
+        "{}",
+        o.aria_snapshot()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -303,7 +377,9 @@ async fn a_click_on_a_point_another_window_covers_is_refused() {
         .expect("submit")
         .bounds;
     // Another window opens over the button.
-    let above = desk.app("Above app", 20 + submit[0] as i32, 20 + submit[1] as i32).await;
+    let above = desk
+        .app("Above app", 20 + submit[0] as i32, 20 + submit[1] as i32)
+        .await;
     let above_presses = above.count("canvas_press");
     let err = below
         .act(json!({"type": "click", "expected_frame_id": frame(&o),
@@ -312,7 +388,10 @@ async fn a_click_on_a_point_another_window_covers_is_refused() {
         .await
         .expect_err("a covered point");
     assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
-    assert!(err.to_string().contains("covered by another window"), "{err}");
+    assert!(
+        err.to_string().contains("covered by another window"),
+        "{err}"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(below.count("submit"), 0);
     assert_eq!(above.count("canvas_press"), above_presses);
@@ -378,14 +457,21 @@ async fn releasing_input_lets_go_of_a_held_key() {
     };
     let started = Instant::now();
     while pressed() == 0 {
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", app.events());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            app.events()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(released(), 0, "shift is still held");
     let started = Instant::now();
     app.surface.release_input().await.expect("release");
     while released() == 0 {
-        assert!(started.elapsed() < Duration::from_secs(1), "the key was not released within 1 s");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "the key was not released within 1 s"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -396,15 +482,26 @@ async fn windows_are_listed_with_identity_and_a_closed_one_is_lost() {
     let app = desk.app("Closing app", 20, 20).await;
     let listed = desk.adapter.list().await.unwrap();
     let info = listed.iter().find(|w| w.title == "Closing app").unwrap();
-    assert!(info.id.starts_with(&format!("x11:{}:0x", desk.stack.display)));
+    assert!(
+        info.id
+            .starts_with(&format!("x11:{}:0x", desk.stack.display))
+    );
     assert_eq!(info.url, "app://gtk-app.py");
     // Every window of the display shares one input domain.
     assert_eq!(
         desk.adapter.input_domain(&info.id),
         desk.adapter.input_domain("x11:other")
     );
-    assert!(desk.adapter.close(info.id.clone(), Duration::from_secs(5)).await);
-    let err = app.surface.observe(&ObserveOptions::default()).await.expect_err("gone");
+    assert!(
+        desk.adapter
+            .close(info.id.clone(), Duration::from_secs(5))
+            .await
+    );
+    let err = app
+        .surface
+        .observe(&ObserveOptions::default())
+        .await
+        .expect_err("gone");
     assert_eq!(err.code(), ErrorCode::TargetLost);
     assert!(app.surface.lost().is_some());
 }

@@ -33,6 +33,14 @@ pub struct Global {
     /// Show the browser window instead of running headless.
     #[arg(long, global = true, env = "GLOVEBOX_HEADED")]
     pub headed: bool,
+    /// Drive the windows of this X display (`:1`) instead of a browser: each window a person
+    /// offers is a surface (see `glovebox desktop`).
+    #[arg(long, global = true, env = "GLOVEBOX_DISPLAY")]
+    pub display: Option<String>,
+    /// The session bus of that display's applications, for their accessibility trees (default:
+    /// DBUS_SESSION_BUS_ADDRESS).
+    #[arg(long, global = true, env = "GLOVEBOX_SESSION_BUS")]
+    pub session_bus: Option<String>,
     /// The TOML config file (default: $XDG_CONFIG_HOME/glovebox/config.toml when it exists).
     /// Precedence: defaults < file < GLOVEBOX_* env < flags.
     #[arg(long, global = true, env = "GLOVEBOX_CONFIG")]
@@ -121,6 +129,23 @@ pub enum Cmd {
     /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
     /// on the terminal.
     Demo(DemoArgs),
+    /// Start a ready X desktop for people without one: Xvfb, its own session bus with
+    /// accessibility on, and openbox; prints the environment to use it and the command that
+    /// serves it, and runs until Ctrl-C.
+    Desktop(DesktopArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DesktopArgs {
+    /// Screen size, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1280x800")]
+    pub size: String,
+    /// No window manager (focus then moves only by Glovebox's own requests).
+    #[arg(long)]
+    pub no_window_manager: bool,
+    /// Programs to start on the desktop (e.g. `--app xterm`); repeatable.
+    #[arg(long = "app")]
+    pub apps: Vec<String>,
 }
 
 #[derive(Debug, Args)]

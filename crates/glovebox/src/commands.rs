@@ -33,6 +33,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             crate::demo::run(&cli.global, answer).await
         }
+        Cmd::Desktop(args) => crate::desktop::run(&args).await,
     }
 }
 
@@ -68,6 +69,16 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             out!("  config     {e:#}");
             return Ok(ExitCode::FAILURE);
         }
+    }
+    if let Ok(settings) = crate::config::resolve(global, None)
+        && let Some(desktop) = &settings.desktop
+    {
+        let ok = crate::desktop::doctor(global, desktop).await?;
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     if let Some(remote) = &global.browser_endpoint {
         out!("  browser    remote endpoint {remote}");

@@ -50,6 +50,19 @@ pub struct FileConfig {
     pub model: Option<agent::ModelChoice>,
     #[serde(default)]
     pub serve: ServeFile,
+    /// `[desktop]`: drive an X display's windows instead of a browser.
+    #[serde(default)]
+    pub desktop: DesktopFile,
+}
+
+/// `[desktop]` in the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DesktopFile {
+    /// The X display (`":1"`).
+    pub display: Option<String>,
+    /// The session bus of its applications (a D-Bus address).
+    pub session_bus: Option<String>,
 }
 
 /// `[serve]` in the config file.
@@ -67,10 +80,13 @@ pub struct ServeFile {
 }
 
 impl Settings {
-    /// The surfaces' adapter this configuration names: the browser, not yet connected (the
-    /// runtime's start connects it).
-    pub fn adapter(&self) -> std::sync::Arc<browser::Chromium> {
-        browser::Chromium::new(self.browser.clone())
+    /// The surfaces' adapter this configuration names, not yet connected (the runtime's start
+    /// connects it): an X display's windows when a display is configured, else the browser.
+    pub fn adapter(&self) -> std::sync::Arc<dyn surface::SurfaceAdapter> {
+        match &self.desktop {
+            Some(desktop) => std::sync::Arc::new(desktop::DesktopAdapter::new(desktop.clone())),
+            None => browser::Chromium::new(self.browser.clone()),
+        }
     }
 }
 
@@ -80,6 +96,8 @@ pub struct Settings {
     pub runtime: RuntimeConfig,
     /// Where the browser comes from (the surfaces' adapter the runtime starts with).
     pub browser: BrowserSource,
+    /// The X display to drive instead (`--display`, `[desktop]`).
+    pub desktop: Option<desktop::DesktopConfig>,
     pub serve: server::HttpOptions,
     pub source: Option<PathBuf>,
 }
@@ -257,9 +275,22 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         planner: options.mcp.planner.clone(),
         model: options.mcp.model.clone(),
     };
+    let desktop = global
+        .display
+        .clone()
+        .or(file.desktop.display.clone())
+        .filter(|d| !d.trim().is_empty())
+        .map(|display| desktop::DesktopConfig {
+            display,
+            session_bus: global
+                .session_bus
+                .clone()
+                .or(file.desktop.session_bus.clone()),
+        });
     Ok(Settings {
         runtime,
         browser,
+        desktop,
         serve: options,
         source,
     })

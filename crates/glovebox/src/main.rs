@@ -27,6 +27,7 @@ mod cli;
 mod commands;
 mod config;
 mod demo;
+mod desktop;
 mod log;
 mod pages;
 mod serve;

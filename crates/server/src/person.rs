@@ -128,7 +128,12 @@ struct TurnEndBody {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UserTabBody {
-    url: String,
+    /// A page to open as the person's tab.
+    #[serde(default)]
+    url: Option<String>,
+    /// Or one of the surfaces the person has open (`GET /api/surfaces`: a desktop's window).
+    #[serde(default)]
+    surface: Option<String>,
 }
 
 /// The person channel's routes and the console. Every `/api/` route of the channel needs the
@@ -141,6 +146,7 @@ pub(crate) fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/approvals", get(list))
         .route("/api/approvals/{id}", post(resolve))
         .route("/api/user-tabs", get(user_tabs).post(open_user_tab))
+        .route("/api/surfaces", get(surfaces))
         .route("/api/sessions", get(sessions))
         .route("/api/turn-end", post(turn_end))
         .route("/api/host/windows", post(register_window))
@@ -279,11 +285,30 @@ async fn open_user_tab(State(state): State<PersonState>, body: axum::body::Bytes
         Ok(b) => b,
         Err(refused) => return *refused,
     };
-    match state.runtime.register_user_tab(&body.url).await {
+    let registered = match (&body.url, &body.surface) {
+        (Some(url), None) => state.runtime.register_user_tab(url).await,
+        (None, Some(surface)) => state.runtime.offer_surface(surface).await,
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": "give exactly one of url (a page to open) and surface (one of GET /api/surfaces)", "code": "invalid_action"})),
+            )
+                .into_response();
+        }
+    };
+    match registered {
         Ok(tab) => {
-            tracing::info!(tab = %tab, "a person opened a tab");
+            tracing::info!(tab = %tab, "a person offered a tab or window");
             Json(json!({"tab": tab})).into_response()
         }
+        Err(e) => answer(&e),
+    }
+}
+
+/// The surfaces the adapter lists (a desktop's windows), for a person choosing one to offer.
+async fn surfaces(State(state): State<PersonState>) -> Response {
+    match state.runtime.surfaces_for_person().await {
+        Ok(surfaces) => Json(json!({"surfaces": surfaces})).into_response(),
         Err(e) => answer(&e),
     }
 }

@@ -216,7 +216,7 @@ pub(super) async fn bench_console(
         .trust
         .trusted_origins
         .push(policy::Origin::parse(&pages.url("/"))?);
-    let chromium = settings.adapter();
+    let chromium = ::browser::Chromium::new(settings.browser.clone());
     let rt = ::runtime::Runtime::start(config, chromium.clone()).await?;
     let http = server::serve(
         rt.clone(),

@@ -354,6 +354,56 @@ impl Runtime {
             .adapter()
             .open_detached(url.to_owned(), None, false)
             .await?;
+        let url = policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url));
+        self.record_offered(&target, url, None)
+    }
+
+    /// A person offers one of the surfaces they have open that the adapter lists (a window of
+    /// the desktop, a tab of a shared browser) to sessions: it is recorded as the person's and
+    /// a session may claim it (`tab_claim`). Returns its resource id; offering a surface that
+    /// already has an open record offers that record again.
+    pub async fn offer_surface(&self, surface: &str) -> Result<String, RuntimeError> {
+        let listed = self.adapter().list().await?;
+        let Some(info) = listed.iter().find(|s| s.id == surface && s.top_level) else {
+            return Err(RuntimeError::UnknownSurface {
+                name: surface.chars().take(80).collect(),
+                known: "a surface of GET /api/surfaces".into(),
+            });
+        };
+        let existing = self
+            .inner
+            .store
+            .list_all_resources()
+            .map_err(RuntimeError::from)?
+            .into_iter()
+            .find(|r| {
+                r.cdp_target_id
+                    .as_ref()
+                    .is_some_and(|t| t.as_str() == surface)
+                    && r.instance == Some(self.inner.instance)
+                    && r.state != ResourceState::Released
+                    && !r.closed_by_person
+            });
+        if let Some(r) = existing {
+            if !self.persons_open_tab(&r) {
+                return Err(RuntimeError::LeaseConflict {
+                    holder: "a session, which holds this surface now".into(),
+                });
+            }
+            self.offer_tab(r.id.as_str())?;
+            return Ok(r.id.to_string());
+        }
+        let title = protocol::text::printable(&info.title);
+        self.record_offered(&info.id, policy::redact_url(&info.url), Some(title))
+    }
+
+    /// Records `target` as a person's open surface and offers it to sessions.
+    fn record_offered(
+        &self,
+        target: &str,
+        url: String,
+        title: Option<String>,
+    ) -> Result<String, RuntimeError> {
         let id = self.fresh_id("tab");
         self.inner
             .store
@@ -364,9 +414,9 @@ impl Runtime {
                 ownership: Ownership::User,
                 state: ResourceState::Owned,
                 created_by_run: None,
-                handle: Some((store::TargetId::new(&target), self.inner.instance)),
-                url: Some(policy::restorable_url(url).unwrap_or_else(|| policy::redact_url(url))),
-                title: None,
+                handle: Some((store::TargetId::new(target), self.inner.instance)),
+                url: Some(url),
+                title,
                 now_ms: now_ms(),
             })
             .map_err(RuntimeError::from)?;
@@ -377,6 +427,24 @@ impl Runtime {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone());
         Ok(id)
+    }
+
+    /// The surfaces the adapter lists now, for a person choosing one to offer: id, title (the
+    /// application's text) and address (redacted).
+    pub async fn surfaces_for_person(&self) -> Result<Vec<serde_json::Value>, RuntimeError> {
+        let listed = self.adapter().list().await?;
+        Ok(listed
+            .into_iter()
+            .filter(|s| s.top_level)
+            .map(|s| {
+                serde_json::json!({
+                    "surface": s.id,
+                    "kind": self.adapter().kind(),
+                    "title": protocol::text::printable(&s.title),
+                    "url": policy::redact_url(&s.url),
+                })
+            })
+            .collect())
     }
 
     /// The tabs a session may claim: tabs a person offered ([`Runtime::register_user_tab`],
