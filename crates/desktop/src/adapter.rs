@@ -419,8 +419,10 @@ impl PersonCast for WindowCast {
         min_interval: Duration,
     ) -> BoxFuture<'_, Result<CastFrame, SurfaceError>> {
         Box::pin(async move {
-            while !self.running {
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            if !self.running {
+                // Stopped: nothing is captured until the caller drops this future and starts
+                // the view again (start and stop need the cast itself).
+                std::future::pending::<()>().await;
             }
             tokio::time::sleep(min_interval.max(Duration::from_millis(100))).await;
             let window = self.entry.window;
