@@ -65,7 +65,10 @@ pub struct DisplayReport {
     pub screen: [u32; 2],
     pub xtest: bool,
     pub window_manager: Option<String>,
-    pub accessibility: Result<usize, String>,
+    /// How many applications are on the accessibility bus, when it is reachable.
+    pub accessible_apps: Option<usize>,
+    /// Why accessibility is off, when it is.
+    pub accessibility_off: Option<String>,
     pub windows: usize,
 }
 
@@ -149,16 +152,20 @@ impl DesktopAdapter {
                 Ok(([s.width, s.height], x.has_xtest(), x.window_manager(), w))
             })
             .await?;
-        let accessibility = match &c.a11y {
-            Some(a) => a.apps().await.map(|a| a.len()).map_err(|e| e.to_string()),
-            None => Err(c.a11y_missing.clone().unwrap_or_default()),
+        let (accessible_apps, accessibility_off) = match &c.a11y {
+            Some(a) => match a.apps().await {
+                Ok(apps) => (Some(apps.len()), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+            None => (None, c.a11y_missing.clone()),
         };
         Ok(DisplayReport {
             display: self.config.display.clone(),
             screen,
             xtest,
             window_manager: wm,
-            accessibility,
+            accessible_apps,
+            accessibility_off,
             windows,
         })
     }

@@ -84,9 +84,14 @@ pub async fn doctor(global: &Global, config: &desktop::DesktopConfig) -> anyhow:
                     .as_deref()
                     .unwrap_or("none (focus moves only by Glovebox's requests)")
             );
-            match &r.accessibility {
-                Ok(apps) => out!("  at-spi     on; {apps} application(s) on the accessibility bus"),
-                Err(e) => out!("  at-spi     off: {e} (windows are screenshot-only)"),
+            match (r.accessible_apps, &r.accessibility_off) {
+                (Some(apps), _) => {
+                    out!("  at-spi     on; {apps} application(s) on the accessibility bus")
+                }
+                (None, why) => out!(
+                    "  at-spi     off: {} (windows are screenshot-only)",
+                    why.as_deref().unwrap_or("unknown")
+                ),
             }
             if !r.xtest {
                 bail!("the display has no XTest extension");
