@@ -67,6 +67,22 @@ pub struct DesktopWindow {
     epoch: std::sync::atomic::AtomicU64,
 }
 
+/// Releases every key and button XTest holds on the display when dropped armed: the guard of an
+/// action whose future may be dropped part-way (a cancelled call).
+struct LetGoOnDrop(Option<Display>);
+
+impl Drop for LetGoOnDrop {
+    fn drop(&mut self) {
+        if let Some(display) = self.0.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                let _ = display.run(|c| c.release_all()).await;
+            });
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -980,12 +996,16 @@ impl Surface for DesktopWindow {
                 });
             }
             let started = Instant::now();
+            // A call cancelled part-way (its future dropped) lets go of what it held down too.
+            let mut letgo = LetGoOnDrop(Some(self.display.clone()));
             let dispatched = tokio::time::timeout(options.deadline, self.dispatch(action, &frame))
                 .await
                 .map_err(|_| SurfaceError::Timeout {
                     what: format!("the {} action", action.kind()),
                     after_ms: options.deadline.as_millis() as u64,
                 });
+            // Finished, one way or the other: the failures below let go themselves.
+            letgo.0 = None;
             let dispatched = match dispatched {
                 Ok(r) => r,
                 Err(e) => {

@@ -432,7 +432,7 @@ async fn a_moved_window_makes_its_frame_stale() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn releasing_input_lets_go_of_a_held_key() {
+async fn releasing_input_or_cancelling_an_action_lets_go_of_a_held_key() {
     let mut desk = Desk::start(false).await;
     let app = desk.app("Keys app", 20, 20).await;
     let o = app.observe().await;
@@ -471,6 +471,41 @@ async fn releasing_input_lets_go_of_a_held_key() {
         assert!(
             started.elapsed() < Duration::from_secs(1),
             "the key was not released within 1 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Held again, then an action is cancelled part-way (its future dropped, as a cancelled call's
+    // is): everything held is let go within 1 s.
+    let o = app.observe().await;
+    app.act(json!({"type": "key_down", "expected_frame_id": frame(&o),
+        "target": {"kind": "element", "ref": field}, "key": "Shift", "intent": "hold shift"}))
+        .await
+        .expect("key down again");
+    let started = Instant::now();
+    while pressed() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            app.events()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let o = app.observe().await;
+    let waiting = app.act(json!({"type": "wait", "expected_frame_id": frame(&o),
+        "duration_ms": 5000, "intent": "wait"}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), waiting)
+            .await
+            .is_err(),
+        "the wait was cut short"
+    );
+    let started = Instant::now();
+    while released() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "a cancelled action left the key held: {:?}",
+            app.events()
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -831,14 +831,16 @@ impl Runtime {
         holder: &str,
     ) -> Result<HeldLease, RuntimeError> {
         self.take_lease(entry, holder)
-            .map_err(|held| self.lease_conflict(session, &held.holder))
+            .map_err(|held| self.lease_conflict(session, &held))
     }
 
     /// The lease, or who holds it.
     fn take_lease(&self, entry: &TabEntry, holder: &str) -> Result<HeldLease, LeaseHeld> {
+        let domain = self.inner.adapter.input_domain(entry.target());
         HeldLease::take(
             &self.inner.leases,
             entry.target(),
+            &domain.0,
             holder,
             self.inner.config.lease_ttl,
         )
@@ -846,7 +848,8 @@ impl Runtime {
 
     /// A lease conflict as `session` is told it: its own run by id, its own calls as such, and
     /// another session's work without that session's ids (issue 35: one client learnt another's).
-    fn lease_conflict(&self, session: &str, held: &str) -> RuntimeError {
+    fn lease_conflict(&self, session: &str, held: &LeaseHeld) -> RuntimeError {
+        let (elsewhere, held) = (held.elsewhere, held.holder.as_str());
         let holder = if held.starts_with(&format!("{session}/")) {
             "an earlier call of this session".to_owned()
         } else if self.inner.runs.session_of(held).as_deref() == Some(session) {
@@ -855,6 +858,12 @@ impl Runtime {
             "a run of another session".to_owned()
         } else {
             "another session".to_owned()
+        };
+        let holder = if elsewhere {
+            // One keyboard and mouse for the whole domain: another surface's writer holds it.
+            format!("{holder} (writing another surface that shares this one's keyboard and mouse)")
+        } else {
+            holder
         };
         RuntimeError::LeaseConflict { holder }
     }
@@ -877,7 +886,7 @@ impl Runtime {
                 Err(held) if held.holder.starts_with(queue) && Instant::now() < until => {
                     let _ = tokio::time::timeout_at(until.into(), released).await;
                 }
-                Err(held) => return Err(self.lease_conflict(session, &held.holder)),
+                Err(held) => return Err(self.lease_conflict(session, &held)),
                 Ok(lease) => return Ok(lease),
             }
         }

@@ -25,17 +25,27 @@ fn events(log: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_the_app() {
+/// A stack with one logging GTK app window per title, a runtime on its display, and the
+/// windows' surface ids once the apps are ready.
+async fn desktop_runtime(name: &str, titles: &[&str]) -> (Stack, Runtime, PathBuf, Vec<String>) {
     let mut stack = Stack::start(&StackOptions::default())
         .unwrap_or_else(|e| panic!("the desktop stack did not start: {e}"));
-    let dir = crate::data_dir("desktop-runtime");
+    let dir = crate::data_dir(name);
     let log = stack.runtime_dir.join("app.log");
-    let mut app = stack.command("/usr/bin/python3");
-    app.arg(app_script())
-        .args(["--title", "Runtime app"])
-        .env("GLOVEBOX_APP_LOG", &log);
-    stack.spawn(app).unwrap();
+    for (i, title) in titles.iter().enumerate() {
+        let mut app = stack.command("/usr/bin/python3");
+        app.arg(app_script())
+            .args([
+                "--title",
+                title,
+                "--x",
+                &(20 + 440 * i).to_string(),
+                "--y",
+                "20",
+            ])
+            .env("GLOVEBOX_APP_LOG", &log);
+        stack.spawn(app).unwrap();
+    }
     let adapter = Arc::new(DesktopAdapter::new(DesktopConfig {
         display: stack.display.clone(),
         session_bus: Some(stack.session_bus.clone()),
@@ -43,24 +53,76 @@ async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_t
     let rt = Runtime::start(RuntimeConfig::new(&dir), adapter)
         .await
         .expect("the runtime starts on the desktop");
-
-    // The person sees the display's windows and offers the app's.
+    // The person sees the display's windows.
     let started = Instant::now();
-    let window = loop {
+    let windows = loop {
         let surfaces = rt.surfaces_for_person().await.unwrap();
-        if let Some(s) = surfaces.iter().find(|s| s["title"] == "Runtime app")
-            && events(&log).iter().any(|e| e["event"] == "ready")
-        {
-            assert_eq!(s["kind"], "x11_window");
-            assert_eq!(s["url"], "app://gtk-app.py");
-            break s["surface"].as_str().unwrap().to_owned();
+        let found: Vec<String> = titles
+            .iter()
+            .filter_map(|t| surfaces.iter().find(|s| s["title"] == *t))
+            .map(|s| {
+                assert_eq!(s["kind"], "x11_window");
+                assert_eq!(s["url"], "app://gtk-app.py");
+                s["surface"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        let ready = events(&log)
+            .iter()
+            .filter(|e| e["event"] == "ready")
+            .count();
+        if found.len() == titles.len() && ready >= titles.len() {
+            break found;
         }
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "no window: {surfaces:?}"
+            "no windows: {surfaces:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    (stack, rt, log, windows)
+}
+
+/// Observes until the window's tree is there (it comes a moment after the window).
+async fn observe_tree(rt: &Runtime, session: &protocol::SessionId) -> protocol::Observation {
+    let started = Instant::now();
+    loop {
+        let o = rt
+            .observe(session, None, &ObserveOptions::default())
+            .await
+            .expect("observe the window");
+        if o.aria_snapshot().contains("textbox \"Name\"") {
+            return o;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{}",
+            o.aria_snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn element(o: &protocol::Observation, role: &str) -> String {
+    o.interactive_elements()
+        .iter()
+        .find(|e| e.role() == role)
+        .unwrap_or_else(|| panic!("no {role}: {}", o.aria_snapshot()))
+        .element()
+        .as_str()
+        .to_owned()
+}
+
+fn type_into(o: &protocol::Observation, field: &str, text: &str) -> ExtendedAction {
+    serde_json::from_value(json!({"type": "type",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
+        "text": text, "intent": "fill the name"}))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_the_app() {
+    let (stack, rt, log, windows) = desktop_runtime("desktop-runtime", &["Runtime app"]).await;
+    let window = windows[0].clone();
     // A surface the display does not list cannot be offered.
     let err = rt.offer_surface("x11:nowhere:0x1").await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::UnknownSurface);
@@ -78,33 +140,9 @@ async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_t
         ErrorCode::LeaseConflict
     );
 
-    let mut o = rt
-        .observe(&session, None, &ObserveOptions::default())
-        .await
-        .expect("observe the window");
-    // The tree comes a moment after the window.
-    let started = Instant::now();
-    while !o.aria_snapshot().contains("textbox \"Name\"") {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{}",
-            o.aria_snapshot()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        o = rt
-            .observe(&session, None, &ObserveOptions::default())
-            .await
-            .unwrap();
-    }
+    let o = observe_tree(&rt, &session).await;
     assert_eq!(o.origin(), "app://gtk-app.py");
-    let field = o
-        .interactive_elements()
-        .iter()
-        .find(|e| e.role() == "textbox")
-        .unwrap()
-        .element()
-        .as_str()
-        .to_owned();
+    let field = element(&o, "textbox");
 
     // A person answers the approval the first write asks for.
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -127,10 +165,7 @@ async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_t
             }
         });
     }
-    let action: ExtendedAction = serde_json::from_value(json!({"type": "type",
-        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": field},
-        "text": "Ada", "intent": "fill the name"}))
-    .unwrap();
+    let action = type_into(&o, &field, "Ada");
     let out = rt
         .act(
             &session,
@@ -190,6 +225,104 @@ async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_t
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(seen.lock().unwrap().len(), 1);
+    rt.shutdown(Duration::from_secs(2)).await;
+    drop(stack);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_writer_on_the_same_display_is_refused_while_reads_go_on() {
+    let (stack, rt, _log, windows) =
+        desktop_runtime("desktop-leases", &["Left app", "Right app"]).await;
+    let (a, b) = (
+        rt.create_session().await.unwrap(),
+        rt.create_session().await.unwrap(),
+    );
+    for (session, window) in [(&a, &windows[0]), (&b, &windows[1])] {
+        let tab = rt.offer_surface(window).await.expect("offer");
+        rt.claim_tab(session, &tab).await.expect("claim");
+    }
+    let (oa, ob) = (observe_tree(&rt, &a).await, observe_tree(&rt, &b).await);
+
+    // A's first write waits for a person, holding the display's input the while.
+    let mut bus = rt.subscribe_events();
+    let writer = {
+        let (rt, a, action) = (
+            rt.clone(),
+            a.clone(),
+            type_into(&oa, &element(&oa, "textbox"), "Left"),
+        );
+        tokio::spawn(async move {
+            rt.act(
+                &a,
+                None,
+                &action,
+                &ActOptions::default(),
+                Duration::from_secs(30),
+            )
+            .await
+        })
+    };
+    let approval = loop {
+        if let EventKind::ApprovalRequested { approval_id, .. } = bus.recv().await.unwrap().kind {
+            break approval_id;
+        }
+    };
+    // B writes another window of the same display: one keyboard and mouse, so it is refused…
+    let err = rt
+        .act(
+            &b,
+            None,
+            &type_into(&ob, &element(&ob, "textbox"), "Right"),
+            &ActOptions::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseConflict, "{err}");
+    assert!(err.to_string().contains("keyboard and mouse"), "{err}");
+    // …while its reads go on.
+    let read = rt
+        .observe(&b, None, &ObserveOptions::default())
+        .await
+        .expect("B still observes");
+    assert!(read.aria_snapshot().contains("textbox \"Name\""));
+
+    // A's write finishes once the person grants the app; then the display is free for B.
+    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+        .unwrap();
+    let out = writer.await.unwrap().expect("A types after the grant");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
+    let ob = rt
+        .observe(&b, None, &ObserveOptions::default())
+        .await
+        .unwrap();
+    let writer = {
+        let (rt, b, action) = (
+            rt.clone(),
+            b.clone(),
+            type_into(&ob, &element(&ob, "textbox"), "Right"),
+        );
+        tokio::spawn(async move {
+            rt.act(
+                &b,
+                None,
+                &action,
+                &ActOptions::default(),
+                Duration::from_secs(30),
+            )
+            .await
+        })
+    };
+    // B's own first write asks the person too (grants are per task), and is then written.
+    let approval = loop {
+        if let EventKind::ApprovalRequested { approval_id, .. } = bus.recv().await.unwrap().kind {
+            break approval_id;
+        }
+    };
+    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+        .unwrap();
+    let out = writer.await.unwrap().expect("B types once A is done");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
     rt.shutdown(Duration::from_secs(2)).await;
     drop(stack);
 }
