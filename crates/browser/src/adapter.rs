@@ -493,6 +493,8 @@ fn info_of(t: target::TargetInfo) -> Option<SurfaceInfo> {
         title: if untitled { String::new() } else { t.title },
         url: t.url,
         context: t.browser_context_id,
+        // Input goes to the tab over CDP, whatever holds the screen's focus.
+        input: vec![protocol::InputRoute::BackgroundInput],
     })
 }
 

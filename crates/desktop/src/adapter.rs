@@ -300,13 +300,29 @@ impl SurfaceAdapter for DesktopAdapter {
     fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>> {
         Box::pin(async move {
             let c = self.conn()?;
-            let windows = c.display.run(|x| x.windows()).await?;
+            let (windows, xtest) = c.display.run(|x| Ok((x.windows()?, x.has_xtest()))).await?;
+            // Which processes have an application on the accessibility bus: their windows take
+            // input through it (an application may still expose no tree for one window; its
+            // observation says so).
+            let accessible: Vec<u32> = match &c.a11y {
+                Some(a) => a
+                    .apps()
+                    .await
+                    .map(|apps| apps.into_iter().filter_map(|(_, pid)| pid).collect())
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
             Ok(windows
                 .into_iter()
                 .map(|w| SurfaceInfo {
                     id: self.surface_id(w.window),
                     top_level: true,
                     url: model::app_origin(&w.class),
+                    input: model::input_routes(
+                        true,
+                        w.pid.is_some_and(|p| accessible.contains(&p)),
+                        xtest,
+                    ),
                     title: w.name,
                     context: Some(format!("x11:{}", self.config.display)),
                 })

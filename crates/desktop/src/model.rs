@@ -5,7 +5,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use protocol::{ElementRef, FrameId, InteractiveElement};
+use protocol::{ElementRef, FrameId, InputRoute, InteractiveElement};
 use surface::text::quote;
 use surface::{FrameRecord, TargetFacts, TargetStructure};
 
@@ -482,6 +482,25 @@ pub fn frame_id(
     })
 }
 
+/// How input reaches a window, from what was measured: whether it is there, whether its
+/// application exposes an accessibility tree for it, whether the display has XTest.
+pub fn input_routes(reachable: bool, tree: bool, xtest: bool) -> Vec<InputRoute> {
+    if !reachable {
+        return vec![InputRoute::Unavailable];
+    }
+    let mut routes = Vec::new();
+    if tree {
+        routes.push(InputRoute::BackgroundAx);
+    }
+    if xtest {
+        routes.push(InputRoute::ForegroundInput);
+    }
+    if routes.is_empty() {
+        routes.push(InputRoute::ScreenshotOnly);
+    }
+    routes
+}
+
 /// The application's identity as an origin: `app://<class>` with the class folded to what an
 /// origin's host allows.
 pub fn app_origin(class: &str) -> String {
@@ -505,4 +524,27 @@ pub fn app_origin(class: &str) -> String {
             host
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_routes_are_what_was_measured() {
+        use protocol::InputRoute::*;
+        assert_eq!(
+            input_routes(true, true, true),
+            vec![BackgroundAx, ForegroundInput]
+        );
+        assert_eq!(input_routes(true, false, true), vec![ForegroundInput]);
+        assert_eq!(input_routes(true, true, false), vec![BackgroundAx]);
+        assert_eq!(input_routes(true, false, false), vec![ScreenshotOnly]);
+        assert_eq!(input_routes(false, true, true), vec![Unavailable]);
+    }
+
+    #[test]
+    fn an_app_class_becomes_an_origin_host() {
+        assert_eq!(app_origin("gtk_app.py"), "app://gtk-app.py");
+    }
 }

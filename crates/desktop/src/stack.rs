@@ -100,10 +100,14 @@ impl Stack {
         if options.window_manager {
             need("openbox", "openbox")?;
         }
+        // One directory per stack, never shared: stacks started side by side (tests in one
+        // binary) each bind their own bus socket and AT-SPI bus under it.
+        static STACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let runtime_dir = std::env::temp_dir().join(format!(
-            "glovebox-desktop-{}-{}",
+            "glovebox-desktop-{}-{:x}-{}",
             std::process::id(),
-            Instant::now().elapsed().as_nanos() ^ u128::from(crate::adapter::process_salt())
+            crate::adapter::process_salt() & 0xffff_ffff,
+            STACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         {
             use std::os::unix::fs::DirBuilderExt as _;

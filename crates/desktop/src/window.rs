@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use protocol::extended::{Locator, MouseButton};
 use protocol::{
-    ErrorCode, ExtendedAction, ImageMime, Observation, ObservationParts, Preview, ProducerCuts,
-    Receipt, Screenshot, TabId, Target, TargetIdentity, Viewport,
+    ErrorCode, ExtendedAction, ImageMime, InputRoute, Observation, ObservationParts, Preview,
+    ProducerCuts, Receipt, Screenshot, TabId, Target, TargetIdentity, Viewport,
 };
 use surface::{
     ActOptions, ActOutcome, ActTiming, ActionMarker, BoxFuture, Dialog, FrameRecord, LocatedFacts,
@@ -248,7 +248,13 @@ impl DesktopWindow {
         lock(&self.root).is_some()
     }
 
-    async fn capture(&self, options: &ObserveOptions) -> Result<Observation, SurfaceError> {
+    /// Observes the window; `keep`: its frame becomes the one actions must name (a preview's
+    /// does not: a turn-start preview never makes the agent's frame stale).
+    async fn capture(
+        &self,
+        options: &ObserveOptions,
+        keep: bool,
+    ) -> Result<Observation, SurfaceError> {
         let facts = self.current().await?;
         let secrets = lock(&self.secrets).clone();
         let origin = self.app_origin();
@@ -311,7 +317,9 @@ impl DesktopWindow {
             screenshot: screenshot.is_some(),
             refs: built.refs,
         });
-        *lock(&self.latest) = Some(frame);
+        if keep {
+            *lock(&self.latest) = Some(frame);
+        }
         let epoch = self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let title = model::scrub(&protocol::text::printable(&facts.name), &secrets);
         let mut console = Vec::new();
@@ -935,7 +943,7 @@ impl Surface for DesktopWindow {
     ) -> BoxFuture<'a, Result<Observation, SurfaceError>> {
         Box::pin(async move {
             let _io = self.io.lock().await;
-            tokio::time::timeout(options.deadline, self.capture(options))
+            tokio::time::timeout(options.deadline, self.capture(options, true))
                 .await
                 .map_err(|_| SurfaceError::Timeout {
                     what: "observing the window".into(),
@@ -951,13 +959,9 @@ impl Surface for DesktopWindow {
                 deadline,
                 ..ObserveOptions::default()
             };
-            let title = lock(&self.latest)
-                .as_ref()
-                .map(|_| String::new())
-                .unwrap_or_default();
             match tokio::time::timeout(deadline, async {
                 let _io = self.io.lock().await;
-                self.capture(&options).await
+                self.capture(&options, false).await
             })
             .await
             {
@@ -971,7 +975,7 @@ impl Surface for DesktopWindow {
                     aria_landmarks: Vec::new(),
                     interactive_count: o.interactive_elements().len() as u32,
                 }),
-                _ => Preview::unavailable(title, self.app_origin(), now_ms()),
+                _ => Preview::unavailable(String::new(), self.app_origin(), now_ms()),
             }
         })
     }
@@ -1025,7 +1029,7 @@ impl Surface for DesktopWindow {
             // Let the application draw what the input did before the fresh observation.
             tokio::time::sleep(Duration::from_millis(60)).await;
             let observed_at = Instant::now();
-            let observation = self.capture(&options.observe).await.ok();
+            let observation = self.capture(&options.observe, true).await.ok();
             Ok(ActOutcome {
                 action: action.kind(),
                 receipt: dispatched.receipt,
@@ -1061,6 +1065,11 @@ impl Surface for DesktopWindow {
 
     fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
         Box::pin(async move { self.display.run(|c| c.release_all()).await })
+    }
+
+    fn input_routes(&self) -> Vec<InputRoute> {
+        let xtest = self.display.now(|c| Ok(c.has_xtest())).unwrap_or(false);
+        model::input_routes(lock(&self.lost).is_none(), self.accessible(), xtest)
     }
 
     fn dialog(&self) -> Option<Dialog> {

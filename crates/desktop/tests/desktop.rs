@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use desktop::{DesktopAdapter, DesktopConfig, Stack, StackOptions};
-use protocol::{ErrorCode, ExtendedAction, ImageMime, Observation, ReceiptState};
+use protocol::{ErrorCode, ExtendedAction, ImageMime, InputRoute, Observation, ReceiptState};
 use serde_json::{Value, json};
 use surface::{ActOptions, ObserveOptions, Surface, SurfaceAdapter, SurfaceError};
 
@@ -522,6 +522,12 @@ async fn windows_are_listed_with_identity_and_a_closed_one_is_lost() {
             .starts_with(&format!("x11:{}:0x", desk.stack.display))
     );
     assert_eq!(info.url, "app://gtk-app.py");
+    // Measured: the app is on the accessibility bus and the display has XTest.
+    assert_eq!(
+        info.input,
+        vec![InputRoute::BackgroundAx, InputRoute::ForegroundInput]
+    );
+    assert_eq!(app.surface.input_routes(), info.input);
     // Every window of the display shares one input domain.
     assert_eq!(
         desk.adapter.input_domain(&info.id),
@@ -539,4 +545,76 @@ async fn windows_are_listed_with_identity_and_a_closed_one_is_lost() {
         .expect_err("gone");
     assert_eq!(err.code(), ErrorCode::TargetLost);
     assert!(app.surface.lost().is_some());
+    assert_eq!(app.surface.input_routes(), vec![InputRoute::Unavailable]);
+}
+
+/// A window no accessibility tree describes (a bare X client, like xterm): pixels and XTest only,
+/// declared so in the listing, on the attached surface and in its observation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_without_an_accessibility_tree_is_declared_foreground_input_only() {
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, EventMask, PropMode};
+    use x11rb::wrapper::ConnectionExt as _;
+    let desk = Desk::start(false).await;
+    let (conn, screen) = x11rb::connect(Some(&desk.stack.display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let window = conn.generate_id().unwrap();
+    conn.create_window(
+        x11rb::COPY_DEPTH_FROM_PARENT,
+        window,
+        root,
+        30,
+        30,
+        200,
+        120,
+        0,
+        x11rb::protocol::xproto::WindowClass::INPUT_OUTPUT,
+        0,
+        &CreateWindowAux::new()
+            .background_pixel(0x00ff_ffff)
+            .event_mask(EventMask::KEY_PRESS),
+    )
+    .unwrap();
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        x11rb::protocol::xproto::AtomEnum::WM_NAME,
+        x11rb::protocol::xproto::AtomEnum::STRING,
+        b"Bare window",
+    )
+    .unwrap();
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        x11rb::protocol::xproto::AtomEnum::WM_CLASS,
+        x11rb::protocol::xproto::AtomEnum::STRING,
+        b"bare\0Bare\0",
+    )
+    .unwrap();
+    conn.map_window(window).unwrap();
+    conn.sync().unwrap();
+
+    let id = desk.adapter.surface_id(window);
+    let listed = desk.adapter.list().await.unwrap();
+    let info = listed
+        .iter()
+        .find(|w| w.id == id)
+        .unwrap_or_else(|| panic!("not listed: {listed:?}"));
+    assert_eq!(info.title, "Bare window");
+    assert_eq!(info.input, vec![InputRoute::ForegroundInput]);
+    let surface = desk.adapter.attach(id, None).await.expect("attach");
+    let o = surface
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..ObserveOptions::default()
+        })
+        .await
+        .expect("observe");
+    assert!(o.interactive_elements().is_empty());
+    assert_eq!(surface.input_routes(), vec![InputRoute::ForegroundInput]);
+    let o = serde_json::to_value(&o).unwrap();
+    assert!(
+        o.to_string().contains("screenshot only"),
+        "the observation says what it cannot: {o}"
+    );
 }

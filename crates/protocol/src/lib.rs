@@ -56,7 +56,7 @@ pub use result::{
 };
 pub use schema::{action_schema, action_tool_schema, computer_use_input_schema, computer_use_tool};
 pub use secret::{SecretName, Secrets};
-pub use surface::{Capability, Region, SurfaceContext, SurfaceEntry, SurfaceError};
+pub use surface::{Capability, InputRoute, Region, SurfaceContext, SurfaceEntry, SurfaceError};
 pub use tool::ComputerUseInput;
 pub use untrusted::Untrusted;
 pub use validate::{validate_action, validate_computer_use};

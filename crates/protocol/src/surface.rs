@@ -25,6 +25,28 @@ pub enum Capability {
     Navigate,
 }
 
+/// How input reaches a surface, as the adapter measured it (`004_…`: declared, never assumed).
+/// Distinct from [`Capability`], which is what a person permits.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum InputRoute {
+    /// Through the application's accessibility interface (actions, text, values), without
+    /// focus or the pointer: the window need not be in front.
+    BackgroundAx,
+    /// Input delivered to the surface itself, whatever holds the screen's focus (a browser
+    /// tab's input over its debugging protocol).
+    BackgroundInput,
+    /// The display's one keyboard and pointer: the window is brought to the front and its
+    /// focus confirmed before keys, and a covered point is refused.
+    ForegroundInput,
+    /// Only pixels and window facts: no input route was found.
+    ScreenshotOnly,
+    /// Not even that now (the window or the display is gone or unreachable).
+    Unavailable,
+}
+
 /// Where a surface sits in the verified layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -46,6 +68,9 @@ pub struct SurfaceEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     region: Option<Region>,
     capabilities: Vec<Capability>,
+    /// How input reaches it, as measured (empty: not known yet).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    input: Vec<InputRoute>,
     /// Absent when the user turned page control off: the model learns the surface exists
     /// but gets no page content.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +121,7 @@ impl SurfaceEntry {
             kind,
             region,
             capabilities,
+            input: Vec::new(),
             preview,
             opened_by: None,
             untrusted_content: true,
@@ -106,6 +132,19 @@ impl SurfaceEntry {
     pub fn opened_by(mut self, opener: SurfaceKey) -> Self {
         self.opened_by = Some(opener);
         self
+    }
+
+    /// The same surface, with the input routes its adapter measured.
+    pub fn with_input(mut self, mut routes: Vec<InputRoute>) -> Self {
+        routes.sort();
+        routes.dedup();
+        self.input = routes;
+        self
+    }
+
+    /// How input reaches the surface, as measured.
+    pub fn input(&self) -> &[InputRoute] {
+        &self.input
     }
 
     /// The surface of the context that opened this one, if one did.

@@ -696,18 +696,23 @@ impl Runtime {
         let state = self.session(session)?;
         let tabs = lock(&state.tabs).clone();
         let focused = *lock(&state.focused);
-        let known = || crate::turn_surfaces::names(&tabs, focused).join(", ");
-        let index =
-            match name {
-                Some(name) => crate::turn_surfaces::lookup(&tabs, focused, name.as_str())
-                    .ok_or_else(|| RuntimeError::UnknownSurface {
-                        name: name.as_str().to_owned(),
-                        known: known(),
-                    })?,
-                None if tabs.is_empty() => return Err(RuntimeError::NoSurface),
-                None => crate::turn_surfaces::primary(&tabs, focused)
-                    .ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
-            };
+        let known =
+            || crate::turn_surfaces::names(&tabs, focused, self.inner.adapter.kind()).join(", ");
+        let index = match name {
+            Some(name) => crate::turn_surfaces::lookup(
+                &tabs,
+                focused,
+                self.inner.adapter.kind(),
+                name.as_str(),
+            )
+            .ok_or_else(|| RuntimeError::UnknownSurface {
+                name: name.as_str().to_owned(),
+                known: known(),
+            })?,
+            None if tabs.is_empty() => return Err(RuntimeError::NoSurface),
+            None => crate::turn_surfaces::primary(&tabs, focused)
+                .ok_or_else(|| RuntimeError::AmbiguousSurface { known: known() })?,
+        };
         let key = format!("s{}", tabs[index].key);
         Ok((state, tabs[index].clone(), key))
     }

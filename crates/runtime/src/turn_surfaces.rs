@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use protocol::{
-    Capability, ContextId, ProviderRequestId, SessionId, SurfaceAlias, SurfaceContext,
+    Capability, ContextId, InputRoute, ProviderRequestId, SessionId, SurfaceAlias, SurfaceContext,
     SurfaceEntry, SurfaceKey, SurfaceKind, TurnId,
 };
 
@@ -17,12 +17,24 @@ fn controllable(entry: &TabEntry) -> bool {
     entry.capabilities.contains(&Capability::Observe)
 }
 
+/// The alias prefix of a surface kind: `web:N` names a tab, `window:N` a desktop window.
+pub(crate) fn alias_prefix(kind: SurfaceKind) -> &'static str {
+    match kind {
+        SurfaceKind::WebTab => "web",
+        SurfaceKind::X11Window => "window",
+    }
+}
+
 /// All names that resolve right now, for error messages.
-pub(crate) fn names(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> Vec<String> {
+pub(crate) fn names(
+    tabs: &[TabEntry],
+    focused: Option<crate::SurfaceId>,
+    kind: SurfaceKind,
+) -> Vec<String> {
     let mut names = Vec::new();
     for t in tabs {
         names.push(format!("s{}", t.key));
-        names.push(format!("web:{}", t.key));
+        names.push(format!("{}:{}", alias_prefix(kind), t.key));
         if Some(t.surface) == focused {
             names.push("focused".into());
         }
@@ -34,6 +46,7 @@ pub(crate) fn names(tabs: &[TabEntry], focused: Option<crate::SurfaceId>) -> Vec
 pub(crate) fn lookup(
     tabs: &[TabEntry],
     focused: Option<crate::SurfaceId>,
+    kind: SurfaceKind,
     name: &str,
 ) -> Option<usize> {
     if name == "focused" {
@@ -43,7 +56,7 @@ pub(crate) fn lookup(
     }
     let n: u32 = name
         .strip_prefix('s')
-        .or_else(|| name.strip_prefix("web:"))?
+        .or_else(|| name.strip_prefix(alias_prefix(kind))?.strip_prefix(':'))?
         .parse()
         .ok()?;
     tabs.iter().position(|t| t.key == n)
@@ -78,33 +91,38 @@ impl Runtime {
         let tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let focused = *state.focused.lock().unwrap_or_else(|p| p.into_inner());
         let internal = |e: String| RuntimeError::Internal(e);
+        let kind = self.inner.adapter.kind();
         let mut surfaces = Vec::new();
         for entry in &tabs {
             let key = SurfaceKey::from_index(entry.key);
             let mut aliases = vec![
-                SurfaceAlias::new(format!("web:{}", entry.key))
+                SurfaceAlias::new(format!("{}:{}", alias_prefix(kind), entry.key))
                     .map_err(|e| internal(e.to_string()))?,
             ];
             if Some(entry.surface) == focused && controllable(entry) {
                 aliases.push(SurfaceAlias::new("focused").map_err(|e| internal(e.to_string()))?);
             }
             // A surface the user closed to the agent is listed, without content.
-            let preview = if controllable(entry) {
+            let (preview, input) = if controllable(entry) {
                 // A tab that cannot be attached (gone, browser busy) previews as unavailable,
                 // like one that cannot be read: the turn still gets its context.
-                Some(self.preview_entry(entry, Duration::from_millis(1500)).await)
+                let (preview, input) = self
+                    .preview_and_input(entry, Duration::from_millis(1500))
+                    .await;
+                (Some(preview), input)
             } else {
-                None
+                (None, Vec::new())
             };
             let mut listed = SurfaceEntry::new(
                 key,
                 aliases,
-                SurfaceKind::WebTab,
+                kind,
                 None,
                 entry.capabilities.clone(),
                 preview,
             )
-            .map_err(|e| internal(e.to_string()))?;
+            .map_err(|e| internal(e.to_string()))?
+            .with_input(input);
             if let Some(opener) = entry.opened_by {
                 listed = listed.opened_by(SurfaceKey::from_index(opener));
             }
@@ -132,9 +150,25 @@ impl Runtime {
         entry: &TabEntry,
         deadline: Duration,
     ) -> protocol::Preview {
+        self.preview_and_input(entry, deadline).await.0
+    }
+
+    /// The bounded preview of one tab and how input reaches it, as its adapter measured
+    /// (`unavailable` both when it cannot be attached).
+    async fn preview_and_input(
+        &self,
+        entry: &TabEntry,
+        deadline: Duration,
+    ) -> (protocol::Preview, Vec<InputRoute>) {
         match self.attach(entry).await {
-            Ok(attached) => attached.tab().preview(deadline).await,
-            Err(_) => protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
+            Ok(attached) => {
+                let preview = attached.tab().preview(deadline).await;
+                (preview, attached.tab().input_routes())
+            }
+            Err(_) => (
+                protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
+                vec![InputRoute::Unavailable],
+            ),
         }
     }
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::extended::Locator;
-use protocol::{Capability, ExtendedAction, Observation, Preview, SurfaceKind};
+use protocol::{Capability, ExtendedAction, InputRoute, Observation, Preview, SurfaceKind};
 
 use crate::{
     ActOptions, ActOutcome, CastFrame, Dialog, FrameRecord, LocatedFacts, NetworkHold,
@@ -43,6 +43,8 @@ pub struct SurfaceInfo {
     pub title: String,
     /// The isolation context it lives in (`None`: the backend's default one).
     pub context: Option<String>,
+    /// How input reaches it, as the backend measured it now.
+    pub input: Vec<InputRoute>,
 }
 
 /// What the backend reports about its surfaces while its connection lives.
@@ -250,6 +252,12 @@ pub trait Surface: Send + Sync {
 
     /// Lets go of held keys and buttons (a cancelled run, a person's take-over).
     fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>>;
+
+    /// How input reaches the surface, as measured by its latest observation or action (a
+    /// browser tab takes input over its debugging protocol, whatever has the screen's focus).
+    fn input_routes(&self) -> Vec<InputRoute> {
+        vec![InputRoute::BackgroundInput]
+    }
 
     /// A dialog blocking the surface, if one is open.
     fn dialog(&self) -> Option<Dialog>;

@@ -432,6 +432,7 @@ impl SurfaceAdapter for FakeAdapter {
                     url: FAKE_URL.into(),
                     title: "Fake".into(),
                     context: None,
+                    input: vec![protocol::InputRoute::BackgroundInput],
                 })
                 .collect())
         })

@@ -144,6 +144,24 @@ async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_t
     assert_eq!(o.origin(), "app://gtk-app.py");
     let field = element(&o, "textbox");
 
+    // The turn's Surface Context names the window as a window, with how input reaches it.
+    let context =
+        serde_json::to_value(rt.surface_context(&session, "turn_1", 1).await.unwrap()).unwrap();
+    let entry = &context["surfaces"][0];
+    assert_eq!(entry["kind"], "x11_window", "{context}");
+    assert_eq!(
+        entry["aliases"],
+        json!(["window:1", "focused"]),
+        "{context}"
+    );
+    assert_eq!(
+        entry["input"],
+        json!(["background_ax", "foreground_input"]),
+        "{context}"
+    );
+    assert_eq!(entry["capabilities"], json!(["observe", "interact"]));
+    // The turn-start preview did not make the agent's frame stale (it is acted on below).
+
     // A person answers the approval the first write asks for.
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     {

@@ -442,6 +442,7 @@ impl Runtime {
                     "kind": self.adapter().kind(),
                     "title": protocol::text::printable(&s.title),
                     "url": policy::redact_url(&s.url),
+                    "input": s.input,
                 })
             })
             .collect())
