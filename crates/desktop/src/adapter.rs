@@ -31,10 +31,36 @@ pub(crate) fn process_salt() -> u64 {
     })
 }
 
+/// Whether the session is a Wayland one (`WAYLAND_DISPLAY`, or `XDG_SESSION_TYPE=wayland`).
+fn wayland_session(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("WAYLAND_DISPLAY").is_some_and(|v| !v.is_empty())
+        || env("XDG_SESSION_TYPE").as_deref() == Some("wayland")
+}
+
+/// The X display to drive: the configured one, else the session's own (`DISPLAY`). A Wayland
+/// session without X has none, and its windows are `unavailable` with that reason: XTest and
+/// GetImage need an X server (Wayland gives no client another's input or pixels).
+pub fn session_display(
+    configured: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, SurfaceError> {
+    if !configured.is_empty() {
+        return Ok(configured.to_owned());
+    }
+    if let Some(display) = env("DISPLAY").filter(|d| !d.is_empty()) {
+        return Ok(display);
+    }
+    Err(SurfaceError::unavailable(if wayland_session(env) {
+        "this is a Wayland session without X: desktop windows are unavailable (XTest and GetImage need an X server; start Xwayland, or give Glovebox a display of its own with `glovebox desktop`)"
+    } else {
+        "no X display: name one with --display, or start one with `glovebox desktop`"
+    }))
+}
+
 /// Where the desktop is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesktopConfig {
-    /// The X display (`:1`).
+    /// The X display (`:1`); empty: the session's own (`DISPLAY`).
     pub display: String,
     /// The session bus the display's applications use (a D-Bus address); `None`: the
     /// environment's `DBUS_SESSION_BUS_ADDRESS`. Without one, windows are screenshot-only.
@@ -73,7 +99,12 @@ pub struct DisplayReport {
 }
 
 impl DesktopAdapter {
-    pub fn new(config: DesktopConfig) -> DesktopAdapter {
+    pub fn new(mut config: DesktopConfig) -> DesktopAdapter {
+        // The session's own display when none is named (surface ids carry the real name);
+        // without one, connecting says why (a Wayland session, or none).
+        if let Ok(display) = session_display(&config.display, &|k| std::env::var(k).ok()) {
+            config.display = display;
+        }
         DesktopAdapter {
             config,
             connected: Mutex::new(None),
@@ -104,15 +135,15 @@ impl DesktopAdapter {
     }
 
     async fn connect_now(&self) -> Result<Arc<Connected>, SurfaceError> {
-        if std::env::var_os("WAYLAND_DISPLAY").is_some()
-            && std::env::var_os("DISPLAY").is_none()
-            && self.config.display.is_empty()
-        {
-            return Err(SurfaceError::unavailable(
-                "this is a Wayland session without X: desktop surfaces are unavailable (XTest and GetImage need an X server)",
-            ));
-        }
-        let display = Display::connect(&self.config.display)?;
+        let env = |k: &str| std::env::var(k).ok();
+        let name = session_display(&self.config.display, &env)?;
+        let display = Display::connect(&name).map_err(|e| match wayland_session(&env) {
+            // Say why a person's desktop may have no X server at all.
+            true => SurfaceError::unavailable(format!(
+                "{e}; this is a Wayland session: only X11 windows (through Xwayland) can be driven"
+            )),
+            false => e,
+        })?;
         let bus = self
             .config
             .session_bus

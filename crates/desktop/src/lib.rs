@@ -20,5 +20,5 @@ pub mod stack;
 pub mod window;
 pub mod x11;
 
-pub use adapter::{DesktopAdapter, DesktopConfig, DisplayReport};
+pub use adapter::{DesktopAdapter, DesktopConfig, DisplayReport, session_display};
 pub use stack::{Stack, StackError, StackOptions};

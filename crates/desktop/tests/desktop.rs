@@ -618,3 +618,41 @@ async fn a_window_without_an_accessibility_tree_is_declared_foreground_input_onl
         "the observation says what it cannot: {o}"
     );
 }
+
+/// Where there is no X server there are no desktop surfaces, and the reason says which case it is.
+#[tokio::test]
+async fn a_wayland_session_without_x_is_unavailable_with_the_reason() {
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    // Wayland only: unavailable, and it says so.
+    let e = desktop::session_display("", &env(&[("WAYLAND_DISPLAY", "wayland-0")])).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::BackendUnavailable);
+    assert!(e.to_string().contains("Wayland session without X"), "{e}");
+    let e = desktop::session_display("", &env(&[("XDG_SESSION_TYPE", "wayland")])).unwrap_err();
+    assert!(e.to_string().contains("Wayland"), "{e}");
+    // Nothing at all: unavailable, naming the fix.
+    let e = desktop::session_display("", &env(&[])).unwrap_err();
+    assert!(e.to_string().contains("--display"), "{e}");
+    // Xwayland or X: the session's display, unless one is named.
+    assert_eq!(
+        desktop::session_display("", &env(&[("WAYLAND_DISPLAY", "w"), ("DISPLAY", ":0")])).unwrap(),
+        ":0"
+    );
+    assert_eq!(
+        desktop::session_display(":5", &env(&[("DISPLAY", ":0")])).unwrap(),
+        ":5"
+    );
+    // A named display that is not there: unavailable, nothing listed.
+    let adapter = DesktopAdapter::new(DesktopConfig {
+        display: ":4093".into(),
+        session_bus: None,
+    });
+    let e = adapter.connect().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::BackendUnavailable, "{e}");
+    assert!(adapter.list().await.is_err());
+}

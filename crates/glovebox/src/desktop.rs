@@ -89,7 +89,7 @@ pub async fn doctor(global: &Global, config: &desktop::DesktopConfig) -> anyhow:
                     out!("  at-spi     on; {apps} application(s) on the accessibility bus")
                 }
                 (None, why) => out!(
-                    "  at-spi     off: {} (windows are screenshot-only)",
+                    "  at-spi     off: {} (no refs: windows take XTest input and screenshots only)",
                     why.as_deref().unwrap_or("unknown")
                 ),
             }
