@@ -351,4 +351,8 @@ pub enum BenchTarget {
     /// loopback model: model requests and tokens per run and per step, runtime time per step
     /// without the model.
     Agent,
+    /// The X11 desktop on a stack of its own (Xvfb, session bus, the GTK test app): stack
+    /// start-up, observe on the test app and on a ~1,000-node window, click round trips with
+    /// verification, input-to-event latency as the app logs it.
+    Desktop,
 }

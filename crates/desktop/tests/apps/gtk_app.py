@@ -2,7 +2,8 @@
 event it receives as one JSON line to the file named by GLOVEBOX_APP_LOG (the tests read it to
 prove what the app itself saw). Run with /usr/bin/python3, which sees Debian's `gi`.
 
-Arguments: --title TITLE (window title), --x X --y Y (position).
+Arguments: --title TITLE (window title), --x X --y Y (position), --grid N (instead of the
+form: N small checkboxes in rows of 40, all showing: a window of about N accessible nodes).
 """
 
 import argparse
@@ -21,6 +22,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--title", default="Glovebox test app")
 parser.add_argument("--x", type=int, default=40)
 parser.add_argument("--y", type=int, default=40)
+parser.add_argument("--grid", type=int, default=0)
 args = parser.parse_args()
 
 log_path = os.environ.get("GLOVEBOX_APP_LOG")
@@ -127,9 +129,20 @@ window.connect("focus-in-event", lambda *_: log("focus_in") or False)
 window.connect("focus-out-event", lambda *_: log("focus_out") or False)
 window.connect("destroy", Gtk.main_quit)
 
-for w in (label, entry, submit, check, mover, status, canvas):
-    box.pack_start(w, False, False, 0)
-window.add(box)
+if args.grid:
+    # A big window: many small controls, every one showing (read in full by the tree walk).
+    grid = Gtk.Grid()
+    for i in range(args.grid):
+        cell = Gtk.CheckButton()
+        cell.get_accessible().set_name("Cell %d" % i)
+        cell.connect("toggled", lambda b, i=i: log("toggle", cell=i, active=b.get_active()))
+        grid.attach(cell, i % 40, i // 40, 1, 1)
+    window.set_default_size(1100, 700)
+    window.add(grid)
+else:
+    for w in (label, entry, submit, check, mover, status, canvas):
+        box.pack_start(w, False, False, 0)
+    window.add(box)
 window.show_all()
 GLib.idle_add(lambda: log("ready") or False)
 Gtk.main()

@@ -3,7 +3,8 @@
 //! Benchmarks never run as part of `make test`; `make bench` runs them all. By what they
 //! measure: `surfaces.rs` (CDP, the protocol, observe, act), `overheads.rs` (the store, the
 //! runtime's overheads, restore), `host.rs` (the host API, the console's live view),
-//! `models.rs` (a model-driven run against the providers' reference loops).
+//! `models.rs` (a model-driven run against the providers' reference loops), `desktop.rs` (the X11
+//! adapter on a stack of its own).
 
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -13,11 +14,13 @@ use serde_json::json;
 use crate::browser;
 use crate::cli::{BenchArgs, BenchTarget, Global};
 
+mod desktop;
 mod host;
 mod models;
 mod overheads;
 mod surfaces;
 
+use desktop::bench_desktop;
 use host::{bench_console, bench_host};
 use models::bench_agent;
 use overheads::{bench_restore, bench_runtime, bench_store};
@@ -95,6 +98,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Host => bench_host(global, &mut ratios).await?,
         BenchTarget::Console => bench_console(global, &mut ratios).await?,
         BenchTarget::Agent => bench_agent(global, args.iterations, &mut ratios).await?,
+        BenchTarget::Desktop => bench_desktop(args.iterations).await?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> =
