@@ -26,6 +26,8 @@ pub struct Bound {
     pub checkable: bool,
     /// Box in screen pixels when observed.
     pub screen: Rect,
+    /// The window's default control (AT-SPI `is-default`): what Enter activates.
+    pub default: bool,
 }
 
 /// The latest observation of a window (see [`FrameRecord`]).
@@ -63,6 +65,12 @@ impl FrameRecord for DesktopFrame {
     }
     fn targets(&self) -> Box<dyn Iterator<Item = &TargetFacts> + '_> {
         Box::new(self.refs.iter().map(|(_, b)| &b.facts))
+    }
+    fn enter_activates(&self) -> Option<&TargetFacts> {
+        self.refs
+            .iter()
+            .find(|(_, b)| b.default)
+            .map(|(_, b)| &b.facts)
     }
 }
 
@@ -421,6 +429,7 @@ fn walk(
                     && n.has_interface("org.a11y.atspi.EditableText"),
                 checkable: states.iter().any(|s| s == "checked" || s == "unchecked"),
                 screen,
+                default: n.states.has(state::IS_DEFAULT),
             },
         ));
     }

@@ -836,6 +836,17 @@ impl Intended {
                 }
             }
         }
+        // Enter activates the window's default control (a dialog's `Delete`) wherever focus is:
+        // its words count like the target's (they can only raise the tier).
+        if action.presses_enter()
+            && let Some(d) = record.and_then(|r| r.enter_activates())
+        {
+            target = format!("{target}, activating the default {} \"{}\"", d.role, d.name);
+            name = Some(match name {
+                Some(n) => format!("{n} {}", d.name),
+                None => d.name.clone(),
+            });
+        }
         let navigate_to = match action {
             ExtendedAction::Navigate(a) => Some(a.url.as_str().to_owned()),
             _ => None,

@@ -23,6 +23,12 @@ pub trait FrameRecord: Send + Sync + std::fmt::Debug {
     /// Every ref's facts.
     fn targets(&self) -> Box<dyn Iterator<Item = &TargetFacts> + '_>;
 
+    /// The control Enter activates wherever focus is, when the observation showed one (a native
+    /// dialog's default button): a press of Enter is judged as activating it.
+    fn enter_activates(&self) -> Option<&TargetFacts> {
+        None
+    }
+
     /// The element under a viewport point as the observation saw it: the smallest bound element
     /// whose box holds the point (frame elements excluded: actions do not target them).
     fn target_at(&self, x: f64, y: f64) -> Option<&TargetFacts> {

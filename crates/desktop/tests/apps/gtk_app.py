@@ -3,7 +3,9 @@ event it receives as one JSON line to the file named by GLOVEBOX_APP_LOG (the te
 prove what the app itself saw). Run with /usr/bin/python3, which sees Debian's `gi`.
 
 Arguments: --title TITLE (window title), --x X --y Y (position), --grid N (instead of the
-form: N small checkboxes in rows of 40, all showing: a window of about N accessible nodes).
+form: N small checkboxes in rows of 40, all showing: a window of about N accessible nodes),
+--confirm (instead of the form: a confirmation whose default button, what Enter activates from
+its entry, is "Delete all").
 """
 
 import argparse
@@ -23,6 +25,7 @@ parser.add_argument("--title", default="Glovebox test app")
 parser.add_argument("--x", type=int, default=40)
 parser.add_argument("--y", type=int, default=40)
 parser.add_argument("--grid", type=int, default=0)
+parser.add_argument("--confirm", action="store_true")
 args = parser.parse_args()
 
 log_path = os.environ.get("GLOVEBOX_APP_LOG")
@@ -129,7 +132,21 @@ window.connect("focus-in-event", lambda *_: log("focus_in") or False)
 window.connect("focus-out-event", lambda *_: log("focus_out") or False)
 window.connect("destroy", Gtk.main_quit)
 
-if args.grid:
+if args.confirm:
+    question = Gtk.Label(label="Delete all files? Type a note, then press Enter.")
+    note = Gtk.Entry()
+    note.get_accessible().set_name("Note")
+    note.set_activates_default(True)
+    cancel = Gtk.Button(label="Cancel")
+    delete = Gtk.Button(label="Delete all")
+    delete.set_can_default(True)
+    cancel.connect("clicked", lambda _b: log("cancel"))
+    delete.connect("clicked", lambda _b: log("delete"))
+    for w in (question, note, cancel, delete):
+        box.pack_start(w, False, False, 0)
+    window.add(box)
+    delete.grab_default()
+elif args.grid:
     # A big window: many small controls, every one showing (read in full by the tree walk).
     grid = Gtk.Grid()
     for i in range(args.grid):

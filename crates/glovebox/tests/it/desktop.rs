@@ -27,7 +27,11 @@ fn events(log: &std::path::Path) -> Vec<serde_json::Value> {
 
 /// A stack with one logging GTK app window per title, a runtime on its display, and the
 /// windows' surface ids once the apps are ready.
-async fn desktop_runtime(name: &str, titles: &[&str]) -> (Stack, Runtime, PathBuf, Vec<String>) {
+async fn desktop_runtime(
+    name: &str,
+    titles: &[&str],
+    extra: &[&str],
+) -> (Stack, Runtime, PathBuf, Vec<String>) {
     let mut stack = Stack::start(&StackOptions::default())
         .unwrap_or_else(|e| panic!("the desktop stack did not start: {e}"));
     let dir = crate::data_dir(name);
@@ -43,6 +47,7 @@ async fn desktop_runtime(name: &str, titles: &[&str]) -> (Stack, Runtime, PathBu
                 "--y",
                 "20",
             ])
+            .args(extra)
             .env("GLOVEBOX_APP_LOG", &log);
         stack.spawn(app).unwrap();
     }
@@ -84,13 +89,22 @@ async fn desktop_runtime(name: &str, titles: &[&str]) -> (Stack, Runtime, PathBu
 
 /// Observes until the window's tree is there (it comes a moment after the window).
 async fn observe_tree(rt: &Runtime, session: &protocol::SessionId) -> protocol::Observation {
+    observe_until(rt, session, "textbox \"Name\"").await
+}
+
+/// Observes until the snapshot shows `marker`.
+async fn observe_until(
+    rt: &Runtime,
+    session: &protocol::SessionId,
+    marker: &str,
+) -> protocol::Observation {
     let started = Instant::now();
     loop {
         let o = rt
             .observe(session, None, &ObserveOptions::default())
             .await
             .expect("observe the window");
-        if o.aria_snapshot().contains("textbox \"Name\"") {
+        if o.aria_snapshot().contains(marker) {
             return o;
         }
         assert!(
@@ -121,7 +135,7 @@ fn type_into(o: &protocol::Observation, field: &str, text: &str) -> ExtendedActi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_the_app() {
-    let (stack, rt, log, windows) = desktop_runtime("desktop-runtime", &["Runtime app"]).await;
+    let (stack, rt, log, windows) = desktop_runtime("desktop-runtime", &["Runtime app"], &[]).await;
     let window = windows[0].clone();
     // A surface the display does not list cannot be offered.
     let err = rt.offer_surface("x11:nowhere:0x1").await.unwrap_err();
@@ -250,7 +264,7 @@ async fn a_person_offers_a_window_and_the_first_write_waits_for_their_grant_of_t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_writer_on_the_same_display_is_refused_while_reads_go_on() {
     let (stack, rt, _log, windows) =
-        desktop_runtime("desktop-leases", &["Left app", "Right app"]).await;
+        desktop_runtime("desktop-leases", &["Left app", "Right app"], &[]).await;
     let (a, b) = (
         rt.create_session().await.unwrap(),
         rt.create_session().await.unwrap(),
@@ -263,28 +277,8 @@ async fn a_second_writer_on_the_same_display_is_refused_while_reads_go_on() {
 
     // A's first write waits for a person, holding the display's input the while.
     let mut bus = rt.subscribe_events();
-    let writer = {
-        let (rt, a, action) = (
-            rt.clone(),
-            a.clone(),
-            type_into(&oa, &element(&oa, "textbox"), "Left"),
-        );
-        tokio::spawn(async move {
-            rt.act(
-                &a,
-                None,
-                &action,
-                &ActOptions::default(),
-                Duration::from_secs(30),
-            )
-            .await
-        })
-    };
-    let approval = loop {
-        if let EventKind::ApprovalRequested { approval_id, .. } = bus.recv().await.unwrap().kind {
-            break approval_id;
-        }
-    };
+    let writer = spawn_type(&rt, &a, &oa, "Left");
+    let approval = next_approval(&mut bus).await;
     // B writes another window of the same display: one keyboard and mouse, so it is refused…
     let err = rt
         .act(
@@ -314,33 +308,116 @@ async fn a_second_writer_on_the_same_display_is_refused_while_reads_go_on() {
         .observe(&b, None, &ObserveOptions::default())
         .await
         .unwrap();
-    let writer = {
-        let (rt, b, action) = (
-            rt.clone(),
-            b.clone(),
-            type_into(&ob, &element(&ob, "textbox"), "Right"),
-        );
+    let writer = spawn_type(&rt, &b, &ob, "Right");
+    // B's own first write asks the person too (grants are per task), and is then written.
+    let approval = next_approval(&mut bus).await;
+    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+        .unwrap();
+    let out = writer.await.unwrap().expect("B types once A is done");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
+    rt.shutdown(Duration::from_secs(2)).await;
+    drop(stack);
+}
+
+/// Types `text` into the observed window's field from a task of its own (it may wait for a person).
+fn spawn_type(
+    rt: &Runtime,
+    session: &protocol::SessionId,
+    o: &protocol::Observation,
+    text: &str,
+) -> tokio::task::JoinHandle<Result<surface::ActOutcome, runtime::RuntimeError>> {
+    let (rt, session, action) = (
+        rt.clone(),
+        session.clone(),
+        type_into(o, &element(o, "textbox"), text),
+    );
+    tokio::spawn(async move {
+        rt.act(
+            &session,
+            None,
+            &action,
+            &ActOptions::default(),
+            Duration::from_secs(30),
+        )
+        .await
+    })
+}
+
+/// The id of the next approval a person is asked for.
+async fn next_approval(
+    bus: &mut tokio::sync::broadcast::Receiver<runtime::Event>,
+) -> protocol::ApprovalId {
+    loop {
+        if let EventKind::ApprovalRequested { approval_id, .. } = bus.recv().await.unwrap().kind {
+            return approval_id;
+        }
+    }
+}
+
+/// Enter activates a window's default button wherever focus is: pressing it where that button is
+/// `Delete all` is high-impact (R3) by structure, asked every time even under the app's grant,
+/// and a person's refusal sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_on_a_window_whose_default_button_deletes_asks_every_time() {
+    let (stack, rt, log, windows) =
+        desktop_runtime("desktop-default-button", &["Confirm app"], &["--confirm"]).await;
+    let session = rt.create_session().await.unwrap();
+    let tab = rt.offer_surface(&windows[0]).await.expect("offer");
+    rt.claim_tab(&session, &tab).await.expect("claim");
+    let o = observe_until(&rt, &session, "textbox \"Note\"").await;
+    assert!(
+        o.aria_snapshot()
+            .lines()
+            .any(|l| l.contains("\"Delete all\"") && l.contains("default")),
+        "the default button is shown as such: {}",
+        o.aria_snapshot()
+    );
+    let note = element(&o, "textbox");
+
+    // The app is granted for the task by the person (an ordinary write first).
+    let mut bus = rt.subscribe_events();
+    let writer = spawn_type(&rt, &session, &o, "tidy up");
+    let approval = next_approval(&mut bus).await;
+    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+        .unwrap();
+    let out = writer.await.unwrap().expect("typed under the grant");
+    let o = out.observation.expect("observation");
+
+    // Enter in the note: the default button it activates deletes, so the person is asked again.
+    let press: ExtendedAction = serde_json::from_value(json!({"type": "press",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": note},
+        "key": "Enter", "intent": "confirm"}))
+    .unwrap();
+    let presser = {
+        let (rt, session) = (rt.clone(), session.clone());
         tokio::spawn(async move {
             rt.act(
-                &b,
+                &session,
                 None,
-                &action,
+                &press,
                 &ActOptions::default(),
                 Duration::from_secs(30),
             )
             .await
         })
     };
-    // B's own first write asks the person too (grants are per task), and is then written.
-    let approval = loop {
-        if let EventKind::ApprovalRequested { approval_id, .. } = bus.recv().await.unwrap().kind {
-            break approval_id;
-        }
-    };
-    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+    let approval = next_approval(&mut bus).await;
+    let asked = rt
+        .pending_approvals()
+        .into_iter()
+        .find(|r| r.approval_id == approval)
+        .expect("the pending approval");
+    assert_eq!(asked.tier, policy::RiskTier::R3, "{asked:?}");
+    assert!(asked.target.contains("Delete all"), "{}", asked.target);
+    rt.resolve_approval(&approval, ApprovalDecision::Deny)
         .unwrap();
-    let out = writer.await.unwrap().expect("B types once A is done");
-    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
+    let err = presser.await.unwrap().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ApprovalDenied, "{err}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !events(&log).iter().any(|e| e["event"] == "delete"),
+        "nothing was deleted"
+    );
     rt.shutdown(Duration::from_secs(2)).await;
     drop(stack);
 }
