@@ -495,6 +495,7 @@ fn info_of(t: target::TargetInfo) -> Option<SurfaceInfo> {
         context: t.browser_context_id,
         // Input goes to the tab over CDP, whatever holds the screen's focus.
         input: vec![protocol::InputRoute::BackgroundInput],
+        kind: protocol::SurfaceKind::WebTab,
     })
 }
 

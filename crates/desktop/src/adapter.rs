@@ -117,7 +117,16 @@ impl DesktopAdapter {
         format!("x11:{}:{:#x}", self.config.display, window)
     }
 
+    /// The surface id of the whole screen.
+    pub fn screen_id(&self) -> String {
+        format!("x11:{}:screen", self.config.display)
+    }
+
+    /// The X window surface `id` names (the root window for the screen).
     fn window_of(&self, id: &str) -> Result<u32, SurfaceError> {
+        if id == self.screen_id() {
+            return self.conn()?.display.now(|c| Ok(c.root()));
+        }
         let prefix = format!("x11:{}:", self.config.display);
         id.strip_prefix(&prefix)
             .and_then(|w| w.strip_prefix("0x"))
@@ -306,6 +315,12 @@ impl SurfaceAdapter for DesktopAdapter {
     ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
             let c = self.conn()?;
+            if id == self.screen_id() {
+                return Ok(
+                    Arc::new(DesktopWindow::screen(id, c.display.clone(), memory)?)
+                        as Arc<dyn Surface>,
+                );
+            }
             let window = self.window_of(&id)?;
             let facts = c
                 .display
@@ -343,9 +358,18 @@ impl SurfaceAdapter for DesktopAdapter {
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
-            Ok(windows
-                .into_iter()
-                .map(|w| SurfaceInfo {
+            // The whole screen first, then its windows.
+            let screen = SurfaceInfo {
+                id: self.screen_id(),
+                top_level: true,
+                url: model::DESKTOP_ORIGIN.to_owned(),
+                title: format!("Screen {}", self.config.display),
+                context: Some(format!("x11:{}", self.config.display)),
+                input: model::input_routes(true, false, xtest),
+                kind: SurfaceKind::X11Screen,
+            };
+            Ok(std::iter::once(screen)
+                .chain(windows.into_iter().map(|w| SurfaceInfo {
                     id: self.surface_id(w.window),
                     top_level: true,
                     url: model::app_origin(&w.class),
@@ -356,13 +380,18 @@ impl SurfaceAdapter for DesktopAdapter {
                     ),
                     title: w.name,
                     context: Some(format!("x11:{}", self.config.display)),
-                })
+                    kind: SurfaceKind::X11Window,
+                }))
                 .collect())
         })
     }
 
     fn close(&self, id: String, deadline: Duration) -> BoxFuture<'_, bool> {
         Box::pin(async move {
+            if id == self.screen_id() {
+                // The screen is not closed by anyone.
+                return false;
+            }
             let (Ok(c), Ok(window)) = (self.conn(), self.window_of(&id)) else {
                 return false;
             };

@@ -10,7 +10,7 @@ use surface::text::quote;
 use surface::{FrameRecord, TargetFacts, TargetStructure};
 
 use crate::a11y::{Node, ObjRef, state};
-use crate::x11::Rect;
+use crate::x11::{Rect, WindowFacts};
 
 /// How a ref's node is reached again, beside its policy facts.
 #[derive(Debug, Clone)]
@@ -28,6 +28,8 @@ pub struct Bound {
     pub screen: Rect,
     /// The window's default control (AT-SPI `is-default`): what Enter activates.
     pub default: bool,
+    /// On the screen's frame: the X window the ref is.
+    pub window: Option<u32>,
 }
 
 /// The latest observation of a window (see [`FrameRecord`]).
@@ -41,6 +43,12 @@ pub struct DesktopFrame {
     pub rect: Rect,
     pub canvas_share: f64,
     pub screenshot: bool,
+    /// The whole screen's frame (its refs are windows, bottom to top): the point's topmost
+    /// window is the one a point names.
+    pub screen: bool,
+    /// For the screen: the windows' stacking, boxes and focus when observed (any change makes
+    /// the frame stale); 0 for a window.
+    pub layout: u64,
     pub refs: Vec<(ElementRef, Bound)>,
 }
 
@@ -66,6 +74,20 @@ impl FrameRecord for DesktopFrame {
     fn targets(&self) -> Box<dyn Iterator<Item = &TargetFacts> + '_> {
         Box::new(self.refs.iter().map(|(_, b)| &b.facts))
     }
+    fn target_at(&self, x: f64, y: f64) -> Option<&TargetFacts> {
+        let inside = |b: &&TargetFacts| {
+            let [bx, by, bw, bh] = b.bounds;
+            bw > 0.0 && bh > 0.0 && x >= bx && x < bx + bw && y >= by && y < by + bh
+        };
+        if self.screen {
+            // Windows overlap: the point's is the topmost (the last listed).
+            return self.targets().filter(inside).last();
+        }
+        self.targets()
+            .filter(|b| !b.frame)
+            .filter(inside)
+            .min_by(|a, b| (a.bounds[2] * a.bounds[3]).total_cmp(&(b.bounds[2] * b.bounds[3])))
+    }
     fn enter_activates(&self) -> Option<&TargetFacts> {
         self.refs
             .iter()
@@ -77,6 +99,15 @@ impl FrameRecord for DesktopFrame {
 impl DesktopFrame {
     pub fn bound(&self, element: &ElementRef) -> Option<&Bound> {
         self.refs.iter().find(|(r, _)| r == element).map(|(_, b)| b)
+    }
+
+    /// On the screen's frame, the topmost window at viewport point (x, y) as observed.
+    pub fn bound_at(&self, x: f64, y: f64) -> Option<&Bound> {
+        let facts = self.target_at(x, y)?;
+        self.refs
+            .iter()
+            .map(|(_, b)| b)
+            .find(|b| std::ptr::eq(&b.facts, facts))
     }
 }
 
@@ -430,6 +461,7 @@ fn walk(
                 checkable: states.iter().any(|s| s == "checked" || s == "unchecked"),
                 screen,
                 default: n.states.has(state::IS_DEFAULT),
+                window: None,
             },
         ));
     }
@@ -466,6 +498,117 @@ fn walk(
             );
         }
     }
+}
+
+/// The identity of the whole screen as an origin: what a person grants for input that no
+/// window's application receives (keys while no window has focus).
+pub const DESKTOP_ORIGIN: &str = "app://desktop";
+
+/// The whole screen as an outline: each mapped window (top first, as a person sees them) with a
+/// ref, its application's identity and whether it has keyboard focus. `windows` are bottom to
+/// top; a window's ref names its visible box (a point there reaches it).
+pub fn build_screen(
+    windows: &[WindowFacts],
+    focused: Option<u32>,
+    screen: Rect,
+    secrets: &[String],
+) -> Built {
+    let mut out = Built {
+        snapshot: String::new(),
+        elements: Vec::new(),
+        refs: Vec::new(),
+        canvas_share: 0.0,
+        masks: Vec::new(),
+    };
+    let mut lines = Vec::new();
+    for w in windows.iter().filter(|w| w.viewable) {
+        let Some(visible) = w.rect.intersect(&screen) else {
+            continue;
+        };
+        let name = scrub(&protocol::text::printable(&w.name), secrets);
+        let origin = app_origin(&w.class);
+        let element = ElementRef::from_index(out.refs.len() as u32 + 1);
+        let mut states = Vec::new();
+        if focused == Some(w.window) {
+            states.push("focused".to_owned());
+        }
+        let mut line = format!("window {}", quote(&name));
+        let mut bracket = vec![element.as_str().to_owned()];
+        bracket.extend(states.iter().cloned());
+        line.push_str(&format!(" [{}]", bracket.join(" ")));
+        line.push_str(&format!(
+            ": {}",
+            quote(&format!(
+                "{origin} at {},{} {}x{}",
+                visible.x, visible.y, visible.width, visible.height
+            ))
+        ));
+        lines.push(line);
+        out.elements.push(
+            InteractiveElement::new(
+                element.clone(),
+                "window".to_owned(),
+                name.clone(),
+                false,
+                states,
+                None,
+            )
+            .shown_in_snapshot(true),
+        );
+        out.refs.push((
+            element,
+            Bound {
+                facts: TargetFacts {
+                    role: "window".to_owned(),
+                    name,
+                    bounds: [
+                        f64::from(visible.x - screen.x),
+                        f64::from(visible.y - screen.y),
+                        f64::from(visible.width),
+                        f64::from(visible.height),
+                    ],
+                    secret_field: false,
+                    frame: false,
+                    structure: TargetStructure {
+                        document_origin: origin,
+                        ..TargetStructure::default()
+                    },
+                },
+                obj: None,
+                atspi_role: String::new(),
+                actions: Vec::new(),
+                editable: false,
+                checkable: false,
+                screen: visible,
+                default: false,
+                window: Some(w.window),
+            },
+        ));
+    }
+    // A person reads the screen from the top.
+    for line in lines.iter().rev() {
+        out.snapshot.push_str(line);
+        out.snapshot.push('\n');
+    }
+    out
+}
+
+/// What makes a screen frame stale: the windows' stacking, boxes and mapping, and focus.
+pub fn screen_layout(windows: &[WindowFacts], focused: Option<u32>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for w in windows {
+        (
+            w.window,
+            w.rect.x,
+            w.rect.y,
+            w.rect.width,
+            w.rect.height,
+            w.viewable,
+        )
+            .hash(&mut h);
+    }
+    focused.hash(&mut h);
+    h.finish()
 }
 
 /// A frame id bound to the window's identity, its box, and what the observation saw.

@@ -50,10 +50,14 @@ pub struct WindowMemory {
     secrets: Vec<String>,
 }
 
-/// One attached window (see the module docs).
+/// One attached window, or the whole screen (see the module docs).
 pub struct DesktopWindow {
     id: String,
     identity: Identity,
+    /// The whole screen rather than one window: its refs are the windows, input goes where a
+    /// person's would (the window under a point; keys to the focused window), and any change
+    /// of the windows' stacking, boxes or focus makes its frame stale.
+    screen: bool,
     display: Display,
     a11y: Option<A11y>,
     /// Why AT-SPI is not used for this window, when it is not.
@@ -180,6 +184,7 @@ impl DesktopWindow {
         DesktopWindow {
             id,
             identity,
+            screen: false,
             display,
             a11y,
             a11y_missing: Mutex::new(a11y_missing),
@@ -192,9 +197,47 @@ impl DesktopWindow {
         }
     }
 
+    /// The whole screen of `display` as a surface.
+    pub(crate) fn screen(
+        id: String,
+        display: Display,
+        memory: Option<SurfaceMemory>,
+    ) -> Result<DesktopWindow, SurfaceError> {
+        let root = display.now(|c| Ok(c.root()))?;
+        let mut surface = DesktopWindow::new(
+            id,
+            Identity {
+                window: root,
+                pid: None,
+                class: String::new(),
+            },
+            display,
+            None,
+            Some(
+                "the whole screen: its windows are refs and points reach the window under them; \
+                 for a window's own controls, claim that window"
+                    .into(),
+            ),
+            memory,
+        );
+        surface.screen = true;
+        Ok(surface)
+    }
+
     /// The window's facts now, after checking it is still the same window of the same
-    /// application.
+    /// application (the screen's: its size).
     async fn current(&self) -> Result<WindowFacts, SurfaceError> {
+        if self.screen {
+            let (rect, root) = self.display.run(|c| Ok((c.screen(), c.root()))).await?;
+            return Ok(WindowFacts {
+                window: root,
+                name: format!("Screen {}", self.display.name()),
+                class: String::new(),
+                pid: None,
+                rect,
+                viewable: true,
+            });
+        }
         let window = self.identity.window;
         let facts = self.display.run(move |c| Ok(c.facts(window))).await?;
         let Some(facts) = facts else {
@@ -215,6 +258,9 @@ impl DesktopWindow {
 
     /// The window's top-level accessible, found once and again after it went away.
     async fn root(&self, facts: &WindowFacts) -> Option<ObjRef> {
+        if self.screen {
+            return None;
+        }
         let a11y = self.a11y.as_ref()?;
         if let Some(root) = lock(&self.root).clone() {
             return Some(root);
@@ -240,7 +286,20 @@ impl DesktopWindow {
     }
 
     pub(crate) fn app_origin(&self) -> String {
+        if self.screen {
+            return model::DESKTOP_ORIGIN.to_owned();
+        }
         model::app_origin(&self.identity.class)
+    }
+
+    /// The screen's windows (bottom to top), which has focus, and the layout hash a frame keeps.
+    async fn screen_state(&self) -> Result<(Vec<WindowFacts>, Option<u32>, u64), SurfaceError> {
+        let (windows, focused) = self
+            .display
+            .run(|c| Ok((c.windows()?, c.focused_window()?)))
+            .await?;
+        let layout = model::screen_layout(&windows, focused);
+        Ok((windows, focused, layout))
     }
 
     /// Whether the window has an accessibility tree (after an observation).
@@ -274,9 +333,24 @@ impl DesktopWindow {
             }
         }
         let (nodes, cut) = tree.unwrap_or_default();
-        let built = model::build(&nodes, facts.rect, &origin, &secrets);
+        let (built, origin, layout) = if self.screen {
+            let (windows, focused, layout) = self.screen_state().await?;
+            // Keys reach the focused window's application: that is the frame's identity.
+            let origin = windows
+                .iter()
+                .find(|w| Some(w.window) == focused)
+                .map_or_else(|| origin.clone(), |w| model::app_origin(&w.class));
+            let built = model::build_screen(&windows, focused, facts.rect, &secrets);
+            (built, origin, layout)
+        } else {
+            let built = model::build(&nodes, facts.rect, &origin, &secrets);
+            (built, origin, 0)
+        };
         let mut screenshot = None;
-        if let Some(mime) = options.screenshot {
+        // The screen's image is not read through any tree, so nothing in it could be masked:
+        // while the surface holds secrets it shows none.
+        let withheld = self.screen && !secrets.is_empty() && options.screenshot.is_some();
+        if let Some(mime) = options.screenshot.filter(|_| !withheld) {
             let rect = facts.rect;
             let mut pixels = self.display.run(move |c| c.capture(rect)).await?;
             // Secret fields and text that showed a secret are painted over before anyone sees
@@ -316,6 +390,8 @@ impl DesktopWindow {
             canvas_share: built.canvas_share,
             screenshot: screenshot.is_some(),
             refs: built.refs,
+            screen: self.screen,
+            layout,
         });
         if keep {
             *lock(&self.latest) = Some(frame);
@@ -327,15 +403,27 @@ impl DesktopWindow {
             // Not an error of the app: what the observation can and cannot say.
             console.push(format!("glovebox: {why}"));
         }
+        if withheld {
+            console.push(
+                "glovebox: the screen's image is withheld while this surface holds secrets (it \
+                 could show them); observe the window instead"
+                    .into(),
+            );
+        }
         Ok(Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: epoch,
             captured_at: now_ms(),
-            target: TargetIdentity::x11_window(TabId::new(self.id.clone()).map_err(|e| {
-                SurfaceError::Internal {
+            target: {
+                let id = TabId::new(self.id.clone()).map_err(|e| SurfaceError::Internal {
                     reason: format!("window id: {e}"),
+                })?;
+                if self.screen {
+                    TargetIdentity::x11_screen(id)
+                } else {
+                    TargetIdentity::x11_window(id)
                 }
-            })?),
+            },
             url: origin.clone(),
             origin,
             title,
@@ -398,6 +486,11 @@ impl DesktopWindow {
 
     /// Refuses a point another window covers: input there would reach that window.
     async fn on_top(&self, x: i32, y: i32) -> Result<(), SurfaceError> {
+        if self.screen {
+            // The screen's input goes to the window under the point: the one its frame saw
+            // there (the frame is stale once any window moved, opened, closed or restacked).
+            return Ok(());
+        }
         let at = self.display.run(move |c| c.window_at(x, y)).await?;
         if at != Some(self.identity.window) {
             return Err(refused(format!(
@@ -407,12 +500,20 @@ impl DesktopWindow {
         Ok(())
     }
 
-    /// Moves keyboard focus to this window (and `node` in it) and waits for the evidence; keys
-    /// go nowhere without it.
-    async fn focus(&self, node: Option<&ObjRef>) -> Result<(), SurfaceError> {
-        let window = self.identity.window;
+    /// Moves keyboard focus to `window` (and `node` in it) and waits for the evidence; keys go
+    /// nowhere without it. `None` (the screen's keys with no window named): the window that
+    /// has focus keeps it, and there must be one.
+    async fn focus(&self, window: Option<u32>, node: Option<&ObjRef>) -> Result<(), SurfaceError> {
         let started = Instant::now();
         let focused = self.display.run(|c| c.focused_window()).await?;
+        let Some(window) = window else {
+            return match focused {
+                Some(_) => Ok(()),
+                None => Err(refused(
+                    "input failed: no window has keyboard focus; nothing was typed (name the window to type into)",
+                )),
+            };
+        };
         if focused != Some(window) {
             self.display.run(move |c| c.activate(window)).await?;
             loop {
@@ -623,7 +724,8 @@ impl DesktopWindow {
                 self.on_top(x, y).await?;
                 let mods = modifier_keysyms(&a.modifiers);
                 if !mods.is_empty() {
-                    self.focus(None).await?;
+                    self.focus(self.key_window(frame, Some(&a.target)), None)
+                        .await?;
                     self.hold(&mods, true).await?;
                 }
                 let clicked = self.click_at(x, y, button, count).await;
@@ -706,7 +808,7 @@ impl DesktopWindow {
                             e.element.as_str()
                         )));
                     }
-                    self.focus(Some(obj)).await?;
+                    self.focus(Some(self.identity.window), Some(obj)).await?;
                     // Replace what the field holds, as `type` does everywhere.
                     self.chord(vec![0xffe3, u32::from(b'a')]).await?;
                     self.type_keys(text.clone()).await?;
@@ -742,7 +844,8 @@ impl DesktopWindow {
                 let node = self.element_node(frame, Some(&a.target))?;
                 let chord = keys::chord(a.key.as_str())
                     .ok_or_else(|| refused(format!("no key is named {:?}", a.key.as_str())))?;
-                self.focus(node.as_ref()).await?;
+                let window = self.element_window(frame, Some(&a.target));
+                self.focus(window, node.as_ref()).await?;
                 self.chord(chord).await?;
                 let mut marker = self.marker(frame, MarkerKind::Key, &[]);
                 marker.keys = vec![a.key.as_str().to_owned()];
@@ -756,7 +859,8 @@ impl DesktopWindow {
                 let keysym = keys::key_keysym(a.key.as_str())
                     .ok_or_else(|| refused(format!("no key is named {:?}", a.key.as_str())))?;
                 let down = matches!(action, ExtendedAction::KeyDown(_));
-                self.focus(node.as_ref()).await?;
+                let window = self.element_window(frame, a.target.as_ref());
+                self.focus(window, node.as_ref()).await?;
                 self.display
                     .run(move |c| {
                         let (code, _) = c.keycode(keysym)?;
@@ -894,6 +998,35 @@ impl DesktopWindow {
         Ok(b.obj.clone())
     }
 
+    /// The window keys go to for an action at `target`: this window; on the screen, the window
+    /// the target names (a window's ref, or the topmost window under a point as observed),
+    /// else whichever has focus (`None`).
+    fn key_window(&self, frame: &DesktopFrame, target: Option<&Target>) -> Option<u32> {
+        if !self.screen {
+            return Some(self.identity.window);
+        }
+        match target? {
+            Target::Ref(e) => frame.bound(&e.element).and_then(|b| b.window),
+            Target::Point(p) => frame
+                .bound_at(f64::from(p.x), f64::from(p.y))
+                .and_then(|b| b.window),
+            Target::Locator(_) => None,
+        }
+    }
+
+    /// [`Self::key_window`] for a key action's element.
+    fn element_window(
+        &self,
+        frame: &DesktopFrame,
+        target: Option<&protocol::extended::ElementSpec>,
+    ) -> Option<u32> {
+        if !self.screen {
+            return Some(self.identity.window);
+        }
+        let e = target?.element_ref()?;
+        frame.bound(&e.element).and_then(|b| b.window)
+    }
+
     async fn hold(&self, keysyms: &[u32], down: bool) -> Result<(), SurfaceError> {
         let keysyms = keysyms.to_vec();
         self.display
@@ -999,6 +1132,13 @@ impl Surface for DesktopWindow {
                     reason: "the window moved or changed size since it was observed".into(),
                 });
             }
+            if self.screen && self.screen_state().await?.2 != frame.layout {
+                return Err(SurfaceError::Stale {
+                    reason: "a window on the screen moved, opened, closed, was restacked or \
+                             took focus since it was observed"
+                        .into(),
+                });
+            }
             let started = Instant::now();
             // A call cancelled part-way (its future dropped) lets go of what it held down too.
             let mut letgo = LetGoOnDrop(Some(self.display.clone()));
@@ -1065,6 +1205,14 @@ impl Surface for DesktopWindow {
 
     fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
         Box::pin(async move { self.display.run(|c| c.release_all()).await })
+    }
+
+    fn surface_kind(&self) -> Option<protocol::SurfaceKind> {
+        Some(if self.screen {
+            protocol::SurfaceKind::X11Screen
+        } else {
+            protocol::SurfaceKind::X11Window
+        })
     }
 
     fn input_routes(&self) -> Vec<InputRoute> {

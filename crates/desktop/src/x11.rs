@@ -325,11 +325,15 @@ impl XConn<'_> {
         })
     }
 
-    /// The top-level client windows: EWMH's client list under a window manager, else the
-    /// root's mapped children that carry a name or class.
+    /// The top-level client windows, bottom to top: EWMH's stacking client list under a window
+    /// manager, else the root's mapped children (in stacking order) that carry a name or class.
     pub fn windows(&mut self) -> Result<Vec<WindowFacts>, SurfaceError> {
+        let stacking = self.atom("_NET_CLIENT_LIST_STACKING");
         let list = self.atom("_NET_CLIENT_LIST");
-        let ids: Vec<u32> = match self.prop32(self.s.root, list, AtomEnum::WINDOW) {
+        let managed = self
+            .prop32(self.s.root, stacking, AtomEnum::WINDOW)
+            .or_else(|| self.prop32(self.s.root, list, AtomEnum::WINDOW));
+        let ids: Vec<u32> = match managed {
             Some(ids) if self.window_manager().is_some() => ids,
             _ => {
                 let tree = self

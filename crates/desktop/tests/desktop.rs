@@ -656,3 +656,122 @@ async fn a_wayland_session_without_x_is_unavailable_with_the_reason() {
     assert_eq!(e.code(), ErrorCode::BackendUnavailable, "{e}");
     assert!(adapter.list().await.is_err());
 }
+
+/// The whole screen is a surface of its own: its refs are the windows (top first), a point
+/// reaches the topmost window there as the observation saw it (and policy judges that window's
+/// application), keys go to a named window after its focus is confirmed, and any change of the
+/// windows makes the frame stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_screen_is_a_surface_whose_points_reach_the_window_on_top() {
+    let mut desk = Desk::start(false).await;
+    let lower = desk.app("Lower app", 20, 20).await;
+    let upper = desk.app("Upper app", 300, 100).await;
+    let listed = desk.adapter.list().await.unwrap();
+    let screen = &listed[0];
+    assert_eq!(screen.id, desk.adapter.screen_id());
+    assert_eq!(screen.kind, protocol::SurfaceKind::X11Screen);
+    assert_eq!(screen.input, vec![InputRoute::ForegroundInput]);
+    let surface = desk
+        .adapter
+        .attach(screen.id.clone(), None)
+        .await
+        .expect("attach the screen");
+    assert_eq!(
+        surface.surface_kind(),
+        Some(protocol::SurfaceKind::X11Screen)
+    );
+    let o = surface
+        .observe(&ObserveOptions {
+            screenshot: Some(ImageMime::Png),
+            ..ObserveOptions::default()
+        })
+        .await
+        .expect("observe the screen");
+    // The image is the whole screen, and the outline lists the windows top first.
+    let shot = o.screenshot().expect("a screenshot");
+    assert_eq!((shot.width, shot.height), (1280, 800));
+    let lines: Vec<&str> = o.aria_snapshot().lines().collect();
+    assert!(lines[0].starts_with("window \"Upper app\""), "{lines:?}");
+    assert!(lines[1].starts_with("window \"Lower app\""), "{lines:?}");
+    assert!(
+        lines[0].contains("app://gtk-app.py at 300,100"),
+        "{lines:?}"
+    );
+
+    // A point where the two overlap is the upper window's canvas: it gets the press, and the
+    // frame names that window's application as the target.
+    let record = surface.latest_frame().unwrap();
+    let under = record.target_at(400.0, 340.0).expect("a window there");
+    assert_eq!(under.name, "Upper app");
+    assert_eq!(under.structure.document_origin, "app://gtk-app.py");
+    let before = (upper.count("canvas_press"), lower.count("canvas_press"));
+    let click: ExtendedAction = serde_json::from_value(json!({"type": "click",
+        "expected_frame_id": frame(&o), "target": {"kind": "point", "x": 400, "y": 340},
+        "intent": "press the upper canvas"}))
+    .unwrap();
+    surface
+        .act(&click, &ActOptions::default())
+        .await
+        .expect("click on the screen");
+    upper.wait_for("canvas_press", before.0 + 1).await;
+    assert_eq!(
+        lower.count("canvas_press"),
+        before.1,
+        "the lower window got nothing"
+    );
+
+    // Keys to the lower window, named by its ref: it is activated and its focus confirmed first.
+    let o = surface.observe(&ObserveOptions::default()).await.unwrap();
+    let lower_ref = ref_of(&o, "window", "Lower app");
+    let press: ExtendedAction = serde_json::from_value(json!({"type": "press",
+        "expected_frame_id": frame(&o), "target": {"kind": "element", "ref": lower_ref},
+        "key": "F5", "intent": "a key to the lower window"}))
+    .unwrap();
+    surface
+        .act(&press, &ActOptions::default())
+        .await
+        .expect("press on the lower window");
+    let started = Instant::now();
+    while !lower
+        .events()
+        .iter()
+        .any(|e| e["event"] == "key_press" && e["key"] == "F5")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            lower.events()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !upper.events().iter().any(|e| e["key"] == "F5"),
+        "the upper window got no key"
+    );
+
+    // The press restacked and refocused the screen: the frame it was planned on is stale.
+    let err = surface
+        .act(&click, &ActOptions::default())
+        .await
+        .expect_err("stale");
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    // A new window makes the latest frame stale too.
+    let o = surface.observe(&ObserveOptions::default()).await.unwrap();
+    let _third = desk.app("Third app", 600, 300).await;
+    let click: ExtendedAction = serde_json::from_value(json!({"type": "click",
+        "expected_frame_id": frame(&o), "target": {"kind": "point", "x": 5, "y": 5},
+        "intent": "anywhere"}))
+    .unwrap();
+    let err = surface
+        .act(&click, &ActOptions::default())
+        .await
+        .expect_err("stale after a window opened");
+    assert_eq!(err.code(), ErrorCode::StaleObservation, "{err}");
+    // The screen is closed by no one.
+    assert!(
+        !desk
+            .adapter
+            .close(desk.adapter.screen_id(), Duration::from_millis(200))
+            .await
+    );
+}

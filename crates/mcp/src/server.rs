@@ -194,8 +194,10 @@ impl GloveboxMcp {
             .map(|s| {
                 json!({
                     "key": s["surface_key"],
+                    "kind": s["kind"],
                     "aliases": s["aliases"],
                     "capabilities": s["capabilities"],
+                    "input": s["input"],
                     "opened_by": s["opened_by"],
                     "title": s["preview"]["title"],
                     "origin": s["preview"]["origin"],

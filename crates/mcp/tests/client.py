@@ -622,6 +622,41 @@ async def scenario_hostile(args):
     emit({"attempts": attempts, "shown": shown})
 
 
+async def scenario_desktop(args):
+    """A desktop window a person offered: claimed, seen in the turn's surfaces as a window with
+    its input routes, observed, typed into after the person grants the app, submitted; a stale
+    frame and a navigation are refused with their codes."""
+    out = {}
+    async with connect(args) as (session, _):
+        offered = (await call(session, "tabs"))["header"]["user_tabs"]
+        out["offered"] = offered
+        claimed = (await call(session, "tab_claim", {"tab": offered[0]}))["header"]
+        out["claimed"] = claimed
+        surfaces = await call(session, "surfaces")
+        out["surfaces"] = surfaces["page"]
+        obs = None
+        for _ in range(100):
+            obs = (await call(session, "observe"))["page"]
+            if 'textbox "Name"' in obs["aria_snapshot"]:
+                break
+            await asyncio.sleep(0.05)
+        out["observed"] = obs["aria_snapshot"]
+        name = ref(obs, "textbox", "Name")
+        action = {"type": "type", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": name}, "text": "Ada", "intent": "fill the name"}
+        pending = await call(session, "act", {"action": action})
+        out["pending"] = pending["header"]
+        emit(out)
+        sys.stdin.readline()  # the person grants the app
+        typed = await call(session, "act", {"action": action})
+        after = typed["page"]
+        submit = ref(after, "button", "Submit")
+        clicked = await call(session, "act", {"action": {"type": "click", "expected_frame_id": after["frame_id"], "target": {"kind": "element", "ref": submit}, "intent": "submit"}})
+        stale = await call(session, "act", {"action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": submit}, "intent": "stale"}})
+        latest = (await call(session, "observe"))["page"]
+        navigate = await call(session, "act", {"action": {"type": "navigate", "expected_frame_id": latest["frame_id"], "url": "https://example.org/", "intent": "leave"}})
+        emit({"typed": typed["header"], "clicked": clicked["header"], "stale": stale["header"], "navigate": navigate["header"]})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

@@ -19,6 +19,8 @@ pub enum SurfaceKind {
     WebTab,
     /// A top-level window of an X11 desktop (`tab_id` is the adapter's id of the window).
     X11Window,
+    /// The whole screen of an X11 display (`tab_id` is the adapter's id of the screen).
+    X11Screen,
 }
 
 /// Which target an observation or result is about: `{"kind":"web_tab","tab_id":"…"}`.
@@ -31,6 +33,14 @@ pub struct TargetIdentity {
 }
 
 impl TargetIdentity {
+    /// The whole screen of an X11 display.
+    pub fn x11_screen(id: TabId) -> Self {
+        Self {
+            kind: SurfaceKind::X11Screen,
+            tab_id: id,
+        }
+    }
+
     /// A window of an X11 desktop.
     pub fn x11_window(id: TabId) -> Self {
         Self {

@@ -21,7 +21,7 @@ fn controllable(entry: &TabEntry) -> bool {
 pub(crate) fn alias_prefix(kind: SurfaceKind) -> &'static str {
     match kind {
         SurfaceKind::WebTab => "web",
-        SurfaceKind::X11Window => "window",
+        SurfaceKind::X11Window | SurfaceKind::X11Screen => "window",
     }
 }
 
@@ -103,20 +103,20 @@ impl Runtime {
                 aliases.push(SurfaceAlias::new("focused").map_err(|e| internal(e.to_string()))?);
             }
             // A surface the user closed to the agent is listed, without content.
-            let (preview, input) = if controllable(entry) {
+            let (preview, input, own_kind) = if controllable(entry) {
                 // A tab that cannot be attached (gone, browser busy) previews as unavailable,
                 // like one that cannot be read: the turn still gets its context.
-                let (preview, input) = self
+                let (preview, input, own_kind) = self
                     .preview_and_input(entry, Duration::from_millis(1500))
                     .await;
-                (Some(preview), input)
+                (Some(preview), input, own_kind)
             } else {
-                (None, Vec::new())
+                (None, Vec::new(), None)
             };
             let mut listed = SurfaceEntry::new(
                 key,
                 aliases,
-                kind,
+                own_kind.unwrap_or(kind),
                 None,
                 entry.capabilities.clone(),
                 preview,
@@ -153,21 +153,27 @@ impl Runtime {
         self.preview_and_input(entry, deadline).await.0
     }
 
-    /// The bounded preview of one tab and how input reaches it, as its adapter measured
-    /// (`unavailable` both when it cannot be attached).
+    /// The bounded preview of one tab, how input reaches it as its adapter measured
+    /// (`unavailable` both when it cannot be attached), and its kind when it is not the
+    /// adapter's usual one.
     async fn preview_and_input(
         &self,
         entry: &TabEntry,
         deadline: Duration,
-    ) -> (protocol::Preview, Vec<InputRoute>) {
+    ) -> (protocol::Preview, Vec<InputRoute>, Option<SurfaceKind>) {
         match self.attach(entry).await {
             Ok(attached) => {
                 let preview = attached.tab().preview(deadline).await;
-                (preview, attached.tab().input_routes())
+                (
+                    preview,
+                    attached.tab().input_routes(),
+                    attached.tab().surface_kind(),
+                )
             }
             Err(_) => (
                 protocol::Preview::unavailable(String::new(), String::new(), now_ms()),
                 vec![InputRoute::Unavailable],
+                None,
             ),
         }
     }

@@ -45,6 +45,8 @@ pub struct SurfaceInfo {
     pub context: Option<String>,
     /// How input reaches it, as the backend measured it now.
     pub input: Vec<InputRoute>,
+    /// What kind of surface it is (a tab; a window, or the whole screen, of a display).
+    pub kind: SurfaceKind,
 }
 
 /// What the backend reports about its surfaces while its connection lives.
@@ -257,6 +259,12 @@ pub trait Surface: Send + Sync {
     /// browser tab takes input over its debugging protocol, whatever has the screen's focus).
     fn input_routes(&self) -> Vec<InputRoute> {
         vec![InputRoute::BackgroundInput]
+    }
+
+    /// What kind of surface this is, when it is not its adapter's usual kind (the whole screen
+    /// among a display's windows).
+    fn surface_kind(&self) -> Option<SurfaceKind> {
+        None
     }
 
     /// A dialog blocking the surface, if one is open.

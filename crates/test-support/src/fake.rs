@@ -433,6 +433,7 @@ impl SurfaceAdapter for FakeAdapter {
                     title: "Fake".into(),
                     context: None,
                     input: vec![protocol::InputRoute::BackgroundInput],
+                    kind: protocol::SurfaceKind::WebTab,
                 })
                 .collect())
         })

@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 use crate::env;
 
 /// The person's browser, looking at one page.
-struct Person {
+pub(crate) struct Person {
     _browser: cdp::Browser,
     page: cdp::Session,
     shots: PathBuf,
 }
 
 impl Person {
-    async fn open(name: &str, url: &str) -> Person {
+    pub(crate) async fn open(name: &str, url: &str) -> Person {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("console-person")
             .join(name);
@@ -41,7 +41,7 @@ impl Person {
         }
     }
 
-    async fn eval(&self, expression: &str) -> Value {
+    pub(crate) async fn eval(&self, expression: &str) -> Value {
         let reply = self
             .page
             .call(cdp::domains::runtime::Evaluate::value(expression))
@@ -70,7 +70,7 @@ impl Person {
     }
 
     /// Waits (up to 20 s) until `expression` is true in the console page.
-    async fn until(&self, what: &str, expression: &str) {
+    pub(crate) async fn until(&self, what: &str, expression: &str) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         while self.try_eval(expression).await != Some(json!(true)) {
             assert!(
@@ -82,7 +82,7 @@ impl Person {
         }
     }
 
-    async fn shot(&self, name: &str) {
+    pub(crate) async fn shot(&self, name: &str) {
         let shot = self
             .page
             .call(cdp::domains::page::CaptureScreenshot {

@@ -2,6 +2,7 @@
 //! under target/ by `scripts/ensure-python-mcp.sh`), against real Chromium and loopback fixtures.
 
 mod console;
+mod desktop;
 mod hostile;
 mod http;
 mod stdio;

@@ -439,7 +439,7 @@ impl Runtime {
             .map(|s| {
                 serde_json::json!({
                     "surface": s.id,
-                    "kind": self.adapter().kind(),
+                    "kind": s.kind,
                     "title": protocol::text::printable(&s.title),
                     "url": policy::redact_url(&s.url),
                     "input": s.input,
