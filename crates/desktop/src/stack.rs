@@ -262,11 +262,44 @@ impl Stack {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        // What the leader started in its group (the bus's AT-SPI launcher and registry) goes
+        // too, within a bounded wait: the next stack never meets this one's.
+        let started = Instant::now();
+        while group_alive(group) {
+            if started.elapsed() > Duration::from_secs(2) {
+                // SAFETY: as above.
+                unsafe {
+                    libc::kill(-group, libc::SIGKILL);
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let mut rest = String::new();
         if let Some(mut out) = c.stdout.take() {
             let _ = out.read_to_string(&mut rest);
         }
     }
+}
+
+/// Whether a live (not zombie) process is still in process group `group`, from `/proc`.
+fn group_alive(group: libc::pid_t) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            return false;
+        };
+        let mut fields = rest.split(' ');
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
+        pgrp == Some(group) && state != "Z" && state != "X"
+    })
 }
 
 impl Drop for Stack {

@@ -775,3 +775,37 @@ async fn the_whole_screen_is_a_surface_whose_points_reach_the_window_on_top() {
             .await
     );
 }
+
+/// Processes whose environment names `dir` as their runtime directory (the stack's own).
+fn processes_of(dir: &std::path::Path) -> Vec<String> {
+    let needle = format!("XDG_RUNTIME_DIR={}", dir.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'));
+            (!zombie && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes())).then(|| stat)
+        })
+        .collect()
+}
+
+/// A stack leaves nothing behind: its app, bus, AT-SPI launcher and registry, and X server are
+/// gone when it is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stack_leaves_no_process_behind() {
+    let mut desk = Desk::start(false).await;
+    let _app = desk.app("Leaving app", 20, 20).await;
+    let dir = desk.stack.runtime_dir.clone();
+    let running = processes_of(&dir);
+    assert!(
+        running.iter().any(|p| p.contains("at-spi")),
+        "the AT-SPI launcher runs in the stack: {running:?}"
+    );
+    drop(desk);
+    let left = processes_of(&dir);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
