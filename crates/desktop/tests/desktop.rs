@@ -788,7 +788,7 @@ fn processes_of(dir: &std::path::Path) -> Vec<String> {
             let zombie = stat
                 .rsplit_once(") ")
                 .is_some_and(|(_, rest)| rest.starts_with('Z'));
-            (!zombie && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes())).then(|| stat)
+            (!zombie && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes())).then_some(stat)
         })
         .collect()
 }
