@@ -301,6 +301,10 @@ impl A11y {
                     .await
                     .ok();
             }
+            if role == "combo box" && has("org.a11y.atspi.Selection") {
+                // A combo's value is its chosen option.
+                return self.selected(&obj).await.ok().flatten();
+            }
             if has("org.a11y.atspi.Value") {
                 let v = self
                     .property(&obj, "org.a11y.atspi.Value", "CurrentValue")
@@ -451,6 +455,97 @@ impl A11y {
             &(index as i32),
         )
         .await
+    }
+
+    /// The options of a list control, in order, by name: a combo box's menu items (read on
+    /// demand: a closed combo's menu is not showing, so observations leave it out), else its
+    /// own children.
+    pub async fn options(&self, obj: &ObjRef) -> Result<Vec<String>, SurfaceError> {
+        const ACC: &str = "org.a11y.atspi.Accessible";
+        let children: Vec<ObjRef> = self
+            .call(&obj.0, obj.1.as_str(), ACC, "GetChildren", &())
+            .await?;
+        let mut items = children.clone();
+        if let [only] = children.as_slice() {
+            let role: String = self
+                .call(&only.0, only.1.as_str(), ACC, "GetRoleName", &())
+                .await?;
+            if role == "menu" || role == "list" {
+                items = self
+                    .call(&only.0, only.1.as_str(), ACC, "GetChildren", &())
+                    .await?;
+            }
+        }
+        let names = join_all(items.iter().map(|i| self.property(i, ACC, "Name"))).await;
+        Ok(names
+            .into_iter()
+            .map(|n| {
+                n.ok()
+                    .and_then(|v| String::try_from(v).ok())
+                    .unwrap_or_default()
+            })
+            .collect())
+    }
+
+    /// Chooses the option at `index` of a list control (`Selection.SelectChild`).
+    pub async fn select_child(&self, obj: &ObjRef, index: usize) -> Result<bool, SurfaceError> {
+        self.call(
+            &obj.0,
+            obj.1.as_str(),
+            "org.a11y.atspi.Selection",
+            "SelectChild",
+            &(index as i32,),
+        )
+        .await
+    }
+
+    /// The name of a list control's chosen option, if one is chosen.
+    pub async fn selected(&self, obj: &ObjRef) -> Result<Option<String>, SurfaceError> {
+        let count = self
+            .property(obj, "org.a11y.atspi.Selection", "NSelectedChildren")
+            .await
+            .ok()
+            .and_then(|v| i32::try_from(v).ok())
+            .unwrap_or(0);
+        if count < 1 {
+            return Ok(None);
+        }
+        let child: ObjRef = self
+            .call(
+                &obj.0,
+                obj.1.as_str(),
+                "org.a11y.atspi.Selection",
+                "GetSelectedChild",
+                &(0i32,),
+            )
+            .await?;
+        Ok(self
+            .property(&child, "org.a11y.atspi.Accessible", "Name")
+            .await
+            .ok()
+            .and_then(|v| String::try_from(v).ok()))
+    }
+
+    /// Sets a range control's value (`Value.CurrentValue`).
+    pub async fn set_value(&self, obj: &ObjRef, value: f64) -> Result<(), SurfaceError> {
+        self.call::<_, ()>(
+            &obj.0,
+            obj.1.as_str(),
+            "org.freedesktop.DBus.Properties",
+            "Set",
+            &("org.a11y.atspi.Value", "CurrentValue", Value::from(value)),
+        )
+        .await
+    }
+
+    /// A range control's value now.
+    pub async fn value(&self, obj: &ObjRef) -> Result<f64, SurfaceError> {
+        let v = self
+            .property(obj, "org.a11y.atspi.Value", "CurrentValue")
+            .await?;
+        f64::try_from(v).map_err(|e| SurfaceError::Internal {
+            reason: format!("AT-SPI CurrentValue is not a number: {e}"),
+        })
     }
 
     /// Replaces a field's text (`EditableText.SetTextContents`).

@@ -30,6 +30,10 @@ pub struct Bound {
     pub default: bool,
     /// On the screen's frame: the X window the ref is.
     pub window: Option<u32>,
+    /// A list control whose options are chosen through AT-SPI Selection (`select`).
+    pub selectable: bool,
+    /// A range control (slider) set through AT-SPI Value (`type` a number).
+    pub ranged: bool,
 }
 
 /// The latest observation of a window (see [`FrameRecord`]).
@@ -462,6 +466,9 @@ fn walk(
                 screen,
                 default: n.states.has(state::IS_DEFAULT),
                 window: None,
+                selectable: n.has_interface("org.a11y.atspi.Selection"),
+                ranged: n.has_interface("org.a11y.atspi.Value")
+                    && !n.has_interface("org.a11y.atspi.EditableText"),
             },
         ));
     }
@@ -582,6 +589,8 @@ pub fn build_screen(
                 screen: visible,
                 default: false,
                 window: Some(w.window),
+                selectable: false,
+                ranged: false,
             },
         ));
     }

@@ -767,6 +767,28 @@ impl DesktopWindow {
                     ));
                 };
                 let text = a.text.as_str().to_owned();
+                if b.ranged && !b.editable {
+                    // A slider takes its number through AT-SPI Value, read back.
+                    let wanted: f64 = text.trim().parse().map_err(|_| {
+                        refused(format!("{} is a slider: type a number", e.element.as_str()))
+                    })?;
+                    a11y.set_value(obj, wanted).await?;
+                    let now = a11y.value(obj).await?;
+                    let marker = Some(self.marker(frame, MarkerKind::Type, &[]));
+                    if (now - wanted).abs() < 1e-6 {
+                        return Ok(confirmed(marker));
+                    }
+                    return Ok(Dispatched {
+                        receipt: Receipt::failed(
+                            kind,
+                            expected,
+                            ErrorCode::InvalidAction,
+                            true,
+                            format!("the slider holds {now}, not {wanted} (outside its range?)"),
+                        ),
+                        marker,
+                    });
+                }
                 let single_line = !a11y.states(obj).await?.has(state::MULTI_LINE);
                 // What the field must hold afterwards: a single-line field takes no line breaks
                 // (they are Enter, which activates).
@@ -970,9 +992,62 @@ impl DesktopWindow {
                 tokio::time::sleep(Duration::from_millis(u64::from(a.duration_ms.get()))).await;
                 Ok(confirmed(None))
             }
-            ExtendedAction::Select(_) => Err(refused(
-                "select is not available on a desktop window: click the list, then the option",
-            )),
+            ExtendedAction::Select(a) => {
+                let protocol::extended::SelectChoice::One(value) = &a.choice else {
+                    return Err(refused(
+                        "a desktop list takes one option per select: choose them one at a time",
+                    ));
+                };
+                let e = a.target.element_ref().ok_or_else(locators_unsupported)?;
+                let b = frame.bound(&e.element).ok_or_else(|| SurfaceError::Stale {
+                    reason: format!("{} is not a ref of this observation", e.element.as_str()),
+                })?;
+                let (Some(obj), Some(a11y), true) = (&b.obj, &self.a11y, b.selectable) else {
+                    return Err(refused(format!(
+                        "{} is not a list whose options the application exposes: click it, then the option",
+                        e.element.as_str()
+                    )));
+                };
+                // On the desktop an option's value is its name, as the application shows it.
+                let options = a11y.options(obj).await?;
+                let Some(index) = options.iter().position(|o| o == value.as_str()) else {
+                    return Err(refused(format!(
+                        "{} has no option named {:?} ({} options)",
+                        e.element.as_str(),
+                        value.as_str(),
+                        options.len()
+                    )));
+                };
+                let (x, y) = self.point(frame, &Target::Ref(e.clone()))?;
+                let marker = Some(self.marker(frame, MarkerKind::Click, &[(x, y)]));
+                let done = a11y.select_child(obj, index).await?;
+                // Read back: the list holds the option, or the action failed with the evidence.
+                let mut chosen = a11y.selected(obj).await?;
+                let started = Instant::now();
+                while chosen.as_deref() != Some(value.as_str())
+                    && started.elapsed() < Duration::from_millis(500)
+                {
+                    tokio::time::sleep(POLL).await;
+                    chosen = a11y.selected(obj).await?;
+                }
+                if done && chosen.as_deref() == Some(value.as_str()) {
+                    return Ok(confirmed(marker));
+                }
+                Ok(Dispatched {
+                    receipt: Receipt::failed(
+                        kind,
+                        expected,
+                        ErrorCode::InvalidAction,
+                        true,
+                        if chosen.is_some() {
+                            "the list holds another option than the one chosen"
+                        } else {
+                            "the list holds no option after the choice"
+                        },
+                    ),
+                    marker,
+                })
+            }
             ExtendedAction::Navigate(_) => Err(refused("a desktop window cannot be navigated")),
             ExtendedAction::Upload(_) => Err(refused("a desktop window takes no uploads")),
             ExtendedAction::Dialog(_) => Err(refused(

@@ -50,6 +50,11 @@ impl Desk {
     /// Starts the test app titled `title` at (x, y) and attaches to its window once the window
     /// is listed and its accessibility tree shows the entry.
     async fn app(&mut self, title: &str, x: i32, y: i32) -> App {
+        self.app_with(title, x, y, &[]).await
+    }
+
+    /// [`Desk::app`] with more arguments for the app.
+    async fn app_with(&mut self, title: &str, x: i32, y: i32, extra: &[&str]) -> App {
         let log = self.dir.join(format!("{}.log", title.replace(' ', "_")));
         let mut command = self.stack.command("/usr/bin/python3");
         command
@@ -62,6 +67,7 @@ impl Desk {
                 "--y",
                 &y.to_string(),
             ])
+            .args(extra)
             .env("GLOVEBOX_APP_LOG", &log);
         self.stack.spawn(command).expect("start the GTK app");
         let started = Instant::now();
@@ -808,4 +814,97 @@ async fn a_dropped_stack_leaves_no_process_behind() {
     drop(desk);
     let left = processes_of(&dir);
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A combo box takes `select` through AT-SPI Selection and a slider takes `type` of a number
+/// through AT-SPI Value, each read back; an option the list lacks is refused, and a value the
+/// slider cannot hold fails with what it holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_takes_select_and_a_slider_takes_a_number_through_atspi() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app_with("Choices app", 20, 20, &["--choices"]).await;
+    let o = app.observe().await;
+    assert!(
+        o.aria_snapshot().contains("combobox \"Color\"") && o.aria_snapshot().contains(": \"Red\""),
+        "{}",
+        o.aria_snapshot()
+    );
+    let color = ref_of(&o, "combobox", "Color");
+    let out = app
+        .act(json!({"type": "select", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": color}, "value": "Blue", "intent": "pick blue"}))
+        .await
+        .expect("select");
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
+    let started = Instant::now();
+    while !app
+        .events()
+        .iter()
+        .any(|e| e["event"] == "color" && e["value"] == "Blue")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            app.events()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let o = out.observation.expect("observation");
+    assert!(
+        o.aria_snapshot().contains(": \"Blue\""),
+        "{}",
+        o.aria_snapshot()
+    );
+    // An option the list does not have: refused, nothing chosen.
+    let err = app
+        .act(json!({"type": "select", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": color}, "value": "Purple", "intent": "pick purple"}))
+        .await
+        .expect_err("no such option");
+    assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
+
+    let o = app.observe().await;
+    let volume = ref_of(&o, "slider", "Volume");
+    let out = app
+        .act(json!({"type": "type", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": volume}, "text": "42", "intent": "set the volume"}))
+        .await
+        .expect("type into the slider");
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
+    let started = Instant::now();
+    while !app
+        .events()
+        .iter()
+        .any(|e| e["event"] == "volume" && e["value"] == 42.0)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            app.events()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past its range: the slider holds its maximum, and the receipt says so.
+    let o = app.observe().await;
+    let out = app
+        .act(json!({"type": "type", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": volume}, "text": "500", "intent": "too loud"}))
+        .await
+        .expect("dispatched");
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Failed,
+        "{:?}",
+        out.receipt
+    );
 }

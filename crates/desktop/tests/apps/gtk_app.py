@@ -5,7 +5,8 @@ prove what the app itself saw). Run with /usr/bin/python3, which sees Debian's `
 Arguments: --title TITLE (window title), --x X --y Y (position), --grid N (instead of the
 form: N small checkboxes in rows of 40, all showing: a window of about N accessible nodes),
 --confirm (instead of the form: a confirmation whose default button, what Enter activates from
-its entry, is "Delete all").
+its entry, is "Delete all"), --choices (below the form: a combo box "Color" and a slider
+"Volume").
 """
 
 import argparse
@@ -26,6 +27,7 @@ parser.add_argument("--x", type=int, default=40)
 parser.add_argument("--y", type=int, default=40)
 parser.add_argument("--grid", type=int, default=0)
 parser.add_argument("--confirm", action="store_true")
+parser.add_argument("--choices", action="store_true")
 args = parser.parse_args()
 
 log_path = os.environ.get("GLOVEBOX_APP_LOG")
@@ -159,6 +161,18 @@ elif args.grid:
 else:
     for w in (label, entry, submit, check, mover, status, canvas):
         box.pack_start(w, False, False, 0)
+    if args.choices:
+        color = Gtk.ComboBoxText()
+        for c in ("Red", "Green", "Blue"):
+            color.append_text(c)
+        color.set_active(0)
+        color.get_accessible().set_name("Color")
+        color.connect("changed", lambda c: log("color", value=c.get_active_text()))
+        volume = Gtk.Scale.new_with_range(Gtk.Orientation.HORIZONTAL, 0, 100, 1)
+        volume.get_accessible().set_name("Volume")
+        volume.connect("value-changed", lambda v: log("volume", value=v.get_value()))
+        box.pack_start(color, False, False, 0)
+        box.pack_start(volume, False, False, 0)
     window.add(box)
 window.show_all()
 GLib.idle_add(lambda: log("ready") or False)
