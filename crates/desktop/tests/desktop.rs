@@ -908,3 +908,85 @@ async fn a_list_takes_select_and_a_slider_takes_a_number_through_atspi() {
         out.receipt
     );
 }
+
+/// Every bad input on a window is a structured error with a code from the closed set, and
+/// nothing reaches the app: points outside the window, refs the frame never issued, locators,
+/// actions a window has no meaning for, unknown keys, a select on a field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_inputs_on_a_window_are_structured_errors_and_send_nothing() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Strict app", 20, 20).await;
+    let o = app.observe().await;
+    let f = frame(&o);
+    let field = ref_of(&o, "textbox", "Name");
+    let quiet = |app: &App| {
+        app.events()
+            .iter()
+            .filter(|e| {
+                e["event"] != "ready" && e["event"] != "focus_in" && e["event"] != "focus_out"
+            })
+            .count()
+    };
+    let before = quiet(&app);
+    let cases = [
+        (
+            json!({"type": "click", "expected_frame_id": f, "target": {"kind": "point", "x": 5000, "y": 10}, "intent": "far away"}),
+            ErrorCode::InvalidAction,
+        ),
+        (
+            json!({"type": "click", "expected_frame_id": f, "target": {"kind": "element", "ref": "e999"}, "intent": "no such ref"}),
+            ErrorCode::StaleObservation,
+        ),
+        (
+            json!({"type": "click", "expected_frame_id": "frame_0000000000000000", "target": {"kind": "element", "ref": field}, "intent": "old frame"}),
+            ErrorCode::StaleObservation,
+        ),
+        (
+            json!({"type": "click", "expected_frame_id": f, "target": {"kind": "locator", "role": "button", "name": "Submit"}, "intent": "locator"}),
+            ErrorCode::InvalidAction,
+        ),
+        (
+            json!({"type": "click", "expected_frame_id": f, "target": {"kind": "element", "ref": field}, "expect_download": true, "intent": "download"}),
+            ErrorCode::InvalidAction,
+        ),
+        (
+            json!({"type": "navigate", "expected_frame_id": f, "url": "https://example.org/", "intent": "leave"}),
+            ErrorCode::InvalidAction,
+        ),
+        (
+            json!({"type": "press", "expected_frame_id": f, "target": {"kind": "element", "ref": field}, "key": "NoSuchKey", "intent": "odd key"}),
+            ErrorCode::InvalidAction,
+        ),
+        (
+            json!({"type": "select", "expected_frame_id": f, "target": {"kind": "element", "ref": field}, "value": "x", "intent": "not a list"}),
+            ErrorCode::InvalidAction,
+        ),
+        (
+            json!({"type": "drag", "expected_frame_id": f, "source": {"kind": "point", "x": 10, "y": 10}, "destination": {"kind": "point", "x": 9000, "y": 10}, "intent": "off the window"}),
+            ErrorCode::InvalidAction,
+        ),
+    ];
+    for (action, code) in cases {
+        let parsed = protocol::validate_extended_action(&action);
+        let err = match parsed {
+            // Some are refused by the protocol itself, before any surface sees them.
+            Err(e) => {
+                assert_eq!(e.code, code, "{action}: {e}");
+                continue;
+            }
+            Ok(a) => app
+                .surface
+                .act(&a, &ActOptions::default())
+                .await
+                .expect_err(&action.to_string()),
+        };
+        assert_eq!(err.code(), code, "{action}: {err}");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        quiet(&app),
+        before,
+        "nothing reached the app: {:?}",
+        app.events()
+    );
+}
