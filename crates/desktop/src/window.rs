@@ -292,6 +292,30 @@ impl DesktopWindow {
         model::app_origin(&self.identity.class)
     }
 
+    /// The other mapped windows of this window's application (`None` for the screen, or when
+    /// the application's process is not known).
+    async fn own_windows(&self) -> Option<Vec<u32>> {
+        let pid = self.identity.pid.filter(|_| !self.screen)?;
+        let me = self.identity.window;
+        let windows = self.display.run(|c| c.windows()).await.ok()?;
+        Some(
+            windows
+                .into_iter()
+                .filter(|w| w.pid == Some(pid) && w.window != me)
+                .map(|w| w.window)
+                .collect(),
+        )
+    }
+
+    /// The surface id of another window of this display (`x11:<display>:<window id>`).
+    fn sibling_id(&self, window: u32) -> String {
+        let display = self
+            .id
+            .rsplit_once(':')
+            .map_or(self.id.as_str(), |(prefix, _)| prefix);
+        format!("{display}:{window:#x}")
+    }
+
     /// The screen's windows (bottom to top), which has focus, and the layout hash a frame keeps.
     async fn screen_state(&self) -> Result<(Vec<WindowFacts>, Option<u32>, u64), SurfaceError> {
         let (windows, focused) = self
@@ -1214,6 +1238,9 @@ impl Surface for DesktopWindow {
                         .into(),
                 });
             }
+            // The application's windows before: one it opens during the action (a dialog) is
+            // bound as a new surface, never taken for this one.
+            let before = self.own_windows().await;
             let started = Instant::now();
             // A call cancelled part-way (its future dropped) lets go of what it held down too.
             let mut letgo = LetGoOnDrop(Some(self.display.clone()));
@@ -1243,13 +1270,24 @@ impl Surface for DesktopWindow {
             let settle = started.elapsed();
             // Let the application draw what the input did before the fresh observation.
             tokio::time::sleep(Duration::from_millis(60)).await;
+            let opened = match before {
+                Some(before) => self
+                    .own_windows()
+                    .await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|w| !before.contains(w))
+                    .map(|w| self.sibling_id(w))
+                    .collect(),
+                None => Vec::new(),
+            };
             let observed_at = Instant::now();
             let observation = self.capture(&options.observe, true).await.ok();
             Ok(ActOutcome {
                 action: action.kind(),
                 receipt: dispatched.receipt,
                 observation,
-                opened: Vec::new(),
+                opened,
                 dialog: None,
                 downloads: Vec::new(),
                 marker: dispatched.marker,

@@ -6,7 +6,8 @@ Arguments: --title TITLE (window title), --x X --y Y (position), --grid N (inste
 form: N small checkboxes in rows of 40, all showing: a window of about N accessible nodes),
 --confirm (instead of the form: a confirmation whose default button, what Enter activates from
 its entry, is "Delete all"), --choices (below the form: a combo box "Color" and a slider
-"Volume").
+"Volume"), --dialog (below the form: a button "Open dialog" that opens a dialog window titled
+"Confirm" with OK and Cancel).
 """
 
 import argparse
@@ -28,6 +29,7 @@ parser.add_argument("--y", type=int, default=40)
 parser.add_argument("--grid", type=int, default=0)
 parser.add_argument("--confirm", action="store_true")
 parser.add_argument("--choices", action="store_true")
+parser.add_argument("--dialog", action="store_true")
 args = parser.parse_args()
 
 log_path = os.environ.get("GLOVEBOX_APP_LOG")
@@ -173,6 +175,26 @@ else:
         volume.connect("value-changed", lambda v: log("volume", value=v.get_value()))
         box.pack_start(color, False, False, 0)
         box.pack_start(volume, False, False, 0)
+    if args.dialog:
+
+        def open_dialog(_button):
+            dialog = Gtk.Dialog(title="Confirm", transient_for=window)
+            dialog.add_button("Cancel", Gtk.ResponseType.CANCEL)
+            dialog.add_button("OK", Gtk.ResponseType.OK)
+            dialog.get_content_area().add(Gtk.Label(label="Apply the change?"))
+            dialog.move(args.x + 460, args.y)
+
+            def answered(d, response):
+                log("dialog", response="ok" if response == Gtk.ResponseType.OK else "cancel")
+                d.destroy()
+
+            dialog.connect("response", answered)
+            dialog.show_all()
+            log("dialog_opened")
+
+        opener = Gtk.Button(label="Open dialog")
+        opener.connect("clicked", open_dialog)
+        box.pack_start(opener, False, False, 0)
     window.add(box)
 window.show_all()
 GLib.idle_add(lambda: log("ready") or False)

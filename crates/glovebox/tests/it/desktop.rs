@@ -421,3 +421,117 @@ async fn enter_on_a_window_whose_default_button_deletes_asks_every_time() {
     rt.shutdown(Duration::from_secs(2)).await;
     drop(stack);
 }
+
+/// A dialog the app opens during an action is bound as a new surface of the session, opened by
+/// the window (never taken for the window itself); the agent acts on it by its own key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_an_action_opens_is_a_new_surface_of_the_session() {
+    let (stack, rt, log, windows) =
+        desktop_runtime("desktop-dialog", &["Dialog app"], &["--dialog"]).await;
+    let session = rt.create_session().await.unwrap();
+    let tab = rt.offer_surface(&windows[0]).await.expect("offer");
+    rt.claim_tab(&session, &tab).await.expect("claim");
+    let o = observe_tree(&rt, &session).await;
+    let opener = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Open dialog")
+        .expect("the button")
+        .element()
+        .as_str()
+        .to_owned();
+    let mut bus = rt.subscribe_events();
+    let click: ExtendedAction = serde_json::from_value(json!({"type": "click",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": opener},
+        "intent": "open the dialog"}))
+    .unwrap();
+    let clicking = {
+        let (rt, session) = (rt.clone(), session.clone());
+        tokio::spawn(async move {
+            rt.act(
+                &session,
+                None,
+                &click,
+                &ActOptions::default(),
+                Duration::from_secs(30),
+            )
+            .await
+        })
+    };
+    let approval = next_approval(&mut bus).await;
+    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+        .unwrap();
+    let out = clicking.await.unwrap().expect("the click");
+    assert_eq!(out.opened.len(), 1, "{:?}", out.opened);
+    assert!(
+        events(&log).iter().any(|e| e["event"] == "dialog_opened"),
+        "{:?}",
+        events(&log)
+    );
+
+    // The dialog is s2, opened by s1, a window of the same app.
+    let context =
+        serde_json::to_value(rt.surface_context(&session, "turn_2", 2).await.unwrap()).unwrap();
+    let dialog = context["surfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["surface_key"] == "s2")
+        .unwrap_or_else(|| panic!("no s2: {context}"));
+    assert_eq!(dialog["opened_by"], "s1", "{context}");
+    assert_eq!(dialog["kind"], "x11_window", "{context}");
+    let s2 = protocol::SurfaceName::new("s2").unwrap();
+    let started = Instant::now();
+    let d = loop {
+        let d = rt
+            .observe(&session, Some(&s2), &ObserveOptions::default())
+            .await
+            .expect("observe the dialog");
+        if d.aria_snapshot().contains("button \"OK\"") {
+            break d;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{}",
+            d.aria_snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(d.title(), "Confirm");
+    let ok = d
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "OK")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let click: ExtendedAction = serde_json::from_value(json!({"type": "click",
+        "expected_frame_id": d.frame_id().as_str(), "target": {"kind": "element", "ref": ok},
+        "intent": "confirm"}))
+    .unwrap();
+    // The grant covers the app: its dialog needs no new one.
+    rt.act(
+        &session,
+        Some(&s2),
+        &click,
+        &ActOptions::default(),
+        Duration::ZERO,
+    )
+    .await
+    .expect("click OK in the dialog");
+    let started = Instant::now();
+    while !events(&log)
+        .iter()
+        .any(|e| e["event"] == "dialog" && e["response"] == "ok")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            events(&log)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rt.shutdown(Duration::from_secs(2)).await;
+    drop(stack);
+}
