@@ -65,6 +65,11 @@ pub struct DesktopConfig {
     /// The session bus the display's applications use (a D-Bus address); `None`: the
     /// environment's `DBUS_SESSION_BUS_ADDRESS`. Without one, windows are screenshot-only.
     pub session_bus: Option<String>,
+    /// Whether Glovebox may use the display's keyboard and pointer (XTest): bring a window
+    /// forward, move its focus, click at points, press keys. Off, on a person's own desktop,
+    /// nothing is activated behind their back: only the applications' accessibility actions
+    /// are used, and windows declare no `foreground_input`.
+    pub foreground_input: bool,
 }
 
 struct Connected {
@@ -316,10 +321,10 @@ impl SurfaceAdapter for DesktopAdapter {
         Box::pin(async move {
             let c = self.conn()?;
             if id == self.screen_id() {
-                return Ok(
-                    Arc::new(DesktopWindow::screen(id, c.display.clone(), memory)?)
-                        as Arc<dyn Surface>,
-                );
+                return Ok(Arc::new(
+                    DesktopWindow::screen(id, c.display.clone(), memory)?
+                        .with_foreground(self.config.foreground_input),
+                ) as Arc<dyn Surface>);
             }
             let window = self.window_of(&id)?;
             let facts = c
@@ -332,14 +337,17 @@ impl SurfaceAdapter for DesktopAdapter {
                 pid: facts.pid,
                 class: facts.class.clone(),
             };
-            Ok(Arc::new(DesktopWindow::new(
-                id,
-                identity,
-                c.display.clone(),
-                c.a11y.clone(),
-                c.a11y_missing.clone(),
-                memory,
-            )) as Arc<dyn Surface>)
+            Ok(Arc::new(
+                DesktopWindow::new(
+                    id,
+                    identity,
+                    c.display.clone(),
+                    c.a11y.clone(),
+                    c.a11y_missing.clone(),
+                    memory,
+                )
+                .with_foreground(self.config.foreground_input),
+            ) as Arc<dyn Surface>)
         })
     }
 
@@ -358,6 +366,8 @@ impl SurfaceAdapter for DesktopAdapter {
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
+            // The keyboard and pointer are a route only where they exist and are allowed.
+            let foreground = xtest && self.config.foreground_input;
             // The whole screen first, then its windows.
             let screen = SurfaceInfo {
                 id: self.screen_id(),
@@ -365,7 +375,7 @@ impl SurfaceAdapter for DesktopAdapter {
                 url: model::DESKTOP_ORIGIN.to_owned(),
                 title: format!("Screen {}", self.config.display),
                 context: Some(format!("x11:{}", self.config.display)),
-                input: model::input_routes(true, false, xtest),
+                input: model::input_routes(true, false, foreground),
                 kind: SurfaceKind::X11Screen,
             };
             Ok(std::iter::once(screen)
@@ -376,7 +386,7 @@ impl SurfaceAdapter for DesktopAdapter {
                     input: model::input_routes(
                         true,
                         w.pid.is_some_and(|p| accessible.contains(&p)),
-                        xtest,
+                        foreground,
                     ),
                     title: w.name,
                     context: Some(format!("x11:{}", self.config.display)),

@@ -58,6 +58,9 @@ pub struct DesktopWindow {
     /// person's would (the window under a point; keys to the focused window), and any change
     /// of the windows' stacking, boxes or focus makes its frame stale.
     screen: bool,
+    /// Whether the display's keyboard and pointer may be used (see
+    /// [`crate::DesktopConfig::foreground_input`]).
+    foreground: bool,
     display: Display,
     a11y: Option<A11y>,
     /// Why AT-SPI is not used for this window, when it is not.
@@ -185,6 +188,7 @@ impl DesktopWindow {
             id,
             identity,
             screen: false,
+            foreground: true,
             display,
             a11y,
             a11y_missing: Mutex::new(a11y_missing),
@@ -195,6 +199,26 @@ impl DesktopWindow {
             io: tokio::sync::Mutex::new(()),
             epoch: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The same surface, allowed (or not) to use the display's keyboard and pointer.
+    pub(crate) fn with_foreground(mut self, foreground: bool) -> DesktopWindow {
+        self.foreground = foreground;
+        self
+    }
+
+    /// Refuses input through the display's keyboard and pointer when it is not allowed: every
+    /// pointer action passes [`Self::on_top`] and every key [`Self::focus`], so this is the one
+    /// gate.
+    fn foreground_allowed(&self) -> Result<(), SurfaceError> {
+        if self.foreground {
+            return Ok(());
+        }
+        Err(refused(
+            "foreground input is off for this display (desktop.foreground_input = false): only \
+             the application's accessibility actions are used (a click by ref, type into a \
+             field, select, a slider); nothing was sent",
+        ))
     }
 
     /// The whole screen of `display` as a surface.
@@ -510,6 +534,7 @@ impl DesktopWindow {
 
     /// Refuses a point another window covers: input there would reach that window.
     async fn on_top(&self, x: i32, y: i32) -> Result<(), SurfaceError> {
+        self.foreground_allowed()?;
         if self.screen {
             // The screen's input goes to the window under the point: the one its frame saw
             // there (the frame is stale once any window moved, opened, closed or restacked).
@@ -528,6 +553,7 @@ impl DesktopWindow {
     /// nowhere without it. `None` (the screen's keys with no window named): the window that
     /// has focus keeps it, and there must be one.
     async fn focus(&self, window: Option<u32>, node: Option<&ObjRef>) -> Result<(), SurfaceError> {
+        self.foreground_allowed()?;
         let started = Instant::now();
         let focused = self.display.run(|c| c.focused_window()).await?;
         let Some(window) = window else {
@@ -1329,7 +1355,7 @@ impl Surface for DesktopWindow {
     }
 
     fn input_routes(&self) -> Vec<InputRoute> {
-        let xtest = self.display.now(|c| Ok(c.has_xtest())).unwrap_or(false);
+        let xtest = self.foreground && self.display.now(|c| Ok(c.has_xtest())).unwrap_or(false);
         model::input_routes(lock(&self.lost).is_none(), self.accessible(), xtest)
     }
 

@@ -36,6 +36,7 @@ impl Desk {
         let adapter = DesktopAdapter::new(DesktopConfig {
             display: stack.display.clone(),
             session_bus: Some(stack.session_bus.clone()),
+            foreground_input: true,
         });
         adapter.connect().await.expect("connect to the display");
         let dir = stack.runtime_dir.join("logs");
@@ -657,6 +658,7 @@ async fn a_wayland_session_without_x_is_unavailable_with_the_reason() {
     let adapter = DesktopAdapter::new(DesktopConfig {
         display: ":4093".into(),
         session_bus: None,
+        foreground_input: true,
     });
     let e = adapter.connect().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::BackendUnavailable, "{e}");
@@ -989,4 +991,71 @@ async fn bad_inputs_on_a_window_are_structured_errors_and_send_nothing() {
         "nothing reached the app: {:?}",
         app.events()
     );
+}
+
+/// With foreground input off (a person's own desktop), nothing is brought forward or focused:
+/// windows declare only `background_ax`, the screen only `screenshot_only`, accessibility
+/// actions still work, and every keyboard or pointer action is refused with nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_foreground_input_off_only_accessibility_actions_are_used() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Background app", 20, 20).await;
+    let adapter = DesktopAdapter::new(DesktopConfig {
+        display: desk.stack.display.clone(),
+        session_bus: Some(desk.stack.session_bus.clone()),
+        foreground_input: false,
+    });
+    adapter.connect().await.unwrap();
+    let listed = adapter.list().await.unwrap();
+    assert_eq!(listed[0].input, vec![InputRoute::ScreenshotOnly]);
+    let info = listed.iter().find(|w| w.title == "Background app").unwrap();
+    assert_eq!(info.input, vec![InputRoute::BackgroundAx]);
+    let surface = adapter.attach(info.id.clone(), None).await.unwrap();
+    let o = surface.observe(&ObserveOptions::default()).await.unwrap();
+    assert_eq!(surface.input_routes(), vec![InputRoute::BackgroundAx]);
+    let act = |v: Value| {
+        let a: ExtendedAction = serde_json::from_value(v).unwrap();
+        let surface = surface.clone();
+        async move { surface.act(&a, &ActOptions::default()).await }
+    };
+    let before = app.count("canvas_press") + app.count("key_press");
+    for refused in [
+        json!({"type": "click", "expected_frame_id": frame(&o),
+            "target": {"kind": "point", "x": 200, "y": 300}, "intent": "canvas"}),
+        json!({"type": "press", "expected_frame_id": frame(&o),
+            "target": {"kind": "element", "ref": ref_of(&o, "textbox", "Name")}, "key": "a",
+            "intent": "a key"}),
+        json!({"type": "scroll", "expected_frame_id": frame(&o), "delta_y": 100, "intent": "down"}),
+    ] {
+        let err = act(refused.clone()).await.expect_err(&refused.to_string());
+        assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
+        assert!(err.to_string().contains("foreground input is off"), "{err}");
+    }
+    // By ref, through the app's own accessibility: still works.
+    let out = act(json!({"type": "type", "expected_frame_id": frame(&o),
+        "target": {"kind": "element", "ref": ref_of(&o, "textbox", "Name")}, "text": "Quiet",
+        "intent": "fill"}))
+    .await
+    .expect("type through AT-SPI");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
+    let o = out.observation.unwrap();
+    act(json!({"type": "click", "expected_frame_id": frame(&o),
+        "target": {"kind": "element", "ref": ref_of(&o, "button", "Submit")}, "intent": "submit"}))
+    .await
+    .expect("click through AT-SPI");
+    app.wait_for("submit", 1).await;
+    assert_eq!(
+        app.count("canvas_press") + app.count("key_press"),
+        before,
+        "no keyboard or pointer input reached the app"
+    );
+    // The screen has no route at all.
+    let screen = adapter.attach(adapter.screen_id(), None).await.unwrap();
+    let so = screen.observe(&ObserveOptions::default()).await.unwrap();
+    let a: ExtendedAction = serde_json::from_value(json!({"type": "click",
+        "expected_frame_id": frame(&so), "target": {"kind": "point", "x": 100, "y": 100},
+        "intent": "anywhere"}))
+    .unwrap();
+    let err = screen.act(&a, &ActOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("foreground input is off"), "{err}");
 }

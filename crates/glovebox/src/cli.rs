@@ -41,6 +41,11 @@ pub struct Global {
     /// DBUS_SESSION_BUS_ADDRESS).
     #[arg(long, global = true, env = "GLOVEBOX_SESSION_BUS")]
     pub session_bus: Option<String>,
+    /// On that display, never use its keyboard and pointer (XTest): only the applications'
+    /// accessibility actions, so nothing is brought forward or focused behind the person's back
+    /// (for a person's own desktop). Windows then declare no `foreground_input`.
+    #[arg(long, global = true, env = "GLOVEBOX_NO_FOREGROUND_INPUT")]
+    pub no_foreground_input: bool,
     /// The TOML config file (default: $XDG_CONFIG_HOME/glovebox/config.toml when it exists).
     /// Precedence: defaults < file < GLOVEBOX_* env < flags.
     #[arg(long, global = true, env = "GLOVEBOX_CONFIG")]

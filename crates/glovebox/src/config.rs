@@ -63,6 +63,9 @@ pub struct DesktopFile {
     pub display: Option<String>,
     /// The session bus of its applications (a D-Bus address).
     pub session_bus: Option<String>,
+    /// Whether the display's keyboard and pointer may be used (default true; false on a
+    /// person's own desktop: only accessibility actions).
+    pub foreground_input: Option<bool>,
 }
 
 /// `[serve]` in the config file.
@@ -286,6 +289,8 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
                 .session_bus
                 .clone()
                 .or(file.desktop.session_bus.clone()),
+            foreground_input: !global.no_foreground_input
+                && file.desktop.foreground_input.unwrap_or(true),
         });
     Ok(Settings {
         runtime,

@@ -79,6 +79,14 @@ pub async fn doctor(global: &Global, config: &desktop::DesktopConfig) -> anyhow:
                 }
             );
             out!(
+                "  input      {}",
+                if config.foreground_input {
+                    "keyboard and pointer allowed (windows are brought forward and focused before keys)"
+                } else {
+                    "accessibility actions only (--no-foreground-input): nothing is brought forward"
+                }
+            );
+            out!(
                 "  wm         {}",
                 r.window_manager
                     .as_deref()

@@ -73,6 +73,7 @@ fn adapter_for(stack: &Stack) -> DesktopAdapter {
     DesktopAdapter::new(DesktopConfig {
         display: stack.display.clone(),
         session_bus: Some(stack.session_bus.clone()),
+        foreground_input: true,
     })
 }
 

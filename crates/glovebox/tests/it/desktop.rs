@@ -54,6 +54,7 @@ async fn desktop_runtime(
     let adapter = Arc::new(DesktopAdapter::new(DesktopConfig {
         display: stack.display.clone(),
         session_bus: Some(stack.session_bus.clone()),
+        foreground_input: true,
     }));
     let rt = Runtime::start(RuntimeConfig::new(&dir), adapter)
         .await

@@ -70,6 +70,7 @@ async fn desktop_env(name: &str, title: &str) -> DesktopEnv {
     let adapter = Arc::new(DesktopAdapter::new(DesktopConfig {
         display: stack.display.clone(),
         session_bus: Some(stack.session_bus.clone()),
+        foreground_input: true,
     }));
     let runtime = Runtime::start(RuntimeConfig::new(&data_dir), adapter)
         .await
