@@ -32,6 +32,9 @@ use crate::x11::{Button, Display, INPUT_GAP, Pixels, Rect, WindowFacts};
 
 /// How long focus may take to arrive before keys are refused.
 const FOCUS_WAIT: Duration = Duration::from_millis(1500);
+/// How long a top-level created during an action may take to map before the action reports
+/// what it opened.
+const OPEN_WAIT: Duration = Duration::from_millis(1000);
 /// How often focus and states are polled while waiting for them.
 const POLL: Duration = Duration::from_millis(15);
 
@@ -317,11 +320,20 @@ impl DesktopWindow {
     }
 
     /// The other mapped windows of this window's application (`None` for the screen, or when
-    /// the application's process is not known).
-    async fn own_windows(&self) -> Option<Vec<u32>> {
+    /// the application's process is not known); `baseline`: forget the windows created so far.
+    async fn own_windows(&self, baseline: bool) -> Option<Vec<u32>> {
         let pid = self.identity.pid.filter(|_| !self.screen)?;
         let me = self.identity.window;
-        let windows = self.display.run(|c| c.windows()).await.ok()?;
+        let windows = self
+            .display
+            .run(move |c| {
+                if baseline {
+                    c.take_created();
+                }
+                c.windows()
+            })
+            .await
+            .ok()?;
         Some(
             windows
                 .into_iter()
@@ -329,6 +341,46 @@ impl DesktopWindow {
                 .map(|w| w.window)
                 .collect(),
         )
+    }
+
+    /// The application's windows that were not there `before`: when a top-level was created
+    /// during the action, it is waited for (up to [`OPEN_WAIT`]) until it maps, so a dialog a
+    /// busy application shows a moment later is not missed; without one, nothing is waited for.
+    async fn opened_since(&self, before: &[u32]) -> Vec<String> {
+        let created = self
+            .display
+            .run(|c| Ok(c.take_created()))
+            .await
+            .unwrap_or_default();
+        // Only windows that may be this application's are waited for: one already gone, or
+        // owned by another process, is not.
+        let pid = self.identity.pid;
+        let mut created = created;
+        let started = Instant::now();
+        loop {
+            let new: Vec<u32> = self
+                .own_windows(false)
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|w| !before.contains(w))
+                .collect();
+            let candidates = created.clone();
+            created = self
+                .display
+                .run(move |c| {
+                    Ok(candidates
+                        .into_iter()
+                        .filter(|w| c.facts(*w).is_some_and(|f| f.pid.is_none() || f.pid == pid))
+                        .collect())
+                })
+                .await
+                .unwrap_or_default();
+            if !new.is_empty() || created.is_empty() || started.elapsed() > OPEN_WAIT {
+                return new.into_iter().map(|w| self.sibling_id(w)).collect();
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// The surface id of another window of this display (`x11:<display>:<window id>`).
@@ -1266,7 +1318,7 @@ impl Surface for DesktopWindow {
             }
             // The application's windows before: one it opens during the action (a dialog) is
             // bound as a new surface, never taken for this one.
-            let before = self.own_windows().await;
+            let before = self.own_windows(true).await;
             let started = Instant::now();
             // A call cancelled part-way (its future dropped) lets go of what it held down too.
             let mut letgo = LetGoOnDrop(Some(self.display.clone()));
@@ -1297,14 +1349,7 @@ impl Surface for DesktopWindow {
             // Let the application draw what the input did before the fresh observation.
             tokio::time::sleep(Duration::from_millis(60)).await;
             let opened = match before {
-                Some(before) => self
-                    .own_windows()
-                    .await
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|w| !before.contains(w))
-                    .map(|w| self.sibling_id(w))
-                    .collect(),
+                Some(before) => self.opened_since(&before).await,
                 None => Vec::new(),
             };
             let observed_at = Instant::now();

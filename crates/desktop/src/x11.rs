@@ -128,7 +128,13 @@ struct State {
     held_keys: Vec<u8>,
     held_buttons: Vec<u8>,
     xtest: bool,
+    /// Top-level windows created since last taken (from the root's `CreateNotify`; override-
+    /// redirect ones — tooltips, menus — left out), at most [`CREATED_KEPT`].
+    created: Vec<u32>,
 }
+
+/// How many created windows are remembered between takes.
+const CREATED_KEPT: usize = 256;
 
 /// One X display (see the module docs). Cheap to clone.
 #[derive(Clone)]
@@ -183,8 +189,20 @@ impl Display {
             held_keys: Vec::new(),
             held_buttons: Vec::new(),
             xtest,
+            created: Vec::new(),
         };
         state.read_keymap()?;
+        // Learn of new top-levels as they are created (a dialog an action opens), without
+        // polling: the root's substructure events (shared with any window manager).
+        state
+            .conn
+            .change_window_attributes(
+                root,
+                &x11rb::protocol::xproto::ChangeWindowAttributesAux::new()
+                    .event_mask(EventMask::SUBSTRUCTURE_NOTIFY),
+            )
+            .map_err(x_err)?;
+        state.conn.flush().map_err(x_err)?;
         Ok(Display {
             name: name.to_owned(),
             state: Arc::new(Mutex::new(state)),
@@ -325,9 +343,31 @@ impl XConn<'_> {
         })
     }
 
+    /// Reads the events queued so far, keeping the top-level windows created.
+    fn drain_events(&mut self) {
+        while let Ok(Some(event)) = self.s.conn.poll_for_event() {
+            if let x11rb::protocol::Event::CreateNotify(c) = event
+                && !c.override_redirect
+            {
+                if self.s.created.len() >= CREATED_KEPT {
+                    self.s.created.remove(0);
+                }
+                self.s.created.push(c.window);
+            }
+        }
+    }
+
+    /// The top-level windows created since the last call (see [`State::created`]).
+    pub fn take_created(&mut self) -> Vec<u32> {
+        self.drain_events();
+        std::mem::take(&mut self.s.created)
+    }
+
     /// The top-level client windows, bottom to top: EWMH's stacking client list under a window
     /// manager, else the root's mapped children (in stacking order) that carry a name or class.
     pub fn windows(&mut self) -> Result<Vec<WindowFacts>, SurfaceError> {
+        // The event queue never grows without bound between actions.
+        self.drain_events();
         let stacking = self.atom("_NET_CLIENT_LIST_STACKING");
         let list = self.atom("_NET_CLIENT_LIST");
         let managed = self
