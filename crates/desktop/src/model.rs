@@ -266,6 +266,7 @@ fn is_field(n: &Node) -> bool {
 }
 
 /// What an observation of a window says, before the runtime's bounds.
+#[derive(Default)]
 pub struct Built {
     pub snapshot: String,
     pub elements: Vec<InteractiveElement>,
@@ -279,13 +280,7 @@ pub struct Built {
 /// Builds the snapshot and refs of the tree `nodes` (index 0 is the window's top-level node)
 /// for a window at `window` (screen pixels); `secrets`: values to take out of every text.
 pub fn build(nodes: &[Node], window: Rect, app_origin: &str, secrets: &[String]) -> Built {
-    let mut out = Built {
-        snapshot: String::new(),
-        elements: Vec::new(),
-        refs: Vec::new(),
-        canvas_share: 0.0,
-        masks: Vec::new(),
-    };
+    let mut out = Built::default();
     let mut canvas_area = 0f64;
     if !nodes.is_empty() {
         walk(
@@ -520,13 +515,7 @@ pub fn build_screen(
     screen: Rect,
     secrets: &[String],
 ) -> Built {
-    let mut out = Built {
-        snapshot: String::new(),
-        elements: Vec::new(),
-        refs: Vec::new(),
-        canvas_share: 0.0,
-        masks: Vec::new(),
-    };
+    let mut out = Built::default();
     let mut lines = Vec::new();
     for w in windows.iter().filter(|w| w.viewable) {
         let Some(visible) = w.rect.intersect(&screen) else {

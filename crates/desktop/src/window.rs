@@ -769,6 +769,11 @@ impl DesktopWindow {
             receipt: Receipt::confirmed(kind, expected.clone()),
             marker,
         };
+        // Sent, and the application did not do it: the receipt says what it shows instead.
+        let failed = |why: String, marker| Dispatched {
+            receipt: Receipt::failed(kind, expected.clone(), ErrorCode::InvalidAction, true, why),
+            marker,
+        };
         match action {
             ExtendedAction::Click(a) => {
                 let button = match a.button {
@@ -798,16 +803,10 @@ impl DesktopWindow {
                     let (x, y) = self.point(frame, &a.target)?;
                     let marker = Some(self.marker(frame, MarkerKind::Click, &[(x, y)]));
                     if !done {
-                        return Ok(Dispatched {
-                            receipt: Receipt::failed(
-                                kind,
-                                expected,
-                                ErrorCode::InvalidAction,
-                                true,
-                                "the application refused the control's action",
-                            ),
+                        return Ok(failed(
+                            "the application refused the control's action".into(),
                             marker,
-                        });
+                        ));
                     }
                     if b.checkable {
                         // A checkable control promises a state: the click is confirmed by it.
@@ -880,16 +879,10 @@ impl DesktopWindow {
                     if (now - wanted).abs() < 1e-6 {
                         return Ok(confirmed(marker));
                     }
-                    return Ok(Dispatched {
-                        receipt: Receipt::failed(
-                            kind,
-                            expected,
-                            ErrorCode::InvalidAction,
-                            true,
-                            format!("the slider holds {now}, not {wanted} (outside its range?)"),
-                        ),
+                    return Ok(failed(
+                        format!("the slider holds {now}, not {wanted} (outside its range?)"),
                         marker,
-                    });
+                    ));
                 }
                 let single_line = !a11y.states(obj).await?.has(state::MULTI_LINE);
                 // What the field must hold afterwards: a single-line field takes no line breaks
@@ -913,16 +906,10 @@ impl DesktopWindow {
                     typed_by_ax = a11y.set_text(obj, &expect).await.unwrap_or(false)
                         && a11y.text(obj).await.ok().as_deref() == Some(expect.as_str());
                     if !typed_by_ax && mode == surface::Typing::Paste {
-                        return Ok(Dispatched {
-                            receipt: Receipt::failed(
-                                kind,
-                                expected,
-                                ErrorCode::InvalidAction,
-                                true,
-                                "input failed: the field did not take the text",
-                            ),
-                            marker: Some(marker),
-                        });
+                        return Ok(failed(
+                            "input failed: the field did not take the text".into(),
+                            Some(marker),
+                        ));
                     }
                 }
                 if !typed_by_ax {
@@ -1135,20 +1122,15 @@ impl DesktopWindow {
                 if done && chosen.as_deref() == Some(value.as_str()) {
                     return Ok(confirmed(marker));
                 }
-                Ok(Dispatched {
-                    receipt: Receipt::failed(
-                        kind,
-                        expected,
-                        ErrorCode::InvalidAction,
-                        true,
-                        if chosen.is_some() {
-                            "the list holds another option than the one chosen"
-                        } else {
-                            "the list holds no option after the choice"
-                        },
-                    ),
+                Ok(failed(
+                    (if chosen.is_some() {
+                        "the list holds another option than the one chosen"
+                    } else {
+                        "the list holds no option after the choice"
+                    })
+                    .into(),
                     marker,
-                })
+                ))
             }
             ExtendedAction::Navigate(_) => Err(refused("a desktop window cannot be navigated")),
             ExtendedAction::Upload(_) => Err(refused("a desktop window takes no uploads")),

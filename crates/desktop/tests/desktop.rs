@@ -105,6 +105,19 @@ impl App {
             .collect()
     }
 
+    /// Waits (up to 5 s) until the app logged an event `matches` accepts.
+    async fn wait_until(&self, matches: impl Fn(&Value) -> bool) {
+        let started = Instant::now();
+        while !self.events().iter().any(&matches) {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the app never logged it: {:?}",
+                self.events()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn count(&self, event: &str) -> usize {
         self.events().iter().filter(|e| e["event"] == event).count()
     }
@@ -739,19 +752,9 @@ async fn the_whole_screen_is_a_surface_whose_points_reach_the_window_on_top() {
         .act(&press, &ActOptions::default())
         .await
         .expect("press on the lower window");
-    let started = Instant::now();
-    while !lower
-        .events()
-        .iter()
-        .any(|e| e["event"] == "key_press" && e["key"] == "F5")
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            lower.events()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    lower
+        .wait_until(|e| e["event"] == "key_press" && e["key"] == "F5")
+        .await;
     assert!(
         !upper.events().iter().any(|e| e["key"] == "F5"),
         "the upper window got no key"
@@ -843,19 +846,8 @@ async fn a_list_takes_select_and_a_slider_takes_a_number_through_atspi() {
         "{:?}",
         out.receipt
     );
-    let started = Instant::now();
-    while !app
-        .events()
-        .iter()
-        .any(|e| e["event"] == "color" && e["value"] == "Blue")
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            app.events()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    app.wait_until(|e| e["event"] == "color" && e["value"] == "Blue")
+        .await;
     let o = out.observation.expect("observation");
     assert!(
         o.aria_snapshot().contains(": \"Blue\""),
@@ -883,19 +875,8 @@ async fn a_list_takes_select_and_a_slider_takes_a_number_through_atspi() {
         "{:?}",
         out.receipt
     );
-    let started = Instant::now();
-    while !app
-        .events()
-        .iter()
-        .any(|e| e["event"] == "volume" && e["value"] == 42.0)
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            app.events()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    app.wait_until(|e| e["event"] == "volume" && e["value"] == 42.0)
+        .await;
     // Past its range: the slider holds its maximum, and the receipt says so.
     let o = app.observe().await;
     let out = app
