@@ -6,7 +6,9 @@
 //! when paused: the run re-observes and is authorised afresh. The page itself is never covered,
 //! dimmed or blocked for the person.
 //!
-//! The scope is the page (its adapter id): every view of it shares it. Dispatch and this check
+//! The scope is the surface's input domain (the adapter's `input_domain`): a tab is its own, and
+//! every window of an X display shares the display's, since a person's input there and an
+//! agent's on another window would interleave on one keyboard and mouse. Dispatch and this check
 //! meet under one lock (`begin_dispatch`), so no action can slip in after a pause was asked.
 
 use std::collections::HashMap;
@@ -45,13 +47,14 @@ pub(crate) struct Scope {
     taken: Option<Control>,
 }
 
-/// The input scopes of this runtime, by target.
+/// The input scopes of this runtime, by input domain.
 pub(crate) type Scopes = std::sync::Mutex<HashMap<String, Scope>>;
 
 /// An agent dispatch in flight on a scope; dropping it ends the dispatch.
 pub(crate) struct Dispatching {
     runtime: Runtime,
-    target: String,
+    /// The scope's key (an input domain).
+    scope: String,
 }
 
 impl Drop for Dispatching {
@@ -62,7 +65,7 @@ impl Drop for Dispatching {
             .scopes
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if let Some(scope) = scopes.get_mut(&self.target) {
+        if let Some(scope) = scopes.get_mut(&self.scope) {
             scope.dispatching = scope.dispatching.saturating_sub(1);
         }
     }
@@ -72,28 +75,35 @@ impl Runtime {
     /// Starts an agent dispatch on `target`, unless a person holds it: the one check every
     /// action makes just before it is sent, under the same lock a pause takes.
     pub(crate) fn begin_dispatch(&self, target: &str) -> Result<Dispatching, RuntimeError> {
+        let key = self.scope_of(target);
         let mut scopes = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner());
-        let scope = scopes.entry(target.to_owned()).or_default();
+        let scope = scopes.entry(key.clone()).or_default();
         if scope.taken.is_some() {
             return Err(RuntimeError::LeaseConflict {
-                holder: "a person, who took over this tab (they hand it back from the console)"
+                holder: "a person, who took over this tab or another surface sharing its keyboard and mouse (they hand it back from the console)"
                     .into(),
             });
         }
         scope.dispatching += 1;
         Ok(Dispatching {
             runtime: self.clone(),
-            target: target.to_owned(),
+            scope: key,
         })
     }
 
-    /// Whether a person holds `target` (a run waits instead of planning its next step).
+    /// The input scope `target` belongs to: its input domain.
+    fn scope_of(&self, target: &str) -> String {
+        self.inner.adapter.input_domain(target).0
+    }
+
+    /// Whether a person holds `target`'s scope (a run waits instead of planning its next step).
     pub(crate) fn taken_over(&self, target: &str) -> bool {
+        let key = self.scope_of(target);
         self.inner
             .scopes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(target)
+            .get(&key)
             .is_some_and(|s| s.taken.is_some())
     }
 
@@ -144,7 +154,7 @@ impl Runtime {
             .scopes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&target)
+            .get(&self.scope_of(&target))
             .and_then(|s| s.taken)
         {
             return taken;
@@ -162,11 +172,12 @@ impl Runtime {
     }
 
     fn set_taken(&self, target: &str, control: Option<Control>) {
+        let key = self.scope_of(target);
         self.inner
             .scopes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(target.to_owned())
+            .entry(key)
             .or_default()
             .taken = control;
     }
@@ -188,8 +199,9 @@ impl Runtime {
             return;
         };
         {
+            let key = self.scope_of(target);
             let mut scopes = self.inner.scopes.lock().unwrap_or_else(|p| p.into_inner());
-            let scope = scopes.entry(target.to_owned()).or_default();
+            let scope = scopes.entry(key).or_default();
             if scope.taken.is_some() {
                 return;
             }
@@ -212,7 +224,8 @@ impl Runtime {
         entry: Option<crate::runtime::TabEntry>,
     ) -> Control {
         let target = target.to_owned();
-        // No agent input in flight any more (none can start now).
+        let key = self.scope_of(&target);
+        // No agent input in flight any more in the whole scope (none can start now).
         let deadline = tokio::time::Instant::now() + PAUSE_DEADLINE;
         let settled = loop {
             let busy = self
@@ -220,7 +233,7 @@ impl Runtime {
                 .scopes
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .get(&target)
+                .get(&key)
                 .map_or(0, |s| s.dispatching);
             if busy == 0 {
                 break true;
@@ -270,12 +283,13 @@ impl Runtime {
     /// authorised afresh; nothing the agent had planned is replayed.
     pub fn hand_back(&self, resource: &str) -> Result<(), RuntimeError> {
         let (target, _) = self.control_target(resource)?;
+        let key = self.scope_of(&target);
         let state = self
             .inner
             .scopes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&target)
+            .get(&key)
             .and_then(|s| s.taken);
         if state != Some(Control::Paused) {
             return Err(RuntimeError::InvalidAction(format!(
@@ -288,6 +302,30 @@ impl Runtime {
         }
         self.set_taken(&target, None);
         self.continue_runs_on(&target);
+        // Runs the pause held on the scope's other surfaces (another window of the display)
+        // look afresh too; runs waiting there for another reason keep waiting.
+        let mut targets = Vec::new();
+        let sessions: Vec<_> = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for s in sessions {
+            for t in s.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                if t.target() != target
+                    && self.scope_of(t.target()) == key
+                    && !targets.iter().any(|x| x == t.target())
+                {
+                    targets.push(t.target().to_owned());
+                }
+            }
+        }
+        for t in &targets {
+            self.inner.runs.continue_taken_over(t);
+        }
         tracing::info!(resource, "a person handed a tab back to the agent");
         Ok(())
     }

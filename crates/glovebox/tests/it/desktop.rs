@@ -536,3 +536,76 @@ async fn a_dialog_an_action_opens_is_a_new_surface_of_the_session() {
     rt.shutdown(Duration::from_secs(2)).await;
     drop(stack);
 }
+
+/// A person who takes over one window holds the display's keyboard and mouse: an agent's write
+/// to another window of the same display is refused until they hand back, then goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_take_over_of_one_window_pauses_writes_to_the_whole_display() {
+    let (stack, rt, log, windows) =
+        desktop_runtime("desktop-take-over", &["Agent app", "Person app"], &[]).await;
+    let session = rt.create_session().await.unwrap();
+    let agents = rt.offer_surface(&windows[0]).await.expect("offer");
+    rt.claim_tab(&session, &agents).await.expect("claim");
+    let persons = rt
+        .offer_surface(&windows[1])
+        .await
+        .expect("offer the other");
+    let o = observe_tree(&rt, &session).await;
+
+    // The app is granted first (an ordinary write that waits for a person).
+    let mut bus = rt.subscribe_events();
+    let writer = spawn_type(&rt, &session, &o, "before");
+    let approval = next_approval(&mut bus).await;
+    rt.resolve_approval(&approval, ApprovalDecision::ApproveForTask)
+        .unwrap();
+    let o = writer
+        .await
+        .unwrap()
+        .expect("typed")
+        .observation
+        .expect("observation");
+
+    assert_eq!(
+        rt.take_over(&persons).await.unwrap(),
+        runtime::Control::Paused
+    );
+    // The agent's window shows the person's hold too: it is the same keyboard and mouse.
+    assert_eq!(rt.control_of(&agents), runtime::Control::Paused);
+    let err = rt
+        .act(
+            &session,
+            None,
+            &type_into(&o, &element(&o, "textbox"), "during the hold"),
+            &ActOptions::default(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseConflict, "{err}");
+    assert!(err.to_string().contains("a person"), "{err}");
+    assert!(
+        !events(&log)
+            .iter()
+            .any(|e| e["window"] == "Agent app" && e["event"] == "changed" && e["length"] == 15),
+        "nothing was typed while the person held the display"
+    );
+
+    rt.hand_back(&persons).unwrap();
+    let o = rt
+        .observe(&session, None, &ObserveOptions::default())
+        .await
+        .unwrap();
+    let out = rt
+        .act(
+            &session,
+            None,
+            &type_into(&o, &element(&o, "textbox"), "after"),
+            &ActOptions::default(),
+            Duration::ZERO,
+        )
+        .await
+        .expect("typed after the hand-back");
+    assert_eq!(out.receipt.state(), ReceiptState::Confirmed);
+    rt.shutdown(Duration::from_secs(2)).await;
+    drop(stack);
+}

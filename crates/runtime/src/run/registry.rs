@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex};
 use crate::{Cancel, RuntimeError};
 
 /// A run waiting for a person to continue it.
+/// Why a run waits while a person holds its input scope.
+pub(crate) const TAKEN_OVER: &str = "a person took over this tab";
+
 pub(crate) struct WaitingRun {
     pub(crate) session: String,
     pub(crate) surface: String,
@@ -81,6 +84,16 @@ impl Runs {
     /// Continues every run waiting on `target`.
     pub(crate) fn continue_on(&self, target: &str) {
         for run in lock(&self.waiting).values().filter(|w| w.target == target) {
+            run.go_on.notify_one();
+        }
+    }
+
+    /// Continues the runs on `target` that wait only because a person took its scope over.
+    pub(crate) fn continue_taken_over(&self, target: &str) {
+        for run in lock(&self.waiting)
+            .values()
+            .filter(|w| w.target == target && w.reason == TAKEN_OVER)
+        {
             run.go_on.notify_one();
         }
     }

@@ -110,7 +110,7 @@ impl RunState<'_> {
             }
             // A person took the tab over: wait until they hand it back, then look again.
             if self.runtime.taken_over(self.entry.target()) {
-                match self.wait_for_person("a person took over this tab").await {
+                match self.wait_for_person(super::registry::TAKEN_OVER).await {
                     Ok(()) => {
                         last = Some(StepReport {
                             action: "observe".into(),
