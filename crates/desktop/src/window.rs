@@ -414,6 +414,15 @@ impl DesktopWindow {
         options: &ObserveOptions,
         keep: bool,
     ) -> Result<Observation, SurfaceError> {
+        self.capture_frame(options, keep).await.map(|(o, _)| o)
+    }
+
+    /// [`Self::capture`], with the frame it made.
+    async fn capture_frame(
+        &self,
+        options: &ObserveOptions,
+        keep: bool,
+    ) -> Result<(Observation, Arc<DesktopFrame>), SurfaceError> {
         let facts = self.current().await?;
         let secrets = lock(&self.secrets).clone();
         let origin = self.app_origin();
@@ -494,7 +503,7 @@ impl DesktopWindow {
             layout,
         });
         if keep {
-            *lock(&self.latest) = Some(frame);
+            *lock(&self.latest) = Some(frame.clone());
         }
         let epoch = self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let title = model::scrub(&protocol::text::printable(&facts.name), &secrets);
@@ -510,7 +519,7 @@ impl DesktopWindow {
                     .into(),
             );
         }
-        Ok(Observation::bounded(ObservationParts {
+        let observation = Observation::bounded(ObservationParts {
             frame_id,
             content_epoch: epoch,
             captured_at: now_ms(),
@@ -544,7 +553,8 @@ impl DesktopWindow {
                 elements: cut,
                 console: false,
             },
-        }))
+        });
+        Ok((observation, frame))
     }
 
     fn frame(&self) -> Result<Arc<DesktopFrame>, SurfaceError> {
@@ -1201,7 +1211,162 @@ impl DesktopWindow {
 }
 
 fn locators_unsupported() -> SurfaceError {
-    refused("locators are not available on a desktop window yet: use a ref from the observation")
+    refused("a locator reaches only an element of the window: use a ref from the observation")
+}
+
+/// How many candidates an ambiguous locator's error lists.
+const LISTED: usize = 8;
+
+/// Whether `candidate` matches `wanted` as `protocol::extended::locator` says: whitespace folded
+/// on both sides; `exact`: the case-sensitive whole string, else a case-insensitive substring.
+fn text_matches(candidate: &str, wanted: &str, exact: bool) -> bool {
+    let (c, w) = (
+        protocol::text::fold_whitespace(candidate),
+        protocol::text::fold_whitespace(wanted),
+    );
+    if exact {
+        c == w
+    } else {
+        c.to_lowercase().contains(&w.to_lowercase())
+    }
+}
+
+/// The one element of `frame` a locator names (role and name, label, text), or an error: none
+/// matches, or several do (listed with their refs, never a guess). Windows have no frames and
+/// no test ids.
+fn locate_in(
+    frame: &DesktopFrame,
+    locator: &Locator,
+) -> Result<protocol::ElementRef, SurfaceError> {
+    if locator.frame().is_some() {
+        return Err(refused("a desktop window has no frames to enter"));
+    }
+    let (what, matches): (String, Vec<&(protocol::ElementRef, model::Bound)>) = match locator {
+        Locator::Role {
+            role, name, exact, ..
+        } => (
+            format!(
+                "role {}{}",
+                role.as_str(),
+                name.as_ref()
+                    .map(|n| format!(" named {:?}", n.as_str()))
+                    .unwrap_or_default()
+            ),
+            frame
+                .refs
+                .iter()
+                .filter(|(_, b)| {
+                    b.facts.role == role.as_str()
+                        && name
+                            .as_ref()
+                            .is_none_or(|n| text_matches(&b.facts.name, n.as_str(), *exact))
+                })
+                .collect(),
+        ),
+        Locator::Label { text, exact, .. } => (
+            format!("the label {:?}", text.as_str()),
+            frame
+                .refs
+                .iter()
+                .filter(|(_, b)| {
+                    (b.editable
+                        || b.checkable
+                        || b.selectable
+                        || b.ranged
+                        || matches!(
+                            b.facts.role.as_str(),
+                            "textbox" | "combobox" | "spinbutton" | "slider"
+                        ))
+                        && text_matches(&b.facts.name, text.as_str(), *exact)
+                })
+                .collect(),
+        ),
+        Locator::Text { text, exact, .. } => (
+            format!("the text {:?}", text.as_str()),
+            frame
+                .refs
+                .iter()
+                .filter(|(_, b)| text_matches(&b.facts.name, text.as_str(), *exact))
+                .collect(),
+        ),
+        Locator::TestId { .. } => {
+            return Err(refused(
+                "a desktop window has no test ids: locate by role, label or text",
+            ));
+        }
+    };
+    match matches.as_slice() {
+        [] => Err(refused(format!("no element of the window matches {what}"))),
+        [(e, _)] => Ok(e.clone()),
+        many => {
+            let listed: Vec<String> = many
+                .iter()
+                .take(LISTED)
+                .map(|(e, b)| format!("{} \"{}\" [{}]", b.facts.role, b.facts.name, e.as_str()))
+                .collect();
+            let more = if many.len() > LISTED {
+                format!(", and {} more", many.len() - LISTED)
+            } else {
+                String::new()
+            };
+            Err(refused(format!(
+                "{} elements match {what}; make it more specific (exact, a name) or use a ref: {}{more}",
+                many.len(),
+                listed.join("; ")
+            )))
+        }
+    }
+}
+
+/// `action` with every locator replaced by the ref it names in `frame`, so the action runs as
+/// by ref.
+fn resolve_locators(
+    action: &ExtendedAction,
+    frame: &DesktopFrame,
+) -> Result<ExtendedAction, SurfaceError> {
+    use protocol::ElementTarget;
+    use protocol::extended::ElementSpec;
+    let spec = |s: &mut ElementSpec| -> Result<(), SurfaceError> {
+        if let ElementSpec::Locator(l) = s {
+            *s = ElementSpec::Ref(ElementTarget {
+                element: locate_in(frame, l)?,
+            });
+        }
+        Ok(())
+    };
+    let target = |t: &mut Target| -> Result<(), SurfaceError> {
+        if let Target::Locator(l) = t {
+            *t = Target::Ref(ElementTarget {
+                element: locate_in(frame, l)?,
+            });
+        }
+        Ok(())
+    };
+    let mut a = action.clone();
+    match &mut a {
+        ExtendedAction::Click(x) => target(&mut x.target)?,
+        ExtendedAction::Hover(x) => target(&mut x.target)?,
+        ExtendedAction::Type(x) => spec(&mut x.target)?,
+        ExtendedAction::Press(x) => spec(&mut x.target)?,
+        ExtendedAction::Select(x) => spec(&mut x.target)?,
+        ExtendedAction::Upload(x) => spec(&mut x.target)?,
+        ExtendedAction::KeyDown(x) | ExtendedAction::KeyUp(x) => {
+            if let Some(t) = &mut x.target {
+                spec(t)?;
+            }
+        }
+        ExtendedAction::Scroll(x) => {
+            if let Some(t) = &mut x.target {
+                spec(t)?;
+            }
+        }
+        ExtendedAction::Drag(x) => {
+            target(&mut x.source)?;
+            target(&mut x.destination)?;
+        }
+        ExtendedAction::Navigate(_) | ExtendedAction::Wait(_) | ExtendedAction::Dialog(_) => {}
+    }
+    Ok(a)
 }
 
 fn modifier_keysyms(m: &protocol::extended::Modifiers) -> Vec<u32> {
@@ -1304,6 +1469,23 @@ impl Surface for DesktopWindow {
             let started = Instant::now();
             // A call cancelled part-way (its future dropped) lets go of what it held down too.
             let mut letgo = LetGoOnDrop(Some(self.display.clone()));
+            // Locators resolve afresh against the window as it is now (exactly one match), and
+            // the action then runs as by ref on that reading.
+            let (action, frame) = if action
+                .targets()
+                .any(|t| matches!(t, protocol::extended::TargetRef::Locator(_)))
+            {
+                let (_, live) = self
+                    .capture_frame(&ObserveOptions::default(), false)
+                    .await?;
+                (
+                    std::borrow::Cow::Owned(resolve_locators(action, &live)?),
+                    live,
+                )
+            } else {
+                (std::borrow::Cow::Borrowed(action), frame)
+            };
+            let action: &ExtendedAction = &action;
             let dispatched = tokio::time::timeout(options.deadline, self.dispatch(action, &frame))
                 .await
                 .map_err(|_| SurfaceError::Timeout {
@@ -1364,9 +1546,25 @@ impl Surface for DesktopWindow {
     fn locate<'a>(
         &'a self,
         _frame: &'a dyn FrameRecord,
-        _locator: &'a Locator,
+        locator: &'a Locator,
     ) -> BoxFuture<'a, Option<LocatedFacts>> {
-        Box::pin(async { None })
+        Box::pin(async move {
+            // Afresh, as the action will resolve it: the window as it is now.
+            let (_, live) = {
+                let _io = self.io.lock().await;
+                self.capture_frame(&ObserveOptions::default(), false)
+                    .await
+                    .ok()?
+            };
+            let element = locate_in(&live, locator).ok()?;
+            let b = live.bound(&element)?;
+            Some(LocatedFacts {
+                role: b.facts.role.clone(),
+                name: b.facts.name.clone(),
+                secret: b.facts.secret_field,
+                structure: Some(b.facts.structure.clone()),
+            })
+        })
     }
 
     fn release_input(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {

@@ -1040,3 +1040,52 @@ async fn with_foreground_input_off_only_accessibility_actions_are_used() {
     let err = screen.act(&a, &ActOptions::default()).await.unwrap_err();
     assert!(err.to_string().contains("foreground input is off"), "{err}");
 }
+
+/// Locators (role and name, label, text) resolve afresh against the window, to exactly one
+/// element: none and several are errors (several listed with refs), and a test id or a frame
+/// chain has no meaning on a window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locators_find_exactly_one_control_of_the_window() {
+    let mut desk = Desk::start(false).await;
+    let app = desk.app("Locator app", 20, 20).await;
+    let o = app.observe().await;
+    let out = app
+        .act(json!({"type": "type", "expected_frame_id": frame(&o),
+            "target": {"kind": "label", "text": "name"}, "text": "Lin", "intent": "fill by label"}))
+        .await
+        .expect("type by label");
+    assert_eq!(
+        out.receipt.state(),
+        ReceiptState::Confirmed,
+        "{:?}",
+        out.receipt
+    );
+    let o = out.observation.unwrap();
+    app.act(json!({"type": "click", "expected_frame_id": frame(&o),
+        "target": {"kind": "role", "role": "button", "name": "Submit", "exact": true},
+        "intent": "submit by role"}))
+        .await
+        .expect("click by role");
+    app.wait_until(|e| e["event"] == "submit" && e["text"] == "Lin")
+        .await;
+    let o = app.observe().await;
+    for (target, says) in [
+        (json!({"kind": "role", "role": "button"}), "elements match"),
+        (
+            json!({"kind": "text", "text": "Nowhere to be found"}),
+            "no element",
+        ),
+        (json!({"kind": "test_id", "id": "submit"}), "no test ids"),
+    ] {
+        let err = app
+            .act(
+                json!({"type": "click", "expected_frame_id": frame(&o), "target": target,
+                "intent": "a bad locator"}),
+            )
+            .await
+            .expect_err(&target.to_string());
+        assert_eq!(err.code(), ErrorCode::InvalidAction, "{err}");
+        assert!(err.to_string().contains(says), "{err}");
+    }
+    assert_eq!(app.count("submit"), 1, "nothing else was clicked");
+}
