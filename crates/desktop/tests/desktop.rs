@@ -893,7 +893,7 @@ async fn a_list_takes_select_and_a_slider_takes_a_number_through_atspi() {
 }
 
 /// Every bad input on a window is a structured error with a code from the closed set, and
-/// nothing reaches the app: points outside the window, refs the frame never issued, locators,
+/// nothing reaches the app: points outside the window, refs the frame never issued, malformed targets,
 /// actions a window has no meaning for, unknown keys, a select on a field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_inputs_on_a_window_are_structured_errors_and_send_nothing() {

@@ -162,6 +162,9 @@ pub(crate) struct Inner {
     pub(crate) runs: crate::run::Runs,
     /// Input scopes: agent dispatches in flight and a person's take-over, per target (`control.rs`).
     pub(crate) scopes: crate::control::Scopes,
+    /// Text typed into secret fields (or prompts for one), per target: taken out of every title
+    /// and address the runtime records or shows of that target, wherever the page echoes it.
+    pub(crate) typed_secrets: Mutex<HashMap<String, policy::SecretRegistry>>,
     /// The last binding generation given to a person's view (`person_view.rs`).
     pub(crate) view_generation: std::sync::atomic::AtomicU64,
     /// Where tabs came from and where they are going: offered by a person, closed by Glovebox
@@ -295,6 +298,7 @@ impl Runtime {
                 events: crate::events::Events::new(events),
                 runs: Default::default(),
                 scopes: Mutex::default(),
+                typed_secrets: Mutex::default(),
                 view_generation: Default::default(),
                 host: Default::default(),
                 provenance: Default::default(),

@@ -93,6 +93,30 @@ impl Runtime {
         // A person's secrets: the action sent has their values (which the surface takes out of
         // all it reports since the run began: `Surface::scrub`); its record has the placeholders.
         let sent = filled.as_ref().map_or(action, |f| &f.action);
+        // Secret text about to be typed: from now on no title or address recorded of this
+        // target shows it, wherever the page echoes it.
+        if intended.secret_field {
+            let typed = match sent {
+                ExtendedAction::Type(t) => Some(t.text.as_str()),
+                ExtendedAction::Dialog(d) => match &d.response {
+                    protocol::extended::DialogResponse::Accept {
+                        prompt_text: Some(t),
+                    } => Some(t.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(text) = typed.filter(|t| t.chars().count() >= policy::MIN_SECRET_CHARS) {
+                let _ = self
+                    .inner
+                    .typed_secrets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(at.entry.target().to_owned())
+                    .or_default()
+                    .add(text);
+            }
+        }
         // The network boundary: during the action, requests go only where it was judged to reach.
         options.allowed_origins = Some(intended.allowed.clone());
         // What the agent types stays where the person sent it: the tab stays guarded after.

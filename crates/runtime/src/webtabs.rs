@@ -92,8 +92,24 @@ fn trailing_refresh(
 /// A page's title as Glovebox records and shows it (`tabs`, `user_tabs`, `status`, the
 /// console, the store): page-controlled text, with what carries a credential taken out
 /// (`policy::redact_text`), bounded.
-fn recorded_title(title: &str) -> String {
+pub(crate) fn recorded_title(title: &str) -> String {
     policy::redact_text(title).chars().take(TITLE_MAX).collect()
+}
+
+impl Runtime {
+    /// `text` (a title or an address of `target`) without the secrets typed into that target.
+    pub(crate) fn without_typed_secrets(&self, target: &str, text: &str) -> String {
+        match self
+            .inner
+            .typed_secrets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(target)
+        {
+            Some(secrets) => secrets.redact(text).into_owned(),
+            None => text.to_owned(),
+        }
+    }
 }
 
 /// Where tabs came from and where they are going.
@@ -323,7 +339,8 @@ impl Runtime {
         let Some(url) = policy::restorable_url(&info.url) else {
             return;
         };
-        let title = recorded_title(&info.title);
+        let url = self.without_typed_secrets(target, &url);
+        let title = recorded_title(&self.without_typed_secrets(target, &info.title));
         // A page without a title yet always gets its title looked for again below.
         if !title.is_empty()
             && resource.url.as_deref() == Some(url.as_str())
@@ -403,8 +420,9 @@ impl Runtime {
             return true;
         };
         // Only the page the record's URL names gets this title (one pair).
-        if policy::restorable_url(&info.url).as_deref() == resource.url.as_deref() {
-            let title = recorded_title(&info.title);
+        let url = policy::restorable_url(&info.url).map(|u| self.without_typed_secrets(target, &u));
+        if url.as_deref() == resource.url.as_deref() {
+            let title = recorded_title(&self.without_typed_secrets(target, &info.title));
             let _ = self.inner.store.update_location(
                 &resource.id,
                 resource.url.as_deref().unwrap_or_default(),
@@ -416,6 +434,12 @@ impl Runtime {
     }
 
     fn on_target_destroyed(&self, target: &str) {
+        // A closed page echoes nothing more.
+        self.inner
+            .typed_secrets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(target);
         if self
             .inner
             .provenance

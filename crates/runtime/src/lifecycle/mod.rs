@@ -393,7 +393,9 @@ impl Runtime {
             self.offer_tab(r.id.as_str())?;
             return Ok(r.id.to_string());
         }
-        let title = protocol::text::printable(&info.title);
+        let title = protocol::text::printable(&crate::webtabs::recorded_title(
+            &self.without_typed_secrets(&info.id, &info.title),
+        ));
         self.record_offered(&info.id, policy::redact_url(&info.url), Some(title))
     }
 
@@ -440,7 +442,9 @@ impl Runtime {
                 serde_json::json!({
                     "surface": s.id,
                     "kind": s.kind,
-                    "title": protocol::text::printable(&s.title),
+                    "title": protocol::text::printable(&crate::webtabs::recorded_title(
+                        &self.without_typed_secrets(&s.id, &s.title),
+                    )),
                     "url": policy::redact_url(&s.url),
                     "input": s.input,
                 })
