@@ -125,14 +125,7 @@ impl Runtime {
             .cdp_target_id
             .filter(|_| record.instance == Some(self.inner.instance) && !record.handle_lost)
             .ok_or_else(unknown)?;
-        let sessions: Vec<_> = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let sessions = self.session_states();
         let entry = sessions.iter().find_map(|s| {
             s.tabs
                 .lock()
@@ -305,14 +298,7 @@ impl Runtime {
         // Runs the pause held on the scope's other surfaces (another window of the display)
         // look afresh too; runs waiting there for another reason keep waiting.
         let mut targets = Vec::new();
-        let sessions: Vec<_> = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let sessions = self.session_states();
         for s in sessions {
             for t in s.tabs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
                 if t.target() != target

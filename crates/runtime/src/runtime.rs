@@ -400,6 +400,11 @@ impl Runtime {
         })
     }
 
+    /// Every session's state now (a snapshot: the map's lock is not held after).
+    pub(crate) fn session_states(&self) -> Vec<Arc<SessionState>> {
+        lock(&self.inner.sessions).values().cloned().collect()
+    }
+
     pub(crate) fn session(&self, session: &str) -> Result<Arc<SessionState>, RuntimeError> {
         lock(&self.inner.sessions)
             .get(session)

@@ -502,14 +502,7 @@ impl Runtime {
         {
             self.inner.leases.invalidate(target.as_str());
             // Whichever session shows it drops it.
-            let sessions: Vec<_> = self
-                .inner
-                .sessions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .values()
-                .cloned()
-                .collect();
+            let sessions = self.session_states();
             for state in sessions {
                 let taken: Vec<_> = {
                     let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
