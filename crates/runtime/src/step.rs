@@ -106,15 +106,23 @@ impl Runtime {
                 },
                 _ => None,
             };
-            if let Some(text) = typed.filter(|t| t.chars().count() >= policy::MIN_SECRET_CHARS) {
-                let _ = self
-                    .inner
-                    .typed_secrets
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .entry(at.entry.target().to_owned())
-                    .or_default()
-                    .add(text);
+            // The text as typed, and a person's secrets filled into it as themselves (a page may
+            // echo only the secret part).
+            let mut texts: Vec<String> = typed.map(str::to_owned).into_iter().collect();
+            if filled.is_some() {
+                texts.extend(at.secrets.values());
+            }
+            let mut registry = self
+                .inner
+                .typed_secrets
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let known = registry.entry(at.entry.target().to_owned()).or_default();
+            for text in texts
+                .iter()
+                .filter(|t| t.chars().count() >= policy::MIN_SECRET_CHARS)
+            {
+                let _ = known.add(text);
             }
         }
         // The network boundary: during the action, requests go only where it was judged to reach.
