@@ -16,22 +16,10 @@ found() {
 
 if found >/dev/null; then exit 0; fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "Chromium is not installed and this system has no apt-get." >&2
-  echo "Install Chromium or Chrome with your package manager, or set GLOVEBOX_CHROMIUM=/path/to/chrome." >&2
-  exit 1
+if [ -n "${GLOVEBOX_CHROMIUM:-}" ]; then
+  echo "GLOVEBOX_CHROMIUM=$GLOVEBOX_CHROMIUM is not an executable; fix it or unset it." >&2
 fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "Chromium is not installed; run as root: apt-get update && apt-get install -y chromium" >&2
-    exit 1
-  fi
-fi
-echo "Installing Debian's chromium package (one time)…" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq chromium >/dev/null
+"$(dirname "$0")/apt-install.sh" "Chromium (or set GLOVEBOX_CHROMIUM=/path/to/chrome)" chromium
 if ! found >/dev/null; then
   echo "apt-get installed chromium but no binary was found; set GLOVEBOX_CHROMIUM=/path/to/chrome." >&2
   exit 1

@@ -16,19 +16,5 @@ if ! /usr/bin/python3 -c 'import gi, cairo; gi.require_version("Gtk", "3.0"); fr
 fi
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "The desktop tests need: ${need[*]} (Debian package names), and this system has no apt-get." >&2
-  exit 1
-fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "Missing desktop packages; run as root: apt-get install -y ${need[*]}" >&2
-    exit 1
-  fi
-fi
-echo "Installing Debian packages for the desktop adapter (one time): ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+"$(dirname "$0")/apt-install.sh" "the desktop adapter" --no-recommends "${need[@]}"
 echo "Desktop packages installed." >&2

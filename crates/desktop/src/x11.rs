@@ -540,21 +540,12 @@ impl XConn<'_> {
     /// when one runs (it raises the window too), else `SetInputFocus` and a raise.
     pub fn activate(&mut self, window: u32) -> Result<(), SurfaceError> {
         if self.window_manager().is_some() {
-            let event = ClientMessageEvent::new(
-                32,
+            // Source 2: a pager-like request, which window managers honour without stealing checks.
+            self.ask_window_manager(
                 window,
-                self.atom("_NET_ACTIVE_WINDOW"),
+                "_NET_ACTIVE_WINDOW",
                 [2, x11rb::CURRENT_TIME, 0, 0, 0],
-            );
-            self.s
-                .conn
-                .send_event(
-                    false,
-                    self.s.root,
-                    EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
-                    event,
-                )
-                .map_err(x_err)?;
+            )?;
         } else {
             use x11rb::protocol::xproto::{ConfigureWindowAux, StackMode};
             self.s
@@ -573,26 +564,36 @@ impl XConn<'_> {
         Ok(())
     }
 
+    /// Sends the window manager an EWMH request about `window` (a client message to the root).
+    fn ask_window_manager(
+        &mut self,
+        window: u32,
+        message: &'static str,
+        data: [u32; 5],
+    ) -> Result<(), SurfaceError> {
+        let event = ClientMessageEvent::new(32, window, self.atom(message), data);
+        self.s
+            .conn
+            .send_event(
+                false,
+                self.s.root,
+                EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
+                event,
+            )
+            .map_err(x_err)?;
+        Ok(())
+    }
+
     /// Asks `window` to close: `_NET_CLOSE_WINDOW` under a window manager, else the client's
     /// own `WM_DELETE_WINDOW` protocol (it may ask the person first); a client without it is
     /// left alone (killing it is not a close).
     pub fn request_close(&mut self, window: u32) -> Result<bool, SurfaceError> {
         if self.window_manager().is_some() {
-            let event = ClientMessageEvent::new(
-                32,
+            self.ask_window_manager(
                 window,
-                self.atom("_NET_CLOSE_WINDOW"),
+                "_NET_CLOSE_WINDOW",
                 [x11rb::CURRENT_TIME, 2, 0, 0, 0],
-            );
-            self.s
-                .conn
-                .send_event(
-                    false,
-                    self.s.root,
-                    EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
-                    event,
-                )
-                .map_err(x_err)?;
+            )?;
             self.s.conn.flush().map_err(x_err)?;
             return Ok(true);
         }
