@@ -20,6 +20,7 @@ run: deps build
 ## the whole suite against real Chromium and loopback fixtures (what CI runs).
 test: deps
 	@scripts/ensure-python-mcp.sh >/dev/null
+	@scripts/ensure-test-libs.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	@scripts/check-seam.sh

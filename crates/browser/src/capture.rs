@@ -49,6 +49,10 @@ pub(crate) struct WorldState {
     /// How much of the viewport visible canvases cover (0..1).
     #[serde(default)]
     pub(crate) canvas_share: f64,
+    /// Elements (indices among the document's elements) a `:hover`/`:active` rule gives a
+    /// pointer cursor.
+    #[serde(default)]
+    pub(crate) hover_pointer: Vec<usize>,
 }
 
 /// "None" for the element indices the world reports (`-1` in the page).
@@ -153,11 +157,20 @@ pub(crate) fn forget_context(state: &std::sync::Mutex<TabState>, context: i64) {
 }
 
 /// Styles requested from DOMSnapshot, in this order.
-pub(crate) const STYLES: [&str; 4] = ["display", "visibility", "cursor", "opacity"];
+pub(crate) const STYLES: [&str; 6] = [
+    "display",
+    "visibility",
+    "cursor",
+    "opacity",
+    "content",
+    "background-image",
+];
 pub(crate) const STYLE_DISPLAY: usize = 0;
 pub(crate) const STYLE_VISIBILITY: usize = 1;
 pub(crate) const STYLE_CURSOR: usize = 2;
 pub(crate) const STYLE_OPACITY: usize = 3;
+pub(crate) const STYLE_CONTENT: usize = 4;
+pub(crate) const STYLE_BACKGROUND_IMAGE: usize = 5;
 
 /// One session's capture: its DOM snapshot (all same-process documents) and an AX tree per document.
 #[derive(Debug)]

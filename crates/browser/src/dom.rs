@@ -4,7 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use cdp::domains::dom_snapshot::{CaptureSnapshotReply, DocumentSnapshot};
 
-use crate::capture::{STYLE_CURSOR, STYLE_DISPLAY, STYLE_OPACITY, STYLE_VISIBILITY};
+use crate::capture::{
+    STYLE_BACKGROUND_IMAGE, STYLE_CONTENT, STYLE_CURSOR, STYLE_DISPLAY, STYLE_OPACITY,
+    STYLE_VISIBILITY,
+};
 
 /// A rectangle in viewport CSS pixels of the tab's top-level viewport.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -200,6 +203,19 @@ impl<'a> DocView<'a> {
             .map(|kv| self.reply.string(kv[1]))
     }
 
+    /// The names of its attributes, as written.
+    pub(crate) fn attr_names(&self, node: usize) -> impl Iterator<Item = &'a str> {
+        self.doc
+            .nodes
+            .attributes
+            .get(node)
+            .map(|a| a.as_slice())
+            .unwrap_or_default()
+            .chunks(2)
+            .filter(|kv| kv.len() == 2)
+            .map(|kv| self.reply.string(kv[0]))
+    }
+
     pub(crate) fn bounds(&self, node: usize) -> Option<Rect> {
         let layout = *self.layout_of.get(&node)?;
         let b = self.doc.layout.bounds.get(layout)?;
@@ -222,6 +238,29 @@ impl<'a> DocView<'a> {
 
     pub(crate) fn cursor_pointer(&self, node: usize) -> bool {
         self.style(node, STYLE_CURSOR) == Some("pointer")
+    }
+
+    /// The image CSS paints it with: `content: url(…)` (an empty `span` drawn as an icon), else
+    /// its first `background-image` URL.
+    pub(crate) fn css_image(&self, node: usize) -> Option<&'a str> {
+        [STYLE_CONTENT, STYLE_BACKGROUND_IMAGE]
+            .into_iter()
+            .filter_map(|s| self.style(node, s))
+            .find_map(|v| {
+                let rest = &v[v.find("url(")? + 4..];
+                let inner = &rest[..rest.find(')')?];
+                let url = inner.trim().trim_matches(['"', '\'']);
+                (!url.is_empty()).then_some(url)
+            })
+    }
+
+    /// Its element siblings (the other element children of its parent).
+    pub(crate) fn siblings(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
+        let parent = self.parent(node);
+        parent
+            .into_iter()
+            .flat_map(move |p| self.descendants(p))
+            .filter(move |c| *c != node && self.parent(*c) == parent && self.node_type(*c) == 1)
     }
 
     /// Its computed `cursor` says it can be picked up and moved (`move`, `grab`).

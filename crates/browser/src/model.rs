@@ -616,7 +616,19 @@ impl<'a> Walker<'a> {
             .is_some_and(|d| d.trim().eq_ignore_ascii_case("true"))
             || (view.cursor_grab(dom) && view.parent(dom).is_none_or(|p| !view.cursor_grab(p)))
             || view.classes(dom).any(|c| DRAG_CLASSES.contains(&c));
-        if !(by_listener || by_cursor || by_tabindex || by_drag) {
+        // An anchor without `href` that a script made into a control (a widget library's
+        // Prev/Next: a class, a title, a handler name), though its handler may sit on an
+        // ancestor; a bare named anchor (`<a name=…>`) only marks a place.
+        let by_anchor = tag == "a"
+            && view.attr(dom, "href").is_none()
+            && view.attr_names(dom).any(|a| {
+                let a = a.to_ascii_lowercase();
+                matches!(
+                    a.as_str(),
+                    "class" | "title" | "role" | "onclick" | "tabindex"
+                ) || a.starts_with("data-")
+            });
+        if !(by_listener || by_cursor || by_tabindex || by_drag || by_anchor) {
             return false;
         }
         // A container that merely delegates events (a framework root, a whole list) is not one
@@ -626,6 +638,15 @@ impl<'a> Walker<'a> {
             .bounds(dom)
             .is_some_and(|b| b.area() >= 0.6 * self.viewport.0 * self.viewport.1);
         if big || inner_targets > 2 {
+            return false;
+        }
+        // A container whose every word belongs to the targets inside it (a toolbar that serves
+        // its buttons through one delegated handler) is where they are, not one more target.
+        if inner_targets >= 2 && {
+            let mut outside = String::new();
+            text_outside_targets(children, &mut outside);
+            outside.trim().is_empty()
+        } {
             return false;
         }
         // One target, one ref: a container (a calendar cell) around a single target that holds
@@ -705,6 +726,20 @@ struct DocCtx<'v, 'n> {
     view: &'v DocView<'v>,
     by_id: &'v HashMap<&'n str, &'n AxNode>,
     depth_guard: usize,
+}
+
+/// The text of `items` that is not inside a target.
+fn text_outside_targets(items: &[Item], out: &mut String) {
+    for item in items {
+        match item {
+            Item::Text { text, .. } => join_text(out, text),
+            Item::Node(n) if n.candidate.is_none() => {
+                join_text(out, &n.name);
+                text_outside_targets(&n.children, out);
+            }
+            Item::Node(_) => {}
+        }
+    }
 }
 
 fn count_candidates(items: &[Item]) -> usize {
@@ -1019,6 +1054,16 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
         if let Some(stem) = source.and_then(file_stem) {
             return Some(stem);
         }
+        // An icon CSS paints (`content: url(reply.png)`, a background image): its file's name,
+        // unless the same image paints its neighbours too (a sprite sheet names none of them).
+        if let Some(stem) = view
+            .css_image(d)
+            .filter(|url| !painted_nearby(view, dom, url))
+            .and_then(file_stem)
+            .filter(|stem| !matches!(stem.as_str(), "sprite" | "sprites" | "icons" | "icon"))
+        {
+            return Some(stem);
+        }
         if let Some(icon) = view.attr(d, "class").and_then(icon_class) {
             return Some(icon);
         }
@@ -1032,8 +1077,14 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
             }
         }
     }
-    // A class that is a word for what it does (`reply`, `trash`, `star`), not for how it looks.
-    if let Some(word) = view.classes(dom).find(|c| class_word(c)) {
+    // A class that is a word for what it does (`reply`, `trash`, `star`), not for how it looks;
+    // of several, the one its neighbours do not share (`tool reply` among `tool forward`).
+    let words: Vec<&str> = view.classes(dom).filter(|c| class_word(c)).collect();
+    let shared = |word: &str| {
+        view.siblings(dom)
+            .any(|s| view.classes(s).any(|c| c == word))
+    };
+    if let Some(word) = words.iter().find(|w| !shared(w)).or_else(|| words.first()) {
         return Some(humanize(word));
     }
     for attr in ["data-testid", "id", "name"] {
@@ -1118,6 +1169,15 @@ fn class_word(class: &str) -> bool {
 }
 
 /// `/icons/trash-can.svg?v=2` → `trash can`; `#icon-close` → `close`.
+/// Whether an element beside `dom` (a sibling, or inside one) is painted with the same image.
+fn painted_nearby(view: &DocView<'_>, dom: usize, url: &str) -> bool {
+    view.siblings(dom).any(|s| {
+        std::iter::once(s)
+            .chain(view.descendants(s))
+            .any(|n| view.css_image(n) == Some(url))
+    })
+}
+
 fn file_stem(source: &str) -> Option<String> {
     if source.starts_with("data:") {
         return None;

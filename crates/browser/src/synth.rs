@@ -201,25 +201,9 @@ pub(crate) fn synthesize(
             .filter(|i| view.node_type(*i) == NODE_ELEMENT && view.tag(*i) == "dialog")
             .nth(n)
     });
-    // Elements in document order as `getElementsByTagName('*')` counts them: not inside shadow
-    // trees or frame documents.
-    let focused = facts.focused.and_then(|n| {
-        let mut outside = vec![true; count];
-        let mut seen = 0;
-        for i in 0..count {
-            let parent_outside = view.parent(i).is_none_or(|p| p < count && outside[p]);
-            outside[i] = parent_outside
-                && !(i > 0 && matches!(view.node_type(i), NODE_FRAGMENT | NODE_DOCUMENT));
-            // Pseudo-elements (a list item's `::marker`) are snapshot nodes but not elements.
-            if outside[i] && view.node_type(i) == NODE_ELEMENT && !view.is_pseudo(i) {
-                if seen == n {
-                    return Some(i);
-                }
-                seen += 1;
-            }
-        }
-        None
-    });
+    let focused = facts
+        .focused
+        .and_then(|n| elements_in_order(&view).get(n).copied());
     let mut modal_ancestors = std::collections::HashSet::new();
     if let Some(dialog) = modal {
         let mut p = view.parent(dialog);
@@ -242,6 +226,54 @@ pub(crate) fn synthesize(
         synth.emit(0, None, modal.is_none(), &mut out);
     }
     out
+}
+
+/// The snapshot nodes of a document's elements in document order, as the page's
+/// `getElementsByTagName('*')` counts them (the indices the isolated world reports): not inside
+/// shadow trees or frame documents, and not pseudo-elements (a list item's `::marker`).
+pub(crate) fn elements_in_order(view: &DocView<'_>) -> Vec<usize> {
+    let count = view.node_count();
+    let mut outside = vec![true; count];
+    let mut out = Vec::with_capacity(count / 2);
+    for i in 0..count {
+        let parent_outside = view.parent(i).is_none_or(|p| p < count && outside[p]);
+        outside[i] = parent_outside
+            && !(i > 0 && matches!(view.node_type(i), NODE_FRAGMENT | NODE_DOCUMENT));
+        if outside[i] && view.node_type(i) == NODE_ELEMENT && !view.is_pseudo(i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// Marks elements of the top document (indices in document order, as the page counts them)
+/// clickable in the snapshot, as if Chromium had found a listener on them, and `passing` ones
+/// not: what the page's hover rules and delegated handlers say (see `world.js`,
+/// `delegated.js`), which the snapshot cannot see. Both page models read clickability from here.
+pub(crate) fn mark_clickable(
+    reply: &mut CaptureSnapshotReply,
+    elements: &[usize],
+    passing: &[usize],
+) {
+    if elements.is_empty() && passing.is_empty() {
+        return;
+    }
+    let (add, remove): (Vec<usize>, Vec<usize>) = {
+        let Some(view) = DocView::new(reply, 0, (0.0, 0.0)) else {
+            return;
+        };
+        let order = elements_in_order(&view);
+        let nodes = |list: &[usize]| list.iter().filter_map(|e| order.get(*e).copied()).collect();
+        (nodes(elements), nodes(passing))
+    };
+    let Some(doc) = reply.documents.first_mut() else {
+        return;
+    };
+    let clickable = &mut doc.nodes.is_clickable.index;
+    clickable.extend(add);
+    clickable.retain(|n| !remove.contains(n));
+    clickable.sort_unstable();
+    clickable.dedup();
 }
 
 struct Synth<'v, 'a> {

@@ -58,6 +58,19 @@ impl Route {
 
 /// A page expression that keeps the page's main thread busy for `ms` milliseconds (what a page
 /// stuck in a script looks like to every CDP call that needs that thread).
+/// Where Debian keeps the widget libraries fixture pages load from `/lib/…` (jQuery, jQuery UI):
+/// real widget code, served on loopback. `make test` installs them (`scripts/ensure-test-libs.sh`).
+pub fn javascript_libs() -> PathBuf {
+    let libs = PathBuf::from("/usr/share/javascript");
+    assert!(
+        libs.join("jquery-ui/jquery-ui.min.js").is_file()
+            && libs.join("jquery/jquery.min.js").is_file(),
+        "jQuery and jQuery UI are missing from {}: run scripts/ensure-test-libs.sh (make test does)",
+        libs.display()
+    );
+    libs
+}
+
 pub fn busy_main_thread(ms: u64) -> String {
     format!("(() => {{ const t = Date.now(); while (Date.now() - t < {ms}) {{}} return 1; }})()")
 }

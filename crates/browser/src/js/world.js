@@ -38,6 +38,72 @@
     for (let i = 0; i < state.dialogs.length; i++) if (state.dialogs[i].matches(':modal')) return i;
     return -1;
   };
+  // Elements a `:hover` or `:active` rule gives a pointer cursor (`.prev:hover{cursor:pointer}`):
+  // what a person finds clickable by pointing at it, though its computed cursor (not hovered)
+  // says nothing. The rules are read again only when the style sheets change; the elements they
+  // match, on every observation. Cross-origin sheets cannot be read and are skipped.
+  const POINTER_MAX = 2000;
+  state.sheets = { key: '', selectors: [] };
+  const topLevel = (text) => {
+    const parts = [];
+    let depth = 0, start = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (c === '(' || c === '[') depth++;
+      else if (c === ')' || c === ']') depth--;
+      else if (c === ',' && depth === 0) { parts.push(text.slice(start, i)); start = i + 1; }
+    }
+    parts.push(text.slice(start));
+    return parts;
+  };
+  const hoverSelectors = () => {
+    const sheets = document.styleSheets;
+    let key = '';
+    for (let i = 0; i < sheets.length; i++) {
+      try { key += sheets[i].cssRules.length + ','; } catch (e) { key += 'x,'; }
+    }
+    if (key === state.sheets.key) return state.sheets.selectors;
+    const found = new Set();
+    const visit = (rules, depth) => {
+      if (!rules || depth > 8) return;
+      for (const rule of rules) {
+        if (rule.selectorText !== undefined && rule.style && rule.style.cursor === 'pointer'
+            && /:(hover|active)/.test(rule.selectorText)) {
+          for (const one of topLevel(rule.selectorText)) {
+            if (!/:(hover|active)/.test(one)) continue;
+            const plain = one.replace(/::?(before|after|marker|placeholder|selection)\b/g, '')
+              .replace(/:(hover|active|focus-visible|focus-within|focus)\b/g, '').trim();
+            if (plain && !/[>+~]$/.test(plain)) found.add(plain);
+          }
+        }
+        if (rule.cssRules) visit(rule.cssRules, depth + 1);
+      }
+    };
+    for (let i = 0; i < sheets.length; i++) {
+      try { visit(sheets[i].cssRules, 0); } catch (e) { /* cross-origin */ }
+    }
+    state.sheets = { key, selectors: [...found] };
+    return state.sheets.selectors;
+  };
+  const hoverPointer = () => {
+    const selectors = hoverSelectors();
+    if (selectors.length === 0) return [];
+    const hit = new Set();
+    for (const s of selectors) {
+      let matched;
+      try { matched = document.querySelectorAll(s); } catch (e) { continue; }
+      for (const el of matched) {
+        hit.add(el);
+        if (hit.size >= POINTER_MAX) break;
+      }
+      if (hit.size >= POINTER_MAX) break;
+    }
+    const out = [];
+    for (let i = 0; i < state.all.length && out.length < hit.size; i++) {
+      if (hit.has(state.all[i])) out.push(i);
+    }
+    return out;
+  };
   const observer = new MutationObserver(count);
   observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   // Called before the session detaches: the world outlives its session, its observer need not.
@@ -82,6 +148,8 @@
         covered += w * h;
       }
       out.canvas_share = Math.min(1, covered / area);
+      // Elements (indices in document order) a hover rule gives a pointer cursor.
+      out.hover_pointer = hoverPointer();
     }
     return out;
   };

@@ -1121,3 +1121,35 @@ async fn a_clicks_receipt_follows_what_its_control_promised() {
         "the date field's click opened its picker"
     );
 }
+
+/// The targets of a widget library's page act as a person's click would (issue 36): jQuery
+/// UI's Next pages its calendar, a delegated anchor pages ours, a CSS-painted icon, a delegated
+/// list item and a chip served by a document listener each run their handler.
+#[tokio::test]
+async fn widget_library_targets_do_what_a_person_would() {
+    let env = env().await;
+    let tab = env.open("/jquery-widgets.html").await;
+    let mut o = observe(&tab).await;
+    assert!(o.aria_snapshot().contains("March"), "{}", o.aria_snapshot());
+    for (name, expect) in [
+        ("Next", "April"),
+        (">>", "April"),
+        ("reply", "tool tool reply"),
+        ("flag", "tool sprite flag"),
+        ("Spam", "act spam"),
+        ("Green", "chip Green"),
+    ] {
+        let outcome = tab
+            .act(&click(&o, name), &ActOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("click {name}: {e}"));
+        assert_ne!(outcome.receipt.state(), ReceiptState::Failed, "{name}");
+        o = observe(&tab).await;
+        let text = o.aria_snapshot();
+        assert!(text.contains(expect), "after {name}: {text}");
+    }
+    // Both calendars moved on by one month, each by its own control.
+    let text = o.aria_snapshot();
+    assert_eq!(text.matches("April").count(), 2, "{text}");
+    assert_eq!(title(&tab).await, "chip Green");
+}

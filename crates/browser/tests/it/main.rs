@@ -28,6 +28,7 @@ pub fn fixtures() -> PathBuf {
 pub async fn env() -> Env {
     let server = FixtureServer::start().await.unwrap();
     server.dir("/", fixtures());
+    server.dir("/lib", test_support::javascript_libs());
     let browser = Browser::launch(&LaunchOptions::new(
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-tests"),
     ))

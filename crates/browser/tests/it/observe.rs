@@ -750,3 +750,73 @@ async fn busy_form() {
     let steady = format!("{}Updated N{}", &digest[..at], &digest[end..]);
     insta::assert_snapshot!(steady);
 }
+
+/// Controls built with a widget library (issue 36), on real jQuery and jQuery UI: anchors
+/// without `href` (jQuery UI's Prev/Next, whose pointer cursor is only in a `:hover` rule),
+/// anchors served by a delegated handler on their header, empty spans painted by CSS and bound
+/// with `.on('click')` (named from their image, or a distinctive class when a sprite sheet paints
+/// them all), a list served by one delegated jQuery handler, and chips whose only sign is a
+/// hover rule. Each is a target with a name; the containers that only delegate are not, and a
+/// named anchor stays text.
+#[tokio::test]
+async fn widget_library_controls_are_targets() {
+    let digest = check("/jquery-widgets.html").await;
+    let snapshot = digest.split("--- interactive_elements").next().unwrap();
+    let target = |line_part: &str| {
+        let lines = lines_with(snapshot, line_part);
+        assert_eq!(lines.len(), 1, "one line with {line_part}:\n{digest}");
+        assert!(
+            ref_on(lines[0]).is_some(),
+            "{line_part} has a ref:\n{digest}"
+        );
+        lines[0].to_owned()
+    };
+    for arrow in ["\"Prev\"", "\"Next\"", "\"<<\"", "\">>\""] {
+        target(arrow);
+    }
+    target("\"10\"");
+    assert!(
+        lines_with(snapshot, "\"March\"")
+            .iter()
+            .all(|l| ref_on(l).is_none()),
+        "a header that only delegates is no target:\n{digest}"
+    );
+    for icon in [
+        "\"reply\"",
+        "\"Forward message\"",
+        "\"trash can\"",
+        "\"star\"",
+        "\"flag\"",
+    ] {
+        let line = target(icon);
+        assert!(line.contains("clickable"), "{line}");
+    }
+    for icon in ["\"reply\"", "\"trash can\"", "\"star\"", "\"flag\""] {
+        assert!(target(icon).contains("name-inferred"), "{digest}");
+    }
+    for delegated in [
+        "\"Archive\"",
+        "\"Spam\"",
+        "\"Red\"",
+        "\"Green\"",
+        "\"Blue\"",
+    ] {
+        target(delegated);
+    }
+    assert!(
+        !snapshot.contains("sprites"),
+        "a sprite sheet names no icon:\n{digest}"
+    );
+    assert!(
+        lines_with(snapshot, "Archive")
+            .iter()
+            .all(|l| !l.contains("Spam")),
+        "the delegating container is no target of its own:\n{digest}"
+    );
+    assert!(
+        lines_with(snapshot, "Notes")
+            .iter()
+            .all(|l| ref_on(l).is_none()),
+        "a named anchor is text:\n{digest}"
+    );
+}

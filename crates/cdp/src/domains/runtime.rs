@@ -62,6 +62,9 @@ pub struct Evaluate {
     pub user_gesture: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub silent: Option<bool>,
+    /// Terminates the evaluation after this many milliseconds (Chromium's `timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
 }
 
 impl Evaluate {
