@@ -890,11 +890,64 @@ fn inferred_expansion(view: &DocView<'_>, dom: usize, children: &[Item]) -> Opti
     if item && let Some(list) = child_list(dom, None).filter(|l| has_items(*l)) {
         return Some(shown(list));
     }
+    // The label of a tree item (a folder's name that opens it when clicked): the item's own
+    // list after the label says, when it is hidden; shown, when the tree around it has hidden
+    // lists (it is a tree that folds) or an icon says folder. With no list at all (children
+    // rendered only when opened), a folder icon's class says which (`fa-folder`/`fa-folder-open`).
+    let mut label_of = dom;
+    for _ in 0..3 {
+        let Some(up) = view.parent(label_of) else {
+            break;
+        };
+        label_of = up;
+        if !is_tree_item(view, up) {
+            continue;
+        }
+        if toggle_beside(view, up, dom) {
+            break;
+        }
+        if let Some(list) = child_list(up, None).filter(|l| *l > dom && has_items(*l)) {
+            if !shown(list) {
+                return Some(false);
+            }
+            let folds = view
+                .siblings(up)
+                .any(|s| child_list(s, None).is_some_and(|l| has_items(l) && !view.visible(l)));
+            if folds || folder_icon(view, up, dom).is_some() {
+                return Some(true);
+            }
+        } else if let Some(open) = folder_icon(view, up, dom) {
+            return Some(open);
+        }
+        break;
+    }
     let mut own = String::new();
     all_text(children, &mut own);
     let own = own.trim();
     let glyph = own.chars().count() == 1 && own.chars().all(|c| TOGGLE_GLYPHS.contains(c));
-    let toggle_class = view.classes(dom).any(|c| {
+    let toggle_class = has_toggle_class(view, dom);
+    if !(glyph || toggle_class) {
+        return None;
+    }
+    let parent = view.parent(dom)?;
+    if let Some(list) = child_list(parent, Some(dom)).filter(|l| has_items(*l)) {
+        return Some(shown(list));
+    }
+    for node in [dom, parent] {
+        for class in view.classes(node) {
+            match class.to_ascii_lowercase().as_str() {
+                "collapsed" | "closed" | "is-collapsed" | "is-closed" => return Some(false),
+                "expanded" | "open" | "is-expanded" | "is-open" => return Some(true),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// A class that names a toggle (`toggle`, `caret`, `twisty`, …).
+fn has_toggle_class(view: &DocView<'_>, node: usize) -> bool {
+    view.classes(node).any(|c| {
         let c = c.to_ascii_lowercase();
         [
             "toggle",
@@ -908,19 +961,51 @@ fn inferred_expansion(view: &DocView<'_>, dom: usize, children: &[Item]) -> Opti
         ]
         .iter()
         .any(|w| c.contains(w))
-    });
-    if !(glyph || toggle_class) {
-        return None;
-    }
-    let parent = view.parent(dom)?;
-    if let Some(list) = child_list(parent, Some(dom)).filter(|l| has_items(*l)) {
-        return Some(shown(list));
-    }
-    for node in [dom, parent] {
+    })
+}
+
+/// A toggle of its own beside a tree item's label (a glyph or a toggle class among the item's
+/// other children): the label then only names the item, and the toggle says what it opens.
+fn toggle_beside(view: &DocView<'_>, item: usize, label: usize) -> bool {
+    view.descendants(item)
+        .filter(|c| view.parent(*c) == Some(item) && *c != label && view.node_type(*c) == 1)
+        .filter(|c| !view.descendants(*c).any(|d| d == label))
+        .any(|c| {
+            has_toggle_class(view, c) || {
+                let text: String = view
+                    .descendants(c)
+                    .filter(|d| view.node_type(*d) == 3)
+                    .map(|d| view.node_value(d))
+                    .collect();
+                let text = text.trim();
+                text.chars().count() == 1 && text.chars().all(|ch| TOGGLE_GLYPHS.contains(ch))
+            }
+        })
+}
+
+/// An item of a list or tree (`li`, `role=treeitem|listitem|menuitem`).
+fn is_tree_item(view: &DocView<'_>, node: usize) -> bool {
+    view.tag(node) == "li"
+        || view
+            .attr(node, "role")
+            .is_some_and(|r| matches!(r.trim(), "treeitem" | "listitem" | "menuitem"))
+}
+
+/// What a folder icon's class says of a tree item (on the item, its label, or an icon among the
+/// item's children): open (`fa-folder-open`, `jstree-open`) or closed (`fa-folder`,
+/// `folder-closed`); `None` when no such class is there.
+fn folder_icon(view: &DocView<'_>, item: usize, label: usize) -> Option<bool> {
+    let nodes = std::iter::once(item).chain(std::iter::once(label)).chain(
+        view.descendants(item)
+            .filter(|d| view.parent(*d) == Some(item)),
+    );
+    for node in nodes {
         for class in view.classes(node) {
             match class.to_ascii_lowercase().as_str() {
-                "collapsed" | "closed" | "is-collapsed" | "is-closed" => return Some(false),
-                "expanded" | "open" | "is-expanded" | "is-open" => return Some(true),
+                "fa-folder-open" | "folder-open" | "bi-folder2-open" | "icon-folder-open"
+                | "jstree-open" | "mdi-folder-open" => return Some(true),
+                "fa-folder" | "folder-closed" | "bi-folder" | "icon-folder" | "jstree-closed"
+                | "mdi-folder" => return Some(false),
                 _ => {}
             }
         }

@@ -1153,3 +1153,53 @@ async fn widget_library_targets_do_what_a_person_would() {
     assert_eq!(text.matches("April").count(), 2, "{text}");
     assert_eq!(title(&tab).await, "chip Green");
 }
+
+/// A task on a folder tree a script folds (issue 36): opening the folders the observation says
+/// are collapsed, one click each, reaches the file the task names, for every way the tree is
+/// drawn.
+#[tokio::test]
+async fn a_file_in_a_folded_tree_is_reached_through_its_collapsed_folders() {
+    let env = env().await;
+    for seed in 0..3 {
+        let tab = env.open(&format!("/random-tree.html?seed={seed}")).await;
+        let mut o = observe(&tab).await;
+        let target = observe_eval(&tab, "document.getElementById('query').textContent")
+            .await
+            .as_str()
+            .unwrap()
+            .split('"')
+            .nth(1)
+            .unwrap()
+            .to_owned();
+        let mut clicks = 0;
+        while !o.aria_snapshot().contains(&format!("\"{target}\"")) {
+            let collapsed = o
+                .interactive_elements()
+                .iter()
+                .find(|e| e.states().iter().any(|s| s == "collapsed"))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "seed {seed}: nothing collapsed left:\n{}",
+                        o.aria_snapshot()
+                    )
+                })
+                .name()
+                .to_owned();
+            tab.act(&click(&o, &collapsed), &ActOptions::default())
+                .await
+                .unwrap();
+            o = observe(&tab).await;
+            clicks += 1;
+            assert!(clicks < 20, "seed {seed}");
+        }
+        tab.act(&click(&o, &target), &ActOptions::default())
+            .await
+            .unwrap();
+        let o = observe(&tab).await;
+        assert!(
+            o.aria_snapshot().contains(&format!("clicked {target}")),
+            "seed {seed}:\n{}",
+            o.aria_snapshot()
+        );
+    }
+}

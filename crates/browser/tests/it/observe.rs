@@ -820,3 +820,42 @@ async fn widget_library_controls_are_targets() {
         "a named anchor is text:\n{digest}"
     );
 }
+
+/// Folder trees whose lists a script hides (issue 36), drawn three ways from a seed: the name is
+/// the toggle and jQuery hides the list; a folder icon before the name; children rendered only
+/// when a folder opens. Every closed folder says `collapsed`, no open one does, and following
+/// the collapsed folders reaches the file the task names.
+#[tokio::test]
+async fn folders_a_script_folds_say_so() {
+    let env = env().await;
+    for seed in 0..6 {
+        let tab = env.open(&format!("/random-tree.html?seed={seed}")).await;
+        let o = observe(&tab).await;
+        let text = o.aria_snapshot().to_owned();
+        let truth = crate::observe_eval(&tab, "treeTruth()").await;
+        let mut visible_folders = 0;
+        for folder in truth.as_array().unwrap() {
+            let name = folder[0].as_str().unwrap();
+            let open = folder[1].as_bool().unwrap();
+            let lines = lines_with(&text, &format!("\"{name}\""));
+            if lines.is_empty() {
+                continue; // inside a closed folder
+            }
+            visible_folders += 1;
+            assert_eq!(
+                lines[0].contains("collapsed"),
+                !open,
+                "seed {seed}: {name} is {}:\n{text}",
+                if open { "open" } else { "closed" }
+            );
+        }
+        assert!(visible_folders >= 1, "seed {seed}:\n{text}");
+        let target = text
+            .split("named \\\"")
+            .nth(1)
+            .and_then(|r| r.split("\\\"").next())
+            .unwrap_or_else(|| panic!("seed {seed}: the task names a file:\n{text}"))
+            .to_owned();
+        assert!(!text.contains(&format!("\"{target}\"")), "seed {seed}");
+    }
+}
