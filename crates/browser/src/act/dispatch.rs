@@ -319,20 +319,34 @@ impl Tab {
                         until,
                     )
                     .await?;
+                // Past the middle: with no offset given, a drop onto an element lands beyond its
+                // centre in the direction of travel, as a person drops onto a sortable item
+                // (jQuery UI and its kind move an item once the pointer passes the other's
+                // middle; exactly on it, nothing decides). See [`drop_onto`].
+                let mut landing = (to, None);
                 if let Some(d) = &destination {
-                    let again = self
-                        .quad_centre(d)
-                        .await?
-                        .map(|(x, y)| (x + d.frame_offset.0, y + d.frame_offset.1));
+                    let extent = self.quad_extent(d).await?;
+                    let again = extent.map(|(l, t, r, b)| {
+                        (
+                            (l + r) / 2.0 + d.frame_offset.0,
+                            (t + b) / 2.0 + d.frame_offset.1,
+                        )
+                    });
                     if again.is_none_or(|(x, y)| (x - to.0).abs() > 1.0 || (y - to.1).abs() > 1.0) {
                         return Err(BrowserError::NotActionable {
                             reason: format!("{} and its source cannot both be in view", d.label),
                         });
                     }
+                    if let Some((l, t, r, b)) = extent {
+                        landing = drop_onto(from, to, (r - l, b - t));
+                    }
                 }
-                let to = match a.end_offset {
-                    Some(o) => (to.0 + f64::from(o.x.get()), to.1 + f64::from(o.y.get())),
-                    None => to,
+                let (to, approach) = match a.end_offset {
+                    Some(o) => (
+                        (to.0 + f64::from(o.x.get()), to.1 + f64::from(o.y.get())),
+                        None,
+                    ),
+                    None => landing,
                 };
                 let inside = |(x, y): (f64, f64)| {
                     (0.0..now.width).contains(&x) && (0.0..now.height).contains(&y)
@@ -350,6 +364,7 @@ impl Tab {
                     .as_slice()
                     .iter()
                     .map(|p| (f64::from(p.x), f64::from(p.y)))
+                    .chain(approach)
                     .collect();
                 if let Some(p) = via.iter().find(|p| !inside(**p)) {
                     return Err(BrowserError::NotActionable {
@@ -522,3 +537,63 @@ fn button(b: MouseButton) -> &'static str {
 /// The scroll offsets of the element and of every scrollable ancestor (the wheel scrolls the
 /// innermost one that can move).
 const SCROLL_OFFSETS_JS: &str = "function () { const out = []; for (let e = this; e; e = e.parentElement) out.push(e.scrollLeft, e.scrollTop); return out; }";
+
+/// Where a drag onto an element of `size` centred at `centre` ends, and the point it comes in
+/// through, when the action gives no `end_offset`: past the centre in the direction of travel,
+/// as a person drops onto a sortable item.
+/// - Travel mostly along y: a quarter of the height beyond the centre.
+/// - Travel mostly along x: a quarter of the width beyond it, coming in with a short vertical
+///   leg (down when moving right, up when moving left) that ends an eighth of the height past
+///   the centre. jQuery UI's sortable judges a floated row by vertical motion once the dragged
+///   item is lifted out of the flow (its `float` is then `none`), as a person's hand always has
+///   some; libraries that judge by x see the pointer already past the middle.
+pub(super) fn drop_onto(
+    from: (f64, f64),
+    centre: (f64, f64),
+    size: (f64, f64),
+) -> ((f64, f64), Option<(f64, f64)>) {
+    let (dx, dy) = (centre.0 - from.0, centre.1 - from.1);
+    if dx.abs() < 1.0 && dy.abs() < 1.0 {
+        (centre, None)
+    } else if dy.abs() >= dx.abs() {
+        ((centre.0, centre.1 + dy.signum() * size.1 / 4.0), None)
+    } else {
+        let x = centre.0 + dx.signum() * size.0 / 4.0;
+        let leg = dx.signum() * size.1 / 8.0;
+        ((x, centre.1 + leg), Some((x, centre.1 - leg)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drop_onto;
+
+    #[test]
+    fn a_drop_onto_an_element_lands_past_its_middle_in_the_direction_of_travel() {
+        // Down a list: a quarter of the height below the centre, no extra leg.
+        assert_eq!(
+            drop_onto((50.0, 10.0), (50.0, 100.0), (80.0, 40.0)),
+            ((50.0, 110.0), None)
+        );
+        // Up: above it.
+        assert_eq!(
+            drop_onto((50.0, 200.0), (50.0, 100.0), (80.0, 40.0)).0,
+            (50.0, 90.0)
+        );
+        // Right along a row: past the centre, coming in downwards.
+        assert_eq!(
+            drop_onto((10.0, 100.0), (200.0, 100.0), (80.0, 40.0)),
+            ((220.0, 105.0), Some((220.0, 95.0)))
+        );
+        // Left: coming in upwards.
+        assert_eq!(
+            drop_onto((400.0, 100.0), (200.0, 100.0), (80.0, 40.0)),
+            ((180.0, 95.0), Some((180.0, 105.0)))
+        );
+        // No travel: the centre.
+        assert_eq!(
+            drop_onto((200.0, 100.0), (200.0, 100.0), (80.0, 40.0)),
+            ((200.0, 100.0), None)
+        );
+    }
+}

@@ -436,6 +436,17 @@ impl Tab {
         &self,
         r: &Resolved,
     ) -> Result<Option<(f64, f64)>, BrowserError> {
+        Ok(self
+            .quad_extent(r)
+            .await?
+            .map(|(l, t, rt, b)| ((l + rt) / 2.0, (t + b) / 2.0)))
+    }
+
+    /// The first visible content quad's extent (left, top, right, bottom), frame-local.
+    pub(super) async fn quad_extent(
+        &self,
+        r: &Resolved,
+    ) -> Result<Option<(f64, f64, f64, f64)>, BrowserError> {
         let quads = match r
             .session
             .call(GetContentQuads {
@@ -456,9 +467,13 @@ impl Tab {
                 .abs()
                 / 2.0;
             (area > 0.99).then(|| {
+                let xs = [q[0], q[2], q[4], q[6]];
+                let ys = [q[1], q[3], q[5], q[7]];
                 (
-                    (q[0] + q[2] + q[4] + q[6]) / 4.0,
-                    (q[1] + q[3] + q[5] + q[7]) / 4.0,
+                    xs.iter().copied().fold(f64::INFINITY, f64::min),
+                    ys.iter().copied().fold(f64::INFINITY, f64::min),
+                    xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
                 )
             })
         }))

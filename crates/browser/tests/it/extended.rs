@@ -1227,3 +1227,58 @@ async fn modifier_and_middle_clicks_on_links_settle_without_waiting_for_this_tab
         );
     }
 }
+
+/// A drag of one item onto another of a real jQuery UI sortable (issue 36) puts it in that
+/// item's place, down and up a vertical list and along a floated row, as a person's drag does:
+/// by ref, with no path or offset given, the pointer passing the midpoints on its way.
+#[tokio::test]
+async fn a_drag_onto_an_item_of_a_jquery_ui_sortable_takes_its_place() {
+    let env = env().await;
+    let tab = env.open("/jquery-sortable.html").await;
+    let options = ActOptions::default();
+    let mut o = observe(&tab).await;
+    let by_ref = |o: &Observation, name: &str| {
+        let e = o
+            .interactive_elements()
+            .iter()
+            .find(|e| e.name() == name)
+            .unwrap_or_else(|| panic!("{name} has a ref:\n{}", o.aria_snapshot()));
+        json!({"kind": "element", "ref": e.element().as_str()})
+    };
+    for (list, from, onto, expect) in [
+        (
+            "sortable",
+            "Sharyl",
+            "Marianne",
+            ["Benni", "Marianne", "Sharyl", "Dulcie", "Arlene"].as_slice(),
+        ),
+        (
+            "sortable",
+            "Arlene",
+            "Benni",
+            &["Arlene", "Benni", "Marianne", "Sharyl", "Dulcie"],
+        ),
+        (
+            "sortable",
+            "Dulcie",
+            "Marianne",
+            &["Arlene", "Benni", "Dulcie", "Marianne", "Sharyl"],
+        ),
+        ("tiles", "One", "Three", &["Two", "Three", "One", "Four"]),
+        ("tiles", "Four", "Two", &["Four", "Two", "Three", "One"]),
+    ] {
+        let drag =
+            json!({"type": "drag", "source": by_ref(&o, from), "destination": by_ref(&o, onto)});
+        let (_, next) = act(&tab, on(&o, drag), &options).await;
+        assert_eq!(
+            strings(observe_eval(&tab, &format!("order('{list}')")).await),
+            expect,
+            "{from} onto {onto}"
+        );
+        assert!(tab.held_keys().is_empty());
+        o = match next {
+            Some(next) => next,
+            None => observe(&tab).await,
+        };
+    }
+}

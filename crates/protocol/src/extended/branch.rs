@@ -350,7 +350,8 @@ pub struct DragAction {
     /// Viewport points to pass through on the way, in order; a straight move when absent.
     #[serde(default, skip_serializing_if = "DragPath::is_empty")]
     pub path: DragPath,
-    /// Where to release relative to the destination's centre (or point), in CSS pixels.
+    /// Where to release relative to the destination's centre (or point), in CSS pixels; when
+    /// absent, an element is dropped on past its middle in the direction of travel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Offset")]
     pub end_offset: Option<Offset>,
