@@ -25,21 +25,26 @@ impl Rect {
 
     /// Vertical distance from the viewport `[0, height)`; 0 when it overlaps.
     pub(crate) fn distance_to_viewport(&self, width: f64, height: f64) -> f64 {
-        let dy = if self.y + self.h < 0.0 {
-            -(self.y + self.h)
-        } else if self.y > height {
-            self.y - height
-        } else {
-            0.0
+        self.distance_to(&Rect {
+            x: 0.0,
+            y: 0.0,
+            w: width,
+            h: height,
+        })
+    }
+
+    /// The gap between this box and `area` along y plus along x; 0 when they overlap.
+    pub(crate) fn distance_to(&self, area: &Rect) -> f64 {
+        let gap = |start: f64, len: f64, from: f64, to: f64| {
+            if start + len < from {
+                from - (start + len)
+            } else if start > to {
+                start - to
+            } else {
+                0.0
+            }
         };
-        let dx = if self.x + self.w < 0.0 {
-            -(self.x + self.w)
-        } else if self.x > width {
-            self.x - width
-        } else {
-            0.0
-        };
-        dy + dx
+        gap(self.y, self.h, area.y, area.y + area.h) + gap(self.x, self.w, area.x, area.x + area.w)
     }
 }
 

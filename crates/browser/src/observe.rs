@@ -36,7 +36,7 @@ use crate::capture::{
 use crate::dom::Rect;
 use crate::model::{Candidate, Item};
 use crate::model::{HostKey, Walker};
-use crate::render::{Line, choose, flatten, line_cost};
+use crate::render::{Line, choose, flatten, line_cost, line_with, measure_from};
 use crate::synth::dom_model_fits;
 use crate::tab::{Tab, lock};
 use crate::{BrowserError, ObserveOptions, PageModel, TargetFacts};
@@ -127,6 +127,17 @@ pub(crate) struct RefMemory {
 const REF_MEMORY_MAX: usize = 50_000;
 
 impl RefMemory {
+    /// The node ref number `number` was given in document `doc`, if this memory holds it.
+    pub(crate) fn node_of(&self, doc: &str, number: u32) -> Option<(String, i64)> {
+        if self.doc != doc {
+            return None;
+        }
+        self.by_node
+            .iter()
+            .find(|(_, n)| **n == number)
+            .map(|(key, _)| key.clone())
+    }
+
     /// Starts an observation of document `doc`.
     pub(crate) fn begin(&mut self, doc: &str) {
         if self.doc != doc {
@@ -485,6 +496,7 @@ impl Tab {
                 &oopif,
                 screenshot,
                 &frame_origins,
+                options.near.as_ref().map(|n| n.as_str()),
             ) {
                 Attempt::Done(observation, record) => {
                     Attempt::Done(Box::new(with_changes(*observation, &record, base)), record)
@@ -581,32 +593,62 @@ impl Tab {
         oopif: &HashMap<HostKey, usize>,
         screenshot: Option<Screenshot>,
         frame_origins: &HashMap<String, String>,
+        near: Option<&str>,
     ) -> Attempt {
         let viewport_px = (world.width, world.height);
         let mut walker = Walker::new(captures, oopif, viewport_px, frame_origins);
         let items = walker.walk_capture(0, (0.0, 0.0), 0);
         let candidates = std::mem::take(&mut walker.candidates);
         let origins = std::mem::take(&mut walker.capture_origins);
-        let lines = flatten(&items, viewport_px);
-        // Reserve room for the note that says what was cut.
-        let note_room = 120;
+        let mut lines = flatten(&items, viewport_px);
+        // What the budget keeps first: the region around the viewport, or around what `near`
+        // names (a ref this document gave, else the first line with that text).
+        let viewport_area = Rect {
+            x: 0.0,
+            y: 0.0,
+            w: world.width,
+            h: world.height,
+        };
+        let anchor = near.map(|near| {
+            let by_ref = near
+                .strip_prefix('e')
+                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|d| d.parse::<u32>().ok())
+                .and_then(|n| lock(&self.state).refs.node_of(&world.doc, n))
+                .and_then(|(frame, backend)| {
+                    candidates.iter().find(|c| {
+                        c.backend == backend
+                            && captures[c.capture]
+                                .session
+                                .target_id()
+                                .map(|t| t.0.as_str())
+                                .unwrap_or_default()
+                                == frame
+                    })
+                })
+                .map(|c| c.bounds);
+            by_ref.or_else(|| line_with(&lines, near).and_then(|i| lines[i].bounds))
+        });
+        let around = anchor.flatten().unwrap_or(viewport_area);
+        if anchor.flatten().is_some() {
+            measure_from(&mut lines, &around);
+        }
+        // Reserve room for the note that says what was cut and how to reach it.
+        let note_room = 600;
         let mut chosen = choose(&lines, ARIA_SNAPSHOT_MAX_CHARS, world.height);
         let aria_cut = chosen.iter().any(|c| !c);
         if aria_cut {
             chosen = choose(&lines, ARIA_SNAPSHOT_MAX_CHARS - note_room, world.height);
         }
 
-        // The interactive list: all candidates, or the 200 nearest the viewport, in document order.
+        // The interactive list: all candidates, or the 200 nearest the viewport (or `near`), in
+        // document order.
         let mut listed: Vec<usize> = (0..candidates.len()).collect();
         let elements_cut = listed.len() > INTERACTIVE_ELEMENTS_MAX;
         if elements_cut {
             listed.sort_by(|a, b| {
-                let da = candidates[*a]
-                    .bounds
-                    .distance_to_viewport(world.width, world.height);
-                let db = candidates[*b]
-                    .bounds
-                    .distance_to_viewport(world.width, world.height);
+                let da = candidates[*a].bounds.distance_to(&around);
+                let db = candidates[*b].bounds.distance_to(&around);
                 da.total_cmp(&db).then(a.cmp(b))
             });
             listed.truncate(INTERACTIVE_ELEMENTS_MAX);
@@ -652,9 +694,18 @@ impl Tab {
         // `password=…` pairs), in its text, names, values, title and console.
         let scrub = |t: &str| secrets.redact(&policy::redact_text(t)).into_owned();
         let mut text = scrub(&render_lines(&lines, &chosen, &ref_of));
+        if let (Some(near), Some(None)) = (near, anchor) {
+            text.push_str(&format!(
+                "- note: nothing here matches near {}; the region around the viewport is shown\n",
+                surface::text::quote(&scrub(protocol::text::truncate_chars(near, 60).0))
+            ));
+        }
         if aria_cut {
-            let left_out = chosen.iter().filter(|c| !**c).count();
-            text.push_str(&format!("- note: {left_out} lines far from the viewport were left out to fit; scroll there and observe again\n"));
+            text.push_str(&scrub(&left_out_note(
+                &lines,
+                &chosen,
+                anchor.flatten().is_some(),
+            )));
         }
         let shown: std::collections::HashSet<usize> = lines
             .iter()
@@ -1054,4 +1105,49 @@ async fn delegated_targets(session: &Session) -> Delegated {
     found.targets.truncate(2_000);
     found.hosts.truncate(2_000);
     found
+}
+
+/// Headings of the left-out part named in the note, and the longest each may be.
+const NOTE_HEADINGS: usize = 8;
+const NOTE_HEADING_CHARS: usize = 40;
+
+/// The note at the end of a snapshot the budget cut: how much was left out, how to reach any of
+/// it in one step (a locator in `act`, or `observe` with `near`), and the headings of the
+/// left-out part, which `near` takes as they are.
+fn left_out_note(lines: &[Line], chosen: &[bool], near: bool) -> String {
+    let left: Vec<&Line> = lines
+        .iter()
+        .zip(chosen)
+        .filter(|(_, c)| !**c)
+        .map(|(l, _)| l)
+        .collect();
+    let targets = left.iter().filter(|l| l.candidate.is_some()).count();
+    let from = if near {
+        "what near names"
+    } else {
+        "the viewport"
+    };
+    let mut note = format!(
+        "- note: {} lines ({targets} targets) far from {from} were left out to fit. Reach one in one step: act with a text or role locator ({{\"kind\":\"text\",\"text\":…}}), or observe with near set to a text or ref",
+        left.len()
+    );
+    // An outline of what was left out: its headings, spread evenly over it when there are more.
+    let all: Vec<&&Line> = left.iter().filter(|l| l.heading).collect();
+    let picked: Vec<String> = (0..all.len().min(NOTE_HEADINGS))
+        .map(|i| all[i * all.len() / all.len().min(NOTE_HEADINGS)])
+        .map(|l| {
+            protocol::text::truncate_chars(&l.head, NOTE_HEADING_CHARS)
+                .0
+                .to_owned()
+        })
+        .collect();
+    if !picked.is_empty() {
+        note.push_str(". Left out: ");
+        note.push_str(&picked.join(", "));
+        if all.len() > picked.len() {
+            note.push_str(&format!(" (of {} headings)", all.len()));
+        }
+    }
+    note.push('\n');
+    note
 }

@@ -37,7 +37,30 @@ pub(crate) struct Line {
     pub(crate) candidate: Option<usize>,
     /// Distance from the viewport in CSS pixels (0 = in it); unknown geometry counts as far.
     pub(crate) distance: f64,
+    /// Its box (or its nearest ancestor's), top-level viewport coordinates.
+    pub(crate) bounds: Option<Rect>,
     pub(crate) heading: bool,
+}
+
+/// Measures every line's distance from `anchor` instead of the viewport: what `near` asks
+/// to see first.
+pub(crate) fn measure_from(lines: &mut [Line], anchor: &Rect) {
+    for line in lines {
+        line.distance = line
+            .bounds
+            .map_or(f64::MAX / 4.0, |b| b.distance_to(anchor));
+    }
+}
+
+/// The first line (document order) whose text holds `text`, ignoring case.
+pub(crate) fn line_with(lines: &[Line], text: &str) -> Option<usize> {
+    let needle = fold(text).to_lowercase();
+    if needle.is_empty() {
+        return None;
+    }
+    lines.iter().position(|l| {
+        l.head.to_lowercase().contains(&needle) || l.tail.to_lowercase().contains(&needle)
+    })
 }
 
 /// Approximate length of ` [eNNN]`, used while choosing lines.
@@ -155,6 +178,7 @@ fn push_items(
                     tail: String::new(),
                     candidate: None,
                     distance: distance(*bounds, inherited, viewport),
+                    bounds: bounds.or(inherited),
                     heading: false,
                 });
             }
@@ -245,6 +269,7 @@ fn push_node(
         tail,
         candidate: node.candidate,
         distance: distance(node.bounds, inherited, viewport),
+        bounds: node.bounds.or(inherited),
         heading: node.role == "heading",
     });
     if expand_children {

@@ -512,6 +512,14 @@ impl DesktopWindow {
             // Not an error of the app: what the observation can and cannot say.
             console.push(format!("glovebox: {why}"));
         }
+        if options.near.is_some() {
+            // Said, not silently dropped: a window's tree is kept from the top down.
+            console.push(
+                "glovebox: near is not used on a desktop window yet; its tree is kept from the \
+                 top down to the budget"
+                    .into(),
+            );
+        }
         if withheld {
             console.push(
                 "glovebox: the screen's image is withheld while this surface holds secrets (it \

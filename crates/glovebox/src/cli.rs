@@ -308,6 +308,9 @@ pub struct ObserveArgs {
     /// Print the whole observation as JSON.
     #[arg(long)]
     pub json: bool,
+    /// On a page too big for one observation, show the region around this text or ref first.
+    #[arg(long, conflicts_with = "preview")]
+    pub near: Option<String>,
     /// Print the turn-start preview instead of the observation.
     #[arg(long, conflicts_with_all = ["json", "screenshot"])]
     pub preview: bool,

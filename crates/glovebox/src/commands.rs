@@ -195,6 +195,12 @@ async fn observe(global: &Global, args: ObserveArgs) -> anyhow::Result<ExitCode>
         let options = ObserveOptions {
             screenshot: args.screenshot.as_ref().map(|_| ImageMime::Png),
             deadline: Duration::from_secs(args.timeout),
+            near: args
+                .near
+                .as_deref()
+                .map(protocol::NearText::new)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--near: {e}"))?,
             ..ObserveOptions::default()
         };
         let mut observation = rt.observe(&session, None, &options).await?;

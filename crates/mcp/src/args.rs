@@ -2,7 +2,7 @@
 //! value checked by the protocol's own types) and, through schemars, the tool's input schema — so
 //! the two cannot drift. Not the tool list itself (see `tools.rs`).
 
-use protocol::{HttpUrl, MaxSeconds, MaxSteps, SurfaceName, TaskText};
+use protocol::{HttpUrl, MaxSeconds, MaxSteps, NearText, SurfaceName, TaskText};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::Deserialize;
@@ -27,6 +27,10 @@ pub(crate) struct ObserveArgs {
     /// this frame.
     #[serde(default)]
     pub(crate) screenshot: bool,
+    /// On a page too big for one observation: show the region around this text or ref (e12)
+    /// first, instead of the viewport's.
+    #[serde(default)]
+    pub(crate) near: Option<NearText>,
 }
 
 /// `act`.

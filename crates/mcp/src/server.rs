@@ -224,6 +224,7 @@ impl GloveboxMcp {
     ) -> Result<CallToolResult, RuntimeError> {
         let options = ObserveOptions {
             screenshot: args.screenshot.then_some(ImageMime::Png),
+            near: args.near,
             ..ObserveOptions::default()
         };
         let observation = self

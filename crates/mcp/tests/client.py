@@ -113,6 +113,8 @@ async def scenario_flow(args):
         stale = await call(session, "act", {"surface": "s1", "action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": name_ref}, "intent": "stale"}})
         invalid = await call(session, "act", {"action": {"type": "click"}})
         ill_typed = await call(session, "observe", {"screenshot": "yes"})
+        near_missing = (await call(session, "observe", {"near": "words on no page"}))["page"]
+        near_too_long = await call(session, "observe", {"near": "x" * 201})
         unknown = await call(session, "tab_mark", {"surface": "s1", "mark": "deliverable", "forever": True})
         welcome = await shows(session, clicked, "Welcome, Ada!")
         surfaces = await call(session, "surfaces")
@@ -136,6 +138,8 @@ async def scenario_flow(args):
             "stale_error": stale["error"],
             "invalid": invalid["header"],
             "ill_typed": ill_typed["header"],
+            "near_missing": "nothing here matches near" in near_missing["aria_snapshot"],
+            "near_too_long": near_too_long["header"],
             "unknown": unknown["header"],
             "surfaces_header": surfaces["header"],
             "wrapped_untrusted": all(t.startswith("<untrusted nonce=") for t in first["texts"][1:]),

@@ -231,6 +231,14 @@ bounded_string!(
     schema_name = "TaskText", inline = true
 );
 
+bounded_string!(
+    /// `observe`'s `near`: a text on the page or a ref (`e12`) whose region a big page's
+    /// observation shows first: 1..=200 characters.
+    NearText, field = "near", min = NEAR_MIN_CHARS, max = NEAR_MAX_CHARS,
+    schema = json_schema!({"type": "string", "minLength": NEAR_MIN_CHARS, "maxLength": NEAR_MAX_CHARS}),
+    schema_name = "NearText", inline = true
+);
+
 /// An absolute `http:` or `https:` URL as the model wrote it: at most 2,048 characters,
 /// matching `^https?://`. Origin policy is checked elsewhere; this is only the shape.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -31,7 +31,7 @@ pub mod untrusted;
 pub mod validate;
 
 pub use action::{
-    Action, ActionKind, AnyTarget, ElementTarget, HttpUrl, Intent, MaxSeconds, MaxSteps,
+    Action, ActionKind, AnyTarget, ElementTarget, HttpUrl, Intent, MaxSeconds, MaxSteps, NearText,
     PointTarget, TaskText,
 };
 pub use error::{ActionError, ErrorCode, Problem};

@@ -37,6 +37,10 @@ pub const WAIT_MAX_MS: u32 = 5_000;
 pub const TASK_MIN_CHARS: usize = 1;
 /// `task`: at most this many characters.
 pub const TASK_MAX_CHARS: usize = 8_000;
+/// `observe.near`: the shortest text or ref to show the region around.
+pub const NEAR_MIN_CHARS: usize = 1;
+/// `observe.near`: the longest, in characters.
+pub const NEAR_MAX_CHARS: usize = 200;
 /// `max_steps`: the smallest value.
 pub const MAX_STEPS_MIN: u32 = 1;
 /// `max_steps`: the largest value.

@@ -149,6 +149,9 @@ struct ObserveArguments {
     surface: Option<SurfaceName>,
     #[serde(default)]
     screenshot: bool,
+    /// The region around this text or ref first, on a page too big for one observation.
+    #[serde(default)]
+    near: Option<protocol::NearText>,
 }
 
 #[derive(Deserialize)]
@@ -512,6 +515,7 @@ async fn tool_call(
             };
             let options = runtime::ObserveOptions {
                 screenshot: args.screenshot.then_some(protocol::ImageMime::Png),
+                near: args.near,
                 ..Default::default()
             };
             match runtime

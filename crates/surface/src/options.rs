@@ -17,6 +17,9 @@ pub struct ObserveOptions {
     pub deadline: Duration,
     /// Where roles, names and states come from.
     pub model: PageModel,
+    /// When the surface holds more than one observation's budget: the region around this text
+    /// or ref (`e12`) is kept first, instead of the region around the viewport.
+    pub near: Option<protocol::NearText>,
 }
 
 impl Default for ObserveOptions {
@@ -25,6 +28,7 @@ impl Default for ObserveOptions {
             screenshot: None,
             deadline: Duration::from_secs(10),
             model: PageModel::Auto,
+            near: None,
         }
     }
 }

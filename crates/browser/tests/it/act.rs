@@ -1203,3 +1203,27 @@ async fn a_file_in_a_folded_tree_is_reached_through_its_collapsed_folders() {
         );
     }
 }
+
+/// A target the budget left out of a 5,000-element page (issue 36) is reached in one step by a
+/// text locator, with no observation that showed it.
+#[tokio::test]
+async fn a_far_target_of_a_big_page_is_reached_by_a_locator_in_one_step() {
+    let env = env().await;
+    let mut html = String::from("<!doctype html><title>Big</title>");
+    for n in 0..1250 {
+        html.push_str(&format!(
+            "<p><a href='/item/{n}'>Item {n}</a> <button onclick=\"document.title='bought {n}'\">Buy {n}</button> <span>note {n}</span></p>"
+        ));
+    }
+    env.server.html("/far.html", html);
+    let tab = env.open("/far.html").await;
+    let o = observe(&tab).await;
+    assert!(!o.aria_snapshot().contains("\"Buy 1240\""));
+    let click = protocol::validate_extended_action(&json!({
+        "type": "click", "expected_frame_id": o.frame_id().as_str(),
+        "target": {"kind": "text", "text": "Buy 1240", "exact": true}, "intent": "test"
+    }))
+    .unwrap();
+    tab.act(&click, &ActOptions::default()).await.unwrap();
+    assert_eq!(title(&tab).await, "bought 1240");
+}

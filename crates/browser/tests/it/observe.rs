@@ -859,3 +859,71 @@ async fn folders_a_script_folds_say_so() {
         assert!(!text.contains(&format!("\"{target}\"")), "seed {seed}");
     }
 }
+
+/// A page of 50 sections and 5,000 elements, far more than one observation holds.
+fn sections_page() -> String {
+    let mut html = String::from("<!doctype html><title>Big</title><h1>Big page</h1>");
+    for section in 0..50 {
+        html.push_str(&format!("<h2>Section {section}</h2><ul>"));
+        for i in 0..25 {
+            let n = section * 25 + i;
+            html.push_str(&format!(
+                "<li><a href='/item/{n}'>Item {n}</a> <button onclick=\"document.title='bought {n}'\">Buy {n}</button> <span>note {n}</span></li>"
+            ));
+        }
+        html.push_str("</ul>");
+    }
+    html
+}
+
+/// On a 5,000-element page (issue 36), what the budget leaves out is reachable in one step, and
+/// the observation says how: `near` a text shows that region with refs, `near` a ref shows the
+/// region around it, a text nothing matches says so, and the cut's note names the locator, `near`
+/// and an outline of the headings left out.
+#[tokio::test]
+async fn a_big_pages_far_targets_are_one_step_away() {
+    let env = env().await;
+    env.server.html("/sections.html", sections_page());
+    let tab = env.open("/sections.html").await;
+    let o = observe(&tab).await;
+    let text = o.aria_snapshot();
+    assert!(o.aria_truncated());
+    assert!(!text.contains("\"Buy 1110\""), "far from the viewport");
+    let note = text.lines().last().unwrap();
+    for part in ["left out to fit", "locator", "near", "heading \"Section 4"] {
+        assert!(note.contains(part), "{part}: {note}");
+    }
+    assert!(char_count(text) <= ARIA_SNAPSHOT_MAX_CHARS);
+
+    let near = |n: &str| ObserveOptions {
+        near: Some(protocol::NearText::new(n).unwrap()),
+        ..ObserveOptions::default()
+    };
+    let o = tab.observe(&near("Section 44")).await.unwrap();
+    let text = o.aria_snapshot();
+    assert!(char_count(text) <= ARIA_SNAPSHOT_MAX_CHARS);
+    let line = lines_with(text, "\"Buy 1110\"");
+    assert!(line.len() == 1 && ref_on(line[0]).is_some(), "{text}");
+    assert!(text.contains("heading \"Section 44\""));
+    assert!(!text.contains("\"Buy 3\""), "the top is left out now");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("far from what near names")
+    );
+
+    // By a ref the document gave: the region around it.
+    let far_ref = ref_on(line[0]).unwrap().to_owned();
+    let o = tab.observe(&near(&far_ref)).await.unwrap();
+    assert!(o.aria_snapshot().contains("\"Buy 1110\""));
+    // Nothing matches: said, and the viewport's region shown.
+    let o = tab.observe(&near("no such words")).await.unwrap();
+    assert!(
+        o.aria_snapshot()
+            .contains("nothing here matches near \"no such words\""),
+        "{}",
+        o.aria_snapshot()
+    );
+    assert!(o.aria_snapshot().contains("\"Buy 3\""));
+}

@@ -63,6 +63,10 @@ async fn open_observe_type_click_and_a_stale_frame_is_refused() {
         "the new observation shows the submitted form: {out}"
     );
     assert_eq!(env.fixtures.writes().len(), 1, "exactly one form POST");
+    // `near` reaches the page: a text nothing matches is said so; one past 200 characters is
+    // refused by the schema's own type.
+    assert_eq!(out["near_missing"], true, "{out}");
+    assert_eq!(out["near_too_long"]["error"], "invalid_action", "{out}");
     assert_eq!(out["stale_error"], true);
     assert_eq!(out["stale"]["error"], "stale_observation");
     assert!(

@@ -411,6 +411,22 @@ async fn a_chat_turn_knows_the_visible_tab_and_its_tool_calls_act_on_exactly_it(
         .tool(&turn, "call-3", "observe", json!({"surface": "left"}))
         .await;
     assert_eq!(bad["code"], "unknown_surface", "{bad}");
+    // `near` reaches the page through the host socket too.
+    let near = r
+        .tool(
+            &turn,
+            "call-4",
+            "observe",
+            json!({"surface": "right", "near": "words on no page"}),
+        )
+        .await;
+    assert!(
+        near["observation"]["aria_snapshot"]
+            .as_str()
+            .unwrap()
+            .contains("nothing here matches near"),
+        "{near}"
+    );
     let garbage = r
         .call(json!({"type": "tool_call", "envelope": {"tool_call_id": "x"}, "name": "observe"}))
         .await;
