@@ -123,23 +123,35 @@ fn tools(
     all
 }
 
+/// A tool's input schema as the model reads it: the root as written, the fields and
+/// definitions without what only validation needs (`protocol::extended::for_model`; the
+/// runtime validates every call in full).
+fn for_model(mut schema: Value) -> Value {
+    for part in ["properties", "$defs"] {
+        if let Some(Value::Object(named)) = schema.get_mut(part) {
+            named.values_mut().for_each(protocol::extended::for_model);
+        }
+    }
+    schema
+}
+
 fn own_tools() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "act",
-            description: "Perform one action on the current page: click, type, press, scroll, hover, select, navigate, wait, drag, upload, dialog … (the schema). Targets are refs of the latest page or locators; expected_frame_id is the latest page's frame_id.",
+            description: "One action on the current page (the schema says which and their fields). Targets: refs of the latest page, or locators.",
             input_schema: protocol::extended_action_tool_schema(),
             native: None,
         },
         ToolSpec {
             name: "done",
-            description: "The task is complete; say what was achieved, and propose checks of the current page that show it (text now present, the URL, an element's value or state). Glovebox runs every check itself; a check that already held before you acted proves nothing.",
-            input_schema: done_schema(),
+            description: "The task is complete: say what was achieved and propose checks of the current page that show it (text now present, the URL, a value or state). Glovebox runs them; one that held before you acted proves nothing.",
+            input_schema: for_model(done_schema()),
             native: None,
         },
         ToolSpec {
             name: "look",
-            description: "See the current viewport as an image, for what the outline cannot name (a canvas, a picture, a map). The next page comes with a screenshot; act on it with a point target {\"kind\":\"point\",\"x\":…,\"y\":…} in that screenshot's pixels.",
+            description: "See the viewport as an image, for what the outline cannot name (a canvas, a map). The next page comes with a screenshot; act on it with point targets in its pixels.",
             input_schema: serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
             native: None,
         },
@@ -155,10 +167,10 @@ fn own_tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "infeasible",
             description: "The task cannot be done at all on this site (say why) and list each condition of the task that cannot be met.",
-            input_schema: serde_json::json!({"type": "object", "properties": {
+            input_schema: for_model(serde_json::json!({"type": "object", "properties": {
                 "reason": {"type": "string", "maxLength": 4000},
                 "unmet": {"type": "array", "maxItems": runtime::UNMET_MAX, "items": {"type": "string", "maxLength": 300}, "description": "the task's conditions that cannot be met"}},
-                "required": ["reason", "unmet"], "additionalProperties": false}),
+                "required": ["reason", "unmet"], "additionalProperties": false})),
             native: None,
         },
     ]

@@ -27,6 +27,10 @@ const SHIPPING_FIELDS: [(&str, &str, (f64, f64)); 4] = [
 /// Prefixes in the scripted model's prompt cache (hashes of their content).
 static PROMPT_CACHE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
 
+/// The estimated tokens (four characters each) of the tool definitions in the scripted model's
+/// latest request: what every request of a run carries before any page.
+static TOOL_TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What Anthropic's prompt cache would make of `body`, as (tokens read, tokens written): each
 /// breakpoint's prefix (tools and system, then the messages up to a marked block) of at least
 /// 1,024 tokens is written; a later request reads the longest cached prefix that ends at one of
@@ -121,6 +125,10 @@ async fn scripted_model(
         }
     }
     let input_tokens = text.to_string().len() as u64 / 4 + image_tokens;
+    TOOL_TOKENS.store(
+        body["tools"].to_string().len() as u64 / 4,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let (read, write) = cache_usage(&text);
     let latest: String = messages
         .iter()
@@ -309,6 +317,10 @@ pub(super) async fn bench_agent(
             median(&mut steps_taken),
             median(&mut images),
         );
+        ratios.push((
+            format!("{label}: tool definitions, est. tokens per request"),
+            TOOL_TOKENS.load(std::sync::atomic::Ordering::Relaxed) as f64,
+        ));
         ratios.push((format!("{label}: model requests per run"), r));
         ratios.push((format!("{label}: model requests per step"), r / s));
         ratios.push((format!("{label}: tokens per run (image tokens {i:.0})"), t));

@@ -64,6 +64,8 @@ pub use fields::{
     UploadNameError, Waypoint,
 };
 pub use locator::{AriaRole, FrameChain, FrameStep, Locator, LocatorText, TestId};
-pub use schema::{EXTENDED_ACTIONS_VERSION, extended_action_schema, extended_action_tool_schema};
+pub use schema::{
+    EXTENDED_ACTIONS_VERSION, extended_action_schema, extended_action_tool_schema, for_model,
+};
 pub use target::{ElementSpec, Target, TargetRef};
 pub use validate::validate_extended_action;

@@ -200,6 +200,13 @@ pub fn extended_action_tool_schema() -> Value {
          only with accept true; upload files are names the runtime offers, never paths.",
         lines.join("; ")
     );
+    let mut defs = strict["$defs"].clone();
+    for schema in properties.values_mut() {
+        for_model(schema);
+    }
+    if let Value::Object(named) = &mut defs {
+        named.values_mut().for_each(for_model);
+    }
     json!({
         "type": "object",
         "title": EXTENDED_ACTIONS_VERSION,
@@ -207,6 +214,43 @@ pub fn extended_action_tool_schema() -> Value {
         "properties": properties,
         "required": ["type", "expected_frame_id", "intent"],
         "additionalProperties": false,
-        "$defs": strict["$defs"].clone(),
+        "$defs": defs,
     })
+}
+
+/// Takes out of a schema what a model reads on every request and needs not: string length
+/// bounds, long patterns (a file name's), defaults, `uniqueItems` and nested
+/// `additionalProperties: false` (the caller keeps its root's). The model-facing schemas are
+/// guidance; every call is still validated against the strict schema
+/// ([`extended_action_schema`], `validate_extended_action`), which keeps all of them.
+pub fn for_model(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.remove("minLength");
+            map.remove("maxLength");
+            map.remove("uniqueItems");
+            map.remove("default");
+            if map
+                .get("pattern")
+                .and_then(Value::as_str)
+                .is_some_and(|p| p.len() > 24)
+            {
+                map.remove("pattern");
+            }
+            if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+                map.remove("additionalProperties");
+            }
+            for (key, value) in map.iter_mut() {
+                match (key.as_str(), value) {
+                    // Maps of names to schemas: the names are not keywords.
+                    ("properties" | "$defs", Value::Object(named)) => {
+                        named.values_mut().for_each(for_model)
+                    }
+                    (_, value) => for_model(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(for_model),
+        _ => {}
+    }
 }

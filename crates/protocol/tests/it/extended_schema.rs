@@ -134,3 +134,26 @@ fn extended_schemas_snapshot() {
         insta::assert_json_snapshot!("extended_action_tool_schema", extended_action_tool_schema());
     });
 }
+
+/// The model reads a lighter schema (issue 36: tool definitions are the largest share of every
+/// request); the runtime still validates every call against the strict one.
+#[test]
+fn the_model_facing_schema_is_lighter_and_validation_is_not() {
+    let tool = extended_action_tool_schema();
+    let text = tool.to_string();
+    for gone in ["maxLength", "minLength", "uniqueItems", "\"default\""] {
+        assert!(!text.contains(gone), "{gone} in the model-facing schema");
+    }
+    assert!(text.len() < extended_action_schema().to_string().len());
+    assert_eq!(tool["additionalProperties"], false, "the root keeps it");
+    let long_intent = json!({"type": "wait", "expected_frame_id": "frame_1", "intent": "x".repeat(241), "duration_ms": 10});
+    let path = json!({"type": "upload", "expected_frame_id": "frame_1", "intent": "up",
+        "target": {"kind": "element", "ref": "e1"}, "files": ["../etc/passwd"]});
+    let unknown = json!({"type": "wait", "expected_frame_id": "frame_1", "intent": "w", "duration_ms": 10, "extra": 1});
+    for refused in [long_intent, path, unknown] {
+        assert!(
+            protocol::validate_extended_action(&refused).is_err(),
+            "{refused}"
+        );
+    }
+}
