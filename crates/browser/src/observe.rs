@@ -162,6 +162,13 @@ impl RefMemory {
     }
 }
 
+/// What the caller asked of an observation beyond the page itself: the screenshot taken with
+/// it, and the region `near` names.
+struct Asked<'a> {
+    screenshot: Option<Screenshot>,
+    near: Option<&'a str>,
+}
+
 enum Attempt {
     Done(Box<Observation>, Arc<ObservationRecord>),
     Changed(String),
@@ -494,9 +501,11 @@ impl Tab {
                 navigation_before,
                 &captures,
                 &oopif,
-                screenshot,
                 &frame_origins,
-                options.near.as_ref().map(|n| n.as_str()),
+                Asked {
+                    screenshot,
+                    near: options.near.as_ref().map(|n| n.as_str()),
+                },
             ) {
                 Attempt::Done(observation, record) => {
                     Attempt::Done(Box::new(with_changes(*observation, &record, base)), record)
@@ -591,9 +600,8 @@ impl Tab {
         navigation_epoch: u64,
         captures: &[SessionCapture],
         oopif: &HashMap<HostKey, usize>,
-        screenshot: Option<Screenshot>,
         frame_origins: &HashMap<String, String>,
-        near: Option<&str>,
+        Asked { screenshot, near }: Asked<'_>,
     ) -> Attempt {
         let viewport_px = (world.width, world.height);
         let mut walker = Walker::new(captures, oopif, viewport_px, frame_origins);
