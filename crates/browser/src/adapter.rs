@@ -41,6 +41,15 @@ pub struct Chromium {
     source: BrowserSource,
     conn: Mutex<Option<Connection>>,
     process: Mutex<Option<Browser>>,
+    /// Held for writing while a start in the background ([`Chromium::starting_in_background`])
+    /// makes the first connection; every operation reads it first, so none sees a browser half
+    /// set up, and none waits once it is up.
+    starting: Arc<tokio::sync::RwLock<()>>,
+    /// `connect` returns at once and the browser starts in the background.
+    background: bool,
+    /// Why the start in the background failed (until a reconnect succeeds).
+    start_failed: Mutex<Option<String>>,
+    me: std::sync::Weak<Chromium>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -112,11 +121,32 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
 impl Chromium {
     /// An adapter for `source`, not yet connected ([`SurfaceAdapter::connect`]).
     pub fn new(source: BrowserSource) -> Arc<Chromium> {
-        Arc::new(Chromium {
+        Self::build(source, false)
+    }
+
+    /// An adapter whose `connect` returns at once and starts the browser in the background: a
+    /// server answers its clients (an MCP `initialize`) without waiting for Chromium, and the
+    /// first operation that needs the browser waits for it (or gets the reason it failed, and
+    /// the next one tries again).
+    pub fn starting_in_background(source: BrowserSource) -> Arc<Chromium> {
+        Self::build(source, true)
+    }
+
+    fn build(source: BrowserSource, background: bool) -> Arc<Chromium> {
+        Arc::new_cyclic(|me| Chromium {
             source,
             conn: Mutex::default(),
             process: Mutex::default(),
+            starting: Arc::default(),
+            background,
+            start_failed: Mutex::default(),
+            me: me.clone(),
         })
+    }
+
+    /// Waits while the first connection is being made in the background.
+    async fn ready(&self) {
+        drop(self.starting.read().await);
     }
 
     /// A local headless Chromium with its profiles under `data_dir` (the embedded default).
@@ -550,14 +580,42 @@ impl SurfaceAdapter for Chromium {
 
     fn connect(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
         Box::pin(async move {
-            let (conn, local) = open(&self.source).await?;
-            *lock(&self.conn) = Some(conn);
-            *lock(&self.process) = local;
+            if !self.background {
+                let (conn, local) = open(&self.source).await?;
+                *lock(&self.conn) = Some(conn);
+                *lock(&self.process) = local;
+                return Ok(());
+            }
+            let Some(me) = self.me.upgrade() else {
+                return Err(SurfaceError::unavailable("the adapter is gone"));
+            };
+            // Taken before returning: an operation that comes first waits for the start.
+            let starting = self.starting.clone().write_owned().await;
+            tokio::spawn(async move {
+                match open(&me.source).await {
+                    Ok((conn, local)) => {
+                        *lock(&me.conn) = Some(conn);
+                        *lock(&me.process) = local;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the browser did not start; the next operation tries again");
+                        *lock(&me.start_failed) = Some(e.to_string());
+                    }
+                }
+                drop(starting);
+            });
             Ok(())
         })
     }
 
     fn closed_reason(&self) -> Option<String> {
+        if let Some(failed) = lock(&self.start_failed).clone() {
+            return Some(failed);
+        }
+        if self.starting.try_read().is_err() {
+            // Starting in the background: not closed; operations wait for it.
+            return None;
+        }
         match &*lock(&self.conn) {
             Some(conn) => conn.closed_reason(),
             None => Some("the browser is not connected yet".into()),
@@ -577,13 +635,16 @@ impl SurfaceAdapter for Chromium {
     }
 
     fn launched(&self) -> bool {
-        lock(&self.process).is_some()
+        // Known from the source, also while a start in the background is under way.
+        matches!(self.source, BrowserSource::Launch(_))
     }
 
     fn reconnect(&self) -> BoxFuture<'_, Result<Reconnected, SurfaceError>> {
         Box::pin(async move {
+            self.ready().await;
             let (conn, local) = open(&self.source).await?;
             let relaunched = local.is_some();
+            *lock(&self.start_failed) = None;
             *lock(&self.conn) = Some(conn);
             if relaunched {
                 // Dropping the old process stops what is left of it.
@@ -606,6 +667,7 @@ impl SurfaceAdapter for Chromium {
 
     fn events(&self) -> BoxFuture<'_, Option<SurfaceEvents>> {
         Box::pin(async move {
+            self.ready().await;
             let browser = self.browser().ok()?;
             let mut events =
                 browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
@@ -641,6 +703,7 @@ impl SurfaceAdapter for Chromium {
 
     fn create_context(&self, with_connection: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
+            self.ready().await;
             let reply = self
                 .browser()?
                 .call(target::CreateBrowserContext {
@@ -664,6 +727,7 @@ impl SurfaceAdapter for Chromium {
 
     fn dispose_context_if_empty(&self, context: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            self.ready().await;
             let Ok(browser) = self.browser() else { return };
             // Disposing the context would close every page in it, and handoff and deliverable
             // pages stay for the user: while any page is left the context stays (it goes with
@@ -690,6 +754,7 @@ impl SurfaceAdapter for Chromium {
         context: Option<String>,
     ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
+            self.ready().await;
             let tab = Tab::open(&self.browser()?, context).await?;
             self.fit_viewport(&tab).await;
             Ok(Arc::new(tab) as Arc<dyn Surface>)
@@ -703,6 +768,7 @@ impl SurfaceAdapter for Chromium {
         background: bool,
     ) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
+            self.ready().await;
             let created = self
                 .browser()?
                 .call(target::CreateTarget {
@@ -722,11 +788,15 @@ impl SurfaceAdapter for Chromium {
         id: String,
         memory: Option<SurfaceMemory>,
     ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
-        Box::pin(self.attach_tab(id, memory))
+        Box::pin(async move {
+            self.ready().await;
+            self.attach_tab(id, memory).await
+        })
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<SurfaceInfo>, SurfaceError>> {
         Box::pin(async move {
+            self.ready().await;
             let reply = tokio::time::timeout(
                 Duration::from_secs(5),
                 self.browser()?.call(target::GetTargets {}),
@@ -742,7 +812,10 @@ impl SurfaceAdapter for Chromium {
     }
 
     fn close(&self, id: String, deadline: Duration) -> BoxFuture<'_, bool> {
-        Box::pin(self.close_target(id, deadline))
+        Box::pin(async move {
+            self.ready().await;
+            self.close_target(id, deadline).await
+        })
     }
 
     fn input_domain(&self, id: &str) -> InputDomain {
@@ -771,11 +844,15 @@ impl SurfaceAdapter for Chromium {
     }
 
     fn person_image(&self, id: String) -> BoxFuture<'_, Result<Vec<u8>, SurfaceError>> {
-        Box::pin(self.screenshot(id))
+        Box::pin(async move {
+            self.ready().await;
+            self.screenshot(id).await
+        })
     }
 
     fn person_view(&self, id: String) -> BoxFuture<'_, Result<Box<dyn PersonCast>, SurfaceError>> {
         Box::pin(async move {
+            self.ready().await;
             Ok(
                 Box::new(crate::person::Screencast::open(self.browser()?, id).await?)
                     as Box<dyn PersonCast>,
@@ -790,7 +867,10 @@ impl SurfaceAdapter for Chromium {
         surface: Option<&'a dyn Surface>,
         previous: Option<KeptSite>,
     ) -> BoxFuture<'a, Option<KeptSite>> {
-        Box::pin(self.keep(context, url, surface, previous))
+        Box::pin(async move {
+            self.ready().await;
+            self.keep(context, url, surface, previous).await
+        })
     }
 
     fn restore_site<'a>(
@@ -798,7 +878,10 @@ impl SurfaceAdapter for Chromium {
         kept: &'a KeptSite,
         context: Option<String>,
     ) -> BoxFuture<'a, Result<(), SurfaceError>> {
-        Box::pin(self.seed(kept, context))
+        Box::pin(async move {
+            self.ready().await;
+            self.seed(kept, context).await
+        })
     }
 }
 

@@ -91,6 +91,16 @@ impl Settings {
             None => browser::Chromium::new(self.browser.clone()),
         }
     }
+
+    /// [`Settings::adapter`] for the servers (`serve`, `mcp`): the browser starts in the
+    /// background, so a client's `initialize` is answered at once; the first call that needs
+    /// the browser waits for it.
+    pub fn server_adapter(&self) -> std::sync::Arc<dyn surface::SurfaceAdapter> {
+        match &self.desktop {
+            Some(_) => self.adapter(),
+            None => browser::Chromium::starting_in_background(self.browser.clone()),
+        }
+    }
 }
 
 /// Everything resolved.

@@ -186,7 +186,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         }
         options.token = None;
     }
-    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter())
+    let runtime = Runtime::start(settings.runtime.clone(), settings.server_adapter())
         .await
         .context("cannot start the runtime (try `glovebox doctor`)")?;
     if options.token.is_none() && !args.no_token {
@@ -262,7 +262,7 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
-    let runtime = Runtime::start(settings.runtime.clone(), settings.adapter())
+    let runtime = Runtime::start(settings.runtime.clone(), settings.server_adapter())
         .await
         .context("cannot start the runtime (try `glovebox doctor`)")?;
     let person_side = server::HttpOptions {
