@@ -39,6 +39,7 @@ bench: deps build
 	./target/release/glovebox bench console
 	./target/release/glovebox bench agent
 	./target/release/glovebox bench desktop
+	python3 scripts/bench_mcp.py
 	python3 scripts/bench_peers.py
 
 ## fuzz: a seeded MCP fuzzer over stdio and HTTP, four sessions at once, for SECONDS (default 60)
