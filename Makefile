@@ -28,6 +28,7 @@ test: deps
 
 ## bench: the figures the issues ask for; not part of `make test`.
 bench: deps build
+	@scripts/ensure-test-libs.sh
 	./target/release/glovebox bench cdp
 	./target/release/glovebox bench protocol
 	./target/release/glovebox bench observe

@@ -430,7 +430,7 @@ impl Tab {
             screenshot,
             evaluate_in(session, context, read),
             session.call(GetFrameTree {}),
-            delegated_targets(session),
+            self.delegated_targets(&before.doc),
         );
         // Each frame's security origin: what a write inside it reaches (an iframe's, not the page's).
         let mut frame_origins = HashMap::new();
@@ -1089,30 +1089,49 @@ struct Delegated {
     hosts: Vec<usize>,
 }
 
-/// Read in the page's main world, where jQuery keeps its handlers. A hint only: any failure, a
-/// page without jQuery, or a page that answers nonsense gives no or fewer hints, never an
-/// error, and a page that takes longer than 100 ms is stopped.
-async fn delegated_targets(session: &Session) -> Delegated {
-    let reply = session
-        .call(cdp::domains::runtime::Evaluate {
-            expression: DELEGATED_JS.to_owned(),
-            return_by_value: Some(true),
-            silent: Some(true),
-            timeout: Some(100.0),
-            ..Default::default()
-        })
-        .await;
-    let mut found = match reply {
-        Ok(r) if r.exception_details.is_none() => r
-            .result
-            .value
-            .and_then(|v| serde_json::from_value::<Delegated>(v).ok())
-            .unwrap_or_default(),
-        _ => Delegated::default(),
-    };
-    found.targets.truncate(2_000);
-    found.hosts.truncate(2_000);
-    found
+/// How long a document found without jQuery is not asked again (a library loaded late is
+/// seen by the observation after this).
+const WITHOUT_JQUERY_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Tab {
+    /// Read in the page's main world, where jQuery keeps its handlers. A hint only: any failure,
+    /// a page without jQuery, or a page that answers nonsense gives no or fewer hints, never an
+    /// error, and a page that takes longer than 100 ms is stopped. A document found without
+    /// jQuery is not asked again for [`WITHOUT_JQUERY_RECHECK`] (it costs a round trip).
+    async fn delegated_targets(&self, doc: &str) -> Delegated {
+        let skip = lock(&self.state)
+            .without_jquery
+            .as_ref()
+            .is_some_and(|(d, at)| d == doc && at.elapsed() < WITHOUT_JQUERY_RECHECK);
+        if skip {
+            return Delegated::default();
+        }
+        let reply = self
+            .session
+            .call(cdp::domains::runtime::Evaluate {
+                expression: DELEGATED_JS.to_owned(),
+                return_by_value: Some(true),
+                silent: Some(true),
+                timeout: Some(100.0),
+                ..Default::default()
+            })
+            .await;
+        let found = match reply {
+            Ok(r) if r.exception_details.is_none() => r.result.value,
+            _ => None,
+        };
+        let mut found = match found {
+            Some(serde_json::Value::Null) | None => {
+                lock(&self.state).without_jquery =
+                    Some((doc.to_owned(), std::time::Instant::now()));
+                return Delegated::default();
+            }
+            Some(v) => serde_json::from_value::<Delegated>(v).unwrap_or_default(),
+        };
+        found.targets.truncate(2_000);
+        found.hosts.truncate(2_000);
+        found
+    }
 }
 
 /// Headings of the left-out part named in the note, and the longest each may be.

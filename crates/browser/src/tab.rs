@@ -42,6 +42,9 @@ pub(crate) struct TabState {
     pub(crate) secrets: policy::SecretRegistry,
     /// The refs given to the current document's nodes (stable across observations).
     pub(crate) refs: crate::observe::RefMemory,
+    /// The document last found without jQuery, and when: its observations skip the main-world
+    /// read of delegated handlers for a while (`observe::delegated_targets`).
+    pub(crate) without_jquery: Option<(String, std::time::Instant)>,
     /// Tabs or windows this tab opened (target ids), newest last.
     pub(crate) opened: Vec<String>,
     /// Keys and mouse buttons held down across actions (`key_down`, a drag in progress).

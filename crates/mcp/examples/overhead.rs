@@ -22,12 +22,15 @@ async fn main() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
     );
     let data_dir = std::env::temp_dir().join("glovebox-mcp-overhead");
-    let runtime = Runtime::start(
-        RuntimeConfig::new(&data_dir),
-        browser::Chromium::local(&data_dir),
-    )
-    .await
-    .expect("runtime");
+    // The fixtures' origin is trusted, as `--trust` makes it: opening it needs no approval.
+    let mut config = RuntimeConfig::new(&data_dir);
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&fixtures.origin()).expect("an origin"));
+    let runtime = Runtime::start(config, browser::Chromium::local(&data_dir))
+        .await
+        .expect("runtime");
 
     let session = runtime.create_session().await.unwrap();
     runtime

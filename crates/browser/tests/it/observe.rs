@@ -927,3 +927,45 @@ async fn a_big_pages_far_targets_are_one_step_away() {
     );
     assert!(o.aria_snapshot().contains("\"Buy 3\""));
 }
+
+/// A page that loads jQuery late (issue 36): its delegated controls get refs by the
+/// observation after the page was last found without it, at most two seconds later.
+#[tokio::test]
+async fn jquery_loaded_late_is_seen() {
+    let env = env().await;
+    env.server.html(
+        "/late.html",
+        r#"<!doctype html><title>Late</title><ul id=list><li class=row>Alpha</li><li class=row>Beta</li></ul>
+<script>
+setTimeout(() => {
+  const s = document.createElement('script');
+  s.src = '/lib/jquery/jquery.min.js';
+  s.onload = () => { $('#list').on('click', '.row', function () { document.title = $(this).text(); }); document.title = 'ready'; };
+  document.head.appendChild(s);
+}, 200);
+</script>"#,
+    );
+    let tab = env.open("/late.html").await;
+    let first = observe(&tab).await;
+    assert!(
+        lines_with(first.aria_snapshot(), "Alpha")
+            .iter()
+            .all(|l| ref_on(l).is_none()),
+        "{}",
+        first.aria_snapshot()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let o = observe(&tab).await;
+        let alpha = lines_with(o.aria_snapshot(), "\"Alpha\"");
+        if alpha.len() == 1 && ref_on(alpha[0]).is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never seen: {}",
+            o.aria_snapshot()
+        );
+    }
+}

@@ -256,7 +256,76 @@ pub(super) async fn bench_observe(
             ));
         }
     }
+    bench_widget_pages(&handle, &mut results, ratios).await?;
     Ok(results)
+}
+
+/// The widget-library fixtures (issue 36) — jQuery UI's date picker with delegated and icon
+/// controls, its sortable, a folded tree — with the libraries from Debian's
+/// `libjs-jquery`/`libjs-jquery-ui` (`scripts/ensure-test-libs.sh`): observe time, and the bytes
+/// and estimated tokens (four characters each) of what the model reads.
+async fn bench_widget_pages(
+    handle: &browser::BrowserHandle,
+    results: &mut Vec<(String, Stats)>,
+    ratios: &mut Vec<(String, f64)>,
+) -> anyhow::Result<()> {
+    use ::runtime::ObserveOptions;
+    let lib = |path: &str| std::fs::read_to_string(format!("/usr/share/javascript/{path}"));
+    let (Ok(jquery), Ok(jquery_ui)) = (
+        lib("jquery/jquery.min.js"),
+        lib("jquery-ui/jquery-ui.min.js"),
+    ) else {
+        eprintln!(
+            "observe of the widget pages skipped: jQuery and jQuery UI are missing (scripts/ensure-test-libs.sh installs them)"
+        );
+        return Ok(());
+    };
+    // The pages load the libraries from `/lib/…`, as the test server serves them (a script sent
+    // as text/html still runs); inlined, their text would be part of every DOM snapshot.
+    let pages = crate::pages::LoopbackPages::serve(
+        [
+            ("/lib/jquery/jquery.min.js".to_owned(), jquery),
+            ("/lib/jquery-ui/jquery-ui.min.js".to_owned(), jquery_ui),
+            (
+                "/widgets".to_owned(),
+                include_str!("../../../browser/tests/fixtures/jquery-widgets.html").to_owned(),
+            ),
+            (
+                "/sortable".to_owned(),
+                include_str!("../../../browser/tests/fixtures/jquery-sortable.html").to_owned(),
+            ),
+            (
+                "/tree".to_owned(),
+                include_str!("../../../browser/tests/fixtures/random-tree.html").to_owned(),
+            ),
+        ]
+        .into(),
+    )
+    .await?;
+    for path in ["/widgets", "/sortable", "/tree"] {
+        let tab = handle.chromium.open_tab().await?;
+        tab.goto(&pages.url(path), Duration::from_secs(30)).await?;
+        let mut times = Vec::new();
+        let mut bytes = 0;
+        for i in 0..23 {
+            let started = Instant::now();
+            let o = tab.observe(&ObserveOptions::default()).await?;
+            if i >= 3 {
+                times.push(started.elapsed());
+            }
+            bytes = ::runtime::observation_text(&o).len();
+        }
+        results.push((format!("observe widget page {path}"), Stats::of(&mut times)));
+        ratios.push((
+            format!("widget page {path}: model text bytes"),
+            bytes as f64,
+        ));
+        ratios.push((
+            format!("widget page {path}: est. tokens"),
+            (bytes / 4) as f64,
+        ));
+    }
+    Ok(())
 }
 
 pub(super) async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, Stats)>> {
