@@ -7,7 +7,10 @@ Pages are served on 127.0.0.1; each start gets a fresh data directory.
 
 Usage: scripts/bench_mcp.py [--glovebox PATH] [--starts N] [--clicks N]
 """
-import argparse, http.server, json, os, re, shutil, subprocess, sys, tempfile, threading, time
+import argparse, http.server, json, os, re, shutil, sys, tempfile, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_peers  # noqa: E402  (its MCP client)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "crates/browser/tests/fixtures")
@@ -21,48 +24,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-class Mcp:
-    """A minimal MCP stdio client: newline-delimited JSON-RPC."""
-
-    def __init__(self, argv, env):
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        self.next_id = 0
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
-        self.initialized = time.perf_counter() - self.started
-        self.notify("notifications/initialized", {})
-
-    def notify(self, method, params):
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method, "params": params}) + "\n")
-        self.proc.stdin.flush()
-
-    def call(self, method, params):
-        self.next_id += 1
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}) + "\n")
-        self.proc.stdin.flush()
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("glovebox mcp exited")
-            msg = json.loads(line)
-            if msg.get("id") == self.next_id:
-                if "error" in msg:
-                    raise RuntimeError(msg["error"])
-                return msg["result"]
+class Mcp(bench_peers.Mcp):
+    """bench_peers' minimal stdio client, with a tool call that fails on a tool error."""
 
     def tool(self, name, args):
         result = self.call("tools/call", {"name": name, "arguments": args})
         if result.get("isError"):
             raise RuntimeError(result)
         return result
-
-    def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
 
 
 def median(xs):

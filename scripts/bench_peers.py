@@ -63,10 +63,13 @@ def ensure_playwright_mcp():
 class Mcp:
     """A minimal MCP stdio client: newline-delimited JSON-RPC."""
 
-    def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    def __init__(self, argv, env=None):
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         self.next_id = 0
         self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+        # Seconds from starting the server to the answer of `initialize` (scripts/bench_mcp.py).
+        self.initialized = time.perf_counter() - self.started
         self.notify("notifications/initialized", {})
 
     def notify(self, method, params):
