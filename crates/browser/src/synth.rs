@@ -258,13 +258,16 @@ pub(crate) fn mark_clickable(
     if elements.is_empty() && passing.is_empty() {
         return;
     }
-    let (add, remove): (Vec<usize>, Vec<usize>) = {
+    let (add, remove): (Vec<usize>, std::collections::HashSet<usize>) = {
         let Some(view) = DocView::new(reply, 0, (0.0, 0.0)) else {
             return;
         };
         let order = elements_in_order(&view);
-        let nodes = |list: &[usize]| list.iter().filter_map(|e| order.get(*e).copied()).collect();
-        (nodes(elements), nodes(passing))
+        let node = |e: &usize| order.get(*e).copied();
+        (
+            elements.iter().filter_map(node).collect(),
+            passing.iter().filter_map(node).collect(),
+        )
     };
     let Some(doc) = reply.documents.first_mut() else {
         return;
