@@ -538,7 +538,31 @@ impl Runtime {
         match loaded {
             Ok(()) => Ok(surface),
             Err(e) => {
-                self.remove_tab(session, &state, surface).await;
+                // A tab that never came to be is not the session's: it does not use up a key
+                // (the first real tab after an approval is `s1`), and once the browser confirmed
+                // the close its row goes too, so `status` and `tabs` do not list it. A close
+                // the browser did not confirm keeps its row for cleanup.
+                if self.remove_tab(session, &state, surface).await == Some(true) {
+                    let _ = state.next_key.compare_exchange(
+                        key + 1,
+                        key,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                    if let Err(discard) = self
+                        .inner
+                        .store
+                        .discard_resource(&store::ResourceId::new(&entry.resource))
+                    {
+                        tracing::warn!(error = %discard, "the row of a tab that did not open stays");
+                    }
+                    self.audit(
+                        session,
+                        "tab_open_failed",
+                        &serde_json::json!({"tab": entry.resource, "code": e.code().as_str()})
+                            .to_string(),
+                    );
+                }
                 Err(e)
             }
         }

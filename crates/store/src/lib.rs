@@ -219,6 +219,11 @@ pub trait Store: Send + Sync {
     /// Forgets the resource's live handle (the target closed or was detached for good).
     fn clear_handle(&self, id: &ResourceId, now_ms: u64) -> Result<Resource>;
 
+    /// Deletes a tab that never came to be (its page was refused, waited for a person or failed
+    /// to load, and the browser confirmed the close): only while it is `released` and no
+    /// recovery record names it. Whether a row was deleted.
+    fn discard_resource(&self, id: &ResourceId) -> Result<bool>;
+
     // --- recovery records ---
 
     /// Records a failed operation that must be retried; the failure counts as attempt 1.

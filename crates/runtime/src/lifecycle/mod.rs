@@ -322,7 +322,7 @@ impl Runtime {
         Ok(())
     }
 
-    fn audit(&self, session: &str, kind: &str, payload: &str) {
+    pub(crate) fn audit(&self, session: &str, kind: &str, payload: &str) {
         let _ = self.inner.store.append_audit(&store::NewAudit {
             at: now_ms(),
             session_id: &sid(session),

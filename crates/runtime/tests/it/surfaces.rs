@@ -187,3 +187,44 @@ async fn sessions_are_isolated_browser_contexts() {
         ErrorCode::UnknownSurface
     );
 }
+
+/// Issue 35: a `tab_open` that waited for a person's approval, or whose page did not load, used
+/// up a key and left a `released` row, so a new user's first real tab after one approval was
+/// `s2` and `status` listed tabs that never were. A tab that never came to be is nobody's.
+#[tokio::test]
+async fn a_tab_that_never_opened_uses_no_key_and_leaves_no_row() {
+    let env = env("surfaces-no-key", false).await;
+    let (s, rt) = (&env.session, &env.runtime);
+    let url = env.server.url("/form.html");
+    let err = rt
+        .open_tab(s, &url, std::time::Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NeedsApproval, "{err}");
+    assert!(
+        rt.status(s).unwrap().tabs.is_empty(),
+        "a tab waiting for a person is not listed"
+    );
+    // A page that does not load (nothing listens on the port) after a person allowed it.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/", dead.local_addr().unwrap());
+    drop(dead);
+    let failed = crate::open(rt, s, &dead_url).await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert!(rt.status(s).unwrap().tabs.is_empty(), "nor a failed one");
+    let pending = rt.pending_approvals();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    rt.resolve_approval(&pending[0].approval_id, runtime::ApprovalDecision::ApproveOnce)
+        .unwrap();
+    let first = rt
+        .open_tab(s, &url, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(rt.surface_key(s, first).as_deref(), Some("s1"));
+    let status = rt.status(s).unwrap();
+    assert_eq!(status.tabs.len(), 1, "{:?}", status.tabs.len());
+    let second = crate::open(rt, s, &env.server.url("/login.html"))
+        .await
+        .unwrap();
+    assert_eq!(rt.surface_key(s, second).as_deref(), Some("s2"));
+}

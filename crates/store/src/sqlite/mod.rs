@@ -288,6 +288,10 @@ impl Store for SqliteStore {
         resource::lose_handle(&self.conn(), id, now_ms)
     }
 
+    fn discard_resource(&self, id: &ResourceId) -> Result<bool> {
+        resource::discard(&self.conn(), id)
+    }
+
     fn restorable_resources(&self) -> Result<Vec<Resource>> {
         resource::restorable(&self.conn())
     }

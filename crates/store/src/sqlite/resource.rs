@@ -440,6 +440,15 @@ pub(super) fn lose_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Re
     )
 }
 
+pub(super) fn discard(conn: &Connection, id: &ResourceId) -> Result<bool> {
+    let deleted = conn.execute(
+        "DELETE FROM resources WHERE id = ?1 AND state = 'released'
+            AND NOT EXISTS (SELECT 1 FROM recovery_records WHERE resource_id = ?1)",
+        params![id.as_str()],
+    )?;
+    Ok(deleted == 1)
+}
+
 /// Tabs to bring back: handle lost, not closed by a person, not in a failed cleanup, and kept
 /// (`retained`, or marked), or a person's own (`user`, or claimed from one).
 pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {

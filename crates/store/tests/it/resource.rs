@@ -355,3 +355,45 @@ fn handles_before_any_instance_are_stale() {
     ));
     assert_eq!(store.current_instance().expect("current"), None);
 }
+
+#[test]
+fn only_a_released_tab_no_recovery_names_is_discarded() {
+    let store = store();
+    let s = session(&store, "s1", 1);
+    let tab = store
+        .insert_resource(&new_tab("r1", Some(&s), Ownership::AgentCreated, 2))
+        .expect("insert")
+        .id;
+    assert!(!store.discard_resource(&tab).expect("discard"), "owned stays");
+    store
+        .transition(&tab, 1, ResourceState::Released, 3)
+        .expect("release");
+    assert!(store.discard_resource(&tab).expect("discard"));
+    assert!(matches!(
+        store.get_resource(&tab),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(!store.discard_resource(&tab).expect("gone already"));
+
+    let kept = store
+        .insert_resource(&new_tab("r2", Some(&s), Ownership::AgentCreated, 4))
+        .expect("insert")
+        .id;
+    store
+        .add_recovery(&store::NewRecovery {
+            session_id: s.clone(),
+            resource_id: Some(kept.clone()),
+            kind: store::RecoveryKind::CloseFailed,
+            detail: "the browser did not confirm".into(),
+            now_ms: 5,
+        })
+        .expect("recovery");
+    store
+        .transition(&kept, 1, ResourceState::Released, 6)
+        .expect("release");
+    assert!(
+        !store.discard_resource(&kept).expect("discard"),
+        "a row a recovery names stays for cleanup"
+    );
+    assert!(store.get_resource(&kept).is_ok());
+}
