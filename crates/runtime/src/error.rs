@@ -30,6 +30,14 @@ pub enum RuntimeError {
         approval_id: protocol::ApprovalId,
         summary: String,
     },
+    #[error(
+        "{key} is a tab {opener} opened, and a person has not linked it for a run: a person links it (the console's Link button, or POST /api/tabs/{tab}/link), and a run on it starts in a later turn"
+    )]
+    UnlinkedSurface {
+        key: String,
+        opener: String,
+        tab: String,
+    },
     #[error("a person denied this action: {summary}")]
     ApprovalDenied { summary: String },
     #[error("the run was cancelled")]
@@ -81,6 +89,7 @@ impl RuntimeError {
             RuntimeError::NeedsApproval { .. } => ErrorCode::NeedsApproval,
             RuntimeError::ApprovalDenied { .. } => ErrorCode::ApprovalDenied,
             RuntimeError::Cancelled => ErrorCode::Cancelled,
+            RuntimeError::UnlinkedSurface { .. } => ErrorCode::NewSurfaceCreated,
             RuntimeError::Surface(e) => e.code(),
             RuntimeError::InvalidAction(_) => ErrorCode::InvalidAction,
             RuntimeError::StaleRevision(_) => ErrorCode::StaleObservation,

@@ -41,7 +41,9 @@ pub use host::{
 };
 pub use incarnation::Reconciliation;
 pub use lease::Lease;
-pub use lifecycle::{BrowserStatus, CleanupReport, SessionSummary, TabStatus, TurnEnded, UserTab};
+pub use lifecycle::{
+    BrowserStatus, CleanupReport, LinkedTab, SessionSummary, TabStatus, TurnEnded, UserTab,
+};
 pub use person_view::{PersonEntry, PersonView, VIEW_MAX_FPS, ViewFrame};
 pub use planner::{
     CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, PointError,

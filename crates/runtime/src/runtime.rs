@@ -70,6 +70,10 @@ pub(crate) struct TabEntry {
     pub(crate) turn: u64,
     /// The key of the session's tab that opened this one (a popup it adopted).
     pub(crate) opened_by: Option<u32>,
+    /// The turn (its number) in which a person linked this popup for runs (`000_…` case 26:
+    /// "用户关联新 tab 后，下一 turn 创建新 run 才能控制"): a run binds a popup only in a later
+    /// turn. `None` for a popup nobody linked; unused for other tabs.
+    pub(crate) linked_in: Option<u64>,
 }
 
 impl TabEntry {
@@ -467,6 +471,7 @@ impl Runtime {
             capabilities: self.adapter().capabilities(),
             turn: state.turn_number(),
             opened_by: None,
+            linked_in: None,
         };
         lock(&state.tabs).push(entry.clone());
         *lock(&state.focused) = Some(surface);

@@ -564,6 +564,9 @@ impl Runtime {
                 let offerable = !offered && self.persons_open_tab(&r);
                 // What the agent typed is held in the tab: where its requests may go, what was refused.
                 let held = if live { self.network_hold_of(r.id.as_str()) } else { None };
+                // A tab a page opened: by which of its session's tabs, and whether a person linked
+                // it for runs (the console's Link button, `POST /api/tabs/{id}/link`).
+                let popup = if live { self.popup_of(r.id.as_str()) } else { None };
                 json!({
                     "tab": r.id.as_str(), "session": r.session_id.as_ref().map(|s| s.as_str()), "ownership": r.ownership.as_str(), "control": control,
                     "mark": r.mark.as_str(), "record_state": r.state.as_str(), "state": state,
@@ -571,6 +574,8 @@ impl Runtime {
                     "preview": r.preview.as_deref().and_then(|p| serde_json::from_str::<Value>(p).ok()),
                     "restored_at": r.restored_at, "restore_error": r.restore_error, "closed_at": r.closed_at,
                     "offered": offered, "offerable": offerable, "network_hold": held,
+                    "opened_by": popup.map(|(opener, _)| format!("s{opener}")),
+                    "linkable": popup.is_some_and(|(_, linked)| !linked),
                 })
             })
             .collect())
@@ -582,6 +587,13 @@ impl Runtime {
     pub async fn person_screenshot(&self, resource: &str) -> Result<Vec<u8>, RuntimeError> {
         let target = self.person_target(resource)?;
         Ok(self.adapter().person_image(target).await?)
+    }
+
+    /// The opener's key of a popup a session adopted, and whether a person linked it.
+    fn popup_of(&self, resource: &str) -> Option<(u32, bool)> {
+        let (_, entry) = self.control_target(resource).ok()?;
+        let entry = entry?;
+        Some((entry.opened_by?, entry.linked_in.is_some()))
     }
 
     fn network_hold_of(&self, resource: &str) -> Option<surface::NetworkHold> {

@@ -40,6 +40,8 @@
 //! `POST /api/tabs/{id}/close` is the person closing a page (it stays closed);
 //! `POST /api/tabs/{id}/offer` offers a person's open tab to sessions (a kept tab a restore
 //! brought back is nobody's to claim until then);
+//! `POST /api/tabs/{id}/link` links a tab a page opened (a popup, listed with `opened_by` and
+//! `linkable`) so a run may use it from the next turn (`Runtime::link_tab`);
 //! `POST /api/tabs/{id}/preview` stores the preview preferences (a JSON object).
 //! `POST /api/tabs/{id}/allow-origin` with `{"origin": "https://…"}` lets a tab that holds what
 //! the agent typed (its entry's `network_hold`: where its requests may go, which origins were
@@ -161,6 +163,7 @@ pub(crate) fn router(runtime: Runtime, token: String) -> axum::Router {
         .route("/api/log", get(log))
         .route("/api/tabs/{id}/close", post(close_tab))
         .route("/api/tabs/{id}/offer", post(offer_tab))
+        .route("/api/tabs/{id}/link", post(link_tab))
         .route("/api/tabs/{id}/preview", post(set_preview))
         .route("/api/tabs/{id}/allow-origin", post(allow_origin))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -465,6 +468,14 @@ async fn close_tab(State(state): State<PersonState>, Path(id): Path<String>) -> 
 async fn offer_tab(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
     match state.runtime.offer_tab(&id) {
         Ok(()) => Json(json!({"offered": id})).into_response(),
+        Err(e) => answer(&e),
+    }
+}
+
+/// A person links a tab a page opened (a popup) so a run may use it from the next turn.
+async fn link_tab(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
+    match state.runtime.link_tab(&id).await {
+        Ok(linked) => Json(json!({"linked": linked})).into_response(),
         Err(e) => answer(&e),
     }
 }

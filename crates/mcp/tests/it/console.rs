@@ -758,3 +758,84 @@ async fn the_console_shows_what_a_held_tab_was_refused_and_the_person_allows_it(
         )
         .await;
 }
+
+/// Issue 35: a window a page opened is its session's tab, but a run uses it only after a person
+/// links it. The console lists it with its opener and a Link button; the person's click links it
+/// (kept past this turn's end, a run on it from the next turn), and the button goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_links_a_popup_for_the_next_turn_from_the_console() {
+    let env = env("console-link", true, None).await;
+    let rt = env.runtime.clone();
+    let session = rt.create_session().await.unwrap();
+    rt.open_tab(&session, &env.fixtures.url("/widgets.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let o = rt
+        .observe(&session, None, &Default::default())
+        .await
+        .unwrap();
+    let open_help = o
+        .interactive_elements()
+        .iter()
+        .find(|e| e.name() == "Open help")
+        .unwrap()
+        .element()
+        .as_str()
+        .to_owned();
+    let click = protocol::validate_extended_action(&json!({"type": "click",
+        "expected_frame_id": o.frame_id().as_str(), "target": {"kind": "element", "ref": open_help},
+        "intent": "help"}))
+    .unwrap();
+    let outcome = rt
+        .act(&session, None, &click, &Default::default(), Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(outcome.opened.len(), 1, "{outcome:?}");
+    let person = Person::open(
+        "link",
+        &format!(
+            "{}/#token={}",
+            env.server.person.base_url, env.server.person.token
+        ),
+    )
+    .await;
+    person
+        .until(
+            "the popup is listed with its opener and a Link button",
+            "document.querySelectorAll('.row [data-action=link]').length === 1 && document.querySelector('[data-action=link]').closest('.row').textContent.includes('opened by s1')",
+        )
+        .await;
+    person.shot("popup-linkable").await;
+    person
+        .eval("document.querySelector('.row [data-action=link]').click()")
+        .await;
+    person
+        .until(
+            "the popup is linked (kept as handoff) and the button is gone",
+            "document.querySelectorAll('.row [data-action=link]').length === 0 && [...document.querySelectorAll('.row')].some(r => r.textContent.includes('opened by s1') && r.textContent.includes('handoff'))",
+        )
+        .await;
+    let (ended, report) = rt.end_current_turn(&session).await.unwrap();
+    assert_eq!(ended, "turn_1");
+    assert_eq!(report.kept.len(), 1, "the linked popup stays: {report:?}");
+    // The next turn's run, naming no tab, runs on the popup the person linked.
+    let mut request = runtime::RunRequest::new("read the help");
+    request.assertions = vec![runtime::Assertion::TextPresent {
+        text: "Inside the same-origin frame".into(),
+    }];
+    let result = rt
+        .run(
+            &session,
+            request,
+            Box::new(runtime::ScriptedPlanner::new(vec![
+                runtime::Scripted::Done("read".into()),
+            ])),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.status(),
+        protocol::RunStatus::Succeeded,
+        "{result:?}"
+    );
+}

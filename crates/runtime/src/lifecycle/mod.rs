@@ -116,6 +116,17 @@ pub struct BrowserStatus {
     pub reconciled: Option<crate::Reconciliation>,
 }
 
+/// A popup a person linked for runs ([`Runtime::link_tab`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedTab {
+    pub tab: String,
+    pub session: String,
+    pub surface_key: String,
+    pub opened_by: String,
+    /// The first turn in which a run may bind it.
+    pub runs_from_turn: String,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Boundary {
     TurnEnd,
@@ -222,6 +233,7 @@ impl Runtime {
                 capabilities: self.adapter().capabilities(),
                 turn: state.turn_number(),
                 opened_by: Some(opener.key),
+                linked_in: None,
             });
             self.audit(
                 session,
@@ -527,6 +539,71 @@ impl Runtime {
         Ok(())
     }
 
+    /// A person links a tab a page opened (a popup its session adopted) for runs: `000_…` case
+    /// 26, "用户关联新 tab 后，下一 turn 创建新 run 才能控制". The tab is marked `handoff` in
+    /// the current turn (so this turn's end keeps it), gets the session's focus (a run that names
+    /// no surface binds it), and a run may bind it from the next turn on. Only person channels
+    /// call this; a tab that no page opened needs no link and is refused.
+    pub async fn link_tab(&self, resource: &str) -> Result<LinkedTab, RuntimeError> {
+        let unknown = || RuntimeError::UnknownSurface {
+            name: resource.to_owned(),
+            known: "an open tab of GET /api/tabs that a page opened".into(),
+        };
+        let (session, state, entry) = {
+            let sessions = self
+                .inner
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            sessions
+                .iter()
+                .find_map(|(id, state)| {
+                    let entry = state
+                        .tabs
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .iter()
+                        .find(|t| t.resource == resource)
+                        .cloned()?;
+                    Some((id.clone(), state.clone(), entry))
+                })
+                .ok_or_else(unknown)?
+        };
+        let Some(opener) = entry.opened_by else {
+            return Err(RuntimeError::InvalidAction(format!(
+                "{resource} is s{} of its session, opened by the agent or claimed: only a tab a page opened needs a person's link",
+                entry.key
+            )));
+        };
+        let turn = state.turn_number();
+        let session_id = SessionId::new(session.clone())
+            .map_err(|e| RuntimeError::Internal(format!("a session id in the registry: {e}")))?;
+        self.mark(&session_id, entry.surface, Mark::Handoff, &turn_name(turn))
+            .await?;
+        {
+            let mut tabs = state.tabs.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(tab) = tabs.iter_mut().find(|t| t.surface == entry.surface) else {
+                return Err(unknown());
+            };
+            tab.linked_in = Some(turn);
+        }
+        *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(entry.surface);
+        self.audit(
+            &session,
+            "popup_linked",
+            &serde_json::json!({"tab": resource, "key": format!("s{}", entry.key), "opener": format!("s{opener}"), "turn": turn})
+                .to_string(),
+        );
+        tracing::info!(tab = resource, session = %session, "a person linked a popup for the next turn");
+        Ok(LinkedTab {
+            tab: resource.to_owned(),
+            session,
+            surface_key: format!("s{}", entry.key),
+            opened_by: format!("s{opener}"),
+            runs_from_turn: turn_name(turn + 1),
+        })
+    }
+
     /// The session's surface ids, in registry order (the order of its keys `s1…`).
     pub fn surface_ids(&self, session: &SessionId) -> Result<Vec<SurfaceId>, RuntimeError> {
         let session = session.as_str();
@@ -632,6 +709,7 @@ impl Runtime {
                 capabilities: self.adapter().capabilities(),
                 turn: state.turn_number(),
                 opened_by: None,
+                linked_in: None,
             });
         *state.focused.lock().unwrap_or_else(|p| p.into_inner()) = Some(surface);
         Ok(surface)

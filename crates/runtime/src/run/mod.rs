@@ -344,7 +344,20 @@ impl Runtime {
     ) -> Result<(RunHandle, tokio::task::JoinHandle<RunResult>), RuntimeError> {
         request.check()?;
         let secrets = crate::secrets::Given::read(&request.secrets)?;
-        let (_, entry, key) = self.resolve(session, request.surface.as_ref())?;
+        let (state, entry, key) = self.resolve(session, request.surface.as_ref())?;
+        // A tab a page opened is a run's only after a person linked it, from the next turn on
+        // (`000_…` cases 15 and 26; the run that saw it open ended `new_surface_created`).
+        if let Some(opener) = entry.opened_by
+            && !entry
+                .linked_in
+                .is_some_and(|linked| linked < state.turn_number())
+        {
+            return Err(RuntimeError::UnlinkedSurface {
+                key,
+                opener: format!("s{opener}"),
+                tab: entry.resource.clone(),
+            });
+        }
         let run_id = self.fresh_id("run");
         let typed = protocol::RunId::new(run_id.clone()).map_err(|e| {
             RuntimeError::Internal(format!("a run id the runtime made is invalid: {e}"))

@@ -214,6 +214,84 @@ async fn case_15_and_26_a_popup_ends_the_run_needs_user_new_surface_created() {
         .unwrap();
     assert_eq!(result.status(), RunStatus::NeedsUser, "{result:?}");
     assert_eq!(result.reason_code(), ReasonCode::NewSurfaceCreated);
+    // "用户关联新 tab 后，下一 turn 创建新 run 才能控制": a run naming the popup is refused
+    // until a person links it, and in the turn it was linked.
+    let s2 = protocol::SurfaceName::new("s2").unwrap();
+    let on_popup = |steps: Vec<Scripted>| {
+        let mut request = RunRequest::new("read the help");
+        request.surface = Some(s2.clone());
+        (request, script(steps))
+    };
+    let (request, planner) = on_popup(vec![Scripted::Done("read".into())]);
+    let refused = env
+        .runtime
+        .run(&env.session, request, planner)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        protocol::ErrorCode::NewSurfaceCreated,
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("link"), "{refused}");
+    let tab = env
+        .runtime
+        .status(&env.session)
+        .unwrap()
+        .tabs
+        .into_iter()
+        .find(|t| t.opened_by.as_deref() == Some("s1"))
+        .expect("the popup is the session's")
+        .resource;
+    // Only a tab a page opened is linked; the opener is refused.
+    let opener = env
+        .runtime
+        .status(&env.session)
+        .unwrap()
+        .tabs
+        .into_iter()
+        .find(|t| t.opened_by.is_none())
+        .unwrap()
+        .resource;
+    assert_eq!(
+        env.runtime.link_tab(&opener).await.unwrap_err().code(),
+        protocol::ErrorCode::InvalidAction
+    );
+    let linked = env.runtime.link_tab(&tab).await.unwrap();
+    assert_eq!(
+        (linked.surface_key.as_str(), linked.opened_by.as_str()),
+        ("s2", "s1")
+    );
+    assert_eq!(linked.runs_from_turn, "turn_2");
+    let (request, planner) = on_popup(vec![Scripted::Done("read".into())]);
+    assert_eq!(
+        env.runtime
+            .run(&env.session, request, planner)
+            .await
+            .unwrap_err()
+            .code(),
+        protocol::ErrorCode::NewSurfaceCreated,
+        "not in the turn it was linked"
+    );
+    // The turn's end keeps it (the person's link marked it) and the next turn's run, naming no
+    // tab, binds it (the link gave it the focus).
+    let (ended, report) = env.runtime.end_current_turn(&env.session).await.unwrap();
+    assert_eq!(ended, "turn_1");
+    assert!(report.kept.contains(&tab), "{report:?}");
+    let mut request = RunRequest::new("read the help");
+    request.assertions = vec![Assertion::TextPresent {
+        text: "Inside the same-origin frame".into(),
+    }];
+    let result = env
+        .runtime
+        .run(
+            &env.session,
+            request,
+            script(vec![Scripted::Done("read".into())]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
 }
 
 #[tokio::test]

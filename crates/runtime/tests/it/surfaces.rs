@@ -214,8 +214,11 @@ async fn a_tab_that_never_opened_uses_no_key_and_leaves_no_row() {
     assert!(rt.status(s).unwrap().tabs.is_empty(), "nor a failed one");
     let pending = rt.pending_approvals();
     assert_eq!(pending.len(), 1, "{pending:?}");
-    rt.resolve_approval(&pending[0].approval_id, runtime::ApprovalDecision::ApproveOnce)
-        .unwrap();
+    rt.resolve_approval(
+        &pending[0].approval_id,
+        runtime::ApprovalDecision::ApproveOnce,
+    )
+    .unwrap();
     let first = rt
         .open_tab(s, &url, std::time::Duration::ZERO)
         .await

@@ -12,7 +12,7 @@ const STRINGS = {
     connected: "connected", disconnected: "disconnected — retrying", noApprovals: "Nothing waits for you.", noTabs: "No tabs yet.",
     approveOnce: "Approve once", approveTask: "Allow for this task", deny: "Deny", expires: "expires in", why: "Why",
     action: "Action", origin: "Where", tier: "Tier", closed: "Closed pages", unavailable: "Unavailable", noSession: "The person's tabs",
-    previewTab: "Preview in session", offerTab: "Offer to agents", offered: "offered to agents", closeTab: "Close page", hide: "Hide preview", show: "Show preview", live: "live",
+    previewTab: "Preview in session", offerTab: "Offer to agents", offered: "offered to agents", linkTab: "Link for the agent's next turn", openedBy: "opened by", closeTab: "Close page", hide: "Hide preview", show: "Show preview", live: "live",
     lastFrame: "last frame", confirmClose: "Close this page for good? It stays closed, also after a restart:", operating: "operating",
     failed: "failed", asker: "asked by", typed: "types", files: "files", approvalAsked: "An approval waits for you", branch: "branch", denied: "Denied", approved: "Approved",
     needsYou: "A run needs you", continueRun: "Continue", continued: "Continued",
@@ -30,7 +30,7 @@ const STRINGS = {
     connected: "已连接", disconnected: "连接已断开，正在重试", noApprovals: "没有等待你的审批。", noTabs: "还没有网页。",
     approveOnce: "仅批准这一次", approveTask: "本任务内允许", deny: "拒绝", expires: "剩余", why: "原因",
     action: "操作", origin: "位置", tier: "等级", closed: "已关闭的网页", unavailable: "不可用", noSession: "用户的网页",
-    previewTab: "在会话中预览", offerTab: "交给代理", offered: "已交给代理", closeTab: "关闭网页", hide: "隐藏预览", show: "显示预览", live: "实时",
+    previewTab: "在会话中预览", offerTab: "交给代理", offered: "已交给代理", linkTab: "关联给 Agent 的下一轮", openedBy: "打开自", closeTab: "关闭网页", hide: "隐藏预览", show: "显示预览", live: "实时",
     lastFrame: "最后画面", confirmClose: "永久关闭这个网页？重启后也保持关闭：", operating: "正在操作",
     failed: "失败", asker: "请求方", typed: "输入", files: "文件", approvalAsked: "有审批在等你", branch: "分支", denied: "已拒绝", approved: "已批准",
     needsYou: "有任务需要你", continueRun: "继续", continued: "已继续",
@@ -80,6 +80,7 @@ function el(tag, attrs = {}, ...children) {
 const ICONS = {
   eye: '<path d="M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7-10-7-10-7Z"/><circle cx="12" cy="12" r="3"/>',
   x: '<path d="M18 6 6 18"/><path d="m6 6 12 12"/>',
+  link: '<path d="M10 13a5 5 0 0 0 7.54.54l3-3a5 5 0 0 0-7.07-7.07l-1.72 1.71"/><path d="M14 11a5 5 0 0 0-7.54-.54l-3 3a5 5 0 0 0 7.07 7.07l1.71-1.71"/>',
   send: '<path d="M14.536 21.686a.5.5 0 0 0 .937-.024l6.5-19a.496.496 0 0 0-.635-.635l-19 6.5a.5.5 0 0 0-.024.937l7.93 3.18a2 2 0 0 1 1.112 1.11z"/><path d="m21.854 2.147-10.94 10.939"/>',
   pointer: '<path d="M14 4.1 12 6"/><path d="m5.1 8-2.9-.8"/><path d="m6 12-1.9 2"/><path d="M7.2 2.2 8 5.1"/><path d="M9.037 9.69a.498.498 0 0 1 .653-.653l11 4.5a.5.5 0 0 1-.074.949l-4.349 1.041a1 1 0 0 0-.74.739l-1.04 4.35a.5.5 0 0 1-.95.074z"/>',
 };
@@ -137,7 +138,7 @@ function renderResources(tabs) {
 function row(tab) {
   const live = tab.state === "open";
   const operating = state.operating.has(tab.tab);
-  const sub = [tab.url || "", tab.mark !== "none" ? tab.mark : "", tab.state, tab.offered ? t("offered") : ""].filter(Boolean).join(" · ");
+  const sub = [tab.url || "", tab.opened_by ? `${t("openedBy")} ${tab.opened_by}` : "", tab.mark !== "none" ? tab.mark : "", tab.state, tab.offered ? t("offered") : ""].filter(Boolean).join(" · ");
   const node = el("div", { role: "listitem", class: `row${state.selected === tab.tab ? " selected" : ""}`, "data-tab": tab.tab, tabindex: "0",
     onclick: (e) => { if (!e.target.closest("button") && live) select(tab); },
     onkeydown: (e) => { if ((e.key === "Enter" || e.key === " ") && e.target === node && live) { e.preventDefault(); select(tab); } } },
@@ -148,6 +149,8 @@ function row(tab) {
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "open", title: t("openPage"), "aria-label": `${t("openPage")}: ${tab.title || tab.tab}`, onclick: () => openPage(tab) }, icon("pointer")));
     // A person's tab no session may claim yet (a kept tab a restart brought back): offered only
     // by the person, here.
+    // A window a page opened: a run uses it only after the person links it (from the next turn).
+    if (tab.linkable) node.append(el("button", { type: "button", class: "icon-button", "data-action": "link", title: t("linkTab"), "aria-label": `${t("linkTab")}: ${tab.title || tab.tab}`, onclick: () => linkTab(tab) }, icon("link")));
     if (tab.offerable) node.append(el("button", { type: "button", class: "icon-button", "data-action": "offer", title: t("offerTab"), "aria-label": `${t("offerTab")}: ${tab.title || tab.tab}`, onclick: () => offerTab(tab) }, icon("send")));
     node.append(el("button", { type: "button", class: "icon-button", "data-action": "close", title: t("closeTab"), "aria-label": `${t("closeTab")}: ${tab.title || tab.tab}`, onclick: () => closeTab(tab) }, icon("x")));
   }
@@ -227,6 +230,13 @@ function openPage(tab) {
 async function offerTab(tab) {
   try {
     await api(`/api/tabs/${encodeURIComponent(tab.tab)}/offer`, { method: "POST", body: "{}" });
+    await refresh();
+  } catch (e) { announce(`${t("failed")}: ${e.message}`); }
+}
+
+async function linkTab(tab) {
+  try {
+    await api(`/api/tabs/${encodeURIComponent(tab.tab)}/link`, { method: "POST", body: "{}" });
     await refresh();
   } catch (e) { announce(`${t("failed")}: ${e.message}`); }
 }

@@ -1334,6 +1334,27 @@ async fn person_routes_refuse_what_is_not_theirs_to_take() {
     );
     assert!(said["message"].as_str().unwrap().contains("2048"), "{said}");
     assert!(env.runtime.user_tabs().unwrap().is_empty());
+    // Only a window a page opened is linked for runs; the agent's own tab is refused, an unknown
+    // one is unknown, and nobody but the person links anything.
+    let agents = env.runtime.tabs_for_person().unwrap()[0]["tab"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let link = format!("/api/tabs/{agents}/link");
+    let (status, said) = post(&env, &link, &token, &json!({})).await;
+    assert_eq!(
+        (status, said["error"].as_str()),
+        (400, Some("invalid_action")),
+        "{said}"
+    );
+    let (status, said) = post(&env, "/api/tabs/tab_nope/link", &token, &json!({})).await;
+    assert_eq!(
+        said["error"].as_str(),
+        Some("unknown_surface"),
+        "{status} {said}"
+    );
+    let (status, _) = post(&env, &link, "not-the-token", &json!({})).await;
+    assert_eq!(status, 401);
 }
 
 /// Issue 35: idle sockets and half-sent requests were never timed out. A request's head has

@@ -364,7 +364,10 @@ fn only_a_released_tab_no_recovery_names_is_discarded() {
         .insert_resource(&new_tab("r1", Some(&s), Ownership::AgentCreated, 2))
         .expect("insert")
         .id;
-    assert!(!store.discard_resource(&tab).expect("discard"), "owned stays");
+    assert!(
+        !store.discard_resource(&tab).expect("discard"),
+        "owned stays"
+    );
     store
         .transition(&tab, 1, ResourceState::Released, 3)
         .expect("release");
