@@ -128,12 +128,15 @@ pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
 }
 
 /// Evaluates `expression` in a context, returning its value; page exceptions become errors.
+/// A protocol error on a live session means the context is gone ("Cannot find context with
+/// specified id": a navigation destroyed it before its event reached the tab's state): that is
+/// `Unstable` (the page is changing; read again), never `internal`.
 pub(crate) async fn evaluate_in(
     session: &Session,
     context: i64,
     expression: &str,
 ) -> Result<serde_json::Value, BrowserError> {
-    let reply = session
+    let reply = match session
         .call(runtime::Evaluate {
             expression: expression.to_owned(),
             context_id: Some(context),
@@ -142,13 +145,45 @@ pub(crate) async fn evaluate_in(
             silent: Some(true),
             ..Default::default()
         })
-        .await?;
+        .await
+    {
+        Ok(reply) => reply,
+        Err(cdp::CdpError::Protocol { message, .. }) => {
+            return Err(BrowserError::Unstable {
+                what: format!("the document was replaced while Glovebox read it ({message})"),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(exception) = reply.exception_details {
         return Err(BrowserError::Internal {
             reason: format!("isolated-world script failed: {}", exception.message()),
         });
     }
     Ok(reply.result.value.unwrap_or(serde_json::Value::Null))
+}
+
+/// Evaluates `expression` in the tab's `glovebox` world. A world the page's navigation took away
+/// meanwhile is forgotten and made again once; only a page that keeps replacing its document is
+/// `Unstable`.
+pub(crate) async fn evaluate_world(
+    tab: &Tab,
+    expression: &str,
+) -> Result<serde_json::Value, BrowserError> {
+    let mut tries = 0;
+    loop {
+        let context = world_context(tab).await?;
+        match evaluate_in(&tab.session, context, expression).await {
+            Err(BrowserError::Unstable { what }) => {
+                forget_context(&tab.state, context);
+                tries += 1;
+                if tries == 2 {
+                    return Err(BrowserError::Unstable { what });
+                }
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Drops a cached context id so the next read creates a fresh one.

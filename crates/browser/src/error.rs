@@ -61,9 +61,53 @@ impl From<CdpError> for BrowserError {
                 what: method.clone(),
                 after_ms: after.as_millis() as u64,
             },
+            // The page replaced its document between a read and the call that used what it
+            // read (a context, an object or a node of the old document): the page changed, which
+            // a caller takes as "observe again" — not a fault of Glovebox's.
+            CdpError::Protocol { ref message, .. } if document_gone(message) => {
+                BrowserError::Stale {
+                    reason: format!("the page replaced its document meanwhile ({message})"),
+                }
+            }
             CdpError::Protocol { .. } | CdpError::Decode { .. } => BrowserError::Internal {
                 reason: e.to_string(),
             },
         }
+    }
+}
+
+/// Chromium's answers for a context, remote object or node that no longer exists because its
+/// document went away (they all come with the generic code -32000).
+fn document_gone(message: &str) -> bool {
+    const GONE: [&str; 6] = [
+        "Cannot find context with specified id",
+        "Execution context was destroyed",
+        "Could not find object with given id",
+        "Could not find node with given id",
+        "No node with given id found",
+        "Node with given id does not belong to the document",
+    ];
+    GONE.iter().any(|gone| message.contains(gone))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protocol(message: &str) -> CdpError {
+        CdpError::Protocol {
+            method: "Runtime.callFunctionOn".into(),
+            code: -32000,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    #[test]
+    fn a_gone_document_is_stale_and_other_protocol_errors_are_internal() {
+        let gone = BrowserError::from(protocol("Cannot find context with specified id"));
+        assert_eq!(gone.code(), ErrorCode::StaleObservation, "{gone}");
+        let other = BrowserError::from(protocol("Invalid parameters"));
+        assert_eq!(other.code(), ErrorCode::Internal, "{other}");
     }
 }

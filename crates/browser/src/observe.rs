@@ -398,7 +398,7 @@ impl Tab {
         // one derived from the DOM snapshot (`synth.rs`), which skips the AX call's cost.
         let before = match evaluate_in(session, context, "globalThis.__glovebox.read(true)").await {
             Ok(b) => decode_world(b)?,
-            Err(BrowserError::Internal { .. }) => {
+            Err(BrowserError::Internal { .. } | BrowserError::Unstable { .. }) => {
                 forget_context(&self.state, context);
                 return Ok(Attempt::Changed("the document was replaced".into()));
             }
@@ -449,7 +449,7 @@ impl Tab {
         }
         let after = match after {
             Ok(a) => decode_world(a)?,
-            Err(BrowserError::Internal { .. }) => {
+            Err(BrowserError::Internal { .. } | BrowserError::Unstable { .. }) => {
                 forget_context(&self.state, context);
                 return Ok(Attempt::Changed("the document was replaced".into()));
             }
@@ -471,7 +471,14 @@ impl Tab {
         let oopif = self.capture_out_of_process_frames(&mut captures).await;
         if captures.len() > 1 || captures[0].snapshot.documents.len() > 1 {
             // Extra round trips happened: read once more to close the bracket.
-            let last = decode_world(evaluate_in(session, context, read).await?)?;
+            let last = match evaluate_in(session, context, read).await {
+                Ok(last) => decode_world(last)?,
+                Err(BrowserError::Internal { .. } | BrowserError::Unstable { .. }) => {
+                    forget_context(&self.state, context);
+                    return Ok(Attempt::Changed("the document was replaced".into()));
+                }
+                Err(e) => return Err(e),
+            };
             if !before.same_frame(&last) {
                 return Ok(Attempt::Changed(describe_change(&before, &last)));
             }

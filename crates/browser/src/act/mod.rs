@@ -37,7 +37,7 @@ pub(crate) use keyboard::Held;
 pub(crate) use marker::Trace;
 
 use crate::BrowserError;
-use crate::capture::{WorldState, evaluate_in, world_context};
+use crate::capture::{WorldState, evaluate_world};
 use crate::observe::ObservationRecord;
 use crate::tab::{Tab, lock};
 use crate::{ActOptions, ActOutcome, ActTiming, DownloadInfo};
@@ -229,8 +229,7 @@ impl Tab {
         let script = format!(
             "(() => {{ const m = document.createElement('meta'); m.httpEquiv = 'Content-Security-Policy'; m.content = {policy}; (document.head || document.documentElement).appendChild(m); m.remove(); return true; }})()"
         );
-        let context = world_context(self).await?;
-        evaluate_in(&self.session, context, &script).await?;
+        evaluate_world(self, &script).await?;
         Ok(())
     }
 
@@ -466,8 +465,7 @@ impl Tab {
     }
 
     pub(super) async fn read_world_now(&self) -> Result<WorldState, BrowserError> {
-        let context = world_context(self).await?;
-        let value = evaluate_in(&self.session, context, "globalThis.__glovebox.read()").await?;
+        let value = evaluate_world(self, "globalThis.__glovebox.read()").await?;
         serde_json::from_value(value).map_err(|e| BrowserError::Internal {
             reason: format!("world state did not decode: {e}"),
         })

@@ -177,3 +177,38 @@ async fn a_closed_tab_is_target_lost() {
     let err = tab.observe(&ObserveOptions::default()).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::TargetLost, "{err:?}");
 }
+
+/// Issue 35: under load a read sometimes failed `internal` "Cannot find context with specified
+/// id": a navigation destroyed Glovebox's world between the cached id and the read. A page that
+/// replaces its document every few milliseconds gives observations and actions that are frames
+/// or `Unstable`/`Stale` — never `internal`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_keeps_replacing_its_document_is_never_an_internal_error() {
+    let env = env().await;
+    env.server.html(
+        "/again",
+        "<title>Again</title><button>Still here</button><script>setTimeout(() => location.replace('/again?' + Math.random()), 15)</script>",
+    );
+    let tab = env.open("/again").await;
+    let mut frames = 0;
+    for _ in 0..30 {
+        match tab.observe(&ObserveOptions::default()).await {
+            Ok(o) => {
+                frames += 1;
+                let click = protocol::validate_extended_action(&serde_json::json!({
+                    "type": "click", "expected_frame_id": o.frame_id().as_str(),
+                    "target": {"kind": "role", "role": "button", "name": "Still here"}, "intent": "c"
+                }))
+                .unwrap();
+                if let Err(e) = tab.act(&click, &Default::default()).await {
+                    assert_ne!(e.code(), protocol::ErrorCode::Internal, "{e:?}");
+                }
+            }
+            Err(e) => assert!(
+                !matches!(e, BrowserError::Internal { .. }),
+                "an observation of a page that replaces itself: {e:?}"
+            ),
+        }
+    }
+    assert!(frames > 0, "no observation fell between two documents");
+}
