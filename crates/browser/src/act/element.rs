@@ -294,12 +294,35 @@ impl Tab {
     ) -> Result<(f64, f64), BrowserError> {
         let label = r.label.clone();
         let mut attempt = 0u32;
+        // A pass that stalls (a loaded machine, a busy page) ends a little before the action's
+        // deadline, so the refusal names the last reason seen instead of running into a timeout.
+        let stop = until
+            - Duration::from_millis(150).min(until.saturating_duration_since(Instant::now()) / 10);
+        let mut seen: Option<String> = None;
         loop {
             let checked = Instant::now();
-            let last_reason = match self.check_once(r, need, &label, viewport).await? {
+            let pass = match tokio::time::timeout_at(
+                stop.into(),
+                self.check_once(r, need, &label, viewport),
+            )
+            .await
+            {
+                Ok(pass) => pass?,
+                Err(_) => match seen {
+                    Some(reason) => return Err(BrowserError::NotActionable { reason }),
+                    None => {
+                        return Err(BrowserError::Timeout {
+                            what: format!("checking that {label} can be acted on"),
+                            after_ms: checked.elapsed().as_millis() as u64,
+                        });
+                    }
+                },
+            };
+            let last_reason = match pass {
                 Pass::Ready(point) => return Ok(point),
                 Pass::Retry(reason) => reason,
             };
+            seen = Some(last_reason.clone());
             attempt += 1;
             let pause = Duration::from_millis([0, 20, 50, 100, 100, 250][attempt.min(5) as usize]);
             // Stop while there is still time for one more pass and the refusal, so a slow machine
