@@ -129,6 +129,27 @@ struct Popup {
     _opens: cdp::OpenerWatch,
 }
 
+/// A window outlives the tab that opened it (a turn's end closes the opener; the window is its
+/// session's own tab by then): when the opener's guard goes, interception of the window's
+/// sessions ends with it — no request of the window is left paused with nobody to answer it.
+impl Drop for Popup {
+    fn drop(&mut self) {
+        let mut sessions = vec![self.target.session.clone()];
+        if let Some(children) = &self.children {
+            sessions.extend(children.list().into_iter().map(|c| c.session));
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for session in sessions {
+                    let _ = session
+                        .send_raw("Fetch.disable", json!({}), Duration::from_secs(5))
+                        .await;
+                }
+            });
+        }
+    }
+}
+
 impl std::fmt::Debug for Popup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Popup")

@@ -134,6 +134,12 @@ pub enum Cmd {
     /// Run a scripted task through the real runner on a built-in page; approvals are asked here,
     /// on the terminal.
     Demo(DemoArgs),
+    /// Run the diagnostic task set (`eval/v1`: eight categories, each task K times from a fresh
+    /// reset, a known-infeasible case beside each) with scripted planners or a model, judge each
+    /// attempt by the app's own records, and report completion, false successes, latency, tokens
+    /// and cost as JSON and a self-contained HTML page. Exits 1 on any false success, 2 when an
+    /// attempt failed for the environment.
+    Eval(EvalArgs),
     /// Start a ready X desktop for people without one: Xvfb, its own session bus with
     /// accessibility on, and openbox; prints the environment to use it and the command that
     /// serves it, and runs until Ctrl-C.
@@ -237,6 +243,55 @@ pub struct RunArgs {
     /// too is replaced there by its placeholder.
     #[arg(long = "secret", value_name = "NAME@ORIGIN=VALUE", value_parser = crate::task::parse_secret)]
     pub secrets: Vec<crate::task::SecretArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Which tasks: ids, id prefixes ending in `.` (`dense.`) or categories, comma-separated
+    /// (default: all).
+    #[arg(long)]
+    pub tasks: Option<String>,
+    /// A task set directory (`tasks.json`, `apps/`, `files/`, `downloads/`) instead of the
+    /// built-in one.
+    #[arg(long)]
+    pub set: Option<PathBuf>,
+    /// Independent attempts per task and case, each from a fresh reset.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Plan with this provider (`anthropic`, `openai_responses`, `openai_chat`) instead of the
+    /// tasks' scripted planners.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name (with --provider, or over the configured one).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL (an OpenAI-compatible server).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Plan with the provider's own computer tool (as `glovebox run --computer-tool`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "auto", value_name = "VERSION")]
+    pub computer_tool: Option<String>,
+    /// The model's list price in USD per million input and output tokens, `IN,OUT` (e.g.
+    /// `3,15`): the report's cost. Without it the cost is unknown.
+    #[arg(long, value_name = "IN,OUT")]
+    pub price: Option<String>,
+    /// How the person answers approvals the tasks raise: `once`, `task` or `deny`.
+    #[arg(long, default_value = "once", value_parser = ["once", "task", "deny"])]
+    pub answer: String,
+    /// Write the report's JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the report as a self-contained HTML page here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Keep the eval's own data directory (its store and artifacts, for `glovebox --data-dir
+    /// <it>/data log`) instead of removing it; its path is printed.
+    #[arg(long)]
+    pub keep: bool,
+    /// Compare two reports of the same tasks (paired by task, case and attempt) instead of
+    /// running anything.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub compare: Option<Vec<PathBuf>>,
 }
 
 #[derive(Debug, Args)]

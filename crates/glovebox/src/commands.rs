@@ -24,6 +24,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::UserTab(args) => crate::serve::user_tab(&cli.global, &args),
         Cmd::TurnEnd(args) => crate::serve::turn_end(&cli.global, &args),
         Cmd::Run(args) => crate::task::run(&cli.global, &args).await,
+        Cmd::Eval(args) => crate::eval::eval(&cli.global, &args).await,
         Cmd::Log(args) => crate::log::run(&cli.global, &args),
         Cmd::Demo(args) => {
             let answer = args.answer.as_deref().map(|a| match a {

@@ -28,6 +28,7 @@ mod commands;
 mod config;
 mod demo;
 mod desktop;
+mod eval;
 mod log;
 mod pages;
 mod serve;

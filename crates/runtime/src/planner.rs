@@ -142,6 +142,9 @@ pub enum Scripted {
     Dialog(bool),
     /// Raw JSON as a model might emit it (validated like model output).
     Raw(serde_json::Value),
+    /// An action of the act schema without `expected_frame_id`: the frame the planner is shown
+    /// is filled in (locators, points, `expect_download`, uploads — what the named steps lack).
+    Act(serde_json::Value),
     /// Takes this long to "think" (for cancellation tests).
     Think(Duration),
     Done(String),
@@ -211,6 +214,12 @@ impl Planner for ScriptedPlanner {
                     }
                     Scripted::Look => return Ok(PlannerStep::Look),
                     Scripted::Raw(value) => value,
+                    Scripted::Act(mut value) => {
+                        if let Some(fields) = value.as_object_mut() {
+                            fields.insert("expected_frame_id".into(), json!(frame));
+                        }
+                        value
+                    }
                     Scripted::Click(name) => {
                         json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": ref_of(o, &name)?}, "intent": format!("click {name}")})
                     }

@@ -72,7 +72,7 @@ pub fn unmet_conditions(unmet: Vec<String>) -> Vec<String> {
 
 impl Assertion {
     /// Within the limits: at most [`ASSERTION_TEXT_MAX_CHARS`] per text, none empty.
-    pub(crate) fn check_bounds(&self) -> Result<(), crate::RuntimeError> {
+    pub fn check_bounds(&self) -> Result<(), crate::RuntimeError> {
         let texts: &[&String] = match self {
             Assertion::TextPresent { text } | Assertion::UrlContains { text } => &[text],
             Assertion::ElementValue { name, value } => &[name, value],

@@ -287,3 +287,69 @@ async fn a_window_a_click_opens_is_the_sessions_tab_opened_by_its_opener() {
         "the popup closed with the turn: {report:?}"
     );
 }
+
+/// A window's requests were intercepted by its opener's guard; when the turn's end closed the
+/// opener during its action's tail, nobody answered them any more: the popup a person linked
+/// hung on its first `fetch`. The opener's guard lets go of its windows when it goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popup_whose_opener_closed_still_reaches_its_server() {
+    let env = crate::env("popup-outlives-opener", true).await;
+    env.server.html(
+        "/opener.html",
+        r#"<!doctype html><title>Opener</title><button onclick="window.open('/popup-page.html')">Open help</button>"#,
+    );
+    env.server.html(
+        "/popup-page.html",
+        r#"<!doctype html><title>Help</title><button onclick="fetch('/ping', {method: 'POST', body: 'x'}).then(() => out.textContent = 'pinged')">Ping</button><p id=out></p>"#,
+    );
+    crate::open(&env.runtime, &env.session, &env.server.url("/opener.html"))
+        .await
+        .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Open help").await;
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &crate::click(&o, "Open help"),
+            &Default::default(),
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.opened.len(), 1, "{outcome:?}");
+    let popup = env
+        .runtime
+        .status(&env.session)
+        .unwrap()
+        .tabs
+        .into_iter()
+        .find(|t| t.opened_by.is_some())
+        .unwrap()
+        .resource;
+    env.runtime.link_tab(&popup).await.unwrap();
+    // At once, inside the click's tail: the opener closes with its guard still armed.
+    env.runtime.end_current_turn(&env.session).await.unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Ping").await;
+    env.runtime
+        .act(
+            &env.session,
+            None,
+            &crate::click(&o, "Ping"),
+            &Default::default(),
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if !env.server.requests_to("/ping").is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        env.server.requests_to("/ping").len(),
+        1,
+        "the popup's request reached its server"
+    );
+}
