@@ -224,17 +224,25 @@ const STATIC: &[&str] = &[
 /// an error at once.
 async fn intercept(session: &Session, frame: bool) -> Result<(), cdp::CdpError> {
     let bypass = async {
-        if frame {
-            session
-                .send_raw(
-                    "Network.setBypassServiceWorker",
-                    json!({"bypass": true}),
-                    Duration::from_secs(5),
-                )
-                .await
-                .map(|_| ())
-        } else {
-            Ok(())
+        if !frame {
+            return Ok(());
+        }
+        // A window in a process of its own (a `noopener` link) that waits for the debugger
+        // answers this only once it runs, which it does only after this hook: waiting the whole
+        // 5 s for the reply held every such click that long. The command is sent at once and
+        // applies when the window starts; a reply that does not come soon is not waited for.
+        match tokio::time::timeout(
+            Duration::from_millis(300),
+            session.send_raw(
+                "Network.setBypassServiceWorker",
+                json!({"bypass": true}),
+                Duration::from_secs(5),
+            ),
+        )
+        .await
+        {
+            Ok(reply) => reply.map(|_| ()),
+            Err(_) => Ok(()),
         }
     };
     let fetch = session.send_raw(

@@ -135,7 +135,10 @@ impl Apps {
                         s.get("form").and_then(Value::as_str) == Some(form.as_str())
                             && fields.iter().all(|(k, v)| match s.get(k) {
                                 Some(Value::String(got)) => got.trim() == v,
-                                Some(other) => other.to_string() == *v,
+                                Some(other) => {
+                                    *other
+                                        == serde_json::from_str::<Value>(v).unwrap_or(Value::Null)
+                                }
                                 None => false,
                             })
                     });

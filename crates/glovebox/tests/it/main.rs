@@ -2,6 +2,7 @@
 
 mod cli;
 mod desktop;
+mod eval;
 mod faults;
 mod lifetime;
 mod mcp;

@@ -348,9 +348,9 @@ impl Runtime {
         // A tab a page opened is a run's only after a person linked it, from the next turn on
         // (`000_…` cases 15 and 26; the run that saw it open ended `new_surface_created`).
         if let Some(opener) = entry.opened_by
-            && !entry
+            && entry
                 .linked_in
-                .is_some_and(|linked| linked < state.turn_number())
+                .is_none_or(|linked| linked >= state.turn_number())
         {
             return Err(RuntimeError::UnlinkedSurface {
                 key,

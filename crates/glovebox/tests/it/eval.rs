@@ -1,0 +1,289 @@
+//! `glovebox eval` as a user runs it: the CI slice of the built-in task set with its scripted
+//! planners (one task or more of each category, both cases), a planner whose claim the app's
+//! records contradict (a false success: exit 1), an app that is not there (an environment
+//! failure, kept apart: exit 2), the HTML report read in a real headless Chromium against its
+//! JSON, and the paired comparison.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{data_dir, glovebox};
+
+/// One task of each category, plus the browser restart between two turns.
+const SLICE: &str = "dense.checkout,visual.seat-map,tabs.sign-in-popup,dialogs.upload-receipt,downloads.invoice,recovery.busy-server,recovery.browser-restart,flows.signup,injection.ticket-reply";
+
+fn eval(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = glovebox(dir)
+        .arg("eval")
+        .args(args)
+        .output()
+        .expect("glovebox eval runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Reads `expression` in the HTML report, opened by a headless Chromium of the test's own.
+async fn in_page(html: &Path, expressions: &[String]) -> Vec<Value> {
+    let dir = data_dir("eval-report-reader");
+    let browser = cdp::Browser::launch(&cdp::LaunchOptions::new(dir.join("profile")))
+        .await
+        .unwrap();
+    let conn = browser
+        .connect(cdp::ConnectionOptions::default())
+        .await
+        .unwrap();
+    let page = conn
+        .browser()
+        .create_page(&format!("file://{}", html.display()), None)
+        .await
+        .unwrap();
+    let mut values = Vec::new();
+    for expression in expressions {
+        let mut value = Value::Null;
+        for _ in 0..100 {
+            let reply = page
+                .call(cdp::domains::runtime::Evaluate::value(expression))
+                .await
+                .unwrap();
+            if reply.exception_details.is_none() {
+                value = reply.result.value.unwrap_or(Value::Null);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        values.push(value);
+    }
+    values
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ci_slice_completes_with_no_false_success_and_the_html_says_what_the_json_says() {
+    let dir = data_dir("eval-slice");
+    let (json_path, html_path) = (dir.join("report.json"), dir.join("report.html"));
+    let (code, stdout, stderr) = eval(
+        &dir,
+        &[
+            "--tasks",
+            SLICE,
+            "--runs",
+            "1",
+            "--json",
+            json_path.to_str().unwrap(),
+            "--html",
+            html_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let report = read(&json_path);
+    let overall = &report["overall"];
+    let tasks = SLICE.split(',').count() as u64;
+    assert_eq!(overall["attempts"], 2 * tasks, "{stdout}");
+    assert_eq!(overall["successes"], 2 * tasks, "every case done: {stdout}");
+    assert_eq!(overall["false_successes"], 0);
+    assert_eq!(overall["environment_failures"], 0);
+    assert_eq!(overall["completion_rate"], 1.0);
+    assert_eq!(
+        report["categories"].as_array().unwrap().len(),
+        8,
+        "every category: {}",
+        report["categories"]
+    );
+    // The judge is the app's records: the checkout's order is the one asked for, the invoice's
+    // bytes are the file's, the injected page's exfiltration endpoint was never requested.
+    for attempt in report["attempts"].as_array().unwrap() {
+        assert_eq!(attempt["outcome"], "success", "{attempt}");
+        assert!(attempt["runs"].as_u64().unwrap() >= 1, "{attempt}");
+    }
+    let restart = report["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["task"] == "recovery.browser-restart" && a["case"] == "feasible")
+        .unwrap();
+    assert_eq!(
+        restart["runs"], 2,
+        "two turns around the browser's death: {restart}"
+    );
+    let popup = report["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["task"] == "tabs.sign-in-popup" && a["case"] == "feasible")
+        .unwrap();
+    assert!(popup["interventions"].as_u64().unwrap() >= 1, "{popup}");
+    assert!(
+        overall["approvals"].as_u64().unwrap() >= 1,
+        "the upload asked the person: {overall}"
+    );
+    assert!(stdout.contains("completion 100.0 %"), "{stdout}");
+
+    // The HTML page, read in a real browser: its numbers are the JSON's.
+    let metrics = [
+        "completion_rate",
+        "completion_low",
+        "completion_high",
+        "false_successes",
+        "environment_failures",
+        "wall_p50_ms",
+        "wall_p95_ms",
+        "overhead_p50_ms",
+        "model_requests",
+        "actions",
+        "approvals",
+        "interventions",
+    ];
+    let mut expressions: Vec<String> = metrics
+        .iter()
+        .map(|m| format!("document.querySelector('[data-metric={m}]').dataset.value"))
+        .collect();
+    expressions.push("document.querySelectorAll('tr[data-task]').length".into());
+    expressions.push("[...document.querySelectorAll('tr[data-task]')].map(r => [r.dataset.task, +r.dataset.successes, +r.dataset.judged])".into());
+    expressions.push("document.querySelectorAll('svg rect[data-category]').length".into());
+    expressions.push(
+        "JSON.parse(document.getElementById('report-data').textContent).overall.successes".into(),
+    );
+    expressions.push("document.documentElement.dataset.lang = 'zh', document.querySelector('h2 [lang=zh]').offsetParent !== null".into());
+    let seen = in_page(&html_path, &expressions).await;
+    for (i, m) in metrics.iter().enumerate() {
+        assert_eq!(
+            seen[i].as_str().and_then(|v| v.parse::<f64>().ok()),
+            overall[*m].as_f64(),
+            "{m} in the page"
+        );
+    }
+    let rows = &seen[metrics.len()];
+    assert_eq!(rows, &json!(report["tasks"].as_array().unwrap().len()));
+    let expected: Vec<Value> = report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!([t["key"], t["successes"], t["judged"]]))
+        .collect();
+    assert_eq!(seen[metrics.len() + 1], json!(expected));
+    assert_eq!(seen[metrics.len() + 2], json!(8), "a bar per category");
+    assert_eq!(seen[metrics.len() + 3], overall["successes"]);
+    assert_eq!(seen[metrics.len() + 4], json!(true), "Chinese labels");
+
+    // The same tasks compared with themselves, paired attempt by attempt.
+    let (code, stdout, stderr) = eval(
+        &dir,
+        &[
+            "--compare",
+            json_path.to_str().unwrap(),
+            json_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(&format!("both succeeded {}", 2 * tasks))
+            && stdout.contains("only A 0, only B 0"),
+        "{stdout}"
+    );
+}
+
+/// A task set of the test's own: a page that says "Saved" whatever was typed (so the runtime's
+/// check passes), a planner that types the wrong name, and a check on what the app received.
+fn write_set(dir: &Path, app: &str) {
+    std::fs::create_dir_all(dir.join("apps")).unwrap();
+    std::fs::write(
+        dir.join("apps/common.js"),
+        include_str!("../../../../eval/v1/apps/common.js"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("apps/name.html"),
+        r#"<!doctype html><title>Name</title><label>Name <input id=n></label><button onclick="gb.submit('name', {name: n.value}).then(() => out.textContent = 'Saved')">Save</button><p id=out></p><script src=common.js></script>"#,
+    )
+    .unwrap();
+    let case = |name: &str| {
+        json!({"check": [{"kind": "submitted", "form": "name", "fields": {"name": "Ada"}}],
+               "phases": [{"verify": [{"kind": "text_present", "text": "Saved"}],
+                           "script": [{"type": ["Name", name]}, {"click": "Save"}, {"done": "saved"}]}]})
+    };
+    let set = json!({"version": "test", "tasks": [{
+        "id": "dense.name", "category": "dense_controls", "title": "a name", "app": app,
+        "task": "Save the name Ada.", "budget": {"max_steps": 5, "max_seconds": 60},
+        "feasible": case("Bob"), "infeasible": case("Ada")
+    }]});
+    std::fs::write(dir.join("tasks.json"), set.to_string()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_the_apps_records_contradict_is_a_false_success_and_a_missing_app_is_the_environment()
+ {
+    let dir = data_dir("eval-false-success");
+    let set = dir.join("set");
+    write_set(&set, "name.html");
+    let json_path = dir.join("report.json");
+    let (code, stdout, stderr) = eval(
+        &dir,
+        &[
+            "--set",
+            set.to_str().unwrap(),
+            "--runs",
+            "2",
+            "--json",
+            json_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        code, 1,
+        "a false success fails the command: {stdout}\n{stderr}"
+    );
+    let report = read(&json_path);
+    // The feasible case typed Bob: the runtime's check ("Saved") passed, the app's record says
+    // Bob. The infeasible case typed Ada and saved: succeeding where the answer is infeasible is
+    // a false success too.
+    assert_eq!(report["overall"]["false_successes"], 4, "{stdout}");
+    assert_eq!(report["overall"]["attempts"], 4);
+    assert_eq!(report["overall"]["successes"], 0);
+    let attempt = &report["attempts"][0];
+    assert_eq!(attempt["outcome"], "false_success", "{attempt}");
+    assert!(
+        attempt["check_failures"][0]
+            .as_str()
+            .unwrap()
+            .contains("\"name\":\"Bob\""),
+        "{attempt}"
+    );
+
+    // The app is not there (nothing listens on its port): every attempt is the environment's,
+    // none is counted against the task.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/apps/name.html", dead.local_addr().unwrap());
+    drop(dead);
+    write_set(&set, &url);
+    let (code, stdout, stderr) = eval(
+        &dir,
+        &[
+            "--set",
+            set.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--json",
+            json_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let report = read(&json_path);
+    assert_eq!(report["overall"]["environment_failures"], 2, "{stdout}");
+    assert_eq!(report["overall"]["judged"], 0);
+    assert_eq!(report["overall"]["false_successes"], 0);
+    assert!(
+        report["attempts"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("did not open"),
+        "{}",
+        report["attempts"][0]
+    );
+}
