@@ -287,3 +287,111 @@ async fn a_claim_the_apps_records_contradict_is_a_false_success_and_a_missing_ap
         report["attempts"][0]
     );
 }
+
+/// A loopback model in the Chat Completions format that does the mail-label task from the page
+/// it is shown: selects the message, opens the menu, picks Finance — or says `infeasible` when
+/// the open menu has no Finance.
+async fn label_model(
+    axum::extract::State(calls): axum::extract::State<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    axum::Json(body): axum::Json<Value>,
+) -> axum::Json<Value> {
+    let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let page = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .rfind(|t| t.contains("</untrusted nonce="))
+        .unwrap_or_default()
+        .to_owned();
+    let frame = page
+        .split("frame_id: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned();
+    let r = |needle: &str| {
+        page.split(needle)
+            .nth(1)
+            .and_then(|r| r.split([' ', ']']).next())
+            .unwrap_or("e0")
+            .to_owned()
+    };
+    let click = |needle: &str| {
+        (
+            "act",
+            json!({"type": "click", "expected_frame_id": frame, "target": {"kind": "element", "ref": r(needle)}, "intent": "next step"}),
+        )
+    };
+    let unchecked = page
+        .split("checkbox \"Select Quarterly report\" [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .is_some_and(|inside| !inside.contains("checked"));
+    let (tool, input) = if page.contains("Labelled Quarterly report as Finance") {
+        ("done", json!({"summary": "labelled"}))
+    } else if page.contains("menuitem \"Finance\" [") {
+        click("menuitem \"Finance\" [")
+    } else if page.contains("menuitem \"") {
+        ("infeasible", json!({"reason": "there is no Finance label", "unmet": ["a Finance label"]}))
+    } else if unchecked {
+        click("checkbox \"Select Quarterly report\" [")
+    } else {
+        click("button \"Label as\" [")
+    };
+    axum::Json(
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": format!("c{n}"), "type": "function", "function": {"name": tool, "arguments": input.to_string()}}]}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 20}}),
+    )
+}
+
+/// The same command evaluates a model: here a loopback provider speaking the Chat Completions
+/// format. Its requests, tokens and the cost at the given price reach the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_is_evaluated_through_its_provider_with_tokens_and_cost() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(label_model))
+        .with_state(calls.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = data_dir("eval-model");
+    let json_path = dir.join("report.json");
+    let out = {
+        let (dir, json_path) = (dir.clone(), json_path.clone());
+        tokio::task::spawn_blocking(move || {
+            glovebox(&dir)
+                .args(["eval", "--tasks", "dense.mail-label", "--runs", "1"])
+                .args(["--provider", "openai_chat", "--model", "test-model", "--base-url", &base])
+                .args(["--price", "3,15", "--json", json_path.to_str().unwrap()])
+                .env("GLOVEBOX_CONFIG", "/dev/null")
+                .env("OPENAI_API_KEY", "sk-test")
+                .output()
+                .unwrap()
+        })
+    }
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = read(&json_path);
+    let o = &report["overall"];
+    assert_eq!(o["successes"], 2, "both cases: {stdout}");
+    assert_eq!(report["planner"]["kind"], "model");
+    assert_eq!(report["planner"]["model"], "test-model");
+    let requests = o["model_requests"].as_u64().unwrap();
+    assert_eq!(requests, calls.load(std::sync::atomic::Ordering::SeqCst) as u64);
+    assert!(requests >= 5, "{o}");
+    assert_eq!(o["input_tokens"].as_u64().unwrap(), 1000 * requests);
+    assert_eq!(o["output_tokens"].as_u64().unwrap(), 20 * requests);
+    let cost = o["cost_usd"].as_f64().unwrap();
+    let expected = (1000.0 * 3.0 + 20.0 * 15.0) * requests as f64 / 1e6;
+    assert!((cost - expected).abs() < 1e-6, "{cost} vs {expected}");
+    assert!(o["time"]["model_ms"].as_u64().is_some(), "{o}");
+}
