@@ -788,6 +788,9 @@ impl Runtime {
         let (state, entry, key) = self.resolve(session, surface)?;
         require(&entry, Capability::Observe, &key)?;
         let observed = async { Ok(self.attach(&entry).await?.tab().observe(options).await?) }.await;
+        if let Ok(o) = &observed {
+            self.note_observed(entry.target(), o.title());
+        }
         self.forget_if_lost(session, &state, &entry, observed).await
     }
 

@@ -164,6 +164,9 @@ impl Runtime {
         }
         self.end_operation(open, &outcome);
         let outcome = outcome?;
+        if let Some(o) = &outcome.observation {
+            self.note_observed(at.entry.target(), o.title());
+        }
         // Windows the action opened are the session's own tabs from now on, opened by this one.
         if !outcome.opened.is_empty() {
             self.adopt_opened(at.session, at.entry, &outcome.opened)

@@ -2,7 +2,8 @@
 //!
 //! - **Location.** A watcher on the browser connection follows every tab Glovebox tracks
 //!   (`SurfaceAdapter::events`: committed navigations, same-document ones included) and
-//!   records its last confirmed URL and title as one pair, the URL through
+//!   (and the title each observation shows: Chromium does not announce every title change,
+//!   `Runtime::note_observed`) records its last confirmed URL and title as one pair, the URL through
 //!   [`policy::restorable_url`] (credentials removed, the rest kept so it still opens). A tab
 //!   that goes away without Glovebox closing it was closed by a person: it stays closed.
 //! - **Site storage.** A tab kept for a person (marked deliverable or handoff, or retained) has
@@ -133,6 +134,8 @@ pub(crate) struct Keeping {
     pub(crate) restore_again: std::sync::atomic::AtomicBool,
     pub(crate) last_restore: std::sync::Mutex<Option<RestoreReport>>,
     pub(crate) location_writes: std::sync::Mutex<std::collections::HashMap<String, LocationWrites>>,
+    /// The last title an observation showed per target ([`Runtime::note_observed`]).
+    pub(crate) observed_titles: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Runtime {
@@ -402,6 +405,36 @@ impl Runtime {
         if let Some(info) = self.target_info(target).await {
             self.on_target_changed(info).await;
         }
+    }
+
+    /// What an observation or an action's fresh observation showed of a tab: when its title is
+    /// not the last one seen, the tab's location is read and recorded afresh (through the same
+    /// throttle as an announced change). Chromium announces navigations, but not every change
+    /// of `document.title` (`Target.targetInfoChanged` came for one title of a page that set a
+    /// new one every 200 ms): the titles the runtime sees are recorded too. In the background:
+    /// nothing waits for the store.
+    pub(crate) fn note_observed(&self, target: &str, title: &str) {
+        {
+            let mut seen = self
+                .inner
+                .keeping
+                .observed_titles
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if seen.get(target).is_some_and(|t| t == title) {
+                return;
+            }
+            if seen.len() > 4096 {
+                seen.clear();
+            }
+            seen.insert(target.to_owned(), title.to_owned());
+        }
+        let (weak, target) = (std::sync::Arc::downgrade(&self.inner), target.to_owned());
+        tokio::spawn(async move {
+            if let Some(inner) = weak.upgrade() {
+                trailing_refresh(Runtime { inner }, target).await;
+            }
+        });
     }
 
     /// Records the page's title once it has one (`true`), or says it has none yet.

@@ -13,6 +13,10 @@
 //! - A case may span turns (`phases`): a popup the first run opened is linked by the person
 //!   (`Runtime::link_tab`) for the next turn's run; a browser killed between turns is
 //!   relaunched and the app opened again.
+//! - Desktop tasks run on an X display of the eval's own (`desktop::Stack`) with a second runtime
+//!   on the X11 adapter: each attempt starts the task's GTK app, the person offers its window and
+//!   the session claims it; the app reports to the same loopback server, so the judge is the
+//!   same.
 
 mod apps;
 mod report;
@@ -31,7 +35,7 @@ use serde_json::Value;
 use crate::cli::{EvalArgs, Global};
 use apps::Apps;
 use report::{Attempt, Report, Times};
-use tasks::{Case, Expect, TaskSet, TaskSpec};
+use tasks::{Case, Expect, SurfaceKind, TaskSet, TaskSpec};
 
 /// `glovebox eval`.
 pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> {
@@ -94,7 +98,18 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
             std::fs::write(work.join("uploads").join(name), bytes)?;
         }
     }
+    std::fs::create_dir_all(work.join("apps"))?;
+    for (path, bytes) in &set.files {
+        if let Some(name) = path.strip_prefix("apps/").filter(|n| n.ends_with(".py")) {
+            std::fs::write(work.join("apps").join(name), bytes)?;
+        }
+    }
     let mut config = settings.runtime.clone();
+    let desktop_config = {
+        let mut c = config.clone();
+        c.data_dir = work.join("desktop-data");
+        c
+    };
     config.data_dir = work.join("data");
     config
         .trust
@@ -118,6 +133,13 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         _ => ApprovalDecision::ApproveOnce,
     };
     let person = crate::terminal::person_on_terminal(&rt, Some(answer), true);
+    // The desktop tasks' X display (Xvfb, a session bus with accessibility, openbox) and a
+    // runtime on it; one that cannot start makes those tasks' attempts environment failures.
+    let desktop = if picked.iter().any(|t| t.surface == SurfaceKind::Desktop) {
+        Some(Desktop::start(desktop_config, answer, &work).await)
+    } else {
+        None
+    };
     let started = Instant::now();
     let total = picked.len() * 2 * args.runs as usize;
     let mut progress = Progress::new(total);
@@ -129,8 +151,12 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         ] {
             for run in 1..=args.runs {
                 progress.show(&format!("{} ({case_name}) #{run}", task.id));
-                let mut attempt =
-                    attempt(&rt, &apps, &set, task, case, expect, model.as_ref()).await;
+                let on = match (task.surface, &desktop) {
+                    (SurfaceKind::Desktop, Some(Ok(d))) => On::Desktop(d),
+                    (SurfaceKind::Desktop, Some(Err(why))) => On::NoDesktop(why),
+                    _ => On::Browser(&rt),
+                };
+                let mut attempt = attempt(on, &apps, task, case, expect, model.as_ref()).await;
                 attempt.case = case_name.into();
                 attempt.run = run;
                 if let Some((input, output)) = price {
@@ -147,6 +173,9 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     }
     progress.finish();
     person.abort();
+    if let Some(Ok(d)) = desktop {
+        d.stop().await;
+    }
     rt.shutdown(Duration::from_secs(5)).await;
     if args.keep {
         eprintln!("the eval's data directory: {}", work.join("data").display());
@@ -194,9 +223,8 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
 
 /// One attempt of one case, from a fresh reset to the harness's judgement.
 async fn attempt(
-    rt: &Runtime,
+    on: On<'_>,
     apps: &Apps,
-    set: &TaskSet,
     task: &TaskSpec,
     case: &Case,
     expect: Expect,
@@ -205,6 +233,16 @@ async fn attempt(
     apps.reset();
     let started = Instant::now();
     let mut attempt = Attempt::new(task, expect);
+    let rt = match on {
+        On::Browser(rt) => rt,
+        On::Desktop(d) => &d.rt,
+        On::NoDesktop(why) => {
+            attempt.environment(format!("no desktop: {why}"));
+            return attempt;
+        }
+    };
+    // A desktop task's application, stopped with the attempt.
+    let mut app: Option<AppProcess> = None;
     let accounting = Arc::new(Mutex::new(agent::Accounting::default()));
     let session = match rt.create_session().await {
         Ok(s) => s,
@@ -216,8 +254,17 @@ async fn attempt(
     let url = apps.url(&task.app, &case.query);
     let text = case.task.clone().unwrap_or_else(|| task.task.clone());
     let ending = async {
-        if let Err(e) = rt.open_tab(&session, &url, Duration::from_secs(30)).await {
-            return Err(Ending::Environment(format!("the app did not open: {e}")));
+        match on {
+            On::Desktop(d) => {
+                d.open(&session, task, case, apps, &mut app)
+                    .await
+                    .map_err(|e| Ending::Environment(format!("the app did not open: {e}")))?;
+            }
+            _ => {
+                if let Err(e) = rt.open_tab(&session, &url, Duration::from_secs(30)).await {
+                    return Err(Ending::Environment(format!("the app did not open: {e}")));
+                }
+            }
         }
         let mut summaries: Vec<String> = Vec::new();
         let last = case.phases.len() - 1;
@@ -309,9 +356,148 @@ async fn attempt(
     }
     attempt.submissions = apps.submissions().len() as u64;
     let _ = rt.close_session(&session).await;
+    drop(app);
     attempt.wall_ms = started.elapsed().as_millis() as u64;
-    let _ = set;
     attempt
+}
+
+/// Where an attempt runs.
+enum On<'a> {
+    Browser(&'a Runtime),
+    Desktop(&'a Desktop),
+    /// The desktop could not start (why).
+    NoDesktop(&'a String),
+}
+
+/// The desktop tasks' display and the runtime on it.
+struct Desktop {
+    stack: desktop::Stack,
+    rt: Runtime,
+    person: tokio::task::JoinHandle<()>,
+    apps_dir: std::path::PathBuf,
+}
+
+impl Desktop {
+    async fn start(
+        config: ::runtime::RuntimeConfig,
+        answer: ApprovalDecision,
+        work: &std::path::Path,
+    ) -> Result<Desktop, String> {
+        let stack =
+            tokio::task::spawn_blocking(
+                || desktop::Stack::start(&desktop::StackOptions::default()),
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let adapter = Arc::new(desktop::DesktopAdapter::new(desktop::DesktopConfig {
+            display: stack.display.clone(),
+            session_bus: Some(stack.session_bus.clone()),
+            foreground_input: true,
+        }));
+        let rt = Runtime::start(config, adapter)
+            .await
+            .map_err(|e| format!("the runtime did not start on the desktop: {e}"))?;
+        let person = crate::terminal::person_on_terminal(&rt, Some(answer), true);
+        Ok(Desktop {
+            stack,
+            rt,
+            person,
+            apps_dir: work.join("apps"),
+        })
+    }
+
+    /// Starts the task's application, waits for its window, and has the person offer it and
+    /// the session claim it (then waits for its accessibility tree).
+    async fn open(
+        &self,
+        session: &protocol::SessionId,
+        task: &TaskSpec,
+        case: &Case,
+        apps: &Apps,
+        app: &mut Option<AppProcess>,
+    ) -> Result<(), String> {
+        let mut command = self.stack.command("/usr/bin/python3");
+        command
+            .arg(self.apps_dir.join(&task.app))
+            .args(case.query.split_whitespace())
+            .env("GLOVEBOX_EVAL_SUBMIT", format!("{}/submit", apps.origin()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", task.app))?;
+        *app = Some(AppProcess(child));
+        let title = task.window.as_deref().unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let surface = loop {
+            let surfaces = self
+                .rt
+                .surfaces_for_person()
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(s) = surfaces.iter().find(|s| s["title"] == title) {
+                break s["surface"].as_str().unwrap_or_default().to_owned();
+            }
+            if Instant::now() > deadline {
+                return Err(format!("no window {title:?} within 20 s"));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let tab = self
+            .rt
+            .offer_surface(&surface)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.rt
+            .claim_tab(session, &tab)
+            .await
+            .map_err(|e| e.to_string())?;
+        // The window's tree comes a moment after the window.
+        while Instant::now() < deadline {
+            if let Ok(o) = self.rt.observe(session, None, &Default::default()).await
+                && o.interactive_elements().len() > 1
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!(
+            "the window {title:?} showed no accessibility tree within 20 s"
+        ))
+    }
+
+    async fn stop(self) {
+        self.person.abort();
+        self.rt.shutdown(Duration::from_secs(5)).await;
+        drop(self.stack);
+    }
+}
+
+/// A desktop task's application: its process group ends when this is dropped.
+struct AppProcess(std::process::Child);
+
+impl Drop for AppProcess {
+    fn drop(&mut self) {
+        let group = self.0.id() as libc::pid_t;
+        // SAFETY: kill(2) on the process group this eval started (`Stack::command` puts each
+        // program in a group of its own); no memory is involved.
+        unsafe {
+            libc::kill(-group, libc::SIGTERM);
+        }
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(2) {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
 }
 
 /// How an attempt ended before the harness could judge a run's result.
@@ -354,7 +540,7 @@ async fn person_between_turns(
                 .tabs
                 .iter()
                 .rev()
-                .find(|t| t.opened_by.is_some() && t.live)
+                .find(|t| t.opened_by.is_some())
                 .ok_or("the turn ended new_surface_created but no popup is open")?;
             rt.link_tab(&popup.resource)
                 .await

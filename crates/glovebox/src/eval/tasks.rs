@@ -95,8 +95,9 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// The eight categories of `004_…`'s diagnostic set (desktop and VM join with their adapters).
-pub const CATEGORIES: [&str; 8] = [
+/// The categories of `004_…`'s diagnostic set: the eight of the browser, and the desktop's (X11
+/// windows of real applications). VM guests join with their adapter.
+pub const CATEGORIES: [&str; 9] = [
     "dense_controls",
     "visual",
     "multi_tab",
@@ -105,6 +106,7 @@ pub const CATEGORIES: [&str; 8] = [
     "recovery",
     "long_flows",
     "injection",
+    "desktop",
 ];
 
 /// A task set: its version, its tasks, and the files it serves (apps, uploads, downloads).
@@ -131,13 +133,30 @@ pub struct TaskSpec {
     pub id: String,
     pub category: String,
     pub title: String,
-    /// The app's page under `apps/` (a path, optionally with a query), or an absolute URL.
+    /// Where the task runs: a browser tab (the default) or a desktop window.
+    #[serde(default)]
+    pub surface: SurfaceKind,
+    /// The app's page under `apps/` (a path, optionally with a query), or an absolute URL; for a
+    /// desktop task, its program under `apps/` (a Python GTK script, the case's query its
+    /// arguments).
     pub app: String,
+    /// A desktop task's window title (how the person finds the window to offer).
+    #[serde(default)]
+    pub window: Option<String>,
     /// What the user asks, in their words.
     pub task: String,
     pub budget: Budget,
     pub feasible: Case,
     pub infeasible: Case,
+}
+
+/// Where a task runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SurfaceKind {
+    #[default]
+    Browser,
+    Desktop,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -303,6 +322,18 @@ impl TaskSet {
             let page = task.app.split('?').next().unwrap_or_default();
             if !task.app.contains("://") && !files.contains_key(&format!("apps/{page}")) {
                 bail!("task {}: no app apps/{page} in the set", task.id);
+            }
+            match task.surface {
+                SurfaceKind::Desktop if !task.app.ends_with(".py") || task.window.is_none() => {
+                    bail!(
+                        "task {}: a desktop task's app is a Python script under apps/ and it names its window",
+                        task.id
+                    )
+                }
+                SurfaceKind::Browser if task.window.is_some() => {
+                    bail!("task {}: only a desktop task names a window", task.id)
+                }
+                _ => {}
             }
             for (name, case) in [
                 ("feasible", &task.feasible),

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use crate::{data_dir, glovebox};
 
-/// One task of each category, plus the browser restart between two turns.
-const SLICE: &str = "dense.checkout,visual.seat-map,tabs.sign-in-popup,dialogs.upload-receipt,downloads.invoice,recovery.busy-server,recovery.browser-restart,flows.signup,injection.ticket-reply";
+/// One task of each category (the desktop's on a real Xvfb with a GTK app), plus the browser
+/// restart between two turns.
+const SLICE: &str = "dense.checkout,visual.seat-map,tabs.sign-in-popup,dialogs.upload-receipt,downloads.invoice,recovery.busy-server,recovery.browser-restart,flows.signup,injection.ticket-reply,desktop.printer-reset";
 
 fn eval(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = glovebox(dir)
@@ -93,7 +94,7 @@ async fn the_ci_slice_completes_with_no_false_success_and_the_html_says_what_the
     assert_eq!(overall["completion_rate"], 1.0);
     assert_eq!(
         report["categories"].as_array().unwrap().len(),
-        8,
+        9,
         "every category: {}",
         report["categories"]
     );
@@ -113,13 +114,19 @@ async fn the_ci_slice_completes_with_no_false_success_and_the_html_says_what_the
         restart["runs"], 2,
         "two turns around the browser's death: {restart}"
     );
-    let popup = report["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["task"] == "tabs.sign-in-popup" && a["case"] == "feasible")
-        .unwrap();
-    assert!(popup["interventions"].as_u64().unwrap() >= 1, "{popup}");
+    for task in ["tabs.sign-in-popup", "desktop.printer-reset"] {
+        let popup = report["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["task"] == task && a["case"] == "feasible")
+            .unwrap();
+        assert_eq!(
+            popup["runs"], 2,
+            "the window a click opened, linked for the next turn: {popup}"
+        );
+        assert!(popup["interventions"].as_u64().unwrap() >= 1, "{popup}");
+    }
     assert!(
         overall["approvals"].as_u64().unwrap() >= 1,
         "the upload asked the person: {overall}"
@@ -169,7 +176,7 @@ async fn the_ci_slice_completes_with_no_false_success_and_the_html_says_what_the
         .map(|t| json!([t["key"], t["successes"], t["judged"]]))
         .collect();
     assert_eq!(seen[metrics.len() + 1], json!(expected));
-    assert_eq!(seen[metrics.len() + 2], json!(8), "a bar per category");
+    assert_eq!(seen[metrics.len() + 2], json!(9), "a bar per category");
     assert_eq!(seen[metrics.len() + 3], overall["successes"]);
     assert_eq!(seen[metrics.len() + 4], json!(true), "Chinese labels");
 
@@ -292,7 +299,9 @@ async fn a_claim_the_apps_records_contradict_is_a_false_success_and_a_missing_ap
 /// it is shown: selects the message, opens the menu, picks Finance — or says `infeasible` when
 /// the open menu has no Finance.
 async fn label_model(
-    axum::extract::State(calls): axum::extract::State<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    axum::extract::State(calls): axum::extract::State<
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    >,
     axum::Json(body): axum::Json<Value>,
 ) -> axum::Json<Value> {
     let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -333,7 +342,10 @@ async fn label_model(
     } else if page.contains("menuitem \"Finance\" [") {
         click("menuitem \"Finance\" [")
     } else if page.contains("menuitem \"") {
-        ("infeasible", json!({"reason": "there is no Finance label", "unmet": ["a Finance label"]}))
+        (
+            "infeasible",
+            json!({"reason": "there is no Finance label", "unmet": ["a Finance label"]}),
+        )
     } else if unchecked {
         click("checkbox \"Select Quarterly report\" [")
     } else {
@@ -364,7 +376,14 @@ async fn a_model_is_evaluated_through_its_provider_with_tokens_and_cost() {
         tokio::task::spawn_blocking(move || {
             glovebox(&dir)
                 .args(["eval", "--tasks", "dense.mail-label", "--runs", "1"])
-                .args(["--provider", "openai_chat", "--model", "test-model", "--base-url", &base])
+                .args([
+                    "--provider",
+                    "openai_chat",
+                    "--model",
+                    "test-model",
+                    "--base-url",
+                    &base,
+                ])
                 .args(["--price", "3,15", "--json", json_path.to_str().unwrap()])
                 .env("GLOVEBOX_CONFIG", "/dev/null")
                 .env("OPENAI_API_KEY", "sk-test")
@@ -386,7 +405,10 @@ async fn a_model_is_evaluated_through_its_provider_with_tokens_and_cost() {
     assert_eq!(report["planner"]["kind"], "model");
     assert_eq!(report["planner"]["model"], "test-model");
     let requests = o["model_requests"].as_u64().unwrap();
-    assert_eq!(requests, calls.load(std::sync::atomic::Ordering::SeqCst) as u64);
+    assert_eq!(
+        requests,
+        calls.load(std::sync::atomic::Ordering::SeqCst) as u64
+    );
     assert!(requests >= 5, "{o}");
     assert_eq!(o["input_tokens"].as_u64().unwrap(), 1000 * requests);
     assert_eq!(o["output_tokens"].as_u64().unwrap(), 20 * requests);

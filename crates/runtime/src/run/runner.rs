@@ -79,6 +79,8 @@ impl RunState<'_> {
                 initial = Some(observation.clone());
             }
             self.last_url = observation.url().to_owned();
+            self.runtime
+                .note_observed(self.entry.target(), observation.title());
             self.runtime.emit(
                 &self.run_id,
                 EventKind::Observed {
