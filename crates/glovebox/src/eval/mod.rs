@@ -456,7 +456,7 @@ impl Desktop {
         // The window's tree comes a moment after the window.
         while Instant::now() < deadline {
             if let Ok(o) = self.rt.observe(session, None, &Default::default()).await
-                && o.interactive_elements().len() > 1
+                && o.aria_snapshot().lines().count() >= 3
             {
                 return Ok(());
             }

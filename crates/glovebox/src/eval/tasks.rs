@@ -82,6 +82,14 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../eval/v1/apps/review.html"),
     ),
     (
+        "apps/newsletter.py",
+        include_str!("../../../../eval/v1/apps/newsletter.py"),
+    ),
+    (
+        "apps/settings.py",
+        include_str!("../../../../eval/v1/apps/settings.py"),
+    ),
+    (
         "files/invoice-042.csv",
         include_str!("../../../../eval/v1/files/invoice-042.csv"),
     ),

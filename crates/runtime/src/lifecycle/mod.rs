@@ -393,21 +393,29 @@ impl Runtime {
                     .as_ref()
                     .is_some_and(|t| t.as_str() == surface)
                     && r.instance == Some(self.inner.instance)
-                    && r.state != ResourceState::Released
                     && !r.closed_by_person
             });
+        let title = protocol::text::printable(&crate::webtabs::recorded_title(
+            &self.without_typed_secrets(&info.id, &info.title),
+        ));
+        // The record of this surface already (a window a session gave back is the person's and
+        // released, its handle live; a display reuses a closed window's id for a new window):
+        // offered again, with what the surface shows now.
         if let Some(r) = existing {
             if !self.persons_open_tab(&r) {
                 return Err(RuntimeError::LeaseConflict {
                     holder: "a session, which holds this surface now".into(),
                 });
             }
+            let _ = self.inner.store.update_location(
+                &r.id,
+                &policy::redact_url(&info.url),
+                &title,
+                now_ms(),
+            );
             self.offer_tab(r.id.as_str())?;
             return Ok(r.id.to_string());
         }
-        let title = protocol::text::printable(&crate::webtabs::recorded_title(
-            &self.without_typed_secrets(&info.id, &info.title),
-        ));
         self.record_offered(&info.id, policy::redact_url(&info.url), Some(title))
     }
 
