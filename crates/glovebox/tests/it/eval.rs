@@ -195,6 +195,22 @@ async fn the_ci_slice_completes_with_no_false_success_and_the_html_says_what_the
             && stdout.contains("only A 0, only B 0"),
         "{stdout}"
     );
+
+    // Attempt after attempt on one display: a new app's windows get the ids of the last one's
+    // (gone without an event), and are recorded and offered all the same.
+    let (code, stdout, stderr) = eval(
+        &dir,
+        &[
+            "--tasks",
+            "desktop.printer-reset",
+            "--runs",
+            "3",
+            "--json",
+            json_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(read(&json_path)["overall"]["successes"], 6, "{stdout}");
 }
 
 /// A task set of the test's own: a page that says "Saved" whatever was typed (so the runtime's

@@ -167,6 +167,7 @@ impl Runtime {
         url: &str,
     ) -> Result<String, RuntimeError> {
         let id = self.fresh_id("tab");
+        self.forget_stale_handle(target);
         self.inner
             .store
             .insert_resource(&NewResource {
@@ -185,6 +186,31 @@ impl Runtime {
         self.record_branch(session, &id);
         self.activate(session)?;
         Ok(id)
+    }
+
+    /// `target` names a surface that was just created (a tab opened, a window an action opened):
+    /// a record that still holds it as its live handle describes one that is gone — a display
+    /// reuses a closed window's id, and no adapter event said it closed (the X11 adapter sends
+    /// none). Unless a session tracks that record, its handle is cleared first.
+    fn forget_stale_handle(&self, target: &str) {
+        let Ok(Some(old)) = self
+            .inner
+            .store
+            .find_by_handle(&store::TargetId::new(target))
+        else {
+            return;
+        };
+        let tracked = self.session_states().iter().any(|s| {
+            s.tabs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|t| t.resource == old.id.as_str())
+        });
+        if !tracked {
+            tracing::debug!(resource = %old.id, "a record's surface is gone: its id names a new one");
+            let _ = self.inner.store.clear_handle(&old.id, now_ms());
+        }
     }
 
     /// The windows an action on `opener` opened (`ActOutcome::opened`: popups, `target=_blank`
