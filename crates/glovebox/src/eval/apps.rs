@@ -113,6 +113,11 @@ impl Apps {
         *records(&self.records) = Records::default();
     }
 
+    /// Submissions the apps refused on purpose this attempt (a busy server).
+    pub fn refusals(&self) -> u64 {
+        u64::from(records(&self.records).refused)
+    }
+
     /// The submissions so far (for the report's record of an attempt).
     pub fn submissions(&self) -> Vec<Value> {
         records(&self.records)

@@ -355,6 +355,12 @@ async fn attempt(
         }
     }
     attempt.submissions = apps.submissions().len() as u64;
+    let restarts = case
+        .phases
+        .iter()
+        .filter(|p| p.then.as_deref() == Some("restart_browser"))
+        .count() as u64;
+    attempt.faults = attempt.failed_actions + apps.refusals() + restarts.min(attempt.runs);
     let _ = rt.close_session(&session).await;
     drop(app);
     attempt.wall_ms = started.elapsed().as_millis() as u64;

@@ -88,6 +88,10 @@ pub struct Attempt {
     /// A person's part: approvals answered and actions between turns.
     pub interventions: u64,
     pub submissions: u64,
+    /// Faults the attempt met and had to get past: refused or failed actions, submissions the
+    /// app refused, a browser that died between turns.
+    #[serde(default)]
+    pub faults: u64,
     #[serde(default)]
     pub cost_usd: Option<f64>,
 }
@@ -122,6 +126,7 @@ impl Attempt {
             approvals: 0,
             interventions: 0,
             submissions: 0,
+            faults: 0,
             cost_usd: None,
         }
     }
@@ -278,7 +283,8 @@ pub struct Summary {
     pub actions: u64,
     pub approvals: u64,
     pub interventions: u64,
-    /// Attempts with a refused or failed action that still succeeded, of those with one.
+    /// Attempts that met a fault (a refused or failed action, a refusal of the app, a browser
+    /// that died) and still succeeded, of those that met one.
     pub recoveries: u64,
     pub recovery_chances: u64,
     pub failures: BTreeMap<String, u64>,
@@ -335,7 +341,7 @@ impl Summary {
             if let Some(f) = &a.failure {
                 *s.failures.entry(f.clone()).or_default() += 1;
             }
-            if a.failed_actions > 0 {
+            if a.faults > 0 {
                 s.recovery_chances += 1;
                 if a.outcome == Outcome::Success {
                     s.recoveries += 1;

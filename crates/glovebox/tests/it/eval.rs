@@ -132,6 +132,12 @@ async fn the_ci_slice_completes_with_no_false_success_and_the_html_says_what_the
         "the upload asked the person: {overall}"
     );
     assert!(stdout.contains("completion 100.0 %"), "{stdout}");
+    // The busy server's refusal and the browser's death were met and got past.
+    assert!(
+        overall["recoveries"].as_u64().unwrap() >= 2
+            && overall["recoveries"] == overall["recovery_chances"],
+        "{overall}"
+    );
 
     // The HTML page, read in a real browser: its numbers are the JSON's.
     let metrics = [
