@@ -202,15 +202,8 @@ pub struct RunArgs {
     /// The page to start on (http, https; the origin lists and approvals apply).
     #[arg(long)]
     pub url: String,
-    /// `anthropic`, `openai_responses` or `openai_chat` (over the configured `[model]`).
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name (over the configured one).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The provider's base URL (an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenRouter).
-    #[arg(long)]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// Text that must be on the page for the run to succeed (repeatable); without any check a
     /// run cannot succeed.
     #[arg(long = "check-text")]
@@ -229,13 +222,6 @@ pub struct RunArgs {
     /// run's time went.
     #[arg(long)]
     pub report: bool,
-    /// Plan with the provider's own computer tool: every page as a screenshot, pointer and
-    /// keyboard actions by coordinates. Without a value the newest the model takes; or one of
-    /// `computer_20250124`, `computer_20251124` (Anthropic), `openai_computer`,
-    /// `openai_computer_use_preview` (OpenAI Responses). Also `computer_tool = true` (and
-    /// `computer_tool_version`) under `[model]`.
-    #[arg(long, num_args = 0..=1, default_missing_value = "auto", value_name = "VERSION")]
-    pub computer_tool: Option<String>,
     /// A secret the model never sees (repeatable): `NAME@ORIGIN[,ORIGIN…]=VALUE`, or
     /// `NAME@ORIGIN…` to read the value from the environment variable NAME (kept out of the
     /// shell's history and `ps`). The model writes `<secret>NAME</secret>` in what it types;
@@ -243,6 +229,27 @@ pub struct RunArgs {
     /// too is replaced there by its placeholder.
     #[arg(long = "secret", value_name = "NAME@ORIGIN=VALUE", value_parser = crate::task::parse_secret)]
     pub secrets: Vec<crate::task::SecretArg>,
+}
+
+/// The model a command plans with (`run`, `eval`), over the configured `[model]`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// `anthropic`, `openai_responses` or `openai_chat` (over the configured `[model]`).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name (over the configured one).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL (an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenRouter).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Plan with the provider's own computer tool: every page as a screenshot, pointer and
+    /// keyboard actions by coordinates. Without a value the newest the model takes; or one of
+    /// `computer_20250124`, `computer_20251124` (Anthropic), `openai_computer`,
+    /// `openai_computer_use_preview` (OpenAI Responses). Also `computer_tool = true` (and
+    /// `computer_tool_version`) under `[model]`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "auto", value_name = "VERSION")]
+    pub computer_tool: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -258,19 +265,10 @@ pub struct EvalArgs {
     /// Independent attempts per task and case, each from a fresh reset.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
-    /// Plan with this provider (`anthropic`, `openai_responses`, `openai_chat`) instead of the
-    /// tasks' scripted planners.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name (with --provider, or over the configured one).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The provider's base URL (an OpenAI-compatible server).
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Plan with the provider's own computer tool (as `glovebox run --computer-tool`).
-    #[arg(long, num_args = 0..=1, default_missing_value = "auto", value_name = "VERSION")]
-    pub computer_tool: Option<String>,
+    /// Plan with a model (`--provider` is what selects one) instead of the tasks' scripted
+    /// planners.
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// The model's list price in USD per million input and output tokens, `IN,OUT` (e.g.
     /// `3,15`): the report's cost. Without it the cost is unknown.
     #[arg(long, value_name = "IN,OUT")]

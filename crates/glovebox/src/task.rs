@@ -11,31 +11,12 @@ use serde_json::json;
 
 use crate::cli::{Global, RunArgs};
 
-/// The model flags of `run` and `eval`.
-pub struct ModelFlags<'a> {
-    pub provider: Option<&'a str>,
-    pub model: Option<&'a str>,
-    pub base_url: Option<&'a str>,
-    pub computer_tool: Option<&'a str>,
-}
-
-impl<'a> From<&'a RunArgs> for ModelFlags<'a> {
-    fn from(args: &'a RunArgs) -> Self {
-        ModelFlags {
-            provider: args.provider.as_deref(),
-            model: args.model.as_deref(),
-            base_url: args.base_url.as_deref(),
-            computer_tool: args.computer_tool.as_deref(),
-        }
-    }
-}
-
 /// The model a run uses: the flags (this request's choice) over the configuration's.
 pub fn choice(
-    args: ModelFlags<'_>,
+    args: &crate::cli::ModelArgs,
     configured: Option<agent::ModelChoice>,
 ) -> anyhow::Result<agent::ModelChoice> {
-    let provider = match args.provider {
+    let provider = match args.provider.as_deref() {
         Some(p) => Some(agent::ProviderKind::parse(p).with_context(|| {
             format!("--provider {p}: use anthropic, openai_responses or openai_chat")
         })?),
@@ -58,13 +39,13 @@ pub fn choice(
             )
         }
     };
-    if let Some(model) = args.model {
-        choice.model = model.to_owned();
+    if let Some(model) = &args.model {
+        choice.model = model.clone();
     }
-    if let Some(url) = args.base_url {
-        choice.base_url = Some(url.to_owned());
+    if let Some(url) = &args.base_url {
+        choice.base_url = Some(url.clone());
     }
-    match args.computer_tool {
+    match args.computer_tool.as_deref() {
         None => {}
         Some("auto") => choice.computer_tool = true,
         Some(version) => {
@@ -175,7 +156,7 @@ fn secrets(args: &RunArgs) -> anyhow::Result<protocol::Secrets> {
 pub async fn run(global: &Global, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::config::resolve(global, None)?;
     let secrets = secrets(args)?;
-    let choice = choice(args.into(), settings.serve.mcp.model.clone())?;
+    let choice = choice(&args.model, settings.serve.mcp.model.clone())?;
     let accounting = Arc::new(Mutex::new(agent::Accounting::default()));
     // A provider that cannot start fails the run with its own error: nothing else is tried.
     let planner = match agent::ModelPlanner::for_choice(&choice, accounting.clone()) {

@@ -66,14 +66,9 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         .transpose()
         .context("--price IN,OUT (USD per million tokens, e.g. 3,15)")?;
     let settings = crate::config::resolve(global, None)?;
-    let model = match &args.provider {
+    let model = match &args.model.provider {
         Some(_) => Some(crate::task::choice(
-            crate::task::ModelFlags {
-                provider: args.provider.as_deref(),
-                model: args.model.as_deref(),
-                base_url: args.base_url.as_deref(),
-                computer_tool: args.computer_tool.as_deref(),
-            },
+            &args.model,
             settings.serve.mcp.model.clone(),
         )?),
         None => None,

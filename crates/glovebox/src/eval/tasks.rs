@@ -90,6 +90,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../eval/v1/apps/settings.py"),
     ),
     (
+        "apps/evalapp.py",
+        include_str!("../../../../eval/v1/apps/evalapp.py"),
+    ),
+    (
         "files/invoice-042.csv",
         include_str!("../../../../eval/v1/files/invoice-042.csv"),
     ),

@@ -327,20 +327,7 @@ async fn label_model(
     axum::Json(body): axum::Json<Value>,
 ) -> axum::Json<Value> {
     let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let page = body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["content"].as_str())
-        .rfind(|t| t.contains("</untrusted nonce="))
-        .unwrap_or_default()
-        .to_owned();
-    let frame = page
-        .split("frame_id: ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_default()
-        .to_owned();
+    let (page, frame) = crate::run::page_and_frame(&body);
     let r = |needle: &str| {
         page.split(needle)
             .nth(1)

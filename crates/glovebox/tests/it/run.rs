@@ -20,7 +20,7 @@ type Model = (Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>);
 
 /// The last page a Chat Completions request shows the model (inside the untrusted markers), and
 /// its frame id.
-fn page_and_frame(body: &Value) -> (String, String) {
+pub(crate) fn page_and_frame(body: &Value) -> (String, String) {
     let page = body["messages"]
         .as_array()
         .into_iter()
