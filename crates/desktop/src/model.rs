@@ -304,6 +304,102 @@ pub fn build(nodes: &[Node], window: Rect, app_origin: &str, secrets: &[String])
     out
 }
 
+/// What `near` made of a window's snapshot ([`focus_near`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Near {
+    /// The whole snapshot fits: nothing was left out.
+    Fits,
+    /// No line shows the text or ref.
+    NotFound,
+    /// The lines around the one that shows it were kept (the note says what was left out).
+    Kept,
+}
+
+/// `near` on a window (`ObserveOptions::near`, as on a page): when the snapshot is bigger than
+/// `budget` characters or lists more than `max_elements` targets, the lines nearest the first line that shows `near` — a text, ignoring
+/// case, or a ref (`e12`) — are kept, as many as fit, with a first line that says what was left
+/// out; the interactive elements are those of the kept lines. Every ref stays bound to the
+/// frame, so a target found this way is acted on by its ref.
+pub fn focus_near(built: &mut Built, near: &str, budget: usize, max_elements: usize) -> Near {
+    if built.snapshot.chars().count() <= budget && built.elements.len() <= max_elements {
+        return Near::Fits;
+    }
+    let lines: Vec<&str> = built.snapshot.lines().collect();
+    let needle = near.trim().to_lowercase();
+    let is_ref = needle.len() > 1
+        && needle.starts_with('e')
+        && needle[1..].chars().all(|c| c.is_ascii_digit());
+    let anchor = lines.iter().position(|l| {
+        if is_ref {
+            l.contains(&format!("[{needle}]")) || l.contains(&format!("[{needle} "))
+        } else {
+            !needle.is_empty() && l.to_lowercase().contains(&needle)
+        }
+    });
+    let Some(anchor) = anchor else {
+        return Near::NotFound;
+    };
+    // Room for the note; and no more targets than an observation lists.
+    let room = budget.saturating_sub(400);
+    let cost = |i: usize| lines[i].chars().count() + 1;
+    let targets = |i: usize| lines[i].matches("[e").count();
+    let (mut first, mut last) = (anchor, anchor);
+    let (mut used, mut listed) = (cost(anchor), targets(anchor));
+    loop {
+        let mut grew = false;
+        if last + 1 < lines.len()
+            && used + cost(last + 1) <= room
+            && listed + targets(last + 1) <= max_elements
+        {
+            last += 1;
+            used += cost(last);
+            listed += targets(last);
+            grew = true;
+        }
+        if first > 0
+            && used + cost(first - 1) <= room
+            && listed + targets(first - 1) <= max_elements
+        {
+            first -= 1;
+            used += cost(first);
+            listed += targets(first);
+            grew = true;
+        }
+        if !grew {
+            break;
+        }
+    }
+    let kept: Vec<&str> = lines[first..=last].to_vec();
+    let refs: std::collections::HashSet<String> = kept
+        .iter()
+        .flat_map(|l| l.split('[').skip(1))
+        .filter_map(|rest| rest.split([']', ' ']).next())
+        .map(str::to_owned)
+        .collect();
+    let left = lines.len() - kept.len();
+    let targets_left = built
+        .elements
+        .iter()
+        .filter(|e| !refs.contains(e.element().as_str()))
+        .count();
+    built
+        .elements
+        .retain(|e| refs.contains(e.element().as_str()));
+    let mut snapshot = format!(
+        "- note: lines {}–{} of {} around {:?}; {left} lines ({targets_left} targets) far from it were left out to fit. Observe with another near to see them\n",
+        first + 1,
+        last + 1,
+        lines.len(),
+        protocol::text::truncate_chars(near, 80).0
+    );
+    for line in kept {
+        snapshot.push_str(line);
+        snapshot.push('\n');
+    }
+    built.snapshot = snapshot;
+    Near::Kept
+}
+
 /// `text` with every secret value taken out.
 pub fn scrub(text: &str, secrets: &[String]) -> String {
     let mut text = text.to_owned();

@@ -442,7 +442,7 @@ impl DesktopWindow {
             }
         }
         let (nodes, cut) = tree.unwrap_or_default();
-        let (built, origin, layout) = if self.screen {
+        let (mut built, origin, layout) = if self.screen {
             let (windows, focused, layout) = self.screen_state().await?;
             // Keys reach the focused window's application: that is the frame's identity.
             let origin = windows
@@ -455,6 +455,15 @@ impl DesktopWindow {
             let built = model::build(&nodes, facts.rect, &origin, &secrets);
             (built, origin, 0)
         };
+        // `near`: the lines around what it names, when the whole tree does not fit.
+        let near_missing = options.near.as_ref().map(|n| n.as_str()).filter(|near| {
+            model::focus_near(
+                &mut built,
+                near,
+                protocol::limits::ARIA_SNAPSHOT_MAX_CHARS,
+                protocol::limits::INTERACTIVE_ELEMENTS_MAX,
+            ) == model::Near::NotFound
+        });
         let mut screenshot = None;
         // The screen's image is not read through any tree, so nothing in it could be masked:
         // while the surface holds secrets it shows none.
@@ -512,13 +521,12 @@ impl DesktopWindow {
             // Not an error of the app: what the observation can and cannot say.
             console.push(format!("glovebox: {why}"));
         }
-        if options.near.is_some() {
-            // Said, not silently dropped: a window's tree is kept from the top down.
-            console.push(
-                "glovebox: near is not used on a desktop window yet; its tree is kept from the \
-                 top down to the budget"
-                    .into(),
-            );
+        if let Some(near) = near_missing {
+            // Said, not silently dropped.
+            console.push(format!(
+                "glovebox: no line of the window shows {:?}; its tree is kept from the top down",
+                protocol::text::truncate_chars(near, 80).0
+            ));
         }
         if withheld {
             console.push(

@@ -56,6 +56,19 @@ impl Desk {
 
     /// [`Desk::app`] with more arguments for the app.
     async fn app_with(&mut self, title: &str, x: i32, y: i32, extra: &[&str]) -> App {
+        self.app_showing(title, x, y, extra, "textbox \"Name\"")
+            .await
+    }
+
+    /// [`Desk::app_with`], ready once its snapshot shows `ready`.
+    async fn app_showing(
+        &mut self,
+        title: &str,
+        x: i32,
+        y: i32,
+        extra: &[&str],
+        ready: &str,
+    ) -> App {
         let log = self.dir.join(format!("{}.log", title.replace(' ', "_")));
         let mut command = self.stack.command("/usr/bin/python3");
         command
@@ -85,7 +98,7 @@ impl Desk {
                     .await
                     .expect("attach");
                 if let Ok(o) = surface.observe(&ObserveOptions::default()).await
-                    && o.aria_snapshot().contains("textbox \"Name\"")
+                    && o.aria_snapshot().contains(ready)
                     && std::fs::read_to_string(&log).is_ok_and(|l| l.contains("\"ready\""))
                 {
                     return App { log, surface };
@@ -1088,4 +1101,61 @@ async fn locators_find_exactly_one_control_of_the_window() {
         assert!(err.to_string().contains(says), "{err}");
     }
     assert_eq!(app.count("submit"), 1, "nothing else was clicked");
+}
+
+/// Issue 36: `near` on a window as on a page. A window of 1,500 checkboxes is more than a
+/// snapshot holds: from the top down the last cells are left out; with `near` the lines around
+/// the one named are kept, with a note of what was left out, and the target found that way is
+/// acted on by its ref. A text no line shows is said in the console.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn near_keeps_the_lines_around_what_it_names_in_a_window_too_big_for_a_snapshot() {
+    let mut desk = Desk::start(false).await;
+    let app = desk
+        .app_showing("Big grid", 20, 20, &["--grid", "1500"], "\"Cell 1499\"")
+        .await;
+    let whole = app.observe().await;
+    // The grid lists its cells from the last: from the top down the first cells do not fit.
+    assert!(
+        !whole.aria_snapshot().contains("\"Cell 37\""),
+        "from the top down the first cells do not fit"
+    );
+    let near = |text: &str| ObserveOptions {
+        near: Some(protocol::NearText::new(text).unwrap()),
+        ..ObserveOptions::default()
+    };
+    let o = app
+        .surface
+        .observe(&near("\"cell 37\""))
+        .await
+        .expect("observe near");
+    let snapshot = o.aria_snapshot();
+    assert!(snapshot.contains("\"Cell 37\""), "{snapshot}");
+    assert!(snapshot.starts_with("- note: lines "), "{snapshot}");
+    assert!(!snapshot.contains("\"Cell 1499\""), "the top is left out");
+    assert!(
+        o.interactive_elements().iter().all(|e| snapshot
+            .contains(&format!("[{} ", e.element().as_str()))
+            || snapshot.contains(&format!("[{}]", e.element().as_str()))),
+        "the elements are those of the kept lines"
+    );
+    let cell = ref_of(&o, "checkbox", "Cell 37");
+    app.act(json!({"type": "click", "expected_frame_id": frame(&o),
+        "target": {"kind": "element", "ref": cell}, "intent": "tick cell 37"}))
+        .await
+        .expect("click the cell near found");
+    app.wait_until(|e| e["event"] == "toggle" && e["cell"] == 37)
+        .await;
+    let missing = app
+        .surface
+        .observe(&near("no such cell"))
+        .await
+        .expect("observe");
+    assert!(
+        missing
+            .console_errors()
+            .iter()
+            .any(|c| c.contains("no line of the window shows")),
+        "{:?}",
+        missing.console_errors()
+    );
 }
