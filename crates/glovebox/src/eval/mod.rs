@@ -232,7 +232,7 @@ async fn attempt(
         On::Browser(rt) => rt,
         On::Desktop(d) => &d.rt,
         On::NoDesktop(why) => {
-            attempt.environment(format!("no desktop: {why}"));
+            attempt.environment(format!("no desktop: {why:#}"));
             return attempt;
         }
     };
@@ -253,7 +253,7 @@ async fn attempt(
             On::Desktop(d) => {
                 d.open(&session, task, case, apps, &mut app)
                     .await
-                    .map_err(|e| Ending::Environment(format!("the app did not open: {e}")))?;
+                    .map_err(|e| Ending::Environment(format!("the app did not open: {e:#}")))?;
             }
             _ => {
                 if let Err(e) = rt.open_tab(&session, &url, Duration::from_secs(30)).await {
@@ -312,7 +312,7 @@ async fn attempt(
                 }
                 person_between_turns(rt, &session, phase.then.as_deref(), &url)
                     .await
-                    .map_err(Ending::Environment)?;
+                    .map_err(|e| Ending::Environment(format!("{e:#}")))?;
             }
             result = Some(ran);
         }
@@ -367,7 +367,7 @@ enum On<'a> {
     Browser(&'a Runtime),
     Desktop(&'a Desktop),
     /// The desktop could not start (why).
-    NoDesktop(&'a String),
+    NoDesktop(&'a anyhow::Error),
 }
 
 /// The desktop tasks' display and the runtime on it.
@@ -383,14 +383,12 @@ impl Desktop {
         config: ::runtime::RuntimeConfig,
         answer: ApprovalDecision,
         work: &std::path::Path,
-    ) -> Result<Desktop, String> {
+    ) -> anyhow::Result<Desktop> {
         let stack =
             tokio::task::spawn_blocking(
                 || desktop::Stack::start(&desktop::StackOptions::default()),
             )
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+            .await??;
         let adapter = Arc::new(desktop::DesktopAdapter::new(desktop::DesktopConfig {
             display: stack.display.clone(),
             session_bus: Some(stack.session_bus.clone()),
@@ -398,7 +396,7 @@ impl Desktop {
         }));
         let rt = Runtime::start(config, adapter)
             .await
-            .map_err(|e| format!("the runtime did not start on the desktop: {e}"))?;
+            .context("the runtime did not start on the desktop")?;
         let person = crate::terminal::person_on_terminal(&rt, Some(answer), true);
         Ok(Desktop {
             stack,
@@ -417,7 +415,7 @@ impl Desktop {
         case: &Case,
         apps: &Apps,
         app: &mut Option<AppProcess>,
-    ) -> Result<(), String> {
+    ) -> anyhow::Result<()> {
         let mut command = self.stack.command("/usr/bin/python3");
         command
             .arg(self.apps_dir.join(&task.app))
@@ -427,33 +425,22 @@ impl Desktop {
             .stderr(std::process::Stdio::null());
         let child = command
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", task.app))?;
+            .with_context(|| format!("cannot start {}", task.app))?;
         *app = Some(AppProcess(child));
         let title = task.window.as_deref().unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(20);
         let surface = loop {
-            let surfaces = self
-                .rt
-                .surfaces_for_person()
-                .await
-                .map_err(|e| e.to_string())?;
+            let surfaces = self.rt.surfaces_for_person().await?;
             if let Some(s) = surfaces.iter().find(|s| s["title"] == title) {
                 break s["surface"].as_str().unwrap_or_default().to_owned();
             }
             if Instant::now() > deadline {
-                return Err(format!("no window {title:?} within 20 s"));
+                anyhow::bail!("no window {title:?} within 20 s");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        let tab = self
-            .rt
-            .offer_surface(&surface)
-            .await
-            .map_err(|e| e.to_string())?;
-        self.rt
-            .claim_tab(session, &tab)
-            .await
-            .map_err(|e| e.to_string())?;
+        let tab = self.rt.offer_surface(&surface).await?;
+        self.rt.claim_tab(session, &tab).await?;
         // The window's tree comes a moment after the window.
         while Instant::now() < deadline {
             if let Ok(o) = self.rt.observe(session, None, &Default::default()).await
@@ -463,9 +450,7 @@ impl Desktop {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Err(format!(
-            "the window {title:?} showed no accessibility tree within 20 s"
-        ))
+        anyhow::bail!("the window {title:?} showed no accessibility tree within 20 s")
     }
 
     async fn stop(self) {
@@ -533,25 +518,21 @@ async fn person_between_turns(
     session: &protocol::SessionId,
     then: Option<&str>,
     url: &str,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     match then {
         Some("link_popup") => {
-            let status = rt.status(session).map_err(|e| e.to_string())?;
+            let status = rt.status(session)?;
             let popup = status
                 .tabs
                 .iter()
                 .rev()
                 .find(|t| t.opened_by.is_some())
-                .ok_or("the turn ended new_surface_created but no popup is open")?;
-            rt.link_tab(&popup.resource)
-                .await
-                .map_err(|e| e.to_string())?;
-            rt.end_current_turn(session)
-                .await
-                .map_err(|e| e.to_string())?;
+                .context("the turn ended new_surface_created but no popup is open")?;
+            rt.link_tab(&popup.resource).await?;
+            rt.end_current_turn(session).await?;
         }
         Some("restart_browser") => {
-            let before = rt.browser_pid().ok_or("no browser process to restart")?;
+            let before = rt.browser_pid().context("no browser process to restart")?;
             // SAFETY: kill(2) with a pid the runtime reported for its own child; no memory is
             // touched.
             unsafe {
@@ -560,21 +541,17 @@ async fn person_between_turns(
             let deadline = Instant::now() + Duration::from_secs(60);
             while rt.browser_pid().is_none_or(|p| p == before) {
                 if Instant::now() > deadline {
-                    return Err("the browser was not relaunched within 60 s".into());
+                    anyhow::bail!("the browser was not relaunched within 60 s");
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            rt.end_current_turn(session)
-                .await
-                .map_err(|e| e.to_string())?;
+            rt.end_current_turn(session).await?;
             rt.open_tab(session, url, Duration::from_secs(30))
                 .await
-                .map_err(|e| format!("the app did not open after the restart: {e}"))?;
+                .context("the app did not open after the restart")?;
         }
         _ => {
-            rt.end_current_turn(session)
-                .await
-                .map_err(|e| e.to_string())?;
+            rt.end_current_turn(session).await?;
         }
     }
     Ok(())

@@ -170,7 +170,7 @@ impl Attempt {
     /// Judges the last run's result against the case and the app's records.
     pub fn judge(&mut self, result: &RunResult, expect: Expect, check_failures: Vec<String>) {
         let reason = result.reason_code();
-        self.reason = Some(reason_name(reason));
+        self.reason = Some(super::reason_name(reason));
         self.detail = result.summary().to_owned();
         self.check_failures = check_failures;
         let checked = self.check_failures.is_empty();
@@ -249,10 +249,6 @@ impl Attempt {
         }
         self.interventions = self.approvals + self.runs.saturating_sub(1);
     }
-}
-
-fn reason_name(reason: ReasonCode) -> String {
-    super::reason_name(reason)
 }
 
 /// Completion, false successes, latency and cost over a group of attempts.
