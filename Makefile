@@ -6,6 +6,7 @@ CARGO ?= cargo
 deps:
 	@scripts/ensure-chromium.sh
 	@scripts/ensure-desktop.sh
+	@scripts/ensure-sandbox.sh
 
 build:
 	$(CARGO) build --release -p glovebox
