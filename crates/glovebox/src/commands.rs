@@ -71,6 +71,11 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    // gui_exec runs only in its sandbox; without one it is not offered (nothing else changes).
+    match script::Sandbox::probe().await {
+        Ok(sandbox) => out!("  gui_exec   sandboxed: {}", sandbox.description()),
+        Err(e) => out!("  gui_exec   unavailable: {e}"),
+    }
     if let Ok(settings) = crate::config::resolve(global, None)
         && let Some(desktop) = &settings.desktop
     {

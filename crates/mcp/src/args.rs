@@ -54,6 +54,27 @@ pub(crate) struct ActArgs {
     pub(crate) full_snapshot: bool,
 }
 
+/// The longest script `gui_exec` takes, in bytes.
+pub(crate) const GUI_EXEC_CODE_MAX: usize = 64 << 10;
+
+/// `gui_exec`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GuiExecArgs {
+    /// Python (top-level await works) run in this session's persistent namespace: variables,
+    /// pages and locators stay for the next call. `ui.page()` is the call's surface,
+    /// `ui.browser.open(url)` opens a tab; pages have observe, get_by_role/label/text/test_id,
+    /// frame(...), ref("e12"), goto, scroll, wait_for_text, wait_for, screenshot; locators have
+    /// click, fill, press, select, hover, drag_to, scroll. print() and display(image) are what
+    /// you get back; a last expression is shown.
+    #[schemars(length(min = 1, max = 65536))]
+    pub(crate) code: String,
+    /// The call's surface (key or alias); omit for the primary surface.
+    #[serde(default)]
+    #[schemars(with = "SurfaceName")]
+    pub(crate) surface: Option<SurfaceName>,
+}
+
 /// `tab_open`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -218,6 +239,7 @@ pub(crate) enum Call {
     ContextReset,
     Activate,
     ComputerUse(Box<ComputerUseArgs>),
+    GuiExec(GuiExecArgs),
 }
 
 impl Call {
@@ -244,6 +266,7 @@ impl Call {
             t::CONTEXT_RESET => parse::<NoArgs>(name, args).map(|_| Call::ContextReset)?,
             t::ACTIVATE => parse::<NoArgs>(name, args).map(|_| Call::Activate)?,
             t::COMPUTER_USE if planner => Call::ComputerUse(Box::new(parse(name, args)?)),
+            t::GUI_EXEC => Call::GuiExec(parse(name, args)?),
             other => return Err(Refused::NoSuchTool(other.to_owned())),
         })
     }

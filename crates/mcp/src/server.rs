@@ -161,6 +161,7 @@ impl GloveboxMcp {
             Call::ContextReset => self.context_reset(&session, peer).await,
             Call::Activate => self.activate(&session, peer).await,
             Call::ComputerUse(args) => self.computer_use(&session, *args, context).await,
+            Call::GuiExec(args) => self.gui_exec(&session, args, peer).await,
         };
         result.unwrap_or_else(|e| self.runtime_error(&e))
     }
@@ -757,6 +758,84 @@ impl GloveboxMcp {
         ]))
     }
 
+    async fn gui_exec(
+        &self,
+        session: &SessionId,
+        args: crate::args::GuiExecArgs,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<CallToolResult, RuntimeError> {
+        if args.code.trim().is_empty() || args.code.len() > crate::args::GUI_EXEC_CODE_MAX {
+            return Ok(own_error(
+                ErrorCode::InvalidAction,
+                &format!(
+                    "code is 1 to {} bytes of Python",
+                    crate::args::GUI_EXEC_CODE_MAX
+                ),
+            ));
+        }
+        // While the script waits for a person, the client's user is asked (elicitation); without
+        // it the step raises NeedsApproval in the script and the approval stays pending.
+        let wait = self.person_wait(peer);
+        let running = self
+            .runtime
+            .gui_exec(session, args.surface.as_ref(), &args.code, wait);
+        let result = match self.asking_person(session, running, peer, false).await {
+            Driven::Done(result) => result?,
+            Driven::NotAsked(request) => {
+                return Ok(self.pending(&request.approval_id, "", Some(&request)));
+            }
+        };
+        Ok(self.script_result(result))
+    }
+
+    /// A script's result: a JSON header of typed details, then its output in order (text inside
+    /// the untrusted markers: a script prints page text), images as image content.
+    fn script_result(&self, result: script::ExecResult) -> CallToolResult {
+        let mut header = serde_json::to_value(&result).unwrap_or(Value::Null);
+        // The error's words can carry page text (a script may raise with what it read): they go
+        // inside the untrusted markers below; the header keeps its code and primitives.
+        let mut said = None;
+        if let Some(map) = header.as_object_mut() {
+            map.remove("blocks");
+            if let Some(error) = &result.error {
+                map.insert(
+                    "error".into(),
+                    json!({
+                        "code": result.error_code().map(|c| c.as_str()),
+                        "last_completed": error.last_completed,
+                        "uncertain": error.uncertain,
+                    }),
+                );
+                let mut words = error.message.clone();
+                if let Some(tb) = error.exception.as_ref().map(|e| e.traceback.trim())
+                    && !tb.is_empty()
+                {
+                    words = format!("{words}\n{tb}");
+                }
+                said = Some(words);
+            }
+        }
+        let mut content = vec![Content::text(header.to_string())];
+        for block in result.blocks {
+            match block {
+                script::Block::Text { text } => {
+                    content.push(Content::text(self.session.untrusted.wrap(&text)));
+                }
+                script::Block::Image { mime, data } => {
+                    content.push(Content::image(runtime::encode_base64(&data), mime));
+                }
+            }
+        }
+        if let Some(words) = said {
+            content.push(Content::text(self.session.untrusted.wrap(&words)));
+        }
+        if result.status == script::ExecStatus::Ok {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        }
+    }
+
     async fn cleanup(&self, session: &SessionId) -> Result<CallToolResult, RuntimeError> {
         let report = self.runtime.finalize(session).await?;
         Ok(cleanup_result(
@@ -865,6 +944,7 @@ impl ServerHandler for GloveboxMcp {
         }
         Ok(ListToolsResult::with_all_items(tools::with_planner(
             self.can_plan(&context.peer),
+            self.runtime.script_sandbox().await.is_ok(),
         )))
     }
 

@@ -45,6 +45,8 @@ pub struct RuntimeConfig {
     /// When a launched browser dies, relaunch it at once and restore the kept tabs (else the
     /// next operation reconnects, and a restore follows then).
     pub relaunch_dead_browser: bool,
+    /// `gui_exec`'s limits per call (time, broker operations, text, images).
+    pub script_limits: script::Limits,
 }
 
 impl RuntimeConfig {
@@ -70,6 +72,7 @@ impl RuntimeConfig {
             records_max_age: Duration::from_secs(30 * 24 * 3600),
             records_max_operations: 100_000,
             relaunch_dead_browser: true,
+            script_limits: script::Limits::default(),
         }
     }
 }

@@ -73,6 +73,15 @@ pub enum EventKind {
         reason: protocol::ReasonCode,
         steps: u32,
     },
+    /// One primitive of a `gui_exec` call (its writes also have their own `Receipt`).
+    ScriptStep {
+        generation: u64,
+        operation_id: String,
+        method: String,
+        /// A write's effect: applied, failed or unknown.
+        state: Option<String>,
+        error: Option<protocol::ErrorCode>,
+    },
 }
 
 /// The runtime's event stream: its sender and the next event's sequence number.

@@ -21,6 +21,7 @@ mod planner;
 mod records;
 mod run;
 mod runtime;
+mod script;
 mod secrets;
 mod step;
 mod turn_surfaces;

@@ -185,6 +185,8 @@ pub(crate) struct Inner {
     pub(crate) keeping: crate::webtabs::Keeping,
     /// Where Glovebox itself listens (`Runtime::listening_at`): never a destination (`step.rs`).
     pub(crate) own_listeners: Mutex<Vec<std::net::SocketAddr>>,
+    /// `gui_exec`: the sandbox and each session's runner (`script.rs`).
+    pub(crate) scripts: crate::script::Scripts,
     next_id: AtomicU64,
 }
 
@@ -313,6 +315,7 @@ impl Runtime {
                 },
                 keeping: Default::default(),
                 own_listeners: Mutex::default(),
+                scripts: Default::default(),
                 next_id: AtomicU64::new(1),
             }),
         };

@@ -34,7 +34,30 @@ pub enum ExecStatus {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     Text { text: String },
-    Image { mime: String, data: Vec<u8> },
+    Image {
+        mime: String,
+        /// The image's bytes (base64 in JSON).
+        #[serde(serialize_with = "base64")]
+        data: Vec<u8>,
+    },
+}
+
+/// Standard base64 with padding, for an image's bytes in JSON.
+fn base64<S: serde::Serializer>(data: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    s.serialize_str(&out)
 }
 
 /// One primitive the script asked for.
@@ -138,4 +161,27 @@ impl ExecResult {
 /// The effect a write had, named for a result's `operations`.
 pub(crate) fn applied(effect: Option<Effect>) -> bool {
     effect.is_some_and(|e| e.state == crate::broker::EffectState::Applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_bytes_are_base64_in_json() {
+        for (bytes, want) in [
+            (&b""[..], ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (b"\x89PNG\xff", "iVBOR/8="),
+        ] {
+            let block = Block::Image {
+                mime: "image/png".into(),
+                data: bytes.to_vec(),
+            };
+            let v = serde_json::to_value(&block).unwrap();
+            assert_eq!(v["data"], want, "{bytes:?}");
+        }
+    }
 }

@@ -8,8 +8,9 @@
 //! - first `hello {nonce}` (within 5 s) → `welcome {window_id}`; anything else closes;
 //! - `registry {event}` → `ack {window_revision, layout_revision, surface_revision?}`;
 //! - `chat_turn {surface_refs}` → `surface_context {context, tools, session}`;
-//! - `tool_call {envelope, name: observe|act|computer_use, arguments, secrets?}` → `tool_result {surface,
-//!   …}`; a `computer_use` run (with the configured planner) also sends `run_event {event}` for
+//! - `tool_call {envelope, name: observe|act|computer_use|gui_exec, arguments, secrets?}` →
+//!   `tool_result {surface, …}` (`gui_exec {code}`: `result` is the script's whole result, its
+//!   output blocks in order, images in base64); a `computer_use` run (with the configured planner) also sends `run_event {event}` for
 //!   each of its events while it runs (approvals requested, steps, its end);
 //! - `turn_end {chat_session_id, turn_id}` → `turn_ended {ended, report?}`;
 //! - `chat_close {chat_session_id}` → `chat_closed {report}` (the session's disposal cleanup).
@@ -42,6 +43,8 @@ pub const RENDERER_PATH: &str = "/api/host/renderer";
 const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 /// The largest message a renderer may send.
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+/// The longest script a `gui_exec` tool call takes, in bytes.
+const GUI_EXEC_CODE_MAX: usize = 64 << 10;
 /// Tool calls and turn ends one connection may have running at once.
 const MAX_IN_FLIGHT: usize = 32;
 
@@ -140,6 +143,15 @@ enum ToolName {
     Observe,
     Act,
     ComputerUse,
+    GuiExec,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GuiExecArguments {
+    #[serde(default)]
+    surface: Option<SurfaceName>,
+    code: String,
 }
 
 #[derive(Deserialize)]
@@ -524,6 +536,34 @@ async fn tool_call(
             {
                 Ok((key, observation)) => {
                     json!({"type": "tool_result", "id": id, "surface": key, "observation": for_model(&observation)})
+                }
+                Err(e) => runtime_error(id, &e),
+            }
+        }
+        ToolName::GuiExec => {
+            let args: GuiExecArguments = match serde_json::from_value(arguments) {
+                Ok(a) => a,
+                Err(e) => {
+                    return error(
+                        id,
+                        ErrorCode::InvalidAction,
+                        &format!("gui_exec arguments: {e}"),
+                    );
+                }
+            };
+            if args.code.trim().is_empty() || args.code.len() > GUI_EXEC_CODE_MAX {
+                return error(
+                    id,
+                    ErrorCode::InvalidAction,
+                    &format!("code is 1 to {GUI_EXEC_CODE_MAX} bytes of Python"),
+                );
+            }
+            match runtime
+                .host_gui_exec(connection, envelope, args.surface.as_ref(), &args.code)
+                .await
+            {
+                Ok((key, result)) => {
+                    json!({"type": "tool_result", "id": id, "surface": key, "error_code": result.error_code(), "result": result})
                 }
                 Err(e) => runtime_error(id, &e),
             }

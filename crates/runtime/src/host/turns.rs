@@ -522,6 +522,28 @@ impl Runtime {
         Ok((key, outcome))
     }
 
+    /// A tool call's `gui_exec` on the exact surface its snapshot names (a script's steps that
+    /// need a person raise `NeedsApproval`; the person answers in the console, and the step
+    /// sent again proceeds once).
+    pub async fn host_gui_exec(
+        &self,
+        connection: ConnectionId,
+        envelope: &Envelope,
+        surface: Option<&SurfaceName>,
+        code: &str,
+    ) -> Result<(SurfaceKey, script::ExecResult), RuntimeError> {
+        let (session, key, _) = self.bound(connection, envelope, surface)?;
+        let result = self
+            .gui_exec(
+                &session,
+                Some(&SurfaceName::Key(key.clone())),
+                code,
+                Duration::ZERO,
+            )
+            .await?;
+        Ok((key, result))
+    }
+
     /// A tool call's `computer_use` run on the exact surface its snapshot names: the runner with
     /// `planner`, approvals asked of a person (the person channel) within the run's deadline.
     pub fn host_run(

@@ -995,6 +995,8 @@ impl Runtime {
         state
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        // Its script runner first: nothing of the session may act while it is cleaned up.
+        self.inner.scripts.end(session).await;
         // Nothing the session asked a person about can be approved once it is gone, and what a
         // person allowed for it ends with it.
         self.inner
