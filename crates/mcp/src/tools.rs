@@ -8,8 +8,8 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
 
 use crate::args::{
-    ActArgs, ComputerUseArgs, GuiExecArgs, NoArgs, ObserveArgs, SurfaceArgs, TabClaimArgs, TabMarkArgs,
-    TabOpenArgs, schema,
+    ActArgs, ComputerUseArgs, GuiExecArgs, NoArgs, ObserveArgs, SurfaceArgs, TabClaimArgs,
+    TabMarkArgs, TabOpenArgs, schema,
 };
 
 /// `surfaces`: the session's tabs with keys, aliases and bounded previews.

@@ -125,11 +125,7 @@ impl Runtime {
     }
 
     /// Lets go of keys and buttons a script left held on a surface (its call was revoked).
-    async fn release_held_input(
-        &self,
-        session: &SessionId,
-        key: &str,
-    ) -> Result<(), RuntimeError> {
+    async fn release_held_input(&self, session: &SessionId, key: &str) -> Result<(), RuntimeError> {
         let name = SurfaceName::new(key).map_err(|e| RuntimeError::InvalidAction(e.to_string()))?;
         let (_, entry, _) = self.resolve(session.as_str(), Some(&name))?;
         let attached = self.attach(&entry).await?;
@@ -271,10 +267,7 @@ impl SessionBroker {
         match call.method {
             Method::Open => self.open(&call).await,
             Method::Surfaces => {
-                let turn = self
-                    .runtime
-                    .current_turn(&self.session)
-                    .map_err(refusal)?;
+                let turn = self.runtime.current_turn(&self.session).map_err(refusal)?;
                 let context = self
                     .runtime
                     .surface_context(&self.session, &turn, 0)
@@ -300,7 +293,9 @@ impl SessionBroker {
                 let options = ObserveOptions {
                     screenshot: screenshot.then_some(ImageMime::Png),
                     near,
-                    deadline: self.remaining(call.deadline).min(ObserveOptions::default().deadline),
+                    deadline: self
+                        .remaining(call.deadline)
+                        .min(ObserveOptions::default().deadline),
                     ..ObserveOptions::default()
                 };
                 let mut o = self
@@ -405,8 +400,8 @@ impl SessionBroker {
             .get("action")
             .ok_or_else(|| invalid("act needs an action"))?;
         // The strict validator of every transport: unknown fields, bounds, kinds.
-        let action: ExtendedAction = protocol::validate_extended_action(raw)
-            .map_err(|e| invalid(e.to_string()))?;
+        let action: ExtendedAction =
+            protocol::validate_extended_action(raw).map_err(|e| invalid(e.to_string()))?;
         if call.observation != Some(action.expected_frame_id().as_str()) {
             return Err(Refusal::new(
                 ErrorCode::StaleObservation,
@@ -488,7 +483,11 @@ impl SessionBroker {
             (None, Some(l)) => Want::Locator(
                 serde_json::from_value(l.clone()).map_err(|e| invalid(format!("locator: {e}")))?,
             ),
-            _ => return Err(invalid("wait_for needs a text (1-500 characters) or a locator")),
+            _ => {
+                return Err(invalid(
+                    "wait_for needs a text (1-500 characters) or a locator",
+                ));
+            }
         };
         let key = self.key_of(&surface);
         loop {

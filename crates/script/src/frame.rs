@@ -153,7 +153,10 @@ mod tests {
         input.extend(framed(b'J', b"{}"));
         let mut r = input.as_slice();
         let err = read(&mut r).await.unwrap_err();
-        assert!(matches!(err, FrameError::Oversize { kind: "JSON", .. }), "{err}");
+        assert!(
+            matches!(err, FrameError::Oversize { kind: "JSON", .. }),
+            "{err}"
+        );
         assert!(err.recoverable());
         assert_eq!(read(&mut r).await.unwrap(), Frame::Json(b"{}".to_vec()));
         assert!(matches!(read(&mut r).await, Err(FrameError::Closed)));
@@ -164,10 +167,16 @@ mod tests {
         let mut input = framed(b'X', b"abc");
         input.extend(framed(b'I', b"png"));
         let mut r = input.as_slice();
-        assert!(matches!(read(&mut r).await, Err(FrameError::UnknownKind(b'X'))));
+        assert!(matches!(
+            read(&mut r).await,
+            Err(FrameError::UnknownKind(b'X'))
+        ));
         assert_eq!(read(&mut r).await.unwrap(), Frame::Image(b"png".to_vec()));
         let mut r: &[u8] = &[0, 0, 0, 0];
-        assert!(matches!(read(&mut r).await, Err(FrameError::UnknownKind(0))));
+        assert!(matches!(
+            read(&mut r).await,
+            Err(FrameError::UnknownKind(0))
+        ));
         let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff, b'J'];
         let err = read(&mut r).await.unwrap_err();
         assert!(matches!(err, FrameError::Unskippable(_)) && !err.recoverable());
@@ -178,10 +187,18 @@ mod tests {
     #[tokio::test]
     async fn what_is_written_is_read_back() {
         let mut buf = Vec::new();
-        write_json(&mut buf, &serde_json::json!({"a": 1})).await.unwrap();
+        write_json(&mut buf, &serde_json::json!({"a": 1}))
+            .await
+            .unwrap();
         write_image(&mut buf, b"\x89PNG").await.unwrap();
         let mut r = buf.as_slice();
-        assert_eq!(read(&mut r).await.unwrap(), Frame::Json(br#"{"a":1}"#.to_vec()));
-        assert_eq!(read(&mut r).await.unwrap(), Frame::Image(b"\x89PNG".to_vec()));
+        assert_eq!(
+            read(&mut r).await.unwrap(),
+            Frame::Json(br#"{"a":1}"#.to_vec())
+        );
+        assert_eq!(
+            read(&mut r).await.unwrap(),
+            Frame::Image(b"\x89PNG".to_vec())
+        );
     }
 }

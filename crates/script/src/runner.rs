@@ -52,6 +52,10 @@ impl Default for Limits {
 
 /// How long a new runner may take to say it is ready.
 const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
+/// The least time left in a call for a write to start.
+const MIN_WRITE_TIME: Duration = Duration::from_secs(1);
+/// How long a primitive under way at the deadline may take to finish.
+const IN_FLIGHT_GRACE: Duration = Duration::from_secs(3);
 /// How long revoking may take before the kill goes ahead anyway.
 const REVOKE_DEADLINE: Duration = Duration::from_secs(3);
 /// The stderr kept for a crash's message.
@@ -293,7 +297,8 @@ impl Runner {
                     // The refused frame may have been the request the script now waits for.
                     call.display = None;
                     call.requests += 1;
-                    let reply = refusal_reply(None, &Refusal::new(ErrorCode::InvalidAction, e.to_string()));
+                    let reply =
+                        refusal_reply(None, &Refusal::new(ErrorCode::InvalidAction, e.to_string()));
                     if let Err(e) = p.send(&reply).await {
                         return End::Crashed(e.to_string());
                     }
@@ -340,7 +345,22 @@ impl Runner {
                 }
             };
             let (reply, image) = match self.check(call, &request) {
-                Err(refusal) => (refusal_reply(Some(&request.operation_id), &refusal), None),
+                Err(refusal) => {
+                    // Refused before the broker saw it; listed (up to a bound: a script that
+                    // catches refusals in a loop cannot grow the result without end).
+                    if call.operations.len() < 2 * self.limits.operations {
+                        call.operations.push(Operation {
+                            operation_id: request.operation_id.clone(),
+                            method: request.method,
+                            surface: request.resource.clone(),
+                            state: request.method.writes().then_some(EffectState::Failed),
+                            effect_uncertain: false,
+                            error: Some(refusal.code),
+                            ms: 0,
+                        });
+                    }
+                    (refusal_reply(Some(&request.operation_id), &refusal), None)
+                }
                 Ok(()) => {
                     let t = Instant::now();
                     let c = Call {
@@ -351,12 +371,21 @@ impl Runner {
                         observation: request.observation.as_deref(),
                         deadline: call.deadline,
                     };
+                    // A primitive under way at the deadline may finish (within a grace): what
+                    // it sent is then known, and the revocation comes after it, never beside it.
+                    let mut answering = broker.call(c);
                     let answered =
-                        tokio::time::timeout_at(call.deadline.into(), broker.call(c)).await;
+                        match tokio::time::timeout_at(call.deadline.into(), &mut answering).await {
+                            Ok(answer) => Some(answer),
+                            Err(_) => tokio::time::timeout(IN_FLIGHT_GRACE, &mut answering)
+                                .await
+                                .ok(),
+                        };
+                    drop(answering);
                     let ms = t.elapsed();
                     call.broker += ms;
-                    let Ok(answer) = answered else {
-                        // Cut off by the deadline: a write's effect cannot be known.
+                    let Some(answer) = answered else {
+                        // Cut off: a write's effect cannot be known.
                         call.operations.push(Operation {
                             operation_id: request.operation_id.clone(),
                             method: request.method,
@@ -368,6 +397,10 @@ impl Runner {
                         });
                         return End::Timeout;
                     };
+                    if Instant::now() >= call.deadline {
+                        self.record(call, &request, &answer, ms);
+                        return End::Timeout;
+                    }
                     self.record(call, &request, &answer, ms)
                 }
             };
@@ -411,6 +444,19 @@ impl Runner {
                 format!(
                     "operation {} was already sent in this call; an operation is never replayed (observe to learn what it did)",
                     r.operation_id
+                ),
+            ));
+        }
+        // A write needs time to land and settle; one started in the call's last moments would be
+        // cut off with its effect unknown (its page still sending what it caused).
+        if r.method.writes()
+            && call.deadline.saturating_duration_since(Instant::now()) < MIN_WRITE_TIME
+        {
+            return Err(Refusal::new(
+                ErrorCode::Timeout,
+                format!(
+                    "less than {} ms of this call's time is left: no write starts now; return and call gui_exec again",
+                    MIN_WRITE_TIME.as_millis()
                 ),
             ));
         }

@@ -113,7 +113,11 @@ impl Sandbox {
         }
         sandbox.description = format!(
             "{} ({} namespaces, seccomp), Python {}",
-            if version.is_empty() { "bubblewrap" } else { &version },
+            if version.is_empty() {
+                "bubblewrap"
+            } else {
+                &version
+            },
             "user, pid, net, ipc, uts, cgroup",
             String::from_utf8_lossy(&out.stdout).trim()
         );
@@ -187,10 +191,8 @@ fn write_files(filter: &[u8]) -> std::io::Result<PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    let dir = std::env::temp_dir().join(format!(
-        "glovebox-script-{}-{nanos:x}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("glovebox-script-{}-{nanos:x}", std::process::id()));
     std::fs::create_dir(&dir)?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))?;
     let sdk = dir.join("sdk");

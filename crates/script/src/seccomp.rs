@@ -166,7 +166,12 @@ pub fn filter_bytes() -> Option<Vec<u8>> {
 
 /// The names of the refused system calls, for `doctor` and the docs.
 pub fn denied_names() -> impl Iterator<Item = &'static str> {
-    DENIED.iter().map(|(_, name)| *name).chain(["clone3", "clone (a new process)", "socket (not AF_UNIX)", "socketpair (not AF_UNIX)"])
+    DENIED.iter().map(|(_, name)| *name).chain([
+        "clone3",
+        "clone (a new process)",
+        "socket (not AF_UNIX)",
+        "socketpair (not AF_UNIX)",
+    ])
 }
 
 #[cfg(test)]
@@ -220,14 +225,50 @@ mod tests {
             ("io_uring_setup", 425, x86, 0, SECCOMP_RET_ERRNO | EPERM),
             ("clone3", 435, x86, 0, SECCOMP_RET_ERRNO | ENOSYS),
             ("socket(AF_UNIX)", 41, x86, 1, SECCOMP_RET_ALLOW),
-            ("socket(AF_INET)", 41, x86, 2, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
-            ("socket(AF_INET6)", 41, x86, 10, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
-            ("socket(AF_NETLINK)", 41, x86, 16, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
+            (
+                "socket(AF_INET)",
+                41,
+                x86,
+                2,
+                SECCOMP_RET_ERRNO | EAFNOSUPPORT,
+            ),
+            (
+                "socket(AF_INET6)",
+                41,
+                x86,
+                10,
+                SECCOMP_RET_ERRNO | EAFNOSUPPORT,
+            ),
+            (
+                "socket(AF_NETLINK)",
+                41,
+                x86,
+                16,
+                SECCOMP_RET_ERRNO | EAFNOSUPPORT,
+            ),
             ("socketpair(AF_UNIX)", 53, x86, 1, SECCOMP_RET_ALLOW),
-            ("socketpair(AF_INET)", 53, x86, 2, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
+            (
+                "socketpair(AF_INET)",
+                53,
+                x86,
+                2,
+                SECCOMP_RET_ERRNO | EAFNOSUPPORT,
+            ),
             ("clone(a thread)", 56, x86, 0x3d0f00, SECCOMP_RET_ALLOW),
-            ("clone(a process)", 56, x86, 0x1200011, SECCOMP_RET_ERRNO | EPERM),
-            ("x32 read", X32_SYSCALL_BIT, x86, 0, SECCOMP_RET_KILL_PROCESS),
+            (
+                "clone(a process)",
+                56,
+                x86,
+                0x1200011,
+                SECCOMP_RET_ERRNO | EPERM,
+            ),
+            (
+                "x32 read",
+                X32_SYSCALL_BIT,
+                x86,
+                0,
+                SECCOMP_RET_KILL_PROCESS,
+            ),
             ("i386 call", 1, 0x4000_0003, 0, SECCOMP_RET_KILL_PROCESS),
         ];
         for &(what, nr, arch, arg0, want) in table {

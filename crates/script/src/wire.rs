@@ -133,10 +133,20 @@ mod tests {
         let err = parse(br#"{"type":"request","operation_id":"op-3","generation":1,"method":"evaluate","arguments":{}}"#).unwrap_err();
         assert_eq!(err.0.as_deref(), Some("op-3"));
         assert!(err.1.contains("evaluate"), "{}", err.1);
-        let err = parse(br#"{"type":"request","operation_id":"op-4","generation":1,"method":"act","cdp":true}"#).unwrap_err();
+        let err = parse(
+            br#"{"type":"request","operation_id":"op-4","generation":1,"method":"act","cdp":true}"#,
+        )
+        .unwrap_err();
         assert_eq!(err.0.as_deref(), Some("op-4"));
         assert!(parse(br#"{"type":"shell","cmd":"id"}"#).is_err());
         let ok = parse(br#"{"type":"request","operation_id":"op-1","generation":2,"resource":"s1","method":"observe","arguments":{"near":"x"},"observation":null}"#).unwrap();
-        assert!(matches!(ok, FromRunner::Request(Request { method: Method::Observe, generation: 2, .. })));
+        assert!(matches!(
+            ok,
+            FromRunner::Request(Request {
+                method: Method::Observe,
+                generation: 2,
+                ..
+            })
+        ));
     }
 }

@@ -15,7 +15,9 @@ async fn attempt(code: &str) -> String {
 
 fn guarded(body: &str) -> String {
     let body = body.replace('\n', "\n    ");
-    format!("try:\n    {body}\n    print('ESCAPED')\nexcept Exception as e:\n    print('refused', type(e).__name__, e)")
+    format!(
+        "try:\n    {body}\n    print('ESCAPED')\nexcept Exception as e:\n    print('refused', type(e).__name__, e)"
+    )
 }
 
 #[tokio::test]
@@ -32,7 +34,14 @@ async fn no_tcp_or_udp_socket_reaches_anything() {
 async fn host_files_are_not_there() {
     // /etc/shadow, the home directory, the system's temporary directory (where data directories
     // and the SDK's host copy live) and /root are simply absent.
-    for path in ["/etc/shadow", "/etc/passwd", "/root", "/home", "/var", "/proc/1/root/etc/shadow"] {
+    for path in [
+        "/etc/shadow",
+        "/etc/passwd",
+        "/root",
+        "/home",
+        "/var",
+        "/proc/1/root/etc/shadow",
+    ] {
         let out = attempt(&guarded(&format!("print(open('{path}').read()[:50])"))).await;
         assert!(out.contains("refused"), "{path}: {out}");
     }
@@ -44,7 +53,10 @@ async fn host_files_are_not_there() {
     .await;
     assert!(out.starts_with("[] False"), "{out}");
     let out = attempt("import os\nprint(sorted(os.listdir('/')))").await;
-    assert!(!out.contains("'etc'") && !out.contains("'root'") && !out.contains("'home'"), "{out}");
+    assert!(
+        !out.contains("'etc'") && !out.contains("'root'") && !out.contains("'home'"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
@@ -62,14 +74,25 @@ async fn the_data_dir_and_the_person_token_are_out_of_reach() {
     assert!(out.contains("False"), "{out}");
     assert!(!out.contains("GLOVEBOX"), "{out}");
     assert!(!out.contains("secret-token-value"));
-    let out = attempt(&guarded(&format!("open('{}/person-token').read()", dir.display()))).await;
+    let out = attempt(&guarded(&format!(
+        "open('{}/person-token').read()",
+        dir.display()
+    )))
+    .await;
     assert!(out.contains("refused"), "{out}");
 }
 
 #[tokio::test]
 async fn writes_outside_scratch_fail_and_scratch_is_private_to_its_runner() {
     // `os.write`, not a buffered file: its error cannot be lost at close.
-    for path in ["/x", "/usr/lib/evil", "/sdk/glovebox.py", "/proc/sys/kernel/hostname", "/dev/shm/x", "/dev/x"] {
+    for path in [
+        "/x",
+        "/usr/lib/evil",
+        "/sdk/glovebox.py",
+        "/proc/sys/kernel/hostname",
+        "/dev/shm/x",
+        "/dev/x",
+    ] {
         let out = attempt(&guarded(&format!(
             "import os\nfd = os.open('{path}', os.O_WRONLY | os.O_CREAT)\nos.write(fd, b'x')"
         )))
@@ -89,11 +112,17 @@ async fn writes_outside_scratch_fail_and_scratch_is_private_to_its_runner() {
 
 #[tokio::test]
 async fn no_process_can_be_started_so_none_outlives_the_call() {
-    let out = attempt(&guarded("import os\npid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(600)")).await;
+    let out = attempt(&guarded(
+        "import os\npid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(600)",
+    ))
+    .await;
     assert!(out.contains("refused"), "{out}");
     let out = attempt(&guarded("import subprocess\nsubprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(600)'])")).await;
     assert!(out.contains("refused"), "{out}");
-    let out = attempt(&guarded("import os\nos.posix_spawn('/usr/bin/python3', ['python3', '-c', 'pass'], {})")).await;
+    let out = attempt(&guarded(
+        "import os\nos.posix_spawn('/usr/bin/python3', ['python3', '-c', 'pass'], {})",
+    ))
+    .await;
     assert!(out.contains("refused"), "{out}");
     // Threads still work (the SDK and asyncio may use them), and end with the process.
     let out = attempt("import threading\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\nprint('thread ok')").await;
@@ -106,11 +135,19 @@ async fn ptrace_and_reading_other_processes_memory_fail() {
         "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.ptrace(16, 1, 0, 0)\nprint('ptrace', r, ctypes.get_errno())",
     )
     .await;
-    assert_eq!(out.trim(), "ptrace -1 1", "PTRACE_ATTACH refused with EPERM");
+    assert_eq!(
+        out.trim(),
+        "ptrace -1 1",
+        "PTRACE_ATTACH refused with EPERM"
+    );
     // No /proc at all: no process's memory, maps or environment to read, the host's (the
     // broker's) least of all; and the host is outside the sandbox's pid namespace anyway.
     let out = attempt("import os\nprint(os.path.exists('/proc'), os.getpid())").await;
-    assert_eq!(out.trim(), "False 2", "the runner is pid 2 of its own namespace");
+    assert_eq!(
+        out.trim(),
+        "False 2",
+        "the runner is pid 2 of its own namespace"
+    );
     let out = attempt(&guarded(&format!(
         "open('/proc/{}/mem', 'rb').read(16)",
         std::process::id()

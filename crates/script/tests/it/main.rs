@@ -19,7 +19,9 @@ pub async fn sandbox() -> Arc<Sandbox> {
     SANDBOX
         .get_or_init(|| async {
             Arc::new(Sandbox::probe().await.unwrap_or_else(|e| {
-                panic!("the sandbox is required for these tests (make test installs bubblewrap): {e}")
+                panic!(
+                    "the sandbox is required for these tests (make test installs bubblewrap): {e}"
+                )
             }))
         })
         .await
@@ -64,7 +66,9 @@ impl Broker for Recorder {
             let frame = |n: u64| format!("frame_{n}");
             match call.method {
                 script::Method::Observe | script::Method::WaitFor => {
-                    let n = self.frames.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let n = self
+                        .frames
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     Ok(Answer {
                         value: json!({"text": "- button \"Save\" [ref=e1]", "url": "http://127.0.0.1/", "title": "T", "surface": surface}),
                         surface: Some(surface),
@@ -78,10 +82,15 @@ impl Broker for Recorder {
                     if call.observation.is_none() {
                         return Err(Refusal::new(ErrorCode::StaleObservation, "no token"));
                     }
-                    let n = self.frames.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let n = self
+                        .frames
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     Ok(Answer {
                         value: json!({"receipt": {"action": "click", "state": "dispatched"}}),
-                        effect: Some(Effect { state: EffectState::Applied, effect_uncertain: false }),
+                        effect: Some(Effect {
+                            state: EffectState::Applied,
+                            effect_uncertain: false,
+                        }),
                         surface: Some(surface),
                         observation: Some(frame(n)),
                         ..Answer::default()
@@ -95,7 +104,10 @@ impl Broker for Recorder {
                 }),
                 script::Method::Open => Ok(Answer {
                     value: json!({"surface": "s2"}),
-                    effect: Some(Effect { state: EffectState::Applied, effect_uncertain: false }),
+                    effect: Some(Effect {
+                        state: EffectState::Applied,
+                        effect_uncertain: false,
+                    }),
                     surface: Some("s2".into()),
                     observation: Some("frame_9".into()),
                     ..Answer::default()
@@ -104,7 +116,9 @@ impl Broker for Recorder {
                     value: json!({"surfaces": [{"key": "s1"}]}),
                     ..Answer::default()
                 }),
-                script::Method::Close => Err(Refusal::new(ErrorCode::CapabilityDenied, "not yours")),
+                script::Method::Close => {
+                    Err(Refusal::new(ErrorCode::CapabilityDenied, "not yours"))
+                }
             }
         })
     }
