@@ -661,6 +661,41 @@ async def scenario_desktop(args):
         emit({"typed": typed["header"], "clicked": clicked["header"], "stale": stale["header"], "navigate": navigate["header"]})
 
 
+async def scenario_script(args):
+    """gui_exec through the official SDK: a form filled and submitted in one call, the page and
+    locator kept for the next call, the sandbox refusing the network, bad arguments refused."""
+    form, port = args.fixture[0], args.fixture[1]
+    out = {}
+
+    def details(result):
+        return {"error": result["error"], "header": result["header"], "texts": result["texts"][1:], "images": result["images"]}
+
+    async with connect(args) as (session, _):
+        tools = await session.list_tools()
+        out["listed"] = "gui_exec" in [t.name for t in tools.tools]
+        await call(session, "tab_open", {"url": form})
+        code = (
+            "page = ui.page()\n"
+            "name = page.get_by_role('textbox', name='Name')\n"
+            "await name.fill('Ada')\n"
+            "r = await page.get_by_role('button', name='Create account').click()\n"
+            "obs = await page.wait_for_text('Welcome, Ada!')\n"
+            "print(r.state, obs.title)\n"
+            "display(await page.screenshot())"
+        )
+        out["form"] = details(await call(session, "gui_exec", {"code": code}))
+        out["again"] = details(await call(session, "gui_exec", {"code": "print(name, page.name)"}))
+        net = (
+            "import socket\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+            f"s.connect(('127.0.0.1', {port}))"
+        )
+        out["network"] = details(await call(session, "gui_exec", {"code": net}))
+        out["empty"] = details(await call(session, "gui_exec", {"code": ""}))
+        out["unknown"] = details(await call(session, "gui_exec", {"code": "print(1)", "shell": True}))
+    emit(out)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

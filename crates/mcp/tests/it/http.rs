@@ -1372,3 +1372,45 @@ async fn a_session_whose_client_vanished_ends() {
     assert_eq!(status, 404, "the session is gone");
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gui_exec_runs_a_script_of_steps_in_one_call_and_keeps_its_variables() {
+    let env = env("gui-exec", true, None).await;
+    let port = env.fixtures.port().to_string();
+    let out = run(
+        "script",
+        &over_http(&env),
+        &[env.fixtures.url("/form.html"), port],
+    )
+    .await;
+    assert_eq!(out["listed"], true, "listed where the sandbox works: {out}");
+    let form = &out["form"];
+    assert_eq!(form["error"], false, "{out}");
+    assert_eq!(form["header"]["status"], "ok", "{out}");
+    let ops = form["header"]["operations"].as_array().unwrap();
+    let methods: Vec<_> = ops.iter().map(|o| o["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        methods,
+        ["observe", "act", "act", "wait_for", "screenshot"],
+        "{out}"
+    );
+    assert_eq!(form["header"]["last_applied_index"], 2);
+    // What the script printed is page data: inside the markers; the screenshot is an image.
+    let printed = form["texts"][0].as_str().unwrap();
+    assert!(printed.starts_with("<untrusted nonce="), "{printed}");
+    assert!(printed.contains("applied"), "{printed}");
+    assert_eq!(form["images"], json!(["image/png"]));
+    // The next call has the page and the locator.
+    let again = out["again"]["texts"][0].as_str().unwrap();
+    assert!(again.contains("<Locator") && again.contains("s1"), "{out}");
+    // The sandbox has no network: the script's own error, with its words inside the markers.
+    let network = &out["network"];
+    assert_eq!(network["error"], true);
+    assert_eq!(network["header"]["status"], "error");
+    assert_eq!(network["header"]["error"]["code"], "invalid_action");
+    let said = network["texts"].as_array().unwrap().last().unwrap().as_str().unwrap();
+    assert!(said.starts_with("<untrusted nonce=") && said.contains("OSError"), "{said}");
+    // Bad arguments are refused before anything runs.
+    assert_eq!(out["empty"]["header"]["error"], "invalid_action", "{out}");
+    assert_eq!(out["unknown"]["header"]["error"], "invalid_action", "{out}");
+}
