@@ -1427,3 +1427,58 @@ async fn idle_sockets_and_half_sent_requests_are_timed_out() {
     assert!(whole.starts_with("HTTP/1.1 200"), "{whole:?}");
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gui_exec_tool_call_runs_its_script_on_exactly_the_bound_tab() {
+    let env = env("gui-exec").await;
+    let tab = user_tab(&env, "/counter.html").await;
+    let mut r = Renderer::open(&env, "win-1").await;
+    r.open_chat("chat", "g1").await;
+    r.open_tab("web", "g1", &tab, "right", 0).await;
+    r.focus(Some("web")).await;
+    let turn = r.turn("chat", &[("web", 1)], Some("web")).await;
+    let key = turn["context"]["primary_surface_key"].clone();
+    let code = "page = ui.page()\nfor _ in range(3):\n    await page.get_by_role('button', name='Add one').click()\nobs = await page.observe()\nprint(page.name, '3 clicks' in obs.text)";
+    let done = r
+        .tool(
+            &turn,
+            "call-1",
+            "gui_exec",
+            json!({"surface": "right", "code": code}),
+        )
+        .await;
+    assert_eq!(done["type"], "tool_result", "{done}");
+    assert_eq!(done["surface"], key);
+    assert_eq!(done["result"]["status"], "ok", "{done}");
+    assert_eq!(
+        done["result"]["blocks"][0]["text"],
+        json!(format!("{} True\n", key.as_str().unwrap())),
+        "{done}"
+    );
+    assert_eq!(done["result"]["last_applied_index"], 3, "{done}");
+    // The same envelope never runs twice; unknown arguments are refused.
+    let again = r
+        .tool(&turn, "call-1", "gui_exec", json!({"code": code}))
+        .await;
+    assert_eq!(again["code"], "invalid_action", "{again}");
+    let unknown = r
+        .tool(
+            &turn,
+            "call-2",
+            "gui_exec",
+            json!({"code": "print(1)", "as_root": true}),
+        )
+        .await;
+    assert_eq!(unknown["code"], "invalid_action", "{unknown}");
+    // A script that fails says so with its code, and its last completed primitive.
+    let failed = r
+        .tool(
+            &turn,
+            "call-3",
+            "gui_exec",
+            json!({"code": "await ui.page().get_by_role('button', name='No such button').click()"}),
+        )
+        .await;
+    assert_eq!(failed["result"]["status"], "error", "{failed}");
+    assert!(failed["error_code"].is_string(), "{failed}");
+}
