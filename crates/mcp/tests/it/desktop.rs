@@ -232,3 +232,80 @@ async fn the_console_shows_a_window_and_its_live_view() {
     drop(env.server);
     drop(env.stack);
 }
+
+/// `gui_exec` drives a desktop window the same way as a tab: the broker reaches the window only
+/// through the runtime (the adapter seam), the app grant is asked of a person exactly as for
+/// `act`, and the app's own log proves what arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gui_exec_script_fills_and_submits_a_desktop_window() {
+    let env = desktop_env("desktop-gui-exec", "Script app").await;
+    let runtime = env.runtime.clone();
+    let session = runtime.create_session().await.unwrap();
+    let offered = runtime.user_tabs().unwrap();
+    runtime
+        .claim_tab(&session, offered[0].tab.as_str())
+        .await
+        .unwrap();
+    // A person grants the app while the script waits at its first write.
+    let approver = {
+        let runtime = runtime.clone();
+        tokio::spawn(async move {
+            for _ in 0..300 {
+                if let Some(r) = runtime.pending_approvals().first() {
+                    runtime
+                        .resolve_approval(&r.approval_id, ApprovalDecision::ApproveForTask)
+                        .unwrap();
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            false
+        })
+    };
+    let code = r#"
+import re
+w = ui.page()
+obs = None
+for _ in range(100):
+    obs = await w.observe()
+    if 'textbox "Name"' in obs.text:
+        break
+    await sleep(0.05)
+name = re.search(r'textbox "Name" \[(e\d+)', obs.text).group(1)
+await w.ref(name).fill("Grace")
+after = await w.observe()
+submit = re.search(r'button "Submit" \[(e\d+)', after.text).group(1)
+r = await w.ref(submit).click()
+print(w.name, r.state)
+"#;
+    let result = runtime
+        .gui_exec(&session, None, code, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(approver.await.unwrap(), "a person was asked for the app");
+    assert_eq!(result.status, script::ExecStatus::Ok, "{result:#?}");
+    let printed: String = result
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            script::Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(printed.trim(), "s1 applied", "{result:#?}");
+    let started = Instant::now();
+    while !events(&env.log)
+        .iter()
+        .any(|e| e["event"] == "submit" && e["text"] == "Grace")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the app never saw the submit: {:?}",
+            events(&env.log)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    runtime.shutdown(Duration::from_secs(2)).await;
+    drop(env.server);
+    drop(env.stack);
+}

@@ -1408,8 +1408,17 @@ async fn gui_exec_runs_a_script_of_steps_in_one_call_and_keeps_its_variables() {
     assert_eq!(network["error"], true);
     assert_eq!(network["header"]["status"], "error");
     assert_eq!(network["header"]["error"]["code"], "invalid_action");
-    let said = network["texts"].as_array().unwrap().last().unwrap().as_str().unwrap();
-    assert!(said.starts_with("<untrusted nonce=") && said.contains("OSError"), "{said}");
+    let said = network["texts"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .as_str()
+        .unwrap();
+    assert!(
+        said.starts_with("<untrusted nonce=") && said.contains("OSError"),
+        "{said}"
+    );
     // Bad arguments are refused before anything runs.
     assert_eq!(out["empty"]["header"]["error"], "invalid_action", "{out}");
     assert_eq!(out["unknown"]["header"]["error"], "invalid_action", "{out}");
