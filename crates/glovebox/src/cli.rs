@@ -416,4 +416,7 @@ pub enum BenchTarget {
     /// start-up, observe on the test app and on a ~1,000-node window, click round trips with
     /// verification, input-to-event latency as the app logs it.
     Desktop,
+    /// gui_exec: a 10-step form as one script call against ten act calls (wall time, model
+    /// round trips), and the sandboxed runner's start-up, cold and warm.
+    Script,
 }

@@ -53,6 +53,20 @@ pub struct FileConfig {
     /// `[desktop]`: drive an X display's windows instead of a browser.
     #[serde(default)]
     pub desktop: DesktopFile,
+    /// `[script]`: `gui_exec`'s limits per call.
+    #[serde(default)]
+    pub script: ScriptFile,
+}
+
+/// `[script]` in the config file: `gui_exec`'s limits per call (defaults: 30 s, 100 broker
+/// operations, 256 KiB of text, 4 images). The sandbox itself has no setting.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptFile {
+    pub timeout_seconds: Option<u64>,
+    pub max_operations: Option<usize>,
+    pub max_text_bytes: Option<usize>,
+    pub max_images: Option<usize>,
 }
 
 /// `[desktop]` in the config file.
@@ -243,6 +257,32 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     if let Some(max) = file.records_max_operations {
         runtime.records_max_operations = max;
     }
+    let limits = &mut runtime.script_limits;
+    if let Some(seconds) = file.script.timeout_seconds {
+        anyhow::ensure!(
+            (1..=600).contains(&seconds),
+            "[script] timeout_seconds is 1 to 600"
+        );
+        limits.timeout = Duration::from_secs(seconds);
+    }
+    if let Some(max) = file.script.max_operations {
+        anyhow::ensure!(
+            (1..=10_000).contains(&max),
+            "[script] max_operations is 1 to 10000"
+        );
+        limits.operations = max;
+    }
+    if let Some(max) = file.script.max_text_bytes {
+        anyhow::ensure!(
+            (1..=16 << 20).contains(&max),
+            "[script] max_text_bytes is 1 to 16777216"
+        );
+        limits.text_bytes = max;
+    }
+    if let Some(max) = file.script.max_images {
+        anyhow::ensure!((0..=32).contains(&max), "[script] max_images is 0 to 32");
+        limits.images = max;
+    }
 
     let mut options = server::HttpOptions::default();
     if let Some(bind) = serve.and_then(|s| s.bind).or(file.serve.bind) {
@@ -394,6 +434,9 @@ mod tests {
             upload_root = "/tmp"
             records_retention_days = 7
             records_max_operations = 500
+            [script]
+            timeout_seconds = 10
+            max_operations = 40
             [serve]
             bind = "127.0.0.1:9000"
             calls_per_minute = 60
@@ -416,6 +459,14 @@ mod tests {
         );
         assert_eq!(s.serve.bind.port(), 9000);
         assert_eq!(s.serve.mcp.rate.map(|r| r.per_minute), Some(60));
+        assert_eq!(
+            (
+                s.runtime.script_limits.timeout,
+                s.runtime.script_limits.operations,
+                s.runtime.script_limits.text_bytes
+            ),
+            (Duration::from_secs(10), 40, 256 << 10)
+        );
         // MCP's `initialize` reports the binary's version, not the library crate's 0.0.0.
         assert_eq!(
             s.serve.mcp.version.as_deref(),

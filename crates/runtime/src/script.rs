@@ -113,8 +113,10 @@ impl Runtime {
             generation: runner.generation() + 1,
             revoked: AtomicBool::new(false),
             touched: Mutex::default(),
+            finished: AtomicBool::new(false),
         };
         let result = runner.exec(code, key.as_deref(), &broker).await;
+        broker.finished.store(true, Ordering::SeqCst);
         Ok(result)
     }
 
@@ -173,6 +175,38 @@ struct SessionBroker {
     revoked: AtomicBool,
     /// The surfaces a write reached (their held input is released on revocation).
     touched: Mutex<BTreeSet<String>>,
+    /// The call came to its end (a result); unset when its future was dropped (a cancelled
+    /// tool call), which kills the runner with it.
+    finished: AtomicBool,
+}
+
+/// A call dropped half-way (the client cancelled it): its runner process is killed by its own
+/// drop, and keys or buttons its steps left held are released here, since the revocation that
+/// does it on a timeout never ran.
+impl Drop for SessionBroker {
+    fn drop(&mut self) {
+        if self.finished.load(Ordering::SeqCst) || self.revoked.load(Ordering::SeqCst) {
+            return;
+        }
+        let touched: Vec<String> = self
+            .touched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        if touched.is_empty() {
+            return;
+        }
+        let (runtime, session) = (self.runtime.clone(), self.session.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for key in touched {
+                    let _ = runtime.release_held_input(&session, &key).await;
+                }
+            });
+        }
+    }
 }
 
 impl Broker for SessionBroker {

@@ -4,7 +4,8 @@
 //! measure: `surfaces.rs` (CDP, the protocol, observe, act), `overheads.rs` (the store, the
 //! runtime's overheads, restore), `host.rs` (the host API, the console's live view),
 //! `models.rs` (a model-driven run against the providers' reference loops), `desktop.rs` (the X11
-//! adapter on a stack of its own).
+//! adapter on a stack of its own), `script.rs` (gui_exec against act calls, the sandbox's
+//! start-up).
 
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ mod desktop;
 mod host;
 mod models;
 mod overheads;
+mod script;
 mod surfaces;
 
 use desktop::bench_desktop;
@@ -99,6 +101,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Console => bench_console(global, &mut ratios).await?,
         BenchTarget::Agent => bench_agent(global, args.iterations, &mut ratios).await?,
         BenchTarget::Desktop => bench_desktop(args.iterations).await?,
+        BenchTarget::Script => script::bench_script(global, args.iterations, &mut ratios).await?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> =

@@ -280,3 +280,58 @@ async fn one_call_at_a_time_per_session_and_none_after_the_session_ends() {
         "{after:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_stops_its_script_at_once_and_its_namespace_goes_with_it() {
+    let env = env("script-cancel", true).await;
+    let url = env.server.url("/rt/profile-form.html");
+    env.runtime
+        .gui_exec(
+            &env.session,
+            None,
+            &format!("page = await ui.browser.open({url:?})\nping = page.get_by_role('button', name='Ping')"),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    let runtime = env.runtime.clone();
+    let session = env.session.clone();
+    let looping = tokio::spawn(async move {
+        runtime
+            .gui_exec(
+                &session,
+                None,
+                "while True:\n    await ping.click()",
+                Duration::ZERO,
+            )
+            .await
+    });
+    crate::eventually("the loop clicks", || {
+        env.server.requests_to("/ping").len() >= 2
+    })
+    .await;
+    // The client cancels the tool call: its future is dropped.
+    looping.abort();
+    let _ = looping.await;
+    // A click dispatched as the call was dropped may still be sending; then nothing more.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let settled = env.server.requests_to("/ping").len();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        env.server.requests_to("/ping").len(),
+        settled,
+        "no write after the cancellation"
+    );
+    let next = env
+        .runtime
+        .gui_exec(
+            &env.session,
+            None,
+            "print('ping' in globals())",
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert!(next.environment.fresh_namespace, "{next:#?}");
+    assert_eq!(text(&next).trim(), "False");
+}

@@ -208,3 +208,29 @@ for r in out:
         "only the one well-formed, fresh request ran"
     );
 }
+
+#[tokio::test]
+async fn an_image_past_the_pixel_bound_or_not_a_png_is_left_out() {
+    let limits = Limits {
+        image_max_edge: 100,
+        ..Limits::default()
+    };
+    // The script makes its own images: a PNG too wide, bytes that are no PNG, and a small one.
+    let wide = crate::tiny_png(200, 2);
+    let small = crate::tiny_png(10, 10);
+    let code = format!(
+        "import glovebox\ndisplay(glovebox.Image(bytes({wide:?})))\ndisplay(glovebox.Image(b'not a png'))\ndisplay(glovebox.Image(bytes({small:?})))"
+    );
+    let (result, _, _) = crate::run_once(&code, limits).await;
+    assert_eq!(result.status, ExecStatus::Ok, "{result:?}");
+    assert!(result.truncated);
+    let images: Vec<_> = result
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            script::Block::Image { data, .. } => Some(data.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(images, vec![small]);
+}
