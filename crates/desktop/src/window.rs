@@ -343,6 +343,27 @@ impl DesktopWindow {
         )
     }
 
+    /// Waits (up to [`OPEN_WAIT`]) for the application to answer a `_NET_WM_PING` sent after the
+    /// input; an application that takes no ping is not waited for.
+    async fn handled_input(&self) {
+        let window = self.identity.window;
+        let Ok(Some(stamp)) = self.display.run(move |c| c.ping(window)).await else {
+            return;
+        };
+        let started = Instant::now();
+        while started.elapsed() < OPEN_WAIT {
+            if self
+                .display
+                .run(move |c| Ok(c.answered(stamp)))
+                .await
+                .unwrap_or(true)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// The application's windows that were not there `before`: when a top-level was created
     /// during the action, it is waited for (up to [`OPEN_WAIT`]) until it maps, so a dialog a
     /// busy application shows a moment later is not missed; without one, nothing is waited for.
@@ -1526,6 +1547,10 @@ impl Surface for DesktopWindow {
                 }
             };
             let settle = started.elapsed();
+            // Wait until the application has handled the input (its answer to a ping sent after
+            // it): a window the input made it create is known from here, however loaded the
+            // machine (a dialog was missed when the application took longer than a fixed pause).
+            self.handled_input().await;
             // Let the application draw what the input did before the fresh observation.
             tokio::time::sleep(Duration::from_millis(60)).await;
             let opened = match before {

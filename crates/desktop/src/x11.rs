@@ -29,7 +29,7 @@ const BUTTON_RELEASE: u8 = 5;
 const MOTION_NOTIFY: u8 = 6;
 
 /// `_NET_WM_STATE_HIDDEN` and friends are read by name; these atoms are interned once.
-const ATOMS: [&str; 12] = [
+const ATOMS: [&str; 13] = [
     "_NET_CLIENT_LIST",
     "_NET_CLIENT_LIST_STACKING",
     "_NET_ACTIVE_WINDOW",
@@ -42,6 +42,7 @@ const ATOMS: [&str; 12] = [
     "WM_DELETE_WINDOW",
     "_NET_CLOSE_WINDOW",
     "_NET_WM_STATE",
+    "_NET_WM_PING",
 ];
 
 /// A top-level window as the display lists it.
@@ -131,6 +132,10 @@ struct State {
     /// Top-level windows created since last taken (from the root's `CreateNotify`; override-
     /// redirect ones — tooltips, menus — left out), at most [`CREATED_KEPT`].
     created: Vec<u32>,
+    /// The `_NET_WM_PING` answers seen (their timestamps), at most [`CREATED_KEPT`].
+    pongs: Vec<u32>,
+    /// The next ping's timestamp (our own counter: only the echo matters).
+    next_ping: u32,
 }
 
 /// How many created windows are remembered between takes.
@@ -190,6 +195,8 @@ impl Display {
             held_buttons: Vec::new(),
             xtest,
             created: Vec::new(),
+            pongs: Vec::new(),
+            next_ping: 1,
         };
         state.read_keymap()?;
         // Learn of new top-levels as they are created (a dialog an action opens), without
@@ -345,16 +352,68 @@ impl XConn<'_> {
 
     /// Reads the events queued so far, keeping the top-level windows created.
     fn drain_events(&mut self) {
+        let (protocols, ping) = (self.atom("WM_PROTOCOLS"), self.atom("_NET_WM_PING"));
         while let Ok(Some(event)) = self.s.conn.poll_for_event() {
-            if let x11rb::protocol::Event::CreateNotify(c) = event
-                && !c.override_redirect
-            {
-                if self.s.created.len() >= CREATED_KEPT {
-                    self.s.created.remove(0);
+            match event {
+                x11rb::protocol::Event::CreateNotify(c) if !c.override_redirect => {
+                    if self.s.created.len() >= CREATED_KEPT {
+                        self.s.created.remove(0);
+                    }
+                    self.s.created.push(c.window);
                 }
-                self.s.created.push(c.window);
+                // A client's answer to our ping comes back to the root (EWMH).
+                x11rb::protocol::Event::ClientMessage(m)
+                    if m.type_ == protocols && m.format == 32 =>
+                {
+                    let data = m.data.as_data32();
+                    if data[0] == ping {
+                        if self.s.pongs.len() >= CREATED_KEPT {
+                            self.s.pongs.remove(0);
+                        }
+                        self.s.pongs.push(data[1]);
+                    }
+                }
+                _ => {}
             }
         }
+    }
+
+    /// Sends `window`'s client a `_NET_WM_PING` (EWMH), when it takes one; returns the ping's
+    /// timestamp to wait for with [`XConn::answered`]. A client answers after the input queued
+    /// before the ping: its answer means it has handled that input (and created any window the
+    /// input made it create).
+    pub fn ping(&mut self, window: u32) -> Result<Option<u32>, SurfaceError> {
+        let protocols = self
+            .prop32(window, self.atom("WM_PROTOCOLS"), AtomEnum::ATOM)
+            .unwrap_or_default();
+        let ping = self.atom("_NET_WM_PING");
+        if ping == 0 || !protocols.contains(&ping) {
+            return Ok(None);
+        }
+        let stamp = self.s.next_ping;
+        self.s.next_ping = self.s.next_ping.wrapping_add(1).max(1);
+        let event = ClientMessageEvent::new(
+            32,
+            window,
+            self.atom("WM_PROTOCOLS"),
+            [ping, stamp, window, 0, 0],
+        );
+        self.s
+            .conn
+            .send_event(false, window, EventMask::NO_EVENT, event)
+            .map_err(x_err)?;
+        self.s.conn.flush().map_err(x_err)?;
+        Ok(Some(stamp))
+    }
+
+    /// Whether the ping with this timestamp was answered.
+    pub fn answered(&mut self, stamp: u32) -> bool {
+        self.drain_events();
+        if let Some(i) = self.s.pongs.iter().position(|p| *p == stamp) {
+            self.s.pongs.remove(i);
+            return true;
+        }
+        false
     }
 
     /// The top-level windows created since the last call (see [`State::created`]).

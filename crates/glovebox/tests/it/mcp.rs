@@ -89,7 +89,8 @@ async fn stdio_initialises_lists_tools_and_drives_a_form() {
             "tab_mark",
             "status",
             "cleanup",
-            "context_reset"
+            "context_reset",
+            "gui_exec"
         ]
     );
 
