@@ -439,7 +439,8 @@ Authorization: Bearer s3cret
     let out = run("tools", &transport, &[]).await;
     assert_eq!(
         out["tools"].as_array().map(Vec::len),
-        Some(mcp::tools::all().len())
+        // gui_exec is listed too: make test installs its sandbox.
+        Some(mcp::tools::with_planner(false, true).len())
     );
     assert_eq!(
         page_count(&env.browser).await,
@@ -807,7 +808,8 @@ async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
     let out = client.next().await;
     client.finish().await;
 
-    assert_eq!(out["tools_before"], 12, "{out}");
+    // The twelve tools and gui_exec (its sandbox works here).
+    assert_eq!(out["tools_before"], 13, "{out}");
     assert_eq!(
         out["after_first"],
         json!([out["opened"][0].clone()]),
@@ -839,7 +841,7 @@ async fn turn_end_from_a_hook_context_reset_and_failed_cleanup_over_mcp() {
         "a call from the old tool list is refused: {out}"
     );
     assert_eq!(out["activated"]["tools_active"], true, "{out}");
-    assert_eq!(out["tools_after_activate"], 12, "{out}");
+    assert_eq!(out["tools_after_activate"], 13, "{out}");
     assert!(out["works_again"].as_str().is_some(), "{out}");
     assert_eq!(
         until_pages(&env.browser, baseline).await,
