@@ -73,6 +73,9 @@ pub(crate) struct TabState {
     /// 64: the network boundary cannot block them, so a typing action refuses while one to an
     /// origin it may not reach is open.
     pub(crate) sockets: Vec<(String, String, bool)>,
+    /// What a locator resolved to when the runtime judged the action (`Surface::locate`), kept
+    /// for that action's dispatch (`act/locate.rs`).
+    pub(crate) located: Option<crate::act::Located>,
 }
 
 pub use surface::Dialog;

@@ -76,6 +76,7 @@ pub(super) enum ClickVerdict {
 }
 
 /// A live element an action is about to touch, found by ref or by locator.
+#[derive(Clone)]
 pub(super) struct Resolved {
     /// How messages name it: `e12 button "Save"`, or `button "Save" (role locator)`.
     pub(super) label: String,

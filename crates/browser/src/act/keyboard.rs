@@ -203,7 +203,7 @@ impl Tab {
         record: &crate::ObservationRecord,
         locator: &protocol::extended::Locator,
     ) -> Option<crate::LocatedFacts> {
-        let r = self.locate(record, locator).await.ok()?;
+        let r = self.locate_to_keep(record, locator).await.ok()?;
         let secret = self.is_secret_field(&r).await?;
         let structure = record
             .refs

@@ -26,6 +26,32 @@ use crate::tab::Tab;
 /// How many candidates an ambiguity error lists.
 const LISTED: usize = 8;
 
+/// How long what a locator resolved to when the runtime judged an action stays for that
+/// action's dispatch.
+const LOCATED_KEPT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a locator resolved to when the runtime judged the action (its policy reads the element's
+/// role, name and whether it is a secret field), kept for the dispatch of the same action on the
+/// same frame: the element judged is the element acted on (resolving it again could find
+/// another, had the page changed in between), and the second resolution's round trips — most of
+/// a locator action's cost — are saved. Used once, within [`LOCATED_KEPT`]; the frame's world
+/// check before dispatch has already refused a page whose structure changed since.
+pub(crate) struct Located {
+    frame_id: protocol::FrameId,
+    locator: Locator,
+    resolved: Resolved,
+    at: std::time::Instant,
+}
+
+impl std::fmt::Debug for Located {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Located")
+            .field("frame_id", &self.frame_id)
+            .field("label", &self.resolved.label)
+            .finish()
+    }
+}
+
 /// A document to search: its frame's session, the document object, and where the session's
 /// viewport sits in the top-level viewport.
 struct Scope {
@@ -70,6 +96,38 @@ impl Tab {
 
     /// Resolves a locator to exactly one live element.
     pub(super) async fn locate(
+        &self,
+        record: &ObservationRecord,
+        locator: &Locator,
+    ) -> Result<Resolved, BrowserError> {
+        let kept = crate::tab::lock(&self.state).located.take();
+        if let Some(kept) = kept
+            && kept.frame_id == record.frame_id
+            && kept.locator == *locator
+            && kept.at.elapsed() < LOCATED_KEPT
+        {
+            return Ok(kept.resolved);
+        }
+        self.locate_afresh(record, locator).await
+    }
+
+    /// [`Tab::locate`], kept for the same action's dispatch ([`Located`]).
+    pub(super) async fn locate_to_keep(
+        &self,
+        record: &ObservationRecord,
+        locator: &Locator,
+    ) -> Result<Resolved, BrowserError> {
+        let resolved = self.locate_afresh(record, locator).await?;
+        crate::tab::lock(&self.state).located = Some(Located {
+            frame_id: record.frame_id.clone(),
+            locator: locator.clone(),
+            resolved: resolved.clone(),
+            at: std::time::Instant::now(),
+        });
+        Ok(resolved)
+    }
+
+    async fn locate_afresh(
         &self,
         record: &ObservationRecord,
         locator: &Locator,

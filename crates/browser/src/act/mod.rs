@@ -34,6 +34,7 @@ use protocol::extended::{DialogAction, DialogResponse};
 use protocol::{ExtendedAction, ExtendedKind, FrameId, PointTarget, Receipt};
 
 pub(crate) use keyboard::Held;
+pub(crate) use locate::Located;
 pub(crate) use marker::Trace;
 
 use crate::BrowserError;

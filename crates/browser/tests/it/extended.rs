@@ -1282,3 +1282,43 @@ async fn a_drag_onto_an_item_of_a_jquery_ui_sortable_takes_its_place() {
         };
     }
 }
+
+/// The element a locator resolved to when the runtime judged an action (`locator_facts`, what
+/// its policy reads) is the element that action acts on, even if the locator would now find
+/// another; used once: the next action resolves afresh.
+#[tokio::test]
+async fn a_locator_acts_on_the_element_that_was_judged_and_only_once() {
+    let env = env().await;
+    env.server.html(
+        "/two-labels",
+        "<title>Two</title><label for=a id=la>City</label><input id=a><label for=b id=lb>Town</label><input id=b>",
+    );
+    let tab = env.open("/two-labels").await;
+    let o = observe(&tab).await;
+    let city: protocol::extended::Locator =
+        serde_json::from_value(json!({"kind": "label", "text": "City", "exact": true})).unwrap();
+    let record = tab.latest_observation().unwrap();
+    let judged = tab.locator_facts(&record, &city).await.expect("found");
+    assert_eq!(judged.name, "City");
+    // The labels swap their words (text only: the frame stays the same document and structure).
+    observe_eval(&tab, "la.firstChild.data = 'Town'; lb.firstChild.data = 'City'; true").await;
+    let options = ActOptions::default();
+    let typing = |text: &str| on(&o, json!({"type": "type", "target": {"kind": "label", "text": "City", "exact": true}, "text": text}));
+    let (_, after) = act(&tab, typing("judged"), &options).await;
+    assert_eq!(
+        strings(observe_eval(&tab, "[a.value, b.value]").await),
+        ["judged", ""],
+        "the judged element took the text"
+    );
+    let after = after.unwrap();
+    let again = on(
+        &after,
+        json!({"type": "type", "target": {"kind": "label", "text": "City", "exact": true}, "text": "afresh"}),
+    );
+    act(&tab, again, &options).await;
+    assert_eq!(
+        strings(observe_eval(&tab, "[a.value, b.value]").await),
+        ["judged", "afresh"],
+        "the next action found the locator's element again"
+    );
+}
