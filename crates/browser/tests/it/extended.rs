@@ -1301,9 +1301,18 @@ async fn a_locator_acts_on_the_element_that_was_judged_and_only_once() {
     let judged = tab.locator_facts(&record, &city).await.expect("found");
     assert_eq!(judged.name, "City");
     // The labels swap their words (text only: the frame stays the same document and structure).
-    observe_eval(&tab, "la.firstChild.data = 'Town'; lb.firstChild.data = 'City'; true").await;
+    observe_eval(
+        &tab,
+        "la.firstChild.data = 'Town'; lb.firstChild.data = 'City'; true",
+    )
+    .await;
     let options = ActOptions::default();
-    let typing = |text: &str| on(&o, json!({"type": "type", "target": {"kind": "label", "text": "City", "exact": true}, "text": text}));
+    let typing = |text: &str| {
+        on(
+            &o,
+            json!({"type": "type", "target": {"kind": "label", "text": "City", "exact": true}, "text": text}),
+        )
+    };
     let (_, after) = act(&tab, typing("judged"), &options).await;
     assert_eq!(
         strings(observe_eval(&tab, "[a.value, b.value]").await),
