@@ -188,13 +188,7 @@ impl Drop for SessionBroker {
         if self.finished.load(Ordering::SeqCst) || self.revoked.load(Ordering::SeqCst) {
             return;
         }
-        let touched: Vec<String> = self
-            .touched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect();
+        let touched = self.touched();
         if touched.is_empty() {
             return;
         }
@@ -241,14 +235,7 @@ impl Broker for SessionBroker {
     fn revoke(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.revoked.store(true, Ordering::SeqCst);
-            let touched: Vec<String> = self
-                .touched
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .cloned()
-                .collect();
-            for key in touched {
+            for key in self.touched() {
                 let _ = self.runtime.release_held_input(&self.session, &key).await;
             }
         })
@@ -277,6 +264,16 @@ fn invalid(message: impl Into<String>) -> Refusal {
 }
 
 impl SessionBroker {
+    /// The surfaces a write of this call reached.
+    fn touched(&self) -> Vec<String> {
+        self.touched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
     fn remaining(&self, deadline: Instant) -> Duration {
         deadline.saturating_duration_since(Instant::now())
     }

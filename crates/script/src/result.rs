@@ -44,26 +44,9 @@ pub enum Block {
     },
 }
 
-/// Standard base64 with padding, for an image's bytes in JSON.
+/// An image's bytes in JSON: standard base64 (the seam's one encoder).
 fn base64<S: serde::Serializer>(data: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    s.serialize_str(&out)
+    s.serialize_str(&surface::encode_base64(data))
 }
 
 /// One primitive the script asked for.
@@ -137,6 +120,17 @@ pub struct ExecResult {
 }
 
 impl ExecResult {
+    /// Everything the script printed, in order (its text blocks joined).
+    pub fn printed(&self) -> String {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                Block::Image { .. } => None,
+            })
+            .collect()
+    }
+
     /// The operations whose effect is uncertain, by id and method.
     pub fn uncertain(&self) -> Vec<String> {
         self.operations

@@ -210,12 +210,7 @@ pub(super) async fn bench_console(
         <script>let on = false; function tick() { if (on) document.getElementById('n').textContent = String(performance.now() | 0); requestAnimationFrame(tick); } tick();</script>";
     let pages =
         crate::pages::LoopbackPages::serve([("/live".to_owned(), PAGE.to_owned())].into()).await?;
-    let settings = crate::config::resolve(global, None)?;
-    let mut config = settings.runtime.clone();
-    config
-        .trust
-        .trusted_origins
-        .push(policy::Origin::parse(&pages.url("/"))?);
+    let (settings, config) = super::trusting(global, &pages)?;
     let chromium = ::browser::Chromium::new(settings.browser.clone());
     let rt = ::runtime::Runtime::start(config, chromium.clone()).await?;
     let http = server::serve(

@@ -83,6 +83,21 @@ impl Stats {
     }
 }
 
+/// The configured settings (one resolution for every command), and their runtime configuration
+/// with the bench's loopback pages trusted (R1), so nothing waits for a person.
+fn trusting(
+    global: &Global,
+    pages: &crate::pages::LoopbackPages,
+) -> anyhow::Result<(crate::config::Settings, ::runtime::RuntimeConfig)> {
+    let settings = crate::config::resolve(global, None)?;
+    let mut config = settings.runtime.clone();
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&pages.url("/"))?);
+    Ok((settings, config))
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }

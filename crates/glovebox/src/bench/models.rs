@@ -230,12 +230,7 @@ pub(super) async fn bench_agent(
     let base_url = format!("http://{}", listener.local_addr()?);
     let app = axum::Router::new().route("/v1/messages", axum::routing::post(scripted_model));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let settings = crate::config::resolve(global, None)?;
-    let mut config = settings.runtime.clone();
-    config
-        .trust
-        .trusted_origins
-        .push(policy::Origin::parse(&pages.url("/"))?);
+    let (settings, config) = super::trusting(global, &pages)?;
     let rt = Runtime::start(config, settings.adapter()).await?;
     let mut results = Vec::new();
     for (label, screenshots) in [("glovebox dom-first", false), ("screenshot-only", true)] {

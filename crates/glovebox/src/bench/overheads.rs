@@ -54,13 +54,7 @@ pub(super) async fn bench_runtime(
         [("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into(),
     )
     .await?;
-    // The configured browser, viewport and lists (one resolution for every command).
-    let settings = crate::config::resolve(global, None)?;
-    let mut config = settings.runtime.clone();
-    config
-        .trust
-        .trusted_origins
-        .push(policy::Origin::parse(&pages.url("/"))?);
+    let (settings, config) = super::trusting(global, &pages)?;
     let rt = Runtime::start(config, settings.adapter()).await?;
     let session = rt.create_session().await?;
     let mut results = Vec::new();

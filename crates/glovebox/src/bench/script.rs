@@ -40,12 +40,7 @@ pub(super) async fn bench_script(
 ) -> anyhow::Result<Vec<(String, Stats)>> {
     let pages =
         crate::pages::LoopbackPages::serve([("/form".to_owned(), FORM.to_owned())].into()).await?;
-    let settings = crate::config::resolve(global, None)?;
-    let mut config = settings.runtime.clone();
-    config
-        .trust
-        .trusted_origins
-        .push(policy::Origin::parse(&pages.url("/"))?);
+    let (settings, config) = super::trusting(global, &pages)?;
     let rt = Runtime::start(config, settings.adapter()).await?;
     if let Err(why) = rt.script_sandbox().await {
         anyhow::bail!("gui_exec is unavailable here: {why}");

@@ -284,15 +284,7 @@ print(w.name, r.state)
         .unwrap();
     assert!(approver.await.unwrap(), "a person was asked for the app");
     assert_eq!(result.status, script::ExecStatus::Ok, "{result:#?}");
-    let printed: String = result
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            script::Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(printed.trim(), "s1 applied", "{result:#?}");
+    assert_eq!(result.printed().trim(), "s1 applied", "{result:#?}");
     let started = Instant::now();
     while !events(&env.log)
         .iter()

@@ -10,15 +10,23 @@ use script::ExecStatus;
 
 use crate::{env, env_with};
 
+/// Opens `url` in a call of its own (variables `page`, and `ping` for its Ping button).
+async fn open_with_ping(env: &crate::Env, url: &str) {
+    let opened = env
+        .runtime
+        .gui_exec(
+            &env.session,
+            None,
+            &format!("page = await ui.browser.open({url:?})\nping = page.get_by_role('button', name='Ping')"),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert_eq!(opened.status, ExecStatus::Ok, "{opened:#?}");
+}
+
 fn text(result: &script::ExecResult) -> String {
-    result
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            script::Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    result.printed()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,17 +111,7 @@ async fn a_timeout_revokes_writes_first_and_the_page_gets_none_after() {
     let url = env.server.url("/rt/profile-form.html");
     // The page opens in a call of its own, so the loop has its call's whole time (a loaded
     // machine may take seconds to open a tab).
-    let opened = env
-        .runtime
-        .gui_exec(
-            &env.session,
-            None,
-            &format!("page = await ui.browser.open({url:?})\nping = page.get_by_role('button', name='Ping')"),
-            Duration::ZERO,
-        )
-        .await
-        .unwrap();
-    assert_eq!(opened.status, ExecStatus::Ok, "{opened:#?}");
+    open_with_ping(&env, &url).await;
     let code = "while True:\n    try:\n        await ping.click()\n    except Exception:\n        await sleep(0.05)";
     let result = env
         .runtime
@@ -296,15 +294,7 @@ async fn one_call_at_a_time_per_session_and_none_after_the_session_ends() {
 async fn a_cancelled_call_stops_its_script_at_once_and_its_namespace_goes_with_it() {
     let env = env("script-cancel", true).await;
     let url = env.server.url("/rt/profile-form.html");
-    env.runtime
-        .gui_exec(
-            &env.session,
-            None,
-            &format!("page = await ui.browser.open({url:?})\nping = page.get_by_role('button', name='Ping')"),
-            Duration::ZERO,
-        )
-        .await
-        .unwrap();
+    open_with_ping(&env, &url).await;
     let runtime = env.runtime.clone();
     let session = env.session.clone();
     let looping = tokio::spawn(async move {

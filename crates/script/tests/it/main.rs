@@ -153,12 +153,5 @@ pub async fn run_once(
 
 /// The text blocks of a result, joined.
 pub fn text(result: &script::ExecResult) -> String {
-    result
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            script::Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    result.printed()
 }
