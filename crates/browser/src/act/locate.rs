@@ -31,11 +31,12 @@ const LISTED: usize = 8;
 const LOCATED_KEPT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a locator resolved to when the runtime judged the action (its policy reads the element's
-/// role, name and whether it is a secret field), kept for the dispatch of the same action on the
-/// same frame: the element judged is the element acted on (resolving it again could find
-/// another, had the page changed in between), and the second resolution's round trips — most of
-/// a locator action's cost — are saved. Used once, within [`LOCATED_KEPT`]; the frame's world
-/// check before dispatch has already refused a page whose structure changed since.
+/// role, name and whether it is a secret field), kept for the next dispatch that resolves the
+/// same locator on the same frame — that action's, since the runtime judges each action right
+/// before dispatching it: the element judged is the element acted on (resolving it again could
+/// find another, had the page changed in between), and the second resolution's round trips are
+/// saved. Used once, within [`LOCATED_KEPT`]; the frame's world check before dispatch has already
+/// refused a page whose structure changed since.
 pub(crate) struct Located {
     frame_id: protocol::FrameId,
     locator: Locator,
