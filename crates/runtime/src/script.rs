@@ -56,13 +56,12 @@ impl Scripts {
 
 impl Runtime {
     /// Whether `gui_exec` can run here, or why not (for `doctor` and the tool list).
-    pub async fn script_sandbox(&self) -> Result<String, String> {
+    pub async fn script_sandbox(&self) -> Result<String, script::Unavailable> {
         self.inner
             .scripts
             .sandbox()
             .await
             .map(|s| s.description().to_owned())
-            .map_err(|e| e.to_string())
     }
 
     /// Runs `code` in the session's persistent scripting context, on `surface` (or the session's

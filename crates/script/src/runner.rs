@@ -68,16 +68,26 @@ struct Process {
     stderr: Arc<Mutex<String>>,
 }
 
+/// Why a runner did not start (the call is then `crashed`, its message this).
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("the sandbox did not start: {0}")]
+    Spawn(#[from] std::io::Error),
+    #[error("the sandbox's channel was not set up")]
+    Channel,
+    #[error("the runner did not start ({why}): {stderr}")]
+    NotReady { why: String, stderr: String },
+    #[error("the runner was not ready in time")]
+    Late,
+}
+
 impl Process {
-    async fn start(sandbox: &Sandbox, deadline: Instant) -> Result<Process, String> {
-        let mut child = sandbox
-            .runner()
-            .spawn()
-            .map_err(|e| format!("the sandbox did not start: {e}"))?;
+    async fn start(sandbox: &Sandbox, deadline: Instant) -> Result<Process, StartError> {
+        let mut child = sandbox.runner().spawn()?;
         let (Some(stdin), Some(mut stdout), Some(mut err)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err("the sandbox's channel was not set up".into());
+            return Err(StartError::Channel);
         };
         let stderr = Arc::new(Mutex::new(String::new()));
         let tail = stderr.clone();
@@ -109,19 +119,19 @@ impl Process {
                 Ok(process)
             }
             Ok(other) => {
-                let tail = process.stderr_tail().await;
+                let stderr = process.stderr_tail().await;
                 process.kill().await;
-                Err(format!(
-                    "the runner did not start ({}): {tail}",
-                    match other {
+                Err(StartError::NotReady {
+                    why: match other {
                         Ok(_) => "it said something else first".to_owned(),
                         Err(e) => e.to_string(),
-                    }
-                ))
+                    },
+                    stderr,
+                })
             }
             Err(_) => {
                 process.kill().await;
-                Err("the runner was not ready in time".into())
+                Err(StartError::Late)
             }
         }
     }
@@ -259,7 +269,7 @@ impl Runner {
             }
         };
         let end = match process {
-            Err(message) => End::Crashed(message),
+            Err(e) => End::Crashed(e.to_string()),
             Ok(mut process) => {
                 let run = json!({
                     "type": "run", "generation": call.generation, "code": code, "surface": surface,
