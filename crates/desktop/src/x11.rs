@@ -545,6 +545,18 @@ impl XConn<'_> {
             .find_map(|c| self.client_in(*c, depth - 1))
     }
 
+    /// Where the pointer is, in screen pixels.
+    pub fn pointer(&mut self) -> Result<(i32, i32), SurfaceError> {
+        let p = self
+            .s
+            .conn
+            .query_pointer(self.s.root)
+            .map_err(x_err)?
+            .reply()
+            .map_err(x_err)?;
+        Ok((i32::from(p.root_x), i32::from(p.root_y)))
+    }
+
     /// Which client window is on top at screen point (x, y), if any.
     pub fn window_at(&mut self, x: i32, y: i32) -> Result<Option<u32>, SurfaceError> {
         let reply = self

@@ -93,8 +93,9 @@ pub fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<Destinat
             return Ok(Destination::AboutBlank);
         }
     }
-    // An application's identity (`app://…`) names what a person grants, never a place to go.
-    if !policy.allows_scheme(scheme) || scheme == "app" {
+    // An application's or a guest's identity (`app://…`, `vm://…`) names what a person grants,
+    // never a place to go.
+    if !policy.allows_scheme(scheme) || scheme == "app" || scheme == "vm" {
         return Err(PolicyError::ForbiddenScheme {
             scheme: scheme_for_report(scheme),
         });

@@ -29,6 +29,9 @@ pub enum Scheme {
     /// `app`: a desktop application's identity (`app://<class>`, port 0), what a person grants
     /// for a native window as an origin is granted for a tab. Never a destination of navigation.
     App,
+    /// `vm`: a VM guest's identity (`vm://<name>`, port 0), what a person grants for a guest's
+    /// screen. Never a destination of navigation.
+    Vm,
 }
 
 impl Scheme {
@@ -41,6 +44,7 @@ impl Scheme {
             Self::Wss => "wss",
             Self::Ftp => "ftp",
             Self::App => "app",
+            Self::Vm => "vm",
         }
     }
 
@@ -50,7 +54,7 @@ impl Scheme {
             Self::Http | Self::Ws => 80,
             Self::Https | Self::Wss => 443,
             Self::Ftp => 21,
-            Self::App => 0,
+            Self::App | Self::Vm => 0,
         }
     }
 
@@ -62,6 +66,7 @@ impl Scheme {
             "wss" => Some(Self::Wss),
             "ftp" => Some(Self::Ftp),
             "app" => Some(Self::App),
+            "vm" => Some(Self::Vm),
             _ => None,
         }
     }

@@ -11,7 +11,7 @@ use crate::ids::{ElementRef, FrameId, TabId};
 use crate::limits::*;
 use crate::text::{BoundedText, truncate_chars_in_place, truncate_list};
 
-/// The kind of a surface or target. Phase one has only web tabs.
+/// The kind of a surface or target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SurfaceKind {
@@ -21,6 +21,8 @@ pub enum SurfaceKind {
     X11Window,
     /// The whole screen of an X11 display (`tab_id` is the adapter's id of the screen).
     X11Screen,
+    /// The screen of a VM guest (`tab_id` is `vm:<name>`).
+    VmScreen,
 }
 
 /// Which target an observation or result is about: `{"kind":"web_tab","tab_id":"…"}`.

@@ -17,11 +17,13 @@ fn controllable(entry: &TabEntry) -> bool {
     entry.capabilities.contains(&Capability::Observe)
 }
 
-/// The alias prefix of a surface kind: `web:N` names a tab, `window:N` a desktop window.
+/// The alias prefix of a surface kind: `web:N` names a tab, `window:N` a desktop window,
+/// `guest:N` a VM guest's screen.
 pub(crate) fn alias_prefix(kind: SurfaceKind) -> &'static str {
     match kind {
         SurfaceKind::WebTab => "web",
         SurfaceKind::X11Window | SurfaceKind::X11Screen => "window",
+        SurfaceKind::VmScreen => "guest",
     }
 }
 

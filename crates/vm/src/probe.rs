@@ -1,0 +1,109 @@
+//! The guest's small test application (`glovebox-guest probe`): one X window that writes every
+//! key and button it receives to a log file, so a test reads from inside the guest what input
+//! actually reached an application there — not only what the guest server sent.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use x11rb::connection::Connection as _;
+use x11rb::protocol::Event;
+use x11rb::protocol::xproto::{
+    AtomEnum, ConnectionExt as _, CreateWindowAux, EventMask, InputFocus, PropMode, WindowClass,
+};
+use x11rb::wrapper::ConnectionExt as _;
+
+/// Why the probe stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("probe: {0}")]
+pub struct ProbeError(String);
+
+fn err(e: impl std::fmt::Display) -> ProbeError {
+    ProbeError(e.to_string())
+}
+
+/// Opens the window titled `title` at (x, y) and logs its input to `log` until the display
+/// goes away. Each line: `key <char or keysym>` or `button <n> <x> <y>` (window coordinates).
+pub fn run(display: &str, title: &str, at: (i16, i16), log: &Path) -> Result<(), ProbeError> {
+    let (conn, screen_num) = x11rb::connect(Some(display)).map_err(err)?;
+    let screen = &conn.setup().roots[screen_num];
+    let window = conn.generate_id().map_err(err)?;
+    conn.create_window(
+        x11rb::COPY_DEPTH_FROM_PARENT,
+        window,
+        screen.root,
+        at.0,
+        at.1,
+        320,
+        200,
+        0,
+        WindowClass::INPUT_OUTPUT,
+        0,
+        &CreateWindowAux::new()
+            .background_pixel(0x00_33_66_99)
+            .event_mask(EventMask::KEY_PRESS | EventMask::BUTTON_PRESS | EventMask::EXPOSURE),
+    )
+    .map_err(err)?;
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        AtomEnum::WM_NAME,
+        AtomEnum::STRING,
+        title.as_bytes(),
+    )
+    .map_err(err)?;
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        AtomEnum::WM_CLASS,
+        AtomEnum::STRING,
+        b"probe\0Probe\0",
+    )
+    .map_err(err)?;
+    conn.map_window(window).map_err(err)?;
+    conn.flush().map_err(err)?;
+    let setup = conn.setup();
+    let (min, max) = (setup.min_keycode, setup.max_keycode);
+    let mapping = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .map_err(err)?
+        .reply()
+        .map_err(err)?;
+    let per = usize::from(mapping.keysyms_per_keycode);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(err)?;
+    let mut focused = false;
+    loop {
+        let event = conn.wait_for_event().map_err(err)?;
+        let line = match event {
+            Event::Expose(_) if !focused => {
+                // Keys reach this window without a window manager to give it focus.
+                conn.set_input_focus(InputFocus::POINTER_ROOT, window, x11rb::CURRENT_TIME)
+                    .map_err(err)?;
+                conn.flush().map_err(err)?;
+                focused = true;
+                continue;
+            }
+            Event::KeyPress(k) => {
+                let shift = k.state.contains(x11rb::protocol::xproto::KeyButMask::SHIFT);
+                let base = usize::from(k.detail.saturating_sub(min)) * per;
+                let sym = mapping
+                    .keysyms
+                    .get(base + usize::from(shift && per > 1))
+                    .copied()
+                    .filter(|s| *s != 0)
+                    .or_else(|| mapping.keysyms.get(base).copied())
+                    .unwrap_or(0);
+                match char::from_u32(sym).filter(|c| (' '..='~').contains(c)) {
+                    Some(c) => format!("key {c}"),
+                    None => format!("key 0x{sym:x}"),
+                }
+            }
+            Event::ButtonPress(b) => format!("button {} {} {}", b.detail, b.event_x, b.event_y),
+            _ => continue,
+        };
+        writeln!(file, "{line}").map_err(err)?;
+    }
+}
