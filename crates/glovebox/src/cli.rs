@@ -46,6 +46,10 @@ pub struct Global {
     /// (for a person's own desktop). Windows then declare no `foreground_input`.
     #[arg(long, global = true, env = "GLOVEBOX_NO_FOREGROUND_INPUT")]
     pub no_foreground_input: bool,
+    /// Drive these VM guests instead of a browser (a guest started with `glovebox vm start`, or
+    /// one of the config file's `[[vm]]`): each guest's screen is a surface. Repeatable.
+    #[arg(long = "vm", global = true, env = "GLOVEBOX_VM", value_delimiter = ',')]
+    pub vm: Vec<String>,
     /// The TOML config file (default: $XDG_CONFIG_HOME/glovebox/config.toml when it exists).
     /// Precedence: defaults < file < GLOVEBOX_* env < flags.
     #[arg(long, global = true, env = "GLOVEBOX_CONFIG")]
@@ -144,6 +148,41 @@ pub enum Cmd {
     /// accessibility on, and openbox; prints the environment to use it and the command that
     /// serves it, and runs until Ctrl-C.
     Desktop(DesktopArgs),
+    /// VM guests under QEMU (TCG where KVM does not really work): build the guest image,
+    /// start and stop guests, list them with their health.
+    Vm(VmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VmArgs {
+    #[command(subcommand)]
+    pub command: VmCmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VmCmd {
+    /// Build (or find cached) the guest image from Debian packages: a kernel and a ramroot with
+    /// Xvfb, xterm and the guest server.
+    Create,
+    /// Boot a guest and wait until its guest server answers; it runs on after this command.
+    Start {
+        /// The guest's name (a-z, 0-9, '-'): its surface is `vm:NAME`.
+        name: String,
+        /// Memory in MB.
+        #[arg(long, default_value_t = 512)]
+        memory: u32,
+        /// Screen size, WIDTHxHEIGHT.
+        #[arg(long, default_value = "1024x768")]
+        size: String,
+        /// Let the guest server take requests without its token (for OSWorld's own clients):
+        /// any local process can then drive the guest through its port.
+        #[arg(long)]
+        no_token: bool,
+    },
+    /// Stop a guest `vm start` started.
+    Stop { name: String },
+    /// The guests started on this data directory and configured in the file, with their health.
+    List,
 }
 
 #[derive(Debug, Clone, Args)]

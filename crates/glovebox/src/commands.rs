@@ -35,6 +35,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::demo::run(&cli.global, answer).await
         }
         Cmd::Desktop(args) => crate::desktop::run(&args).await,
+        Cmd::Vm(args) => crate::vm::run(&cli.global, &args).await,
     }
 }
 
@@ -75,6 +76,16 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     match script::Sandbox::probe().await {
         Ok(sandbox) => out!("  gui_exec   sandboxed: {}", sandbox.description()),
         Err(e) => out!("  gui_exec   unavailable: {e}"),
+    }
+    if let Ok(settings) = crate::config::resolve(global, None)
+        && let Some(guests) = &settings.vms
+    {
+        let ok = crate::vm::doctor(guests).await;
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     if let Ok(settings) = crate::config::resolve(global, None)
         && let Some(desktop) = &settings.desktop

@@ -56,6 +56,22 @@ pub struct FileConfig {
     /// `[script]`: `gui_exec`'s limits per call.
     #[serde(default)]
     pub script: ScriptFile,
+    /// `[[vm]]`: VM guests reached by endpoint (an OSWorld-compatible guest server elsewhere);
+    /// with any, their screens are the surfaces instead of a browser's tabs.
+    #[serde(default)]
+    pub vm: Vec<VmFile>,
+}
+
+/// One `[[vm]]` of the config file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmFile {
+    /// `vm:<name>` names its screen.
+    pub name: String,
+    /// Its guest server, `http://host:port`.
+    pub endpoint: String,
+    /// A file holding its token (read when used; never in the config itself).
+    pub token_file: Option<PathBuf>,
 }
 
 /// `[script]` in the config file: `gui_exec`'s limits per call (defaults: 30 s, 100 broker
@@ -100,6 +116,9 @@ impl Settings {
     /// The surfaces' adapter this configuration names, not yet connected (the runtime's start
     /// connects it): an X display's windows when a display is configured, else the browser.
     pub fn adapter(&self) -> std::sync::Arc<dyn surface::SurfaceAdapter> {
+        if let Some(guests) = &self.vms {
+            return std::sync::Arc::new(vm::VmAdapter::new(guests.clone()));
+        }
         match &self.desktop {
             Some(desktop) => std::sync::Arc::new(desktop::DesktopAdapter::new(desktop.clone())),
             None => browser::Chromium::new(self.browser.clone()),
@@ -111,6 +130,7 @@ impl Settings {
     /// the browser waits for it.
     pub fn server_adapter(&self) -> std::sync::Arc<dyn surface::SurfaceAdapter> {
         match &self.desktop {
+            _ if self.vms.is_some() => self.adapter(),
             Some(_) => self.adapter(),
             None => browser::Chromium::starting_in_background(self.browser.clone()),
         }
@@ -125,6 +145,10 @@ pub struct Settings {
     pub browser: BrowserSource,
     /// The X display to drive instead (`--display`, `[desktop]`).
     pub desktop: Option<desktop::DesktopConfig>,
+    /// The VM guests to drive instead (`--vm`, `[[vm]]`): before a display or a browser.
+    pub vms: Option<Vec<vm::GuestConfig>>,
+    /// The file's `[[vm]]` entries.
+    vm_file: Vec<VmFile>,
     pub serve: server::HttpOptions,
     pub source: Option<PathBuf>,
 }
@@ -342,13 +366,91 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
             foreground_input: !global.no_foreground_input
                 && file.desktop.foreground_input.unwrap_or(true),
         });
+    let vm_file = file.vm.clone();
+    let vms = vm_guests(&global.vm, &vm_file, &runtime.data_dir)?;
     Ok(Settings {
         runtime,
         browser,
         desktop,
+        vms,
+        vm_file,
         serve: options,
         source,
     })
+}
+
+impl Settings {
+    /// The file's `[[vm]]` guests as the adapter's configuration.
+    pub fn vm_file_guests(&self) -> anyhow::Result<Vec<vm::GuestConfig>> {
+        self.vm_file.iter().map(file_guest).collect()
+    }
+}
+
+fn file_guest(v: &VmFile) -> anyhow::Result<vm::GuestConfig> {
+    if !vm::valid_name(&v.name) {
+        anyhow::bail!(
+            "[[vm]] name {:?}: 1–32 of a-z, 0-9 and '-', not starting with '-'",
+            v.name
+        );
+    }
+    if !(v.endpoint.starts_with("http://") || v.endpoint.starts_with("https://")) {
+        anyhow::bail!("[[vm]] {}: endpoint is http://host:port", v.name);
+    }
+    let token = match &v.token_file {
+        Some(f) => Some(vm::Token::new(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("[[vm]] {}: its token_file {}", v.name, f.display()))?
+                .trim()
+                .to_owned(),
+        )),
+        None => None,
+    };
+    Ok(vm::GuestConfig {
+        name: v.name.clone(),
+        endpoint: v.endpoint.clone(),
+        token,
+    })
+}
+
+/// The guests to drive: those `--vm` names (started on this data directory, or in the file),
+/// else the file's `[[vm]]`; `None` when there are none.
+fn vm_guests(
+    named: &[String],
+    file: &[VmFile],
+    data_dir: &std::path::Path,
+) -> anyhow::Result<Option<Vec<vm::GuestConfig>>> {
+    let named: Vec<&str> = named
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if named.is_empty() {
+        if file.is_empty() {
+            return Ok(None);
+        }
+        return file
+            .iter()
+            .map(file_guest)
+            .collect::<anyhow::Result<_>>()
+            .map(Some);
+    }
+    let started = crate::vm::started(data_dir);
+    let mut out = Vec::new();
+    for name in named {
+        if let Some(s) = started.iter().find(|s| s.name == name) {
+            out.push(crate::vm::config_of(data_dir, s)?);
+        } else if let Some(v) = file.iter().find(|v| v.name == name) {
+            out.push(file_guest(v)?);
+        } else {
+            anyhow::bail!(
+                "--vm {name}: no such guest (start it with `glovebox vm start {name}`, or add [[vm]] to the config)"
+            );
+        }
+        if out.iter().filter(|g| g.name == name).count() > 1 {
+            anyhow::bail!("--vm {name} is named twice");
+        }
+    }
+    Ok(Some(out))
 }
 
 /// The configured model: `[model]` in the file, with `GLOVEBOX_PROVIDER`, `GLOVEBOX_MODEL` and

@@ -34,6 +34,7 @@ mod pages;
 mod serve;
 mod task;
 mod terminal;
+mod vm;
 
 use clap::Parser;
 
