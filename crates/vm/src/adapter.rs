@@ -325,7 +325,6 @@ impl SurfaceAdapter for VmAdapter {
                 lost: Mutex::new(None),
                 io: tokio::sync::Mutex::new(()),
                 epoch: AtomicU64::new(0),
-                ops: AtomicU64::new(0),
             }) as Arc<dyn Surface>)
         })
     }
@@ -393,10 +392,7 @@ impl SurfaceAdapter for VmAdapter {
             let env = self.environment(&id)?;
             env.state().await?;
             Ok(Box::new(GuestCast {
-                entry: Arc::new(GuestEntry {
-                    env,
-                    ops: AtomicU64::new(0),
-                }),
+                entry: Arc::new(GuestEntry { env }),
                 running: false,
             }) as Box<dyn PersonCast>)
         })
@@ -483,7 +479,6 @@ pub struct VmScreen {
     /// Observation and action never overlap on a guest.
     io: tokio::sync::Mutex<()>,
     epoch: AtomicU64,
-    ops: AtomicU64,
 }
 
 impl VmScreen {
@@ -513,16 +508,6 @@ impl VmScreen {
 
     fn windows(state: &GuestState) -> Vec<desktop::x11::WindowFacts> {
         state.windows.iter().filter_map(|w| w.facts()).collect()
-    }
-
-    /// A fresh op id: this process, this attachment, a counter (never reused by this process).
-    fn op_id(&self, ops: &AtomicU64) -> String {
-        format!(
-            "{:x}-{}-{}",
-            crate::process_salt(),
-            self.env.name,
-            ops.fetch_add(1, Ordering::SeqCst) + 1
-        )
     }
 
     async fn capture(
@@ -893,6 +878,18 @@ impl VmScreen {
     }
 }
 
+/// A fresh operation id: this process (its salt), the guest, who sends it, and a counter of
+/// the process — never the same twice, whichever attachment sends it (the guest applies an id
+/// once).
+fn op_id(guest: &str, who: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "{:x}-{guest}-{who}-{}",
+        crate::process_salt(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
 fn hash(bytes: &[u8]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -1002,14 +999,20 @@ impl Surface for VmScreen {
                 Receipt::confirmed(kind, expected)
             } else {
                 let request = InputRequest {
-                    op: self.op_id(&self.ops),
+                    op: op_id(&self.env.name, "agent"),
                     boot_id: self.boot_id.clone(),
                     events,
                 };
                 // The frame is spent once input may have gone out: the next step observes.
                 *lock(&self.latest) = None;
                 match self.env.client.input(&request, options.deadline).await {
-                    Ok(_) => Receipt::dispatched(kind, expected),
+                    Ok(answer) if answer.applied => Receipt::dispatched(kind, expected),
+                    // Never replayed by us: an id the guest knows is not applied twice.
+                    Ok(_) => Receipt::unknown(
+                        kind,
+                        expected,
+                        "the guest had applied this operation's id before; nothing was applied now",
+                    ),
                     Err(GuestError::NoAnswer { reason, .. }) => {
                         // Sent, unanswered: maybe applied, maybe not. Never sent again.
                         return Ok(ActOutcome {
@@ -1141,7 +1144,6 @@ struct GuestCast {
 
 struct GuestEntry {
     env: Arc<Environment>,
-    ops: AtomicU64,
 }
 
 impl PersonCast for GuestCast {
@@ -1249,12 +1251,7 @@ impl PersonEntry for GuestEntry {
             };
             let boot_id = self.env.state().await?.boot_id;
             let request = InputRequest {
-                op: format!(
-                    "person-{:x}-{}-{}",
-                    crate::process_salt(),
-                    self.env.name,
-                    self.ops.fetch_add(1, Ordering::SeqCst) + 1
-                ),
+                op: op_id(&self.env.name, "person"),
                 boot_id,
                 events,
             };

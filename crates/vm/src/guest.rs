@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -475,8 +475,7 @@ fn bounded(mut bytes: Vec<u8>) -> String {
 }
 
 /// OSWorld's `/execute` (a command, through a shell when asked) and `/run_bash_script`.
-async fn execute(headers: HeaderMap, body: axum::body::Bytes) -> Answer {
-    let _ = headers;
+async fn execute(body: axum::body::Bytes) -> Answer {
     let request: ExecuteRequest =
         serde_json::from_slice(&body).map_err(|e| Fault::invalid(e.to_string()))?;
     let mut command = if let Some(script) = &request.script {

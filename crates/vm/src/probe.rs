@@ -96,6 +96,10 @@ pub fn run(display: &str, title: &str, at: (i16, i16), log: &Path) -> Result<(),
                     .filter(|s| *s != 0)
                     .or_else(|| mapping.keysyms.get(base).copied())
                     .unwrap_or(0);
+                if (0xffe1..=0xffee).contains(&sym) {
+                    // Modifiers are logged through what they change.
+                    continue;
+                }
                 match char::from_u32(sym).filter(|c| (' '..='~').contains(c)) {
                     Some(c) => format!("key {c}"),
                     None => format!("key 0x{sym:x}"),

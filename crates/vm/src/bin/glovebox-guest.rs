@@ -1,8 +1,9 @@
 //! `glovebox-guest`: the program inside each VM guest (see `vm::guest`).
 //!
-//! - `glovebox-guest serve [--listen ADDR] [--display :0]`: the guest server; its token, if
-//!   any, comes from `GLOVEBOX_GUEST_TOKEN` (never from the command line, which any process of
-//!   the guest can read);
+//! - `glovebox-guest serve [--listen ADDR] [--display :0] [--token-file PATH]`: the guest
+//!   server; its token, if any, is read from a file (under QEMU, the `fw_cfg` entry the host
+//!   filled from a 0600 file) — never from the command line or the environment, which the
+//!   commands it runs would see;
 //! - `glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE]`: the test app.
 
 use std::net::SocketAddr;
@@ -31,8 +32,16 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let token = std::env::var("GLOVEBOX_GUEST_TOKEN").ok();
-            // SAFETY-free: the variable is read once and not passed on to commands it runs.
+            let token = match value(&args, "--token-file") {
+                Some(path) => match std::fs::read_to_string(&path) {
+                    Ok(t) => Some(t.trim().to_owned()),
+                    Err(e) => {
+                        eprintln!("glovebox-guest: --token-file {path}: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+                None => None,
+            };
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -76,7 +85,7 @@ fn main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: glovebox-guest serve [--listen ADDR] [--display :0]\n       glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE]"
+                "usage: glovebox-guest serve [--listen ADDR] [--display :0] [--token-file PATH]\n       glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE]"
             );
             ExitCode::from(2)
         }

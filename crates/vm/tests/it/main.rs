@@ -12,6 +12,7 @@ use vm::{GuestClient, GuestConfig, Token, VmAdapter};
 
 mod guests;
 mod osworld;
+mod runtime;
 
 /// One booted guest, shared by the tests (one at a time: a test takes its lock).
 pub struct Booted {
