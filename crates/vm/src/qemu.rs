@@ -16,6 +16,9 @@ use crate::client::{GuestClient, Token};
 /// directory).
 pub const BUILD_SCRIPT: &str = include_str!("../../../scripts/vm/build-guest.sh");
 
+/// QEMU's small firmware for direct kernel boot (in `qemu-system-data`).
+const QBOOT: &str = "/usr/share/qemu/qboot.rom";
+
 /// Why a guest could not be built or booted.
 #[derive(Debug, thiserror::Error)]
 pub enum QemuError {
@@ -249,8 +252,14 @@ impl Guest {
         } else {
             command.args(["-cpu", "max"]);
         }
+        command.args(["-machine", "q35"]);
+        // qboot starts the kernel ~0.4 s sooner than SeaBIOS under TCG (measured); SeaBIOS when
+        // it is missing.
+        if Path::new(QBOOT).is_file() {
+            command.args(["-bios", QBOOT]);
+        }
         command
-            .args(["-machine", "q35", "-m"])
+            .arg("-m")
             .arg(options.memory_mb.to_string())
             .args(["-smp", "1", "-nographic", "-nodefaults", "-no-user-config"])
             .arg("-kernel")
@@ -259,7 +268,9 @@ impl Guest {
             .arg(&image.initrd)
             .arg("-append")
             .arg(format!(
-                "console=ttyS0 quiet panic=-1 glovebox.screen={}x{}",
+                // The crypto self-tests cost 200 ms or more emulated; zeroing every allocation
+                // ~0.1 s.
+                "console=ttyS0 quiet panic=-1 cryptomgr.notests init_on_alloc=0 glovebox.screen={}x{}",
                 options.screen[0], options.screen[1]
             ))
             .arg("-serial")
@@ -268,7 +279,8 @@ impl Guest {
             .arg(format!(
                 "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:8000"
             ))
-            .args(["-device", "virtio-net-pci,netdev=n0"]);
+            // No iPXE boot ROM: the kernel is given directly.
+            .args(["-device", "virtio-net-pci,netdev=n0,romfile="]);
         if let Some(token) = &options.token {
             let file = options.dir.join("token");
             write_private(&file, token.expose()).map_err(|e| fail(e.to_string()))?;
@@ -322,7 +334,10 @@ impl Guest {
     pub async fn wait_ready(&mut self, deadline: Duration) -> Result<Duration, QemuError> {
         let started = Instant::now();
         let mut client = self.client();
-        client.read_deadline = Duration::from_secs(2);
+        // QEMU's user networking accepts a connection at once and holds it until the guest
+        // answers: short attempts find the guest ready sooner (measured: 5 s attempts answered
+        // at 5.1 s, 0.25 s ones at 2.2 s).
+        client.read_deadline = Duration::from_millis(250);
         let mut last = String::from("no answer yet");
         while started.elapsed() < deadline {
             if let Some(child) = &mut self.child
@@ -340,7 +355,7 @@ impl Guest {
                 Ok(_) => return Ok(started.elapsed()),
                 Err(e) => last = e.to_string(),
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Err(QemuError::NotReady {
             name: self.name.clone(),
