@@ -7,9 +7,10 @@ deps:
 	@scripts/ensure-chromium.sh
 	@scripts/ensure-desktop.sh
 	@scripts/ensure-sandbox.sh
+	@scripts/ensure-vm.sh
 
 build:
-	$(CARGO) build --release -p glovebox
+	$(CARGO) build --release -p glovebox -p vm
 
 ## run: check the set-up, then serve MCP on http://127.0.0.1:7777/mcp (prints a ready-to-paste
 ## client config and how a person approves). Stop with Ctrl-C.
@@ -21,6 +22,7 @@ run: deps build
 ## the whole suite against real Chromium and loopback fixtures (what CI runs).
 test: deps
 	@scripts/ensure-python-mcp.sh >/dev/null
+	@scripts/ensure-python-osworld.sh >/dev/null
 	@scripts/ensure-test-libs.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings

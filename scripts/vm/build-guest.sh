@@ -65,8 +65,18 @@ for c in "${!need_cmd[@]}"; do command -v "$c" >/dev/null 2>&1 || missing+=("${n
 if [ ${#missing[@]} -gt 0 ]; then
   # Sorted and unique so the message names each package once.
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  "$here/../apt-install.sh" "the VM guest image" --no-recommends "${missing[@]}" \
-    || die "could not install ${missing[*]}; install them (Debian packages) and run again"
+  # The repository's installer when this runs from it; `glovebox vm create` runs a copy of this
+  # script from its cache, without the repository: apt-get directly, as root.
+  if [ -x "$here/../apt-install.sh" ]; then
+    "$here/../apt-install.sh" "the VM guest image" --no-recommends "${missing[@]}" \
+      || die "could not install ${missing[*]}; install them (Debian packages) and run again"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "build-guest: installing Debian packages for the VM guest image (one time): ${missing[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+      || die "could not install ${missing[*]}; run: apt-get update && apt-get install ${missing[*]}"
+  else
+    die "the VM guest image needs these Debian packages: ${missing[*]} (as root: apt-get install ${missing[*]})"
+  fi
 fi
 # busybox-static, not the dynamic busybox: /init and the applets must run before any library is
 # there to load, and one static file is all it takes.

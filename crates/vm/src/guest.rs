@@ -156,6 +156,8 @@ pub async fn serve(options: GuestOptions) -> Result<(), GuestServeError> {
         .route("/run_python", post(run_python))
         .route("/list_directory", post(list_directory))
         .route("/file", post(file))
+        .route("/window_size", post(window_size))
+        .route("/desktop_path", post(desktop_path))
         .route("/setup/launch", post(launch))
         .route("/glovebox/v1/state", get(state))
         .route("/glovebox/v1/input", post(input))
@@ -222,6 +224,32 @@ async fn screen_size(State(guest): State<Arc<Guest>>) -> Answer {
 async fn cursor_position(State(guest): State<Arc<Guest>>) -> Answer {
     let (x, y) = guest.display.run(|c| c.pointer()).await?;
     Ok(Json(json!([x, y])).into_response())
+}
+
+/// OSWorld's `/window_size` (form `app_class_name`): the first window of that class.
+async fn window_size(State(guest): State<Arc<Guest>>, body: axum::body::Bytes) -> Answer {
+    let class = form_value(&body, "app_class_name")
+        .or_else(|| {
+            serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()?
+                .get("app_class_name")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .ok_or_else(|| Fault::invalid("no app_class_name"))?;
+    let state = current_state(&guest).await?;
+    let w = state
+        .windows
+        .iter()
+        .find(|w| w.class.eq_ignore_ascii_case(&class))
+        .ok_or_else(|| Fault::new(StatusCode::NOT_FOUND, "invalid", "no window of that class"))?;
+    Ok(Json(json!({"width": w.rect[2], "height": w.rect[3]})).into_response())
+}
+
+/// OSWorld's `/desktop_path`.
+async fn desktop_path() -> Answer {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    Ok(Json(json!({ "desktop_path": format!("{home}/Desktop") })).into_response())
 }
 
 async fn current_state(guest: &Guest) -> Result<GuestState, Fault> {

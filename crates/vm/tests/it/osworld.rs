@@ -1,5 +1,6 @@
-//! OSWorld's own endpoints as its clients call them (the requests `desktop_env`'s
-//! `PythonController` sends), against the guest without a token.
+//! OSWorld's own endpoints as its clients call them, against the guest without a token: its
+//! own `PythonController` (the `desktop-env` wheel, installed without its dependencies by
+//! `scripts/ensure-python-osworld.sh`), and the same requests from Rust with bad input beside.
 
 use std::time::Duration;
 
@@ -89,4 +90,47 @@ async fn osworld_endpoints_answer_as_its_client_expects() {
     assert_eq!(bad.status().as_u16(), 400);
     let fault: vm::wire::GuestFault = bad.json().await.expect("fault");
     assert_eq!(fault.code, "invalid");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn osworlds_own_python_controller_gets_a_screenshot_and_runs_a_command() {
+    let f = fixture();
+    let _b = f.b.lock.lock().await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let setup = std::process::Command::new(root.join("scripts/ensure-python-osworld.sh"))
+        .output()
+        .expect("ensure-python-osworld.sh");
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let python = String::from_utf8_lossy(&setup.stdout).trim().to_owned();
+    let port = f.b.endpoint.rsplit(':').next().expect("port").to_owned();
+    let out = tokio::process::Command::new(python)
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/clients/osworld_client.py"),
+        )
+        .arg(port)
+        .output()
+        .await
+        .expect("the client runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the client's JSON");
+    assert_eq!(got["screenshot_png"], true, "{got}");
+    assert_eq!(
+        got["screen_size"],
+        serde_json::json!({"width": 800, "height": 600})
+    );
+    assert_eq!(got["script"]["status"], "success", "{got}");
+    assert_eq!(got["script"]["output"], "osworld-42\n", "{got}");
+    assert_eq!(got["script"]["returncode"], 0);
+    assert_eq!(got["tree_root"], "<desktop-frame", "{got}");
+    assert_eq!(got["hostname"], "glovebox", "{got}");
+    assert_eq!(got["listing_has_hostname"], true, "{got}");
 }
