@@ -696,6 +696,31 @@ async def scenario_script(args):
     emit(out)
 
 
+async def scenario_vm(args):
+    """A VM guest's screen a person offered: claimed, seen in the turn's surfaces as a guest
+    screen, observed with its image, clicked at a point once the person grants the guest; a
+    stale frame and a navigation are refused with their codes."""
+    out = {}
+    async with connect(args) as (session, _):
+        offered = (await call(session, "tabs"))["header"]["user_tabs"]
+        out["offered"] = offered
+        out["claimed"] = (await call(session, "tab_claim", {"tab": offered[0]}))["header"]
+        out["surfaces"] = (await call(session, "surfaces"))["page"]
+        obs = await call(session, "observe", {"screenshot": True})
+        out["observed"] = obs["page"]["aria_snapshot"]
+        out["images"] = obs["images"]
+        frame = obs["header"]["frame_id"]
+        action = {"type": "click", "expected_frame_id": frame, "target": {"kind": "point", "x": 81, "y": 91}, "intent": "click in the guest"}
+        out["pending"] = (await call(session, "act", {"action": action}))["header"]
+        emit(out)
+        sys.stdin.readline()  # the person grants the guest
+        clicked = await call(session, "act", {"action": action})
+        stale = await call(session, "act", {"action": action})
+        latest = await call(session, "observe")
+        navigate = await call(session, "act", {"action": {"type": "navigate", "expected_frame_id": latest["header"]["frame_id"], "url": "https://example.org/", "intent": "leave"}})
+        emit({"clicked": clicked["header"], "stale": stale["header"], "navigate": navigate["header"]})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")

@@ -11,6 +11,7 @@ use vm::qemu::{BootOptions, Guest, GuestImage};
 use vm::{GuestClient, GuestConfig, Token, VmAdapter};
 
 mod guests;
+mod mcp;
 mod osworld;
 mod runtime;
 
