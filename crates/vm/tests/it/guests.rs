@@ -365,3 +365,53 @@ async fn a_reboot_makes_old_frames_stale_and_the_attachment_void() {
         .await
         .expect("act on the new boot");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_watches_a_guest_live_and_their_input_reaches_it_as_theirs() {
+    let f = fixture();
+    let _b = f.b.lock.lock().await;
+    let client = f.b.client();
+    let adapter = adapter(vec![f.b.config()]).await;
+    let jpeg = adapter
+        .person_image("vm:beta".into())
+        .await
+        .expect("an image for a person");
+    assert!(jpeg.starts_with(&[0xff, 0xd8, 0xff]));
+    let mut cast = adapter.person_view("vm:beta".into()).await.expect("view");
+    cast.start().await.expect("start");
+    let frame = tokio::time::timeout(
+        Duration::from_secs(20),
+        cast.next_frame(Duration::from_millis(50)),
+    )
+    .await
+    .expect("a frame in time")
+    .expect("a frame");
+    assert_eq!((frame.width, frame.height), (800.0, 600.0));
+    let bytes = surface::decode_base64(&frame.data).expect("base64");
+    assert!(bytes.starts_with(&[0xff, 0xd8, 0xff]), "JPEG");
+    let entry = cast.entry();
+    assert!(entry.alive(Duration::from_secs(5)).await);
+    let before = client.log().await.expect("log").len();
+    for event in ["down", "up"] {
+        let input: surface::PersonInput = serde_json::from_value(serde_json::json!({
+            "input": "pointer", "event": event, "x": 33.0, "y": 44.0, "button": "left"
+        }))
+        .expect("input");
+        entry.input(input).await.expect("the person's input");
+    }
+    let log = client.log().await.expect("log");
+    let theirs: Vec<_> = log[before..].iter().collect();
+    assert_eq!(theirs.len(), 2, "{theirs:?}");
+    assert!(
+        theirs.iter().all(|l| l.op.contains("-person-")),
+        "{theirs:?}"
+    );
+    assert!(theirs[0].points.contains(&[33, 44]));
+    // A point off the guest's screen is refused, not clamped.
+    let off: surface::PersonInput = serde_json::from_value(serde_json::json!({
+        "input": "pointer", "event": "move", "x": 5000.0, "y": 44.0
+    }))
+    .expect("input");
+    let e = entry.input(off).await.expect_err("refused");
+    assert_eq!(e.code(), protocol::ErrorCode::InvalidAction, "{e}");
+}
