@@ -43,6 +43,7 @@ bench: deps build
 	./target/release/glovebox bench console
 	./target/release/glovebox bench agent
 	./target/release/glovebox bench desktop
+	./target/release/glovebox bench vm
 	python3 scripts/bench_mcp.py
 	python3 scripts/bench_peers.py
 

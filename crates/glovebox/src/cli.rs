@@ -458,4 +458,8 @@ pub enum BenchTarget {
     /// gui_exec: a 10-step form as one script call against ten act calls (wall time, model
     /// round trips), and the sandboxed runner's start-up, cold and warm.
     Script,
+    /// VM guests under QEMU: the guest image's build (cold and cached), boot to ready (one
+    /// guest, two side by side), screenshot and click round trips per guest, two guests in
+    /// parallel against one after the other, memory per guest.
+    Vm,
 }

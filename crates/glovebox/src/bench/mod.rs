@@ -5,7 +5,7 @@
 //! runtime's overheads, restore), `host.rs` (the host API, the console's live view),
 //! `models.rs` (a model-driven run against the providers' reference loops), `desktop.rs` (the X11
 //! adapter on a stack of its own), `script.rs` (gui_exec against act calls, the sandbox's
-//! start-up).
+//! start-up), `vm.rs` (QEMU guests: image, boot, round trips, two guests at once).
 
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ mod models;
 mod overheads;
 mod script;
 mod surfaces;
+mod vm;
 
 use desktop::bench_desktop;
 use host::{bench_console, bench_host};
@@ -117,6 +118,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Agent => bench_agent(global, args.iterations, &mut ratios).await?,
         BenchTarget::Desktop => bench_desktop(args.iterations).await?,
         BenchTarget::Script => script::bench_script(global, args.iterations, &mut ratios).await?,
+        BenchTarget::Vm => vm::bench_vm(global, args.iterations, &mut ratios).await?,
     };
     if args.json {
         let mut object: serde_json::Map<String, serde_json::Value> =
