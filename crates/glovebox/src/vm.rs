@@ -30,8 +30,12 @@ fn vms_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("vms")
 }
 
-fn image_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("vm-image")
+/// Where the guest image is cached: `<data-dir>/vm-image`, or `GLOVEBOX_VM_IMAGE_DIR` (one
+/// cache for several data directories, as the tests share).
+pub fn image_dir(data_dir: &Path) -> PathBuf {
+    std::env::var_os("GLOVEBOX_VM_IMAGE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| data_dir.join("vm-image"))
 }
 
 /// The guests `vm start` left running (their records; a dead one is listed as such by `list`).

@@ -288,10 +288,14 @@ impl Guest {
                 .arg("-fw_cfg")
                 .arg(format!("name=opt/glovebox/token,file={}", file.display()));
         }
+        // QEMU's own complaints go to a file beside the console (a pipe nobody reads would
+        // end a guest that outlives this process with SIGPIPE).
+        let stderr_path = options.dir.join("qemu.log");
+        let stderr = std::fs::File::create(&stderr_path).map_err(|e| fail(e.to_string()))?;
         command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(stderr);
         if detached {
             use std::os::unix::process::CommandExt as _;
             command.process_group(0);
@@ -300,15 +304,9 @@ impl Guest {
         // QEMU refuses a bad option (or a taken port) at once: say so rather than time out.
         std::thread::sleep(Duration::from_millis(150));
         if let Ok(Some(status)) = child.try_wait() {
-            let mut err = String::new();
-            if let Some(mut s) = child.stderr.take() {
-                use std::io::Read as _;
-                let _ = s.read_to_string(&mut err);
-            }
+            let err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
             return Err(fail(format!("exited with {status}: {}", err.trim())));
         }
-        // Its later complaints are not ours to read.
-        drop(child.stderr.take());
         Ok(Guest {
             name: options.name.clone(),
             port,

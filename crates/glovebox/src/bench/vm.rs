@@ -111,7 +111,7 @@ pub async fn bench_vm(
         cached.push(started.elapsed());
     }
     results.push(("vm image build, cached".to_owned(), Stats::of(&mut cached)));
-    let image_dir = settings.runtime.data_dir.join("vm-image");
+    let image_dir = crate::vm::image_dir(&settings.runtime.data_dir);
     let gb = guest_binary.clone();
     let image =
         tokio::task::spawn_blocking(move || ::vm::qemu::build_image(&image_dir, &gb)).await??;

@@ -7,6 +7,7 @@ mod faults;
 mod lifetime;
 mod mcp;
 mod run;
+mod vm;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -93,4 +93,26 @@ async fn a_guest_screen_is_offered_claimed_and_acted_on_after_a_persons_grant() 
         .expect_err("no navigation");
     assert_eq!(e.code(), ErrorCode::CapabilityDenied, "{e}");
     runtime.shutdown(Duration::from_secs(2)).await;
+    // The guest's token is in nothing the runtime wrote: store, records, artifacts.
+    let token = f.a.token.clone().expect("alpha has a token");
+    let mut stack = vec![data_dir.clone()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                files += 1;
+                assert!(
+                    !bytes
+                        .windows(token.expose().len())
+                        .any(|w| w == token.expose().as_bytes()),
+                    "the token is in {}",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(files > 0, "the runtime wrote its store");
 }
