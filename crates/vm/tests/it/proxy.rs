@@ -97,43 +97,41 @@ async fn read_request(client: &mut TcpStream) -> std::io::Result<Option<(String,
 }
 
 async fn serve(mut client: TcpStream, upstream: &str, fault: &Mutex<Fault>) -> std::io::Result<()> {
-    loop {
-        let Some((path, request)) = read_request(&mut client).await? else {
-            return Ok(());
-        };
-        let now = *fault.lock().unwrap();
-        if now == Fault::Hang {
-            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
-            return Ok(());
-        }
-        if now == Fault::HugeScreenshot && path == "/screenshot" {
-            client
-                .write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 67108864\r\n\r\n\x89PNG\r\n\x1a\n",
-                )
-                .await?;
-            return Ok(());
-        }
-        let mut up = TcpStream::connect(upstream).await?;
-        up.write_all(&request).await?;
-        let mut response = Vec::new();
-        up.read_to_end(&mut response).await?;
-        match now {
-            Fault::DropInputAnswer if path == "/glovebox/v1/input" => {
-                // Applied upstream; the answer is lost on the way back.
-                return Ok(());
-            }
-            Fault::CorruptScreenshot if path == "/screenshot" => {
-                if let Some(body) = response.windows(4).position(|w| w == b"\r\n\r\n") {
-                    let start = body + 4 + (response.len() - body - 4) / 2;
-                    for b in response.iter_mut().skip(start).take(64) {
-                        *b ^= 0x5a;
-                    }
-                }
-            }
-            _ => {}
-        }
-        client.write_all(&response).await?;
+    // One request per connection: its answer closes it.
+    let Some((path, request)) = read_request(&mut client).await? else {
+        return Ok(());
+    };
+    let now = *fault.lock().unwrap();
+    if now == Fault::Hang {
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
         return Ok(());
     }
+    if now == Fault::HugeScreenshot && path == "/screenshot" {
+        client
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 67108864\r\n\r\n\x89PNG\r\n\x1a\n",
+            )
+            .await?;
+        return Ok(());
+    }
+    let mut up = TcpStream::connect(upstream).await?;
+    up.write_all(&request).await?;
+    let mut response = Vec::new();
+    up.read_to_end(&mut response).await?;
+    match now {
+        Fault::DropInputAnswer if path == "/glovebox/v1/input" => {
+            // Applied upstream; the answer is lost on the way back.
+            return Ok(());
+        }
+        Fault::CorruptScreenshot if path == "/screenshot" => {
+            if let Some(body) = response.windows(4).position(|w| w == b"\r\n\r\n") {
+                let start = body + 4 + (response.len() - body - 4) / 2;
+                for b in response.iter_mut().skip(start).take(64) {
+                    *b ^= 0x5a;
+                }
+            }
+        }
+        _ => {}
+    }
+    client.write_all(&response).await
 }
