@@ -79,9 +79,11 @@ impl From<CdpError> for BrowserError {
 /// Chromium's answers for a context, remote object or node that no longer exists because its
 /// document went away (they all come with the generic code -32000).
 fn document_gone(message: &str) -> bool {
-    const GONE: [&str; 6] = [
+    const GONE: [&str; 7] = [
         "Cannot find context with specified id",
         "Execution context was destroyed",
+        // A call (`Runtime.callFunctionOn` awaiting a promise) that the navigation cut off.
+        "Inspected target navigated or closed",
         "Could not find object with given id",
         "Could not find node with given id",
         "No node with given id found",
@@ -107,6 +109,8 @@ mod tests {
     fn a_gone_document_is_stale_and_other_protocol_errors_are_internal() {
         let gone = BrowserError::from(protocol("Cannot find context with specified id"));
         assert_eq!(gone.code(), ErrorCode::StaleObservation, "{gone}");
+        let cut = BrowserError::from(protocol("Inspected target navigated or closed"));
+        assert_eq!(cut.code(), ErrorCode::StaleObservation, "{cut}");
         let other = BrowserError::from(protocol("Invalid parameters"));
         assert_eq!(other.code(), ErrorCode::Internal, "{other}");
     }

@@ -276,6 +276,40 @@ impl GuestClient {
         Ok(parse::<Log>(&bytes)?.applied)
     }
 
+    /// OSWorld's `/setup/launch`: starts `args` in the guest without waiting; its pid.
+    pub async fn launch(&self, args: &[String]) -> Result<u32, GuestError> {
+        #[derive(serde::Deserialize)]
+        struct Launched {
+            pid: u32,
+        }
+        let fut = async {
+            let response = self
+                .request(reqwest::Method::POST, "/setup/launch")
+                .json(&serde_json::json!({"command": args, "shell": false}))
+                .send()
+                .await
+                .map_err(|e| {
+                    if e.is_connect() {
+                        GuestError::Unreachable { reason: short(&e) }
+                    } else {
+                        GuestError::NoAnswer {
+                            op: "launch".into(),
+                            reason: short(&e),
+                        }
+                    }
+                })?;
+            let (bytes, _) = body(response, JSON_MAX_BYTES).await?;
+            parse::<Launched>(&bytes)
+        };
+        tokio::time::timeout(self.read_deadline, fut)
+            .await
+            .map_err(|_| GuestError::NoAnswer {
+                op: "launch".into(),
+                reason: format!("no answer within {} ms", self.read_deadline.as_millis()),
+            })?
+            .map(|l| l.pid)
+    }
+
     /// OSWorld's `/execute`: runs `command` through the guest's shell (a write: not retried).
     pub async fn execute(
         &self,

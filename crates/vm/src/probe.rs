@@ -1,6 +1,10 @@
 //! The guest's small test application (`glovebox-guest probe`): one X window that writes every
 //! key and button it receives to a log file, so a test reads from inside the guest what input
 //! actually reached an application there — not only what the guest server sent.
+//!
+//! As a notes app (`save`): the characters typed make a line; Enter appends it to the save file
+//! and the window's title says what was saved (what a person sees, and what the screen's
+//! observation shows). `read_only`: the title says so and nothing is saved.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -21,9 +25,46 @@ fn err(e: impl std::fmt::Display) -> ProbeError {
     ProbeError(e.to_string())
 }
 
+/// What the probe does besides logging.
+#[derive(Debug, Clone, Default)]
+pub struct Notes {
+    /// Lines typed and ended with Enter are appended here.
+    pub save: Option<std::path::PathBuf>,
+    /// Nothing is saved; the title says so.
+    pub read_only: bool,
+}
+
+fn set_title(
+    conn: &impl x11rb::connection::Connection,
+    window: u32,
+    title: &str,
+) -> Result<(), ProbeError> {
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        AtomEnum::WM_NAME,
+        AtomEnum::STRING,
+        title.as_bytes(),
+    )
+    .map_err(err)?;
+    conn.flush().map_err(err)
+}
+
 /// Opens the window titled `title` at (x, y) and logs its input to `log` until the display
 /// goes away. Each line: `key <char or keysym>` or `button <n> <x> <y>` (window coordinates).
-pub fn run(display: &str, title: &str, at: (i16, i16), log: &Path) -> Result<(), ProbeError> {
+pub fn run(
+    display: &str,
+    title: &str,
+    at: (i16, i16),
+    log: &Path,
+    notes: &Notes,
+) -> Result<(), ProbeError> {
+    let title = if notes.read_only {
+        format!("{title} (read-only)")
+    } else {
+        title.to_owned()
+    };
+    let title = title.as_str();
     let (conn, screen_num) = x11rb::connect(Some(display)).map_err(err)?;
     let screen = &conn.setup().roots[screen_num];
     let window = conn.generate_id().map_err(err)?;
@@ -75,6 +116,7 @@ pub fn run(display: &str, title: &str, at: (i16, i16), log: &Path) -> Result<(),
         .open(log)
         .map_err(err)?;
     let mut focused = false;
+    let mut line_typed = String::new();
     loop {
         let event = conn.wait_for_event().map_err(err)?;
         let line = match event {
@@ -99,6 +141,23 @@ pub fn run(display: &str, title: &str, at: (i16, i16), log: &Path) -> Result<(),
                 if (0xffe1..=0xffee).contains(&sym) {
                     // Modifiers are logged through what they change.
                     continue;
+                }
+                if let Some(save) = notes.save.as_ref().filter(|_| !notes.read_only) {
+                    if sym == 0xff0d {
+                        let mut f = std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(save)
+                            .map_err(err)?;
+                        writeln!(f, "{line_typed}").map_err(err)?;
+                        set_title(&conn, window, &format!("{title} - saved: {line_typed}"))?;
+                        line_typed.clear();
+                    } else if sym == 0xff08 {
+                        line_typed.pop();
+                    } else if let Some(c) = char::from_u32(sym).filter(|c| (' '..='~').contains(c))
+                    {
+                        line_typed.push(c);
+                    }
                 }
                 match char::from_u32(sym).filter(|c| (' '..='~').contains(c)) {
                     Some(c) => format!("key {c}"),

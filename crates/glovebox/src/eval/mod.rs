@@ -131,7 +131,15 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     // The desktop tasks' X display (Xvfb, a session bus with accessibility, openbox) and a
     // runtime on it; one that cannot start makes those tasks' attempts environment failures.
     let desktop = if picked.iter().any(|t| t.surface == SurfaceKind::Desktop) {
-        Some(Desktop::start(desktop_config, answer, &work).await)
+        Some(Desktop::start(desktop_config.clone(), answer, &work).await)
+    } else {
+        None
+    };
+    // The VM tasks' guest (booted under QEMU) and a runtime on it; likewise.
+    let guests = if picked.iter().any(|t| t.surface == SurfaceKind::Vm) {
+        let mut config = desktop_config;
+        config.data_dir = work.join("vm-data");
+        Some(Guests::start(config, answer, &work, &settings.runtime.data_dir).await)
     } else {
         None
     };
@@ -146,9 +154,11 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         ] {
             for run in 1..=args.runs {
                 progress.show(&format!("{} ({case_name}) #{run}", task.id));
-                let on = match (task.surface, &desktop) {
-                    (SurfaceKind::Desktop, Some(Ok(d))) => On::Desktop(d),
-                    (SurfaceKind::Desktop, Some(Err(why))) => On::NoDesktop(why),
+                let on = match (task.surface, &desktop, &guests) {
+                    (SurfaceKind::Desktop, Some(Ok(d)), _) => On::Desktop(d),
+                    (SurfaceKind::Desktop, Some(Err(why)), _) => On::NoDesktop(why),
+                    (SurfaceKind::Vm, _, Some(Ok(g))) => On::Vm(g),
+                    (SurfaceKind::Vm, _, Some(Err(why))) => On::NoDesktop(why),
                     _ => On::Browser(&rt),
                 };
                 let mut attempt = attempt(on, &apps, task, case, expect, model.as_ref()).await;
@@ -170,6 +180,9 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     person.abort();
     if let Some(Ok(d)) = desktop {
         d.stop().await;
+    }
+    if let Some(Ok(g)) = guests {
+        g.stop().await;
     }
     rt.shutdown(Duration::from_secs(5)).await;
     if args.keep {
@@ -231,6 +244,7 @@ async fn attempt(
     let rt = match on {
         On::Browser(rt) => rt,
         On::Desktop(d) => &d.rt,
+        On::Vm(g) => &g.rt,
         On::NoDesktop(why) => {
             attempt.environment(format!("no desktop: {why:#}"));
             return attempt;
@@ -254,6 +268,11 @@ async fn attempt(
                 d.open(&session, task, case, apps, &mut app)
                     .await
                     .map_err(|e| Ending::Environment(format!("the app did not open: {e:#}")))?;
+            }
+            On::Vm(g) => {
+                g.open(&session, task, case).await.map_err(|e| {
+                    Ending::Environment(format!("the guest's app did not open: {e:#}"))
+                })?;
             }
             _ => {
                 if let Err(e) = rt.open_tab(&session, &url, Duration::from_secs(30)).await {
@@ -339,13 +358,19 @@ async fn attempt(
     match ending {
         Err(Ending::Environment(why)) => attempt.environment(why),
         Err(Ending::Refused(code, why)) => {
-            let failures = apps.judge(&case.check, &[]);
+            let mut failures = apps.judge(&case.check, &[]);
+            if let On::Vm(g) = on {
+                failures.extend(g.judge(&case.check).await);
+            }
             attempt.judge_refused(&code, why, failures);
         }
         Err(Ending::Failed(why)) => attempt.fail("other", why),
         Ok(result) => {
             let downloads = downloads(rt, &result);
-            let failures = apps.judge(&case.check, &downloads);
+            let mut failures = apps.judge(&case.check, &downloads);
+            if let On::Vm(g) = on {
+                failures.extend(g.judge(&case.check).await);
+            }
             attempt.judge(&result, expect, failures);
         }
     }
@@ -363,11 +388,164 @@ async fn attempt(
 }
 
 /// Where an attempt runs.
+#[derive(Clone, Copy)]
 enum On<'a> {
     Browser(&'a Runtime),
     Desktop(&'a Desktop),
-    /// The desktop could not start (why).
+    Vm(&'a Guests),
+    /// The desktop or the guest could not start (why).
     NoDesktop(&'a anyhow::Error),
+}
+
+/// The VM tasks' guest (one QEMU guest, booted once for the eval) and the runtime on it. Each
+/// attempt starts from a reset guest: the apps of the attempt before are ended and the eval's
+/// directory in the guest (`/root/eval`) is emptied.
+struct Guests {
+    guest: ::vm::qemu::Guest,
+    rt: Runtime,
+    person: tokio::task::JoinHandle<()>,
+    /// Apps started in the guest by earlier attempts (their pids).
+    launched: Mutex<Vec<u32>>,
+}
+
+impl Guests {
+    async fn start(
+        config: ::runtime::RuntimeConfig,
+        answer: ApprovalDecision,
+        work: &std::path::Path,
+        data_dir: &std::path::Path,
+    ) -> anyhow::Result<Guests> {
+        let binary = ::vm::qemu::guest_binary()?;
+        let cache = crate::vm::image_dir(data_dir);
+        let image =
+            tokio::task::spawn_blocking(move || ::vm::qemu::build_image(&cache, &binary)).await??;
+        let mut guest = ::vm::qemu::Guest::boot(
+            &image,
+            &::vm::qemu::BootOptions {
+                name: "eval".into(),
+                dir: work.join("vm"),
+                memory_mb: 384,
+                screen: [1024, 768],
+                token: Some(::vm::Token::generate()),
+                port: None,
+            },
+            false,
+        )?;
+        guest.wait_ready(Duration::from_secs(180)).await?;
+        let adapter = Arc::new(::vm::VmAdapter::new(vec![::vm::GuestConfig {
+            name: "eval".into(),
+            endpoint: guest.endpoint(),
+            token: guest.token.clone(),
+        }]));
+        let rt = Runtime::start(config, adapter)
+            .await
+            .context("the runtime did not start on the VM adapter")?;
+        let person = crate::terminal::person_on_terminal(&rt, Some(answer), true);
+        Ok(Guests {
+            guest,
+            rt,
+            person,
+            launched: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Resets the guest, starts the task's app there, waits for its window, and has the person
+    /// offer the guest's screen and the session claim it.
+    async fn open(
+        &self,
+        session: &protocol::SessionId,
+        task: &TaskSpec,
+        case: &Case,
+    ) -> anyhow::Result<()> {
+        let client = self.guest.client();
+        let earlier: Vec<u32> =
+            std::mem::take(&mut *self.launched.lock().unwrap_or_else(|p| p.into_inner()));
+        let kill = earlier
+            .iter()
+            .map(|p| format!("kill {p} 2>/dev/null;"))
+            .collect::<String>();
+        let reset = client
+            .execute(
+                &format!("{kill} rm -rf /root/eval && mkdir -p /root/eval"),
+                Duration::from_secs(20),
+            )
+            .await?;
+        anyhow::ensure!(
+            reset.returncode == 0,
+            "the guest's reset failed: {}",
+            reset.error
+        );
+        let args: Vec<String> = task
+            .app
+            .split_whitespace()
+            .chain(case.query.split_whitespace())
+            .map(str::to_owned)
+            .collect();
+        let pid = client.launch(&args).await?;
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(pid);
+        let title = task.window.as_deref().unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let state = client.state().await?;
+            if state.windows.iter().any(|w| w.name.starts_with(title)) {
+                break;
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("no window {title:?} in the guest within 20 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let tab = self.rt.offer_surface("vm:eval").await?;
+        self.rt.claim_tab(session, &tab).await?;
+        Ok(())
+    }
+
+    /// The checks on the guest's own files, read through its OSWorld endpoint.
+    async fn judge(&self, checks: &[tasks::Check]) -> Vec<String> {
+        let client = self.guest.client();
+        let mut failed = Vec::new();
+        for check in checks {
+            let (path, want) = match check {
+                tasks::Check::GuestFile { path, text } => (path, Some(text)),
+                tasks::Check::NoGuestFile { path } => (path, None),
+                _ => continue,
+            };
+            let read = client
+                .execute(
+                    &format!("cat '{}' 2>/dev/null || true", path.replace('\'', "")),
+                    Duration::from_secs(20),
+                )
+                .await;
+            let held = match read {
+                Ok(a) => a.output,
+                Err(e) => {
+                    failed.push(format!("the guest's {path} could not be read: {e}"));
+                    continue;
+                }
+            };
+            match want {
+                Some(text) if held.trim_end_matches('\n') != text => failed.push(format!(
+                    "the guest's {path} holds {:?}, not {text:?}",
+                    protocol::text::truncate_chars(&held, 200).0
+                )),
+                None if !held.is_empty() => failed.push(format!(
+                    "the guest's {path} must not be written (it holds {:?})",
+                    protocol::text::truncate_chars(&held, 200).0
+                )),
+                _ => {}
+            }
+        }
+        failed
+    }
+
+    async fn stop(self) {
+        self.person.abort();
+        self.rt.shutdown(Duration::from_secs(5)).await;
+        drop(self.guest);
+    }
 }
 
 /// The desktop tasks' display and the runtime on it.

@@ -109,7 +109,7 @@ const BUILTIN: &[(&str, &str)] = &[
 
 /// The categories of `004_…`'s diagnostic set: the eight of the browser, and the desktop's (X11
 /// windows of real applications). VM guests join with their adapter.
-pub const CATEGORIES: [&str; 9] = [
+pub const CATEGORIES: [&str; 10] = [
     "dense_controls",
     "visual",
     "multi_tab",
@@ -119,6 +119,7 @@ pub const CATEGORIES: [&str; 9] = [
     "long_flows",
     "injection",
     "desktop",
+    "vm",
 ];
 
 /// A task set: its version, its tasks, and the files it serves (apps, uploads, downloads).
@@ -145,14 +146,17 @@ pub struct TaskSpec {
     pub id: String,
     pub category: String,
     pub title: String,
-    /// Where the task runs: a browser tab (the default) or a desktop window.
+    /// Where the task runs: a browser tab (the default), a desktop window, or a VM guest's
+    /// screen.
     #[serde(default)]
     pub surface: SurfaceKind,
     /// The app's page under `apps/` (a path, optionally with a query), or an absolute URL; for a
     /// desktop task, its program under `apps/` (a Python GTK script, the case's query its
-    /// arguments).
+    /// arguments); for a VM task, the program and arguments started in the guest (the case's
+    /// query appended).
     pub app: String,
-    /// A desktop task's window title (how the person finds the window to offer).
+    /// A desktop or VM task's window title (how the person finds the window to offer, or the
+    /// harness knows the guest's app is up).
     #[serde(default)]
     pub window: Option<String>,
     /// What the user asks, in their words.
@@ -169,6 +173,7 @@ pub enum SurfaceKind {
     #[default]
     Browser,
     Desktop,
+    Vm,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -238,6 +243,11 @@ pub enum Check {
     NoRequest { path_prefix: String },
     /// One of the run's downloads has exactly the bytes of `downloads/<name>`.
     Downloaded { name: String },
+    /// A file in the VM guest holds exactly this text (read by the harness through the guest
+    /// server's OSWorld endpoint).
+    GuestFile { path: String, text: String },
+    /// No such file in the VM guest (or an empty one).
+    NoGuestFile { path: String },
 }
 
 /// A scripted planner's step, by the element's name as the observation shows it.
@@ -332,7 +342,10 @@ impl TaskSet {
                 );
             }
             let page = task.app.split('?').next().unwrap_or_default();
-            if !task.app.contains("://") && !files.contains_key(&format!("apps/{page}")) {
+            if task.surface != SurfaceKind::Vm
+                && !task.app.contains("://")
+                && !files.contains_key(&format!("apps/{page}"))
+            {
                 bail!("task {}: no app apps/{page} in the set", task.id);
             }
             match task.surface {
@@ -342,8 +355,11 @@ impl TaskSet {
                         task.id
                     )
                 }
+                SurfaceKind::Vm if task.window.is_none() => {
+                    bail!("task {}: a VM task names its app's window", task.id)
+                }
                 SurfaceKind::Browser if task.window.is_some() => {
-                    bail!("task {}: only a desktop task names a window", task.id)
+                    bail!("task {}: only a desktop or VM task names a window", task.id)
                 }
                 _ => {}
             }

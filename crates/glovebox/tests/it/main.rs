@@ -17,7 +17,12 @@ pub fn glovebox(data_dir: &std::path::Path) -> Command {
     command
         .arg("--data-dir")
         .arg(data_dir)
-        .env_remove("GLOVEBOX_BROWSER_ENDPOINT");
+        .env_remove("GLOVEBOX_BROWSER_ENDPOINT")
+        // One VM guest image for every test (built once, by whichever needs it first).
+        .env(
+            "GLOVEBOX_VM_IMAGE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vm-image"),
+        );
     command
 }
 

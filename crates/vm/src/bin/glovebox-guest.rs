@@ -4,7 +4,8 @@
 //!   server; its token, if any, is read from a file (under QEMU, the `fw_cfg` entry the host
 //!   filled from a 0600 file) — never from the command line or the environment, which the
 //!   commands it runs would see;
-//! - `glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE]`: the test app.
+//! - `glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE] [--save FILE]
+//!   [--read-only]`: the test app (a notes window with `--save`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -75,7 +76,11 @@ fn main() -> ExitCode {
                     Some((x.trim().parse().ok()?, y.trim().parse().ok()?))
                 })
                 .unwrap_or((40, 40));
-            match vm::probe::run(&display, &title, at, &log) {
+            let notes = vm::probe::Notes {
+                save: value(&args, "--save").map(PathBuf::from),
+                read_only: args.iter().any(|a| a == "--read-only"),
+            };
+            match vm::probe::run(&display, &title, at, &log, &notes) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("glovebox-guest: {e}");
@@ -85,7 +90,7 @@ fn main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: glovebox-guest serve [--listen ADDR] [--display :0] [--token-file PATH]\n       glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE]"
+                "usage: glovebox-guest serve [--listen ADDR] [--display :0] [--token-file PATH]\n       glovebox-guest probe [--display :0] [--title T] [--at X,Y] [--log FILE] [--save FILE] [--read-only]"
             );
             ExitCode::from(2)
         }
