@@ -156,9 +156,9 @@ pub async fn eval(global: &Global, args: &EvalArgs) -> anyhow::Result<ExitCode> 
                 progress.show(&format!("{} ({case_name}) #{run}", task.id));
                 let on = match (task.surface, &desktop, &guests) {
                     (SurfaceKind::Desktop, Some(Ok(d)), _) => On::Desktop(d),
-                    (SurfaceKind::Desktop, Some(Err(why)), _) => On::NoDesktop(why),
+                    (SurfaceKind::Desktop, Some(Err(why)), _) => On::Unavailable("desktop", why),
                     (SurfaceKind::Vm, _, Some(Ok(g))) => On::Vm(g),
-                    (SurfaceKind::Vm, _, Some(Err(why))) => On::NoDesktop(why),
+                    (SurfaceKind::Vm, _, Some(Err(why))) => On::Unavailable("VM guest", why),
                     _ => On::Browser(&rt),
                 };
                 let mut attempt = attempt(on, &apps, task, case, expect, model.as_ref()).await;
@@ -245,8 +245,8 @@ async fn attempt(
         On::Browser(rt) => rt,
         On::Desktop(d) => &d.rt,
         On::Vm(g) => &g.rt,
-        On::NoDesktop(why) => {
-            attempt.environment(format!("no desktop: {why:#}"));
+        On::Unavailable(what, why) => {
+            attempt.environment(format!("no {what}: {why:#}"));
             return attempt;
         }
     };
@@ -393,8 +393,8 @@ enum On<'a> {
     Browser(&'a Runtime),
     Desktop(&'a Desktop),
     Vm(&'a Guests),
-    /// The desktop or the guest could not start (why).
-    NoDesktop(&'a anyhow::Error),
+    /// The desktop or the guest (named) could not start (why).
+    Unavailable(&'static str, &'a anyhow::Error),
 }
 
 /// The VM tasks' guest (one QEMU guest, booted once for the eval) and the runtime on it. Each

@@ -26,6 +26,28 @@ pub fn glovebox(data_dir: &std::path::Path) -> Command {
     command
 }
 
+/// The guest server binary beside the glovebox binary (the workspace's test build makes it;
+/// built here when it is missing).
+pub fn guest_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = PathBuf::from(env!("CARGO_BIN_EXE_glovebox"));
+            let guest = exe.with_file_name("glovebox-guest");
+            // Checked (and built) once per test process, by whichever test asks first, so no
+            // test reads a binary another is writing.
+            if !guest.is_file() {
+                let status = Command::new(env!("CARGO"))
+                    .args(["build", "--locked", "-p", "vm", "--bin", "glovebox-guest"])
+                    .status()
+                    .expect("cargo build");
+                assert!(status.success(), "cargo build -p vm --bin glovebox-guest");
+            }
+            guest
+        })
+        .clone()
+}
+
 pub fn data_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("glovebox-tests")

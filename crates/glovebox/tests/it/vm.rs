@@ -4,22 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{data_dir, glovebox};
-
-/// The guest server binary beside the glovebox binary (the workspace's test build makes it;
-/// built here when it is missing).
-fn guest_binary() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_glovebox"));
-    let guest = exe.with_file_name("glovebox-guest");
-    if !guest.is_file() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "vm", "--bin", "glovebox-guest"])
-            .status()
-            .expect("cargo build");
-        assert!(status.success());
-    }
-    guest
-}
+use crate::{data_dir, glovebox, guest_binary};
 
 fn vm_command(dir: &std::path::Path) -> Command {
     let mut c = glovebox(dir);
