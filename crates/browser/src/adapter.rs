@@ -49,6 +49,8 @@ pub struct Chromium {
     background: bool,
     /// Why the start in the background failed (until a reconnect succeeds).
     start_failed: Mutex<Option<String>>,
+    /// Every CDP command's round trip, over every connection this adapter has made.
+    round_trips: Arc<surface::metrics::Histogram>,
     me: std::sync::Weak<Chromium>,
 }
 
@@ -76,8 +78,19 @@ fn cdp_error(e: CdpError) -> SurfaceError {
 }
 
 /// Launches or connects to `source` (at start and on reconnect).
-async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), SurfaceError> {
+async fn open(
+    source: &BrowserSource,
+    round_trips: &Arc<surface::metrics::Histogram>,
+) -> Result<(Connection, Option<Browser>), SurfaceError> {
     let unavailable = |e: String| SurfaceError::BackendUnavailable { reason: e };
+    // Every command's round trip, for the operator's metrics.
+    let timed = |conn: Connection| {
+        let histogram = round_trips.clone();
+        conn.time_round_trips(cdp::RoundTripHook(Arc::new(move |took| {
+            histogram.observe(took)
+        })));
+        conn
+    };
     match source {
         BrowserSource::Launch(options) => {
             let local = Browser::launch(options)
@@ -86,6 +99,7 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
             let conn = local
                 .connect(ConnectionOptions::default())
                 .await
+                .map(timed)
                 .map_err(|e| unavailable(e.to_string()))?;
             // Its own browser: every window a tab opens is set up before it runs (a shared
             // browser's other pages are never touched, so its windows are not gated).
@@ -111,6 +125,7 @@ async fn open(source: &BrowserSource) -> Result<(Connection, Option<Browser>), S
             Ok((
                 Connection::connect(&ws, ConnectionOptions::default())
                     .await
+                    .map(timed)
                     .map_err(|e| unavailable(e.to_string()))?,
                 None,
             ))
@@ -140,6 +155,7 @@ impl Chromium {
             starting: Arc::default(),
             background,
             start_failed: Mutex::default(),
+            round_trips: Arc::default(),
             me: me.clone(),
         })
     }
@@ -581,7 +597,7 @@ impl SurfaceAdapter for Chromium {
     fn connect(&self) -> BoxFuture<'_, Result<(), SurfaceError>> {
         Box::pin(async move {
             if !self.background {
-                let (conn, local) = open(&self.source).await?;
+                let (conn, local) = open(&self.source, &self.round_trips).await?;
                 *lock(&self.conn) = Some(conn);
                 *lock(&self.process) = local;
                 return Ok(());
@@ -592,7 +608,7 @@ impl SurfaceAdapter for Chromium {
             // Taken before returning: an operation that comes first waits for the start.
             let starting = self.starting.clone().write_owned().await;
             tokio::spawn(async move {
-                match open(&me.source).await {
+                match open(&me.source, &me.round_trips).await {
                     Ok((conn, local)) => {
                         *lock(&me.conn) = Some(conn);
                         *lock(&me.process) = local;
@@ -606,6 +622,18 @@ impl SurfaceAdapter for Chromium {
             });
             Ok(())
         })
+    }
+
+    fn backend_metrics(&self) -> surface::metrics::BackendMetrics {
+        surface::metrics::BackendMetrics {
+            protocol: "cdp",
+            // Up: a connection made and open (not one still starting in the background).
+            connected: lock(&self.conn)
+                .as_ref()
+                .is_some_and(|c| c.closed_reason().is_none())
+                && lock(&self.start_failed).is_none(),
+            round_trips: Some(self.round_trips.snapshot()),
+        }
     }
 
     fn closed_reason(&self) -> Option<String> {
@@ -642,7 +670,7 @@ impl SurfaceAdapter for Chromium {
     fn reconnect(&self) -> BoxFuture<'_, Result<Reconnected, SurfaceError>> {
         Box::pin(async move {
             self.ready().await;
-            let (conn, local) = open(&self.source).await?;
+            let (conn, local) = open(&self.source, &self.round_trips).await?;
             let relaunched = local.is_some();
             *lock(&self.start_failed) = None;
             *lock(&self.conn) = Some(conn);

@@ -33,6 +33,16 @@ pub struct ConnectionOptions {
     pub event_capacity: usize,
 }
 
+/// A callback told how long each command took (the adapter's metrics keep it).
+#[derive(Clone)]
+pub struct RoundTripHook(pub std::sync::Arc<dyn Fn(Duration) + Send + Sync>);
+
+impl std::fmt::Debug for RoundTripHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RoundTripHook")
+    }
+}
+
 impl Default for ConnectionOptions {
     fn default() -> Self {
         ConnectionOptions {
@@ -74,6 +84,8 @@ pub(crate) struct Inner {
     outgoing: mpsc::UnboundedSender<Message>,
     closed_tx: watch::Sender<bool>,
     reader: Mutex<Option<AbortHandle>>,
+    /// Told each command's round trip ([`Connection::time_round_trips`]).
+    round_trips: std::sync::OnceLock<RoundTripHook>,
 }
 
 impl Inner {
@@ -93,6 +105,7 @@ impl Inner {
             outgoing,
             closed_tx,
             reader: Mutex::new(None),
+            round_trips: std::sync::OnceLock::new(),
         });
         (inner, outgoing_rx)
     }
@@ -329,6 +342,12 @@ impl Connection {
         stream
     }
 
+    /// Tells `hook` each command's round trip from now on (reply, error or timeout alike; not a
+    /// wait its caller cancelled). One hook per connection: a second is ignored.
+    pub fn time_round_trips(&self, hook: RoundTripHook) {
+        let _ = self.inner.round_trips.set(hook);
+    }
+
     /// Sends one command to exactly one session (or the browser) and waits for its reply.
     ///
     /// Dropping the returned future cancels the wait and forgets the request id; a late reply is ignored.
@@ -380,7 +399,12 @@ impl Connection {
                 reason: "the writer stopped".to_owned(),
             });
         }
-        match tokio::time::timeout(timeout, rx).await {
+        let sent = std::time::Instant::now();
+        let answer = tokio::time::timeout(timeout, rx).await;
+        if let Some(hook) = self.inner.round_trips.get() {
+            (hook.0)(sent.elapsed());
+        }
+        match answer {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(CdpError::Closed {
                 reason: self

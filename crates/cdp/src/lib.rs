@@ -19,7 +19,7 @@ pub mod launch;
 mod session;
 
 pub use attach::{ChildTarget, ChildTargets, ChildView, Prepare};
-pub use connection::{Connection, ConnectionOptions, DEFAULT_COMMAND_TIMEOUT};
+pub use connection::{Connection, ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, RoundTripHook};
 pub use error::CdpError;
 pub use events::{Event, EventFilter, EventStream, Lagged};
 pub use gate::OpenerWatch;

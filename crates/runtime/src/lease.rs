@@ -89,6 +89,12 @@ impl Leases {
     }
 
     /// Who holds `target`'s live lease, if anyone.
+    /// How many leases are live at `now`.
+    pub(crate) fn live(&self, now: u64) -> usize {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.values().filter(|r| r.lease.expires_at > now).count()
+    }
+
     pub(crate) fn holder(&self, target: &str, now: u64) -> Option<String> {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         table

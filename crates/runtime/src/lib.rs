@@ -16,6 +16,7 @@ mod host;
 mod incarnation;
 mod lease;
 mod lifecycle;
+mod metrics;
 mod person_view;
 mod planner;
 mod records;
@@ -45,6 +46,7 @@ pub use lease::Lease;
 pub use lifecycle::{
     BrowserStatus, CleanupReport, LinkedTab, SessionSummary, TabStatus, TurnEnded, UserTab,
 };
+pub use metrics::NotReady;
 pub use person_view::{PersonEntry, PersonView, VIEW_MAX_FPS, ViewFrame};
 pub use planner::{
     CommandPlanner, PlanFuture, PlanInput, Planner, PlannerError, PlannerStep, PointError,

@@ -63,6 +63,9 @@ pub(crate) fn redact_text(text: &str) -> String {
 /// An operation in flight: ended once, with its outcome.
 pub(crate) struct OpenOperation {
     id: String,
+    /// Its kind and when it began, for `/metrics`.
+    kind: String,
+    began: std::time::Instant,
 }
 
 /// What a record says of an action about to run.
@@ -116,7 +119,11 @@ impl Runtime {
                 RuntimeError::Internal(format!("the action was not sent: its record could not be written ({e})"))
             }
         })?;
-        Ok(OpenOperation { id: new.id })
+        Ok(OpenOperation {
+            id: new.id,
+            kind: what.kind.to_owned(),
+            began: std::time::Instant::now(),
+        })
     }
 
     /// Ends an operation with what became of its action.
@@ -186,6 +193,16 @@ impl Runtime {
                 ended_at: now_ms(),
             },
         };
+        let (label, code) = match outcome {
+            Ok(o) => (
+                crate::metrics::receipt_label(o.receipt.state()),
+                o.receipt.error(),
+            ),
+            Err(e) => ("failed", Some(e.code())),
+        };
+        self.inner
+            .counters
+            .action(&open.kind, label, code, Some(open.began.elapsed()));
         if let Err(e) = self.inner.store.end_operation(&open.id, &end) {
             tracing::warn!(operation = %open.id, error = %e, "an operation's end could not be recorded; a restart will call it unknown");
         }
@@ -200,6 +217,9 @@ impl Runtime {
         what: &Described<'_>,
         error: &RuntimeError,
     ) {
+        self.inner
+            .counters
+            .action(what.kind, "refused", Some(error.code()), None);
         let new = self.new_operation(at, action, what);
         let end = OperationEnd {
             state: OperationState::Failed,

@@ -187,6 +187,8 @@ pub(crate) struct Inner {
     pub(crate) own_listeners: Mutex<Vec<std::net::SocketAddr>>,
     /// `gui_exec`: the sandbox and each session's runner (`script.rs`).
     pub(crate) scripts: crate::script::Scripts,
+    /// What `/metrics` counts (`metrics.rs`).
+    pub(crate) counters: crate::metrics::Counters,
     next_id: AtomicU64,
 }
 
@@ -316,6 +318,7 @@ impl Runtime {
                 keeping: Default::default(),
                 own_listeners: Mutex::default(),
                 scripts: Default::default(),
+                counters: Default::default(),
                 next_id: AtomicU64::new(1),
             }),
         };
@@ -347,6 +350,7 @@ impl Runtime {
             kind,
         };
         tracing::debug!(run_id, event = ?event.kind, "run event");
+        self.count_event(&event.kind);
         let _ = self.inner.events.sender.send(event);
     }
 

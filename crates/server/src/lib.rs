@@ -7,6 +7,7 @@
 //!   runs waiting for a person, turns, the operation log, artifacts, host window registration)
 //!   and the console's page, script and style (`console/`).
 //! - `person_view.rs`: the live view WebSocket (a page's frames out, a person's input in).
+//! - `operator.rs`: `/metrics`, `/healthz` and `/readyz` for an operator's tools.
 //! - `host.rs`: the host API's renderer WebSocket (registry events, chat turns, tool calls, turn
 //!   ends). The host API's state and rules are the runtime's (`runtime/src/host.rs`).
 //!
@@ -15,6 +16,7 @@
 
 mod host;
 mod listener;
+mod operator;
 mod person;
 mod person_view;
 

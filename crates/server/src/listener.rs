@@ -174,7 +174,25 @@ fn refuse(status: StatusCode, message: &str) -> Response {
 }
 
 async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    // The probes answer anyone (their text is "ok", "ready" or why not): an orchestrator names
+    // this server by an address no allowlist knows. They read nothing a request sends.
+    if request.method() == axum::http::Method::GET
+        && crate::operator::PROBE_PATHS.contains(&request.uri().path())
+    {
+        return next.run(request).await;
+    }
     let headers: &HeaderMap = request.headers();
+    let path = request.uri().path();
+    let bearer_ok = guard.token.as_ref().is_some_and(|token| {
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+    });
+    // A scraper with the token is the operator's (a rebound page cannot know it), whatever name
+    // it reached this server by; without a token the metrics are guarded like the rest.
+    let scraper = path == crate::operator::METRICS_PATH && bearer_ok;
     // One Host and at most one Origin: with two, which one a check read is a guess.
     if headers.get_all(header::HOST).iter().count() > 1
         || headers.get_all(header::ORIGIN).iter().count() > 1
@@ -197,6 +215,7 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
         .and_then(|v| v.to_str().ok())
         .map(|v| (host_name(v), host_port(v), v.trim().to_ascii_lowercase()));
     match &host {
+        _ if scraper => {}
         // The name is ours and so is the port (HTTP leaves out port 80), or an allowed host:port.
         Some((name, port, _)) if guard.hosts.contains(name) && port.unwrap_or(80) == guard.port => {
         }
@@ -228,20 +247,15 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             );
         }
     }
-    // The person channel has its own token; the bearer token guards MCP.
-    if request.uri().path().starts_with(mcp::MCP_PATH)
-        && let Some(token) = &guard.token
+    // The person channel has its own token; the bearer token guards MCP and the metrics.
+    if (path.starts_with(mcp::MCP_PATH) || path == crate::operator::METRICS_PATH)
+        && guard.token.is_some()
+        && !bearer_ok
     {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "a bearer token is required (Authorization: Bearer …)",
-            );
-        }
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "a bearer token is required (Authorization: Bearer …)",
+        );
     }
     // A body arrives whole within its time (a half-sent one held a task and a socket forever):
     // read here, bounded, and handed on.
@@ -439,6 +453,7 @@ pub async fn serve(runtime: Runtime, options: HttpOptions) -> Result<HttpServer,
     let app = mcp
         .router
         .merge(crate::person::router(runtime.clone(), person_token))
+        .merge(crate::operator::router(runtime.clone()))
         .merge(crate::host::router(runtime, options.host))
         .layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes))
         .layer(middleware::from_fn_with_state(guard_state, guard));

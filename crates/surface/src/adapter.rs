@@ -187,6 +187,16 @@ pub trait SurfaceAdapter: Send + Sync {
         Vec::new()
     }
 
+    /// What the operator's `/metrics` and `/readyz` show of the backend: its protocol, whether
+    /// it is connected now, and, where the adapter times them, its requests' round trips.
+    fn backend_metrics(&self) -> crate::metrics::BackendMetrics {
+        crate::metrics::BackendMetrics {
+            protocol: "none",
+            connected: self.closed_reason().is_none(),
+            round_trips: None,
+        }
+    }
+
     /// A read-only image of surface `id` for a person (JPEG bytes), through a short attachment of
     /// its own: never an agent's, never an input.
     fn person_image(&self, id: String) -> BoxFuture<'_, Result<Vec<u8>, SurfaceError>>;

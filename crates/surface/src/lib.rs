@@ -12,6 +12,7 @@ mod adapter;
 mod error;
 mod frame;
 pub mod image;
+pub mod metrics;
 mod options;
 mod outcome;
 mod person;

@@ -2,6 +2,8 @@
 //! channel and renderer WebSocket), and a real WebSocket client playing a desktop host's
 //! renderer. Acceptance cases of `000_…` §12: 1, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 23.
 
+mod operator;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
