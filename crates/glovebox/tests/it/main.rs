@@ -1,6 +1,7 @@
 //! End-to-end tests of the `glovebox` binary: real processes, real Chromium, fixtures on loopback.
 
 mod cli;
+mod deploy;
 mod desktop;
 mod eval;
 mod faults;

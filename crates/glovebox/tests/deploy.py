@@ -1,0 +1,88 @@
+"""Reads the sample deployment (deploy/compose.yaml, deploy/prometheus.yml, Dockerfile) with
+PyYAML, checks that its parts agree with each other (ports, paths, the token's secret, the data
+volume), and prints what the Rust test needs to run it against the real binary: the server's
+environment, its health check command, and the scrape's path. Exits 1 with the disagreement.
+
+usage: deploy.py REPO_ROOT"""
+
+import json
+import pathlib
+import re
+import shlex
+import sys
+
+import yaml
+
+
+def fail(why):
+    sys.exit(f"deploy: {why}")
+
+
+def main():
+    root = pathlib.Path(sys.argv[1])
+    compose = yaml.safe_load((root / "deploy/compose.yaml").read_text())
+    prometheus = yaml.safe_load((root / "deploy/prometheus.yml").read_text())
+    dockerfile = (root / "Dockerfile").read_text()
+
+    services = compose.get("services") or fail("no services")
+    glovebox = services.get("glovebox") or fail("no glovebox service")
+    env = {k: str(v) for k, v in (glovebox.get("environment") or {}).items()}
+    bind = env.get("GLOVEBOX_BIND") or fail("glovebox does not say where it listens")
+    port = bind.rsplit(":", 1)[1]
+    if not bind.startswith("0.0.0.0:"):
+        fail(f"in a container glovebox listens on every address, not {bind}")
+    published = [str(p).rsplit(":", 1)[1] for p in glovebox.get("ports", [])]
+    if published != [port]:
+        fail(f"published ports {published} are not the bind port {port}")
+
+    entry = glovebox.get("entrypoint") or fail("glovebox has no entrypoint")
+    script = entry[-1]
+    if "exec glovebox serve" not in script or "/run/secrets/glovebox_token" not in script:
+        fail(f"the entrypoint does not serve with the secret token: {script}")
+    secrets = compose.get("secrets") or fail("no secrets")
+    if "glovebox_token" not in secrets or "glovebox_token" not in glovebox.get("secrets", []):
+        fail("the token secret is not given to glovebox")
+
+    check = glovebox.get("healthcheck", {}).get("test") or fail("no health check")
+    if check[0] != "CMD" or "/readyz" not in check[-1] or f"/{port} " not in check[-1] + " ":
+        fail(f"the health check does not probe /readyz on {port}: {check}")
+
+    volumes = glovebox.get("volumes", [])
+    data_dir = env.get("GLOVEBOX_DATA_DIR")
+    if not any(str(v).endswith(f":{data_dir}") for v in volumes):
+        fail(f"the data directory {data_dir} is not a volume: {volumes}")
+
+    prom = services.get("prometheus") or fail("no prometheus service")
+    if "glovebox_token" not in prom.get("secrets", []):
+        fail("prometheus does not get the token")
+    jobs = prometheus.get("scrape_configs") or fail("no scrape jobs")
+    job = jobs[0]
+    metrics_path = job.get("metrics_path", "/metrics")
+    auth = job.get("authorization") or fail("the scrape sends no token")
+    if auth.get("credentials_file") != "/run/secrets/glovebox_token":
+        fail(f"the scrape's token is not the secret: {auth}")
+    targets = [t for c in job.get("static_configs", []) for t in c.get("targets", [])]
+    if targets != [f"glovebox:{port}"]:
+        fail(f"the scrape targets {targets}, not glovebox:{port}")
+
+    entrypoint = re.search(r"^ENTRYPOINT (.+)$", dockerfile, re.M) or fail("no ENTRYPOINT")
+    if json.loads(entrypoint.group(1)) != ["glovebox", "serve"]:
+        fail(f"the image's entry point is {entrypoint.group(1)}")
+    volume = re.search(r"^VOLUME (.+)$", dockerfile, re.M) or fail("no VOLUME")
+    if json.loads(volume.group(1)) != [data_dir]:
+        fail(f"the image's volume {volume.group(1)} is not the data directory {data_dir}")
+    if not re.search(rf"^EXPOSE {port}$", dockerfile, re.M):
+        fail(f"the image does not expose {port}")
+    if not re.search(rf"GLOVEBOX_DATA_DIR={re.escape(data_dir)}\b", dockerfile):
+        fail("the image's data directory differs from the compose file's")
+
+    print(json.dumps({
+        "env": env,
+        "port": int(port),
+        "health_check": check[1:],
+        "metrics_path": metrics_path,
+    }))
+
+
+if __name__ == "__main__":
+    main()
