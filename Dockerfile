@@ -4,7 +4,7 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p glovebox && strip --strip-debug target/release/glovebox
+RUN cargo build --release --locked -p glovebox
 
 FROM debian:bookworm-slim
 RUN apt-get update \
