@@ -65,10 +65,22 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     // Operator logs go to stderr: stdout is reserved for command output (and MCP in stdio mode).
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(log_filter())
-        .init();
+    // GLOVEBOX_LOG_FORMAT=json: one JSON object per line (its fields at the top level: the
+    // session, run and operation ids of an action's line) for a log collector.
+    if std::env::var("GLOVEBOX_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
+        tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_writer(std::io::stderr)
+            .with_env_filter(log_filter())
+            .init();
+    } else {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(log_filter())
+            .init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -63,7 +63,10 @@ pub(crate) fn redact_text(text: &str) -> String {
 /// An operation in flight: ended once, with its outcome.
 pub(crate) struct OpenOperation {
     id: String,
-    /// Its kind and when it began, for `/metrics`.
+    /// Its session and run (a direct call's run is none), for the operator's log.
+    session: String,
+    run: Option<String>,
+    /// Its kind and when it began, for `/metrics` and the log.
     kind: String,
     began: std::time::Instant,
 }
@@ -121,6 +124,8 @@ impl Runtime {
         })?;
         Ok(OpenOperation {
             id: new.id,
+            session: at.session.to_owned(),
+            run: (at.scope != at.session).then(|| at.scope.to_owned()),
             kind: what.kind.to_owned(),
             began: std::time::Instant::now(),
         })
@@ -200,9 +205,21 @@ impl Runtime {
             ),
             Err(e) => ("failed", Some(e.code())),
         };
+        let took = open.began.elapsed();
         self.inner
             .counters
-            .action(&open.kind, label, code, Some(open.began.elapsed()));
+            .action(&open.kind, label, code, Some(took));
+        // The operator's log line of it: ids, kind and outcome, never a target or a text.
+        tracing::info!(
+            session = %open.session,
+            run = open.run.as_deref(),
+            operation = %open.id,
+            kind = %open.kind,
+            outcome = label,
+            code = code.map(ErrorCode::as_str),
+            ms = took.as_millis() as u64,
+            "action ended"
+        );
         if let Err(e) = self.inner.store.end_operation(&open.id, &end) {
             tracing::warn!(operation = %open.id, error = %e, "an operation's end could not be recorded; a restart will call it unknown");
         }
@@ -221,6 +238,15 @@ impl Runtime {
             .counters
             .action(what.kind, "refused", Some(error.code()), None);
         let new = self.new_operation(at, action, what);
+        tracing::info!(
+            session = %at.session,
+            run = new.run_id.as_ref().map(|r| r.as_str()),
+            operation = %new.id,
+            kind = %what.kind,
+            outcome = "refused",
+            code = error.code().as_str(),
+            "action refused"
+        );
         let end = OperationEnd {
             state: OperationState::Failed,
             effect_uncertain: false,
@@ -295,6 +321,14 @@ impl Runtime {
             task,
             ended_at: now_ms(),
         };
+        tracing::info!(
+            session = %self.inner.runs.session_of(run_id).unwrap_or_default(),
+            run = run_id,
+            status = %end.status,
+            reason = %end.reason,
+            steps = end.steps,
+            "run ended"
+        );
         if let Err(e) = self.inner.store.end_run(&RunId::new(run_id), &end) {
             tracing::warn!(run = run_id, error = %e, "a run's end could not be recorded");
         }

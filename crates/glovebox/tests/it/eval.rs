@@ -431,3 +431,59 @@ async fn a_model_is_evaluated_through_its_provider_with_tokens_and_cost() {
     assert!((cost - expected).abs() < 1e-6, "{cost} vs {expected}");
     assert!(o["time"]["model_ms"].as_u64().is_some(), "{o}");
 }
+
+/// Issue 34: `GLOVEBOX_LOG_FORMAT=json` makes every log line one JSON object; an action's line
+/// carries its session, run and operation ids, kind and outcome (never its target or text), and
+/// a run's end its id and status.
+#[test]
+fn json_logs_carry_the_session_run_and_operation_of_each_action() {
+    let dir = data_dir("eval-json-logs");
+    let out = glovebox(&dir)
+        .env("GLOVEBOX_LOG", "info")
+        .env("GLOVEBOX_LOG_FORMAT", "json")
+        .args(["eval", "--tasks", "dense.checkout", "--runs", "1"])
+        .output()
+        .expect("glovebox eval runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<Value> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let actions: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["message"] == "action ended")
+        .collect();
+    assert!(!actions.is_empty(), "{stderr}");
+    for a in &actions {
+        assert!(a["session"].as_str().is_some_and(|s| !s.is_empty()), "{a}");
+        // A direct call (the tab's opening) has no run; a run's actions name it.
+        assert!(
+            a.get("run")
+                .is_none_or(|r| r.as_str().is_some_and(|r| r.starts_with("run_"))),
+            "{a}"
+        );
+        assert!(
+            a["operation"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("op_")),
+            "{a}"
+        );
+        assert!(a["kind"].is_string() && a["outcome"].is_string(), "{a}");
+        // `target` is the log's own (the module), never the action's; no text.
+        assert_eq!(a["target"], "runtime::records", "{a}");
+        assert!(a.get("text").is_none(), "{a}");
+        assert!(a["level"] == "INFO" && a["timestamp"].is_string(), "{a}");
+    }
+    assert!(actions.iter().any(|a| a.get("run").is_some()), "{stderr}");
+    let runs: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["message"] == "run ended")
+        .collect();
+    assert!(
+        runs.iter()
+            .any(|r| r["status"] == "succeeded" && actions.iter().any(|a| a["run"] == r["run"])),
+        "{stderr}"
+    );
+}
