@@ -107,9 +107,9 @@ impl std::fmt::Debug for Environment {
 }
 
 impl Environment {
-    pub fn new(config: GuestConfig) -> Environment {
+    pub fn new(config: GuestConfig, round_trips: Arc<surface::metrics::Histogram>) -> Environment {
         Environment {
-            client: GuestClient::new(config.endpoint, config.token),
+            client: GuestClient::new(config.endpoint, config.token).timed_by(round_trips),
             id: format!("vm:{}", config.name),
             name: config.name,
             boot: Mutex::new(None),
@@ -180,17 +180,21 @@ impl Environment {
 pub struct VmAdapter {
     guests: Vec<Arc<Environment>>,
     closed: Mutex<Option<String>>,
+    /// Every guest request's round trip, for `/metrics`.
+    round_trips: Arc<surface::metrics::Histogram>,
 }
 
 impl VmAdapter {
     /// The adapter for `guests` (names unique and valid: the configuration checks them).
     pub fn new(guests: Vec<GuestConfig>) -> VmAdapter {
+        let round_trips = Arc::<surface::metrics::Histogram>::default();
         VmAdapter {
             guests: guests
                 .into_iter()
-                .map(|g| Arc::new(Environment::new(g)))
+                .map(|g| Arc::new(Environment::new(g, round_trips.clone())))
                 .collect(),
             closed: Mutex::new(None),
+            round_trips,
         }
     }
 
@@ -238,6 +242,16 @@ impl SurfaceAdapter for VmAdapter {
 
     fn closed_reason(&self) -> Option<String> {
         lock(&self.closed).clone()
+    }
+
+    fn backend_metrics(&self) -> surface::metrics::BackendMetrics {
+        surface::metrics::BackendMetrics {
+            protocol: "guest_http",
+            // Up while it serves and some guest's server answered last (none found down).
+            connected: lock(&self.closed).is_none()
+                && self.guests.iter().any(|g| lock(&g.down).is_none()),
+            round_trips: Some(self.round_trips.snapshot()),
+        }
     }
 
     fn process_dead(&self) -> bool {

@@ -118,6 +118,8 @@ pub struct GuestClient {
     http: reqwest::Client,
     /// A read's deadline.
     pub read_deadline: Duration,
+    /// Every request's round trip (reads whole, body included; input batches), for `/metrics`.
+    round_trips: std::sync::Arc<surface::metrics::Histogram>,
 }
 
 impl std::fmt::Debug for GuestClient {
@@ -143,7 +145,14 @@ impl GuestClient {
             token,
             http,
             read_deadline: Duration::from_secs(5),
+            round_trips: Default::default(),
         }
+    }
+
+    /// Times its requests into `histogram` (shared by an adapter's guests).
+    pub fn timed_by(mut self, histogram: std::sync::Arc<surface::metrics::Histogram>) -> Self {
+        self.round_trips = histogram;
+        self
     }
 
     /// The guest server's address (no credential in it).
@@ -184,9 +193,10 @@ impl GuestClient {
                 .map_err(|e| classify_read(&e, &what, deadline))?;
             body(response, limit).await
         };
-        tokio::time::timeout(deadline, fut)
-            .await
-            .map_err(|_| timeout())?
+        let started = std::time::Instant::now();
+        let answer = tokio::time::timeout(deadline, fut).await;
+        self.round_trips.observe(started.elapsed());
+        answer.map_err(|_| timeout())?
     }
 
     /// The guest's state now.
@@ -242,7 +252,10 @@ impl GuestClient {
                 Err(e) => Err(no_answer(e.to_string())),
             }
         };
-        match tokio::time::timeout(deadline, fut).await {
+        let started = std::time::Instant::now();
+        let answer = tokio::time::timeout(deadline, fut).await;
+        self.round_trips.observe(started.elapsed());
+        match answer {
             Ok(r) => r,
             Err(_) => Err(no_answer(format!(
                 "no answer within {} ms",

@@ -348,6 +348,8 @@ pub(super) async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, St
     };
     let options = ActOptions::default();
     let mut clicks = Vec::new();
+    let (mut click_settle, mut click_observe, mut click_rest) =
+        (Vec::new(), Vec::new(), Vec::new());
     for i in 0..43 {
         let action = protocol::validate_action(&json!({
             "type": "click", "expected_frame_id": observation.frame_id().as_str(),
@@ -356,12 +358,17 @@ pub(super) async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, St
         let started = Instant::now();
         let outcome = tab.act(&action.into(), &options).await?;
         let took = started.elapsed();
+        if i >= 3 {
+            clicks.push(took);
+            // Where the click's time goes: settling, the fresh observation, and the rest
+            // (actionability, dispatch, verification).
+            click_settle.push(outcome.timing.settle);
+            click_observe.push(outcome.timing.observe);
+            click_rest.push(took.saturating_sub(outcome.timing.settle + outcome.timing.observe));
+        }
         observation = outcome
             .observation
             .ok_or_else(|| anyhow::anyhow!("no observation after the click"))?;
-        if i >= 3 {
-            clicks.push(took);
-        }
     }
     anyhow::ensure!(
         observation.aria_snapshot().contains("43 clicks"),
@@ -510,6 +517,18 @@ pub(super) async fn bench_act(global: &Global) -> anyhow::Result<Vec<(String, St
         (
             "click + settle + fresh observation".to_owned(),
             Stats::of(&mut clicks),
+        ),
+        (
+            "  of which settling".to_owned(),
+            Stats::of(&mut click_settle),
+        ),
+        (
+            "  of which the fresh observation".to_owned(),
+            Stats::of(&mut click_observe),
+        ),
+        (
+            "  of which the rest (actionability, dispatch, verification)".to_owned(),
+            Stats::of(&mut click_rest),
         ),
         (
             "type 100 chars + verify + fresh observation".to_owned(),

@@ -92,6 +92,26 @@ async fn a_guest_screen_is_offered_claimed_and_acted_on_after_a_persons_grant() 
         .await
         .expect_err("no navigation");
     assert_eq!(e.code(), ErrorCode::CapabilityDenied, "{e}");
+    // The operator's view of it: the guest's requests timed, the backend up, the click counted
+    // and the refused navigation by its code; `/readyz` would say ready.
+    let metrics = runtime.metrics_text();
+    let count = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("glovebox_backend_round_trip_seconds_count{protocol=\"guest_http\"} ")
+        })
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(count > 3.0, "{metrics}");
+    assert!(
+        metrics.contains("glovebox_backend_up{kind=\"vm_screen\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("glovebox_action_errors_total{code=\"capability_denied\"} 1"),
+        "{metrics}"
+    );
+    assert!(runtime.readiness().is_ok());
     runtime.shutdown(Duration::from_secs(2)).await;
     // The guest's token is in nothing the runtime wrote: store, records, artifacts.
     let token = f.a.token.clone().expect("alpha has a token");
