@@ -24,6 +24,7 @@ mod keys;
 mod model;
 mod observe;
 mod person;
+mod pool;
 mod preview;
 pub mod probe;
 mod render;
@@ -35,6 +36,7 @@ pub use cdp::LaunchOptions;
 pub use error::BrowserError;
 pub use guard::TAIL as GUARD_TAIL;
 pub use observe::{ObservationRecord, RefBinding};
+pub use pool::{Pool, PoolLimits};
 pub use tab::{Tab, TabMemory};
 
 // The surface-neutral types this adapter speaks (`surface`), for its modules and its direct users.

@@ -30,6 +30,17 @@ pub struct Global {
     /// Use an already running browser instead of launching one: ws://… or http://host:port.
     #[arg(long, global = true, env = "GLOVEBOX_BROWSER_ENDPOINT")]
     pub browser_endpoint: Option<String>,
+    /// Serve sessions from a pool of browsers: `local` (one launched here) or an endpoint
+    /// (ws://… or http://host:port), comma-separated; each session's tabs live on the least
+    /// loaded browser that is up (limits in `[pool]` of the config file).
+    #[arg(
+        long = "browser-pool",
+        global = true,
+        env = "GLOVEBOX_BROWSER_POOL",
+        value_delimiter = ',',
+        conflicts_with = "browser_endpoint"
+    )]
+    pub browser_pool: Vec<String>,
     /// Show the browser window instead of running headless.
     #[arg(long, global = true, env = "GLOVEBOX_HEADED")]
     pub headed: bool,

@@ -56,10 +56,27 @@ pub struct FileConfig {
     /// `[script]`: `gui_exec`'s limits per call.
     #[serde(default)]
     pub script: ScriptFile,
+    /// `[pool]`: a pool of browsers instead of one.
+    #[serde(default)]
+    pub pool: PoolFile,
     /// `[[vm]]`: VM guests reached by endpoint (an OSWorld-compatible guest server elsewhere);
     /// with any, their screens are the surfaces instead of a browser's tabs.
     #[serde(default)]
     pub vm: Vec<VmFile>,
+}
+
+/// `[pool]` in the config file: several browsers serve the sessions (see `--browser-pool`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolFile {
+    /// `local` or an endpoint, each one browser of the pool (`--browser-pool` overrides).
+    pub endpoints: Option<Vec<String>>,
+    /// Sessions per browser (default 32).
+    pub sessions_per_browser: Option<usize>,
+    /// Sessions that may wait when every browser is full (default 16).
+    pub queue: Option<usize>,
+    /// Seconds one waits before `backend_unavailable` (default 10).
+    pub wait_seconds: Option<u64>,
 }
 
 /// One `[[vm]]` of the config file.
@@ -119,9 +136,12 @@ impl Settings {
         if let Some(guests) = &self.vms {
             return std::sync::Arc::new(vm::VmAdapter::new(guests.clone()));
         }
-        match &self.desktop {
-            Some(desktop) => std::sync::Arc::new(desktop::DesktopAdapter::new(desktop.clone())),
-            None => browser::Chromium::new(self.browser.clone()),
+        match (&self.desktop, &self.pool) {
+            (Some(desktop), _) => {
+                std::sync::Arc::new(desktop::DesktopAdapter::new(desktop.clone()))
+            }
+            (None, Some(pool)) => pool.adapter(browser::Chromium::new),
+            (None, None) => browser::Chromium::new(self.browser.clone()),
         }
     }
 
@@ -129,11 +149,32 @@ impl Settings {
     /// background, so a client's `initialize` is answered at once; the first call that needs
     /// the browser waits for it.
     pub fn server_adapter(&self) -> std::sync::Arc<dyn surface::SurfaceAdapter> {
-        match &self.desktop {
+        match (&self.desktop, &self.pool) {
             _ if self.vms.is_some() => self.adapter(),
-            Some(_) => self.adapter(),
-            None => browser::Chromium::starting_in_background(self.browser.clone()),
+            (Some(_), _) => self.adapter(),
+            (None, Some(pool)) => pool.adapter(browser::Chromium::starting_in_background),
+            (None, None) => browser::Chromium::starting_in_background(self.browser.clone()),
         }
+    }
+}
+
+/// A pool of browsers, resolved.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    pub members: Vec<BrowserSource>,
+    pub limits: browser::PoolLimits,
+}
+
+impl PoolSettings {
+    /// The pool, its members made by `member` (at once, or starting in the background).
+    fn adapter(
+        &self,
+        member: fn(BrowserSource) -> std::sync::Arc<browser::Chromium>,
+    ) -> std::sync::Arc<dyn surface::SurfaceAdapter> {
+        browser::Pool::new(
+            self.members.iter().cloned().map(member).collect(),
+            self.limits,
+        )
     }
 }
 
@@ -143,6 +184,8 @@ pub struct Settings {
     pub runtime: RuntimeConfig,
     /// Where the browser comes from (the surfaces' adapter the runtime starts with).
     pub browser: BrowserSource,
+    /// A pool of browsers instead (`--browser-pool`, `[pool]`).
+    pub pool: Option<PoolSettings>,
     /// The X display to drive instead (`--display`, `[desktop]`).
     pub desktop: Option<desktop::DesktopConfig>,
     /// The VM guests to drive instead (`--vm`, `[[vm]]`): before a display or a browser.
@@ -201,27 +244,67 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
         .or(file.data_dir.clone())
         .unwrap_or_else(|| crate::browser::data_dir(global));
     let mut runtime = RuntimeConfig::new(&data_dir);
+    let mut launch = browser::LaunchOptions::new(&data_dir);
+    launch.executable = global.chromium.clone().or(file.chromium.clone());
+    launch.headless = !(global.headed || file.headed.unwrap_or(false));
+    if let Some(size) = global
+        .viewport
+        .as_deref()
+        .map(parse_viewport)
+        .transpose()?
+        .or(file.viewport)
+    {
+        launch.window_size = size;
+    }
     let browser = match global
         .browser_endpoint
         .clone()
         .or(file.browser_endpoint.clone())
     {
         Some(endpoint) => BrowserSource::Endpoint(endpoint),
-        None => {
-            let mut launch = browser::LaunchOptions::new(&data_dir);
-            launch.executable = global.chromium.clone().or(file.chromium.clone());
-            launch.headless = !(global.headed || file.headed.unwrap_or(false));
-            if let Some(size) = global
-                .viewport
-                .as_deref()
-                .map(parse_viewport)
-                .transpose()?
-                .or(file.viewport)
-            {
-                launch.window_size = size;
-            }
-            BrowserSource::Launch(launch)
+        None => BrowserSource::Launch(launch.clone()),
+    };
+    let pool_endpoints: Vec<String> = if global.browser_pool.is_empty() {
+        file.pool.endpoints.clone().unwrap_or_default()
+    } else {
+        global.browser_pool.clone()
+    };
+    let pool = if pool_endpoints.is_empty() {
+        None
+    } else {
+        let members = pool_endpoints
+            .iter()
+            .map(|e| match e.trim() {
+                "local" => Ok(BrowserSource::Launch(launch.clone())),
+                e if e.starts_with("ws://")
+                    || e.starts_with("wss://")
+                    || e.starts_with("http://") =>
+                {
+                    Ok(BrowserSource::Endpoint(e.to_owned()))
+                }
+                e => Err(anyhow::anyhow!(
+                    "browser pool: {e:?} is neither `local` nor an endpoint (ws://…, wss://…, http://host:port)"
+                )),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(members.len() <= 64, "browser pool: at most 64 browsers");
+        let mut limits = browser::PoolLimits::default();
+        if let Some(n) = file.pool.sessions_per_browser {
+            anyhow::ensure!(
+                (1..=1000).contains(&n),
+                "[pool] sessions_per_browser is 1 to 1000"
+            );
+            limits.sessions_per_browser = n;
         }
+        if let Some(n) = file.pool.queue {
+            anyhow::ensure!(n <= 10_000, "[pool] queue is 0 to 10000");
+            limits.queue = n;
+        }
+        if let Some(s) = file.pool.wait_seconds {
+            anyhow::ensure!((0..=600).contains(&s), "[pool] wait_seconds is 0 to 600");
+            limits.wait = Duration::from_secs(s);
+        }
+        Some(PoolSettings { members, limits })
     };
     let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| {
         if flag.is_empty() {
@@ -371,6 +454,7 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     Ok(Settings {
         runtime,
         browser,
+        pool,
         desktop,
         vms,
         vm_file,

@@ -72,6 +72,48 @@ async fn observe_prints_title_and_url_of_a_fixture_page() {
     assert_eq!(server.requests_to("/page").len(), 1);
 }
 
+/// Issue 34: `--browser-pool` through a user's command: a pool of a local browser and an
+/// endpoint nobody answers starts on the one that is up and observes; a member that is neither
+/// `local` nor an endpoint is refused by name.
+#[tokio::test]
+async fn observe_runs_on_a_browser_pool_with_a_member_down() {
+    let server = FixtureServer::start().await.unwrap();
+    server.html("/page", "<title>Pooled</title><p>hello</p>");
+    let url = server.url("/page");
+    let dir = data_dir("observe-pool");
+    let (out, bad) = tokio::task::spawn_blocking(move || {
+        let out = glovebox(&dir)
+            .args([
+                "--browser-pool",
+                "http://127.0.0.1:1,local",
+                "observe",
+                &url,
+            ])
+            .output()
+            .unwrap();
+        let bad = glovebox(&dir)
+            .args(["--browser-pool", "local,ftp://x", "observe", &url])
+            .output()
+            .unwrap();
+        (out, bad)
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("title: Pooled"), "{stdout}");
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        said.contains("\"ftp://x\" is neither `local` nor an endpoint"),
+        "{said}"
+    );
+}
+
 /// `glovebox observe` bypassed the runtime and ignored the configured origin lists.
 #[tokio::test]
 async fn observe_keeps_to_the_configured_blocked_origins() {

@@ -11,6 +11,7 @@ mod hostile;
 mod lifecycle;
 mod needs_user;
 mod one_path;
+mod pool;
 mod script;
 mod seed_002;
 mod surfaces;
