@@ -289,6 +289,40 @@ pub(super) async fn bench_runtime(
             Stats::of(&mut death),
         ));
     }
+
+    // Issue 34: a session's start (its isolation context) on one browser against a pool of
+    // three: the pool's scheduling overhead per session start.
+    let mut single = Vec::new();
+    for _ in 0..30 {
+        let started = Instant::now();
+        let s = rt.create_session().await?;
+        single.push(started.elapsed());
+        rt.close_session(&s).await?;
+    }
+    let pool = ::browser::Pool::new(
+        (0..3)
+            .map(|_| ::browser::Chromium::new(settings.browser.clone()))
+            .collect(),
+        ::browser::PoolLimits::default(),
+    );
+    let pooled_dir = settings.runtime.data_dir.join("bench-pool");
+    let _ = std::fs::remove_dir_all(&pooled_dir);
+    let pooled = Runtime::start(::runtime::RuntimeConfig::new(&pooled_dir), pool).await?;
+    let mut spread = Vec::new();
+    for _ in 0..30 {
+        let started = Instant::now();
+        let s = pooled.create_session().await?;
+        spread.push(started.elapsed());
+        pooled.close_session(&s).await?;
+    }
+    pooled.shutdown(Duration::from_secs(5)).await;
+    let (one, three) = (Stats::of(&mut single), Stats::of(&mut spread));
+    ratios.push((
+        "session start: pool of three / one browser (medians)".to_owned(),
+        three.median.as_secs_f64() / one.median.as_secs_f64().max(1e-9),
+    ));
+    results.push(("session start, one browser".to_owned(), one));
+    results.push(("session start, a pool of three browsers".to_owned(), three));
     Ok(results)
 }
 
