@@ -71,6 +71,8 @@ pub struct Pool {
     freed: tokio::sync::Notify,
     /// The merged event stream's sender (members' streams forward into it).
     events: Mutex<Option<tokio::sync::mpsc::Sender<SurfaceEvent>>>,
+    /// Shut down: the health task ends and nothing is reconnected.
+    stopped: std::sync::atomic::AtomicBool,
     me: Weak<Pool>,
 }
 
@@ -107,6 +109,7 @@ impl Pool {
             waiting: Mutex::new(0),
             freed: tokio::sync::Notify::new(),
             events: Mutex::new(None),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         })
     }
@@ -280,6 +283,9 @@ impl Pool {
                 }
                 self.freed.notify_waiters();
             }
+            if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
             if member.adapter.reconnect().await.is_ok() {
                 tracing::info!(member = m, "a browser of the pool is back");
                 lock(&self.down).remove(&m);
@@ -320,13 +326,7 @@ impl SurfaceAdapter for Pool {
                 loop {
                     tokio::time::sleep(HEALTH_EVERY).await;
                     let Some(pool) = me.upgrade() else { return };
-                    if lock(&pool.events).as_ref().is_some_and(|tx| tx.is_closed())
-                        && pool
-                            .members
-                            .iter()
-                            .all(|m| m.adapter.closed_reason().is_some())
-                    {
-                        // Shut down.
+                    if pool.stopped.load(std::sync::atomic::Ordering::SeqCst) {
                         return;
                     }
                     pool.check().await;
@@ -396,6 +396,8 @@ impl SurfaceAdapter for Pool {
     }
 
     fn shutdown(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for m in &self.members {
             m.adapter.shutdown();
         }

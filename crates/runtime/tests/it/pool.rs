@@ -150,6 +150,13 @@ async fn a_pool_spreads_sessions_fails_only_a_dead_browsers_and_refuses_when_ful
         metrics.contains("glovebox_backend_up{kind=\"web_tab\"} 1"),
         "{metrics}"
     );
-    drop(Arc::clone(&pool));
     rt.shutdown(Duration::from_secs(5)).await;
+    // Shut down stays down: no browser of the pool is brought back afterwards.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for pid in pool.pids().into_iter().flatten() {
+        let alive =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        assert!(!alive, "browser {pid} runs after the shutdown");
+    }
+    drop(Arc::clone(&pool));
 }
