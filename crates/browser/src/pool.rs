@@ -67,6 +67,8 @@ pub struct Pool {
     dead: Mutex<HashSet<String>>,
     /// Members whose death was handled and that are not back yet.
     down: Mutex<HashSet<usize>>,
+    /// Members being reconnected now (one attempt at a time each).
+    reconnecting: Mutex<HashSet<usize>>,
     waiting: Mutex<usize>,
     freed: tokio::sync::Notify,
     /// The merged event stream's sender (members' streams forward into it).
@@ -106,6 +108,7 @@ impl Pool {
             contexts: Mutex::default(),
             dead: Mutex::default(),
             down: Mutex::default(),
+            reconnecting: Mutex::default(),
             waiting: Mutex::new(0),
             freed: tokio::sync::Notify::new(),
             events: Mutex::new(None),
@@ -286,14 +289,27 @@ impl Pool {
             if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
-            if member.adapter.reconnect().await.is_ok() {
-                tracing::info!(member = m, "a browser of the pool is back");
-                lock(&self.down).remove(&m);
-                if let Some(events) = member.adapter.events().await {
-                    self.forward(m, events);
-                }
-                self.freed.notify_waiters();
+            // Each member reconnects on its own task: one behind an endpoint that does not
+            // answer (a resolve waits out its deadline) never holds up the others' checks.
+            if !lock(&self.reconnecting).insert(m) {
+                continue;
             }
+            let me = self.me.clone();
+            tokio::spawn(async move {
+                let Some(pool) = me.upgrade() else { return };
+                let adapter = pool.members[m].adapter.clone();
+                let back = adapter.reconnect().await.is_ok()
+                    && !pool.stopped.load(std::sync::atomic::Ordering::SeqCst);
+                if back {
+                    tracing::info!(member = m, "a browser of the pool is back");
+                    lock(&pool.down).remove(&m);
+                    if let Some(events) = adapter.events().await {
+                        pool.forward(m, events);
+                    }
+                    pool.freed.notify_waiters();
+                }
+                lock(&pool.reconnecting).remove(&m);
+            });
         }
     }
 }
@@ -366,18 +382,29 @@ impl SurfaceAdapter for Pool {
         Box::pin(async move {
             let mut relaunched = false;
             let mut any = false;
-            for member in &self.members {
-                if member.adapter.closed_reason().is_none() && !member.adapter.process_dead() {
-                    any = true;
-                    continue;
-                }
-                match member.adapter.reconnect().await {
-                    Ok(how) => {
-                        any = true;
-                        relaunched |= how == Reconnected::Relaunched;
+            for (m, member) in self.members.iter().enumerate() {
+                // One reconnect per member at a time: one the health task has under way is
+                // waited for, not doubled (two would launch two browsers).
+                let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+                while !lock(&self.reconnecting).insert(m) {
+                    if tokio::time::Instant::now() >= give_up {
+                        break;
                     }
-                    Err(e) => tracing::warn!(error = %e, "a browser of the pool stays down"),
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
+                let up = member.adapter.closed_reason().is_none() && !member.adapter.process_dead();
+                if up {
+                    any = true;
+                } else {
+                    match member.adapter.reconnect().await {
+                        Ok(how) => {
+                            any = true;
+                            relaunched |= how == Reconnected::Relaunched;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "a browser of the pool stays down"),
+                    }
+                }
+                lock(&self.reconnecting).remove(&m);
             }
             if !any {
                 return Err(SurfaceError::unavailable(
@@ -387,11 +414,13 @@ impl SurfaceAdapter for Pool {
             let voided: Vec<String> = lock(&self.contexts).drain().map(|(c, _)| c).collect();
             lock(&self.dead).extend(voided);
             lock(&self.down).clear();
-            Ok(if relaunched {
-                Reconnected::Relaunched
-            } else {
-                Reconnected::Same
-            })
+            if !relaunched {
+                tracing::info!("the pool's browsers are reachable again");
+            }
+            // Every context went with its browser's connection (or its process), and the
+            // health task has reported their surfaces gone: to the runtime this is a relaunch,
+            // whose sessions get new contexts.
+            Ok(Reconnected::Relaunched)
         })
     }
 

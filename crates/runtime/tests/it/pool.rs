@@ -160,3 +160,86 @@ async fn a_pool_spreads_sessions_fails_only_a_dead_browsers_and_refuses_when_ful
     }
     drop(Arc::clone(&pool));
 }
+
+/// Every browser of a pool dies at once: the pool is down (the runtime's own reconnect and the
+/// pool's health task bring the browsers back without launching one twice), the old sessions
+/// fail with named codes, and a new session works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_whose_every_browser_died_comes_back_for_new_sessions() {
+    let server = FixtureServer::start().await.unwrap();
+    server.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
+    let dir = data_dir("pool-all-down");
+    let pool = browser::Pool::new(
+        (0..2).map(|_| browser::Chromium::local(&dir)).collect(),
+        browser::PoolLimits::default(),
+    );
+    let mut config = RuntimeConfig::new(&dir);
+    config
+        .trust
+        .trusted_origins
+        .push(policy::Origin::parse(&server.origin()).unwrap());
+    let rt = Runtime::start(config, pool.clone()).await.unwrap();
+    let old = rt.create_session().await.unwrap();
+    rt.open_tab(&old, &server.url("/form.html"), Duration::ZERO)
+        .await
+        .unwrap();
+    let before = pool.pids();
+    for pid in before.iter().flatten() {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let started = Instant::now();
+    let failed = loop {
+        match rt.observe(&old, None, &Default::default()).await {
+            Err(e) => break e,
+            Ok(_) if started.elapsed() < Duration::from_secs(15) => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Ok(_) => panic!("a session on a dead pool still observes"),
+        }
+    };
+    assert_ne!(failed.code(), ErrorCode::Internal, "{failed}");
+    let fresh = loop {
+        match rt.create_session().await {
+            Ok(s) => match rt
+                .open_tab(&s, &server.url("/form.html"), Duration::ZERO)
+                .await
+            {
+                Ok(_) => break s,
+                Err(e) if started.elapsed() < Duration::from_secs(30) => {
+                    assert_ne!(e.code(), ErrorCode::Internal, "{e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("no tab after the pool came back: {e}"),
+            },
+            Err(e) if started.elapsed() < Duration::from_secs(30) => {
+                assert_ne!(e.code(), ErrorCode::Internal, "{e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("the pool never came back: {e}"),
+        }
+    };
+    assert!(observe_ok(&rt, &fresh).await);
+    // Two browsers again, both new: none launched twice.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let after = pool.pids();
+    assert!(
+        after.iter().all(|p| p.is_some()) && after.iter().zip(&before).all(|(a, b)| a != b),
+        "{before:?} -> {after:?}"
+    );
+    // Browser processes (not their helpers, `--type=…`) with a profile of this data dir.
+    let profiles = format!("--user-data-dir={}", dir.join("profiles").display());
+    let roots = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&profiles) && !c.contains("--type="))
+        .count();
+    assert_eq!(roots, 2, "two browser processes, not more");
+    rt.shutdown(Duration::from_secs(5)).await;
+}

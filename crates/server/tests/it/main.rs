@@ -73,16 +73,10 @@ async fn env(name: &str) -> Env {
     }
 }
 
-/// A raw HTTP/1.1 POST to the listener; returns status and JSON body.
-async fn post(env: &Env, path: &str, token: &str, body: &Value) -> (u16, Value) {
+/// One raw HTTP/1.1 exchange with `addr` (the request says `Connection: close`); returns the
+/// status and the body.
+async fn exchange(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = env.server.local_addr;
-    let body = body.to_string();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        addr.port(),
-        body.len()
-    );
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
@@ -97,6 +91,19 @@ async fn post(env: &Env, path: &str, token: &str, body: &Value) -> (u16, Value) 
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
+    (status, body)
+}
+
+/// A raw HTTP/1.1 POST to the listener; returns status and JSON body.
+async fn post(env: &Env, path: &str, token: &str, body: &Value) -> (u16, Value) {
+    let addr = env.server.local_addr;
+    let body = body.to_string();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    let (status, body) = exchange(addr, &request).await;
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
