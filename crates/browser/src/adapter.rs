@@ -633,6 +633,7 @@ impl SurfaceAdapter for Chromium {
                 .is_some_and(|c| c.closed_reason().is_none())
                 && lock(&self.start_failed).is_none(),
             round_trips: Some(self.round_trips.snapshot()),
+            pool: None,
         }
     }
 

@@ -612,10 +612,24 @@ impl SurfaceAdapter for Pool {
                 sum_seconds: a.sum_seconds + b.sum_seconds,
                 count: a.count + b.count,
             });
+        let loads = self.loads();
         BackendMetrics {
             protocol: "cdp",
             connected: parts.iter().any(|p| p.connected),
             round_trips,
+            pool: Some(surface::metrics::PoolMetrics {
+                members: (0..self.members.len())
+                    .map(|m| {
+                        (
+                            format!("m{m}"),
+                            self.up(m),
+                            loads[m],
+                            self.limits.sessions_per_browser,
+                        )
+                    })
+                    .collect(),
+                waiting: *lock(&self.waiting),
+            }),
         }
     }
 

@@ -335,6 +335,46 @@ impl Runtime {
         }
 
         let backend = self.adapter().backend_metrics();
+        if let Some(pool) = &backend.pool {
+            out.family(
+                "glovebox_pool_browser_up",
+                "gauge",
+                "1 while a browser of the pool is up.",
+            );
+            for (name, up, _, _) in &pool.members {
+                out.sample(
+                    "glovebox_pool_browser_up",
+                    &[("browser", name)],
+                    if *up { 1.0 } else { 0.0 },
+                );
+            }
+            out.family(
+                "glovebox_pool_sessions",
+                "gauge",
+                "Sessions on each browser of the pool.",
+            );
+            for (name, _, sessions, _) in &pool.members {
+                out.sample(
+                    "glovebox_pool_sessions",
+                    &[("browser", name)],
+                    *sessions as f64,
+                );
+            }
+            out.family(
+                "glovebox_pool_capacity",
+                "gauge",
+                "Sessions each browser of the pool takes.",
+            );
+            for (name, _, _, cap) in &pool.members {
+                out.sample("glovebox_pool_capacity", &[("browser", name)], *cap as f64);
+            }
+            out.family(
+                "glovebox_pool_waiting",
+                "gauge",
+                "Sessions waiting for room in the pool.",
+            );
+            out.sample("glovebox_pool_waiting", &[], pool.waiting as f64);
+        }
         if let Some(round_trips) = &backend.round_trips {
             out.family(
                 "glovebox_backend_round_trip_seconds",

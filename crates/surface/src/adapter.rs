@@ -194,6 +194,7 @@ pub trait SurfaceAdapter: Send + Sync {
             protocol: "none",
             connected: self.closed_reason().is_none(),
             round_trips: None,
+            pool: None,
         }
     }
 

@@ -73,6 +73,17 @@ pub struct BackendMetrics {
     pub connected: bool,
     /// Round trips of requests to it (reply or error), when the adapter times them.
     pub round_trips: Option<HistogramSnapshot>,
+    /// A pool's occupancy: each member backend, and the sessions waiting for room.
+    pub pool: Option<PoolMetrics>,
+}
+
+/// How full a pool of backends is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolMetrics {
+    /// Per member: its name (`m0`…), whether it is up, its sessions and its cap.
+    pub members: Vec<(String, bool, usize, usize)>,
+    /// Sessions waiting for room now.
+    pub waiting: usize,
 }
 
 #[cfg(test)]

@@ -251,6 +251,7 @@ impl SurfaceAdapter for VmAdapter {
             connected: lock(&self.closed).is_none()
                 && self.guests.iter().any(|g| lock(&g.down).is_none()),
             round_trips: Some(self.round_trips.snapshot()),
+            pool: None,
         }
     }
 

@@ -59,6 +59,15 @@ async fn a_pool_spreads_sessions_fails_only_a_dead_browsers_and_refuses_when_ful
         sessions.push(s);
     }
     assert_eq!(pool.loads(), vec![1, 1, 1]);
+    let metrics = rt.metrics_text();
+    for m in ["m0", "m1", "m2"] {
+        assert!(
+            metrics.contains(&format!("glovebox_pool_sessions{{browser=\"{m}\"}} 1\n"))
+                && metrics.contains(&format!("glovebox_pool_browser_up{{browser=\"{m}\"}} 1\n"))
+                && metrics.contains(&format!("glovebox_pool_capacity{{browser=\"{m}\"}} 1\n")),
+            "{metrics}"
+        );
+    }
 
     // Full: one waits in the queue, the next is refused at once, with when to retry.
     let waiting = {
@@ -66,6 +75,10 @@ async fn a_pool_spreads_sessions_fails_only_a_dead_browsers_and_refuses_when_ful
         tokio::spawn(async move { rt.create_session().await })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        rt.metrics_text().contains("glovebox_pool_waiting 1\n"),
+        "one session waits"
+    );
     let started = Instant::now();
     let refused = rt.create_session().await.expect_err("the queue is full");
     assert_eq!(refused.code(), ErrorCode::BackendUnavailable, "{refused}");
