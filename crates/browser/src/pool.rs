@@ -63,6 +63,9 @@ pub struct Pool {
     limits: PoolLimits,
     /// Live contexts (prefixed) and their member.
     contexts: Mutex<HashMap<String, usize>>,
+    /// Places taken for contexts being made, per member (counted as load, so two sessions
+    /// placed at once never pass a cap).
+    reserved: Mutex<Vec<usize>>,
     /// Contexts whose member died: void for good.
     dead: Mutex<HashSet<String>>,
     /// Members whose death was handled and that are not back yet.
@@ -96,6 +99,7 @@ fn untag(id: &str) -> Option<(usize, &str)> {
 impl Pool {
     /// A pool of `members` (each not yet connected), filled up to `limits`.
     pub fn new(members: Vec<Arc<Chromium>>, limits: PoolLimits) -> Arc<Pool> {
+        let count = members.len();
         Arc::new_cyclic(|me| Pool {
             members: members
                 .into_iter()
@@ -106,6 +110,7 @@ impl Pool {
                 .collect(),
             limits,
             contexts: Mutex::default(),
+            reserved: Mutex::new(vec![0; count]),
             dead: Mutex::default(),
             down: Mutex::default(),
             reconnecting: Mutex::default(),
@@ -120,8 +125,9 @@ impl Pool {
     /// Sessions on each member now (for status and tests).
     pub fn loads(&self) -> Vec<usize> {
         let contexts = lock(&self.contexts);
+        let reserved = lock(&self.reserved);
         (0..self.members.len())
-            .map(|m| contexts.values().filter(|c| **c == m).count())
+            .map(|m| contexts.values().filter(|c| **c == m).count() + reserved[m])
             .collect()
     }
 
@@ -174,31 +180,60 @@ impl Pool {
             .min_by_key(|m| loads[*m])
     }
 
-    /// A member for a new context: at once, or after waiting in the bounded queue.
-    async fn place(&self) -> Result<usize, SurfaceError> {
-        if let Some(m) = self.pick() {
-            return Ok(m);
+    /// [`Pool::pick`] with the place taken at once (under the contexts' lock, so two
+    /// placements never both see the last place free).
+    fn reserve(&self) -> Option<Reservation<'_>> {
+        let contexts = lock(&self.contexts);
+        let mut reserved = lock(&self.reserved);
+        let m = (0..self.members.len())
+            .map(|m| {
+                (
+                    m,
+                    contexts.values().filter(|c| **c == m).count() + reserved[m],
+                )
+            })
+            .filter(|(m, load)| self.up(*m) && *load < self.limits.sessions_per_browser)
+            .min_by_key(|(_, load)| *load)
+            .map(|(m, _)| m)?;
+        reserved[m] += 1;
+        Some(Reservation {
+            pool: self,
+            member: m,
+        })
+    }
+
+    /// A place for a new context: at once, or after waiting in the bounded queue.
+    async fn place(&self) -> Result<Reservation<'_>, SurfaceError> {
+        if let Some(place) = self.reserve() {
+            return Ok(place);
+        }
+        let retry = self.limits.wait.as_secs().max(1);
+        if !(0..self.members.len()).any(|m| self.up(m)) {
+            return Err(SurfaceError::unavailable(format!(
+                "no browser of the pool is up (they are being reconnected); retry in {retry} s"
+            )));
         }
         let full = |why: &str| {
             SurfaceError::unavailable(format!(
-                "the browser pool is full ({} sessions on each of {} browsers; {why}); retry in {} s",
+                "the browser pool is full ({} sessions on each of {} browsers; {why}); retry in {retry} s",
                 self.limits.sessions_per_browser,
                 self.members.len(),
-                self.limits.wait.as_secs().max(1)
             ))
         };
-        {
+        let _queued = {
             let mut waiting = lock(&self.waiting);
             if *waiting >= self.limits.queue {
                 return Err(full("its queue is full too"));
             }
             *waiting += 1;
-        }
+            // Left on every way out, a dropped wait's included.
+            Queued(&self.waiting)
+        };
         let until = tokio::time::Instant::now() + self.limits.wait;
-        let placed = loop {
+        loop {
             let freed = self.freed.notified();
-            if let Some(m) = self.pick() {
-                break Ok(m);
+            if let Some(place) = self.reserve() {
+                return Ok(place);
             }
             // Woken when a session ends; checked again at least every health period (a member
             // may come back).
@@ -206,11 +241,9 @@ impl Pool {
             if tokio::time::timeout_at(next, freed).await.is_err()
                 && tokio::time::Instant::now() >= until
             {
-                break Err(full("no room came within the wait"));
+                return Err(full("no room came within the wait"));
             }
-        };
-        *lock(&self.waiting) -= 1;
-        placed
+        }
     }
 
     /// Forwards member `m`'s events into the merged stream, ids tagged.
@@ -448,13 +481,14 @@ impl SurfaceAdapter for Pool {
 
     fn create_context(&self, with_connection: bool) -> BoxFuture<'_, Result<String, SurfaceError>> {
         Box::pin(async move {
-            let m = self.place().await?;
+            let place = self.place().await?;
+            let m = place.member;
             let raw = self.members[m]
                 .adapter
                 .create_context(with_connection)
                 .await?;
             let context = tag(m, &raw);
-            lock(&self.contexts).insert(context.clone(), m);
+            place.fill(context.clone());
             Ok(context)
         })
     }
@@ -686,6 +720,39 @@ impl SurfaceAdapter for Pool {
                 None => Ok(()),
             }
         })
+    }
+}
+
+/// A place taken on a member for a context being made: filled by the context, or given back
+/// when dropped (the making failed or was abandoned).
+struct Reservation<'a> {
+    pool: &'a Pool,
+    member: usize,
+}
+
+impl Reservation<'_> {
+    fn fill(self, context: String) {
+        lock(&self.pool.contexts).insert(context, self.member);
+        // Dropping gives the reservation back: the context now holds the place.
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut reserved = lock(&self.pool.reserved);
+        reserved[self.member] = reserved[self.member].saturating_sub(1);
+        drop(reserved);
+        self.pool.freed.notify_waiters();
+    }
+}
+
+/// One session in the queue, counted until it leaves (however it leaves).
+struct Queued<'a>(&'a Mutex<usize>);
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        let mut waiting = lock(self.0);
+        *waiting = waiting.saturating_sub(1);
     }
 }
 

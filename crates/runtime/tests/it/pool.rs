@@ -256,3 +256,27 @@ async fn a_pool_whose_every_browser_died_comes_back_for_new_sessions() {
     assert_eq!(roots, 2, "two browser processes, not more");
     rt.shutdown(Duration::from_secs(5)).await;
 }
+
+/// Sessions placed at the same moment never pass a cap: each takes its place before its context
+/// is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_started_at_once_take_separate_places() {
+    let dir = data_dir("pool-at-once");
+    let pool = browser::Pool::new(
+        (0..2).map(|_| browser::Chromium::local(&dir)).collect(),
+        browser::PoolLimits {
+            sessions_per_browser: 1,
+            queue: 0,
+            wait: Duration::from_secs(1),
+        },
+    );
+    let rt = Runtime::start(RuntimeConfig::new(&dir), pool.clone())
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(rt.create_session(), rt.create_session());
+    assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+    assert_eq!(pool.loads(), vec![1, 1]);
+    let third = rt.create_session().await.expect_err("full, no queue");
+    assert_eq!(third.code(), ErrorCode::BackendUnavailable, "{third}");
+    rt.shutdown(Duration::from_secs(5)).await;
+}
