@@ -39,6 +39,41 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The pool's lines: its limits, and each browser reached now (a local one is launched and
+/// stopped). `false` when none can be reached.
+async fn pool_doctor(pool: &crate::config::PoolSettings) -> bool {
+    use surface::SurfaceAdapter as _;
+    out!(
+        "  pool       {} browsers, {} sessions each, {} may wait up to {} s",
+        pool.members.len(),
+        pool.limits.sessions_per_browser,
+        pool.limits.queue,
+        pool.limits.wait.as_secs()
+    );
+    let mut reachable = 0;
+    for (m, source) in pool.members.iter().enumerate() {
+        let what = match source {
+            ::browser::BrowserSource::Launch(_) => "local".to_owned(),
+            ::browser::BrowserSource::Endpoint(e) => e.clone(),
+        };
+        let member = ::browser::Chromium::new(source.clone());
+        let reached = tokio::time::timeout(Duration::from_secs(15), member.connect()).await;
+        member.shutdown();
+        match reached {
+            Ok(Ok(())) => {
+                reachable += 1;
+                out!("    m{m}       {what}: reachable");
+            }
+            Ok(Err(e)) => out!("    m{m}       {what}: NOT reachable ({e})"),
+            Err(_) => out!("    m{m}       {what}: NOT reachable (no answer within 15 s)"),
+        }
+    }
+    if reachable == 0 {
+        out!("fix: start at least one browser of the pool (or check its endpoints)");
+    }
+    reachable > 0
+}
+
 async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
     let data_dir = browser::data_dir(global);
     out!("glovebox {}", env!("CARGO_PKG_VERSION"));
@@ -96,6 +131,12 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
         } else {
             ExitCode::FAILURE
         });
+    }
+    if let Ok(settings) = crate::config::resolve(global, None)
+        && let Some(pool) = &settings.pool
+        && !pool_doctor(pool).await
+    {
+        return Ok(ExitCode::FAILURE);
     }
     if let Some(remote) = &global.browser_endpoint {
         out!("  browser    remote endpoint {remote}");

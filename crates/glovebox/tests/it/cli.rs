@@ -106,6 +106,23 @@ async fn observe_runs_on_a_browser_pool_with_a_member_down() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("title: Pooled"), "{stdout}");
+    // doctor names each browser of the pool and whether it is reachable now.
+    let dir = data_dir("doctor-pool");
+    let doctor = tokio::task::spawn_blocking(move || {
+        glovebox(&dir)
+            .args(["--browser-pool", "http://127.0.0.1:1,local", "doctor"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(said.contains("pool       2 browsers"), "{said}");
+    assert!(
+        said.contains("m0       http://127.0.0.1:1: NOT reachable"),
+        "{said}"
+    );
+    assert!(said.contains("m1       local: reachable"), "{said}");
     assert!(!bad.status.success());
     let said = String::from_utf8_lossy(&bad.stderr);
     assert!(
