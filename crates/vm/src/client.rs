@@ -295,32 +295,11 @@ impl GuestClient {
         struct Launched {
             pid: u32,
         }
-        let fut = async {
-            let response = self
-                .request(reqwest::Method::POST, "/setup/launch")
-                .json(&serde_json::json!({"command": args, "shell": false}))
-                .send()
-                .await
-                .map_err(|e| {
-                    if e.is_connect() {
-                        GuestError::Unreachable { reason: short(&e) }
-                    } else {
-                        GuestError::NoAnswer {
-                            op: "launch".into(),
-                            reason: short(&e),
-                        }
-                    }
-                })?;
-            let (bytes, _) = body(response, JSON_MAX_BYTES).await?;
-            parse::<Launched>(&bytes)
-        };
-        tokio::time::timeout(self.read_deadline, fut)
-            .await
-            .map_err(|_| GuestError::NoAnswer {
-                op: "launch".into(),
-                reason: format!("no answer within {} ms", self.read_deadline.as_millis()),
-            })?
-            .map(|l| l.pid)
+        let payload = serde_json::json!({"command": args, "shell": false});
+        let launched: Launched = self
+            .write("launch", "/setup/launch", &payload, self.read_deadline)
+            .await?;
+        Ok(launched.pid)
     }
 
     /// OSWorld's `/execute`: runs `command` through the guest's shell (a write: not retried).
@@ -329,31 +308,44 @@ impl GuestClient {
         command: &str,
         deadline: Duration,
     ) -> Result<ExecuteAnswer, GuestError> {
+        let payload = serde_json::json!({"command": command, "shell": true});
+        self.write("execute", "/execute", &payload, deadline).await
+    }
+
+    /// One write (`op`) of `payload` to `path` within `deadline`, never retried: an answer that
+    /// does not come is `NoAnswer` (it may have been applied), a refused connection
+    /// `Unreachable`. Timed like every request.
+    async fn write<T: serde::de::DeserializeOwned>(
+        &self,
+        op: &str,
+        path: &str,
+        payload: &serde_json::Value,
+        deadline: Duration,
+    ) -> Result<T, GuestError> {
+        let no_answer = |reason: String| GuestError::NoAnswer {
+            op: op.to_owned(),
+            reason,
+        };
         let fut = async {
             let response = self
-                .request(reqwest::Method::POST, "/execute")
-                .json(&serde_json::json!({"command": command, "shell": true}))
+                .request(reqwest::Method::POST, path)
+                .json(payload)
                 .send()
                 .await
                 .map_err(|e| {
                     if e.is_connect() {
                         GuestError::Unreachable { reason: short(&e) }
                     } else {
-                        GuestError::NoAnswer {
-                            op: "execute".into(),
-                            reason: short(&e),
-                        }
+                        no_answer(short(&e))
                     }
                 })?;
             let (bytes, _) = body(response, JSON_MAX_BYTES).await?;
             parse(&bytes)
         };
-        tokio::time::timeout(deadline, fut)
-            .await
-            .map_err(|_| GuestError::NoAnswer {
-                op: "execute".into(),
-                reason: format!("no answer within {} ms", deadline.as_millis()),
-            })?
+        let started = std::time::Instant::now();
+        let answer = tokio::time::timeout(deadline, fut).await;
+        self.round_trips.observe(started.elapsed());
+        answer.map_err(|_| no_answer(format!("no answer within {} ms", deadline.as_millis())))?
     }
 }
 

@@ -45,15 +45,30 @@ pub struct Fixture {
     pub boot_times: Vec<Duration>,
 }
 
-static FIXTURE: OnceLock<Result<Fixture, String>> = OnceLock::new();
+static FIXTURE: OnceLock<Result<Fixture, FixtureError>> = OnceLock::new();
 
-fn image() -> Result<GuestImage, String> {
+/// Why the guests of the tests did not come up (every test that needs them says it).
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    #[error(transparent)]
+    Qemu(#[from] vm::qemu::QemuError),
+    #[error("no runtime to wait for the guests: {0}")]
+    Runtime(#[from] std::io::Error),
+    #[error("{error}\n{console}")]
+    NotReady {
+        error: vm::qemu::QemuError,
+        console: String,
+    },
+    #[error("the thread booting the guests ended without a word")]
+    Vanished,
+}
+
+fn image() -> Result<GuestImage, vm::qemu::QemuError> {
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-image");
     vm::qemu::build_image(
         &cache,
         std::path::Path::new(env!("CARGO_BIN_EXE_glovebox-guest")),
     )
-    .map_err(|e| e.to_string())
 }
 
 /// Boots both guests (once). QEMU is started from a thread that lives as long as the test
@@ -62,40 +77,35 @@ pub fn fixture() -> &'static Fixture {
     let result = FIXTURE.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let booted = (|| -> Result<(Vec<Guest>, Vec<Duration>), String> {
+            let booted = (|| -> Result<(Vec<Guest>, Vec<Duration>), FixtureError> {
                 let image = image()?;
                 let dir = tempdir();
                 let mut guests = Vec::new();
                 for (name, token) in [("alpha", Some(Token::generate())), ("beta", None)] {
-                    guests.push(
-                        Guest::boot(
-                            &image,
-                            &BootOptions {
-                                name: name.into(),
-                                dir: dir.join(name),
-                                memory_mb: 384,
-                                screen: [800, 600],
-                                token,
-                                port: None,
-                            },
-                            false,
-                        )
-                        .map_err(|e| e.to_string())?,
-                    );
+                    guests.push(Guest::boot(
+                        &image,
+                        &BootOptions {
+                            name: name.into(),
+                            dir: dir.join(name),
+                            memory_mb: 384,
+                            screen: [800, 600],
+                            token,
+                            port: None,
+                        },
+                        false,
+                    )?);
                 }
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
+                    .build()?;
                 let mut times = Vec::new();
                 for g in &mut guests {
                     times.push(
                         runtime
                             .block_on(g.wait_ready(Duration::from_secs(180)))
-                            .map_err(|e| {
-                                let console =
-                                    std::fs::read_to_string(&g.console).unwrap_or_default();
-                                format!("{e}\n{console}")
+                            .map_err(|error| FixtureError::NotReady {
+                                error,
+                                console: std::fs::read_to_string(&g.console).unwrap_or_default(),
                             })?,
                     );
                 }
@@ -130,8 +140,7 @@ pub fn fixture() -> &'static Fixture {
                 }
             }
         });
-        rx.recv()
-            .unwrap_or_else(|_| Err("the boot thread died".into()))
+        rx.recv().unwrap_or(Err(FixtureError::Vanished))
     });
     match result {
         Ok(f) => f,
