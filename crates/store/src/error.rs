@@ -146,6 +146,12 @@ pub enum StoreError {
     /// SQLite failed.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    /// PostgreSQL failed (a statement, or the connection under it).
+    #[error("PostgreSQL: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The database cannot be reached (or its address is not valid).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl StoreError {
@@ -154,6 +160,9 @@ impl StoreError {
         match self {
             StoreError::Io(e) => e.kind() == std::io::ErrorKind::StorageFull,
             StoreError::Sqlite(e) => e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
+            StoreError::Postgres(e) => {
+                e.code() == Some(&tokio_postgres::error::SqlState::DISK_FULL)
+            }
             _ => false,
         }
     }

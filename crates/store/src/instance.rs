@@ -29,6 +29,10 @@ pub struct InstanceRecord {
     pub ended_at: Option<u64>,
     /// How it ended.
     pub ended_how: Option<InstanceEnd>,
+    /// When it last said it lives ([`crate::Store::heartbeat`]; its start until then, `None`
+    /// for instances older than heartbeats). What tells a live instance from a dead one when
+    /// instances share a database from several hosts, where a lock file cannot.
+    pub heartbeat_at: Option<u64>,
 }
 
 /// What [`crate::Store::end_instance`] changed.

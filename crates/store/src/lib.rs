@@ -1,6 +1,7 @@
 //! Glovebox's durable records: sessions, tab resources (ownership, marks, lifecycle state,
 //! last confirmed location), recovery records and an append-only audit, behind the [`Store`]
-//! trait. [`SqliteStore`] is the embedded default; PostgreSQL can implement the same trait.
+//! trait, implemented once ([`SqlStore`], over a small SQL seam) on two engines: [`SqliteStore`],
+//! the embedded default, and [`PgStore`], PostgreSQL, for several instances on one database.
 //!
 //! This is the only crate with SQL, and it holds no business rules: the runtime decides what
 //! happens to a tab at a turn's end (`002_…` "资源所有权", "生命周期状态"); the store records
@@ -27,10 +28,12 @@ pub mod error;
 pub mod id;
 pub mod instance;
 mod migrate;
+pub mod postgres;
 pub mod record;
 pub mod recovery;
 pub mod resource;
 pub mod session;
+pub mod sql;
 pub mod sqlite;
 
 pub use approval::{ApprovalOutcome, ApprovalRecord, ApprovalScope, NewApproval};
@@ -38,7 +41,8 @@ pub use audit::{AuditEntry, NewAudit};
 pub use error::{Entity, Result, StoreError};
 pub use id::{AuditSeq, InstanceId, RecoveryId, ResourceId, RunId, SessionId, TargetId, TurnId};
 pub use instance::{EndReport, InstanceEnd, InstanceRecord};
-pub use migrate::{MIGRATIONS, Migration};
+pub use migrate::{MIGRATIONS, Migration, PG_MIGRATIONS};
+pub use postgres::PgStore;
 pub use record::{
     NewOperation, NewRun, OperationEnd, OperationFilter, OperationRecord, OperationState,
     PruneReport, RunEnd, RunRecord,
@@ -46,6 +50,7 @@ pub use record::{
 pub use recovery::{NewRecovery, RecoveryKind, RecoveryRecord};
 pub use resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
 pub use session::{Session, SessionState};
+pub use sql::SqlStore;
 pub use sqlite::SqliteStore;
 
 /// Durable records for the runtime. Every method is one atomic unit: it commits entirely or
@@ -69,6 +74,22 @@ pub trait Store: Send + Sync {
 
     /// Instances that have not ended (the caller's own among them), oldest first.
     fn open_instances(&self) -> Result<Vec<InstanceRecord>>;
+
+    /// Records that the instance lives (every few seconds while it runs); `false` once it has
+    /// ended — another instance found it dead and took its records over, so it must no longer
+    /// write as their owner.
+    fn heartbeat(&self, id: InstanceId, now_ms: u64) -> Result<bool>;
+
+    /// Takes a dead instance's records over: in one transaction, only if it has not ended and
+    /// its last heartbeat (its start, without one) is before `stale_before_ms`, ends it as
+    /// [`InstanceEnd::Abandoned`] exactly as [`Store::end_instance`] does. `None` when it lives
+    /// or has ended: of several instances that find it dead at once, exactly one reconciles.
+    fn take_over_instance(
+        &self,
+        id: InstanceId,
+        stale_before_ms: u64,
+        now_ms: u64,
+    ) -> Result<Option<EndReport>>;
 
     /// The resources whose live handle the instance recorded.
     fn instance_handles(&self, id: InstanceId) -> Result<Vec<Resource>>;

@@ -6,6 +6,8 @@
 //! [`fake::FakeAdapter`] is a surface adapter with no browser behind it.
 
 pub mod fake;
+#[cfg(unix)]
+pub mod postgres;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -1,23 +1,108 @@
-//! Integration tests for `store`: real SQLite files under the target's tmp dir, one binary.
+//! Integration tests for `store`: the whole suite of record rules runs on both engines — real
+//! SQLite files under the target's tmp dir, and a real PostgreSQL server (one per test
+//! process, a schema per test; `test_support::postgres`). Migrations, crash safety and the
+//! benchmark of the SQLite file are SQLite's own.
 
-mod audit;
+// The rules' files are compiled twice on purpose, once per engine.
+#![allow(clippy::duplicate_mod)]
+
 mod bench;
-mod claim;
 #[cfg(unix)]
 mod crash;
-mod instance;
 mod migrate;
-mod record;
-mod recovery;
-mod resource;
-mod restore;
-mod session;
+mod pg;
 
 use std::path::{Path, PathBuf};
 
-use store::{
-    NewResource, Ownership, ResourceId, ResourceKind, ResourceState, SessionId, SqliteStore, Store,
-};
+use store::{NewResource, Ownership, ResourceId, ResourceKind, ResourceState, SessionId, Store};
+
+/// The record rules on SQLite.
+#[path = "rules"]
+mod sqlite {
+    pub use super::{new_tab, session, user_tab};
+    use std::path::PathBuf;
+
+    pub type TheStore = store::SqliteStore;
+
+    /// A fresh database file for one test.
+    pub fn db_path(name: &str) -> PathBuf {
+        super::db_path(name)
+    }
+
+    pub fn open(path: &std::path::Path) -> store::Result<TheStore> {
+        TheStore::open(path)
+    }
+
+    /// A private in-memory database.
+    pub fn fresh() -> store::Result<TheStore> {
+        TheStore::open_in_memory()
+    }
+
+    pub fn file_store(name: &str) -> (TheStore, PathBuf) {
+        super::file_store(name)
+    }
+
+    /// One statement on a connection of its own, around the store.
+    pub fn raw(path: &std::path::Path, sql: &str) -> Result<(), String> {
+        let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+        conn.execute(sql, []).map(drop).map_err(|e| e.to_string())
+    }
+
+    mod audit;
+    mod claim;
+    mod instance;
+    mod record;
+    mod recovery;
+    mod resource;
+    mod restore;
+    mod session;
+}
+
+/// The same record rules on PostgreSQL: a database is a schema of the test server.
+#[cfg(unix)]
+#[path = "rules"]
+mod postgres {
+    pub use super::{new_tab, session, user_tab};
+
+    pub type TheStore = store::PgStore;
+
+    /// A fresh, empty schema's address.
+    pub fn db_path(name: &str) -> String {
+        test_support::postgres::server().fresh_url(name)
+    }
+
+    pub fn open(url: &str) -> store::Result<TheStore> {
+        TheStore::connect(url)
+    }
+
+    /// A store on a fresh schema.
+    pub fn fresh() -> store::Result<TheStore> {
+        open(&db_path("fresh"))
+    }
+
+    pub fn file_store(name: &str) -> (TheStore, String) {
+        let url = db_path(name);
+        (open(&url).expect("connect"), url)
+    }
+
+    /// One statement on a connection of its own, around the store.
+    pub fn raw(url: &str, sql: &str) -> Result<(), String> {
+        let schema = url.rsplit("%3D").next().unwrap_or_default();
+        let server = test_support::postgres::server();
+        std::panic::catch_unwind(|| server.psql(&format!("SET search_path = {schema}; {sql}")))
+            .map(drop)
+            .map_err(|_| format!("{sql} failed"))
+    }
+
+    mod audit;
+    mod claim;
+    mod instance;
+    mod record;
+    mod recovery;
+    mod resource;
+    mod restore;
+    mod session;
+}
 
 /// A fresh database path for one test: unique per test name and process, with any file left
 /// by an earlier run (and its WAL and shared-memory files) removed.
@@ -34,9 +119,9 @@ pub fn db_path(name: &str) -> PathBuf {
 }
 
 /// A fresh file store for one test.
-pub fn file_store(name: &str) -> (SqliteStore, PathBuf) {
+pub fn file_store(name: &str) -> (store::SqliteStore, PathBuf) {
     let path = db_path(name);
-    let store = SqliteStore::open(&path).expect("open store");
+    let store = store::SqliteStore::open(&path).expect("open store");
     (store, path)
 }
 

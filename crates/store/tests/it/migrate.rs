@@ -1,7 +1,7 @@
 //! Migrations: applied on a fresh file, idempotent on reopen, landed text frozen.
 
 use rusqlite::Connection;
-use store::{MIGRATIONS, SqliteStore, Store, StoreError};
+use store::{MIGRATIONS, PG_MIGRATIONS, SqliteStore, Store, StoreError};
 
 use crate::{db_path, file_store, session};
 
@@ -97,6 +97,24 @@ fn migration_numbers_run_from_one_without_gaps() {
 fn landed_migrations_are_frozen() {
     for m in MIGRATIONS {
         insta::assert_snapshot!(format!("migration_{:04}_{}", m.version, m.name), m.sql);
+    }
+    for m in PG_MIGRATIONS {
+        insta::assert_snapshot!(format!("pg_migration_{:04}_{}", m.version, m.name), m.sql);
+    }
+}
+
+/// PostgreSQL has the same migrations: the same numbers and names, each starting with its own.
+#[test]
+fn postgres_has_the_same_migrations() {
+    let names = |ms: &[store::Migration]| -> Vec<(u32, &str)> {
+        ms.iter().map(|m| (m.version, m.name)).collect()
+    };
+    assert_eq!(names(MIGRATIONS), names(PG_MIGRATIONS));
+    for m in PG_MIGRATIONS {
+        assert!(
+            m.sql
+                .starts_with(&format!("-- {:04}_{} (PostgreSQL)", m.version, m.name))
+        );
     }
 }
 

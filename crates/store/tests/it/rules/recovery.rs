@@ -1,11 +1,11 @@
 //! Recovery records: pending until resolved, attempts counted, never lost on reopen.
 
 use store::{
-    Entity, NewRecovery, RecoveryId, RecoveryKind, ResourceId, SessionId, SessionState,
-    SqliteStore, Store, StoreError,
+    Entity, NewRecovery, RecoveryId, RecoveryKind, ResourceId, SessionId, SessionState, Store,
+    StoreError,
 };
 
-use crate::{db_path, session, user_tab};
+use super::{db_path, session, user_tab};
 
 fn failure(
     session: &SessionId,
@@ -24,7 +24,7 @@ fn failure(
 
 #[test]
 fn recovery_round_trips_and_counts_attempts_until_resolved() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let s = session(&store, "s1", 1);
     let tab = user_tab(&store, "u1", 1);
     let id = store
@@ -71,7 +71,7 @@ fn recovery_round_trips_and_counts_attempts_until_resolved() {
 
 #[test]
 fn recovery_kinds_round_trip_including_other() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let s = session(&store, "s1", 1);
     let kinds = [
         RecoveryKind::DetachFailed,
@@ -95,7 +95,7 @@ fn recovery_kinds_round_trip_including_other() {
 
 #[test]
 fn recovery_needs_a_known_session_and_resource() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let s = session(&store, "s1", 1);
     assert!(matches!(
         store.add_recovery(&failure(
@@ -143,7 +143,7 @@ fn recovery_needs_a_known_session_and_resource() {
 fn pending_recoveries_survive_session_state_changes_and_reopen() {
     let path = db_path("recovery-reopen");
     let (s, id) = {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = super::open(&path).expect("open");
         let s = session(&store, "s1", 1);
         let id = store
             .add_recovery(&failure(&s, None, RecoveryKind::ReleaseFailed, 2))
@@ -153,7 +153,7 @@ fn pending_recoveries_survive_session_state_changes_and_reopen() {
             .expect("dispose");
         (s, id)
     };
-    let store = SqliteStore::open(&path).expect("reopen");
+    let store = super::open(&path).expect("reopen");
     store.begin_instance(4, None).expect("instance");
     let pending = store.pending_recoveries(&s).expect("pending");
     assert_eq!(pending.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);

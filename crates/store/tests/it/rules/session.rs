@@ -1,10 +1,10 @@
 //! Session records round-trip.
 
-use store::{Entity, SessionId, SessionState, SqliteStore, Store, StoreError, TurnId};
+use store::{Entity, SessionId, SessionState, Store, StoreError, TurnId};
 
 #[test]
 fn session_round_trips_every_field() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let id = SessionId::new("s1");
     let created = store.create_session(&id, 100).expect("create");
     assert_eq!(created.id, id);
@@ -34,7 +34,7 @@ fn session_round_trips_every_field() {
 
 #[test]
 fn duplicate_and_unknown_sessions_are_named_errors() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let id = SessionId::new("s1");
     store.create_session(&id, 1).expect("create");
     assert!(matches!(
@@ -63,7 +63,7 @@ fn duplicate_and_unknown_sessions_are_named_errors() {
 
 #[test]
 fn sessions_list_oldest_first() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     for (id, at) in [("b", 2), ("a", 3), ("c", 1)] {
         store
             .create_session(&SessionId::new(id), at)
@@ -80,7 +80,7 @@ fn sessions_list_oldest_first() {
 
 #[test]
 fn a_time_past_i64_is_refused_not_wrapped() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     assert!(matches!(
         store.create_session(&SessionId::new("s"), u64::MAX),
         Err(StoreError::OutOfRange { field: "now_ms" })

@@ -3,14 +3,14 @@
 
 use std::sync::{Arc, Barrier};
 
-use store::{ResourceId, SessionId, SqliteStore, Store, StoreError};
+use store::{ResourceId, SessionId, Store, StoreError};
 
-use crate::{file_store, session, user_tab};
+use super::{file_store, session, user_tab};
 
 const CLAIMERS: usize = 8;
 
 /// Runs one claim per store at once and checks that exactly one won.
-fn race(stores: Vec<Arc<SqliteStore>>, tab: &ResourceId, sessions: &[SessionId]) {
+fn race(stores: Vec<Arc<super::TheStore>>, tab: &ResourceId, sessions: &[SessionId]) {
     let barrier = Arc::new(Barrier::new(stores.len()));
     let handles: Vec<_> = stores
         .into_iter()
@@ -66,7 +66,7 @@ fn eight_connections_to_one_file_exactly_one_claim_wins() {
     let sessions = sessions(&store);
     let tab = user_tab(&store, "u1", 2);
     let stores = (0..CLAIMERS)
-        .map(|_| SqliteStore::open(&path).map(Arc::new))
+        .map(|_| super::open(&path).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
         .expect("open");
     race(stores, &tab, &sessions);

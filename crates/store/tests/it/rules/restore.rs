@@ -3,17 +3,16 @@
 //! claims of tabs kept for the person after their session ended.
 
 use store::{
-    InstanceEnd, Mark, Ownership, ResourceState, SessionState, SqliteStore, Store, StoreError,
-    TargetId, TurnId,
+    InstanceEnd, Mark, Ownership, ResourceState, SessionState, Store, StoreError, TargetId, TurnId,
 };
 
-use crate::{db_path, new_tab, session, user_tab};
+use super::{db_path, new_tab, session, user_tab};
 
 #[test]
 fn restorable_tabs_are_the_kept_ones_a_person_did_not_close() {
     let path = db_path("restorable");
     let (kept, closed, person, temp) = {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = super::open(&path).expect("open");
         let first = store.begin_instance(1, Some("a.lock")).expect("instance");
         let s = session(&store, "s1", 1);
         let handle = |n: &str| Some((TargetId::new(n), first));
@@ -64,7 +63,7 @@ fn restorable_tabs_are_the_kept_ones_a_person_did_not_close() {
         );
         (kept, closed, person, temp)
     };
-    let store = SqliteStore::open(&path).expect("reopen");
+    let store = super::open(&path).expect("reopen");
     let second = store.begin_instance(10, Some("b.lock")).expect("instance");
     let dead = store
         .open_instances()

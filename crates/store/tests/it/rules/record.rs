@@ -4,10 +4,10 @@
 
 use store::{
     InstanceEnd, NewOperation, NewRun, OperationEnd, OperationFilter, OperationState, RunEnd,
-    RunId, SessionId, SqliteStore, Store, StoreError,
+    RunId, SessionId, Store, StoreError,
 };
 
-use crate::db_path;
+use super::db_path;
 
 fn run(id: &str, session: &SessionId, at: u64) -> NewRun {
     NewRun {
@@ -53,7 +53,7 @@ fn confirmed(at: u64) -> OperationEnd {
 
 #[test]
 fn operations_are_written_before_dispatch_and_ended_once() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     store.begin_instance(1, None).expect("instance");
     let s = SessionId::new("s1");
     store.begin_run(&run("run_1", &s, 2)).expect("run");
@@ -203,7 +203,7 @@ fn a_dead_server_leaves_its_open_operations_unknown_and_its_runs_abandoned() {
     let path = db_path("records-restart");
     let s = SessionId::new("s1");
     {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = super::open(&path).expect("open");
         store
             .begin_instance(1, Some("first.lock"))
             .expect("instance");
@@ -217,7 +217,7 @@ fn a_dead_server_leaves_its_open_operations_unknown_and_its_runs_abandoned() {
             .expect("op");
         // dropped without ending: the process died with op_lost in flight
     }
-    let store = SqliteStore::open(&path).expect("reopen");
+    let store = super::open(&path).expect("reopen");
     let second = store
         .begin_instance(10, Some("second.lock"))
         .expect("instance");
@@ -262,7 +262,7 @@ fn a_dead_server_leaves_its_open_operations_unknown_and_its_runs_abandoned() {
 
 #[test]
 fn retention_removes_only_ended_records_by_age_then_count() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     store.begin_instance(1, None).expect("instance");
     let s = SessionId::new("s1");
     store.begin_run(&run("old_run", &s, 10)).expect("run");

@@ -2,9 +2,7 @@
 //! `UPDATE … WHERE <condition> RETURNING`, so the condition and the write are atomic even
 //! across processes; only when it matches no row does a second read say why.
 
-use rusqlite::{Connection, Row, params};
-
-use super::{get_uint, int, opt_uint, query_all, query_opt, session, uint, write_tx};
+use super::{Conn, Row, exists, int, params, query_all, query_opt, session, uint};
 use crate::error::{Entity, Result, StoreError};
 use crate::id::{InstanceId, ResourceId, RunId, SessionId, TargetId, TurnId};
 use crate::resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
@@ -13,49 +11,41 @@ const COLUMNS: &str = "id, session_id, kind, cdp_target_id, instance, handle_los
      created_by_run, claimed_at, released_at, mark, mark_turn_id, state, url, title, \
      location_at, created_at, updated_at, version, closed_by_person, closed_at, preview, branch, restored_at, restore_error";
 
-fn parse<T>(row: &Row<'_>, column: &'static str, parse: fn(&str) -> Option<T>) -> Result<T> {
-    let text: String = row.get(column)?;
+fn parse<T>(row: &Row, column: &'static str, parse: fn(&str) -> Option<T>) -> Result<T> {
+    let text = row.text(column)?;
     parse(&text).ok_or(StoreError::Corrupt {
         what: column,
         value: text,
     })
 }
 
-fn decode(row: &Row<'_>) -> Result<Resource> {
+fn decode(row: &Row) -> Result<Resource> {
     Ok(Resource {
-        id: ResourceId::new(row.get::<_, String>("id")?),
-        session_id: row
-            .get::<_, Option<String>>("session_id")?
-            .map(SessionId::new),
+        id: ResourceId::new(row.text("id")?),
+        session_id: row.opt_text("session_id")?.map(SessionId::new),
         kind: parse(row, "kind", ResourceKind::parse)?,
-        cdp_target_id: row
-            .get::<_, Option<String>>("cdp_target_id")?
-            .map(TargetId::new),
-        instance: opt_uint(row, "instance")?.map(InstanceId),
-        handle_lost: row.get("handle_lost")?,
+        cdp_target_id: row.opt_text("cdp_target_id")?.map(TargetId::new),
+        instance: row.opt_uint("instance")?.map(InstanceId),
+        handle_lost: row.bool("handle_lost")?,
         ownership: parse(row, "ownership", Ownership::parse)?,
-        created_by_run: row
-            .get::<_, Option<String>>("created_by_run")?
-            .map(RunId::new),
-        claimed_at: opt_uint(row, "claimed_at")?,
-        released_at: opt_uint(row, "released_at")?,
+        created_by_run: row.opt_text("created_by_run")?.map(RunId::new),
+        claimed_at: row.opt_uint("claimed_at")?,
+        released_at: row.opt_uint("released_at")?,
         mark: parse(row, "mark", Mark::parse)?,
-        mark_turn_id: row
-            .get::<_, Option<String>>("mark_turn_id")?
-            .map(TurnId::new),
+        mark_turn_id: row.opt_text("mark_turn_id")?.map(TurnId::new),
         state: parse(row, "state", ResourceState::parse)?,
-        url: row.get("url")?,
-        title: row.get("title")?,
-        location_at: opt_uint(row, "location_at")?,
-        created_at: get_uint(row, "created_at")?,
-        updated_at: get_uint(row, "updated_at")?,
-        version: get_uint(row, "version")?,
-        closed_by_person: row.get("closed_by_person")?,
-        closed_at: opt_uint(row, "closed_at")?,
-        preview: row.get("preview")?,
-        branch: row.get("branch")?,
-        restored_at: opt_uint(row, "restored_at")?,
-        restore_error: row.get("restore_error")?,
+        url: row.opt_text("url")?,
+        title: row.opt_text("title")?,
+        location_at: row.opt_uint("location_at")?,
+        created_at: row.uint("created_at")?,
+        updated_at: row.uint("updated_at")?,
+        version: row.uint("version")?,
+        closed_by_person: row.bool("closed_by_person")?,
+        closed_at: row.opt_uint("closed_at")?,
+        preview: row.opt_text("preview")?,
+        branch: row.opt_text("branch")?,
+        restored_at: row.opt_uint("restored_at")?,
+        restore_error: row.opt_text("restore_error")?,
     })
 }
 
@@ -66,42 +56,44 @@ fn not_found(id: &ResourceId) -> StoreError {
     }
 }
 
-fn find(conn: &Connection, id: &ResourceId) -> Result<Option<Resource>> {
+fn find(c: &mut dyn Conn, id: &ResourceId) -> Result<Option<Resource>> {
     query_opt(
-        conn,
+        c,
         &format!("SELECT {COLUMNS} FROM resources WHERE id = ?1"),
-        [id.as_str()],
+        params![id.as_str()],
         decode,
     )
 }
 
-pub(super) fn get(conn: &Connection, id: &ResourceId) -> Result<Resource> {
-    find(conn, id)?.ok_or_else(|| not_found(id))
+pub(super) fn get(c: &mut dyn Conn, id: &ResourceId) -> Result<Resource> {
+    find(c, id)?.ok_or_else(|| not_found(id))
 }
 
 /// Checks that `instance` is current and that no other resource holds `target`.
 fn check_handle(
-    conn: &Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     target: &TargetId,
     instance: InstanceId,
 ) -> Result<()> {
     // Only an instance that has not ended records handles (several may run at once: each
     // process holds its own).
-    let open: bool = conn
-        .prepare_cached("SELECT 1 FROM instances WHERE id = ?1 AND ended_at IS NULL")?
-        .exists([int(instance.0, "instance")?])?;
+    let open = exists(
+        c,
+        "SELECT 1 FROM instances WHERE id = ?1 AND ended_at IS NULL",
+        params![int(instance.0, "instance")?],
+    )?;
     if !open {
         return Err(StoreError::StaleInstance {
             given: instance,
-            current: super::instance::current(conn)?,
+            current: super::instance::current(c)?,
         });
     }
     let holder: Option<String> = query_opt(
-        conn,
+        c,
         "SELECT id FROM resources WHERE cdp_target_id = ?1 AND id <> ?2",
         params![target.as_str(), id.as_str()],
-        |r| Ok(r.get(0)?),
+        Row::first_text,
     )?;
     match holder {
         Some(by) => Err(StoreError::HandleInUse {
@@ -111,21 +103,20 @@ fn check_handle(
     }
 }
 
-pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resource> {
+pub(super) fn insert(c: &mut dyn Conn, new: &NewResource) -> Result<Resource> {
     let now = int(new.now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
-    if find(&tx, &new.id)?.is_some() {
+    if find(c, &new.id)?.is_some() {
         return Err(StoreError::AlreadyExists {
             what: Entity::Resource,
             id: new.id.to_string(),
         });
     }
     if let Some(session) = &new.session_id {
-        session::require(&tx, session)?;
+        session::require(c, session)?;
     }
     let (target, instance) = match &new.handle {
         Some((target, instance)) => {
-            check_handle(&tx, &new.id, target, *instance)?;
+            check_handle(c, &new.id, target, *instance)?;
             (Some(target.as_str()), Some(int(instance.0, "instance")?))
         }
         None => (None, None),
@@ -133,7 +124,7 @@ pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resourc
     // Provenance of a resource inserted as already claimed: it was claimed now.
     let claimed_at = (new.ownership == Ownership::AgentClaimed).then_some(now);
     let resource = query_opt(
-        &tx,
+        c,
         &format!(
             "INSERT INTO resources
                  (id, session_id, kind, cdp_target_id, instance, ownership, created_by_run,
@@ -152,45 +143,44 @@ pub(super) fn insert(conn: &mut Connection, new: &NewResource) -> Result<Resourc
             new.created_by_run.as_ref().map(RunId::as_str),
             claimed_at,
             new.state.as_str(),
-            new.url,
-            new.title,
+            &new.url,
+            &new.title,
             now,
         ],
         decode,
     )?
     .ok_or_else(|| not_found(&new.id))?;
-    tx.commit()?;
     Ok(resource)
 }
 
-pub(super) fn list_owned(conn: &Connection, session: &SessionId) -> Result<Vec<Resource>> {
+pub(super) fn list_owned(c: &mut dyn Conn, session: &SessionId) -> Result<Vec<Resource>> {
     query_all(
-        conn,
+        c,
         &format!("SELECT {COLUMNS} FROM resources WHERE session_id = ?1 ORDER BY created_at, id"),
-        [session.as_str()],
+        params![session.as_str()],
         decode,
     )
 }
 
-pub(super) fn list_unowned(conn: &Connection) -> Result<Vec<Resource>> {
+pub(super) fn list_unowned(c: &mut dyn Conn) -> Result<Vec<Resource>> {
     query_all(
-        conn,
+        c,
         &format!(
             "SELECT {COLUMNS} FROM resources WHERE session_id IS NULL ORDER BY created_at, id"
         ),
-        [],
+        params![],
         decode,
     )
 }
 
 pub(super) fn find_by_handle(
-    conn: &Connection,
+    c: &mut dyn Conn,
     target: &TargetId,
     instance: Option<InstanceId>,
 ) -> Result<Option<Resource>> {
     let instance = instance.map(|i| int(i.0, "instance")).transpose()?;
     query_opt(
-        conn,
+        c,
         &format!(
             "SELECT {COLUMNS} FROM resources
               WHERE cdp_target_id = ?1 AND instance = COALESCE(?2, (SELECT MAX(id) FROM instances))"
@@ -201,26 +191,25 @@ pub(super) fn find_by_handle(
 }
 
 /// The resources whose live handle `instance` recorded.
-pub(super) fn with_instance(conn: &Connection, instance: InstanceId) -> Result<Vec<Resource>> {
+pub(super) fn with_instance(c: &mut dyn Conn, instance: InstanceId) -> Result<Vec<Resource>> {
     query_all(
-        conn,
+        c,
         &format!("SELECT {COLUMNS} FROM resources WHERE instance = ?1 ORDER BY created_at, id"),
-        [int(instance.0, "instance")?],
+        params![int(instance.0, "instance")?],
         decode,
     )
 }
 
 pub(super) fn claim(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     session: &SessionId,
     now_ms: u64,
 ) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
-    session::require(&tx, session)?;
+    session::require(c, session)?;
     let claimed = query_opt(
-        &tx,
+        c,
         &format!(
             "UPDATE resources
                 SET session_id = ?2, ownership = 'agent_claimed', state = 'owned',
@@ -234,7 +223,7 @@ pub(super) fn claim(
         decode,
     )?;
     let Some(resource) = claimed else {
-        let current = get(&tx, id)?;
+        let current = get(c, id)?;
         return Err(match current.session_id {
             Some(by) => StoreError::AlreadyClaimed { by },
             None => StoreError::NotClaimable {
@@ -242,13 +231,12 @@ pub(super) fn claim(
             },
         });
     };
-    tx.commit()?;
     Ok(resource)
 }
 
 /// Why an owner-only write matched no row.
-fn not_owner(conn: &Connection, id: &ResourceId, session: &SessionId) -> StoreError {
-    match get(conn, id) {
+fn not_owner(c: &mut dyn Conn, id: &ResourceId, session: &SessionId) -> StoreError {
+    match get(c, id) {
         Ok(current) => StoreError::NotOwner {
             resource: id.clone(),
             session: session.clone(),
@@ -259,15 +247,14 @@ fn not_owner(conn: &Connection, id: &ResourceId, session: &SessionId) -> StoreEr
 }
 
 pub(super) fn release(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     session: &SessionId,
     now_ms: u64,
 ) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
     let released = query_opt(
-        &tx,
+        c,
         &format!(
             "UPDATE resources
                 SET session_id = NULL, ownership = 'user', state = 'released',
@@ -280,14 +267,13 @@ pub(super) fn release(
         decode,
     )?;
     let Some(resource) = released else {
-        return Err(not_owner(&tx, id, session));
+        return Err(not_owner(c, id, session));
     };
-    tx.commit()?;
     Ok(resource)
 }
 
 pub(super) fn set_mark(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     session: &SessionId,
     mark: Mark,
@@ -295,9 +281,8 @@ pub(super) fn set_mark(
     now_ms: u64,
 ) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
     let marked = query_opt(
-        &tx,
+        c,
         &format!(
             "UPDATE resources
                 SET mark = ?3, mark_turn_id = ?4, updated_at = ?5, version = version + 1
@@ -314,14 +299,13 @@ pub(super) fn set_mark(
         decode,
     )?;
     let Some(resource) = marked else {
-        return Err(not_owner(&tx, id, session));
+        return Err(not_owner(c, id, session));
     };
-    tx.commit()?;
     Ok(resource)
 }
 
 pub(super) fn transition(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     expected_version: u64,
     state: ResourceState,
@@ -329,40 +313,37 @@ pub(super) fn transition(
 ) -> Result<u64> {
     let now = int(now_ms, "now_ms")?;
     let expected = int(expected_version, "expected_version")?;
-    let tx = write_tx(conn)?;
     let moved: Option<i64> = query_opt(
-        &tx,
+        c,
         "UPDATE resources SET state = ?3, updated_at = ?4, version = version + 1
           WHERE id = ?1 AND version = ?2
          RETURNING version",
         params![id.as_str(), expected, state.as_str(), now],
-        |r| Ok(r.get(0)?),
+        |r| r.int("version"),
     )?;
     let Some(version) = moved else {
-        let current = get(&tx, id)?;
+        let current = get(c, id)?;
         return Err(StoreError::Conflict {
             expected_version,
             actual: current.version,
         });
     };
-    tx.commit()?;
     uint(version, "version")
 }
 
 pub(super) fn update_location(
-    conn: &Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     url: &str,
     title: &str,
     now_ms: u64,
 ) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn
-        .prepare_cached(
-            "UPDATE resources SET url = ?2, title = ?3, location_at = ?4, updated_at = ?4
+    let changed = c.execute(
+        "UPDATE resources SET url = ?2, title = ?3, location_at = ?4, updated_at = ?4
               WHERE id = ?1",
-        )?
-        .execute(params![id.as_str(), url, title, now])?;
+        params![id.as_str(), url, title, now],
+    )?;
     if changed == 0 {
         return Err(not_found(id));
     }
@@ -370,17 +351,16 @@ pub(super) fn update_location(
 }
 
 pub(super) fn attach_handle(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     target: &TargetId,
     instance: InstanceId,
     now_ms: u64,
 ) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
-    check_handle(&tx, id, target, instance)?;
+    check_handle(c, id, target, instance)?;
     let resource = query_opt(
-        &tx,
+        c,
         &format!(
             "UPDATE resources
                 SET cdp_target_id = ?2, instance = ?3, handle_lost = 0,
@@ -397,15 +377,14 @@ pub(super) fn attach_handle(
         decode,
     )?
     .ok_or_else(|| not_found(id))?;
-    tx.commit()?;
     Ok(resource)
 }
 
 /// One unconditional write to a resource at `now_ms` (`?2`), answering the resource as written.
-fn write(conn: &Connection, id: &ResourceId, now_ms: u64, set: &'static str) -> Result<Resource> {
+fn write(c: &mut dyn Conn, id: &ResourceId, now_ms: u64, set: &'static str) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     query_opt(
-        conn,
+        c,
         &format!("UPDATE resources SET {set}, updated_at = ?2, version = version + 1 WHERE id = ?1 RETURNING {COLUMNS}"),
         params![id.as_str(), now],
         decode,
@@ -413,35 +392,35 @@ fn write(conn: &Connection, id: &ResourceId, now_ms: u64, set: &'static str) -> 
     .ok_or_else(|| not_found(id))
 }
 
-pub(super) fn clear_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+pub(super) fn clear_handle(c: &mut dyn Conn, id: &ResourceId, now_ms: u64) -> Result<Resource> {
     write(
-        conn,
+        c,
         id,
         now_ms,
         "cdp_target_id = NULL, instance = NULL, handle_lost = 0",
     )
 }
 
-pub(super) fn close_by_person(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+pub(super) fn close_by_person(c: &mut dyn Conn, id: &ResourceId, now_ms: u64) -> Result<Resource> {
     write(
-        conn,
+        c,
         id,
         now_ms,
         "closed_by_person = 1, closed_at = ?2, state = 'released', cdp_target_id = NULL, instance = NULL, handle_lost = 0",
     )
 }
 
-pub(super) fn lose_handle(conn: &Connection, id: &ResourceId, now_ms: u64) -> Result<Resource> {
+pub(super) fn lose_handle(c: &mut dyn Conn, id: &ResourceId, now_ms: u64) -> Result<Resource> {
     write(
-        conn,
+        c,
         id,
         now_ms,
         "cdp_target_id = NULL, instance = NULL, handle_lost = 1",
     )
 }
 
-pub(super) fn discard(conn: &Connection, id: &ResourceId) -> Result<bool> {
-    let deleted = conn.execute(
+pub(super) fn discard(c: &mut dyn Conn, id: &ResourceId) -> Result<bool> {
+    let deleted = c.execute(
         "DELETE FROM resources WHERE id = ?1 AND state = 'released'
             AND NOT EXISTS (SELECT 1 FROM recovery_records WHERE resource_id = ?1)",
         params![id.as_str()],
@@ -451,9 +430,9 @@ pub(super) fn discard(conn: &Connection, id: &ResourceId) -> Result<bool> {
 
 /// Tabs to bring back: handle lost, not closed by a person, not in a failed cleanup, and kept
 /// (`retained`, or marked), or a person's own (`user`, or claimed from one).
-pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {
+pub(super) fn restorable(c: &mut dyn Conn) -> Result<Vec<Resource>> {
     query_all(
-        conn,
+        c,
         &format!(
             "SELECT {COLUMNS} FROM resources
               WHERE handle_lost = 1 AND closed_by_person = 0 AND kind = 'tab'
@@ -461,23 +440,22 @@ pub(super) fn restorable(conn: &Connection) -> Result<Vec<Resource>> {
                 AND (state = 'retained' OR mark != 'none' OR ownership IN ('user', 'agent_claimed'))
               ORDER BY created_at, id"
         ),
-        [],
+        params![],
         decode,
     )
 }
 
 pub(super) fn restore_failed(
-    conn: &Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     why: &str,
     now_ms: u64,
 ) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn.prepare_cached("UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1")?.execute(params![
-        id.as_str(),
-        why,
-        now
-    ])?;
+    let changed = c.execute(
+        "UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1",
+        params![id.as_str(), why, now],
+    )?;
     if changed == 0 {
         return Err(not_found(id));
     }
@@ -485,17 +463,16 @@ pub(super) fn restore_failed(
 }
 
 pub(super) fn restored(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     target: &TargetId,
     instance: InstanceId,
     now_ms: u64,
 ) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
-    check_handle(&tx, id, target, instance)?;
+    check_handle(c, id, target, instance)?;
     let resource = query_opt(
-        &tx,
+        c,
         &format!(
             "UPDATE resources
                 SET cdp_target_id = ?2, instance = ?3, handle_lost = 0, restored_at = ?4, restore_error = NULL,
@@ -507,45 +484,46 @@ pub(super) fn restored(
         decode,
     )?
     .ok_or_else(|| not_found(id))?;
-    tx.commit()?;
     Ok(resource)
 }
 
 pub(super) fn set_preview(
-    conn: &Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     preview: &str,
     now_ms: u64,
 ) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn
-        .prepare_cached("UPDATE resources SET preview = ?2, updated_at = ?3 WHERE id = ?1")?
-        .execute(params![id.as_str(), preview, now])?;
+    let changed = c.execute(
+        "UPDATE resources SET preview = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id.as_str(), preview, now],
+    )?;
     if changed == 0 {
         return Err(not_found(id));
     }
     Ok(())
 }
 
-pub(super) fn list_all(conn: &Connection) -> Result<Vec<Resource>> {
+pub(super) fn list_all(c: &mut dyn Conn) -> Result<Vec<Resource>> {
     query_all(
-        conn,
+        c,
         &format!("SELECT {COLUMNS} FROM resources ORDER BY created_at, id"),
-        [],
+        params![],
         decode,
     )
 }
 
 pub(super) fn set_branch(
-    conn: &Connection,
+    c: &mut dyn Conn,
     id: &ResourceId,
     branch: &str,
     now_ms: u64,
 ) -> Result<()> {
     let now = int(now_ms, "now_ms")?;
-    let changed = conn
-        .prepare_cached("UPDATE resources SET branch = ?2, updated_at = ?3 WHERE id = ?1")?
-        .execute(params![id.as_str(), branch, now])?;
+    let changed = c.execute(
+        "UPDATE resources SET branch = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id.as_str(), branch, now],
+    )?;
     if changed == 0 {
         return Err(not_found(id));
     }

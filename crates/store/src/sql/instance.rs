@@ -1,44 +1,47 @@
 //! SQL for process instances and the reconciliation an ending instance performs.
 
-use rusqlite::{Connection, Row, params};
-
-use super::{get_uint, int, opt_uint, query_all, uint, write_tx};
+use super::{Conn, Row, int, params, query_all, uint};
 use crate::error::{Result, StoreError};
 use crate::id::{InstanceId, ResourceId, SessionId};
 use crate::instance::{EndReport, InstanceEnd, InstanceRecord};
 
+const COLUMNS: &str = "id, started_at, lock_name, ended_at, ended_how, heartbeat_at";
+
 /// Inserts the new instance. Handles other instances recorded stay: they may belong to a
 /// process that still runs (only [`end`] clears an instance's handles).
-pub(super) fn begin(
-    conn: &mut Connection,
-    now_ms: u64,
-    lock_name: Option<&str>,
-) -> Result<InstanceId> {
+pub(super) fn begin(c: &mut dyn Conn, now_ms: u64, lock_name: Option<&str>) -> Result<InstanceId> {
     let now = int(now_ms, "now_ms")?;
-    let tx = write_tx(conn)?;
-    tx.execute(
-        "INSERT INTO instances (started_at, lock_name) VALUES (?1, ?2)",
-        params![now, lock_name],
-    )?;
-    let id = tx.last_insert_rowid();
-    tx.commit()?;
+    let id = c
+        .query(
+            "INSERT INTO instances (started_at, lock_name, heartbeat_at) VALUES (?1, ?2, ?1) RETURNING id",
+            params![now, lock_name],
+        )?
+        .first()
+        .map(|r| r.int("id"))
+        .transpose()?
+        .unwrap_or(-1);
     Ok(InstanceId(uint(id, "instances.id")?))
 }
 
 /// The latest instance.
-pub(super) fn current(conn: &Connection) -> Result<Option<InstanceId>> {
-    let id: Option<i64> = conn.query_row("SELECT MAX(id) FROM instances", [], |r| r.get(0))?;
+pub(super) fn current(c: &mut dyn Conn) -> Result<Option<InstanceId>> {
+    let id = c
+        .query("SELECT MAX(id) AS id FROM instances", params![])?
+        .first()
+        .map(|r| r.opt_int("id"))
+        .transpose()?
+        .flatten();
     id.map(|id| uint(id, "instances.id").map(InstanceId))
         .transpose()
 }
 
-fn decode(row: &Row<'_>) -> Result<InstanceRecord> {
-    let how: Option<String> = row.get("ended_how")?;
+fn decode(row: &Row) -> Result<InstanceRecord> {
+    let how = row.opt_text("ended_how")?;
     Ok(InstanceRecord {
-        id: InstanceId(get_uint(row, "id")?),
-        started_at: get_uint(row, "started_at")?,
-        lock_name: row.get("lock_name")?,
-        ended_at: opt_uint(row, "ended_at")?,
+        id: InstanceId(row.uint("id")?),
+        started_at: row.uint("started_at")?,
+        lock_name: row.opt_text("lock_name")?,
+        ended_at: row.opt_uint("ended_at")?,
         ended_how: how
             .map(|h| {
                 InstanceEnd::parse(&h).ok_or(StoreError::Corrupt {
@@ -47,64 +50,96 @@ fn decode(row: &Row<'_>) -> Result<InstanceRecord> {
                 })
             })
             .transpose()?,
+        heartbeat_at: row.opt_uint("heartbeat_at")?,
     })
 }
 
 /// Instances that have not ended, oldest first.
-pub(super) fn open(conn: &Connection) -> Result<Vec<InstanceRecord>> {
+pub(super) fn open(c: &mut dyn Conn) -> Result<Vec<InstanceRecord>> {
     query_all(
-        conn,
-        "SELECT id, started_at, lock_name, ended_at, ended_how FROM instances WHERE ended_at IS NULL ORDER BY id",
-        [],
+        c,
+        &format!("SELECT {COLUMNS} FROM instances WHERE ended_at IS NULL ORDER BY id"),
+        params![],
         decode,
     )
 }
 
-fn ids<T: From<String>>(
-    tx: &rusqlite::Transaction<'_>,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Vec<T>> {
-    let mut stmt = tx.prepare_cached(sql)?;
-    let rows = stmt.query_map(params, |r| r.get::<_, String>(0))?;
-    let mut out = Vec::new();
-    for row in rows {
-        out.push(T::from(row?));
+/// Records that the instance lives; `false` once it has ended (another instance found it dead
+/// and took its records over: it must stop writing as their owner).
+pub(super) fn heartbeat(c: &mut dyn Conn, id: InstanceId, now_ms: u64) -> Result<bool> {
+    let changed = c.execute(
+        "UPDATE instances SET heartbeat_at = ?2 WHERE id = ?1 AND ended_at IS NULL",
+        params![int(id.0, "instance")?, int(now_ms, "now_ms")?],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Ends the instance as `abandoned` only if it has not ended and its last heartbeat (or its
+/// start, without one) is before `stale_before_ms`: the check and the reconciliation are one
+/// transaction, so of several instances that find it dead at once exactly one takes it over.
+pub(super) fn take_over(
+    c: &mut dyn Conn,
+    id: InstanceId,
+    stale_before_ms: u64,
+    now_ms: u64,
+) -> Result<Option<EndReport>> {
+    let stale = !c
+        .query(
+            "SELECT id FROM instances WHERE id = ?1 AND ended_at IS NULL
+                AND COALESCE(heartbeat_at, started_at) < ?2",
+            params![
+                int(id.0, "instance")?,
+                int(stale_before_ms, "stale_before_ms")?
+            ],
+        )?
+        .is_empty();
+    if !stale {
+        return Ok(None);
     }
-    Ok(out)
+    end(c, id, InstanceEnd::Abandoned, now_ms).map(Some)
+}
+
+fn ids<T: From<String>>(
+    c: &mut dyn Conn,
+    sql: &str,
+    params: &[super::Param<'_>],
+) -> Result<Vec<T>> {
+    c.query(sql, params)?
+        .iter()
+        .map(|r| r.first_text().map(T::from))
+        .collect()
 }
 
 /// Ends an instance and reconciles what it left, in one transaction (see [`crate::Store::end_instance`]).
 pub(super) fn end(
-    conn: &mut Connection,
+    c: &mut dyn Conn,
     id: InstanceId,
     how: InstanceEnd,
     now_ms: u64,
 ) -> Result<EndReport> {
     let now = int(now_ms, "now_ms")?;
     let instance = int(id.0, "instance")?;
-    let tx = write_tx(conn)?;
-    let ended: Option<i64> = tx
-        .query_row(
+    let Some(found) = c
+        .query(
             "SELECT ended_at FROM instances WHERE id = ?1",
-            [instance],
-            |r| r.get(0),
-        )
-        .map_err(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => StoreError::NotFound {
-                what: crate::error::Entity::Instance,
-                id: id.to_string(),
-            },
-            e => e.into(),
-        })?;
+            params![instance],
+        )?
+        .into_iter()
+        .next()
+    else {
+        return Err(StoreError::NotFound {
+            what: crate::error::Entity::Instance,
+            id: id.to_string(),
+        });
+    };
     let mut report = EndReport::default();
-    if ended.is_some() {
+    if found.opt_int("ended_at")?.is_some() {
         return Ok(report); // idempotent
     }
     report.sessions = ids::<SessionId>(
-        &tx,
+        c,
         "SELECT id FROM sessions WHERE instance = ?1 AND state = 'active' ORDER BY created_at, id",
-        [instance],
+        params![instance],
     )?;
     let mut counts = Vec::new();
     for session in &report.sessions {
@@ -113,10 +148,13 @@ pub(super) fn end(
             report.released.len(),
             report.kept.len(),
         );
-        tx.execute("UPDATE sessions SET state = 'abandoned', tools_active = 0, updated_at = ?2 WHERE id = ?1", params![session.as_str(), now])?;
+        c.execute(
+            "UPDATE sessions SET state = 'abandoned', tools_active = 0, updated_at = ?2 WHERE id = ?1",
+            params![session.as_str(), now],
+        )?;
         // A handle of the ending instance is lost; one the caller already closed was cleared.
         report.closed.extend(ids::<ResourceId>(
-            &tx,
+            c,
             "UPDATE resources
                 SET state = 'released', cdp_target_id = NULL, instance = NULL, handle_lost = 0,
                     updated_at = ?2, version = version + 1
@@ -125,7 +163,7 @@ pub(super) fn end(
             params![session.as_str(), now],
         )?);
         report.kept.extend(ids::<ResourceId>(
-            &tx,
+            c,
             "UPDATE resources
                 SET state = 'retained',
                     handle_lost = CASE WHEN instance = ?3 THEN 1 ELSE handle_lost END,
@@ -137,7 +175,7 @@ pub(super) fn end(
             params![session.as_str(), now, instance],
         )?);
         report.released.extend(ids::<ResourceId>(
-            &tx,
+            c,
             "UPDATE resources
                 SET session_id = NULL, ownership = 'user', state = 'released', mark = 'none', mark_turn_id = NULL,
                     handle_lost = CASE WHEN instance = ?3 THEN 1 ELSE handle_lost END,
@@ -149,7 +187,10 @@ pub(super) fn end(
             params![session.as_str(), now, instance],
         )?);
         // Its recovery records were this session's to retry; every one of its tabs is settled above.
-        tx.execute("UPDATE recovery_records SET resolved_at = ?2 WHERE session_id = ?1 AND resolved_at IS NULL", params![session.as_str(), now])?;
+        c.execute(
+            "UPDATE recovery_records SET resolved_at = ?2 WHERE session_id = ?1 AND resolved_at IS NULL",
+            params![session.as_str(), now],
+        )?;
         counts.push((
             report.closed.len() - before.0,
             report.released.len() - before.1,
@@ -157,7 +198,7 @@ pub(super) fn end(
         ));
     }
     // Every other handle the instance recorded (tabs a person offered, tabs of ended sessions).
-    tx.execute(
+    c.execute(
         "UPDATE resources SET cdp_target_id = NULL, instance = NULL, handle_lost = 1, updated_at = ?2, version = version + 1
           WHERE instance = ?1",
         params![instance, now],
@@ -166,13 +207,13 @@ pub(super) fn end(
         InstanceEnd::Stopped => "withdrawn",
         InstanceEnd::Abandoned => "abandoned",
     };
-    report.approvals = u64::try_from(
-        tx.execute("UPDATE approvals SET outcome = ?2, decided_at = ?3 WHERE instance = ?1 AND outcome IS NULL", params![instance, outcome, now])?,
-    )
-    .unwrap_or(0);
+    report.approvals = c.execute(
+        "UPDATE approvals SET outcome = ?2, decided_at = ?3 WHERE instance = ?1 AND outcome IS NULL",
+        params![instance, outcome, now],
+    )?;
     (report.unknown_operations, report.abandoned_runs) =
-        super::record::close_instance(&tx, instance, now)?;
-    tx.execute(
+        super::record::close_instance(c, instance, now)?;
+    c.execute(
         "UPDATE instances SET ended_at = ?2, ended_how = ?3 WHERE id = ?1",
         params![instance, now, how.as_str()],
     )?;
@@ -182,11 +223,10 @@ pub(super) fn end(
             id.0,
             how.as_str()
         );
-        tx.execute(
+        c.execute(
             "INSERT INTO audit (at, session_id, run_id, resource_id, kind, payload) VALUES (?1, ?2, NULL, NULL, 'abandoned', ?3)",
-            params![now, session.as_str(), payload],
+            params![now, session.as_str(), &payload],
         )?;
     }
-    tx.commit()?;
     Ok(report)
 }

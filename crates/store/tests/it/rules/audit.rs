@@ -1,9 +1,8 @@
 //! The audit log: append, read in order, refuse edits.
 
-use rusqlite::Connection;
-use store::{AuditSeq, NewAudit, ResourceId, RunId, SessionId, SqliteStore, Store, StoreError};
+use store::{AuditSeq, NewAudit, ResourceId, RunId, SessionId, Store, StoreError};
 
-use crate::{db_path, session};
+use super::{db_path, session};
 
 fn entry<'a>(s: &'a SessionId, at: u64, payload: &'a str) -> NewAudit<'a> {
     NewAudit {
@@ -18,7 +17,7 @@ fn entry<'a>(s: &'a SessionId, at: u64, payload: &'a str) -> NewAudit<'a> {
 
 #[test]
 fn audit_round_trips_in_order_with_limits() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let s1 = SessionId::new("s1");
     let s2 = SessionId::new("s2");
     let run = RunId::new("run_1");
@@ -73,7 +72,7 @@ fn audit_round_trips_in_order_with_limits() {
 
 #[test]
 fn audit_refuses_a_payload_that_is_not_json() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let s = SessionId::new("s1");
     for bad in ["", "{", "not json", "{\"a\":}"] {
         assert!(
@@ -96,21 +95,16 @@ fn audit_refuses_a_payload_that_is_not_json() {
 fn audit_rows_cannot_be_updated_or_deleted_even_with_raw_sql() {
     let path = db_path("audit-append-only");
     let s = {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = super::open(&path).expect("open");
         let s = session(&store, "s1", 1);
         store
             .append_audit(&entry(&s, 2, r#"{"ok":true}"#))
             .expect("append");
         s
     };
-    let conn = Connection::open(&path).expect("raw open");
-    assert!(
-        conn.execute("UPDATE audit SET kind = 'forged'", [])
-            .is_err()
-    );
-    assert!(conn.execute("DELETE FROM audit", []).is_err());
-    drop(conn);
-    let store = SqliteStore::open(&path).expect("reopen");
+    assert!(super::raw(&path, "UPDATE audit SET kind = 'forged'").is_err());
+    assert!(super::raw(&path, "DELETE FROM audit").is_err());
+    let store = super::open(&path).expect("reopen");
     let rows = store.audit_since(&s, AuditSeq(0), 10).expect("since");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].kind, "receipt");

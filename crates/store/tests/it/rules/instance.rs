@@ -3,11 +3,10 @@
 
 use store::{
     ApprovalOutcome, ApprovalScope, InstanceEnd, Mark, NewApproval, Ownership, RecoveryKind,
-    ResourceId, ResourceState, RunId, SessionId, SessionState, SqliteStore, Store, TargetId,
-    TurnId,
+    ResourceId, ResourceState, RunId, SessionId, SessionState, Store, TargetId, TurnId,
 };
 
-use crate::{db_path, new_tab, session};
+use super::{db_path, new_tab, session};
 
 fn approval(id: &str, session: &SessionId, instance: store::InstanceId, at: u64) -> NewApproval {
     NewApproval {
@@ -28,7 +27,7 @@ fn a_dead_instance_is_reconciled_by_the_next_one() {
     let path = db_path("restart");
     let t1 = TargetId::new("T-old-1");
     let (kept, s) = {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = super::open(&path).expect("open");
         let first = store
             .begin_instance(1, Some("first.lock"))
             .expect("instance");
@@ -68,7 +67,7 @@ fn a_dead_instance_is_reconciled_by_the_next_one() {
         // dropped without ending: the process died
     };
 
-    let store = SqliteStore::open(&path).expect("reopen");
+    let store = super::open(&path).expect("reopen");
     let second = store
         .begin_instance(10, Some("second.lock"))
         .expect("instance");
@@ -177,7 +176,7 @@ fn a_dead_instance_is_reconciled_by_the_next_one() {
 
 #[test]
 fn a_stopped_instance_withdraws_its_approvals_and_leaves_disposed_sessions_alone() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let first = store.begin_instance(1, None).expect("instance");
     let s = session(&store, "s", 1);
     store
@@ -229,7 +228,7 @@ fn a_stopped_instance_withdraws_its_approvals_and_leaves_disposed_sessions_alone
 
 #[test]
 fn approvals_settle_by_run_and_session() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let i = store.begin_instance(1, None).expect("instance");
     let s = session(&store, "s", 1);
     let t = session(&store, "t", 1);
@@ -275,7 +274,7 @@ fn instance_ids_only_grow_across_reopens() {
     let path = db_path("instances");
     let mut last = None;
     for i in 0..4 {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = super::open(&path).expect("open");
         let id = store.begin_instance(i, None).expect("instance");
         assert!(Some(id) > last);
         assert_eq!(store.current_instance().expect("current"), Some(id));
@@ -285,7 +284,7 @@ fn instance_ids_only_grow_across_reopens() {
 
 #[test]
 fn two_live_instances_keep_their_own_handles() {
-    let store = SqliteStore::open_in_memory().expect("open");
+    let store = super::fresh().expect("open");
     let first = store.begin_instance(1, None).expect("instance");
     let tab = crate::user_tab(&store, "u", 2);
     store
@@ -313,4 +312,46 @@ fn two_live_instances_keep_their_own_handles() {
         store.begin_instance(8, None).expect("instance").0,
         second.0 + 1
     );
+}
+
+/// A heartbeat keeps an instance alive; a stale one is taken over exactly once, in the same
+/// transaction that checked it, and the ended instance learns it from its next heartbeat.
+#[test]
+fn a_stale_instance_is_taken_over_once_and_learns_it() {
+    let store = super::fresh().expect("open");
+    let dead = store.begin_instance(1_000, None).expect("instance");
+    let s = crate::session(&store, "s-dead", 1_001);
+    let live = store.begin_instance(1_002, None).expect("instance");
+    assert!(store.heartbeat(live, 5_000).expect("heartbeat"));
+    assert!(store.heartbeat(dead, 2_000).expect("heartbeat"));
+    let open = store.open_instances().expect("open");
+    assert_eq!(
+        open.iter().map(|i| i.heartbeat_at).collect::<Vec<_>>(),
+        vec![Some(2_000), Some(5_000)]
+    );
+    // Not stale yet: its heartbeat is after the line.
+    assert_eq!(
+        store.take_over_instance(dead, 1_500, 6_000).expect("take"),
+        None
+    );
+    let report = store
+        .take_over_instance(dead, 4_000, 6_001)
+        .expect("take")
+        .expect("taken over");
+    assert_eq!(report.sessions, vec![s.clone()]);
+    assert_eq!(
+        store.get_session(&s).expect("get").state,
+        SessionState::Abandoned
+    );
+    // Once: a second survivor finds nothing to do, and the live one is never taken.
+    assert_eq!(
+        store.take_over_instance(dead, 9_000, 6_002).expect("take"),
+        None
+    );
+    assert_eq!(
+        store.take_over_instance(live, 4_000, 6_003).expect("take"),
+        None
+    );
+    assert!(!store.heartbeat(dead, 7_000).expect("heartbeat"));
+    assert!(store.heartbeat(live, 7_000).expect("heartbeat"));
 }

@@ -1,14 +1,14 @@
 //! Resource records: round-trips, owner-only writes, marks, compare-and-swap, handles.
 
 use store::{
-    Entity, Mark, NewResource, Ownership, ResourceId, ResourceState, RunId, SqliteStore, Store,
-    StoreError, TargetId, TurnId,
+    Entity, Mark, NewResource, Ownership, ResourceId, ResourceState, RunId, Store, StoreError,
+    TargetId, TurnId,
 };
 
-use crate::{new_tab, session, user_tab};
+use super::{new_tab, session, user_tab};
 
-fn store() -> SqliteStore {
-    SqliteStore::open_in_memory().expect("open")
+fn store() -> super::TheStore {
+    super::fresh().expect("open")
 }
 
 #[test]
