@@ -41,6 +41,17 @@ pub struct Global {
         conflicts_with = "browser_endpoint"
     )]
     pub browser_pool: Vec<String>,
+    /// Keep the durable records in this PostgreSQL database (`postgres://user@host:port/db`)
+    /// instead of SQLite in the data directory: several instances on one database share
+    /// sessions' records, approvals and the operation log, and take over each other's sessions
+    /// when one dies (`[store]` in the config file sets the timing, or `url_file`).
+    #[arg(
+        long = "store",
+        global = true,
+        env = "GLOVEBOX_STORE",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
     /// Show the browser window instead of running headless.
     #[arg(long, global = true, env = "GLOVEBOX_HEADED")]
     pub headed: bool,

@@ -107,6 +107,36 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    if let Ok(settings) = crate::config::resolve(global, None)
+        && let Some(url) = &settings.runtime.store_url
+    {
+        let url = url.0.clone();
+        // Connecting blocks (the store's calls are synchronous).
+        let reached = tokio::task::spawn_blocking(move || store::PgStore::connect(&url))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        match reached {
+            Ok(store) => {
+                let open = store::Store::open_instances(&store)
+                    .map(|v| v.len())
+                    .unwrap_or(0);
+                out!(
+                    "  store      PostgreSQL reachable, schema up to date ({open} instance(s) running on it; heartbeat every {} ms, takeover after {} s)",
+                    settings.runtime.heartbeat_interval.as_millis(),
+                    settings.runtime.takeover_after.as_secs()
+                );
+            }
+            Err(e) => {
+                out!("  store      PostgreSQL NOT reachable: {e}");
+                out!(
+                    "fix: check --store / GLOVEBOX_STORE / [store] url, and that the database runs"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    } else {
+        out!("  store      SQLite in the data directory");
+    }
     // gui_exec runs only in its sandbox; without one it is not offered (nothing else changes).
     match script::Sandbox::probe().await {
         Ok(sandbox) => out!("  gui_exec   sandboxed: {}", sandbox.description()),

@@ -59,6 +59,9 @@ pub struct FileConfig {
     /// `[pool]`: a pool of browsers instead of one.
     #[serde(default)]
     pub pool: PoolFile,
+    /// `[store]`: the records in a shared PostgreSQL database instead of SQLite.
+    #[serde(default)]
+    pub store: StoreFile,
     /// `[[vm]]`: VM guests reached by endpoint (an OSWorld-compatible guest server elsewhere);
     /// with any, their screens are the surfaces instead of a browser's tabs.
     #[serde(default)]
@@ -77,6 +80,21 @@ pub struct PoolFile {
     pub queue: Option<usize>,
     /// Seconds one waits before `backend_unavailable` (default 10).
     pub wait_seconds: Option<u64>,
+}
+
+/// `[store]` in the config file (see `--store`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreFile {
+    /// `postgres://…` (`--store` and `GLOVEBOX_STORE` override).
+    pub url: Option<String>,
+    /// A file holding the address (a secret: its password stays out of the config).
+    pub url_file: Option<PathBuf>,
+    /// Milliseconds between this instance's heartbeats (default 2000).
+    pub heartbeat_ms: Option<u64>,
+    /// Seconds without a heartbeat after which another instance takes an instance's sessions
+    /// over (default 10).
+    pub takeover_after_seconds: Option<u64>,
 }
 
 /// One `[[vm]]` of the config file.
@@ -364,6 +382,44 @@ pub fn resolve(global: &Global, serve: Option<&ServeArgs>) -> anyhow::Result<Set
     if let Some(max) = file.records_max_operations {
         runtime.records_max_operations = max;
     }
+    let store_url = match (&global.store, &file.store.url, &file.store.url_file) {
+        (Some(url), _, _) => Some(url.trim().to_owned()),
+        (None, Some(url), _) => Some(url.trim().to_owned()),
+        (None, None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read [store] url_file {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        (None, None, None) => None,
+    }
+    .filter(|u| !u.is_empty() && u != "sqlite");
+    if let Some(url) = store_url {
+        anyhow::ensure!(
+            url.starts_with("postgres://") || url.starts_with("postgresql://"),
+            "--store: the records go in SQLite under the data directory (the default) or in a \
+             PostgreSQL database named postgres://user@host:port/database"
+        );
+        runtime.store_url = Some(runtime::StoreUrl(url));
+    }
+    if let Some(ms) = file.store.heartbeat_ms {
+        anyhow::ensure!(
+            (100..=60_000).contains(&ms),
+            "[store] heartbeat_ms is 100 to 60000"
+        );
+        runtime.heartbeat_interval = Duration::from_millis(ms);
+    }
+    if let Some(seconds) = file.store.takeover_after_seconds {
+        anyhow::ensure!(
+            (1..=3600).contains(&seconds),
+            "[store] takeover_after_seconds is 1 to 3600"
+        );
+        runtime.takeover_after = Duration::from_secs(seconds);
+    }
+    anyhow::ensure!(
+        runtime.takeover_after > runtime.heartbeat_interval * 2,
+        "[store] takeover_after_seconds must be more than two heartbeats"
+    );
     let limits = &mut runtime.script_limits;
     if let Some(seconds) = file.script.timeout_seconds {
         anyhow::ensure!(

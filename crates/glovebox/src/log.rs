@@ -1,6 +1,7 @@
 //! `glovebox log`: the operation log a person reads — runs, every action on the one action
 //! path (direct calls and runs alike) with its receipt state, and approvals — from the store in
-//! the data directory, while a server runs or after it died.
+//! the data directory (or the shared database of `--store`), while a server runs or after it
+//! died.
 
 use std::process::ExitCode;
 
@@ -14,7 +15,8 @@ pub fn run(global: &Global, args: &LogArgs) -> anyhow::Result<ExitCode> {
         run: args.run.clone(),
         limit: args.limit,
     };
-    let entries = runtime::read_log(&crate::browser::data_dir(global), &query)?;
+    let settings = crate::config::resolve(global, None)?;
+    let entries = runtime::read_log(&settings.runtime, &query)?;
     for entry in &entries {
         if args.json {
             out!("{entry}");

@@ -47,13 +47,33 @@ pub struct RuntimeConfig {
     pub relaunch_dead_browser: bool,
     /// `gui_exec`'s limits per call (time, broker operations, text, images).
     pub script_limits: script::Limits,
+    /// Where the durable records live: `None`, SQLite in the data directory (the default); a
+    /// PostgreSQL address, one database several instances share (`issue 34`).
+    pub store_url: Option<StoreUrl>,
+    /// With a shared store: how often this instance records that it lives …
+    pub heartbeat_interval: Duration,
+    /// … and how long another instance waits after its last heartbeat before it takes its
+    /// sessions over (reconciling them as a restart does).
+    pub takeover_after: Duration,
+}
+
+/// A store address. It may carry a password, so it never prints (`Debug` shows the scheme).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl(pub String);
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = self.0.split_once("://").map_or("?", |(s, _)| s);
+        write!(f, "StoreUrl({scheme}://…)")
+    }
 }
 
 impl RuntimeConfig {
     /// Defaults: no trusted origins, http(s) only, 5 min approvals,
     /// 60 s leases, 24 h artifact TTL, isolated sessions, debugger idle detach after 5 s,
     /// 3 s to detach, lifecycle operations wait up to 60 s for operations in flight, records
-    /// kept 30 days and at most 100,000 operations.
+    /// kept 30 days and at most 100,000 operations; records in SQLite under the data directory
+    /// (with a shared store: a heartbeat every 2 s, taken over after 10 s without one).
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let data_dir = data_dir.into();
         RuntimeConfig {
@@ -73,6 +93,9 @@ impl RuntimeConfig {
             records_max_operations: 100_000,
             relaunch_dead_browser: true,
             script_limits: script::Limits::default(),
+            store_url: None,
+            heartbeat_interval: Duration::from_secs(2),
+            takeover_after: Duration::from_secs(10),
         }
     }
 }

@@ -96,7 +96,9 @@ impl RuntimeError {
             RuntimeError::UnknownApproval { .. } => ErrorCode::InvalidAction,
             RuntimeError::DataDir { .. } => ErrorCode::BackendUnavailable,
             // A full disk is the data directory's state, not a bug: the caller can do something.
-            RuntimeError::Store(e) if e.is_disk_full() => ErrorCode::BackendUnavailable,
+            RuntimeError::Store(e) if e.is_disk_full() || e.is_unavailable() => {
+                ErrorCode::BackendUnavailable
+            }
             RuntimeError::Store(_) | RuntimeError::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -6,6 +6,14 @@
 //! closed, claimed tabs given back, marked tabs kept for a restore, pending approvals
 //! `abandoned`. Several runtimes may share a data directory (`serve` beside `observe`): a lock
 //! that is held belongs to a live process and is left alone. `shutdown` ends its own instance.
+//!
+//! Instances on several hosts that share one PostgreSQL database cannot see each other's lock
+//! files. There each instance records a heartbeat every `heartbeat_interval`; one whose last
+//! heartbeat is older than `takeover_after` is dead, and the first live instance to notice
+//! takes it over — the staleness check and the reconciliation are one transaction
+//! (`Store::take_over_instance`), so exactly one does — and restores its kept tabs in its own
+//! browser. An instance that finds its own record ended (it stalled past the takeover time and
+//! was taken over) is fenced: it reports not ready and starts no new work as the records' owner.
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
@@ -133,10 +141,19 @@ impl Runtime {
         let data_dir = &self.inner.config.data_dir;
         let mut done = Reconciliation::default();
         let remote = !self.adapter().launched();
+        let shared = self.inner.config.store_url.is_some();
+        let now = now_ms();
+        let stale_before = now.saturating_sub(self.inner.config.takeover_after.as_millis() as u64);
         for instance in store.open_instances()? {
-            if instance.id == self.inner.instance
-                || !is_dead(data_dir, instance.lock_name.as_deref())
-            {
+            if instance.id == self.inner.instance {
+                continue;
+            }
+            let dead = if shared {
+                instance.heartbeat_at.unwrap_or(instance.started_at) < stale_before
+            } else {
+                is_dead(data_dir, instance.lock_name.as_deref())
+            };
+            if !dead {
                 continue;
             }
             // A launched browser died with its process group; a remote one may still show the
@@ -159,9 +176,18 @@ impl Runtime {
                     }
                 }
             }
-            let report = store.end_instance(instance.id, InstanceEnd::Abandoned, now_ms())?;
+            let report = if shared {
+                // Another live instance may have taken it over first: then there is nothing to do.
+                match store.take_over_instance(instance.id, stale_before, now_ms())? {
+                    Some(report) => report,
+                    None => continue,
+                }
+            } else {
+                store.end_instance(instance.id, InstanceEnd::Abandoned, now_ms())?
+            };
             if let Some(name) = &instance.lock_name
                 && !name.contains('/')
+                && !shared
             {
                 let _ = std::fs::remove_file(lock_dir(data_dir).join(name));
             }
@@ -200,10 +226,115 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// With a shared store: records a heartbeat every `heartbeat_interval` and takes over the
+    /// instances that stopped recording theirs, restoring their kept tabs here. Ends with the
+    /// runtime.
+    pub(crate) fn keep_alive(&self) {
+        if self.inner.config.store_url.is_none() {
+            return;
+        }
+        let weak = std::sync::Arc::downgrade(&self.inner);
+        let every = self.inner.config.heartbeat_interval;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let runtime = Runtime { inner };
+                if runtime
+                    .inner
+                    .connection
+                    .stopped
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    return;
+                }
+                match runtime
+                    .inner
+                    .store
+                    .heartbeat(runtime.inner.instance, now_ms())
+                {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        if !runtime
+                            .inner
+                            .incarnation
+                            .fenced
+                            .swap(true, std::sync::atomic::Ordering::SeqCst)
+                        {
+                            tracing::error!(
+                                instance = runtime.inner.instance.0,
+                                "another instance took this instance's sessions over (its heartbeat was late); it is fenced and reports not ready"
+                            );
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not record this instance's heartbeat");
+                        continue;
+                    }
+                }
+                match runtime.reconcile_dead_instances().await {
+                    Ok(done) if !done.is_empty() => {
+                        tracing::info!(
+                            instances = done.instances,
+                            sessions = done.sessions,
+                            kept = done.kept,
+                            took_ms = done.took_ms,
+                            "took over the sessions of an instance that stopped"
+                        );
+                        {
+                            let mut total = runtime
+                                .inner
+                                .incarnation
+                                .reconciled
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner());
+                            total.add(&done);
+                        }
+                        runtime.request_restore();
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not look for instances that stopped")
+                    }
+                }
+            }
+        });
+    }
+
+    /// Whether another instance took this one's records over (see [`Runtime::keep_alive`]).
+    pub fn fenced(&self) -> bool {
+        self.inner
+            .incarnation
+            .fenced
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Reconciliation {
+    fn add(&mut self, other: &Reconciliation) {
+        self.instances += other.instances;
+        self.sessions += other.sessions;
+        self.closed += other.closed;
+        self.released += other.released;
+        self.kept += other.kept;
+        self.approvals += other.approvals;
+        self.unknown_operations += other.unknown_operations;
+        self.abandoned_runs += other.abandoned_runs;
+        self.took_ms += other.took_ms;
+    }
+}
+
 /// This process's instance of the runtime.
 pub(crate) struct Incarnation {
     /// Its lock under the data directory (the instance is alive while it is held).
     pub(crate) lock: InstanceLock,
-    /// What its start reconciled of processes that died without cleaning up.
+    /// What its start (and, with a shared store, each takeover since) reconciled of processes
+    /// that died without cleaning up.
     pub(crate) reconciled: std::sync::Mutex<Reconciliation>,
+    /// Another instance took this one's records over.
+    pub(crate) fenced: std::sync::atomic::AtomicBool,
 }

@@ -32,7 +32,7 @@ mod webtabs;
 pub use approval::{ApprovalDecision, ApprovalRequest};
 pub use artifacts::{Artifacts, DownloadMeta, downloaded};
 pub use cancel::Cancel;
-pub use config::RuntimeConfig;
+pub use config::{RuntimeConfig, StoreUrl};
 pub use control::Control;
 pub use debugger::DebuggerLeaseStatus;
 pub use error::RuntimeError;

@@ -181,6 +181,11 @@ impl Runtime {
         if !self.backend_up() {
             return Err(NotReady("the surfaces' backend is not connected".into()));
         }
+        if self.fenced() {
+            return Err(NotReady(
+                "another instance took this instance's sessions over".into(),
+            ));
+        }
         self.inner
             .store
             .current_instance()

@@ -393,13 +393,16 @@ pub struct LogQuery {
 }
 
 /// The operation log, as a person reads it: runs (start and end), operations and approvals of
-/// the store at `data_dir`, in time order, each a JSON object with a `kind`. Readable while a
+/// the configured store (SQLite under the data directory, or the shared database), in time order, each a JSON object with a `kind`. Readable while a
 /// server runs (the store is in WAL mode) and after it died.
 pub fn read_log(
-    data_dir: &std::path::Path,
+    config: &crate::RuntimeConfig,
     query: &LogQuery,
 ) -> Result<Vec<serde_json::Value>, RuntimeError> {
-    let db = data_dir.join("glovebox.sqlite");
+    if let Some(url) = &config.store_url {
+        return read_log_from(&store::PgStore::connect(&url.0)?, query);
+    }
+    let db = config.data_dir.join("glovebox.sqlite");
     if !db.exists() {
         return Ok(Vec::new());
     }

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use protocol::{Capability, ExtendedAction, Observation, SessionId, SurfaceName};
-use store::Store as _;
 use surface::{ActOptions, ActOutcome, ObserveOptions, SurfaceAdapter, SurfaceError};
 use tokio::sync::broadcast;
 
@@ -261,25 +260,7 @@ impl Runtime {
     ) -> Result<Runtime, RuntimeError> {
         private_data_dir(&config.data_dir)?;
         let instance_lock = crate::incarnation::take_lock(&config.data_dir)?;
-        let db = config.data_dir.join("glovebox.sqlite");
-        let store = store::SqliteStore::open(&db).map_err(|e| match &e {
-            _ if e.is_disk_full() => {
-                crate::incarnation::data_dir_error(&db, &std::io::ErrorKind::StorageFull.into())
-            }
-            store::StoreError::Io(io) => crate::incarnation::data_dir_error(&db, io),
-            _ => e.into(),
-        })?;
-        // The records hold what happened on every page: the owner's alone.
-        for file in [
-            "glovebox.sqlite",
-            "glovebox.sqlite-wal",
-            "glovebox.sqlite-shm",
-        ] {
-            let path = config.data_dir.join(file);
-            if path.exists() {
-                set_mode(&path, 0o600);
-            }
-        }
+        let store = open_store(&config)?;
         let instance = store.begin_instance(now_ms(), Some(&instance_lock.name))?;
         if let Err(e) = adapter.connect().await {
             let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());
@@ -292,7 +273,6 @@ impl Runtime {
             tracing::info!(swept, "removed unretained artifacts of orphan runs");
         }
         let (events, _) = broadcast::channel(4096);
-        let store: Arc<dyn store::Store> = Arc::new(store);
         let runtime = Runtime {
             inner: Arc::new(Inner {
                 adapter,
@@ -314,6 +294,7 @@ impl Runtime {
                 incarnation: crate::incarnation::Incarnation {
                     lock: instance_lock,
                     reconciled: Mutex::default(),
+                    fenced: Default::default(),
                 },
                 keeping: Default::default(),
                 own_listeners: Mutex::default(),
@@ -323,6 +304,7 @@ impl Runtime {
             }),
         };
         let reconciled = runtime.reconcile_dead_instances().await?;
+        runtime.keep_alive();
         runtime.prune_records();
         runtime.watch_browser();
         runtime.request_restore();
@@ -334,11 +316,14 @@ impl Runtime {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// A new id, unique across every instance that shares the store: the time, this
+    /// process's counter, and its instance.
     pub(crate) fn fresh_id(&self, prefix: &str) -> String {
         format!(
-            "{prefix}_{:x}{:04x}",
+            "{prefix}_{:x}{:04x}{:x}",
             now_ms(),
-            self.inner.next_id.fetch_add(1, Ordering::Relaxed) & 0xffff
+            self.inner.next_id.fetch_add(1, Ordering::Relaxed) & 0xffff,
+            self.inner.instance.0
         )
     }
 
@@ -990,4 +975,34 @@ pub(crate) fn require(
             capability: name,
         })
     }
+}
+
+/// The store the configuration names: PostgreSQL at `store_url` (shared by instances), or
+/// SQLite in the data directory (readable by the owner alone). A full or read-only disk, and
+/// a database that cannot be reached, are named as such.
+fn open_store(config: &RuntimeConfig) -> Result<Arc<dyn store::Store>, RuntimeError> {
+    if let Some(url) = &config.store_url {
+        let store = store::PgStore::connect(&url.0)?;
+        return Ok(Arc::new(store));
+    }
+    let db = config.data_dir.join("glovebox.sqlite");
+    let store = store::SqliteStore::open(&db).map_err(|e| match &e {
+        _ if e.is_disk_full() => {
+            crate::incarnation::data_dir_error(&db, &std::io::ErrorKind::StorageFull.into())
+        }
+        store::StoreError::Io(io) => crate::incarnation::data_dir_error(&db, io),
+        _ => e.into(),
+    })?;
+    // The records hold what happened on every page: the owner's alone.
+    for file in [
+        "glovebox.sqlite",
+        "glovebox.sqlite-wal",
+        "glovebox.sqlite-shm",
+    ] {
+        let path = config.data_dir.join(file);
+        if path.exists() {
+            set_mode(&path, 0o600);
+        }
+    }
+    Ok(Arc::new(store))
 }

@@ -763,6 +763,19 @@ impl Runtime {
             if self.inner.connection.stopping.load(Ordering::SeqCst) {
                 return report;
             }
+            // A tab a live session of another instance (sharing the store) still owns is that
+            // instance's to restore, into that session.
+            let elsewhere = record
+                .session_id
+                .as_ref()
+                .and_then(|s| self.inner.store.get_session(s).ok())
+                .is_some_and(|s| {
+                    s.state == store::SessionState::Active
+                        && s.instance.is_some_and(|i| i != self.inner.instance)
+                });
+            if elsewhere {
+                continue;
+            }
             let id = record.id.to_string();
             // A record that cannot be reopened is marked failed and not tried again; a browser
             // that fails (or stops) now leaves it to the next restore.
@@ -873,16 +886,20 @@ impl Runtime {
             .open_detached(url, context, true)
             .await
             .map_err(|e| format!("no page: {e}"))?;
-        let restored = self
-            .inner
-            .store
-            .restored(
-                &record.id,
-                &store::TargetId::new(&created),
-                self.inner.instance,
-                now_ms(),
-            )
-            .map_err(|e| e.to_string())?;
+        let restored = match self.inner.store.restored(
+            &record.id,
+            &store::TargetId::new(&created),
+            self.inner.instance,
+            now_ms(),
+        ) {
+            Ok(restored) => restored,
+            Err(e) => {
+                // Another instance sharing the store restored it first (or the record moved):
+                // the page made here is nobody's.
+                self.close_target(&created).await;
+                return Err(e.to_string().into());
+            }
+        };
         // What the page reported before its handle was on record is read once now.
         self.refresh_location(&created).await;
         // A tab a live session still owns (the browser died under it) goes back into that

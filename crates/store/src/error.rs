@@ -103,6 +103,15 @@ pub enum StoreError {
         /// The resource holding it.
         by: ResourceId,
     },
+    /// The resource's handle is not lost (any more): another instance restored it first, or it
+    /// was never lost.
+    #[error("resource {id} is not waiting for a restore (live in instance {instance:?})")]
+    NotLost {
+        /// The resource.
+        id: ResourceId,
+        /// The instance whose handle it has, if any.
+        instance: Option<InstanceId>,
+    },
     /// The recovery record is resolved; it takes no more attempts.
     #[error("recovery record {id} is already resolved")]
     AlreadyResolved {
@@ -155,6 +164,22 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The database cannot be reached now (its server is down or the connection broke); a
+    /// later call may succeed.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) => true,
+            StoreError::Postgres(e) => {
+                e.is_closed()
+                    || e.code().is_some_and(|c| {
+                        c.code().starts_with("08") // connection exceptions
+                            || c.code().starts_with("57P") // the server shut down
+                    })
+            }
+            _ => false,
+        }
+    }
+
     /// The disk under the store is full.
     pub fn is_disk_full(&self) -> bool {
         match self {

@@ -208,7 +208,9 @@ pub trait Store: Send + Sync {
     /// Records why a restore failed; the tab is not tried again (it stays listed as failed).
     fn restore_failed(&self, id: &ResourceId, why: &str, now_ms: u64) -> Result<()>;
 
-    /// Records the new live handle of a restored tab (as [`Store::attach_handle`]) and when.
+    /// Records the new live handle of a restored tab (as [`Store::attach_handle`]) and when —
+    /// only while its handle is lost: `NotLost` when another instance restored it first (the
+    /// caller closes the page it made).
     fn restored(
         &self,
         id: &ResourceId,

@@ -37,6 +37,16 @@ fn serve(dir: &Path, trust: &str) -> (Reaped, u16, String) {
 
 /// [`serve`] with more arguments to `serve`.
 fn serve_with(dir: &Path, trust: &str, more: &[&str]) -> (Reaped, u16, String) {
+    serve_env(dir, trust, more, &[])
+}
+
+/// [`serve_with`] with more environment.
+fn serve_env(
+    dir: &Path,
+    trust: &str,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> (Reaped, u16, String) {
     let port = free_port();
     let mut child = glovebox(dir)
         .args([
@@ -48,6 +58,7 @@ fn serve_with(dir: &Path, trust: &str, more: &[&str]) -> (Reaped, u16, String) {
         ])
         .args(more)
         .env("GLOVEBOX_CONFIG", "/dev/null")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -726,4 +737,188 @@ async fn serve_requires_its_token_by_default_and_prints_the_person_token_only_to
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
+}
+
+/// Issue 34: three instances on one PostgreSQL database, each with its own data directory and
+/// browser. The first keeps tabs for a person and is SIGKILLed with its browser; of the two
+/// left, exactly one takes its sessions over (after the takeover time without a heartbeat) and
+/// brings the kept tabs back in its own browser — each tab open in exactly one browser — where
+/// a person offers them and a new session claims them; a frame from before is refused. No
+/// record is lost: the dead instance's operations are in the shared log, none left in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_instance_is_taken_over_once_by_another_on_the_same_database() {
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.html(
+        "/keep",
+        "<!doctype html><title>Kept</title><p>kept page</p>",
+    );
+    fixtures.html(
+        "/other",
+        "<!doctype html><title>Other</title><p>other page</p>",
+    );
+    let url = test_support::postgres::server().fresh_url("takeover-serve");
+    let root = data_dir("shared-store");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let config = root.join("config.toml");
+    std::fs::write(
+        &config,
+        "[store]\nheartbeat_ms = 200\ntakeover_after_seconds = 2\n",
+    )
+    .unwrap();
+    let env = [
+        ("GLOVEBOX_STORE", url.as_str()),
+        ("GLOVEBOX_CONFIG", config.to_str().unwrap()),
+    ];
+    let dirs: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| root.join(n)).collect();
+    let (mut a, a_port, _) = serve_env(&dirs[0], &fixtures.origin(), &[], &env);
+    let (mut b, b_port, _) = serve_env(&dirs[1], &fixtures.origin(), &[], &env);
+    let (mut c, c_port, _) = serve_env(&dirs[2], &fixtures.origin(), &[], &env);
+    let pids = [a.0.id(), b.0.id(), c.0.id()];
+    let ports = [a_port, b_port, c_port];
+
+    let later = fixtures.url("/keep?page=2");
+    let kept = [
+        fixtures.url("/keep"),
+        fixtures.url("/keep?token=SECRETVALUE123abc"),
+        fixtures.url("/other"),
+        later.clone(),
+    ];
+    let mut client = Reaped(
+        std::process::Command::new(crate::mcp::python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+            .args(["keep", "--url", &format!("http://127.0.0.1:{a_port}/mcp")])
+            .args(["--token", &mcp_token(&dirs[0])])
+            .args(kept.iter().flat_map(|k| ["--fixture", k.as_str()]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(client.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let old_frame = held["old_frame"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{held}"))
+        .to_owned();
+    tabs_until(&dirs[0], pids[0], |t| {
+        t.iter()
+            .any(|t| t["url"].as_str().is_some_and(|u| u.contains("page=")))
+    });
+
+    let browser: Vec<u32> = processes_mentioning(&dirs[0].display().to_string())
+        .into_iter()
+        .filter(|p| *p != pids[0])
+        .collect();
+    let killed = std::time::Instant::now();
+    kill(&mut a, libc::SIGKILL);
+    signal_all(&browser, libc::SIGKILL);
+    drop(client);
+
+    // Each kept tab that can be reopened comes back in exactly one of the two browsers.
+    // (Their cookies and storage stay in the dead instance's data directory.)
+    let open_on = |i: usize| -> Vec<String> {
+        person(&dirs[i], pids[i], "GET", "/api/tabs", "")["tabs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter(|t| t["state"] == "open")
+            .map(|t| t["tab"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    let (on_b, on_c) = loop {
+        let (on_b, on_c) = (open_on(1), open_on(2));
+        if on_b.len() + on_c.len() >= 3 || std::time::Instant::now() > until {
+            break (on_b, on_c);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let took = killed.elapsed();
+    eprintln!(
+        "takeover: the kept tabs were open again {} ms after the SIGKILL (takeover after 2 s, heartbeat 200 ms)",
+        took.as_millis()
+    );
+    // The navigated one, the one with a token and the other; the blank one has no address.
+    assert_eq!(on_b.len() + on_c.len(), 3, "b {on_b:?} c {on_c:?}");
+    assert!(
+        on_b.is_empty() || on_c.is_empty(),
+        "one instance took the sessions over, not both: b {on_b:?} c {on_c:?}"
+    );
+    // Stays so: the other never restores them too.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(open_on(1).len() + open_on(2).len(), 3);
+    let host = if on_b.is_empty() { 2 } else { 1 };
+
+    // The records: the dead instance ended as abandoned, its operations are all in the shared
+    // log with an outcome, the token is in none of them.
+    let shared = store::PgStore::connect(&url).unwrap();
+    let open = shared.open_instances().unwrap();
+    assert_eq!(open.len(), 2, "{open:?}");
+    let log = glovebox(&dirs[1])
+        .args(["log", "--json"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        log.status.success(),
+        "{}",
+        String::from_utf8_lossy(&log.stderr)
+    );
+    let text = String::from_utf8_lossy(&log.stdout);
+    let operations: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["kind"] == "operation")
+        .collect();
+    assert_eq!(
+        operations.len(),
+        4,
+        "three opened pages and one navigation: {text}"
+    );
+    assert!(
+        operations.iter().all(|o| o["state"] != "attempted"),
+        "none left in flight: {text}"
+    );
+    assert!(!text.contains("SECRETVALUE123abc"), "{text}");
+
+    // The session moves: a person offers the kept tabs on the instance that has them, and a
+    // new session there claims them; a frame from before is refused.
+    for id in open_on(host) {
+        let offered = person(
+            &dirs[host],
+            pids[host],
+            "POST",
+            &format!("/api/tabs/{id}/offer"),
+            "{}",
+        );
+        assert_eq!(offered["offered"], id.as_str(), "{offered}");
+    }
+    let token = mcp_token(&dirs[host]);
+    let port = ports[host];
+    let seen =
+        tokio::task::spawn_blocking(move || scenario("restored", &token, port, &[old_frame]))
+            .await
+            .unwrap();
+    let pages = seen["pages"].as_array().unwrap_or_else(|| panic!("{seen}"));
+    assert_eq!(
+        pages.len(),
+        3,
+        "the kept tabs are claimed by the new session: {seen}"
+    );
+    assert!(
+        seen["stale"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e == "stale_observation"),
+        "a frame from before is refused: {seen}"
+    );
+    kill(&mut b, libc::SIGTERM);
+    kill(&mut c, libc::SIGTERM);
 }

@@ -749,7 +749,11 @@ async fn case_31_typed_secrets_never_reach_events() {
         runs.last().map(|r| r.run.task.as_str()),
         Some("sign up with the password [redacted]")
     );
-    let log = runtime::read_log(&env.data_dir, &Default::default()).unwrap();
+    let log = runtime::read_log(
+        &runtime::RuntimeConfig::new(&env.data_dir),
+        &Default::default(),
+    )
+    .unwrap();
     assert!(
         !serde_json::to_string(&log).unwrap().contains("hunter2"),
         "{log:?}"

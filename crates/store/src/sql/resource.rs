@@ -471,20 +471,29 @@ pub(super) fn restored(
 ) -> Result<Resource> {
     let now = int(now_ms, "now_ms")?;
     check_handle(c, id, target, instance)?;
+    // Only while its handle is still lost: of two instances restoring it at once, one does.
     let resource = query_opt(
         c,
         &format!(
             "UPDATE resources
                 SET cdp_target_id = ?2, instance = ?3, handle_lost = 0, restored_at = ?4, restore_error = NULL,
                     updated_at = ?4, version = version + 1
-              WHERE id = ?1
+              WHERE id = ?1 AND handle_lost = 1
              RETURNING {COLUMNS}"
         ),
         params![id.as_str(), target.as_str(), int(instance.0, "instance")?, now],
         decode,
-    )?
-    .ok_or_else(|| not_found(id))?;
-    Ok(resource)
+    )?;
+    match resource {
+        Some(resource) => Ok(resource),
+        None => {
+            let current = get(c, id)?;
+            Err(StoreError::NotLost {
+                id: id.clone(),
+                instance: current.instance,
+            })
+        }
+    }
 }
 
 pub(super) fn set_preview(
