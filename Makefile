@@ -24,6 +24,7 @@ test: deps
 	@scripts/ensure-python-mcp.sh >/dev/null
 	@scripts/ensure-python-osworld.sh >/dev/null
 	@scripts/ensure-test-libs.sh
+	@scripts/ensure-postgres.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	@scripts/check-seam.sh

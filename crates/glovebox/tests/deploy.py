@@ -43,6 +43,32 @@ def main():
     if "glovebox_token" not in secrets or "glovebox_token" not in glovebox.get("secrets", []):
         fail("the token secret is not given to glovebox")
 
+    # The records in the postgres service's database, its password from the same secret.
+    postgres = services.get("postgres") or fail("no postgres service")
+    if "postgres_password" not in secrets or "postgres_password" not in glovebox.get("secrets", []) \
+            or "postgres_password" not in postgres.get("secrets", []):
+        fail("the database password secret is not given to glovebox and postgres")
+    pg_env = postgres.get("environment") or {}
+    if pg_env.get("POSTGRES_PASSWORD_FILE") != "/run/secrets/postgres_password":
+        fail(f"postgres does not read its password from the secret: {pg_env}")
+    store = re.search(r'GLOVEBOX_STORE="postgres://([^:]+):\$\$\(cat /run/secrets/postgres_password\)@([^:/]+):(\d+)/([^"]+)"', script)
+    if not store:
+        fail(f"the entrypoint does not point GLOVEBOX_STORE at the database with the secret: {script}")
+    user, host, pg_port, db = store.groups()
+    if host != "postgres" or pg_port != "5432" or user != pg_env.get("POSTGRES_USER") or db != pg_env.get("POSTGRES_DB"):
+        fail(f"GLOVEBOX_STORE names {user}@{host}:{pg_port}/{db}, not the postgres service's {pg_env}")
+    if (glovebox.get("depends_on") or {}).get("postgres", {}).get("condition") != "service_healthy":
+        fail("glovebox does not wait for a healthy database")
+    if "pg_isready" not in " ".join(postgres.get("healthcheck", {}).get("test", [])):
+        fail("the database has no readiness check")
+    # The browser pool: the image's own Chromium and the chromium service's endpoint.
+    chromium = services.get("chromium") or fail("no chromium service")
+    pool = env.get("GLOVEBOX_BROWSER_POOL", "").split(",")
+    remote = [m for m in pool if m != "local"]
+    exposed = [str(p) for p in chromium.get("expose", [])]
+    if remote != [f"http://chromium:{p}" for p in exposed] or "local" not in pool:
+        fail(f"the browser pool {pool} is not local plus the chromium service's {exposed}")
+
     check = glovebox.get("healthcheck", {}).get("test") or fail("no health check")
     if check[0] != "CMD" or "/readyz" not in check[-1] or f"/{port} " not in check[-1] + " ":
         fail(f"the health check does not probe /readyz on {port}: {check}")
@@ -81,6 +107,8 @@ def main():
         "port": int(port),
         "health_check": check[1:],
         "metrics_path": metrics_path,
+        "store": {"user": user, "database": db},
+        "pool_remote": remote,
     }))
 
 

@@ -15,7 +15,11 @@ use crate::sqlite::SqliteStore;
 /// transaction. Returns one duration per change, in order. Records go under ids derived from
 /// a fresh instance, so running it again on the same file never collides with earlier runs.
 pub fn bench_ownership_changes(path: &Path, n: usize) -> Result<Vec<Duration>> {
-    let store = SqliteStore::open(path)?;
+    ownership_changes(&SqliteStore::open(path)?, n)
+}
+
+/// [`bench_ownership_changes`] on any store (a PostgreSQL one included).
+pub fn ownership_changes(store: &dyn Store, n: usize) -> Result<Vec<Duration>> {
     // Logical time: the store needs `now_ms` only to record it.
     let mut now = 1_u64;
     let instance = store.begin_instance(now, None)?;
@@ -161,16 +165,26 @@ pub fn bench_reconcile(path: &Path, rounds: usize) -> Result<Vec<Duration>> {
 /// duration per operation (both writes) and how many bytes the database grew per 1,000
 /// operations (measured after a checkpoint folds the WAL into the file).
 pub fn bench_operations(path: &Path, n: usize) -> Result<(Vec<Duration>, u64)> {
-    use crate::record::{NewOperation, OperationEnd, OperationState};
     let store = SqliteStore::open(path)?;
-    let instance = store.begin_instance(1, None)?;
-    let session = SessionId::new(format!("bench-ops-{instance}"));
     let size = || -> Result<u64> {
         let conn = rusqlite::Connection::open(path)?;
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(std::fs::metadata(path)?.len())
     };
     let before = size()?;
+    let samples = operation_records(&store, n)?;
+    let after = size()?;
+    Ok((
+        samples,
+        after.saturating_sub(before) * 1000 / n.max(1) as u64,
+    ))
+}
+
+/// The operation log's two writes per action ([`bench_operations`]) on any store.
+pub fn operation_records(store: &dyn Store, n: usize) -> Result<Vec<Duration>> {
+    use crate::record::{NewOperation, OperationEnd, OperationState};
+    let instance = store.begin_instance(1, None)?;
+    let session = SessionId::new(format!("bench-ops-{instance}"));
     let mut samples = Vec::with_capacity(n);
     for i in 0..n {
         let now = 10 + i as u64;
@@ -204,9 +218,5 @@ pub fn bench_operations(path: &Path, n: usize) -> Result<(Vec<Duration>, u64)> {
         )?;
         samples.push(start.elapsed());
     }
-    let after = size()?;
-    Ok((
-        samples,
-        after.saturating_sub(before) * 1000 / n.max(1) as u64,
-    ))
+    Ok(samples)
 }

@@ -29,7 +29,7 @@ pub(super) fn bench_store(
         file.push(suffix);
         let _ = std::fs::remove_file(file);
     }
-    Ok(vec![
+    let mut results = vec![
         (
             "store: ownership change (claim or release), fsynced".to_owned(),
             Stats::of(&mut samples),
@@ -42,7 +42,34 @@ pub(super) fn bench_store(
             "restart: reconcile 100 tab records + 25 approvals of a dead instance".to_owned(),
             Stats::of(&mut reconcile),
         ),
-    ])
+    ];
+    // With `--store postgres://…`: the same writes on the shared database, side by side.
+    if let Some(url) = crate::config::resolve(global, None)?.runtime.store_url {
+        let pg = store::PgStore::connect(&url.0)?;
+        let mut changes = store::bench::ownership_changes(&pg, 2000)?;
+        let mut records = store::bench::operation_records(&pg, 2000)?;
+        let (pg_change, pg_record) = (Stats::of(&mut changes), Stats::of(&mut records));
+        ratios.push((
+            "PostgreSQL / SQLite: ownership change, median".to_owned(),
+            pg_change.median.as_secs_f64()
+                / results[0].1.median.as_secs_f64().max(f64::MIN_POSITIVE),
+        ));
+        ratios.push((
+            "PostgreSQL / SQLite: one action's record, median".to_owned(),
+            pg_record.median.as_secs_f64()
+                / results[1].1.median.as_secs_f64().max(f64::MIN_POSITIVE),
+        ));
+        results.push((
+            "store on PostgreSQL: ownership change (claim or release), committed".to_owned(),
+            pg_change,
+        ));
+        results.push((
+            "store on PostgreSQL: one action's record (attempted, then ended), committed"
+                .to_owned(),
+            pg_record,
+        ));
+    }
+    Ok(results)
 }
 
 pub(super) async fn bench_runtime(

@@ -2,7 +2,9 @@
 //! `Dockerfile` parse and agree with each other (`tests/deploy.py`, PyYAML), and the binary
 //! serves what they rely on: the server started with the compose file's environment (on a
 //! loopback port here) passes the compose file's own health check command, and the scrape
-//! Prometheus is configured for gets the metrics with the token, by the name it uses.
+//! Prometheus is configured for gets the metrics with the token, by the name it uses — with
+//! its records in PostgreSQL (a schema of the test server standing in for the postgres
+//! service) and a pool of two browsers (a second local one standing in for the chromium service).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -39,13 +41,21 @@ fn the_sample_deployment_agrees_with_itself_and_with_the_binary() {
     let token = "deploy-test-token-0123456789abcdef0123";
     let mut serve = glovebox(&dir);
     for (k, v) in facts["env"].as_object().unwrap() {
-        serve.env(k, v.as_str().unwrap());
+        // The chromium service's endpoint is a second local browser here.
+        let mut v = v.as_str().unwrap().to_owned();
+        for remote in facts["pool_remote"].as_array().unwrap() {
+            v = v.replace(remote.as_str().unwrap(), "local");
+        }
+        serve.env(k, v);
     }
+    // The postgres service is a schema of the test's PostgreSQL server.
+    let store_url = test_support::postgres::server().fresh_url("deploy");
     // The compose file's environment, on a loopback port of this machine and its data dir.
     let mut child = serve
         .env("GLOVEBOX_BIND", format!("127.0.0.1:{port}"))
         .env("GLOVEBOX_DATA_DIR", &dir)
         .env("GLOVEBOX_TOKEN", token)
+        .env("GLOVEBOX_STORE", &store_url)
         .env("GLOVEBOX_CONFIG", "/dev/null")
         .arg("serve")
         .stdout(Stdio::null())
@@ -102,5 +112,12 @@ fn the_sample_deployment_agrees_with_itself_and_with_the_binary() {
             .iter()
             .any(|s| s[0] == "glovebox_backend_up" && s[2] == 1.0),
         "{scraped}"
+    );
+    // It ran on the database: its instance is recorded there, ended when it stopped or left
+    // for a takeover.
+    let shared = store::PgStore::connect(&store_url).unwrap();
+    assert!(
+        store::Store::current_instance(&shared).unwrap().is_some(),
+        "the instance is recorded in the shared store"
     );
 }
