@@ -458,8 +458,11 @@ pub enum BenchTarget {
     /// Runtime: stop latency, parallel tabs speed-up, per-step overhead.
     Runtime,
     /// Store write latency for an ownership change and for one action's record; operation
-    /// log size per 1,000 actions.
+    /// log size per 1,000 actions; with `--store`, the same on PostgreSQL beside SQLite.
     Store,
+    /// Sessions per instance: 1 to 32 sessions at once clicking with fresh observations, the p95
+    /// at each, and the most sessions within a p95 of 250 ms.
+    Sessions,
     /// Kept tabs: from a browser death to ten kept tabs open again.
     Restore,
     /// Host API: chat command → Surface Context (two tabs with previews), registry event round

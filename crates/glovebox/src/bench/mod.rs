@@ -26,7 +26,7 @@ mod vm;
 use desktop::bench_desktop;
 use host::{bench_console, bench_host};
 use models::bench_agent;
-use overheads::{bench_restore, bench_runtime, bench_store};
+use overheads::{bench_restore, bench_runtime, bench_sessions, bench_store};
 use surfaces::{bench_act, bench_cdp, bench_observe, bench_protocol};
 
 /// Summary statistics of a set of durations.
@@ -112,6 +112,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Act => bench_act(global).await?,
         BenchTarget::Runtime => bench_runtime(global, &mut ratios).await?,
         BenchTarget::Store => bench_store(global, &mut ratios)?,
+        BenchTarget::Sessions => bench_sessions(global, &mut ratios).await?,
         BenchTarget::Restore => bench_restore(global, args.iterations).await?,
         BenchTarget::Host => bench_host(global, &mut ratios).await?,
         BenchTarget::Console => bench_console(global, &mut ratios).await?,

@@ -439,3 +439,100 @@ pub(super) async fn bench_restore(
         ),
     ])
 }
+
+/// The p95 act latency a person would see at which the sessions-per-instance figure is read.
+const SESSIONS_P95_TARGET: Duration = Duration::from_millis(250);
+
+/// Sessions per instance: N sessions at once on one runtime (one browser, or the pool of
+/// `--browser-pool`), each in its own tab clicking with a fresh observation through the
+/// runtime's one path (records, leases, policy, verification); the p95 of those acts at each N,
+/// and the most sessions whose p95 stays within [`SESSIONS_P95_TARGET`].
+pub(super) async fn bench_sessions(
+    global: &Global,
+    ratios: &mut Vec<(String, f64)>,
+) -> anyhow::Result<Vec<(String, Stats)>> {
+    use ::runtime::{ActOptions, Runtime};
+    let pages = crate::pages::LoopbackPages::serve(
+        [("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into(),
+    )
+    .await?;
+    let (settings, config) = super::trusting(global, &pages)?;
+    let rt = Runtime::start(config, settings.adapter()).await?;
+    let mut results = Vec::new();
+    let mut within = 0;
+    for n in [1_usize, 2, 4, 8, 16, 32] {
+        let mut sessions = Vec::new();
+        for _ in 0..n {
+            let session = rt.create_session().await?;
+            rt.open_tab(&session, &pages.url("/act"), Duration::ZERO)
+                .await?;
+            sessions.push(session);
+        }
+        let mut clicking = tokio::task::JoinSet::new();
+        for session in sessions.clone() {
+            let rt = rt.clone();
+            clicking.spawn(async move {
+                let mut samples = Vec::new();
+                let mut observation = rt.observe(&session, None, &Default::default()).await?;
+                for i in 0..43 {
+                    let target = observation
+                        .interactive_elements()
+                        .iter()
+                        .find(|e| e.name() == "Add one")
+                        .map(|e| e.element().as_str().to_owned())
+                        .ok_or_else(|| anyhow::anyhow!("no Add one on the benchmark page"))?;
+                    let action = protocol::validate_action(&json!({
+                        "type": "click", "expected_frame_id": observation.frame_id().as_str(),
+                        "target": {"kind": "element", "ref": target}, "intent": "count"
+                    }))?;
+                    let started = Instant::now();
+                    let outcome = rt
+                        .act(
+                            &session,
+                            None,
+                            &action.into(),
+                            &ActOptions::default(),
+                            Duration::ZERO,
+                        )
+                        .await?;
+                    if i >= 3 {
+                        samples.push(started.elapsed());
+                    }
+                    observation = outcome
+                        .observation
+                        .ok_or_else(|| anyhow::anyhow!("no observation after the click"))?;
+                }
+                anyhow::Ok(samples)
+            });
+        }
+        let mut samples = Vec::new();
+        while let Some(done) = clicking.join_next().await {
+            samples.extend(done??);
+        }
+        samples.sort();
+        let p95 = samples
+            .get(((samples.len() as f64 - 1.0) * 0.95).round() as usize)
+            .copied()
+            .unwrap_or_default();
+        ratios.push((format!("{n} sessions at once: click p95 (ms)"), ms(p95)));
+        if p95 <= SESSIONS_P95_TARGET {
+            within = n;
+        }
+        results.push((
+            format!("{n} sessions at once: click with a fresh observation, each"),
+            Stats::of(&mut samples),
+        ));
+        for session in &sessions {
+            rt.close_session(session).await?;
+        }
+    }
+    ratios.push((
+        format!(
+            "sessions per instance with click p95 ≤ {} ms",
+            SESSIONS_P95_TARGET.as_millis()
+        ),
+        within as f64,
+    ));
+    rt.shutdown(Duration::from_secs(5)).await;
+    Ok(results)
+}
