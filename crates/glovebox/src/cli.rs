@@ -455,7 +455,8 @@ pub enum BenchTarget {
     Observe,
     /// Click and type round trips (checks, dispatch, settle, verification, fresh observation).
     Act,
-    /// Runtime: stop latency, parallel tabs speed-up, per-step overhead.
+    /// Runtime: stop latency, parallel tabs speed-up, per-step overhead, session start on one
+    /// browser and on a pool, and how far past its deadline an act on a frozen browser answers.
     Runtime,
     /// Store write latency for an ownership change and for one action's record; operation
     /// log size per 1,000 actions; with `--store`, the same on PostgreSQL beside SQLite.

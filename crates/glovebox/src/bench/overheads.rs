@@ -350,6 +350,17 @@ pub(super) async fn bench_runtime(
     ));
     results.push(("session start, one browser".to_owned(), one));
     results.push(("session start, a pool of three browsers".to_owned(), three));
+    // An act on a frozen browser answers within its deadline and a grace (issue 35).
+    let mut overruns = frozen_overrun(global, 12, Duration::from_secs(1)).await?;
+    overruns.sort();
+    ratios.push((
+        "act on a frozen browser: p99 of act time minus its 1 s deadline (ms)".to_owned(),
+        ms(overruns[((overruns.len() - 1) as f64 * 0.99).round() as usize]),
+    ));
+    results.push((
+        "act on a frozen browser: act time past its 1 s deadline".to_owned(),
+        Stats::of(&mut overruns),
+    ));
     Ok(results)
 }
 
@@ -535,4 +546,68 @@ pub(super) async fn bench_sessions(
     ));
     rt.shutdown(Duration::from_secs(5)).await;
     Ok(results)
+}
+
+/// Issue 35's figure: how far past its deadline an act on a frozen browser (SIGSTOPped while
+/// the act runs) answers — act time minus deadline, per act. Each round resumes the browser and
+/// takes a fresh observation first (a new tab if the runtime had to give the old one up).
+pub(super) async fn frozen_overrun(
+    global: &Global,
+    rounds: usize,
+    deadline: Duration,
+) -> anyhow::Result<Vec<Duration>> {
+    use ::runtime::{ActOptions, Runtime};
+    let pages = crate::pages::LoopbackPages::serve(
+        [("/act".to_owned(), crate::pages::ACT_PAGE.to_owned())].into(),
+    )
+    .await?;
+    let (settings, mut config) = super::trusting(global, &pages)?;
+    config.debugger_idle_detach = Duration::from_secs(3600);
+    let rt = Runtime::start(config, settings.adapter()).await?;
+    let session = rt.create_session().await?;
+    rt.open_tab(&session, &pages.url("/act"), Duration::ZERO)
+        .await?;
+    let signal = |pid: u32, sig: i32| {
+        // SAFETY: a signal to the browser this benchmark's runtime launched.
+        unsafe { libc::kill(pid as libc::pid_t, sig) };
+    };
+    let mut overruns = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let observation = match rt.observe(&session, None, &Default::default()).await {
+            Ok(o) => o,
+            Err(_) => {
+                rt.open_tab(&session, &pages.url("/act"), Duration::ZERO)
+                    .await?;
+                rt.observe(&session, None, &Default::default()).await?
+            }
+        };
+        let target = observation
+            .interactive_elements()
+            .iter()
+            .find(|e| e.name() == "Add one")
+            .map(|e| e.element().as_str().to_owned())
+            .ok_or_else(|| anyhow::anyhow!("no Add one on the benchmark page"))?;
+        let action = protocol::validate_action(&json!({
+            "type": "click", "expected_frame_id": observation.frame_id().as_str(),
+            "target": {"kind": "element", "ref": target}, "intent": "count"
+        }))?;
+        let options = ActOptions {
+            deadline,
+            ..Default::default()
+        };
+        let pid = rt.browser_pid().ok_or_else(|| {
+            anyhow::anyhow!("no launched browser to freeze (not with --browser-endpoint)")
+        })?;
+        signal(pid, libc::SIGSTOP);
+        let started = Instant::now();
+        let _ = rt
+            .act(&session, None, &action.into(), &options, Duration::ZERO)
+            .await;
+        let took = started.elapsed();
+        signal(pid, libc::SIGCONT);
+        overruns.push(took.saturating_sub(deadline));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    rt.shutdown(Duration::from_secs(5)).await;
+    Ok(overruns)
 }
