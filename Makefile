@@ -38,6 +38,7 @@ bench: deps build
 	./target/release/glovebox bench observe
 	./target/release/glovebox bench act
 	./target/release/glovebox bench runtime
+	./target/release/glovebox bench sessions
 	./target/release/glovebox bench store
 	./target/release/glovebox bench restore
 	./target/release/glovebox bench host

@@ -402,6 +402,29 @@ fn scenario(name: &str, token: &str, port: u16, fixtures: &[String]) -> Value {
     .unwrap()
 }
 
+/// The `keep` client scenario against a server: it keeps tabs for the person, prints what it
+/// holds, and waits to be killed with its server.
+fn keep_client(port: u16, token: &str, kept: &[String]) -> (Reaped, Value) {
+    let mut client = Reaped(
+        std::process::Command::new(crate::mcp::python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
+            .args(["keep", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+            .args(["--token", token])
+            .args(kept.iter().flat_map(|k| ["--fixture", k.as_str()]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(client.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    (client, held)
+}
+
 /// Polls the person channel's tab list until `done` holds (or 20 s pass); returns the last list.
 fn tabs_until(dir: &Path, pid: u32, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -450,23 +473,7 @@ async fn kept_tabs_come_back_after_a_sigkill_and_after_the_browser_dies() {
         fixtures.url("/other"),
         later.clone(),
     ];
-    let mut client = Reaped(
-        std::process::Command::new(crate::mcp::python())
-            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
-            .args(["keep", "--url", &format!("http://127.0.0.1:{port}/mcp")])
-            .args(["--token", &mcp_token(&dir)])
-            .args(kept.iter().flat_map(|k| ["--fixture", k.as_str()]))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(client.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let (client, held) = keep_client(port, &mcp_token(&dir), &kept);
     let old_frame = held["old_frame"]
         .as_str()
         .unwrap_or_else(|| panic!("{held}"))
@@ -784,23 +791,7 @@ async fn a_sigkilled_instance_is_taken_over_once_by_another_on_the_same_database
         fixtures.url("/other"),
         later.clone(),
     ];
-    let mut client = Reaped(
-        std::process::Command::new(crate::mcp::python())
-            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/client.py"))
-            .args(["keep", "--url", &format!("http://127.0.0.1:{a_port}/mcp")])
-            .args(["--token", &mcp_token(&dirs[0])])
-            .args(kept.iter().flat_map(|k| ["--fixture", k.as_str()]))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(client.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let held: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let (client, held) = keep_client(a_port, &mcp_token(&dirs[0]), &kept);
     let old_frame = held["old_frame"]
         .as_str()
         .unwrap_or_else(|| panic!("{held}"))

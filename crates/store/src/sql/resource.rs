@@ -2,7 +2,7 @@
 //! `UPDATE … WHERE <condition> RETURNING`, so the condition and the write are atomic even
 //! across processes; only when it matches no row does a second read say why.
 
-use super::{Conn, Row, exists, int, params, query_all, query_opt, session, uint};
+use super::{Conn, Param, Row, exists, int, params, query_all, query_opt, session, uint};
 use crate::error::{Entity, Result, StoreError};
 use crate::id::{InstanceId, ResourceId, RunId, SessionId, TargetId, TurnId};
 use crate::resource::{Mark, NewResource, Ownership, Resource, ResourceKind, ResourceState};
@@ -338,16 +338,13 @@ pub(super) fn update_location(
     title: &str,
     now_ms: u64,
 ) -> Result<()> {
-    let now = int(now_ms, "now_ms")?;
-    let changed = c.execute(
-        "UPDATE resources SET url = ?2, title = ?3, location_at = ?4, updated_at = ?4
-              WHERE id = ?1",
-        params![id.as_str(), url, title, now],
-    )?;
-    if changed == 0 {
-        return Err(not_found(id));
-    }
-    Ok(())
+    note(
+        c,
+        id,
+        now_ms,
+        "url = ?3, title = ?4, location_at = ?2",
+        &[url.into(), title.into()],
+    )
 }
 
 pub(super) fn attach_handle(
@@ -378,6 +375,29 @@ pub(super) fn attach_handle(
     )?
     .ok_or_else(|| not_found(id))?;
     Ok(resource)
+}
+
+/// One write that does not move the version (no lifecycle decision reads what it writes):
+/// `SET {set}, updated_at = ?2 WHERE id = ?1`, with `values` as `?3`, `?4`…; `NotFound` when
+/// there is no such resource.
+fn note(
+    c: &mut dyn Conn,
+    id: &ResourceId,
+    now_ms: u64,
+    set: &'static str,
+    values: &[Param<'_>],
+) -> Result<()> {
+    let now = int(now_ms, "now_ms")?;
+    let mut params = vec![Param::from(id.as_str()), Param::from(now)];
+    params.extend_from_slice(values);
+    let changed = c.execute(
+        &format!("UPDATE resources SET {set}, updated_at = ?2 WHERE id = ?1"),
+        &params,
+    )?;
+    if changed == 0 {
+        return Err(not_found(id));
+    }
+    Ok(())
 }
 
 /// One unconditional write to a resource at `now_ms` (`?2`), answering the resource as written.
@@ -451,15 +471,13 @@ pub(super) fn restore_failed(
     why: &str,
     now_ms: u64,
 ) -> Result<()> {
-    let now = int(now_ms, "now_ms")?;
-    let changed = c.execute(
-        "UPDATE resources SET restore_error = ?2, handle_lost = 0, updated_at = ?3 WHERE id = ?1",
-        params![id.as_str(), why, now],
-    )?;
-    if changed == 0 {
-        return Err(not_found(id));
-    }
-    Ok(())
+    note(
+        c,
+        id,
+        now_ms,
+        "restore_error = ?3, handle_lost = 0",
+        &[why.into()],
+    )
 }
 
 pub(super) fn restored(
@@ -502,15 +520,7 @@ pub(super) fn set_preview(
     preview: &str,
     now_ms: u64,
 ) -> Result<()> {
-    let now = int(now_ms, "now_ms")?;
-    let changed = c.execute(
-        "UPDATE resources SET preview = ?2, updated_at = ?3 WHERE id = ?1",
-        params![id.as_str(), preview, now],
-    )?;
-    if changed == 0 {
-        return Err(not_found(id));
-    }
-    Ok(())
+    note(c, id, now_ms, "preview = ?3", &[preview.into()])
 }
 
 pub(super) fn list_all(c: &mut dyn Conn) -> Result<Vec<Resource>> {
@@ -528,13 +538,5 @@ pub(super) fn set_branch(
     branch: &str,
     now_ms: u64,
 ) -> Result<()> {
-    let now = int(now_ms, "now_ms")?;
-    let changed = c.execute(
-        "UPDATE resources SET branch = ?2, updated_at = ?3 WHERE id = ?1",
-        params![id.as_str(), branch, now],
-    )?;
-    if changed == 0 {
-        return Err(not_found(id));
-    }
-    Ok(())
+    note(c, id, now_ms, "branch = ?3", &[branch.into()])
 }
