@@ -258,17 +258,7 @@ impl Runtime {
                 {
                     Ok(true) => {}
                     Ok(false) => {
-                        if !runtime
-                            .inner
-                            .incarnation
-                            .fenced
-                            .swap(true, std::sync::atomic::Ordering::SeqCst)
-                        {
-                            tracing::error!(
-                                instance = runtime.inner.instance.0,
-                                "another instance took this instance's sessions over (its heartbeat was late); it is fenced and reports not ready"
-                            );
-                        }
+                        runtime.fence();
                         return;
                     }
                     Err(e) => {
@@ -303,6 +293,35 @@ impl Runtime {
                 }
             }
         });
+    }
+
+    /// Another instance took this one's records over (it stalled past the takeover time): the
+    /// records are no longer its to write. It stops — no new session or operation, its runs
+    /// stopped, its browser (with its copies of the kept tabs the other instance restored)
+    /// shut — and reports not ready; only its process's end remains.
+    fn fence(&self) {
+        use std::sync::atomic::Ordering;
+        if self.inner.incarnation.fenced.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tracing::error!(
+            instance = self.inner.instance.0,
+            "another instance took this instance's sessions over (its heartbeat was late); it is fenced: it serves nothing more and reports not ready"
+        );
+        self.inner.connection.stopping.store(true, Ordering::SeqCst);
+        self.inner.runs.stop(None);
+        self.inner.connection.stopped.store(true, Ordering::SeqCst);
+        self.adapter().shutdown();
+    }
+
+    /// `backend_unavailable` once this instance is fenced.
+    pub(crate) fn refuse_if_fenced(&self) -> Result<(), RuntimeError> {
+        if self.fenced() {
+            return Err(RuntimeError::Surface(surface::SurfaceError::BackendUnavailable {
+                reason: "another instance took this instance's sessions over (it missed its heartbeats); reconnect to a live instance".into(),
+            }));
+        }
+        Ok(())
     }
 
     /// Whether another instance took this one's records over (see [`Runtime::keep_alive`]).

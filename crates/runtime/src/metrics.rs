@@ -175,16 +175,16 @@ impl Runtime {
     /// Ready to serve: its surfaces' backend connected and alive (a browser launched in the
     /// background is not ready until it is), the runtime not stopping, its records readable.
     pub fn readiness(&self) -> Result<(), NotReady> {
+        if self.fenced() {
+            return Err(NotReady(
+                "another instance took this instance's sessions over".into(),
+            ));
+        }
         if self.bridge_state() == "stopped" {
             return Err(NotReady("stopping".into()));
         }
         if !self.backend_up() {
             return Err(NotReady("the surfaces' backend is not connected".into()));
-        }
-        if self.fenced() {
-            return Err(NotReady(
-                "another instance took this instance's sessions over".into(),
-            ));
         }
         self.inner
             .store

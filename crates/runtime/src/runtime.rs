@@ -366,6 +366,7 @@ impl Runtime {
         &self,
         client: SessionClient,
     ) -> Result<SessionId, RuntimeError> {
+        self.refuse_if_fenced()?;
         let id = self.fresh_id("session");
         let context_id = if self.inner.config.share_browser_context {
             None
@@ -616,6 +617,7 @@ impl Runtime {
         &self,
         session: &str,
     ) -> Result<(Arc<SessionState>, tokio::sync::OwnedRwLockReadGuard<()>), RuntimeError> {
+        self.refuse_if_fenced()?;
         if self.inner.connection.stopping.load(Ordering::SeqCst) {
             return Err(RuntimeError::Surface(SurfaceError::BackendUnavailable {
                 reason: "the runtime is shutting down".into(),

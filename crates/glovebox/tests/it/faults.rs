@@ -752,6 +752,8 @@ async fn serve_requires_its_token_by_default_and_prints_the_person_token_only_to
 /// brings the kept tabs back in its own browser — each tab open in exactly one browser — where
 /// a person offers them and a new session claims them; a frame from before is refused. No
 /// record is lost: the dead instance's operations are in the shared log, none left in flight.
+/// An instance that stalls past the takeover time is taken over as well and, running again,
+/// is fenced: it reports not ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_instance_is_taken_over_once_by_another_on_the_same_database() {
     let fixtures = FixtureServer::start().await.unwrap();
@@ -910,6 +912,50 @@ async fn a_sigkilled_instance_is_taken_over_once_by_another_on_the_same_database
             .all(|e| e == "stale_observation"),
         "a frame from before is refused: {seen}"
     );
+
+    // An instance that stalls past the takeover time (SIGSTOP) is taken over too, and when it
+    // runs again it finds itself ended: it serves nothing more and says so.
+    let (idle, idle_port) = if host == 1 {
+        (&mut c, ports[2])
+    } else {
+        (&mut b, ports[1])
+    };
+    // SAFETY: signals to a process this test spawned.
+    unsafe { libc::kill(idle.0.id() as libc::pid_t, libc::SIGSTOP) };
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    unsafe { libc::kill(idle.0.id() as libc::pid_t, libc::SIGCONT) };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let ready = loop {
+        let answer = http_get(idle_port, "/readyz");
+        if answer.contains(" 503 ") || std::time::Instant::now() > until {
+            break answer;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        ready.contains(" 503 ") && ready.contains("another instance took"),
+        "a fenced instance reports not ready: {ready}"
+    );
+    assert_eq!(
+        shared.open_instances().unwrap().len(),
+        1,
+        "only the host is left running on the database"
+    );
     kill(&mut b, libc::SIGTERM);
     kill(&mut c, libc::SIGTERM);
+}
+
+/// One plain HTTP GET on loopback: the status line and the body.
+fn http_get(port: u16, path: &str) -> String {
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    let _ = write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    );
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
 }
