@@ -52,6 +52,9 @@ pub struct Postgres {
 struct Connected {
     client: Client,
     prepared: HashMap<String, Statement>,
+    /// A transaction on it could not be rolled back: its state is unknown, so the next call
+    /// makes a new connection rather than run inside whatever is left open.
+    broken: bool,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -128,7 +131,10 @@ impl Postgres {
     /// The connection, made (again) if there is none or it broke.
     fn connected(&self) -> Result<MutexGuard<'_, Option<Connected>>> {
         let mut guard = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        if guard.as_ref().is_none_or(|c| c.client.is_closed()) {
+        if guard
+            .as_ref()
+            .is_none_or(|c| c.client.is_closed() || c.broken)
+        {
             *guard = None;
             let Some(runtime) = &self.runtime else {
                 return Err(StoreError::Unavailable("the store is shut down".into()));
@@ -136,10 +142,9 @@ impl Postgres {
             let config = self.config.clone();
             let made = block_on(runtime.spawn(async move {
                 let (client, connection) = config.connect(NoTls).await?;
+                // A broken connection shows in the next call's error (and is made again).
                 tokio::spawn(async move {
-                    if let Err(e) = connection.await {
-                        tracing_free_log(&e);
-                    }
+                    let _ = connection.await;
                 });
                 Ok::<_, tokio_postgres::Error>(client)
             }));
@@ -156,15 +161,12 @@ impl Postgres {
             *guard = Some(Connected {
                 client,
                 prepared: HashMap::new(),
+                broken: false,
             });
         }
         Ok(guard)
     }
 }
-
-/// A broken connection is reported by the next call's error; nothing to do here (the crate
-/// does not log).
-fn tracing_free_log(_e: &tokio_postgres::Error) {}
 
 /// Waits for a future on this thread, without a runtime: the futures of a `tokio-postgres`
 /// client only wait on channels to the connection task, which the store's runtime serves.
@@ -297,7 +299,7 @@ impl Drop for Open<'_> {
     fn drop(&mut self) {
         if !self.done && block_on(self.conn.client.batch_execute("ROLLBACK")).is_err() {
             // The connection is in an unknown state: the next call makes a new one.
-            self.conn.prepared.clear();
+            self.conn.broken = true;
         }
     }
 }
@@ -316,10 +318,11 @@ impl Backend for Postgres {
         let Some(conn) = guard.as_mut() else {
             return Err(StoreError::Unavailable("no connection".into()));
         };
-        block_on(conn.client.batch_execute(&format!(
+        // The guard first: a BEGIN whose lock then failed is rolled back too.
+        let mut open = Open { conn, done: false };
+        block_on(open.conn.client.batch_execute(&format!(
             "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
         )))?;
-        let mut open = Open { conn, done: false };
         let out = f(&mut PgConn(open.conn))?;
         block_on(open.conn.client.batch_execute("COMMIT"))?;
         open.done = true;
