@@ -18,6 +18,45 @@ use std::time::{Duration, Instant};
 /// The unprivileged user the server runs as when the tests run as root.
 const USER: &str = "glovebox-pg";
 
+/// Why the test server could not be started.
+#[derive(Debug)]
+pub enum StartError {
+    /// No PostgreSQL binaries on this machine.
+    NoBinaries,
+    /// A command failed (or could not run): which, and what it printed.
+    Command { command: String, output: String },
+    /// A file or directory could not be made.
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The server did not accept connections in time.
+    NotReady { port: u16 },
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::NoBinaries => f.write_str(
+                "no PostgreSQL binaries (initdb, postgres) in /usr/lib/postgresql/*/bin or on PATH; \
+                 run scripts/ensure-postgres.sh (apt-get install postgresql)",
+            ),
+            StartError::Command { command, output } => write!(f, "{command} failed: {output}"),
+            StartError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            StartError::NotReady { port } => {
+                write!(f, "PostgreSQL on port {port} not ready after 30 s")
+            }
+        }
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StartError + '_ {
+    move |error| StartError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
 /// A running server.
 #[derive(Debug)]
 pub struct Server {
@@ -95,7 +134,7 @@ impl Server {
 }
 
 /// Debian's PostgreSQL binaries: the newest `/usr/lib/postgresql/<n>/bin`, or `initdb` on PATH.
-fn bin_dir() -> Result<PathBuf, String> {
+fn bin_dir() -> Result<PathBuf, StartError> {
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -116,27 +155,29 @@ fn bin_dir() -> Result<PathBuf, String> {
             return Ok(dir.to_path_buf());
         }
     }
-    Err(
-        "no PostgreSQL binaries (initdb, postgres) in /usr/lib/postgresql/*/bin or on PATH; \
-         run scripts/ensure-postgres.sh (apt-get install postgresql)"
-            .into(),
-    )
+    Err(StartError::NoBinaries)
 }
 
-fn run(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+fn run(cmd: &mut Command) -> Result<String, StartError> {
+    let out = cmd.output().map_err(|e| StartError::Command {
+        command: format!("{cmd:?}"),
+        output: e.to_string(),
+    })?;
     if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(StartError::Command {
+            command: format!("{cmd:?}"),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// The uid and gid to run the server as: our own, or (as root) the unprivileged user's.
-fn identity() -> Result<Option<(u32, u32)>, String> {
+fn identity() -> Result<Option<(u32, u32)>, StartError> {
     if run(Command::new("id").arg("-u"))? != "0" {
         return Ok(None);
     }
@@ -152,10 +193,13 @@ fn identity() -> Result<Option<(u32, u32)>, String> {
     }
     let uid = run(Command::new("id").args(["-u", USER]))?;
     let gid = run(Command::new("id").args(["-g", USER]))?;
-    Ok(Some((
-        uid.parse().map_err(|_| format!("uid {uid:?}"))?,
-        gid.parse().map_err(|_| format!("gid {gid:?}"))?,
-    )))
+    let number = |what: &str, v: &str| {
+        v.parse().map_err(|_| StartError::Command {
+            command: format!("id -{what} {USER}"),
+            output: v.to_owned(),
+        })
+    };
+    Ok(Some((number("u", &uid)?, number("g", &gid)?)))
 }
 
 fn as_user(cmd: &mut Command, who: Option<(u32, u32)>, die_with_parent: bool) {
@@ -183,11 +227,11 @@ fn pid_alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
-fn start() -> Result<Server, String> {
+fn start() -> Result<Server, StartError> {
     let bin = bin_dir()?;
     let who = identity()?;
     let base = PathBuf::from("/tmp/glovebox-pg");
-    std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    std::fs::create_dir_all(&base).map_err(io(&base))?;
     // Directories of earlier test processes that are gone.
     for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -201,11 +245,11 @@ fn start() -> Result<Server, String> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let dir = base.join(format!("{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     if let Some((uid, gid)) = who {
         std::os::unix::fs::chown(&base, None, None).ok();
         std::fs::set_permissions(&base, std::os::unix::fs::PermissionsExt::from_mode(0o755)).ok();
-        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(io(&dir))?;
     }
     let data = dir.join("data");
     let mut initdb = Command::new(bin.join("initdb"));
@@ -226,7 +270,7 @@ fn start() -> Result<Server, String> {
     run(&mut initdb)?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
-        .map_err(|e| e.to_string())?
+        .map_err(io(Path::new("127.0.0.1:0")))?
         .port();
     // Spawned from a thread that lives as long as the process: the parent-death signal is
     // sent when the spawning *thread* ends.
@@ -271,7 +315,10 @@ fn start() -> Result<Server, String> {
         }
     });
     if let Ok(Some(e)) = rx.recv() {
-        return Err(format!("postgres: {e}"));
+        return Err(StartError::Command {
+            command: "postgres".into(),
+            output: e,
+        });
     }
     let server = Server {
         port,
@@ -288,7 +335,7 @@ fn start() -> Result<Server, String> {
             return Ok(server);
         }
         if Instant::now() > deadline {
-            return Err(format!("PostgreSQL on port {port} not ready after 30 s"));
+            return Err(StartError::NotReady { port });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
