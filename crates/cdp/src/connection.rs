@@ -404,6 +404,11 @@ impl Connection {
         if let Some(hook) = self.inner.round_trips.get() {
             (hook.0)(sent.elapsed());
         }
+        tracing::trace!(
+            method,
+            took_us = sent.elapsed().as_micros() as u64,
+            "CDP round trip"
+        );
         match answer {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(CdpError::Closed {

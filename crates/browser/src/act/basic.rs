@@ -94,21 +94,15 @@ impl Tab {
     ) -> Result<Receipt, BrowserError> {
         let kind = ActionKind::Click;
         let before = match element {
-            Some(r) if button == "left" && count == 1 => self
-                .facts(r)
-                .await
-                .ok()
-                .and_then(|f| f.toggle.map(|t| (t, f.checked))),
+            // The state the actionability check read just before (else read now).
+            Some(r) if button == "left" && count == 1 => match r.take_facts() {
+                Some(facts) => Some(facts),
+                None => self.facts(r).await.ok(),
+            }
+            .and_then(|f| f.toggle.map(|t| (t, f.checked))),
             _ => None,
         };
-        // Move, press and release go out together: a move waits for the next frame in the
-        // renderer, and awaiting it alone would add that frame to every click.
-        let (moved, clicked) = tokio::join!(
-            self.mouse_move_with(x, y, modifiers),
-            self.mouse_click(x, y, button, count, modifiers)
-        );
-        moved?;
-        clicked?;
+        self.click_at(x, y, button, count, modifiers).await?;
         self.settle(nav, until).await;
         if let (Some(r), Some((toggle, was))) = (element, before)
             && let Ok(facts) = self.facts(r).await

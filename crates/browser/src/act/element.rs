@@ -19,8 +19,16 @@ use crate::tab::Tab;
 const ACTIONABILITY_JS: &str = include_str!("../js/actionability.js");
 const DESCRIBE_JS: &str = include_str!("../js/describe.js");
 const CONTAINS_JS: &str = include_str!("../js/contains.js");
+/// A ref's fingerprint and its facts, in one call (`[fingerprint, facts]`).
+static FINGERPRINT_AND_FACTS_JS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "function () {{ return [({}).call(this), ({}).call(this)]; }}",
+        crate::synth::FINGERPRINT_JS,
+        ACTIONABILITY_JS
+    )
+});
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(super) struct Facts {
     pub(super) connected: bool,
     pub(super) tag: String,
@@ -90,6 +98,21 @@ pub(super) struct Resolved {
     pub(super) observed_bounds: Option<[f64; 4]>,
     pub(super) role: String,
     pub(super) name: String,
+    /// Its facts as read moments ago in this action, for the next check that can use a read
+    /// that recent (each read is used once; a retry reads afresh): every round trip before the
+    /// dispatch is time on every action.
+    pub(super) last_facts: std::sync::Arc<std::sync::Mutex<Option<Facts>>>,
+}
+
+impl Resolved {
+    /// The facts read moments ago in this action, if any (see [`Resolved::last_facts`]).
+    pub(super) fn take_facts(&self) -> Option<Facts> {
+        crate::tab::lock(&self.last_facts).take()
+    }
+
+    fn keep_facts(&self, facts: Facts) {
+        *crate::tab::lock(&self.last_facts) = Some(facts);
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -222,26 +245,40 @@ impl Tab {
             observed_bounds: Some(binding.bounds),
             role: binding.role.clone(),
             name: binding.name.clone(),
+            last_facts: Default::default(),
         };
-        if let Some(expected) = &binding.fingerprint {
-            let now = self
-                .call_on(&resolved, crate::synth::FINGERPRINT_JS, vec![], false)
-                .await?;
-            if now.as_str() != Some(expected.as_str()) {
-                return Err(BrowserError::Stale {
-                    reason: format!(
-                        "{} changed since it was observed as {} \"{}\"",
-                        element.as_str(),
-                        binding.role,
-                        binding.name
-                    ),
-                });
+        // The fingerprint (what the element was when observed) and the facts the checks read
+        // next, in one round trip.
+        let (now, facts) = match &binding.fingerprint {
+            Some(_) => {
+                let both = self
+                    .call_on(&resolved, &FINGERPRINT_AND_FACTS_JS, vec![], false)
+                    .await?;
+                let (now, facts) = serde_json::from_value::<(Value, Facts)>(both).map_err(|e| {
+                    BrowserError::Internal {
+                        reason: format!("element facts did not decode: {e}"),
+                    }
+                })?;
+                (Some(now), facts)
             }
+            None => (None, self.facts(&resolved).await?),
+        };
+        if let (Some(expected), Some(now)) = (&binding.fingerprint, now)
+            && now.as_str() != Some(expected.as_str())
+        {
+            return Err(BrowserError::Stale {
+                reason: format!(
+                    "{} changed since it was observed as {} \"{}\"",
+                    element.as_str(),
+                    binding.role,
+                    binding.name
+                ),
+            });
         }
-        let facts = self.facts(&resolved).await?;
         if !facts.connected {
             return Err(gone("was removed from the page"));
         }
+        resolved.keep_facts(facts);
         Ok(resolved)
     }
 
@@ -346,7 +383,10 @@ impl Tab {
         label: &str,
         viewport: (f64, f64),
     ) -> Result<Pass, BrowserError> {
-        let facts = self.facts(r).await?;
+        let facts = match r.take_facts() {
+            Some(facts) => facts,
+            None => self.facts(r).await?,
+        };
         if !facts.connected {
             return Err(BrowserError::Stale {
                 reason: format!("{label} was removed from the page"),
@@ -453,6 +493,8 @@ impl Tab {
                 }
             }
         }
+        // What the control's state was just before the dispatch, for the click's verdict.
+        r.keep_facts(facts);
         Ok(Pass::Ready((x, y)))
     }
 

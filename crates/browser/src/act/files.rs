@@ -126,12 +126,7 @@ impl Tab {
                 cancel: None,
             })
             .await?;
-        let (moved, clicked) = tokio::join!(
-            self.mouse_move(point.0, point.1),
-            self.mouse_click(point.0, point.1, "left", 1, 0)
-        );
-        moved?;
-        clicked?;
+        self.click_at(point.0, point.1, "left", 1, 0).await?;
         let wait_until =
             (Instant::now() + CHOOSER_WAIT).min(until.checked_sub(CHOOSER_MARGIN).unwrap_or(until));
         let chooser = loop {
@@ -192,6 +187,7 @@ impl Tab {
             observed_bounds: None,
             role: String::new(),
             name: String::new(),
+            last_facts: Default::default(),
         };
         if chooser.mode != "selectMultiple" && paths.len() > 1 {
             // Not answered; cancelled, so the page is not left waiting for a choice.

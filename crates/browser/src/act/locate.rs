@@ -184,6 +184,7 @@ impl Tab {
             observed_bounds: None,
             role,
             name,
+            last_facts: Default::default(),
         })
     }
 

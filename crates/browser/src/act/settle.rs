@@ -223,42 +223,40 @@ impl Tab {
 
     /// Waits until neither structure nor text changed across one trip through the page's task
     /// queue (a zero-delay timer), at most 300 ms. Later asynchronous work is covered by the
-    /// request tracking before it; anything slower shows up in the next observation.
+    /// request tracking before it; anything slower shows up in the next observation. One round
+    /// trip: the page itself reads its change counters after `first_delay_ms`, then again after
+    /// each trip through its task queue, until two reads agree or the window ends. A dialog the
+    /// page opens meanwhile blocks it: settling ends there, and the dialog is noted.
     pub(super) async fn dom_quiet(&self, until: Instant, first_delay_ms: u32) {
-        let quiet_until =
-            Instant::now() + DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
+        let window = DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
         let Ok(context) = world_context(self).await else {
             return;
         };
-        let read = |delay_ms: u32| {
-            let expression = format!(
-                "new Promise(r => setTimeout(() => {{ const s = globalThis.__glovebox.read(); r([s.structural, s.text]); }}, {delay_ms}))"
-            );
-            tokio::time::timeout(
-                Duration::from_millis(200),
-                self.session.call(cdp::domains::runtime::Evaluate {
-                    expression,
-                    context_id: Some(context),
-                    return_by_value: Some(true),
-                    await_promise: Some(true),
-                    ..Default::default()
-                }),
-            )
-        };
-        let Ok(Ok(first)) = read(first_delay_ms).await else {
-            return;
-        };
-        let mut last = first.result.value;
-        while Instant::now() < quiet_until {
-            if lock(&self.state).dialog.is_some() {
-                return;
+        let expression = format!(
+            "new Promise(r => {{ const end = performance.now() + {}; let last = null; \
+             const look = () => {{ try {{ const s = globalThis.__glovebox.read(); const now = s.structural + ':' + s.text; \
+             if (now === last || performance.now() >= end) r(true); else {{ last = now; setTimeout(look, 0); }} }} catch (e) {{ r(false); }} }}; \
+             setTimeout(look, {first_delay_ms}); }})",
+            window.as_millis()
+        );
+        let mut dialogs = self.session.subscribe(&["Page.javascriptDialogOpening"]);
+        let quiet = tokio::time::timeout(
+            window + Duration::from_millis(first_delay_ms.into()) + Duration::from_millis(50),
+            self.session.call(cdp::domains::runtime::Evaluate {
+                expression,
+                context_id: Some(context),
+                return_by_value: Some(true),
+                await_promise: Some(true),
+                ..Default::default()
+            }),
+        );
+        tokio::select! {
+            _ = quiet => {}
+            event = dialogs.recv() => {
+                if let Some(Ok(event)) = event {
+                    self.note_dialog(&event);
+                }
             }
-            let Ok(Ok(reply)) = read(0).await else { return };
-            let epochs = reply.result.value;
-            if epochs.is_some() && epochs == last {
-                return;
-            }
-            last = epochs;
         }
     }
 }
