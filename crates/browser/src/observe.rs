@@ -17,12 +17,12 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cdp::Session;
 use cdp::domains::accessibility::GetFullAxTree;
 use cdp::domains::dom::DescribeNode;
-use cdp::domains::page::{CaptureScreenshot, GetFrameTree};
+use cdp::domains::page::{self, CaptureScreenshot, GetFrameTree};
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
 use protocol::{
     ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts,
@@ -41,6 +41,10 @@ use crate::synth::dom_model_fits;
 use crate::tab::{Tab, lock};
 use crate::{BrowserError, ObserveOptions, PageModel, TargetFacts};
 use surface::image::image_size;
+
+/// How long a screenshot waits for the tab to paint a frame, well inside an observation's
+/// deadline, so a tab that paints none is named as the cause.
+const SCREENSHOT_WAIT: Duration = Duration::from_secs(5);
 
 /// What a ref is bound to: the exact node, and what it was when observed. What the runtime may
 /// know of it ([`TargetFacts`]: role, name, box, secrecy, structure) is its `facts`, read through
@@ -381,15 +385,23 @@ impl Tab {
                         ImageMime::Jpeg => "jpeg",
                     };
                     let quality = matches!(mime, ImageMime::Jpeg).then_some(80);
-                    Some(
-                        session
-                            .call(CaptureScreenshot {
+                    let shot = session
+                        .call_with(
+                            CaptureScreenshot {
                                 format: Some(format.into()),
                                 quality,
                                 ..Default::default()
-                            })
-                            .await,
-                    )
+                            },
+                            SCREENSHOT_WAIT,
+                        )
+                        .await;
+                    Some(shot.map_err(|e| match e {
+                        cdp::CdpError::Timeout { .. } => BrowserError::Timeout {
+                            what: "the screenshot (the tab painted no frame to capture)".into(),
+                            after_ms: SCREENSHOT_WAIT.as_millis() as u64,
+                        },
+                        e => e.into(),
+                    }))
                 }
                 None => None,
             }
@@ -404,6 +416,12 @@ impl Tab {
             }
             Err(e) => return Err(e),
         };
+        // A background tab (another tab of its window in front: a popup it opened) gets no
+        // frames painted, and a screenshot waits for one: it is brought to the front first, as
+        // an action on it is (only for a screenshot; a text observation reads a hidden tab as is).
+        if options.screenshot.is_some() && before.hidden {
+            session.call(page::BringToFront {}).await?;
+        }
         let dom_model = match options.model {
             PageModel::Auto => dom_model_fits(before.elements, before.aria_relations),
             PageModel::Accessibility => false,
@@ -1098,7 +1116,7 @@ struct Delegated {
 
 /// How long a document found without jQuery is not asked again (a library loaded late is
 /// seen by the observation after this).
-const WITHOUT_JQUERY_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+const WITHOUT_JQUERY_RECHECK: Duration = Duration::from_secs(2);
 
 impl Tab {
     /// Read in the page's main world, where jQuery keeps its handlers. A hint only: any failure,
