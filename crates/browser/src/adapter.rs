@@ -103,19 +103,20 @@ async fn open(
                 .map_err(|e| unavailable(e.to_string()))?;
             // Its own browser: every window a tab opens is set up before it runs (a shared
             // browser's other pages are never touched, so its windows are not gated).
-            conn.gate_new_pages()
-                .await
-                .map_err(|e| unavailable(format!("cannot follow the windows tabs open: {e}")))?;
             // No download lands anywhere unless an action asked for it (`expect_download`, into
             // the run's folder): headless and headed Chromium alike would save into ~/Downloads.
-            conn.browser()
-                .send_raw(
+            // Both asked at once: at start every round trip waits on a browser still starting.
+            let browser = conn.browser();
+            let (gated, denied) = tokio::join!(
+                conn.gate_new_pages(),
+                browser.send_raw(
                     "Browser.setDownloadBehavior",
                     serde_json::json!({"behavior": "deny"}),
                     conn.default_timeout(),
                 )
-                .await
-                .map_err(|e| unavailable(format!("cannot refuse unasked downloads: {e}")))?;
+            );
+            gated.map_err(|e| unavailable(format!("cannot follow the windows tabs open: {e}")))?;
+            denied.map_err(|e| unavailable(format!("cannot refuse unasked downloads: {e}")))?;
             Ok((conn, Some(local)))
         }
         BrowserSource::Endpoint(endpoint) => {

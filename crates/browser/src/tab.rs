@@ -247,32 +247,30 @@ impl Tab {
             lock(&tracked).lost.get_or_insert_with(|| "the browser connection closed".to_owned());
         })
         .abort_handle();
-        session
-            .connection()
-            .browser()
-            .call(cdp::domains::target::SetDiscoverTargets { discover: true })
-            .await?;
-
-        let (p, r, l, n) = tokio::join!(
+        // Sent together (a new tab's renderer answers them only once it runs; one after the
+        // other they cost a wait each) and processed in this order.
+        let browser = session.connection().browser();
+        let (d, p, r, l, n, w, tree) = tokio::join!(
+            browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }),
             session.call(page::Enable {}),
             session.call(runtime::Enable {}),
             session.call(log::Enable {}),
             // Request tracking lets an action settle on the requests it started.
             session.call(cdp::domains::network::Enable {}),
+            session.call(page::AddScriptToEvaluateOnNewDocument {
+                source: WORLD_JS.to_owned(),
+                world_name: Some(WORLD.to_owned()),
+                run_immediately: Some(true),
+            }),
+            session.call(page::GetFrameTree {}),
         );
+        d?;
         p?;
         r?;
         l?;
         n?;
-        session
-            .call(page::AddScriptToEvaluateOnNewDocument {
-                source: WORLD_JS.to_owned(),
-                world_name: Some(WORLD.to_owned()),
-                run_immediately: Some(true),
-            })
-            .await?;
-        let tree = session.call(page::GetFrameTree {}).await?;
-        lock(&state).main_frame_id = tree.frame_tree.frame.id;
+        w?;
+        lock(&state).main_frame_id = tree?.frame_tree.frame.id;
         // The guard first: a frame that attaches while an action's window is open is covered
         // before it runs.
         let (guard, guard_task) = crate::guard::Guard::start(session.clone());
