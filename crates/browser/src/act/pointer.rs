@@ -341,6 +341,16 @@ fn steps(from: (f64, f64), to: (f64, f64)) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The button a move names while `buttons` are held (`none` when none is).
+fn held_button(buttons: i64) -> &'static str {
+    match buttons {
+        0 => "none",
+        b if b & 1 != 0 => "left",
+        b if b & 2 != 0 => "right",
+        _ => "middle",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::steps;
@@ -352,15 +362,5 @@ mod tests {
         assert_eq!(s.last(), Some(&(100.0, 0.0)));
         assert_eq!(steps((0.0, 0.0), (1.0, 1.0)).len(), 2);
         assert_eq!(steps((0.0, 0.0), (0.0, 5000.0)).len(), 10);
-    }
-}
-
-/// The button a move names while `buttons` are held (`none` when none is).
-fn held_button(buttons: i64) -> &'static str {
-    match buttons {
-        0 => "none",
-        b if b & 1 != 0 => "left",
-        b if b & 2 != 0 => "right",
-        _ => "middle",
     }
 }
