@@ -186,6 +186,8 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         }
         options.token = None;
     }
+    // Off the first call's path, while Chromium starts.
+    std::thread::spawn(protocol::compile_validators);
     let runtime = Runtime::start(settings.runtime.clone(), settings.server_adapter())
         .await
         .context("cannot start the runtime (try `glovebox doctor`)")?;
@@ -262,6 +264,8 @@ pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
+    // Off the first call's path, while Chromium starts.
+    std::thread::spawn(protocol::compile_validators);
     let runtime = Runtime::start(settings.runtime.clone(), settings.server_adapter())
         .await
         .context("cannot start the runtime (try `glovebox doctor`)")?;

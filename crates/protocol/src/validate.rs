@@ -48,6 +48,11 @@ pub(crate) fn property_names(schema: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Builds the validators if nobody has yet ([`crate::compile_validators`]).
+pub(crate) fn compile_all() {
+    validators();
+}
+
 fn validators() -> &'static Validators {
     static VALIDATORS: OnceLock<Validators> = OnceLock::new();
     VALIDATORS.get_or_init(|| {

@@ -52,6 +52,11 @@ struct Validators {
     steps: Vec<(&'static str, Checker)>,
 }
 
+/// Builds the validators if nobody has yet ([`crate::compile_validators`]).
+pub(crate) fn compile_all() {
+    validators();
+}
+
 fn validators() -> &'static Validators {
     static VALIDATORS: OnceLock<Validators> = OnceLock::new();
     VALIDATORS.get_or_init(|| Validators {
