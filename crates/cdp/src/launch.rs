@@ -246,14 +246,15 @@ impl Browser {
                 options.window_size.0, options.window_size.1
             ))
             .args(&options.extra_args)
-            // A browser for other processes (`glovebox launch`) opens its usual first window. One
-            // driven over the pipe opens none: nothing runs in it until a session opens a tab, and
-            // a first page's renderer no longer competes with the start-up (on 2 cores it answered
-            // after ~380 ms with one, ~235 ms without; `scripts/bench_mcp.py`).
-            .arg(if options.debugging_port {
-                "about:blank"
-            } else {
+            // A headless browser driven over the pipe opens no first window: nothing runs in it
+            // until a session opens a tab, and a first page's renderer no longer competes with
+            // the start-up (on 2 cores it answered after ~380 ms with one, ~235 ms without). A
+            // browser for other processes (`glovebox launch`) or for a person to watch (headed,
+            // where closing the last window would end it) opens its usual first window.
+            .arg(if options.headless && !options.debugging_port {
                 "--no-startup-window"
+            } else {
+                "about:blank"
             })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
