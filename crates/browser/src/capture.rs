@@ -76,6 +76,17 @@ impl WorldState {
     }
 }
 
+/// Brings `tab` to the front of its window when `world` says it is a background tab (a popup
+/// it opened is in front): Chromium paints no frames for one, so input to it and a screenshot
+/// of it would wait for a frame that never comes. Only before what needs frames (an action, a
+/// screenshot); a text observation reads a background tab as it is.
+pub(crate) async fn to_front_if_hidden(tab: &Tab, world: &WorldState) -> Result<(), BrowserError> {
+    if world.hidden {
+        tab.session.call(page::BringToFront {}).await?;
+    }
+    Ok(())
+}
+
 /// The `glovebox` world's execution context in the tab's main frame, created on demand.
 pub(crate) async fn world_context(tab: &Tab) -> Result<i64, BrowserError> {
     let frame_id = {

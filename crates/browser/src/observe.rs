@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use cdp::Session;
 use cdp::domains::accessibility::GetFullAxTree;
 use cdp::domains::dom::DescribeNode;
-use cdp::domains::page::{self, CaptureScreenshot, GetFrameTree};
+use cdp::domains::page::{CaptureScreenshot, GetFrameTree};
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, INTERACTIVE_ELEMENTS_MAX};
 use protocol::{
     ElementRef, FrameId, ImageMime, InteractiveElement, Observation, ObservationParts,
@@ -416,11 +416,8 @@ impl Tab {
             }
             Err(e) => return Err(e),
         };
-        // A background tab (another tab of its window in front: a popup it opened) gets no
-        // frames painted, and a screenshot waits for one: it is brought to the front first, as
-        // an action on it is (only for a screenshot; a text observation reads a hidden tab as is).
-        if options.screenshot.is_some() && before.hidden {
-            session.call(page::BringToFront {}).await?;
+        if options.screenshot.is_some() {
+            crate::capture::to_front_if_hidden(self, &before).await?;
         }
         let dom_model = match options.model {
             PageModel::Auto => dom_model_fits(before.elements, before.aria_relations),

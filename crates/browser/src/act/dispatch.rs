@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use cdp::domains::page;
 use protocol::extended::{DragMode, MouseButton, SelectChoice};
 use protocol::{ActionKind, ExtendedAction, ExtendedKind, Receipt, Target};
 use serde_json::Value;
@@ -92,9 +91,7 @@ impl Tab {
             }
             _ => None,
         };
-        if now.hidden {
-            self.session.call(page::BringToFront {}).await?;
-        }
+        crate::capture::to_front_if_hidden(self, now).await?;
         let mut nav = self.session.subscribe(super::settle::NAVIGATION_EVENTS);
         match action {
             ExtendedAction::Click(a) => {

@@ -240,6 +240,10 @@ impl Tab {
             window.as_millis()
         );
         let mut dialogs = self.session.subscribe(&["Page.javascriptDialogOpening"]);
+        // One that opened before the subscription blocks the page as well: nothing to wait for.
+        if lock(&self.state).dialog.is_some() {
+            return;
+        }
         let quiet = tokio::time::timeout(
             window + Duration::from_millis(first_delay_ms.into()) + Duration::from_millis(50),
             self.session.call(cdp::domains::runtime::Evaluate {
