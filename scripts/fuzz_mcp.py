@@ -64,15 +64,18 @@ class Stats:
         self.unanswered = 0
         self.stalls = []
         self.latencies = []
+        self.by_kind = {}
 
     def sent(self):
         with self.lock:
             self.calls += 1
 
-    def got(self, seconds):
+    def got(self, seconds, kind="?"):
         with self.lock:
             self.answered += 1
             self.latencies.append(seconds)
+            n, total = self.by_kind.get(kind, (0, 0.0))
+            self.by_kind[kind] = (n + 1, total + seconds)
 
     def missed(self, what):
         with self.lock:
@@ -121,6 +124,17 @@ def messages(rng, base, state):
     elif roll < 0.25:
         message = {"jsonrpc": "2.0", "id": i, "method": rng.choice(["ping", "tools/list", "no/such", "resources/list"]), "params": rng.choice([{}, {"_meta": {}}, {"_meta": []}])}
     return message, expects
+
+
+def kind_of(message):
+    """What a message asks, for the time-by-kind report: a tool (and act type), a method, or `bytes`."""
+    if isinstance(message, bytes):
+        return "bytes"
+    params = message.get("params")
+    if message.get("method") != "tools/call" or not isinstance(params, dict) or not isinstance(params.get("arguments"), dict):
+        return str(message.get("method"))
+    action = params["arguments"].get("action")
+    return str(params.get("name")) + (":" + str(action.get("type")) if isinstance(action, dict) else "")
 
 
 def remember(state, reply):
@@ -189,7 +203,7 @@ def http_session(port, base, seed, deadline, stats):
         elif answer is not None and expects not in ("any", "null") and answer.get("id") != expects:
             stats.missed("http answer id %r for %r" % (answer.get("id"), expects))
         else:
-            stats.got(took)
+            stats.got(took, kind_of(message))
             if answer is not None:
                 remember(state, answer)
         if took > STALL_S:
@@ -241,7 +255,7 @@ def stdio_session(binary, data_dir, base, seed, deadline, stats, crashes):
         if expects not in ("any", "null") and answer.get("id") != expects:
             stats.missed("stdio answer id %r for %r" % (answer.get("id"), expects))
         else:
-            stats.got(time.time() - started)
+            stats.got(time.time() - started, kind_of(message))
             remember(state, answer)
     if proc.poll() is not None:
         crashes.append("glovebox mcp exited with %s: %s" % (proc.returncode, "".join(stderr_lines[-5:])))
@@ -256,6 +270,7 @@ def stdio_session(binary, data_dir, base, seed, deadline, stats, crashes):
 def main():
     seconds = float(os.environ.get("SECONDS_TO_RUN") or (sys.argv[1] if len(sys.argv) > 1 else 60))
     seed = int(os.environ.get("SEED") or (sys.argv[2] if len(sys.argv) > 2 else 1))
+    sessions = max(2, int(os.environ.get("SESSIONS") or 4))
     data = os.path.join(ROOT, "target", "fuzz")
     shutil.rmtree(data, ignore_errors=True)
     os.makedirs(data)
@@ -275,7 +290,7 @@ def main():
             time.sleep(0.1)
     stats, crashes = Stats(), []
     deadline = time.time() + seconds
-    workers = [threading.Thread(target=http_session, args=(port, base, seed * 10 + k, deadline, stats)) for k in range(3)]
+    workers = [threading.Thread(target=http_session, args=(port, base, seed * 10 + k, deadline, stats)) for k in range(sessions - 1)]
     workers.append(threading.Thread(target=stdio_session, args=(BINARY, os.path.join(data, "stdio"), base, seed * 10 + 9, deadline, stats, crashes)))
     for w in workers:
         w.start()
@@ -291,11 +306,14 @@ def main():
     crashes.extend("serve stderr: " + l for l in serve_err if "panicked" in l)
     lat = sorted(stats.latencies) or [0.0]
     report = {
-        "seed": seed, "seconds": seconds, "calls": stats.calls, "answered": stats.answered,
+        "seed": seed, "seconds": seconds, "sessions": sessions, "calls": stats.calls, "answered": stats.answered,
         "unanswered": stats.unanswered, "stalls": stats.stalls[:20], "crashes": crashes[:20],
         "p50_ms": round(lat[len(lat) // 2] * 1000, 1), "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 1),
     }
     print(json.dumps(report))
+    if os.environ.get("BY_KIND"):
+        for kind, (n, total) in sorted(stats.by_kind.items(), key=lambda kv: -kv[1][1]):
+            print("%-16s %7d calls %9.1f s %8.1f ms mean" % (kind, n, total, total / n * 1000), file=sys.stderr)
     sys.exit(1 if crashes or stats.stalls or stats.unanswered else 0)
 
 

@@ -51,6 +51,10 @@ pub struct Chromium {
     start_failed: Mutex<Option<String>>,
     /// Every CDP command's round trip, over every connection this adapter has made.
     round_trips: Arc<surface::metrics::Histogram>,
+    /// The browser's own frame around a page (its window's size minus the page viewport),
+    /// learned by the first [`Chromium::fit_viewport`] that resized: later tabs are created at
+    /// the right window size and need no resize.
+    window_frame: Mutex<Option<(i64, i64)>>,
     me: std::sync::Weak<Chromium>,
 }
 
@@ -157,6 +161,7 @@ impl Chromium {
             background,
             start_failed: Mutex::default(),
             round_trips: Arc::default(),
+            window_frame: Mutex::default(),
             me: me.clone(),
         })
     }
@@ -191,10 +196,23 @@ impl Chromium {
         Ok(self.connection()?.browser())
     }
 
+    /// The window size a new tab is created with: the configured viewport plus the browser's
+    /// frame, once that is known (`None`: the browser's default, fitted after).
+    fn new_window_size(&self) -> Option<(u32, u32)> {
+        let BrowserSource::Launch(options) = &self.source else {
+            return None;
+        };
+        let (frame_w, frame_h) = (*lock(&self.window_frame))?;
+        let width = u32::try_from(i64::from(options.window_size.0) + frame_w).ok()?;
+        let height = u32::try_from(i64::from(options.window_size.1) + frame_h).ok()?;
+        Some((width, height))
+    }
+
     /// Sizes a new tab's window so that its page viewport (`innerWidth` × `innerHeight`) is the
     /// configured size: a window's size includes the browser's own frame (about 87 px in headless
     /// Chromium), so a point computed from the configured size would miss. Done on the blank tab,
-    /// before its first observation, and once per window (later tabs of the window fit already).
+    /// before its first observation. The frame learned here sizes later tabs' windows at their
+    /// creation ([`Chromium::new_window_size`]), which then fit at the first check.
     /// Best effort: a browser that refuses keeps its size, and observations report the real one.
     async fn fit_viewport(&self, tab: &Tab) {
         let BrowserSource::Launch(options) = &self.source else {
@@ -231,6 +249,9 @@ impl Chromium {
         let (Some(bw), Some(bh)) = (window.bounds.width, window.bounds.height) else {
             return;
         };
+        if bw >= w && bh >= h {
+            *lock(&self.window_frame) = Some((bw - w, bh - h));
+        }
         let bounds = cdp::domains::browser::Bounds {
             width: Some(bw + want_w - w),
             height: Some(bh + want_h - h),
@@ -785,7 +806,7 @@ impl SurfaceAdapter for Chromium {
     ) -> BoxFuture<'_, Result<Arc<dyn Surface>, SurfaceError>> {
         Box::pin(async move {
             self.ready().await;
-            let tab = Tab::open(&self.browser()?, context).await?;
+            let tab = Tab::open(&self.browser()?, context, self.new_window_size()).await?;
             self.fit_viewport(&tab).await;
             Ok(Arc::new(tab) as Arc<dyn Surface>)
         })
@@ -806,6 +827,8 @@ impl SurfaceAdapter for Chromium {
                     browser_context_id: context,
                     new_window: Some(true),
                     background: background.then_some(true),
+                    width: None,
+                    height: None,
                 })
                 .await
                 .map_err(cdp_error)?;

@@ -134,7 +134,7 @@ impl Chromium {
 
     /// A new blank tab in the default context, attached, as the adapter opens one.
     pub async fn open_tab(&self) -> Result<Tab, SurfaceError> {
-        Ok(Tab::open(&self.connection()?.browser(), None).await?)
+        Ok(Tab::open(&self.connection()?.browser(), None, None).await?)
     }
 }
 

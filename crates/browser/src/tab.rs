@@ -247,10 +247,13 @@ impl Tab {
             lock(&tracked).lost.get_or_insert_with(|| "the browser connection closed".to_owned());
         })
         .abort_handle();
+        // The guard first: a frame that attaches while an action's window is open is covered
+        // before it runs.
+        let (guard, guard_task) = crate::guard::Guard::start(session.clone());
         // Sent together (a new tab's renderer answers them only once it runs; one after the
-        // other they cost a wait each) and processed in this order.
+        // other they cost a wait each) and processed in this order, child auto-attach last.
         let browser = session.connection().browser();
-        let (d, p, r, l, n, w, tree) = tokio::join!(
+        let (d, p, r, l, n, w, tree, children) = tokio::join!(
             browser.call(cdp::domains::target::SetDiscoverTargets { discover: true }),
             session.call(page::Enable {}),
             session.call(runtime::Enable {}),
@@ -263,19 +266,23 @@ impl Tab {
                 run_immediately: Some(true),
             }),
             session.call(page::GetFrameTree {}),
+            ChildTargets::enable_with(&session, Some(guard.preparer())),
         );
-        d?;
-        p?;
-        r?;
-        l?;
-        n?;
-        w?;
-        lock(&state).main_frame_id = tree?.frame_tree.frame.id;
-        // The guard first: a frame that attaches while an action's window is open is covered
-        // before it runs.
-        let (guard, guard_task) = crate::guard::Guard::start(session.clone());
-        let children = match ChildTargets::enable_with(&session, Some(guard.preparer())).await {
-            Ok(children) => children,
+        let set_up = (|| {
+            d?;
+            p?;
+            r?;
+            l?;
+            n?;
+            w?;
+            let tree = tree?;
+            Ok::<_, cdp::CdpError>((tree, children?))
+        })();
+        let children = match set_up {
+            Ok((tree, children)) => {
+                lock(&state).main_frame_id = tree.frame_tree.frame.id;
+                children
+            }
             Err(e) => {
                 guard_task.abort();
                 return Err(e.into());
@@ -389,9 +396,10 @@ impl Tab {
     pub async fn open(
         browser: &Session,
         browser_context_id: Option<String>,
+        window: Option<(u32, u32)>,
     ) -> Result<Tab, BrowserError> {
         let session = browser
-            .create_page("about:blank", browser_context_id)
+            .create_page_sized("about:blank", browser_context_id, window)
             .await?;
         Tab::attach(session).await
     }

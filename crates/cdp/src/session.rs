@@ -152,12 +152,25 @@ impl Session {
         url: &str,
         browser_context_id: Option<String>,
     ) -> Result<Session, CdpError> {
+        self.create_page_sized(url, browser_context_id, None).await
+    }
+
+    /// [`Session::create_page`] in a window of `window` (width, height) DIP, its browser frame
+    /// included; `None` leaves the browser's default size.
+    pub async fn create_page_sized(
+        &self,
+        url: &str,
+        browser_context_id: Option<String>,
+        window: Option<(u32, u32)>,
+    ) -> Result<Session, CdpError> {
         let created = self
             .call(target::CreateTarget {
                 url: url.to_owned(),
                 browser_context_id,
                 new_window: Some(true),
                 background: None,
+                width: window.map(|w| w.0),
+                height: window.map(|w| w.1),
             })
             .await?;
         self.attach(&created.target_id).await

@@ -44,7 +44,7 @@ pub async fn env() -> Env {
 
 impl Env {
     pub async fn open(&self, path: &str) -> Tab {
-        let tab = Tab::open(&self.conn.browser(), None).await.unwrap();
+        let tab = Tab::open(&self.conn.browser(), None, None).await.unwrap();
         tab.goto(&self.server.url(path), Duration::from_secs(10))
             .await
             .unwrap();

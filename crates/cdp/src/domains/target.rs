@@ -31,6 +31,11 @@ pub struct CreateTarget {
     pub new_window: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background: Option<bool>,
+    /// The new window's size in DIP (a new window, or a headless browser's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
 }
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -231,3 +231,44 @@ async fn a_tab_that_never_opened_uses_no_key_and_leaves_no_row() {
         .unwrap();
     assert_eq!(rt.surface_key(s, second).as_deref(), Some("s2"));
 }
+
+/// Every tab's page viewport is the configured size: the first tab's window is fitted around
+/// the browser's own frame, and later tabs (this session's and a new session's, in another
+/// browser context) are created at the size that frame needs.
+#[tokio::test]
+async fn every_tab_has_the_configured_viewport() {
+    let data_dir = crate::data_dir("viewport-source");
+    let mut launch = browser::LaunchOptions::new(&data_dir);
+    launch.window_size = (1000, 640);
+    let env = crate::env_on(
+        "viewport",
+        true,
+        Some(browser::BrowserSource::Launch(launch)),
+        |_| {},
+    )
+    .await;
+    let other = env.runtime.create_session().await.unwrap();
+    for (session, page) in [
+        (&env.session, "/form.html"),
+        (&env.session, "/login.html"),
+        (&other, "/form.html"),
+        (&other, "/login.html"),
+    ] {
+        let surface = crate::open(&env.runtime, session, &env.server.url(page))
+            .await
+            .unwrap();
+        let key = env.runtime.surface_key(session, surface).unwrap();
+        let name = SurfaceName::new(key).unwrap();
+        let seen = env
+            .runtime
+            .observe(session, Some(&name), &Default::default())
+            .await
+            .unwrap();
+        let viewport = seen.viewport();
+        assert_eq!(
+            (viewport.width, viewport.height),
+            (1000.0, 640.0),
+            "{page} in {session:?}"
+        );
+    }
+}
