@@ -51,6 +51,7 @@ bench: deps build
 
 ## fuzz: a seeded MCP fuzzer over stdio and HTTP, four sessions at once, for SECONDS (default 60)
 ## from SEED (default 1); prints calls, unanswered requests, stalls and crashes. Not in `make test`.
+## SESSIONS=N (environment) changes the number of sessions; BY_KIND=1 prints time per kind of call.
 SECONDS ?= 60
 SEED ?= 1
 fuzz: deps build
