@@ -294,8 +294,15 @@ def main():
     workers.append(threading.Thread(target=stdio_session, args=(BINARY, os.path.join(data, "stdio"), base, seed * 10 + 9, deadline, stats, crashes)))
     for w in workers:
         w.start()
-    for w in workers:
-        w.join()
+    # A progress line a minute on stderr, so a long run that is cut short still tells its count.
+    started = time.time()
+    while any(w.is_alive() for w in workers):
+        for w in workers:
+            w.join(timeout=60.0 / len(workers))
+        if time.time() - started >= 60 and any(w.is_alive() for w in workers):
+            started = time.time()
+            with stats.lock:
+                print("progress: %d calls, %d answered, %d unanswered, %d stalls" % (stats.calls, stats.answered, stats.unanswered, len(stats.stalls)), file=sys.stderr, flush=True)
     if serve.poll() is not None:
         crashes.append("glovebox serve exited with %s: %s" % (serve.returncode, "".join(serve_err[-5:])))
     serve.terminate()
