@@ -186,11 +186,7 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
         }
         options.token = None;
     }
-    // Off the first call's path, while Chromium starts.
-    std::thread::spawn(protocol::compile_validators);
-    let runtime = Runtime::start(settings.runtime.clone(), settings.server_adapter())
-        .await
-        .context("cannot start the runtime (try `glovebox doctor`)")?;
+    let runtime = start_runtime(&settings).await?;
     if options.token.is_none() && !args.no_token {
         options.token = Some(data_dir_token(&data_dir)?);
     }
@@ -258,17 +254,22 @@ pub async fn serve(global: &Global, args: &ServeArgs) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
+/// The runtime a server (`serve`, `mcp`) runs on, started on its settings; the action
+/// validators compile meanwhile on a thread of their own, off the first call's path.
+async fn start_runtime(settings: &config::Settings) -> anyhow::Result<Runtime> {
+    std::thread::spawn(protocol::compile_validators);
+    Runtime::start(settings.runtime.clone(), settings.server_adapter())
+        .await
+        .context("cannot start the runtime (try `glovebox doctor`)")
+}
+
 /// `glovebox mcp`: stdio. The approvals endpoint listens on an ephemeral loopback port; its
 /// MCP side is locked with a random token nobody is given.
 pub async fn stdio(global: &Global) -> anyhow::Result<ExitCode> {
     let mut stop = StopSignal::install();
     let settings = config::resolve(global, None)?;
     let data_dir = settings.runtime.data_dir.clone();
-    // Off the first call's path, while Chromium starts.
-    std::thread::spawn(protocol::compile_validators);
-    let runtime = Runtime::start(settings.runtime.clone(), settings.server_adapter())
-        .await
-        .context("cannot start the runtime (try `glovebox doctor`)")?;
+    let runtime = start_runtime(&settings).await?;
     let person_side = server::HttpOptions {
         bind: "127.0.0.1:0".parse()?,
         token: Some(mcp::random_token(24)),

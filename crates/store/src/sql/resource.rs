@@ -354,15 +354,30 @@ pub(super) fn attach_handle(
     instance: InstanceId,
     now_ms: u64,
 ) -> Result<Resource> {
+    set_handle(c, id, target, instance, now_ms, "", "")?.ok_or_else(|| not_found(id))
+}
+
+/// Gives a resource the handle `target` of `instance` (after [`check_handle`]), with `also`
+/// set besides (`, col = …`; `?4` is `now_ms`) and only where `only_if` holds (` AND …`);
+/// `None` when no row was written.
+fn set_handle(
+    c: &mut dyn Conn,
+    id: &ResourceId,
+    target: &TargetId,
+    instance: InstanceId,
+    now_ms: u64,
+    also: &'static str,
+    only_if: &'static str,
+) -> Result<Option<Resource>> {
     let now = int(now_ms, "now_ms")?;
     check_handle(c, id, target, instance)?;
-    let resource = query_opt(
+    query_opt(
         c,
         &format!(
             "UPDATE resources
-                SET cdp_target_id = ?2, instance = ?3, handle_lost = 0,
+                SET cdp_target_id = ?2, instance = ?3, handle_lost = 0{also},
                     updated_at = ?4, version = version + 1
-              WHERE id = ?1
+              WHERE id = ?1{only_if}
              RETURNING {COLUMNS}"
         ),
         params![
@@ -372,9 +387,7 @@ pub(super) fn attach_handle(
             now
         ],
         decode,
-    )?
-    .ok_or_else(|| not_found(id))?;
-    Ok(resource)
+    )
 }
 
 /// One write that does not move the version (no lifecycle decision reads what it writes):
@@ -487,20 +500,15 @@ pub(super) fn restored(
     instance: InstanceId,
     now_ms: u64,
 ) -> Result<Resource> {
-    let now = int(now_ms, "now_ms")?;
-    check_handle(c, id, target, instance)?;
     // Only while its handle is still lost: of two instances restoring it at once, one does.
-    let resource = query_opt(
+    let resource = set_handle(
         c,
-        &format!(
-            "UPDATE resources
-                SET cdp_target_id = ?2, instance = ?3, handle_lost = 0, restored_at = ?4, restore_error = NULL,
-                    updated_at = ?4, version = version + 1
-              WHERE id = ?1 AND handle_lost = 1
-             RETURNING {COLUMNS}"
-        ),
-        params![id.as_str(), target.as_str(), int(instance.0, "instance")?, now],
-        decode,
+        id,
+        target,
+        instance,
+        now_ms,
+        ", restored_at = ?4, restore_error = NULL",
+        " AND handle_lost = 1",
     )?;
     match resource {
         Some(resource) => Ok(resource),
