@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 
 use protocol::{Capability, SurfaceKind};
 use surface::{
-    BoxFuture, CastFrame, InputDomain, KeptSite, PersonCast, PersonEntry, PersonInput,
-    PointerEvent, Reconnected, Surface, SurfaceAdapter, SurfaceError, SurfaceEvents, SurfaceInfo,
-    SurfaceMemory,
+    BoxFuture, CastFrame, InputDomain, PersonCast, PersonEntry, PersonInput, PointerEvent,
+    Reconnected, Surface, SurfaceAdapter, SurfaceError, SurfaceEvents, SurfaceInfo, SurfaceMemory,
 };
 
 use crate::a11y::A11y;
@@ -462,25 +461,6 @@ impl SurfaceAdapter for DesktopAdapter {
                 running: false,
             }) as Box<dyn PersonCast>)
         })
-    }
-
-    fn keep_site<'a>(
-        &'a self,
-        _context: Option<String>,
-        _url: &'a str,
-        _surface: Option<&'a dyn Surface>,
-        _previous: Option<KeptSite>,
-    ) -> BoxFuture<'a, Option<KeptSite>> {
-        // A window keeps its own state in its application.
-        Box::pin(async { None })
-    }
-
-    fn restore_site<'a>(
-        &'a self,
-        _kept: &'a KeptSite,
-        _context: Option<String>,
-    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
-        Box::pin(async { Ok(()) })
     }
 }
 

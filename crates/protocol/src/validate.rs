@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{Draft, Validator};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::action::{Action, ActionKind};
 use crate::error::{ActionError, ErrorCode, Problem};
@@ -321,12 +321,13 @@ pub(crate) fn read<'a, T: Deserialize<'a>>(value: &'a Value) -> Result<T, Action
         .map_err(|e| ActionError::invalid("", format!("could not read the input: {e}")))
 }
 
-/// Validates model JSON against the strict `Action` schema and reads it.
-///
-/// Errors are [`ErrorCode::InvalidAction`] with every problem and its JSON pointer, e.g.
-/// `/delta_y: 2500 is greater than the maximum of 2000`, `/foo: unknown field; …`,
-/// `/target/kind: point targets are only allowed for click and hover; …`.
-pub fn validate_action(value: &Value) -> Result<Action, ActionError> {
+/// The object an action is and the kind its `type` names (`from_wire`), or the problem with
+/// them, naming the kinds there are (`kinds`): shared by the v1 and the extended validation.
+pub(crate) fn action_kind<K>(
+    value: &Value,
+    from_wire: fn(&str) -> Option<K>,
+    kinds: fn() -> String,
+) -> Result<(&Map<String, Value>, K), ActionError> {
     let Value::Object(map) = value else {
         return Err(ActionError::invalid(
             "",
@@ -340,16 +341,16 @@ pub fn validate_action(value: &Value) -> Result<Action, ActionError> {
         None => {
             return Err(ActionError::invalid(
                 "/type",
-                format!("missing required field; expected one of: {}", kinds_list()),
+                format!("missing required field; expected one of: {}", kinds()),
             ));
         }
-        Some(Value::String(name)) => ActionKind::from_wire(name).ok_or_else(|| {
+        Some(Value::String(name)) => from_wire(name).ok_or_else(|| {
             ActionError::invalid(
                 "/type",
                 format!(
                     "unknown action type {}; expected one of: {}",
                     quote(&Value::String(name.clone())),
-                    kinds_list()
+                    kinds()
                 ),
             )
         })?,
@@ -359,11 +360,21 @@ pub fn validate_action(value: &Value) -> Result<Action, ActionError> {
                 format!(
                     "expected a string, got {}; one of: {}",
                     json_type(other),
-                    kinds_list()
+                    kinds()
                 ),
             ));
         }
     };
+    Ok((map, kind))
+}
+
+/// Validates model JSON against the strict `Action` schema and reads it.
+///
+/// Errors are [`ErrorCode::InvalidAction`] with every problem and its JSON pointer, e.g.
+/// `/delta_y: 2500 is greater than the maximum of 2000`, `/foo: unknown field; …`,
+/// `/target/kind: point targets are only allowed for click and hover; …`.
+pub fn validate_action(value: &Value) -> Result<Action, ActionError> {
+    let (map, kind) = action_kind(value, ActionKind::from_wire, kinds_list)?;
     let v = validators();
     let mut problems = Vec::new();
     if let Some((_, validator, fields)) = v.branches.iter().find(|(k, _, _)| *k == kind) {

@@ -208,21 +208,29 @@ pub trait SurfaceAdapter: Send + Sync {
     /// Saves the site state a kept surface needs to come back, for the page at `url` in
     /// `context`: what the backend holds per context (cookies), and what only the surface holds
     /// (local storage) when `surface` is attached; without it, `previous`'s part of that stays.
-    /// `None` when nothing could be read.
+    /// `None` when nothing could be read. By default nothing is kept: a backend whose surfaces
+    /// hold their own state (a window's application, a guest) has none to save.
     fn keep_site<'a>(
         &'a self,
         context: Option<String>,
         url: &'a str,
         surface: Option<&'a dyn Surface>,
         previous: Option<KeptSite>,
-    ) -> BoxFuture<'a, Option<KeptSite>>;
+    ) -> BoxFuture<'a, Option<KeptSite>> {
+        let _ = (context, url, surface, previous);
+        Box::pin(async { None })
+    }
 
-    /// Puts a kept site's state back into `context` before its surfaces reopen.
+    /// Puts a kept site's state back into `context` before its surfaces reopen (by default
+    /// there is none to put back).
     fn restore_site<'a>(
         &'a self,
         kept: &'a KeptSite,
         context: Option<String>,
-    ) -> BoxFuture<'a, Result<(), SurfaceError>>;
+    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
+        let _ = (kept, context);
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// One attached surface (see the module docs). Observation and action never overlap on it.

@@ -15,9 +15,9 @@ use protocol::{
     ObservationParts, Preview, ProducerCuts, Receipt, SurfaceKind, TabId, TargetIdentity, Viewport,
 };
 use surface::{
-    ActOptions, ActOutcome, ActTiming, BoxFuture, Dialog, FrameRecord, InputDomain, KeptSite,
-    LocatedFacts, ObserveOptions, PersonCast, Reconnected, Surface, SurfaceAdapter, SurfaceError,
-    SurfaceEvents, SurfaceInfo, SurfaceMemory, TargetFacts, TargetStructure,
+    ActOptions, ActOutcome, ActTiming, BoxFuture, Dialog, FrameRecord, InputDomain, LocatedFacts,
+    ObserveOptions, PersonCast, Reconnected, Surface, SurfaceAdapter, SurfaceError, SurfaceEvents,
+    SurfaceInfo, SurfaceMemory, TargetFacts, TargetStructure,
 };
 
 /// The fake page's address (an origin nobody trusts).
@@ -455,21 +455,5 @@ impl SurfaceAdapter for FakeAdapter {
     }
     fn person_view(&self, _id: String) -> BoxFuture<'_, Result<Box<dyn PersonCast>, SurfaceError>> {
         Box::pin(async { Err(SurfaceError::unavailable("the fake has no picture")) })
-    }
-    fn keep_site<'a>(
-        &'a self,
-        _context: Option<String>,
-        _url: &'a str,
-        _surface: Option<&'a dyn Surface>,
-        _previous: Option<KeptSite>,
-    ) -> BoxFuture<'a, Option<KeptSite>> {
-        Box::pin(async { None })
-    }
-    fn restore_site<'a>(
-        &'a self,
-        _kept: &'a KeptSite,
-        _context: Option<String>,
-    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
-        Box::pin(async { Ok(()) })
     }
 }

@@ -26,9 +26,9 @@ use protocol::{
 };
 use surface::{
     ActOptions, ActOutcome, ActTiming, ActionMarker, BoxFuture, CastFrame, Dialog, FrameRecord,
-    InputDomain, KeptSite, LocatedFacts, MarkerKind, ObserveOptions, PersonCast, PersonEntry,
-    PersonInput, PointerEvent, Reconnected, SettleEnd, Surface, SurfaceAdapter, SurfaceError,
-    SurfaceEvents, SurfaceInfo, SurfaceMemory,
+    InputDomain, LocatedFacts, MarkerKind, ObserveOptions, PersonCast, PersonEntry, PersonInput,
+    PointerEvent, Reconnected, SettleEnd, Surface, SurfaceAdapter, SurfaceError, SurfaceEvents,
+    SurfaceInfo, SurfaceMemory,
 };
 
 use crate::client::{GuestClient, GuestError, Token};
@@ -411,25 +411,6 @@ impl SurfaceAdapter for VmAdapter {
                 running: false,
             }) as Box<dyn PersonCast>)
         })
-    }
-
-    fn keep_site<'a>(
-        &'a self,
-        _context: Option<String>,
-        _url: &'a str,
-        _surface: Option<&'a dyn Surface>,
-        _previous: Option<KeptSite>,
-    ) -> BoxFuture<'a, Option<KeptSite>> {
-        // A guest keeps its own state.
-        Box::pin(async { None })
-    }
-
-    fn restore_site<'a>(
-        &'a self,
-        _kept: &'a KeptSite,
-        _context: Option<String>,
-    ) -> BoxFuture<'a, Result<(), SurfaceError>> {
-        Box::pin(async { Ok(()) })
     }
 }
 

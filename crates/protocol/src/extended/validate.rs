@@ -19,7 +19,7 @@ use crate::extended::fields::UploadName;
 use crate::extended::schema::{extended_action_schema, extended_def_fields};
 use crate::schema::{branch_of, def_of};
 use crate::validate::{
-    collect_where, compile, field_rank, finish, json_type, property_names, quote, read,
+    action_kind, collect_where, compile, field_rank, finish, json_type, property_names, quote, read,
 };
 
 /// A compiled schema and the allowed fields of the object it checks, in published order.
@@ -291,43 +291,7 @@ fn check_upload_names(map: &Map<String, Value>, problems: &mut Vec<Problem>) {
 /// allowed; …`, `/target/kind: point targets are only allowed for click, hover and drag; …`.
 /// Every valid v1 action is accepted, with the meaning `ExtendedAction::from` gives it.
 pub fn validate_extended_action(value: &Value) -> Result<ExtendedAction, ActionError> {
-    let Value::Object(map) = value else {
-        return Err(ActionError::invalid(
-            "",
-            format!(
-                "expected a JSON object with a \"type\" field, got {}",
-                json_type(value)
-            ),
-        ));
-    };
-    let kind = match map.get("type") {
-        None => {
-            return Err(ActionError::invalid(
-                "/type",
-                format!("missing required field; expected one of: {}", kinds_list()),
-            ));
-        }
-        Some(Value::String(name)) => ExtendedKind::from_wire(name).ok_or_else(|| {
-            ActionError::invalid(
-                "/type",
-                format!(
-                    "unknown action type {}; expected one of: {}",
-                    quote(&Value::String(name.clone())),
-                    kinds_list()
-                ),
-            )
-        })?,
-        Some(other) => {
-            return Err(ActionError::invalid(
-                "/type",
-                format!(
-                    "expected a string, got {}; one of: {}",
-                    json_type(other),
-                    kinds_list()
-                ),
-            ));
-        }
-    };
+    let (map, kind) = action_kind(value, ExtendedKind::from_wire, kinds_list)?;
     let v = validators();
     let target_fields = kind.target_fields();
     let skip = |path: &str, error: &ValidationErrorKind| {
