@@ -371,26 +371,30 @@ async fn console_style() -> Response {
     )
 }
 
+/// Bytes for a person's eyes only, of `content_type`: never cached, never sniffed as
+/// something else (a page's content is not run as the console's).
+fn private_bytes(bytes: Vec<u8>, content_type: &'static str) -> Response {
+    let mut response = bytes.into_response();
+    let h = response.headers_mut();
+    h.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static(content_type),
+    );
+    h.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    h.insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
 /// A read-only image of a tab's viewport for the console's preview (JPEG).
 async fn screenshot(State(state): State<PersonState>, Path(id): Path<String>) -> Response {
     match state.runtime.person_screenshot(&id).await {
-        Ok(bytes) => {
-            let mut response = bytes.into_response();
-            let h = response.headers_mut();
-            h.insert(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("image/jpeg"),
-            );
-            h.insert(
-                axum::http::header::CACHE_CONTROL,
-                axum::http::HeaderValue::from_static("no-store"),
-            );
-            h.insert(
-                axum::http::header::X_CONTENT_TYPE_OPTIONS,
-                axum::http::HeaderValue::from_static("nosniff"),
-            );
-            response
-        }
+        Ok(bytes) => private_bytes(bytes, "image/jpeg"),
         Err(e) => answer(&e),
     }
 }
@@ -539,20 +543,8 @@ async fn artifact(State(state): State<PersonState>, Path(id): Path<String>) -> R
     } else {
         name
     };
-    let mut response = bytes.into_response();
+    let mut response = private_bytes(bytes, "application/octet-stream");
     let h = response.headers_mut();
-    h.insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/octet-stream"),
-    );
-    h.insert(
-        axum::http::header::X_CONTENT_TYPE_OPTIONS,
-        axum::http::HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        axum::http::header::CACHE_CONTROL,
-        axum::http::HeaderValue::from_static("no-store"),
-    );
     if let Ok(v) = axum::http::HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
         h.insert(axum::http::header::CONTENT_DISPOSITION, v);
     }
