@@ -392,7 +392,8 @@ impl Tab {
         }
     }
 
-    /// Creates a new tab (in `browser_context_id` when given), attaches to it and tracks it.
+    /// Creates a new tab (in `browser_context_id` when given, in a window of `window` — width,
+    /// height — when given), attaches to it and tracks it.
     pub async fn open(
         browser: &Session,
         browser_context_id: Option<String>,
