@@ -654,6 +654,7 @@ impl GloveboxMcp {
             "activated": status.activated,
             "browser": status.bridge,
             "tabs": facts,
+            "closed_tabs": status.closed_tabs,
             "debugger_leases": status.debugger_leases,
             "pending_recoveries": status.pending_recoveries,
             "reconciled": status.reconciled,

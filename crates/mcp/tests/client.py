@@ -226,6 +226,7 @@ async def scenario_lifecycle(args):
         out["unknown_argument"] = (await call(session, "status", {"verbose": True}))["header"]
         out["status"] = (await call(session, "status"))["header"]
         out["cleanup"] = (await call(session, "cleanup"))["header"]
+        out["status_after_cleanup"] = (await call(session, "status"))["header"]
         after = await call(session, "tabs")
         out["tabs_after"] = after["header"]["tabs"]
         out["user_tabs_after"] = after["header"]["user_tabs"]

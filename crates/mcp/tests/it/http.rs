@@ -555,6 +555,18 @@ async fn lifecycle_tools_claim_mark_release_and_clean_up() {
         "{out}"
     );
     assert_eq!(out["fresh_status"]["tools_active"], true, "{out}");
+    // A closed tab is counted, not listed: a long session's status does not grow with it.
+    let after = &out["status_after_cleanup"];
+    assert_eq!(out["status"]["closed_tabs"], 0, "{out}");
+    assert!(after["closed_tabs"].as_u64().unwrap() >= 1, "{out}");
+    assert!(
+        after["tabs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["state"] != "released"),
+        "{out}"
+    );
     let cleanup = &out["cleanup"];
     assert_eq!(cleanup["ok"], true, "{out}");
     assert_eq!(

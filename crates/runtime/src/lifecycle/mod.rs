@@ -105,7 +105,11 @@ pub struct BrowserStatus {
     /// "Skill loaded", recorded (and audited) at the first browser operation.
     pub activated: bool,
     pub bridge: String,
+    /// The session's tabs that are not closed.
     pub tabs: Vec<TabStatus>,
+    /// How many of the session's tabs were closed (released): counted, not listed, so a long
+    /// session's history does not lengthen every status (its rows stay in the store).
+    pub closed_tabs: usize,
     /// Debugger leases, recorded apart from the tabs' lifecycle (`002_…`: "Debugger 状态和 Tab
     /// lifecycle 必须分别记录").
     pub debugger_leases: Vec<DebuggerLeaseStatus>,
@@ -510,14 +514,19 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let resources = self
-            .inner
-            .store
-            .list_all_resources()
-            .map_err(RuntimeError::from)?;
+        // Only the offered tabs are read (not every tab the store ever recorded).
+        let mut resources = Vec::with_capacity(offered.len());
+        for id in &offered {
+            match self.inner.store.get_resource(&store::ResourceId::new(id)) {
+                Ok(r) => resources.push(r),
+                Err(store::StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        resources.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(resources
             .into_iter()
-            .filter(|r| offered.contains(r.id.as_str()) && self.persons_open_tab(r))
+            .filter(|r| self.persons_open_tab(r))
             .map(|r| UserTab {
                 tab: r.id.to_string(),
                 url: r.url.as_deref().map(policy::redact_url),
@@ -1133,6 +1142,9 @@ impl Runtime {
             .pending_recoveries(&sid(session))
             .map_err(RuntimeError::from)?
             .len();
+        let (resources, closed): (Vec<_>, Vec<_>) = resources
+            .into_iter()
+            .partition(|r| r.state != store::ResourceState::Released);
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // A handle is live only while its browser is: a browser killed a moment ago has taken
         // every tab with it, before any later call notices and records the handles as lost.
@@ -1172,6 +1184,7 @@ impl Runtime {
                     title: r.title,
                 })
                 .collect(),
+            closed_tabs: closed.len(),
             debugger_leases: leases,
             reconciled: Some(self.reconciliation()).filter(|r| !r.is_empty()),
         })

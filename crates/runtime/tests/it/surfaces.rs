@@ -272,3 +272,27 @@ async fn every_tab_has_the_configured_viewport() {
         );
     }
 }
+
+/// `status` lists the session's open tabs and counts the closed ones: found by a long fuzz,
+/// where a session's status listed every tab it had ever opened (thousands) and took 137 ms.
+#[tokio::test]
+async fn status_lists_open_tabs_and_counts_closed_ones() {
+    let env = env("status-closed", true).await;
+    let s = &env.session;
+    let mut opened = Vec::new();
+    for page in ["/form.html", "/login.html", "/counter.html"] {
+        opened.push(
+            crate::open(&env.runtime, s, &env.server.url(page))
+                .await
+                .unwrap(),
+        );
+    }
+    for surface in &opened[..2] {
+        env.runtime.close_tab(s, *surface).await.unwrap();
+    }
+    let status = env.runtime.status(s).unwrap();
+    assert_eq!(status.closed_tabs, 2, "{status:?}");
+    assert_eq!(status.tabs.len(), 1, "{status:?}");
+    assert_eq!(status.tabs[0].surface, Some(opened[2]));
+    assert!(status.tabs[0].live, "{status:?}");
+}
