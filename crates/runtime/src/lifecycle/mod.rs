@@ -1131,7 +1131,7 @@ impl Runtime {
             .store
             .get_session(&sid(session))
             .map_err(RuntimeError::from)?;
-        let resources = self
+        let mut resources = self
             .inner
             .store
             .list_resources(&sid(session))
@@ -1142,9 +1142,9 @@ impl Runtime {
             .pending_recoveries(&sid(session))
             .map_err(RuntimeError::from)?
             .len();
-        let (resources, closed): (Vec<_>, Vec<_>) = resources
-            .into_iter()
-            .partition(|r| r.state != store::ResourceState::Released);
+        let listed = resources.len();
+        resources.retain(|r| r.state != store::ResourceState::Released);
+        let closed_tabs = listed - resources.len();
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // A handle is live only while its browser is: a browser killed a moment ago has taken
         // every tab with it, before any later call notices and records the handles as lost.
@@ -1171,10 +1171,8 @@ impl Runtime {
                         .find(|e| e.resource == r.id.as_str())
                         .and_then(|e| e.opened_by)
                         .map(|key| format!("s{key}")),
-                    live: connected
-                        && r.cdp_target_id.is_some()
-                        && !r.handle_lost
-                        && r.state != store::ResourceState::Released,
+                    // Listed tabs are not released.
+                    live: connected && r.cdp_target_id.is_some() && !r.handle_lost,
                     resource: r.id.to_string(),
                     ownership: r.ownership,
                     mark: r.mark,
@@ -1184,7 +1182,7 @@ impl Runtime {
                     title: r.title,
                 })
                 .collect(),
-            closed_tabs: closed.len(),
+            closed_tabs,
             debugger_leases: leases,
             reconciled: Some(self.reconciliation()).filter(|r| !r.is_empty()),
         })
