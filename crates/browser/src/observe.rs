@@ -7,7 +7,8 @@
 //! (character data, text-only child changes) and *visual* (`class`, `style`). A capture reads the
 //! world state before and after the DOM snapshot and AX tree; a different document, URL, viewport
 //! (size, scale, zoom, scroll) or structural count means the page changed under the capture, so
-//! the whole capture is discarded and retried once, then reported as unstable — never a mix.
+//! the whole capture is discarded and retried once, after the DOM has gone quiet (two reads 30 ms
+//! apart agree, ≤ 300 ms), then reported as unstable — never a mix.
 //! Text ticks (a clock) and style changes (a carousel) do not count, so such pages stay
 //! observable, and the `frame_id` (target, navigation, document, viewport, structural epoch,
 //! screenshot) stays valid across them. An action re-checks its own target instead: the ref's
@@ -45,6 +46,11 @@ use surface::image::image_size;
 /// How long a screenshot waits for the tab to paint a frame, well inside an observation's
 /// deadline, so a tab that paints none is named as the cause.
 const SCREENSHOT_WAIT: Duration = Duration::from_secs(5);
+/// Captures tried before an observation is `unstable`; the page's DOM goes quiet between them.
+const CAPTURE_ATTEMPTS: usize = 2;
+/// Before the retry: how long the page's structure and text must stay unchanged (timer-driven
+/// building, a row every few milliseconds, passes a zero-delay check between its timers).
+const QUIET_GAP_MS: u32 = 30;
 
 /// What a ref is bound to: the exact node, and what it was when observed. What the runtime may
 /// know of it ([`TargetFacts`]: role, name, box, secrecy, structure) is its `facts`, read through
@@ -203,16 +209,23 @@ impl Tab {
             return self.dialog_observation(&dialog);
         }
         let deadline = options.deadline;
+        let until = std::time::Instant::now() + deadline;
         let run = async {
             let _read = self.barrier.read().await;
             let mut last = String::new();
-            for _ in 0..2 {
+            for attempt in 0..CAPTURE_ATTEMPTS {
                 match self.capture_once(options, base).await? {
                     Attempt::Done(observation, record) => {
                         *lock(&self.latest) = Some(record);
                         return Ok(*observation);
                     }
                     Attempt::Changed(what) => last = what,
+                }
+                // A page still being built (a person's tab claimed while it loads, a script
+                // filling it in): its DOM goes quiet before the retry, so one burst of changes
+                // does not use up both attempts back to back.
+                if attempt + 1 < CAPTURE_ATTEMPTS {
+                    self.dom_quiet(until, 0, QUIET_GAP_MS).await;
                 }
             }
             Err(BrowserError::Unstable { what: last })

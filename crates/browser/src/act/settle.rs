@@ -203,13 +203,13 @@ impl Tab {
                 .unwrap_or(SettleEnd::Deadline);
                 if waited == SettleEnd::SameDocument {
                     // `hashchange` and `popstate` handlers run now: let their DOM updates land.
-                    self.dom_quiet(until, 0).await;
+                    self.dom_quiet(until, 0, 0).await;
                 }
                 return waited;
             }
             // A request's end reaches us from the network side before the page has run the code
             // that waits on it (`await fetch(…)` then a DOM update): give the page that moment first.
-            self.dom_quiet(until, if started { RESPONSE_GRACE_MS } else { 0 })
+            self.dom_quiet(until, if started { RESPONSE_GRACE_MS } else { 0 }, 0)
                 .await;
             // The quiet check went through the page's task queue, so a request the action's
             // handlers started has been reported by now even when its event came after the
@@ -221,13 +221,13 @@ impl Tab {
         SettleEnd::Quiet
     }
 
-    /// Waits until neither structure nor text changed across one trip through the page's task
-    /// queue (a zero-delay timer), at most 300 ms. Later asynchronous work is covered by the
-    /// request tracking before it; anything slower shows up in the next observation. One round
-    /// trip: the page itself reads its change counters after `first_delay_ms`, then again after
-    /// each trip through its task queue, until two reads agree or the window ends. A dialog the
-    /// page opens meanwhile blocks it: settling ends there, and the dialog is noted.
-    pub(super) async fn dom_quiet(&self, until: Instant, first_delay_ms: u32) {
+    /// Waits until neither structure nor text changed across `gap_ms` (0: one trip through the
+    /// page's task queue, a zero-delay timer), at most 300 ms. After an action, later
+    /// asynchronous work is covered by the request tracking before it; anything slower shows up
+    /// in the next observation. One round trip: the page itself reads its change counters after
+    /// `first_delay_ms`, then again every `gap_ms`, until two reads agree or the window ends. A
+    /// dialog the page opens meanwhile blocks it: the wait ends there, and the dialog is noted.
+    pub(crate) async fn dom_quiet(&self, until: Instant, first_delay_ms: u32, gap_ms: u32) {
         let window = DOM_SETTLE.min(until.saturating_duration_since(Instant::now()));
         let Ok(context) = world_context(self).await else {
             return;
@@ -235,7 +235,7 @@ impl Tab {
         let expression = format!(
             "new Promise(r => {{ const end = performance.now() + {}; let last = null; \
              const look = () => {{ try {{ const s = globalThis.__glovebox.read(); const now = s.structural + ':' + s.text; \
-             if (now === last || performance.now() >= end) r(true); else {{ last = now; setTimeout(look, 0); }} }} catch (e) {{ r(false); }} }}; \
+             if (now === last || performance.now() >= end) r(true); else {{ last = now; setTimeout(look, {gap_ms}); }} }} catch (e) {{ r(false); }} }}; \
              setTimeout(look, {first_delay_ms}); }})",
             window.as_millis()
         );

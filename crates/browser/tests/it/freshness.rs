@@ -146,6 +146,31 @@ async fn a_ticking_clock_and_a_carousel_stay_observable_with_a_stable_frame_id()
     );
 }
 
+/// CI caught an observation of a person's tab claimed while it still loaded failing `unstable`:
+/// both attempts ran back to back inside the page's burst of changes. The retry now waits for
+/// the DOM to go quiet, so a page that builds itself for a moment after load is observed whole.
+#[tokio::test]
+async fn a_page_still_building_itself_is_observed_once_it_is_quiet() {
+    let env = env().await;
+    env.server.html(
+        "/building",
+        "<title>Building</title><ul id=rows></ul><script>let n = 0; \
+         const add = () => { const li = document.createElement('li'); li.textContent = 'row ' + n; \
+         document.getElementById('rows').append(li); if (++n < 25) setTimeout(add, 4); }; \
+         addEventListener('load', () => setTimeout(add, 0));</script>",
+    );
+    let tab = env.open("/building").await;
+    let observation = tab
+        .observe(&ObserveOptions::default())
+        .await
+        .expect("observed once the burst was over");
+    assert!(
+        observation.aria_snapshot().contains("row 24"),
+        "{}",
+        observation.aria_snapshot()
+    );
+}
+
 #[tokio::test]
 async fn structural_change_scroll_and_navigation_change_the_frame_id() {
     let env = env().await;

@@ -329,10 +329,7 @@ async fn unit_04_a_claimed_user_tab_is_released_never_closed() {
         .unwrap();
     // At a turn end, at finalize and at disposal alike.
     env.runtime.claim_tab(s, &user).await.unwrap();
-    env.runtime
-        .observe(s, None, &Default::default())
-        .await
-        .unwrap();
+    crate::observe_until(&env.runtime, s, "Contact us").await;
     assert_eq!(
         env.runtime.end_turn(s, "turn_1").await.unwrap().released,
         vec![user.clone()]
@@ -1281,10 +1278,7 @@ async fn acceptance_4_turn_end_closes_releases_and_detaches_without_transcript_n
         .await
         .unwrap();
     env.runtime.claim_tab(s, &user).await.unwrap();
-    env.runtime
-        .observe(s, None, &Default::default())
-        .await
-        .unwrap();
+    crate::observe_until(&env.runtime, s, "Contact us").await;
     env.runtime
         .mark(s, kept, Mark::Handoff, "turn_1")
         .await
