@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
@@ -53,7 +54,9 @@ impl Default for ConnectionOptions {
     }
 }
 
-type Reply = Result<Value, CdpError>;
+/// A command's `result` as the browser sent it: decoded once, by its caller, straight into the
+/// type it expects (a DOM snapshot is over a megabyte; building a `Value` first doubled the work).
+type Reply = Result<Box<RawValue>, CdpError>;
 
 struct Waiting {
     method: String,
@@ -136,7 +139,7 @@ impl std::fmt::Debug for Connection {
 #[derive(Deserialize)]
 struct Incoming {
     id: Option<u64>,
-    result: Option<Value>,
+    result: Option<Box<RawValue>>,
     error: Option<ErrorBody>,
     method: Option<String>,
     params: Option<Value>,
@@ -358,6 +361,18 @@ impl Connection {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, CdpError> {
+        let raw = self.send_for_raw(session, method, params, timeout).await?;
+        decode_reply(method, &raw)
+    }
+
+    /// [`Connection::send`], the reply's `result` left as the browser's JSON text.
+    pub(crate) async fn send_for_raw(
+        &self,
+        session: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CdpError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -443,6 +458,17 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A reply's JSON text, decoded into what its caller expects.
+pub(crate) fn decode_reply<T: serde::de::DeserializeOwned>(
+    method: &str,
+    raw: &RawValue,
+) -> Result<T, CdpError> {
+    serde_json::from_str(raw.get()).map_err(|e| CdpError::Decode {
+        method: method.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
 fn dispatch(inner: &Inner, bytes: &[u8]) {
     let incoming: Incoming = match serde_json::from_slice(bytes) {
         Ok(incoming) => incoming,
@@ -470,7 +496,10 @@ fn dispatch(inner: &Inner, bytes: &[u8]) {
                 }),
             }),
             (None, Some(result)) => Ok(result),
-            (None, None) => Ok(Value::Object(Default::default())),
+            (None, None) => RawValue::from_string("{}".to_owned()).map_err(|e| CdpError::Decode {
+                method: waiting.method,
+                reason: e.to_string(),
+            }),
         };
         let _ = waiting.tx.send(reply);
         return;

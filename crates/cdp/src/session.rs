@@ -102,11 +102,11 @@ impl Session {
             method: C::METHOD.to_owned(),
             reason: e.to_string(),
         })?;
-        let value = self.send_raw(C::METHOD, params, timeout).await?;
-        serde_json::from_value(value).map_err(|e| CdpError::Decode {
-            method: C::METHOD.to_owned(),
-            reason: e.to_string(),
-        })
+        let raw = self
+            .conn
+            .send_for_raw(self.id.as_ref(), C::METHOD, params, timeout)
+            .await?;
+        crate::connection::decode_reply(C::METHOD, &raw)
     }
 
     /// The escape hatch for methods without typed structs.
