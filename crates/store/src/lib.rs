@@ -141,6 +141,13 @@ pub trait Store: Send + Sync {
     /// The resources a session owns, oldest first.
     fn list_resources(&self, session: &SessionId) -> Result<Vec<Resource>>;
 
+    /// The session's resources that are not released (its open tabs), oldest first: what a
+    /// cleanup or a status reads, however many tabs the session closed before.
+    fn list_open_resources(&self, session: &SessionId) -> Result<Vec<Resource>>;
+
+    /// How many of the session's resources are released (its closed tabs), counted by the store.
+    fn count_released_resources(&self, session: &SessionId) -> Result<u64>;
+
     /// The resources no session owns (user tabs, released tabs), oldest first.
     fn list_unowned_resources(&self) -> Result<Vec<Resource>>;
 

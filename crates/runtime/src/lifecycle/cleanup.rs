@@ -143,7 +143,7 @@ impl Runtime {
         let resources = self
             .inner
             .store
-            .list_resources(&sid(session))
+            .list_open_resources(&sid(session))
             .map_err(RuntimeError::from)?;
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut to_close: Vec<(String, Option<TabEntry>, store::Resource)> = Vec::new();
@@ -156,7 +156,7 @@ impl Runtime {
         };
         for resource in resources {
             let id = resource.id.to_string();
-            if matches!(resource.state, ResourceState::Released) || retried.contains(&id) {
+            if retried.contains(&id) {
                 continue;
             }
             let entry = entries.iter().find(|e| e.resource == id).cloned();

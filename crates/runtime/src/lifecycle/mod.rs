@@ -1131,10 +1131,15 @@ impl Runtime {
             .store
             .get_session(&sid(session))
             .map_err(RuntimeError::from)?;
-        let mut resources = self
+        let resources = self
             .inner
             .store
-            .list_resources(&sid(session))
+            .list_open_resources(&sid(session))
+            .map_err(RuntimeError::from)?;
+        let closed_tabs = self
+            .inner
+            .store
+            .count_released_resources(&sid(session))
             .map_err(RuntimeError::from)?;
         let pending = self
             .inner
@@ -1142,9 +1147,6 @@ impl Runtime {
             .pending_recoveries(&sid(session))
             .map_err(RuntimeError::from)?
             .len();
-        let listed = resources.len();
-        resources.retain(|r| r.state != store::ResourceState::Released);
-        let closed_tabs = listed - resources.len();
         let entries: Vec<TabEntry> = state.tabs.lock().unwrap_or_else(|p| p.into_inner()).clone();
         // A handle is live only while its browser is: a browser killed a moment ago has taken
         // every tab with it, before any later call notices and records the handles as lost.
@@ -1182,7 +1184,7 @@ impl Runtime {
                     title: r.title,
                 })
                 .collect(),
-            closed_tabs,
+            closed_tabs: usize::try_from(closed_tabs).unwrap_or(usize::MAX),
             debugger_leases: leases,
             reconciled: Some(self.reconciliation()).filter(|r| !r.is_empty()),
         })

@@ -394,6 +394,14 @@ impl<B: Backend> Store for SqlStore<B> {
         self.read(|c| resource::list_owned(c, session))
     }
 
+    fn list_open_resources(&self, session: &SessionId) -> Result<Vec<Resource>> {
+        self.read(|c| resource::list_open(c, session))
+    }
+
+    fn count_released_resources(&self, session: &SessionId) -> Result<u64> {
+        self.read(|c| resource::count_released(c, session))
+    }
+
     fn list_unowned_resources(&self) -> Result<Vec<Resource>> {
         self.read(resource::list_unowned)
     }

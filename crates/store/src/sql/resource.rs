@@ -162,6 +162,29 @@ pub(super) fn list_owned(c: &mut dyn Conn, session: &SessionId) -> Result<Vec<Re
     )
 }
 
+pub(super) fn list_open(c: &mut dyn Conn, session: &SessionId) -> Result<Vec<Resource>> {
+    query_all(
+        c,
+        &format!(
+            "SELECT {COLUMNS} FROM resources WHERE session_id = ?1 AND state <> 'released' \
+             ORDER BY created_at, id"
+        ),
+        params![session.as_str()],
+        decode,
+    )
+}
+
+pub(super) fn count_released(c: &mut dyn Conn, session: &SessionId) -> Result<u64> {
+    let rows = c.query(
+        "SELECT COUNT(*) AS n FROM resources WHERE session_id = ?1 AND state = 'released'",
+        params![session.as_str()],
+    )?;
+    match rows.first() {
+        Some(row) => row.uint("n"),
+        None => Ok(0),
+    }
+}
+
 pub(super) fn list_unowned(c: &mut dyn Conn) -> Result<Vec<Resource>> {
     query_all(
         c,

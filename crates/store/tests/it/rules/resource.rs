@@ -59,6 +59,49 @@ fn resource_round_trips_every_field() {
 }
 
 #[test]
+fn open_resources_leave_out_the_released_and_count_them() {
+    let store = store();
+    let s = session(&store, "s1", 1);
+    let other = session(&store, "s2", 1);
+    for (i, id) in ["r1", "r2", "r3"].into_iter().enumerate() {
+        store
+            .insert_resource(&new_tab(
+                id,
+                Some(&s),
+                Ownership::AgentCreated,
+                2 + i as u64,
+            ))
+            .expect("insert");
+    }
+    store
+        .insert_resource(&new_tab("o1", Some(&other), Ownership::AgentCreated, 2))
+        .expect("insert");
+    // Two of s1's tabs closed (the runtime's close: released, the session kept).
+    for id in ["r1", "r3"] {
+        let r = store.get_resource(&ResourceId::new(id)).expect("get");
+        store
+            .transition(&r.id, r.version, ResourceState::Released, 9)
+            .expect("release");
+    }
+    // A claimed user tab given back leaves the session altogether: neither open nor counted.
+    let tab = user_tab(&store, "u1", 3);
+    store.claim_resource(&tab, &s, 4).expect("claim");
+    store.release_resource(&tab, &s, 5).expect("give back");
+
+    let open: Vec<_> = store
+        .list_open_resources(&s)
+        .expect("open")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(open, vec![ResourceId::new("r2")]);
+    assert_eq!(store.count_released_resources(&s).expect("count"), 2);
+    assert_eq!(store.list_resources(&s).expect("all").len(), 3);
+    assert_eq!(store.count_released_resources(&other).expect("count"), 0);
+    assert_eq!(store.list_open_resources(&other).expect("open").len(), 1);
+}
+
+#[test]
 fn insert_refuses_duplicates_and_unknown_sessions() {
     let store = store();
     let s = session(&store, "s1", 1);
