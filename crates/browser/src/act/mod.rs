@@ -43,6 +43,27 @@ use crate::observe::ObservationRecord;
 use crate::tab::{Tab, lock};
 use crate::{ActOptions, ActOutcome, ActTiming, DownloadInfo};
 
+/// How long the fresh observation after an action may take once the action's deadline is spent.
+const OBSERVE_PAST_DEADLINE: Duration = Duration::from_secs(1);
+
+/// A check before anything is sent, bounded by the action's deadline (`until`): past it the
+/// action ends `timeout` with nothing sent, whatever the browser is doing (a frozen browser
+/// answers no call, and each call's own timeout is longer than an action's deadline may be).
+async fn before_sending<T>(
+    until: Instant,
+    deadline: Duration,
+    check: impl Future<Output = Result<T, BrowserError>>,
+) -> Result<T, BrowserError> {
+    tokio::time::timeout_at(until.into(), check)
+        .await
+        .unwrap_or_else(|_| {
+            Err(BrowserError::Timeout {
+                what: "the checks before sending (nothing was sent)".into(),
+                after_ms: deadline.as_millis() as u64,
+            })
+        })
+}
+
 /// What dispatch produced, before the fresh observation.
 pub(super) struct Dispatched {
     receipt: Receipt,
@@ -102,7 +123,7 @@ impl Tab {
                     reason: "this tab has not been observed yet".into(),
                 })?;
             check_frame(&record.frame_id, action.expected_frame_id())?;
-            let now = self.read_world_now().await?;
+            let now = before_sending(until, options.deadline, self.read_world_now()).await?;
             check_world(&record, &now)?;
             self.take_trace();
             {
@@ -119,10 +140,11 @@ impl Tab {
                 // Armed before anything is sent: whatever the action causes is judged (and
                 // what the boundary refused since the last action is in this receipt).
                 let typed_into = options.guard_typed.then(|| record.document_url());
-                self.guard.arm(allowed.clone(), typed_into).await?;
+                let arm = self.guard.arm(allowed.clone(), typed_into);
+                before_sending(until, options.deadline, arm).await?;
                 disarm = Some(self.guard.disarm_on_drop());
                 if options.guard_typed {
-                    self.seal_sockets().await?;
+                    before_sending(until, options.deadline, self.seal_sockets()).await?;
                 }
             }
             let before = ([now.width, now.height], [now.scroll_x, now.scroll_y]);
@@ -152,6 +174,7 @@ impl Tab {
                 before,
                 Some(base),
                 options,
+                until,
             )
             .await;
         if disarm.is_some() && !outcome.opened.is_empty() {
@@ -290,6 +313,7 @@ impl Tab {
         before: Option<([f64; 2], [f64; 2])>,
         base: Option<std::sync::Arc<ObservationRecord>>,
         options: &ActOptions,
+        until: Instant,
     ) -> ActOutcome {
         // A window the page just asked for (a modifier or middle click on a link) becomes a tab a
         // moment later: wait briefly for the browser to name it, so the outcome can.
@@ -316,10 +340,16 @@ impl Tab {
         // The snapshot may come as changes against the observation the action was checked
         // against (its base), unless the whole one was asked for.
         let base = base.filter(|_| !options.full_snapshot);
+        // Within what is left of the action's deadline, or a short time past it: an action that
+        // settled up to its deadline still answers soon, its receipt with or without a view.
+        let mut observe = options.observe.clone();
+        observe.deadline = observe.deadline.min(
+            until
+                .saturating_duration_since(Instant::now())
+                .max(OBSERVE_PAST_DEADLINE),
+        );
         let observation = if dialog.is_none() && self.check_alive().is_ok() {
-            self.observe_against(&options.observe, base.as_deref())
-                .await
-                .ok()
+            self.observe_against(&observe, base.as_deref()).await.ok()
         } else {
             None
         };
@@ -441,7 +471,8 @@ impl Tab {
                     .latest_observation()
                     .map(|r| r.document_url().to_owned());
                 let typed_into = url.as_deref().filter(|_| options.guard_typed);
-                self.guard.arm(allowed.clone(), typed_into).await?;
+                let arm = self.guard.arm(allowed.clone(), typed_into);
+                before_sending(until, options.deadline, arm).await?;
                 disarm = Some(self.guard.disarm_on_drop());
             }
             let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);
@@ -457,6 +488,7 @@ impl Tab {
                 None,
                 None,
                 options,
+                until,
             )
             .await;
         if disarm.take().is_some() {

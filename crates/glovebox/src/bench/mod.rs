@@ -104,6 +104,52 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
+    // A benchmark's runtimes keep their state in a directory of their own under the data
+    // directory, removed when it ends: a benchmark neither reads the person's store nor leaves
+    // anything in it (kept tabs of earlier runs, restored into the next, made `bench runtime`
+    // time out). `bench vm` keeps using the data directory for its cached guest images.
+    let scratch = (!matches!(args.what, BenchTarget::Vm))
+        .then(|| crate::config::resolve(global, None))
+        .transpose()?
+        .map(|settings| {
+            settings
+                .runtime
+                .data_dir
+                .join("bench")
+                .join(format!("run-{}", std::process::id()))
+        });
+    let mut own = global.clone();
+    if let Some(dir) = &scratch {
+        let _ = std::fs::remove_dir_all(dir);
+        own.data_dir = Some(dir.clone());
+    }
+    let measured = measure(&own, &args).await;
+    if let Some(dir) = &scratch {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let (results, ratios) = measured?;
+    if args.json {
+        let mut object: serde_json::Map<String, serde_json::Value> =
+            results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
+        for (name, value) in &ratios {
+            object.insert(name.clone(), json!(value));
+        }
+        out!("{}", serde_json::Value::Object(object));
+    } else {
+        for (name, stats) in &results {
+            out!("{}", stats.line(name));
+        }
+        for (name, value) in &ratios {
+            out!("{name:<48} {value:.3}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Named figures, and ratios between them.
+type Measured = (Vec<(String, Stats)>, Vec<(String, f64)>);
+
+async fn measure(global: &Global, args: &BenchArgs) -> anyhow::Result<Measured> {
     let mut ratios = Vec::new();
     let results = match args.what {
         BenchTarget::Cdp => bench_cdp(global, args.iterations).await?,
@@ -121,22 +167,7 @@ pub async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchTarget::Script => script::bench_script(global, args.iterations, &mut ratios).await?,
         BenchTarget::Vm => vm::bench_vm(global, args.iterations, &mut ratios).await?,
     };
-    if args.json {
-        let mut object: serde_json::Map<String, serde_json::Value> =
-            results.iter().map(|(k, s)| (k.clone(), s.json())).collect();
-        for (name, value) in &ratios {
-            object.insert(name.clone(), json!(value));
-        }
-        out!("{}", serde_json::Value::Object(object));
-    } else {
-        for (name, stats) in &results {
-            out!("{}", stats.line(name));
-        }
-        for (name, value) in &ratios {
-            out!("{name:<48} {value:.3}");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((results, ratios))
 }
 
 /// A realistic mid-size page: a shop's listing with navigation, filters and twelve products.
