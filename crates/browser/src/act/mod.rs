@@ -64,6 +64,13 @@ async fn before_sending<T>(
         })
 }
 
+/// What an action was checked against before it was sent: the viewport's size and scroll, and
+/// the observation its frame id named.
+struct Checked {
+    viewport: ([f64; 2], [f64; 2]),
+    base: std::sync::Arc<ObservationRecord>,
+}
+
 /// What dispatch produced, before the fresh observation.
 pub(super) struct Dispatched {
     receipt: Receipt,
@@ -157,7 +164,7 @@ impl Tab {
             // whatever ended the dispatch (a refusal, the deadline), interception ends with it.
             self.stop_intercepting_choosers().await;
             match dispatched {
-                Ok(result) => (result?, Some(before), record),
+                Ok(result) => (result?, before, record),
                 Err(_) => {
                     return Err(BrowserError::Timeout {
                         what: format!("{what} action"),
@@ -171,8 +178,10 @@ impl Tab {
                 action.kind(),
                 dispatched,
                 opened_before,
-                before,
-                Some(base),
+                Some(Checked {
+                    viewport: before,
+                    base,
+                }),
                 options,
                 until,
             )
@@ -310,11 +319,11 @@ impl Tab {
         action: ExtendedKind,
         dispatched: Dispatched,
         opened_before: usize,
-        before: Option<([f64; 2], [f64; 2])>,
-        base: Option<std::sync::Arc<ObservationRecord>>,
+        checked: Option<Checked>,
         options: &ActOptions,
         until: Instant,
     ) -> ActOutcome {
+        let (before, base) = checked.map_or((None, None), |c| (Some(c.viewport), Some(c.base)));
         // A window the page just asked for (a modifier or middle click on a link) becomes a tab a
         // moment later: wait briefly for the browser to name it, so the outcome can.
         let grace = Instant::now() + Duration::from_millis(1000);
@@ -485,7 +494,6 @@ impl Tab {
                 ExtendedKind::Dialog,
                 receipt.into(),
                 opened_before,
-                None,
                 None,
                 options,
                 until,
