@@ -147,9 +147,11 @@ impl Tab {
                 // Armed before anything is sent: whatever the action causes is judged (and
                 // what the boundary refused since the last action is in this receipt).
                 let typed_into = options.guard_typed.then(|| record.document_url());
+                // Disarmed on every way out from here, an arming that failed or ran out of
+                // time included (the guard is marked acting before it asks the browser).
+                disarm = Some(self.guard.disarm_on_drop());
                 let arm = self.guard.arm(allowed.clone(), typed_into);
                 before_sending(until, options.deadline, arm).await?;
-                disarm = Some(self.guard.disarm_on_drop());
                 if options.guard_typed {
                     before_sending(until, options.deadline, self.seal_sockets()).await?;
                 }
@@ -480,9 +482,9 @@ impl Tab {
                     .latest_observation()
                     .map(|r| r.document_url().to_owned());
                 let typed_into = url.as_deref().filter(|_| options.guard_typed);
+                disarm = Some(self.guard.disarm_on_drop());
                 let arm = self.guard.arm(allowed.clone(), typed_into);
                 before_sending(until, options.deadline, arm).await?;
-                disarm = Some(self.guard.disarm_on_drop());
             }
             let mut nav = self.session.subscribe(settle::NAVIGATION_EVENTS);
             self.handle_dialog(accept, text).await?;
