@@ -319,20 +319,9 @@ async fn surfaces(State(state): State<PersonState>) -> Response {
 /// The console's page and assets (embedded in the binary; no build step). They hold no data: the
 /// page reads everything from `/api/…` with the person token from its URL fragment.
 fn asset(body: &'static str, mime: &'static str) -> Response {
-    let mut response = body.into_response();
+    // Private like any byte a person sees, and the console's own: nothing but itself runs in it.
+    let mut response = private_bytes(body, mime);
     let h = response.headers_mut();
-    h.insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static(mime),
-    );
-    h.insert(
-        axum::http::header::X_CONTENT_TYPE_OPTIONS,
-        axum::http::HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        axum::http::header::CACHE_CONTROL,
-        axum::http::HeaderValue::from_static("no-store"),
-    );
     h.insert(
         axum::http::header::REFERRER_POLICY,
         axum::http::HeaderValue::from_static("no-referrer"),
@@ -373,7 +362,7 @@ async fn console_style() -> Response {
 
 /// Bytes for a person's eyes only, of `content_type`: never cached, never sniffed as
 /// something else (a page's content is not run as the console's).
-fn private_bytes(bytes: Vec<u8>, content_type: &'static str) -> Response {
+fn private_bytes(bytes: impl IntoResponse, content_type: &'static str) -> Response {
     let mut response = bytes.into_response();
     let h = response.headers_mut();
     h.insert(

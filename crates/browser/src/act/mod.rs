@@ -58,7 +58,7 @@ async fn before_sending<T>(
         .await
         .unwrap_or_else(|_| {
             Err(BrowserError::Timeout {
-                what: "the checks before sending (nothing was sent)".into(),
+                what: "the action's checks before sending (nothing was sent; the same action may be tried again)".into(),
                 after_ms: deadline.as_millis() as u64,
             })
         })
