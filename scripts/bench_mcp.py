@@ -4,7 +4,10 @@
 - cold start to the first navigate: from starting it to the answer of the first `tab_open`;
 - the same with a browser already running (`--browser-endpoint`): Glovebox's own share of it,
   without Chromium's start-up (~0.3 s on a 2-core machine before it answers at all);
-- a click with its fresh observation: one `act` click (its result carries the observation).
+- a click with its fresh observation: one `act` click (its result carries the observation);
+- the floor under the two start-up figures: the same CDP steps from a bare client with no
+  Glovebox in between (launch over the DevTools pipe with Glovebox's flags, a browser context, a
+  blank tab, attach, enable, navigate, the load event), cold and on a browser already running.
 Pages are served on 127.0.0.1; each start gets a fresh data directory.
 
 Usage: scripts/bench_mcp.py [--glovebox PATH] [--starts N] [--clicks N]
@@ -13,6 +16,19 @@ import argparse, http.server, json, os, re, shutil, subprocess, sys, tempfile, t
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_peers  # noqa: E402  (its MCP client)
+
+# Glovebox's launch flags (crates/cdp/src/launch.rs, BASE_FLAGS plus what a headless launch over
+# the pipe adds), so the floor is measured on the browser Glovebox would start.
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
+    "--no-default-browser-check", "--disable-default-apps", "--disable-dev-shm-usage",
+    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider",
+    "--password-store=basic", "--use-mock-keychain", "--mute-audio",
+    "--remote-debugging-pipe", "--window-size=1280,800", "--no-startup-window",
+]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "crates/browser/tests/fixtures")
@@ -57,6 +73,102 @@ def running_chromium():
             threading.Thread(target=proc.stderr.read, daemon=True).start()
             return proc, ws, profile
     raise RuntimeError("Chromium did not start")
+
+
+class PipeCdp:
+    """A bare CDP client over Chromium's DevTools pipe (NUL-separated JSON on its fds 3 and 4)."""
+
+    def __init__(self, chromium, profile):
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+
+        def fds():
+            # Through fresh copies, in case either end already is fd 3 or 4; the copies on 3 and
+            # 4 are inherited (dup2 clears close-on-exec), every other descriptor is not.
+            reads, writes = os.dup(to_browser_r), os.dup(from_browser_w)
+            os.dup2(reads, 3)
+            os.dup2(writes, 4)
+
+        self.proc = subprocess.Popen(
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=fds, close_fds=False)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self.buffer = b""
+        self.next_id = 0
+
+    def message(self):
+        while b"\0" not in self.buffer:
+            chunk = os.read(self.from_browser, 1 << 20)
+            if not chunk:
+                raise RuntimeError("Chromium closed its DevTools pipe")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\0", 1)
+        return json.loads(line)
+
+    def send(self, method, params=None, session=None):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        return self.next_id
+
+    def call(self, method, params=None, session=None):
+        wanted = self.send(method, params, session)
+        while True:
+            message = self.message()
+            if message.get("id") == wanted:
+                if "error" in message:
+                    raise RuntimeError(message["error"])
+                return message["result"]
+
+    def event(self, method, session):
+        while True:
+            message = self.message()
+            if message.get("method") == method and message.get("sessionId") == session:
+                return message
+
+    def first_navigate(self, url):
+        """A context, a blank tab in it, attached and enabled, navigated to `url`, until its load event."""
+        context = self.call("Target.createBrowserContext", {"disposeOnDetach": True})["browserContextId"]
+        target = self.call("Target.createTarget", {"url": "about:blank", "browserContextId": context,
+                                                   "newWindow": True})["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Page.enable", session=session)
+        self.call("Runtime.enable", session=session)
+        self.call("Page.navigate", {"url": url}, session=session)
+        self.event("Page.loadEventFired", session)
+        return context
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        os.close(self.to_browser)
+        os.close(self.from_browser)
+
+
+def raw_floor(page, starts):
+    """Medians, in ms, of the bare client's first navigate: (cold, on a browser already running)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+    cold, running = [], []
+    for _ in range(starts):
+        profile = tempfile.mkdtemp(prefix="glovebox-bench-raw-")
+        started = time.perf_counter()
+        cdp = PipeCdp(chromium, profile)
+        try:
+            cdp.call("Browser.getVersion")
+            context = cdp.first_navigate(page)
+            cold.append((time.perf_counter() - started) * 1000)
+            cdp.call("Target.disposeBrowserContext", {"browserContextId": context})
+            started = time.perf_counter()
+            cdp.first_navigate(page)
+            running.append((time.perf_counter() - started) * 1000)
+        finally:
+            cdp.close()
+            shutil.rmtree(profile, ignore_errors=True)
+    return median(cold), median(running)
 
 
 def main():
@@ -119,11 +231,14 @@ def main():
     mcp.close()
     shutil.rmtree(data, ignore_errors=True)
     shutil.rmtree(config_dir, ignore_errors=True)
+    raw_cold, raw_running = raw_floor(page, args.starts)
     server.shutdown()
     print(f"mcp initialize (from process start)        median {median(inits):8.1f} ms  (n={len(inits)})")
     print(f"mcp cold start to the first navigate        median {median(firsts):8.1f} ms  (n={len(firsts)})")
     print(f"mcp cold start to the first navigate, browser already running  median {median(warm):8.1f} ms  (n={len(warm)})")
     print(f"mcp click with its fresh observation        median {median(clicks):8.1f} ms  (n={len(clicks)})")
+    print(f"raw CDP floor: cold start to the first navigate  median {raw_cold:8.1f} ms  (n={args.starts})")
+    print(f"raw CDP floor: first navigate on a running browser  median {raw_running:8.1f} ms  (n={args.starts})")
 
 
 if __name__ == "__main__":
