@@ -163,3 +163,18 @@ fn listening_socket_inodes() -> std::collections::HashSet<String> {
     }
     inodes
 }
+
+#[test]
+fn a_distribution_launcher_script_is_replaced_by_the_binary_it_runs() {
+    // Debian's /usr/bin/chromium is a shell script that execs /usr/lib/chromium/chromium.
+    let launcher = std::path::Path::new("/usr/bin/chromium");
+    let binary = std::path::Path::new("/usr/lib/chromium/chromium");
+    let is_script = std::fs::read(launcher).is_ok_and(|bytes| bytes.starts_with(b"#!"));
+    if !is_script || !binary.exists() || std::env::var_os(cdp::launch::CHROMIUM_ENV).is_some() {
+        eprintln!("skipped: no Debian launcher script here");
+        return;
+    }
+    assert_eq!(find_chromium(None).unwrap(), binary, "found on PATH");
+    // A path given explicitly is used as given, script or not.
+    assert_eq!(find_chromium(Some(launcher)).unwrap(), launcher);
+}
