@@ -713,13 +713,20 @@ impl Planner for ModelPlanner {
                         Err("this page came with its screenshot already; act on it".to_owned())
                     }
                     "look" => Ok(PlannerStep::Look),
-                    "done" => match (text(&args, "summary"), args.get("checks")) {
-                        (None, _) => Err("done needs a summary".to_owned()),
-                        (Some(summary), None) => Ok(PlannerStep::Done {
+                    "done" => match (
+                        text(&args, "summary")
+                            .map(|s| runtime::planner_summary("done's summary", s))
+                            .transpose()
+                            .map_err(|e| e.to_string()),
+                        args.get("checks"),
+                    ) {
+                        (Err(e), _) => Err(e),
+                        (Ok(None), _) => Err("done needs a summary".to_owned()),
+                        (Ok(Some(summary)), None) => Ok(PlannerStep::Done {
                             summary,
                             checks: Vec::new(),
                         }),
-                        (Some(summary), Some(checks)) => {
+                        (Ok(Some(summary)), Some(checks)) => {
                             serde_json::from_value::<Vec<runtime::Assertion>>(checks.clone())
                                 .map_err(|e| format!("done's checks: {e}"))
                                 .and_then(|checks| {
@@ -729,9 +736,18 @@ impl Planner for ModelPlanner {
                         }
                     },
                     "give_up" => text(&args, "reason")
-                        .map(|summary| PlannerStep::GiveUp { summary })
-                        .ok_or_else(|| "give_up needs a reason".to_owned()),
+                        .ok_or_else(|| "give_up needs a reason".to_owned())
+                        .and_then(|reason| {
+                            runtime::planner_summary("give_up's reason", reason)
+                                .map_err(|e| e.to_string())
+                        })
+                        .map(|summary| PlannerStep::GiveUp { summary }),
                     "infeasible" => text(&args, "reason")
+                        .ok_or_else(|| "infeasible needs a reason".to_owned())
+                        .and_then(|reason| {
+                            runtime::planner_summary("infeasible's reason", reason)
+                                .map_err(|e| e.to_string())
+                        })
                         .map(|summary| {
                             let unmet = args
                                 .get("unmet")
@@ -745,8 +761,7 @@ impl Planner for ModelPlanner {
                                 summary,
                                 unmet: runtime::unmet_conditions(unmet),
                             }
-                        })
-                        .ok_or_else(|| "infeasible needs a reason".to_owned()),
+                        }),
                     other => Err(format!(
                         "there is no tool {other:?}; call act, look, done, give_up or infeasible"
                     )),

@@ -56,6 +56,7 @@ pub use records::{LogQuery, read_log};
 pub use run::{RunHandle, RunRequest, StopOnDrop};
 pub use runtime::{Runtime, SessionClient, SurfaceId};
 pub use store::{Mark, Ownership, ResourceState};
+pub use webtabs::PreviewPrefs;
 // The surface-neutral types of the runtime's API (`surface`): transports name them from here and
 // never depend on an adapter crate.
 pub use surface::{
@@ -65,7 +66,7 @@ pub use surface::{
     snapshot_text,
 };
 pub use verify::{
-    ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, UNMET_MAX, assertion_schema,
-    proposed_checks, unmet_conditions,
+    ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, SUMMARY_MAX_CHARS, UNMET_MAX,
+    assertion_schema, planner_summary, proposed_checks, unmet_conditions,
 };
 pub use webtabs::RestoreReport;

@@ -90,6 +90,18 @@ pub enum PlannerStep {
     Infeasible { summary: String, unmet: Vec<String> },
 }
 
+impl PlannerStep {
+    /// The summary or reason a step ends the run with (`done`, `give_up`, `infeasible`).
+    pub fn summary(&self) -> Option<&str> {
+        match self {
+            PlannerStep::Done { summary, .. }
+            | PlannerStep::GiveUp { summary }
+            | PlannerStep::Infeasible { summary, .. } => Some(summary),
+            PlannerStep::Act(_) | PlannerStep::Confirm { .. } | PlannerStep::Look => None,
+        }
+    }
+}
+
 /// Why a planner produced nothing usable.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PlannerError {
@@ -527,12 +539,14 @@ pub fn parse_answer_seen(
             )?))
         }
         (None, Some(summary), None, None) => Ok(PlannerStep::Done {
-            summary,
+            summary: crate::verify::planner_summary("done", summary)?,
             checks: crate::verify::proposed_checks(checks)?,
         }),
-        (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp { summary }),
+        (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp {
+            summary: crate::verify::planner_summary("give_up", summary)?,
+        }),
         (None, None, None, Some(summary)) => Ok(PlannerStep::Infeasible {
-            summary,
+            summary: crate::verify::planner_summary("infeasible", summary)?,
             unmet: crate::verify::unmet_conditions(unmet),
         }),
         _ => Err(PlannerError::Failed(

@@ -26,6 +26,22 @@ pub const ASSERTION_TEXT_MAX_CHARS: usize = 1_000;
 pub const UNMET_MAX: usize = 16;
 pub const UNMET_MAX_CHARS: usize = 300;
 
+/// The longest summary or reason a planner may end a run with (`done`, `give_up`,
+/// `infeasible`), in characters.
+pub const SUMMARY_MAX_CHARS: usize = 4_000;
+
+/// A planner's summary or reason, refused when it is longer than [`SUMMARY_MAX_CHARS`] (a
+/// model is told so and may answer again; the runner ends a run whose planner insists).
+pub fn planner_summary(what: &str, text: String) -> Result<String, crate::PlannerError> {
+    let chars = text.chars().count();
+    if chars > SUMMARY_MAX_CHARS {
+        return Err(crate::PlannerError::Failed(format!(
+            "{what} has {chars} characters; at most {SUMMARY_MAX_CHARS}"
+        )));
+    }
+    Ok(text)
+}
+
 /// The JSON Schema of one [`Assertion`] (for a model's `done` tool), without its `$schema`.
 pub fn assertion_schema() -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(Assertion)).unwrap_or_default();

@@ -97,6 +97,19 @@ pub(crate) fn recorded_title(title: &str) -> String {
     policy::redact_text(title).chars().take(TITLE_MAX).collect()
 }
 
+/// A person's preview preferences for one tab (`POST /api/tabs/{id}/preview`): exactly these
+/// fields, each optional (absent: off); anything else is refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewPrefs {
+    /// The preview stays on this tab instead of following the agent.
+    #[serde(default)]
+    pub pinned: bool,
+    /// The preview of this tab is hidden.
+    #[serde(default)]
+    pub hidden: bool,
+}
+
 impl Runtime {
     /// `text` (a title or an address of `target`) without the secrets typed into that target.
     pub(crate) fn without_typed_secrets(&self, target: &str, text: &str) -> String {
@@ -665,17 +678,14 @@ impl Runtime {
         entry.debugger.network_hold().ok_or_else(not_held)
     }
 
-    /// A person's preview preferences for a tab (the console's pin and hide): stored as given,
-    /// restored with the tab, never read by a lifecycle decision.
-    pub fn set_preview(&self, resource: &str, preview: &Value) -> Result<(), RuntimeError> {
-        if !preview.is_object() || preview.to_string().len() > 1024 {
-            return Err(RuntimeError::InvalidAction(
-                "preview preferences are a JSON object of at most 1 KiB".into(),
-            ));
-        }
+    /// A person's preview preferences for a tab (the console's pin and hide): stored, restored
+    /// with the tab, never read by a lifecycle decision.
+    pub fn set_preview(&self, resource: &str, preview: &PreviewPrefs) -> Result<(), RuntimeError> {
+        let stored =
+            serde_json::to_string(preview).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         self.inner
             .store
-            .set_preview(&ResourceId::new(resource), &preview.to_string(), now_ms())
+            .set_preview(&ResourceId::new(resource), &stored, now_ms())
             .map_err(|_| RuntimeError::UnknownSurface {
                 name: resource.to_owned(),
                 known: "a tab of GET /api/tabs".into(),

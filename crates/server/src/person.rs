@@ -42,7 +42,8 @@
 //! brought back is nobody's to claim until then);
 //! `POST /api/tabs/{id}/link` links a tab a page opened (a popup, listed with `opened_by` and
 //! `linkable`) so a run may use it from the next turn (`Runtime::link_tab`);
-//! `POST /api/tabs/{id}/preview` stores the preview preferences (a JSON object).
+//! `POST /api/tabs/{id}/preview` stores the preview preferences: `{"pinned": bool, "hidden": bool}`,
+//! nothing else.
 //! `POST /api/tabs/{id}/allow-origin` with `{"origin": "https://…"}` lets a tab that holds what
 //! the agent typed (its entry's `network_hold`: where its requests may go, which origins were
 //! refused and how often) reach that origin too, for as long as the hold lasts.
@@ -478,7 +479,7 @@ async fn set_preview(
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> Response {
-    let preview: serde_json::Value = match parse(&body) {
+    let preview: runtime::PreviewPrefs = match parse(&body) {
         Ok(v) => v,
         Err(refused) => return *refused,
     };

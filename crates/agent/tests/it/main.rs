@@ -48,6 +48,8 @@ enum Script {
     Download,
     /// Wait a moment, step after step (a long run, its history compacted), then give up.
     Wander,
+    /// As SignUp, but the first `done` carries a summary longer than the runtime takes.
+    LongSummaryFirst,
 }
 
 #[derive(Clone)]
@@ -394,6 +396,15 @@ async fn answer(
                     ),
                 }
             }
+        }
+        // Until it was told the bound, a summary of 5,000 characters.
+        Script::LongSummaryFirst
+            if text.contains("Welcome, Ada!") && !body.to_string().contains("at most 4000") =>
+        {
+            (
+                "done".into(),
+                json!({"summary": "signed up ".repeat(500), "checks": [{"kind": "text_present", "text": "Welcome, Ada!"}]}),
+            )
         }
         _ => decide(model.script, call, &text),
     };
@@ -887,6 +898,30 @@ async fn invalid_model_output_is_answered_and_a_false_claim_does_not_succeed() {
         (result.status(), result.reason_code()),
         (RunStatus::Succeeded, ReasonCode::Verified),
         "{result:?}"
+    );
+
+    // A summary longer than a run's record takes is the model's tool error, answered with the
+    // bound; it answers again within it.
+    let long = env(
+        "long-summary",
+        ProviderKind::OpenaiChat,
+        Script::LongSummaryFirst,
+    )
+    .await;
+    let (result, accounting) = sign_up(&long, welcome()).await;
+    assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
+    assert_eq!(accounting.invalid_answers, 1, "{accounting:?}");
+    assert!(
+        long.model
+            .requests
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .1
+            .to_string()
+            .contains("has 5000 characters; at most 4000"),
+        "the model was told the bound"
     );
 
     let liar = env("liar", ProviderKind::OpenaiChat, Script::Liar).await;

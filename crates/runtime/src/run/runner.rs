@@ -144,6 +144,12 @@ impl RunState<'_> {
                 Ok(Err(e)) => return Ending::new(ReasonCode::InvalidPlan, e.to_string()),
                 Err(ending) => return ending,
             };
+            // Every planner's ending text is bounded here, whichever planner it came from.
+            if let Some(summary) = step.summary()
+                && let Err(e) = crate::verify::planner_summary("the summary", summary.to_owned())
+            {
+                return Ending::new(ReasonCode::InvalidPlan, e.to_string());
+            }
             let action = match step {
                 PlannerStep::Done { summary, checks } => {
                     return self.verify(

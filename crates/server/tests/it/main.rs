@@ -1311,7 +1311,8 @@ async fn a_hosts_secret_is_typed_by_a_run_that_never_sees_it() {
 
 /// Issue 35: person routes took what they should refuse — `POST /api/turn-end` with `[]` was
 /// read as "every session" and closed an agent's tab; `/api/user-tabs` took a 900 kB URL where
-/// every agent path caps at 2,048 characters. A body is a JSON object, and a URL is bounded.
+/// every agent path caps at 2,048 characters; the preview route stored any JSON. A body is a JSON
+/// object of the route's own fields, and a URL is bounded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn person_routes_refuse_what_is_not_theirs_to_take() {
     let env = env("person-bodies").await;
@@ -1364,6 +1365,34 @@ async fn person_routes_refuse_what_is_not_theirs_to_take() {
     );
     let (status, _) = post(&env, &link, "not-the-token", &json!({})).await;
     assert_eq!(status, 401);
+    // Preview preferences are the pin and the hide, nothing else: any other JSON is refused and
+    // what was stored stays.
+    let preview = format!("/api/tabs/{agents}/preview");
+    let (status, said) = post(&env, &preview, &token, &json!({"pinned": true})).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(said["preview"], json!({"pinned": true, "hidden": false}));
+    for body in [
+        json!({"pinned": true, "script": "alert(1)"}),
+        json!({"pinned": "yes"}),
+        json!([]),
+        json!({"hidden": {"a": [1, 2, 3]}}),
+    ] {
+        let (status, said) = post(&env, &preview, &token, &body).await;
+        assert_eq!(
+            (status, said["error"].as_str()),
+            (400, Some("invalid_action")),
+            "{body}: {said}"
+        );
+    }
+    let listed = env.runtime.tabs_for_person().unwrap();
+    let entry = listed.iter().find(|t| t["tab"] == agents.as_str()).unwrap();
+    assert_eq!(entry["preview"], json!({"pinned": true, "hidden": false}));
+    let (status, said) = post(&env, "/api/tabs/tab_nope/preview", &token, &json!({})).await;
+    assert_eq!(
+        said["error"].as_str(),
+        Some("unknown_surface"),
+        "{status} {said}"
+    );
 }
 
 /// Issue 35: idle sockets and half-sent requests were never timed out. A request's head has
