@@ -561,6 +561,7 @@ fn info_of(t: target::TargetInfo) -> Option<SurfaceInfo> {
         title: if untitled { String::new() } else { t.title },
         url: t.url,
         context: t.browser_context_id,
+        opener: t.opener_id.map(|o| o.0),
         // Input goes to the tab over CDP, whatever holds the screen's focus.
         input: vec![protocol::InputRoute::BackgroundInput],
         kind: protocol::SurfaceKind::WebTab,
@@ -720,8 +721,13 @@ impl SurfaceAdapter for Chromium {
         Box::pin(async move {
             self.ready().await;
             let browser = self.browser().ok()?;
-            let mut events =
-                browser.subscribe(&["Target.targetInfoChanged", "Target.targetDestroyed"]);
+            // A new target is told as a change too: a window a tab opened is named with its
+            // opener from its first moment.
+            let mut events = browser.subscribe(&[
+                "Target.targetCreated",
+                "Target.targetInfoChanged",
+                "Target.targetDestroyed",
+            ]);
             browser
                 .call(target::SetDiscoverTargets { discover: true })
                 .await
@@ -731,7 +737,7 @@ impl SurfaceAdapter for Chromium {
                 while let Some(event) = events.recv().await {
                     let Ok(event) = event else { continue };
                     let forwarded = match event.method.as_str() {
-                        "Target.targetInfoChanged" => event
+                        "Target.targetCreated" | "Target.targetInfoChanged" => event
                             .parse::<target::TargetInfoEvent>()
                             .and_then(|e| info_of(e.target_info))
                             .map(SurfaceEvent::Changed),

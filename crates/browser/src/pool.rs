@@ -277,6 +277,7 @@ impl Pool {
     fn tag_info(&self, m: usize, mut info: SurfaceInfo) -> SurfaceInfo {
         info.id = tag(m, &info.id);
         info.context = info.context.map(|c| tag(m, &c));
+        info.opener = info.opener.map(|o| tag(m, &o));
         info
     }
 

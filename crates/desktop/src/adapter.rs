@@ -376,6 +376,7 @@ impl SurfaceAdapter for DesktopAdapter {
                 context: Some(format!("x11:{}", self.config.display)),
                 input: model::input_routes(true, false, foreground),
                 kind: SurfaceKind::X11Screen,
+                opener: None,
             };
             Ok(std::iter::once(screen)
                 .chain(windows.into_iter().map(|w| SurfaceInfo {
@@ -390,6 +391,7 @@ impl SurfaceAdapter for DesktopAdapter {
                     title: w.name,
                     context: Some(format!("x11:{}", self.config.display)),
                     kind: SurfaceKind::X11Window,
+                    opener: None,
                 }))
                 .collect())
         })

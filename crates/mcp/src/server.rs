@@ -374,6 +374,8 @@ impl GloveboxMcp {
                 let mut receipt = serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null);
                 if !outcome.opened.is_empty() {
                     receipt["opened_tabs"] = json!(outcome.opened.len());
+                    // The session's own tabs now, by the keys that name them.
+                    receipt["opened"] = json!(self.runtime.opened_keys(session, &outcome.opened));
                 }
                 if let Some(dialog) = &outcome.dialog {
                     receipt["dialog"] = json!({"kind": dialog.kind, "message": dialog.message});

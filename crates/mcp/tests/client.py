@@ -542,6 +542,25 @@ async def scenario_dialog(args):
               "answered": answered["header"], "after": answered["page"]["aria_snapshot"].splitlines()[0]})
 
 
+async def scenario_popups(args):
+    """A click that opens a window: the act's receipt names the session's new tab by its key;
+    `status` lists it with its opener; `cleanup` closes it with the session's other tabs."""
+    async with connect(args) as (session, _):
+        await call(session, "tab_open", {"url": args.fixture[0]})
+        obs = (await call(session, "observe"))["page"]
+        button = ref(obs, "button", "Open help")
+        clicked = await call(session, "act", {"action": {"type": "click", "expected_frame_id": obs["frame_id"], "target": {"kind": "element", "ref": button}, "intent": "help"}})
+        receipt = json.loads(re.fullmatch(r'<untrusted nonce=([0-9a-f]{12})>\n(.*)\n</untrusted nonce=\1>', clicked["texts"][1], re.S).group(2))
+        status = await call(session, "status")
+        popup = next((t for t in status["header"]["tabs"] if t["opened_by"]), None)
+        seen = await call(session, "observe", {"surface": popup["surface"]}) if popup else None
+        cleaned = await call(session, "cleanup")
+        after = await call(session, "status")
+        emit({"error": clicked["error"], "opened": receipt.get("opened"), "opened_tabs": receipt.get("opened_tabs"),
+              "popup": popup, "seen_error": seen["error"] if seen else None, "cleanup_error": cleaned["error"],
+              "after": after["header"]["tabs"]})
+
+
 async def scenario_files(args):
     """A download and uploads over MCP: each is R3 and waits for a person; the download comes back
     as an artifact id (never a path); an upload reads only from the upload root, by relative name."""

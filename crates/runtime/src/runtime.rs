@@ -123,6 +123,9 @@ pub(crate) struct SessionState {
     pub(crate) ops: Arc<tokio::sync::RwLock<()>>,
     /// Lifecycle steps that change ownership (cleanup, claim, release) run one at a time.
     pub(crate) lifecycle: tokio::sync::Mutex<()>,
+    /// Windows the session's tabs opened are adopted one adoption at a time (an action's own
+    /// and the browser's report of the same window never make two tabs of it).
+    pub(crate) adopting: tokio::sync::Mutex<()>,
     /// Set when disposal begins: no new operation of the session starts.
     pub(crate) closing: AtomicBool,
     pub(crate) tabs: Mutex<Vec<TabEntry>>,
@@ -380,6 +383,7 @@ impl Runtime {
             context_id: Mutex::new(context_id),
             ops: Arc::new(tokio::sync::RwLock::new(())),
             lifecycle: tokio::sync::Mutex::new(()),
+            adopting: tokio::sync::Mutex::new(()),
             closing: AtomicBool::new(false),
             tabs: Mutex::default(),
             debuggers: Mutex::default(),
@@ -768,6 +772,20 @@ impl Runtime {
         tabs.iter()
             .find(|t| t.surface == surface)
             .map(|t| format!("s{}", t.key))
+    }
+
+    /// The session's keys (`s2`, …) of the windows an action opened (`ActOutcome::opened`), in
+    /// its order; a window the session does not hold (closed already) is left out.
+    pub fn opened_keys(&self, session: &SessionId, opened: &[String]) -> Vec<String> {
+        let Ok(state) = self.session(session.as_str()) else {
+            return Vec::new();
+        };
+        let tabs = lock(&state.tabs);
+        opened
+            .iter()
+            .filter_map(|target| tabs.iter().find(|t| t.target() == target.as_str()))
+            .map(|t| format!("s{}", t.key))
+            .collect()
     }
 
     /// Observes a surface (read barrier; no write lease needed).

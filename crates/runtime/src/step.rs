@@ -5,7 +5,7 @@
 //! It is not the runner's loop (see `run.rs`) nor the policy rules (see `policy`).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use policy::{Decision, Effect, RiskFacts};
 use protocol::extended::TargetRef;
@@ -21,7 +21,7 @@ use crate::secrets::Filled;
 use crate::{Cancel, RuntimeError};
 
 /// How long past its deadline an action may take before the step stops waiting for it.
-const ACT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+const ACT_GRACE: Duration = Duration::from_secs(2);
 
 /// How long a step may wait for a person.
 #[derive(Debug, Clone, Copy)]
@@ -67,19 +67,20 @@ impl Runtime {
         action: &ExtendedAction,
         options: &ActOptions,
     ) -> Result<ActOutcome, RuntimeError> {
-        let (record, intended, filled) = match self.checked(at, action, options.deadline).await {
-            Ok(checked) => checked,
-            Err(e) => {
-                // Refused before anything was sent: the log says so, with what it would have been.
-                let latest = at
-                    .tab
-                    .latest_frame()
-                    .filter(|r| r.frame_id() == action.expected_frame_id());
-                let intended = Intended::of(action, latest.as_deref(), None);
-                self.record_refused(at, action, &intended.described(latest.as_deref()), &e);
-                return Err(e);
-            }
-        };
+        let (record, intended, filled, located_in) =
+            match self.checked(at, action, options.deadline).await {
+                Ok(checked) => checked,
+                Err(e) => {
+                    // Refused before anything was sent: the log says so, with what it would have been.
+                    let latest = at
+                        .tab
+                        .latest_frame()
+                        .filter(|r| r.frame_id() == action.expected_frame_id());
+                    let intended = Intended::of(action, latest.as_deref(), None);
+                    self.record_refused(at, action, &intended.described(latest.as_deref()), &e);
+                    return Err(e);
+                }
+            };
         self.emit(
             at.scope,
             EventKind::ActionSummary {
@@ -90,6 +91,9 @@ impl Runtime {
             },
         );
         let mut options = self.step_options(at.session, options);
+        // One deadline for the action: what resolving its locator took is not the act's again
+        // (a person's decision, when one was asked for, is not counted).
+        options.deadline = options.deadline.saturating_sub(located_in);
         // A person's secrets: the action sent has their values (which the surface takes out of
         // all it reports since the run began: `Surface::scrub`); its record has the placeholders.
         let sent = filled.as_ref().map_or(action, |f| &f.action);
@@ -209,8 +213,8 @@ impl Runtime {
         &self,
         at: &StepAt<'_>,
         action: &ExtendedAction,
-        deadline: std::time::Duration,
-    ) -> Result<(Arc<dyn FrameRecord>, Intended, Option<Filled>), RuntimeError> {
+        deadline: Duration,
+    ) -> Result<(Arc<dyn FrameRecord>, Intended, Option<Filled>, Duration), RuntimeError> {
         let record = fresh_record(&**at.tab, action)?;
         // Enter sent to whatever has focus could submit any form: where it goes cannot be
         // judged, so it is not sent.
@@ -223,6 +227,7 @@ impl Runtime {
         // credential write), not only by its words.
         // Within the action's deadline: a page that does not answer fails the act in its time
         // (issue 35: a locator took 30 s before the act's 10 s began).
+        let locating = Instant::now();
         let located = match action.targets().next() {
             Some(TargetRef::Locator(locator)) => {
                 tokio::time::timeout(deadline, at.tab.locate(&*record, locator))
@@ -236,6 +241,7 @@ impl Runtime {
             }
             _ => None,
         };
+        let located_in = locating.elapsed();
         let mut intended = Intended::of(action, Some(&*record), located.as_ref());
         // Text typed into a page's prompt for a password, a code or a card is a secret write.
         if let ExtendedAction::Dialog(answer) = action
@@ -282,7 +288,7 @@ impl Runtime {
                 reason: "the tab's lease is gone (closed, hidden or lost)".into(),
             }));
         }
-        Ok((record, intended, filled))
+        Ok((record, intended, filled, located_in))
     }
 
     /// Uploads read only from the configured upload directory; downloads land in the session's

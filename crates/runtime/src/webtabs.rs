@@ -241,6 +241,44 @@ impl Runtime {
         resource.mark != Mark::None || resource.state == ResourceState::Retained
     }
 
+    /// A window one of a session's tabs opened outside any action (a timer's or an on-load
+    /// `window.open`) is that session's own tab too, exactly as one an action opened
+    /// ([`Runtime::adopt_opened`]): the browser names its opener. A window already recorded (by
+    /// an action's adoption, or as anyone's tab) is left as it is; one whose opener no session
+    /// holds (a person's tab) stays the person's.
+    fn adopt_window(&self, info: &SurfaceInfo) {
+        let Some(opener) = info.opener.as_deref() else {
+            return;
+        };
+        let sessions: Vec<(String, std::sync::Arc<crate::runtime::SessionState>)> =
+            crate::runtime::lock(&self.inner.sessions)
+                .iter()
+                .map(|(id, state)| (id.clone(), state.clone()))
+                .collect();
+        let held = sessions.into_iter().find_map(|(id, state)| {
+            crate::runtime::lock(&state.tabs)
+                .iter()
+                .find(|t| t.target() == opener)
+                .cloned()
+                .map(|entry| (id, entry))
+        });
+        let Some((session, opener)) = held else {
+            return;
+        };
+        if !matches!(
+            self.inner
+                .store
+                .find_by_handle(&store::TargetId::new(&info.id)),
+            Ok(None)
+        ) {
+            return;
+        }
+        let (runtime, window) = (self.clone(), info.id.clone());
+        tokio::spawn(async move {
+            runtime.adopt_opened(&session, &opener, &[window]).await;
+        });
+    }
+
     /// Follows the browser connection's targets for as long as it lives: locations of tracked
     /// tabs, and tabs closed without Glovebox. When a launched browser dies, relaunches it and
     /// restores what was kept (no restart of Glovebox needed).
@@ -286,6 +324,7 @@ impl Runtime {
         if !info.top_level {
             return;
         }
+        self.adopt_window(&info);
         let target = &info.id;
         let save_storage = {
             let now = std::time::Instant::now();

@@ -47,6 +47,8 @@ pub struct SurfaceInfo {
     pub input: Vec<InputRoute>,
     /// What kind of surface it is (a tab; a window, or the whole screen, of a display).
     pub kind: SurfaceKind,
+    /// The surface that opened this one (a popup's opener tab), when the backend names one.
+    pub opener: Option<String>,
 }
 
 /// What the backend reports about its surfaces while its connection lives.

@@ -434,6 +434,7 @@ impl SurfaceAdapter for FakeAdapter {
                     context: None,
                     input: vec![protocol::InputRoute::BackgroundInput],
                     kind: protocol::SurfaceKind::WebTab,
+                    opener: None,
                 })
                 .collect())
         })

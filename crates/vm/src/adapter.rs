@@ -374,6 +374,7 @@ impl SurfaceAdapter for VmAdapter {
                     context: Some("vm".into()),
                     input,
                     kind: SurfaceKind::VmScreen,
+                    opener: None,
                 });
             }
             Ok(out)

@@ -1083,6 +1083,28 @@ async fn a_click_that_opens_a_dialog_returns_its_receipt_and_the_dialog_to_answe
     );
 }
 
+/// Issue 35 over MCP: a window a click opened is the session's own tab, and the act's answer
+/// names it by its key (it answered only a count); `status` lists it with its opener, it is
+/// observed by that key, and `cleanup` closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_a_click_opens_is_named_by_its_key_and_cleaned_up() {
+    let env = env("popups", true, None).await;
+    let out = run(
+        "popups",
+        &over_http(&env),
+        &[env.fixtures.url("/widgets.html")],
+    )
+    .await;
+    assert_eq!(out["error"], false, "{out}");
+    assert_eq!(out["opened"], json!(["s2"]), "{out}");
+    assert_eq!(out["opened_tabs"], 1, "{out}");
+    assert_eq!(out["popup"]["surface"], "s2", "{out}");
+    assert_eq!(out["popup"]["opened_by"], "s1", "{out}");
+    assert_eq!(out["seen_error"], false, "{out}");
+    assert_eq!(out["cleanup_error"], false, "{out}");
+    assert_eq!(out["after"], json!([]), "nothing is left: {out}");
+}
+
 /// A GET to the person channel: status, headers (lowercased names) and body bytes.
 async fn person_get(env: &Env, path: &str, token: &str) -> (u16, String, Vec<u8>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -228,6 +228,7 @@ impl Runtime {
         let Ok(state) = self.session(session) else {
             return;
         };
+        let _one = state.adopting.lock().await;
         let known: Vec<String> = crate::runtime::lock(&state.tabs)
             .iter()
             .map(|t| t.target().to_owned())

@@ -288,6 +288,68 @@ async fn a_window_a_click_opens_is_the_sessions_tab_opened_by_its_opener() {
     );
 }
 
+/// Issue 35: a window a page opened after the action that asked for it had ended — a click whose
+/// handler opens the window a moment later (after a request, as sign-in flows do) — was
+/// nobody's: never in `status`, never closed. The browser names its opener, so it is the
+/// session's tab as if the click's own outcome had named it, and the session's end closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_opened_after_its_action_ended_is_the_sessions_and_closes_with_it() {
+    let env = crate::env("popups-later", true).await;
+    env.server.html(
+        "/opens-later.html",
+        "<!doctype html><title>Opens later</title><button onclick=\"setTimeout(() => window.open('/popup-later.html'), 2500)\">Sign in</button>",
+    );
+    env.server.html(
+        "/popup-later.html",
+        "<!doctype html><title>Later</title><p>Hello</p>",
+    );
+    crate::open(
+        &env.runtime,
+        &env.session,
+        &env.server.url("/opens-later.html"),
+    )
+    .await
+    .unwrap();
+    let o = crate::observe_until(&env.runtime, &env.session, "Sign in").await;
+    let outcome = env
+        .runtime
+        .act(
+            &env.session,
+            None,
+            &crate::click(&o, "Sign in"),
+            &Default::default(),
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert!(
+        outcome.opened.is_empty(),
+        "the window opens later: {outcome:?}"
+    );
+    let adopted = || {
+        env.runtime
+            .status(&env.session)
+            .unwrap()
+            .tabs
+            .iter()
+            .any(|t| t.opened_by.as_deref() == Some("s1"))
+    };
+    crate::eventually("the window is the session's tab, opened by s1", adopted).await;
+    let status = env.runtime.status(&env.session).unwrap();
+    assert_eq!(
+        status.tabs.len(),
+        2,
+        "one tab, not two, for the window: {status:?}"
+    );
+    let report = env.runtime.close_session(&env.session).await.unwrap();
+    assert!(report.ok, "{report:?}");
+    assert_eq!(
+        crate::page_targets(&env, "/popup-later.html").await.0,
+        0,
+        "the window closed with the session: {report:?}"
+    );
+}
+
 /// A window's requests were intercepted by its opener's guard; when the turn's end closed the
 /// opener during its action's tail, nobody answered them any more: the popup a person linked
 /// hung on its first `fetch`. The opener's guard lets go of its windows when it goes.
