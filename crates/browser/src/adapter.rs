@@ -183,9 +183,13 @@ impl Chromium {
 
     /// The current connection (for the adapter's own benchmarks and tests).
     pub fn connection(&self) -> Result<Connection, SurfaceError> {
-        lock(&self.conn)
-            .clone()
-            .ok_or_else(|| SurfaceError::unavailable("the browser is not connected yet"))
+        if let Some(conn) = lock(&self.conn).clone() {
+            return Ok(conn);
+        }
+        Err(match lock(&self.start_failed).clone() {
+            Some(why) => SurfaceError::unavailable(format!("the browser did not start: {why}")),
+            None => SurfaceError::unavailable("the browser is not connected yet"),
+        })
     }
 
     pub(crate) fn with_process<T>(&self, f: impl FnOnce(&Browser) -> T) -> Option<T> {

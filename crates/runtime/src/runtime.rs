@@ -371,6 +371,11 @@ impl Runtime {
     ) -> Result<SessionId, RuntimeError> {
         self.refuse_if_fenced()?;
         let id = self.fresh_id("session");
+        // A browser whose start failed (or that died) is started again first, as for any other
+        // operation: a session is never refused for a start that the next try would make.
+        if !self.inner.config.share_browser_context {
+            self.ensure_connected().await?;
+        }
         let context_id = if self.inner.config.share_browser_context {
             None
         } else {

@@ -352,3 +352,145 @@ async fn debug_logging_never_carries_a_tool_calls_arguments() {
         "a tool call's arguments reached the log"
     );
 }
+
+/// A line-at-a-time JSON-RPC client of `glovebox mcp` over its stdio (the start-up itself is
+/// under test, so the bytes on the pipe are what is checked).
+struct Stdio {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl Stdio {
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        use tokio::io::AsyncWriteExt;
+        self.next_id += 1;
+        let id = self.next_id;
+        let line =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+        loop {
+            let line =
+                tokio::time::timeout(std::time::Duration::from_secs(60), self.lines.next_line())
+                    .await
+                    .expect("an answer in time")
+                    .unwrap()
+                    .expect("the server is still running");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    async fn notify(&mut self, method: &str) {
+        use tokio::io::AsyncWriteExt;
+        let line = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": {}});
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+}
+
+/// Issue 36: `initialize` is answered at once while Chromium starts in the background (every MCP
+/// client waits for that answer before anything else). A start that fails answers the call that
+/// needed the browser `backend_unavailable` with its reason, and the next call starts it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_does_not_wait_for_chromium_and_a_failed_start_is_tried_again() {
+    use tokio::io::AsyncBufReadExt;
+    let fixtures = FixtureServer::start().await.unwrap();
+    fixtures.dir(
+        "/",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../browser/tests/fixtures"),
+    );
+    let data_dir = crate::data_dir("mcp-background-start");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let chromium = cdp::launch::find_chromium(None).unwrap();
+    // A Chromium whose first two starts (a start is tried twice) fail, the first after a pause.
+    let count = data_dir.join("starts");
+    let failed = data_dir.join("first-start-failed");
+    let script = data_dir.join("chromium-failing-twice");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nn=$(cat '{count}' 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > '{count}'\nif [ $n -eq 1 ]; then sleep 2; touch '{failed}'; exit 1; fi\nif [ $n -eq 2 ]; then exit 1; fi\nexec '{chromium}' \"$@\"\n",
+            count = count.display(),
+            failed = failed.display(),
+            chromium = chromium.display(),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glovebox"))
+        .arg("--data-dir")
+        .arg(data_dir.join("data"))
+        .arg("--trust")
+        .arg(fixtures.origin())
+        .arg("mcp")
+        .env_remove("GLOVEBOX_BROWSER_ENDPOINT")
+        .env("GLOVEBOX_CONFIG", "/dev/null")
+        .env("GLOVEBOX_CHROMIUM", &script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut mcp = Stdio {
+        child,
+        lines,
+        next_id: 0,
+    };
+    let init = mcp
+        .call(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        )
+        .await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "glovebox", "{init}");
+    assert!(
+        count.exists() && !failed.exists(),
+        "answered while the browser's first start was still under way"
+    );
+    mcp.notify("notifications/initialized").await;
+    let page = fixtures.url("/counter.html");
+    let first = mcp
+        .call(
+            "tools/call",
+            serde_json::json!({"name": "tab_open", "arguments": {"url": page}}),
+        )
+        .await;
+    assert_eq!(first["result"]["isError"], true, "{first}");
+    let header: Value =
+        serde_json::from_str(first["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(header["error"], "backend_unavailable", "{first}");
+    assert!(
+        first["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the browser did not start"),
+        "the reason is told: {first}"
+    );
+    let second = mcp
+        .call(
+            "tools/call",
+            serde_json::json!({"name": "tab_open", "arguments": {"url": page}}),
+        )
+        .await;
+    assert_eq!(second["result"]["isError"], false, "{second}");
+    let header: Value =
+        serde_json::from_str(second["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(header["opened"], "s1", "{second}");
+    assert_eq!(std::fs::read_to_string(&count).unwrap().trim(), "3");
+}
