@@ -493,7 +493,21 @@ impl Runtime {
             let lease = &held.lease;
             let result = async {
                 let attached = self.attach(&entry).await?;
-                let blank = attached.tab().observe(&ObserveOptions::default()).await?;
+                // The blank page's first document may be replaced while it is read (under load:
+                // "Cannot find context with specified id"): a new tab has no observation of the
+                // caller's to be stale, so it is read again.
+                let mut tries = 0;
+                let blank = loop {
+                    tries += 1;
+                    match attached.tab().observe(&ObserveOptions::default()).await {
+                        Err(SurfaceError::Stale { .. } | SurfaceError::Unstable { .. })
+                            if tries < 3 =>
+                        {
+                            tokio::time::sleep(Duration::from_millis(50)).await
+                        }
+                        read => break read?,
+                    }
+                };
                 if let ExtendedAction::Navigate(navigate) = &mut action {
                     navigate.expected_frame_id = blank.frame_id().clone();
                 }

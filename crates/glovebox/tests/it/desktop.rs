@@ -286,6 +286,13 @@ async fn a_second_writer_on_the_same_display_is_refused_while_reads_go_on() {
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::LeaseConflict, "{err}");
     assert!(err.to_string().contains("keyboard and mouse"), "{err}");
+    // …and told it is another session's writing, never by that session's id (issue 35).
+    let said = err.to_string();
+    assert!(said.contains("another session"), "{said}");
+    assert!(
+        !said.contains(a.as_str()) && !said.contains("session_"),
+        "{said}"
+    );
     // …while its reads go on.
     let read = rt
         .observe(&b, None, &ObserveOptions::default())
