@@ -507,3 +507,51 @@ async fn an_act_on_a_frozen_browser_ends_within_its_deadline() {
         assert!(err.to_string().contains("nothing was sent"), "{err}");
     }
 }
+
+/// Issue 35: `tab_open` about a second after Chromium died failed `internal` ("Failed to find
+/// browser context"): the relaunch installed its connection before the sessions' contexts
+/// existed again, and a call that saw the open connection used a context of the dead browser.
+/// With the automatic relaunch on, calls made from the moment of the kill on answer only closed-set
+/// codes of an absent browser, and the same session opens tabs again once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tab_open_while_the_browser_is_relaunched_is_never_internal() {
+    let env = env_with("faults-killed-open", true, |c| {
+        c.relaunch_dead_browser = true
+    })
+    .await;
+    let (s, rt) = (&env.session, &env.runtime);
+    let url = env.server.url("/counter.html");
+    open(rt, s, &url).await.unwrap();
+    let pid = rt.browser_pid().unwrap();
+    signal(pid, libc::SIGKILL);
+    let started = std::time::Instant::now();
+    let mut refused = Vec::new();
+    loop {
+        match answered("tab_open", open(rt, s, &url)).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e.code(),
+                        ErrorCode::BackendUnavailable | ErrorCode::TargetLost | ErrorCode::Timeout
+                    ),
+                    "after {:?}: {e} ({:?})",
+                    started.elapsed(),
+                    e.code()
+                );
+                refused.push(e.code());
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "the session never opened a tab again: {refused:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_ne!(rt.browser_pid(), Some(pid), "a new browser: {refused:?}");
+    let status = rt.status(s).unwrap();
+    assert!(
+        status.tabs.iter().any(|t| t.live),
+        "the new tab is live: {status:?}"
+    );
+}
