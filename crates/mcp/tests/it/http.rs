@@ -1391,17 +1391,31 @@ async fn a_session_whose_client_vanished_ends() {
     let (status, body) = crate::raw_http(addr, &post(Some(&session), &open)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(page_count(&env.browser).await, baseline + 1, "{body}");
+    // A page of an origin nobody trusted waits for a person: pending, nobody answers it.
+    let ask = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"tab_open","arguments":{{"url":"http://localhost:{}/form.html"}}}}}}"#,
+        env.fixtures.port()
+    );
+    let (status, body) = crate::raw_http(addr, &post(Some(&session), &ask)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("approval_"), "pending: {body}");
+    assert_eq!(env.runtime.pending_approvals().len(), 1, "{body}");
     // The client says nothing more and holds no stream: its session ends, and its tab with it.
     assert_eq!(
         until_pages(&env.browser, baseline).await,
         baseline,
         "the vanished client's tab is closed"
     );
+    assert!(
+        env.runtime.pending_approvals().is_empty(),
+        "its pending approval is withdrawn: {:?}",
+        env.runtime.pending_approvals()
+    );
     let (status, _) = crate::raw_http(
         addr,
         &post(
             Some(&session),
-            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#,
         ),
     )
     .await;
