@@ -1153,7 +1153,16 @@ async fn a_clicks_receipt_follows_what_its_control_promised() {
 <button aria-pressed=false onclick="this.setAttribute('aria-pressed', this.getAttribute('aria-pressed') !== 'true')">Bold</button>
 <div role=checkbox aria-checked=false tabindex=0>Broken box</div>
 <input aria-label=Date readonly onclick="document.getElementById('picker').hidden = false"><div id=picker hidden>May 2026</div>
-<button>Plain</button>"#,
+<button>Plain</button>
+<div role=menu><div role=menuitemcheckbox aria-checked=false tabindex=0 onclick="this.setAttribute('aria-checked', this.getAttribute('aria-checked') !== 'true')">Show grid</div>
+<div role=menuitemradio aria-checked=false tabindex=0 onclick="this.setAttribute('aria-checked', 'true')">Zoom to fit</div>
+<div role=menuitemradio aria-checked=false tabindex=0>Stuck zoom</div>
+<div role=menuitem tabindex=0>Print</div></div>
+<a href=#top>Top link</a>
+<div role=tablist><div role=tab tabindex=0 aria-selected=false>Second tab</div></div>
+<div role=listbox aria-label=Fruit><div role=option tabindex=0 aria-selected=false>Plum</div></div>
+<div role=tree aria-label=Files><div role=treeitem tabindex=0 aria-expanded=false>Folder</div></div>
+<div role=slider tabindex=0 aria-valuenow=3 aria-valuemin=0 aria-valuemax=10 aria-label=Volume style="width:100px;height:12px;background:#ccc"></div>"#,
     );
     let tab = env.open("/roles.html").await;
     for (name, expected) in [
@@ -1165,6 +1174,15 @@ async fn a_clicks_receipt_follows_what_its_control_promised() {
         ("Broken box", ReceiptState::Failed),
         ("Date", ReceiptState::Dispatched),
         ("Plain", ReceiptState::Dispatched),
+        ("Show grid", ReceiptState::Confirmed),
+        ("Zoom to fit", ReceiptState::Confirmed),
+        ("Stuck zoom", ReceiptState::Failed),
+        ("Print", ReceiptState::Dispatched),
+        ("Top link", ReceiptState::Dispatched),
+        ("Second tab", ReceiptState::Dispatched),
+        ("Plum", ReceiptState::Dispatched),
+        ("Folder", ReceiptState::Dispatched),
+        ("Volume", ReceiptState::Dispatched),
     ] {
         let o = observe(&tab).await;
         let outcome = tab
@@ -1174,6 +1192,14 @@ async fn a_clicks_receipt_follows_what_its_control_promised() {
         assert_eq!(
             outcome.receipt.state(),
             expected,
+            "{name}: {:?}",
+            outcome.receipt
+        );
+        // Only a confirmed change is certain: a click that was sent and not confirmed (or whose
+        // promised change did not come) may still have done something else.
+        assert_eq!(
+            outcome.receipt.effect_uncertain(),
+            expected != ReceiptState::Confirmed,
             "{name}: {:?}",
             outcome.receipt
         );
