@@ -443,6 +443,16 @@ impl Tab {
         name: Option<&str>,
         exact: bool,
     ) -> Result<Vec<Match>, BrowserError> {
+        // Chromium answers `queryAXTree` for a background tab (a window it opened is in front)
+        // only once the tab paints, which it never does there: a role locator waited out its
+        // whole deadline (issue 35's 30 s click). The action brings the tab to the front anyway.
+        let hidden =
+            crate::capture::evaluate_world(self, "document.visibilityState === 'hidden'").await?;
+        if hidden == Value::Bool(true) {
+            self.session
+                .call(cdp::domains::page::BringToFront {})
+                .await?;
+        }
         let timeout = scope.session.connection().default_timeout();
         let reply = scope
             .session
