@@ -81,6 +81,31 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), Answer> {
     }
     match method {
         None if message.contains_key("result") || message.contains_key("error") => Ok(()),
+        // rmcp takes an `initialize` it cannot type for a method it does not know (-32601).
+        Some(Value::String(name)) if name == "initialize" && message.contains_key("id") => {
+            let text = |o: &serde_json::Map<String, Value>, k: &str| {
+                o.get(k).is_some_and(Value::is_string)
+            };
+            let typed = message
+                .get("params")
+                .and_then(Value::as_object)
+                .is_some_and(|p| {
+                    text(p, "protocolVersion")
+                        && p.get("capabilities").is_some_and(Value::is_object)
+                        && p.get("clientInfo")
+                            .and_then(Value::as_object)
+                            .is_some_and(|c| text(c, "name") && text(c, "version"))
+                });
+            if typed {
+                Ok(())
+            } else {
+                Err(error_line(
+                    &id,
+                    -32602,
+                    "Invalid params: initialize takes {\"protocolVersion\": string, \"capabilities\": object, \"clientInfo\": {\"name\": string, \"version\": string}}".into(),
+                ))
+            }
+        }
         None => Err(error_line(&id, -32600, "Invalid Request: no method".into())),
         Some(Value::String(name)) if name == "tools/call" => {
             let params = message.get("params");
@@ -198,6 +223,24 @@ mod tests {
         }
         assert_eq!(
             code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}"#),
+            None
+        );
+        // An initialize rmcp cannot type was "method not found"; its params are what is wrong.
+        for params in [
+            "{}",
+            r#"{"protocolVersion":"2025-06-18","capabilities":{}}"#,
+            r#"{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#,
+            r#"{"protocolVersion":"2025-06-18","capabilities":[],"clientInfo":{"name":"c","version":"1"}}"#,
+            r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c"}}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":9,"method":"initialize","params":{params}}}"#);
+            assert_eq!(code(&line), Some(-32602), "{line}");
+        }
+        assert_eq!(
+            code(
+                r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#
+            ),
             None
         );
         assert_eq!(

@@ -392,6 +392,22 @@ Authorization: Bearer s3cret
             r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.to_owned(),
             "-32600",
         ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":"x"}"#.to_owned(),
+            "-32602",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{}}"#.to_owned(),
+            "-32602",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"observe","_meta":5}}"#.to_owned(),
+            "-32602",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#.to_owned(),
+            "-32600",
+        ),
     ] {
         let (status, body) = raw_http(
             addr,
