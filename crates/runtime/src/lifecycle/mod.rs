@@ -222,8 +222,10 @@ impl Runtime {
     /// `000_…` cases 15 and 26): listed in the Surface Context, `tabs` and `status` with their
     /// opener, closed at the turn's end unless marked, and at the session's end. Their pages
     /// were judged with their opener's (the boundary covers a window before it runs); what the
-    /// agent does on them next is judged as on any tab. Focus stays where it was: an agent
-    /// reaches a popup only by naming it. One already tracked by a session is left as it is.
+    /// agent does on them next is judged as on any tab, within the capabilities its opener has
+    /// (a person's access switch on the opener holds for its windows). Focus stays where it
+    /// was: an agent reaches a popup only by naming it. One already tracked by a session is left
+    /// as it is.
     pub(crate) async fn adopt_opened(&self, session: &str, opener: &TabEntry, opened: &[String]) {
         let Ok(state) = self.session(session) else {
             return;
@@ -238,6 +240,12 @@ impl Runtime {
             return;
         }
         let listed = self.adapter().list().await.unwrap_or_default();
+        // A window gets no more than its opener may do now: a person who let the agent only look
+        // at a tab has not let it write into the windows that tab opens.
+        let capabilities = crate::runtime::lock(&state.tabs)
+            .iter()
+            .find(|t| t.surface == opener.surface)
+            .map_or_else(|| opener.capabilities.clone(), |t| t.capabilities.clone());
         for target in fresh {
             let url = listed
                 .iter()
@@ -261,7 +269,7 @@ impl Runtime {
                 key,
                 resource: resource.clone(),
                 debugger,
-                capabilities: self.adapter().capabilities(),
+                capabilities: capabilities.clone(),
                 turn: state.turn_number(),
                 opened_by: Some(opener.key),
                 linked_in: None,

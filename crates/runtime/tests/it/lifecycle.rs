@@ -349,7 +349,7 @@ async fn a_window_opened_after_its_action_ended_is_the_sessions_and_closes_with_
     );
     env.server.html(
         "/popup-later.html",
-        "<!doctype html><title>Later</title><p>Hello</p>",
+        "<!doctype html><title>Later</title><p>Hello</p><button>Got it</button>",
     );
     crate::open(
         &env.runtime,
@@ -374,6 +374,12 @@ async fn a_window_opened_after_its_action_ended_is_the_sessions_and_closes_with_
         outcome.opened.is_empty(),
         "the window opens later: {outcome:?}"
     );
+    // Before it opens, the person lets the agent only look at the opener: the window it opens
+    // is observe-only too.
+    let opener = env.runtime.surface_ids(&env.session).unwrap()[0];
+    env.runtime
+        .set_access(&env.session, opener, runtime::Access::Observe)
+        .unwrap();
     let adopted = || {
         env.runtime
             .status(&env.session)
@@ -388,6 +394,42 @@ async fn a_window_opened_after_its_action_ended_is_the_sessions_and_closes_with_
         status.tabs.len(),
         2,
         "one tab, not two, for the window: {status:?}"
+    );
+    let s2 = protocol::SurfaceName::Key(protocol::SurfaceKey::from_index(2));
+    let mut seen = None;
+    for _ in 0..100 {
+        match env
+            .runtime
+            .observe(&env.session, Some(&s2), &Default::default())
+            .await
+        {
+            Ok(o)
+                if o.interactive_elements()
+                    .iter()
+                    .any(|e| e.name() == "Got it") =>
+            {
+                seen = Some(o);
+                break;
+            }
+            _ => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
+    let seen = seen.expect("the window's page is observed");
+    let refused = env
+        .runtime
+        .act(
+            &env.session,
+            Some(&s2),
+            &crate::click(&seen, "Got it"),
+            &Default::default(),
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        protocol::ErrorCode::CapabilityDenied,
+        "{refused}"
     );
     let report = env.runtime.close_session(&env.session).await.unwrap();
     assert!(report.ok, "{report:?}");
