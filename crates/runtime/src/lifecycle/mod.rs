@@ -239,6 +239,13 @@ impl Runtime {
         if fresh.is_empty() {
             return;
         }
+        // A session that is ending takes no new tab: a window its tab opened meanwhile closes.
+        if state.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            for target in fresh {
+                let _ = self.adapter().close(target.clone(), CLOSE_DEADLINE).await;
+            }
+            return;
+        }
         let listed = self.adapter().list().await.unwrap_or_default();
         // A window gets no more than its opener may do now: a person who let the agent only look
         // at a tab has not let it write into the windows that tab opens.
