@@ -241,11 +241,11 @@ impl Runtime {
         resource.mark != Mark::None || resource.state == ResourceState::Retained
     }
 
-    /// A window one of a session's tabs opened outside any action (a timer's or an on-load
-    /// `window.open`) is that session's own tab too, exactly as one an action opened
-    /// ([`Runtime::adopt_opened`]): the browser names its opener. A window already recorded (by
-    /// an action's adoption, or as anyone's tab) is left as it is; one whose opener no session
-    /// holds (a person's tab) stays the person's.
+    /// A window one of a session's tabs opened outside any action (a click handler's delayed
+    /// `window.open`, still within the click's user activation) is that session's own tab too,
+    /// exactly as one an action opened ([`Runtime::adopt_opened`]): the browser names its
+    /// opener. A window already recorded (by an action's adoption, or as anyone's tab) is left
+    /// as it is; one whose opener no session holds (a person's tab) stays the person's.
     fn adopt_window(&self, info: &SurfaceInfo) {
         let Some(opener) = info.opener.as_deref() else {
             return;
