@@ -152,6 +152,12 @@ class PipeCdp:
 def raw_floor(page, starts):
     """Medians, in ms, of the bare client's first navigate: (cold, on a browser already running)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+    # The binary Glovebox launches: Debian's /usr/bin/chromium is a launcher script, passed by
+    # (crates/cdp/src/launch.rs, `behind_launcher`).
+    with open(os.path.realpath(chromium), "rb") as f:
+        script = f.read(2) == b"#!"
+    if script and os.path.realpath(chromium) == "/usr/bin/chromium" and os.access("/usr/lib/chromium/chromium", os.X_OK):
+        chromium = "/usr/lib/chromium/chromium"
     cold, running = [], []
     for _ in range(starts):
         profile = tempfile.mkdtemp(prefix="glovebox-bench-raw-")
