@@ -691,6 +691,12 @@ impl Planner for ModelPlanner {
                     continue;
                 };
                 let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+                // Within the runner's bound, or the model's tool error (it may answer again).
+                let bounded = |what: &str, s: String| {
+                    runtime::check_summary(what, &s)
+                        .map(|()| s)
+                        .map_err(|e| e.to_string())
+                };
                 let step = match name.as_str() {
                     "computer" if matches!(self.computer, Some(t) if !t.is_openai()) => {
                         match self.anthropic_call(&args, &input, local < LOCAL_ANSWERS_PER_STEP) {
@@ -715,9 +721,8 @@ impl Planner for ModelPlanner {
                     "look" => Ok(PlannerStep::Look),
                     "done" => match (
                         text(&args, "summary")
-                            .map(|s| runtime::planner_summary("done's summary", s))
-                            .transpose()
-                            .map_err(|e| e.to_string()),
+                            .map(|s| bounded("done's summary", s))
+                            .transpose(),
                         args.get("checks"),
                     ) {
                         (Err(e), _) => Err(e),
@@ -737,17 +742,11 @@ impl Planner for ModelPlanner {
                     },
                     "give_up" => text(&args, "reason")
                         .ok_or_else(|| "give_up needs a reason".to_owned())
-                        .and_then(|reason| {
-                            runtime::planner_summary("give_up's reason", reason)
-                                .map_err(|e| e.to_string())
-                        })
+                        .and_then(|reason| bounded("give_up's reason", reason))
                         .map(|summary| PlannerStep::GiveUp { summary }),
                     "infeasible" => text(&args, "reason")
                         .ok_or_else(|| "infeasible needs a reason".to_owned())
-                        .and_then(|reason| {
-                            runtime::planner_summary("infeasible's reason", reason)
-                                .map_err(|e| e.to_string())
-                        })
+                        .and_then(|reason| bounded("infeasible's reason", reason))
                         .map(|summary| {
                             let unmet = args
                                 .get("unmet")

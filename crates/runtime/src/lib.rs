@@ -67,6 +67,6 @@ pub use surface::{
 };
 pub use verify::{
     ASSERTION_TEXT_MAX_CHARS, ASSERTIONS_MAX, Assertion, SUMMARY_MAX_CHARS, UNMET_MAX,
-    assertion_schema, planner_summary, proposed_checks, unmet_conditions,
+    assertion_schema, check_summary, proposed_checks, unmet_conditions,
 };
 pub use webtabs::RestoreReport;

@@ -539,14 +539,12 @@ pub fn parse_answer_seen(
             )?))
         }
         (None, Some(summary), None, None) => Ok(PlannerStep::Done {
-            summary: crate::verify::planner_summary("done", summary)?,
+            summary,
             checks: crate::verify::proposed_checks(checks)?,
         }),
-        (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp {
-            summary: crate::verify::planner_summary("give_up", summary)?,
-        }),
+        (None, None, Some(summary), None) => Ok(PlannerStep::GiveUp { summary }),
         (None, None, None, Some(summary)) => Ok(PlannerStep::Infeasible {
-            summary: crate::verify::planner_summary("infeasible", summary)?,
+            summary,
             unmet: crate::verify::unmet_conditions(unmet),
         }),
         _ => Err(PlannerError::Failed(

@@ -30,16 +30,17 @@ pub const UNMET_MAX_CHARS: usize = 300;
 /// `infeasible`), in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4_000;
 
-/// A planner's summary or reason, refused when it is longer than [`SUMMARY_MAX_CHARS`] (a
-/// model is told so and may answer again; the runner ends a run whose planner insists).
-pub fn planner_summary(what: &str, text: String) -> Result<String, crate::PlannerError> {
+/// Refuses a planner's summary or reason longer than [`SUMMARY_MAX_CHARS`]. The runner checks
+/// every planner's ending with it; a model's planner checks first, so the model is told and may
+/// answer again.
+pub fn check_summary(what: &str, text: &str) -> Result<(), crate::PlannerError> {
     let chars = text.chars().count();
     if chars > SUMMARY_MAX_CHARS {
         return Err(crate::PlannerError::Failed(format!(
             "{what} has {chars} characters; at most {SUMMARY_MAX_CHARS}"
         )));
     }
-    Ok(text)
+    Ok(())
 }
 
 /// The JSON Schema of one [`Assertion`] (for a model's `done` tool), without its `$schema`.

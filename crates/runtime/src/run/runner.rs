@@ -146,7 +146,7 @@ impl RunState<'_> {
             };
             // Every planner's ending text is bounded here, whichever planner it came from.
             if let Some(summary) = step.summary()
-                && let Err(e) = crate::verify::planner_summary("the summary", summary.to_owned())
+                && let Err(e) = crate::verify::check_summary("the summary", summary)
             {
                 return Ending::new(ReasonCode::InvalidPlan, e.to_string());
             }
