@@ -171,6 +171,7 @@ impl StoreError {
             StoreError::Unavailable(_) => true,
             StoreError::Postgres(e) => {
                 e.is_closed()
+                    || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
                     || e.code().is_some_and(|c| {
                         c.code().starts_with("08") // connection exceptions
                             || c.code().starts_with("57P") // the server shut down

@@ -52,8 +52,9 @@ pub struct Postgres {
 struct Connected {
     client: Client,
     prepared: HashMap<String, Statement>,
-    /// A transaction on it could not be rolled back: its state is unknown, so the next call
-    /// makes a new connection rather than run inside whatever is left open.
+    /// A transaction on it could not be rolled back (its state is unknown), or a call on it
+    /// found the connection ended (the server said so before its socket closed): the next
+    /// call makes a new connection rather than use this one.
     broken: bool,
 }
 
@@ -310,7 +311,9 @@ impl Backend for Postgres {
         let Some(conn) = guard.as_mut() else {
             return Err(StoreError::Unavailable("no connection".into()));
         };
-        f(&mut PgConn(conn))
+        let out = f(&mut PgConn(conn));
+        conn.broken |= out.as_ref().is_err_and(StoreError::is_unavailable);
+        out
     }
 
     fn write<T>(&self, f: impl FnOnce(&mut dyn Conn) -> Result<T>) -> Result<T> {
@@ -320,12 +323,16 @@ impl Backend for Postgres {
         };
         // The guard first: a BEGIN whose lock then failed is rolled back too.
         let mut open = Open { conn, done: false };
-        block_on(open.conn.client.batch_execute(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
-        )))?;
-        let out = f(&mut PgConn(open.conn))?;
-        block_on(open.conn.client.batch_execute("COMMIT"))?;
-        open.done = true;
-        Ok(out)
+        let out = (|| {
+            block_on(open.conn.client.batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+            )))?;
+            let out = f(&mut PgConn(open.conn))?;
+            block_on(open.conn.client.batch_execute("COMMIT"))?;
+            open.done = true;
+            Ok(out)
+        })();
+        open.conn.broken |= out.as_ref().is_err_and(StoreError::is_unavailable);
+        out
     }
 }
