@@ -49,11 +49,15 @@ pub struct Chromium {
     background: bool,
     /// Why the start in the background failed (until a reconnect succeeds).
     start_failed: Mutex<Option<String>>,
+    /// [`SurfaceAdapter::shutdown`] was called: a start in the background that ends after it
+    /// stops the browser it started instead of keeping it.
+    shut_down: std::sync::atomic::AtomicBool,
     /// Every CDP command's round trip, over every connection this adapter has made.
     round_trips: Arc<surface::metrics::Histogram>,
-    /// The browser's own frame around a page (its window's size minus the page viewport),
-    /// learned by the first [`Chromium::fit_viewport`] that resized: later tabs are created at
-    /// the right window size and need no resize.
+    /// The browser's own frame around a page (its window's size minus the page viewport):
+    /// [`HEADLESS_WINDOW_FRAME`] for a headless launch, else learned by the first
+    /// [`Chromium::fit_viewport`] that resized (which also corrects a wrong one): tabs are
+    /// created at the right window size and need no resize.
     window_frame: Mutex<Option<(i64, i64)>>,
     me: std::sync::Weak<Chromium>,
 }
@@ -138,6 +142,11 @@ async fn open(
     }
 }
 
+/// Headless Chromium's window frame (width, height): its window is its page viewport plus an
+/// emulated toolbar. Measured on Debian's Chromium; a build that differs is fitted at its first
+/// tab and remembered.
+const HEADLESS_WINDOW_FRAME: (i64, i64) = (0, 87);
+
 impl Chromium {
     /// An adapter for `source`, not yet connected ([`SurfaceAdapter::connect`]).
     pub fn new(source: BrowserSource) -> Arc<Chromium> {
@@ -153,6 +162,14 @@ impl Chromium {
     }
 
     fn build(source: BrowserSource, background: bool) -> Arc<Chromium> {
+        // Headless Chromium's window frame is known before any window exists (its emulated
+        // toolbar: 87 px of height, none of width): the first tab's window is made at the size
+        // that fits, not resized after (~10–20 ms of a cold start). A browser whose frame
+        // differs is fitted as before, and the frame it measures replaces this one.
+        let window_frame = match &source {
+            BrowserSource::Launch(options) if options.headless => Some(HEADLESS_WINDOW_FRAME),
+            _ => None,
+        };
         Arc::new_cyclic(|me| Chromium {
             source,
             conn: Mutex::default(),
@@ -160,8 +177,9 @@ impl Chromium {
             starting: Arc::default(),
             background,
             start_failed: Mutex::default(),
+            shut_down: Default::default(),
             round_trips: Arc::default(),
-            window_frame: Mutex::default(),
+            window_frame: Mutex::new(window_frame),
             me: me.clone(),
         })
     }
@@ -637,8 +655,19 @@ impl SurfaceAdapter for Chromium {
             tokio::spawn(async move {
                 match open(&me.source, &me.round_trips).await {
                     Ok((conn, local)) => {
-                        *lock(&me.conn) = Some(conn);
-                        *lock(&me.process) = local;
+                        // Checked under the connection's lock, which `shutdown` takes after
+                        // setting the flag: one of the two stops the browser.
+                        let mut slot = lock(&me.conn);
+                        if me.shut_down.load(std::sync::atomic::Ordering::SeqCst) {
+                            drop(slot);
+                            *lock(&me.start_failed) =
+                                Some("the browser was shut down as it started".into());
+                            conn.close();
+                            drop(local);
+                        } else {
+                            *slot = Some(conn);
+                            *lock(&me.process) = local;
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "the browser did not start; the next operation tries again");
@@ -713,6 +742,8 @@ impl SurfaceAdapter for Chromium {
     }
 
     fn shutdown(&self) {
+        self.shut_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(conn) = &*lock(&self.conn) {
             conn.close();
         }

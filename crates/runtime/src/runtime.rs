@@ -253,23 +253,47 @@ impl SessionState {
 }
 
 impl Runtime {
-    /// Starts the runtime: takes this process's lock in the data directory and opens the store
-    /// (first, so a full or read-only disk is named as such), launches or connects to the
-    /// browser, reconciles the records of earlier processes that died without cleaning up
-    /// (`incarnation.rs`) and sweeps orphan artifacts.
+    /// Starts the runtime: takes this process's lock in the data directory, opens the store
+    /// while it launches or connects to the browser (a browser's start is most of a cold
+    /// start: it does not wait for the store's file), reconciles the records of earlier
+    /// processes that died without cleaning up (`incarnation.rs`) and sweeps orphan artifacts.
+    /// A store that cannot open (a full or read-only disk) is the error named, before the
+    /// browser's, and a browser started for nothing is stopped again.
     pub async fn start(
         config: RuntimeConfig,
         adapter: Arc<dyn SurfaceAdapter>,
     ) -> Result<Runtime, RuntimeError> {
         private_data_dir(&config.data_dir)?;
         let instance_lock = crate::incarnation::take_lock(&config.data_dir)?;
-        let store = open_store(&config)?;
-        let instance = store.begin_instance(now_ms(), Some(&instance_lock.name))?;
-        if let Err(e) = adapter.connect().await {
-            let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());
-            instance_lock.remove();
-            return Err(e.into());
-        }
+        let opening = {
+            let config = config.clone();
+            let lock_name = instance_lock.name.clone();
+            tokio::task::spawn_blocking(move || {
+                let store = open_store(&config)?;
+                let instance = store.begin_instance(now_ms(), Some(&lock_name))?;
+                Ok::<_, RuntimeError>((store, instance))
+            })
+        };
+        let connected = adapter.connect().await;
+        let opened = opening
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("opening the store failed: {e}")))
+            .and_then(|opened| opened);
+        let (store, instance) = match (opened, connected) {
+            (Ok(opened), Ok(())) => opened,
+            (Err(e), connected) => {
+                if connected.is_ok() {
+                    adapter.shutdown();
+                }
+                instance_lock.remove();
+                return Err(e);
+            }
+            (Ok((store, instance)), Err(e)) => {
+                let _ = store.end_instance(instance, store::InstanceEnd::Stopped, now_ms());
+                instance_lock.remove();
+                return Err(e.into());
+            }
+        };
         let artifacts = Artifacts::new(&config.data_dir);
         let swept = artifacts.sweep(config.artifact_ttl, &[]);
         if swept > 0 {

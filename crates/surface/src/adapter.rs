@@ -107,7 +107,7 @@ pub trait SurfaceAdapter: Send + Sync {
     fn kind(&self) -> SurfaceKind;
 
     /// Connects (launches a local backend or reaches a remote one). Called once, by the
-    /// runtime's start, after its store is open.
+    /// runtime's start, while its store opens.
     fn connect(&self) -> BoxFuture<'_, Result<(), SurfaceError>>;
 
     /// Why the current connection is down, or `None` while it is up.

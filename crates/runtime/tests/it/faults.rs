@@ -428,6 +428,70 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
 }
 
+/// The store opens while the browser starts (a cold start does not wait for the store's file):
+/// a store that cannot open is the error named, and the browser started beside it — at once,
+/// or still starting in the background — is stopped, not left running.
+#[tokio::test]
+async fn a_store_that_cannot_open_stops_the_browser_started_beside_it() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    for background in [false, true] {
+        let data = crate::data_dir(if background {
+            "faults-store-down-bg"
+        } else {
+            "faults-store-down"
+        });
+        let mut config = runtime::RuntimeConfig::new(&data);
+        config.store_url = Some(runtime::StoreUrl(format!(
+            "postgres://glovebox:pw@127.0.0.1:{port}/db"
+        )));
+        let source = browser::BrowserSource::Launch(browser::LaunchOptions::new(&data));
+        let adapter = if background {
+            browser::Chromium::starting_in_background(source)
+        } else {
+            browser::Chromium::new(source)
+        };
+        let Err(refused) = runtime::Runtime::start(config, adapter.clone()).await else {
+            panic!("no start without its store")
+        };
+        assert_eq!(refused.code(), ErrorCode::BackendUnavailable, "{refused}");
+        assert!(refused.to_string().contains("127.0.0.1"), "{refused}");
+        // Every Chromium process started for this data directory ends (the adapter is still
+        // held here: stopping it is the start's doing, not the adapter's drop).
+        let marker = data.join("profiles").display().to_string();
+        let running = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter(|e| {
+                    std::fs::read(e.path().join("cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+                })
+                .filter(|e| {
+                    // A process that ended but is not yet reaped is not running.
+                    std::fs::read_to_string(e.path().join("stat"))
+                        .is_ok_and(|s| !s.contains(") Z "))
+                })
+                .count()
+        };
+        // A start in the background is over once the adapter names why it is down.
+        let closed = || surface::SurfaceAdapter::closed_reason(&*adapter);
+        let mut left = running();
+        for _ in 0..150 {
+            if left == 0 && closed().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            left = running();
+        }
+        assert_eq!(left, 0, "background: {background}");
+        assert!(closed().is_some(), "background: {background}");
+        drop(adapter);
+    }
+}
+
 /// Issue 35: `tab_close` said "closed" for a tab a frozen browser never closed. It says what the
 /// browser said — `backend_unavailable` — and the close is retried once the browser answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
