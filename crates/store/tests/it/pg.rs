@@ -238,6 +238,88 @@ fn a_dropped_connection_is_made_again_and_loses_nothing() {
     assert_eq!(store.list_sessions().expect("list").len(), 2);
 }
 
+/// A loopback proxy to the test server that, once `kill` is set, answers the client's next
+/// message as a server that is shutting down does (a FATAL `57P01` error) and keeps the socket
+/// open for `linger` before it closes it: the window in which the server's last word has
+/// arrived but the client's socket still looks open (CI hit it with `pg_terminate_backend`:
+/// the call after the failed one was sent on the dying connection and failed `Closed`).
+fn dying_proxy(kill: Arc<std::sync::atomic::AtomicBool>, linger: std::time::Duration) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let upstream = server().port;
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                continue;
+            };
+            let (mut from_server, mut to_client) =
+                (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_server, &mut to_client);
+            });
+            let kill = kill.clone();
+            let (mut from_client, mut to_server) = (client, server);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1 << 16];
+                loop {
+                    let n = match from_client.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if kill.load(std::sync::atomic::Ordering::SeqCst) {
+                        let _ = to_server.shutdown(Shutdown::Both);
+                        let mut fields = Vec::new();
+                        for (tag, value) in [
+                            (b'S', "FATAL"),
+                            (b'V', "FATAL"),
+                            (b'C', "57P01"),
+                            (b'M', "terminating connection due to administrator command"),
+                        ] {
+                            fields.push(tag);
+                            fields.extend_from_slice(value.as_bytes());
+                            fields.push(0);
+                        }
+                        fields.push(0);
+                        let mut message = vec![b'E'];
+                        message.extend_from_slice(&(fields.len() as i32 + 4).to_be_bytes());
+                        message.extend_from_slice(&fields);
+                        let _ = from_client.write_all(&message);
+                        std::thread::sleep(linger);
+                        let _ = from_client.shutdown(Shutdown::Both);
+                        break;
+                    }
+                    if to_server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The call that finds the server ending its connection fails with a named error, and the
+/// next one is made on a new connection — not sent on the dying one while its socket lingers.
+#[test]
+fn a_connection_the_server_ended_is_not_used_again() {
+    let kill = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let port = dying_proxy(kill.clone(), std::time::Duration::from_secs(3));
+    let url = server()
+        .fresh_url("dying")
+        .replace(&format!(":{}/", server().port), &format!(":{port}/"));
+    let store = PgStore::connect(&url).expect("connect through the proxy");
+    store.begin_instance(1, None).expect("instance");
+    let s = crate::session(&store, "s1", 2);
+    kill.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failed = store.get_session(&s).expect_err("the server ended it");
+    assert!(failed.is_unavailable(), "{failed:?}");
+    kill.store(false, std::sync::atomic::Ordering::SeqCst);
+    // Sent on the dying connection, it would wait for the socket to close and fail `Closed`.
+    assert_eq!(store.get_session(&s).expect("on a new connection").id, s);
+}
+
 /// The SQLite store is still what a file opens (a compile-time check of the two names).
 #[test]
 fn both_engines_are_stores() {
