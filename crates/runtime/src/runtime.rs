@@ -269,9 +269,23 @@ impl Runtime {
             let config = config.clone();
             let lock_name = instance_lock.name.clone();
             tokio::task::spawn_blocking(move || {
-                let store = open_store(&config)?;
-                let instance = store.begin_instance(now_ms(), Some(&lock_name))?;
-                Ok::<_, RuntimeError>((store, instance))
+                let opened = open_store(&config).and_then(|store| {
+                    let instance = store.begin_instance(now_ms(), Some(&lock_name))?;
+                    Ok((store, instance))
+                });
+                // SQLite names the disk full only where its own write ran out; a shared-memory
+                // map or a write racing the browser's start on the same disk says "disk I/O
+                // error". The filesystem says which it was.
+                opened.map_err(|e| {
+                    if config.store_url.is_none() && short_of_room(&config.data_dir) {
+                        crate::incarnation::data_dir_error(
+                            &config.data_dir.join("glovebox.sqlite"),
+                            &std::io::ErrorKind::StorageFull.into(),
+                        )
+                    } else {
+                        e
+                    }
+                })
             })
         };
         let connected = adapter.connect().await;
@@ -1038,6 +1052,24 @@ pub(crate) fn require(
             capability: name,
         })
     }
+}
+
+/// Less than this is free on a data directory's filesystem: a store that failed there failed
+/// for want of room.
+const ROOM_NEEDED: u64 = 1 << 20;
+
+/// Whether the filesystem of `dir` has less than [`ROOM_NEEDED`] free for this user.
+fn short_of_room(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a zeroed struct statvfs fills in.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return false;
+    }
+    u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)) < ROOM_NEEDED
 }
 
 /// The store the configuration names: PostgreSQL at `store_url` (shared by instances), or

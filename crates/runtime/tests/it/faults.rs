@@ -426,6 +426,23 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     };
     assert!(refused.to_string().contains("disk is full"), "{refused}");
     assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
+
+    // …also with a little room left (20 KiB), where SQLite's first writes succeed and a later
+    // one fails as "disk I/O error", not "full": the browser starting beside the store on the
+    // same disk leaves it such room or not, by its timing (`make test` under load saw it).
+    std::fs::remove_file(mnt.join("filler")).unwrap();
+    std::fs::write(mnt.join("spare"), vec![0u8; 20 << 10]).unwrap();
+    fill();
+    std::fs::remove_file(mnt.join("spare")).unwrap();
+    let mut config = runtime::RuntimeConfig::new(mnt.join("third"));
+    config.relaunch_dead_browser = false;
+    let Err(refused) =
+        runtime::Runtime::start(config, browser::Chromium::local(mnt.join("third"))).await
+    else {
+        panic!("no start on a nearly full disk")
+    };
+    assert!(refused.to_string().contains("disk is full"), "{refused}");
+    assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
 }
 
 /// The store opens while the browser starts (a cold start does not wait for the store's file):
