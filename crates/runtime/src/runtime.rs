@@ -1069,7 +1069,7 @@ fn short_of_room(dir: &std::path::Path) -> bool {
     if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
         return false;
     }
-    u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)) < ROOM_NEEDED
+    stat.f_bavail.saturating_mul(stat.f_frsize) < ROOM_NEEDED
 }
 
 /// The store the configuration names: PostgreSQL at `store_url` (shared by instances), or
