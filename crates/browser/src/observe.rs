@@ -458,7 +458,7 @@ impl Tab {
             screenshot,
             evaluate_in(session, context, read),
             session.call(GetFrameTree {}),
-            self.delegated_targets(&before),
+            self.delegated_targets(&before.doc),
         );
         // Each frame's security origin: what a write inside it reaches (an iframe's, not the page's).
         let mut frame_origins = HashMap::new();
@@ -1131,14 +1131,9 @@ const WITHOUT_JQUERY_RECHECK: Duration = Duration::from_secs(2);
 impl Tab {
     /// Read in the page's main world, where jQuery keeps its handlers. A hint only: any failure,
     /// a page without jQuery, or a page that answers nonsense gives no or fewer hints, never an
-    /// error, and a page that takes longer than 100 ms is stopped. A document without scripts is
-    /// not asked, and one found without jQuery is not asked again for
-    /// [`WITHOUT_JQUERY_RECHECK`] (it costs a round trip).
-    async fn delegated_targets(&self, world: &WorldState) -> Delegated {
-        if !world.scripts {
-            return Delegated::default();
-        }
-        let doc = world.doc.as_str();
+    /// error, and a page that takes longer than 100 ms is stopped. A document found without
+    /// jQuery is not asked again for [`WITHOUT_JQUERY_RECHECK`] (it costs a round trip).
+    async fn delegated_targets(&self, doc: &str) -> Delegated {
         let skip = lock(&self.state)
             .without_jquery
             .as_ref()
