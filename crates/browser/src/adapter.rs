@@ -162,10 +162,8 @@ impl Chromium {
     }
 
     fn build(source: BrowserSource, background: bool) -> Arc<Chromium> {
-        // Headless Chromium's window frame is known before any window exists (its emulated
-        // toolbar: 87 px of height, none of width): the first tab's window is made at the size
-        // that fits, not resized after (~10–20 ms of a cold start). A browser whose frame
-        // differs is fitted as before, and the frame it measures replaces this one.
+        // Known before any window exists: the first tab's window is made at the size that
+        // fits, not resized after (~10–20 ms of a cold start).
         let window_frame = match &source {
             BrowserSource::Launch(options) if options.headless => Some(HEADLESS_WINDOW_FRAME),
             _ => None,

@@ -268,25 +268,7 @@ impl Runtime {
         let opening = {
             let config = config.clone();
             let lock_name = instance_lock.name.clone();
-            tokio::task::spawn_blocking(move || {
-                let opened = open_store(&config).and_then(|store| {
-                    let instance = store.begin_instance(now_ms(), Some(&lock_name))?;
-                    Ok((store, instance))
-                });
-                // SQLite names the disk full only where its own write ran out; a shared-memory
-                // map or a write racing the browser's start on the same disk says "disk I/O
-                // error". The filesystem says which it was.
-                opened.map_err(|e| {
-                    if config.store_url.is_none() && short_of_room(&config.data_dir) {
-                        crate::incarnation::data_dir_error(
-                            &config.data_dir.join("glovebox.sqlite"),
-                            &std::io::ErrorKind::StorageFull.into(),
-                        )
-                    } else {
-                        e
-                    }
-                })
-            })
+            tokio::task::spawn_blocking(move || open_store(&config, &lock_name))
         };
         let connected = adapter.connect().await;
         let opened = opening
@@ -1072,22 +1054,34 @@ fn short_of_room(dir: &std::path::Path) -> bool {
     stat.f_bavail.saturating_mul(stat.f_frsize) < ROOM_NEEDED
 }
 
-/// The store the configuration names: PostgreSQL at `store_url` (shared by instances), or
-/// SQLite in the data directory (readable by the owner alone). A full or read-only disk, and
-/// a database that cannot be reached, are named as such.
-fn open_store(config: &RuntimeConfig) -> Result<Arc<dyn store::Store>, RuntimeError> {
+/// The store the configuration names, with this process's instance begun in it: PostgreSQL
+/// at `store_url` (shared by instances), or SQLite in the data directory (readable by the
+/// owner alone). A full or read-only disk, and a database that cannot be reached, are named as
+/// such. SQLite names the disk full only where its own write ran out (with a little room left
+/// a later write says "disk I/O error"; the browser starting beside the store on the same disk
+/// leaves such room or not), so the filesystem's free space decides.
+fn open_store(
+    config: &RuntimeConfig,
+    lock_name: &str,
+) -> Result<(Arc<dyn store::Store>, store::InstanceId), RuntimeError> {
+    use store::Store as _;
     if let Some(url) = &config.store_url {
         let store = store::PgStore::connect(&url.0)?;
-        return Ok(Arc::new(store));
+        let instance = store.begin_instance(now_ms(), Some(lock_name))?;
+        return Ok((Arc::new(store), instance));
     }
     let db = config.data_dir.join("glovebox.sqlite");
-    let store = store::SqliteStore::open(&db).map_err(|e| match &e {
-        _ if e.is_disk_full() => {
+    let named = |e: store::StoreError| match &e {
+        _ if e.is_disk_full() || short_of_room(&config.data_dir) => {
             crate::incarnation::data_dir_error(&db, &std::io::ErrorKind::StorageFull.into())
         }
         store::StoreError::Io(io) => crate::incarnation::data_dir_error(&db, io),
         _ => e.into(),
-    })?;
+    };
+    let store = store::SqliteStore::open(&db).map_err(named)?;
+    let instance = store
+        .begin_instance(now_ms(), Some(lock_name))
+        .map_err(named)?;
     // The records hold what happened on every page: the owner's alone.
     for file in [
         "glovebox.sqlite",
@@ -1099,5 +1093,5 @@ fn open_store(config: &RuntimeConfig) -> Result<Arc<dyn store::Store>, RuntimeEr
             set_mode(&path, 0o600);
         }
     }
-    Ok(Arc::new(store))
+    Ok((Arc::new(store), instance))
 }
