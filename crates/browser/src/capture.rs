@@ -53,7 +53,23 @@ pub(crate) struct WorldState {
     /// pointer cursor.
     #[serde(default)]
     pub(crate) hover_pointer: Vec<usize>,
+    /// Milliseconds since the document's load event ended, or -1 before it.
+    #[serde(default = "never")]
+    pub(crate) since_load_ms: f64,
+    /// Milliseconds since the last structural change made after the load event, or -1 if none
+    /// was (the load handlers' own changes come before its end and do not count).
+    #[serde(default = "never")]
+    pub(crate) since_built_ms: f64,
 }
+
+/// "Not yet" for the times the world reports (`-1` in the page).
+fn never() -> f64 {
+    -1.0
+}
+
+/// How long after its load a document that keeps changing its structure counts as still
+/// building itself (see [`WorldState::still_building`]); later, changes are the page's life.
+const YOUNG_DOCUMENT_MS: f64 = 1000.0;
 
 /// "None" for the element indices the world reports (`-1` in the page).
 fn no_index() -> i64 {
@@ -61,6 +77,14 @@ fn no_index() -> i64 {
 }
 
 impl WorldState {
+    /// The document is still building itself after its load (a script adding content on
+    /// timers): it loaded less than [`YOUNG_DOCUMENT_MS`] ago and changed its structure less than
+    /// `gap_ms` ago. Only read from an observation's first read (`read(true)`).
+    pub(crate) fn still_building(&self, gap_ms: u32) -> bool {
+        (0.0..YOUNG_DOCUMENT_MS).contains(&self.since_load_ms)
+            && (0.0..f64::from(gap_ms)).contains(&self.since_built_ms)
+    }
+
     /// True when nothing that decides a frame's identity changed: same document, URL, structure
     /// and viewport. Text ticks and style changes are deliberately not part of it.
     pub(crate) fn same_frame(&self, other: &WorldState) -> bool {

@@ -8,7 +8,10 @@
 //! world state before and after the DOM snapshot and AX tree; a different document, URL, viewport
 //! (size, scale, zoom, scroll) or structural count means the page changed under the capture, so
 //! the whole capture is discarded and retried once, after the DOM has gone quiet (two reads 30 ms
-//! apart agree, ≤ 300 ms), then reported as unstable — never a mix.
+//! apart agree, ≤ 300 ms), then reported as unstable — never a mix. A capture between two
+//! timers of a page still building itself would be consistent but half-built, so the first
+//! observation of a document that changed its structure after its load event, less than 30 ms
+//! ago and within a second of that load, waits for the same quiet first.
 //! Text ticks (a clock) and style changes (a carousel) do not count, so such pages stay
 //! observable, and the `frame_id` (target, navigation, document, viewport, structural epoch,
 //! screenshot) stays valid across them. An action re-checks its own target instead: the ref's
@@ -214,7 +217,7 @@ impl Tab {
             let _read = self.barrier.read().await;
             let mut last = String::new();
             for attempt in 0..CAPTURE_ATTEMPTS {
-                match self.capture_once(options, base).await? {
+                match self.capture_once(options, base, attempt == 0).await? {
                     Attempt::Done(observation, record) => {
                         *lock(&self.latest) = Some(record);
                         return Ok(*observation);
@@ -377,10 +380,13 @@ impl Tab {
         lock(&self.latest).clone()
     }
 
+    /// One capture. `first`: the observation's first attempt, which a document still building
+    /// itself turns into a wait for quiet instead (see the module docs).
     async fn capture_once(
         &self,
         options: &ObserveOptions,
         base: Option<&ObservationRecord>,
+        first: bool,
     ) -> Result<Attempt, BrowserError> {
         let context = match world_context(self).await {
             Ok(context) => context,
@@ -429,6 +435,16 @@ impl Tab {
             }
             Err(e) => return Err(e),
         };
+        // The first observation of a document that loaded a moment ago and is still adding to
+        // itself: a capture between two of its timers would be consistent, but half-built.
+        let observed_before = lock(&self.latest)
+            .as_ref()
+            .is_some_and(|record| record.world.doc == before.doc);
+        if first && !observed_before && before.still_building(QUIET_GAP_MS) {
+            return Ok(Attempt::Changed(
+                "the page was still building itself after its load".into(),
+            ));
+        }
         if options.screenshot.is_some() {
             crate::capture::to_front_if_hidden(self, &before).await?;
         }

@@ -16,8 +16,11 @@
     structural: 0,
     text: 0,
     visual: 0,
+    // When (performance.now()) the last structural change was counted.
+    structuralAt: -1,
   };
   const count = (records) => {
+    const before = state.structural;
     for (const r of records) {
       if (r.type === 'characterData') { state.text++; continue; }
       if (r.type === 'attributes') {
@@ -30,6 +33,7 @@
       if (!element) for (const n of r.removedNodes) { if (n.nodeType === 1) { element = true; break; } }
       if (element) state.structural++; else state.text++;
     }
+    if (state.structural !== before) state.structuralAt = performance.now();
   };
   state.all = document.getElementsByTagName('*');
   state.dialogs = document.getElementsByTagName('dialog');
@@ -150,6 +154,15 @@
       out.canvas_share = Math.min(1, covered / area);
       // Elements (indices in document order) a hover rule gives a pointer cursor.
       out.hover_pointer = hoverPointer();
+      // A page that went on building itself after its load event (a script adding rows on
+      // timers): how long ago it loaded and last changed its structure after that, in ms (-1:
+      // not loaded, or no structural change since). The load handlers' own changes come before
+      // `loadEventEnd` and do not count.
+      const nav = performance.getEntriesByType('navigation')[0];
+      const loaded = nav && nav.loadEventEnd > 0 ? nav.loadEventEnd : -1;
+      const now = performance.now();
+      out.since_load_ms = loaded < 0 ? -1 : now - loaded;
+      out.since_built_ms = loaded < 0 || state.structuralAt <= loaded ? -1 : now - state.structuralAt;
     }
     return out;
   };
