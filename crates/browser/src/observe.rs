@@ -474,7 +474,7 @@ impl Tab {
             screenshot,
             evaluate_in(session, context, read),
             session.call(GetFrameTree {}),
-            self.delegated_targets(&before.doc),
+            self.delegated_targets(&before),
         );
         // Each frame's security origin: what a write inside it reaches (an iframe's, not the page's).
         let mut frame_origins = HashMap::new();
@@ -1147,9 +1147,14 @@ const WITHOUT_JQUERY_RECHECK: Duration = Duration::from_secs(2);
 impl Tab {
     /// Read in the page's main world, where jQuery keeps its handlers. A hint only: any failure,
     /// a page without jQuery, or a page that answers nonsense gives no or fewer hints, never an
-    /// error, and a page that takes longer than 100 ms is stopped. A document found without
-    /// jQuery is not asked again for [`WITHOUT_JQUERY_RECHECK`] (it costs a round trip).
-    async fn delegated_targets(&self, doc: &str) -> Delegated {
+    /// error, and a page that takes longer than 100 ms is stopped. A document without scripts is
+    /// not asked, and one found without jQuery is not asked again for
+    /// [`WITHOUT_JQUERY_RECHECK`] (it costs a round trip).
+    async fn delegated_targets(&self, world: &WorldState) -> Delegated {
+        if !world.scripts {
+            return Delegated::default();
+        }
+        let doc = world.doc.as_str();
         let skip = lock(&self.state)
             .without_jquery
             .as_ref()
