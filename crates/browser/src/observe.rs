@@ -11,7 +11,8 @@
 //! apart agree, ≤ 300 ms), then reported as unstable — never a mix. A capture between two
 //! timers of a page still building itself would be consistent but half-built, so the first
 //! observation of a document that changed its structure after its load event, less than 30 ms
-//! ago and within a second of that load, waits for the same quiet first.
+//! ago and within a second of that load, waits for the same quiet first — a wait that is not
+//! one of the two captures, so a page that never goes quiet (a live feed) still gets both.
 //! Text ticks (a clock) and style changes (a carousel) do not count, so such pages stay
 //! observable, and the `frame_id` (target, navigation, document, viewport, structural epoch,
 //! screenshot) stays valid across them. An action re-checks its own target instead: the ref's
@@ -185,6 +186,8 @@ struct Asked<'a> {
 enum Attempt {
     Done(Box<Observation>, Arc<ObservationRecord>),
     Changed(String),
+    /// The document is still building itself after its load: nothing was captured.
+    Building,
 }
 
 impl Tab {
@@ -216,18 +219,28 @@ impl Tab {
         let run = async {
             let _read = self.barrier.read().await;
             let mut last = String::new();
-            for attempt in 0..CAPTURE_ATTEMPTS {
-                match self.capture_once(options, base, attempt == 0).await? {
+            let mut waited = false;
+            let mut attempt = 0;
+            while attempt < CAPTURE_ATTEMPTS {
+                match self.capture_once(options, base, !waited).await? {
                     Attempt::Done(observation, record) => {
                         *lock(&self.latest) = Some(record);
                         return Ok(*observation);
                     }
+                    // Not an attempt: a page that never goes quiet (a live feed) still gets
+                    // both captures after the wait.
+                    Attempt::Building => {
+                        waited = true;
+                        self.dom_quiet(until, 0, QUIET_GAP_MS).await;
+                        continue;
+                    }
                     Attempt::Changed(what) => last = what,
                 }
+                attempt += 1;
                 // A page still being built (a person's tab claimed while it loads, a script
                 // filling it in): its DOM goes quiet before the retry, so one burst of changes
                 // does not use up both attempts back to back.
-                if attempt + 1 < CAPTURE_ATTEMPTS {
+                if attempt < CAPTURE_ATTEMPTS {
                     self.dom_quiet(until, 0, QUIET_GAP_MS).await;
                 }
             }
@@ -380,13 +393,13 @@ impl Tab {
         lock(&self.latest).clone()
     }
 
-    /// One capture. `first`: the observation's first attempt, which a document still building
-    /// itself turns into a wait for quiet instead (see the module docs).
+    /// One capture. `wait_if_building`: a document still building itself (see the module docs)
+    /// is not captured but answered [`Attempt::Building`]; false once the observation waited.
     async fn capture_once(
         &self,
         options: &ObserveOptions,
         base: Option<&ObservationRecord>,
-        first: bool,
+        wait_if_building: bool,
     ) -> Result<Attempt, BrowserError> {
         let context = match world_context(self).await {
             Ok(context) => context,
@@ -440,10 +453,8 @@ impl Tab {
         let observed_before = lock(&self.latest)
             .as_ref()
             .is_some_and(|record| record.world.doc == before.doc);
-        if first && !observed_before && before.still_building(QUIET_GAP_MS) {
-            return Ok(Attempt::Changed(
-                "the page was still building itself after its load".into(),
-            ));
+        if wait_if_building && !observed_before && before.still_building(QUIET_GAP_MS) {
+            return Ok(Attempt::Building);
         }
         if options.screenshot.is_some() {
             crate::capture::to_front_if_hidden(self, &before).await?;

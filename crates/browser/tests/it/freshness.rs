@@ -177,6 +177,34 @@ async fn a_page_still_building_itself_is_observed_once_it_is_quiet() {
     );
 }
 
+/// A page that builds itself for longer than the wait for quiet (a row every 10 ms for 0.4 s)
+/// is still observed: the wait is not one of the two captures an observation may try.
+#[tokio::test]
+async fn a_page_building_itself_for_longer_than_the_wait_is_still_observed() {
+    let env = env().await;
+    env.server.html(
+        "/long-building",
+        "<title>Long</title><ul id=rows></ul><script>let n = 0; \
+         const add = () => { const li = document.createElement('li'); li.textContent = 'row ' + n; \
+         document.getElementById('rows').append(li); if (++n < 40) setTimeout(add, 10); }; \
+         addEventListener('load', () => setTimeout(add, 0));</script>",
+    );
+    let tab = env.open("/login.html").await;
+    observe(&tab).await;
+    tab.goto(&env.server.url("/long-building"), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let observation = tab
+        .observe(&ObserveOptions::default())
+        .await
+        .expect("observed: a wait and then two captures");
+    assert!(
+        observation.aria_snapshot().contains("row "),
+        "{}",
+        observation.aria_snapshot()
+    );
+}
+
 #[tokio::test]
 async fn structural_change_scroll_and_navigation_change_the_frame_id() {
     let env = env().await;
