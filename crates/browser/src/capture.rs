@@ -40,8 +40,9 @@ pub(crate) struct WorldState {
     /// The document uses `aria-owns` or `aria-activedescendant` (see `synth::dom_model_fits`).
     #[serde(default)]
     pub(crate) aria_relations: bool,
-    /// The document has `<script>` elements: without any, no script library of its own serves
-    /// delegated handlers (`Tab::delegated_targets` is not asked; a new tab's blank page).
+    /// The document has `<script>` elements or loaded a script file: without either, no script
+    /// library of its own serves delegated handlers (`Tab::delegated_targets` is not asked; a
+    /// new tab's blank page).
     #[serde(default)]
     pub(crate) scripts: bool,
     /// The `<dialog>` (index in document order) open as modal, or -1.

@@ -138,8 +138,10 @@
       out.elements = state.all.length;
       // ARIA relations that rebuild the tree or move focus, which only Chromium's AX tree models.
       out.aria_relations = document.querySelector('[aria-owns], [aria-activedescendant]') !== null;
-      // Whether the page has scripts of its own (delegated handlers need one).
-      out.scripts = document.scripts.length > 0;
+      // Whether the page has or had scripts of its own (delegated handlers need one): a
+      // `<script>` element, or a script file it loaded (loaders remove their elements).
+      out.scripts = document.scripts.length > 0
+        || performance.getEntriesByType('resource').some((r) => r.initiatorType === 'script');
       out.modal_dialog = modalDialog();
       // The focused element's index among the document's elements (document order), or -1.
       out.focused = document.activeElement && document.activeElement !== document.body

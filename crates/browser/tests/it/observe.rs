@@ -8,7 +8,7 @@ use protocol::ImageMime;
 use protocol::limits::{ARIA_SNAPSHOT_MAX_CHARS, CONSOLE_ERRORS_MAX, INTERACTIVE_ELEMENTS_MAX};
 use protocol::text::char_count;
 
-use crate::{env, observe};
+use crate::{env, observe, observe_eval};
 
 async fn check(path: &str) -> String {
     let env = env().await;
@@ -926,6 +926,49 @@ async fn a_big_pages_far_targets_are_one_step_away() {
         o.aria_snapshot()
     );
     assert!(o.aria_snapshot().contains("\"Buy 3\""));
+}
+
+/// A page whose loader removes its script elements once they ran (bundle loaders do): it has
+/// no `<script>` left, but it loaded jQuery, so its delegated controls are still asked for.
+#[tokio::test]
+async fn delegated_controls_of_a_page_that_removed_its_scripts_get_refs() {
+    let env = env().await;
+    env.server.html(
+        "/scriptless-now.html",
+        r#"<!doctype html><title>Loading</title><ul id=list><li class=row>Alpha</li><li class=row>Beta</li></ul>
+<script>
+const self = document.currentScript;
+const s = document.createElement('script');
+s.src = '/lib/jquery/jquery.min.js';
+s.onload = () => {
+  $('#list').on('click', '.row', function () { document.title = $(this).text(); });
+  s.remove();
+  self.remove();
+  document.title = 'ready';
+};
+document.head.appendChild(s);
+</script>"#,
+    );
+    let tab = env.open("/scriptless-now.html").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let o = loop {
+        let o = observe(&tab).await;
+        if o.title() == "ready" {
+            break o;
+        }
+        assert!(std::time::Instant::now() < deadline, "jQuery never loaded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        observe_eval(&tab, "document.scripts.length").await,
+        serde_json::json!(0)
+    );
+    let alpha = lines_with(o.aria_snapshot(), "\"Alpha\"");
+    assert!(
+        alpha.len() == 1 && ref_on(alpha[0]).is_some(),
+        "{}",
+        o.aria_snapshot()
+    );
 }
 
 /// A page that loads jQuery late (issue 36): its delegated controls get refs by the
