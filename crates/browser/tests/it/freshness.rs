@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use browser::{BrowserError, ObserveOptions};
-use protocol::ErrorCode;
+use protocol::{ErrorCode, Observation};
 
 use crate::{env, observe, observe_eval};
 
@@ -52,7 +52,7 @@ async fn tab_has_child_frame(tab: &browser::Tab) -> bool {
 async fn constant_same_document_navigation_is_never_mixed_into_one_frame() {
     let env = env().await;
     let tab = env.open("/pushstate.html").await;
-    // The URL changes in bursts for as long as the page is open (ten changes a few ms apart,
+    // The URL changes in bursts for as long as the page is open (ten changes 5 ms apart,
     // every 600 ms: see the fixture). A capture is refused as unstable when both its attempts saw
     // the URL change between the reads that bracket them — inside a burst, however fast a capture
     // is; a capture between bursts saw one URL from start to end, so it is one frame. Either way
@@ -146,28 +146,36 @@ async fn a_ticking_clock_and_a_carousel_stay_observable_with_a_stable_frame_id()
     );
 }
 
-/// CI caught an observation of a person's tab claimed while it still loaded failing `unstable`:
-/// both attempts ran back to back inside the page's burst of changes. The retry now waits for
-/// the DOM to go quiet, so a page that builds itself for a moment after load is observed whole.
-#[tokio::test]
-async fn a_page_still_building_itself_is_observed_once_it_is_quiet() {
+/// The first observation of a page that, after its load, adds `rows` rows `every_ms` apart,
+/// on a tab observed before (so the capture is short: a few ms).
+async fn observe_while_building(rows: u32, every_ms: u32) -> Result<Observation, BrowserError> {
     let env = env().await;
-    // A row every 25 ms after the load, for a quarter of a second: a capture (a few ms once the
-    // tab has been observed before) fits between two rows, consistent but half-built.
     env.server.html(
         "/building",
-        "<title>Building</title><ul id=rows></ul><script>let n = 0; \
-         const add = () => { const li = document.createElement('li'); li.textContent = 'row ' + n; \
-         document.getElementById('rows').append(li); if (++n < 10) setTimeout(add, 25); }; \
-         addEventListener('load', () => setTimeout(add, 0));</script>",
+        format!(
+            "<title>Building</title><ul id=rows></ul><script>let n = 0; \
+             const add = () => {{ const li = document.createElement('li'); li.textContent = 'row ' + n; \
+             document.getElementById('rows').append(li); if (++n < {rows}) setTimeout(add, {every_ms}); }}; \
+             addEventListener('load', () => setTimeout(add, 0));</script>"
+        ),
     );
     let tab = env.open("/login.html").await;
     observe(&tab).await;
     tab.goto(&env.server.url("/building"), Duration::from_secs(10))
         .await
         .unwrap();
-    let observation = tab
-        .observe(&ObserveOptions::default())
+    tab.observe(&ObserveOptions::default()).await
+}
+
+/// CI caught an observation of a person's tab claimed while it still loaded failing `unstable`:
+/// both attempts ran back to back inside the page's burst of changes. The retry now waits for
+/// the DOM to go quiet, so a page that builds itself for a moment after load is observed whole
+/// — also when a capture fits between two of its rows (consistent, but half-built): the first
+/// observation of a document still building itself waits for quiet first.
+#[tokio::test]
+async fn a_page_still_building_itself_is_observed_once_it_is_quiet() {
+    // A row every 25 ms after the load, for a quarter of a second.
+    let observation = observe_while_building(10, 25)
         .await
         .expect("observed once the burst was over");
     assert!(
@@ -181,21 +189,7 @@ async fn a_page_still_building_itself_is_observed_once_it_is_quiet() {
 /// is still observed: the wait is not one of the two captures an observation may try.
 #[tokio::test]
 async fn a_page_building_itself_for_longer_than_the_wait_is_still_observed() {
-    let env = env().await;
-    env.server.html(
-        "/long-building",
-        "<title>Long</title><ul id=rows></ul><script>let n = 0; \
-         const add = () => { const li = document.createElement('li'); li.textContent = 'row ' + n; \
-         document.getElementById('rows').append(li); if (++n < 40) setTimeout(add, 10); }; \
-         addEventListener('load', () => setTimeout(add, 0));</script>",
-    );
-    let tab = env.open("/login.html").await;
-    observe(&tab).await;
-    tab.goto(&env.server.url("/long-building"), Duration::from_secs(10))
-        .await
-        .unwrap();
-    let observation = tab
-        .observe(&ObserveOptions::default())
+    let observation = observe_while_building(40, 10)
         .await
         .expect("observed: a wait and then two captures");
     assert!(
