@@ -416,16 +416,22 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     rt.shutdown(Duration::from_secs(5)).await;
 
     // A start on a full disk says so (not "DevTools port did not open").
-    fill();
-    let mut config = runtime::RuntimeConfig::new(mnt.join("other"));
-    config.relaunch_dead_browser = false;
-    let Err(refused) =
-        runtime::Runtime::start(config, browser::Chromium::local(mnt.join("other"))).await
-    else {
-        panic!("no start on a full disk")
+    let start_refused = |name: &'static str| {
+        let data = mnt.join(name);
+        async move {
+            let mut config = runtime::RuntimeConfig::new(&data);
+            config.relaunch_dead_browser = false;
+            let Err(refused) =
+                runtime::Runtime::start(config, browser::Chromium::local(&data)).await
+            else {
+                panic!("no start on a full disk ({name})")
+            };
+            assert!(refused.to_string().contains("disk is full"), "{refused}");
+            assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
+        }
     };
-    assert!(refused.to_string().contains("disk is full"), "{refused}");
-    assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
+    fill();
+    start_refused("other").await;
 
     // …also with a little room left (20 KiB), where SQLite's first writes succeed and a later
     // one fails as "disk I/O error", not "full": the browser starting beside the store on the
@@ -434,15 +440,7 @@ async fn a_full_disk_answers_every_call_and_a_start_on_it_says_the_disk_is_full(
     std::fs::write(mnt.join("spare"), vec![0u8; 20 << 10]).unwrap();
     fill();
     std::fs::remove_file(mnt.join("spare")).unwrap();
-    let mut config = runtime::RuntimeConfig::new(mnt.join("third"));
-    config.relaunch_dead_browser = false;
-    let Err(refused) =
-        runtime::Runtime::start(config, browser::Chromium::local(mnt.join("third"))).await
-    else {
-        panic!("no start on a nearly full disk")
-    };
-    assert!(refused.to_string().contains("disk is full"), "{refused}");
-    assert_eq!(refused.code(), ErrorCode::BackendUnavailable);
+    start_refused("third").await;
 }
 
 /// The store opens while the browser starts (a cold start does not wait for the store's file):
