@@ -1,6 +1,6 @@
 //! An index over one document of a DOMSnapshot: backend node id → node, layout, styles, attributes.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
 
 use cdp::domains::dom_snapshot::{CaptureSnapshotReply, DocumentSnapshot};
 
@@ -48,22 +48,33 @@ impl Rect {
     }
 }
 
+/// `layout_of` for a node without a layout object.
+const NO_LAYOUT: u32 = u32::MAX;
+
 pub(crate) struct DocView<'a> {
     reply: &'a CaptureSnapshotReply,
     doc: &'a DocumentSnapshot,
-    by_backend: HashMap<i64, usize>,
-    layout_of: HashMap<usize, usize>,
-    clickable: HashSet<usize>,
-    checked: HashSet<usize>,
-    selected: HashSet<usize>,
-    input_value: HashMap<usize, i64>,
-    text_value: HashMap<usize, i64>,
-    content_doc: HashMap<usize, usize>,
+    by_backend: FxHashMap<i64, usize>,
+    /// Per node: its layout index, or `NO_LAYOUT`. Dense: every walk asks it of every node.
+    layout_of: Vec<u32>,
+    /// Per node: the flags below.
+    flags: Vec<u8>,
+    /// Per node: an index into `tag_names`.
+    tag_of: Vec<u16>,
+    /// The lower-cased node names of this document (a few dozen distinct ones).
+    tag_names: Vec<String>,
+    input_value: FxHashMap<usize, i64>,
+    text_value: FxHashMap<usize, i64>,
+    content_doc: FxHashMap<usize, usize>,
     /// Pseudo-element type (`marker`, `before`, …) by node index, as a string index.
-    pseudo: HashMap<usize, i64>,
+    pseudo: FxHashMap<usize, i64>,
     /// Added to document coordinates to get top-level viewport coordinates.
     origin: (f64, f64),
 }
+
+const CLICKABLE: u8 = 1;
+const CHECKED: u8 = 2;
+const SELECTED: u8 = 4;
 
 impl<'a> DocView<'a> {
     /// `frame_origin` is where this document's (0,0) viewport corner sits in the top-level viewport.
@@ -74,22 +85,48 @@ impl<'a> DocView<'a> {
     ) -> Option<DocView<'a>> {
         let doc = reply.documents.get(doc_index)?;
         let nodes = &doc.nodes;
+        let count = nodes.parent_index.len();
         let by_backend = nodes
             .backend_node_id
             .iter()
             .enumerate()
             .map(|(i, id)| (*id, i))
             .collect();
-        let layout_of = doc
-            .layout
-            .node_index
-            .iter()
-            .enumerate()
-            .map(|(l, n)| (*n, l))
+        let mut layout_of = vec![NO_LAYOUT; count];
+        for (l, n) in doc.layout.node_index.iter().enumerate() {
+            if let (Some(slot), Ok(l)) = (layout_of.get_mut(*n), u32::try_from(l)) {
+                // A node with several layout objects (an inline split by a block) keeps its last.
+                *slot = l;
+            }
+        }
+        let mut flags = vec![0u8; count];
+        for (set, flag) in [
+            (&nodes.is_clickable.index, CLICKABLE),
+            (&nodes.input_checked.index, CHECKED),
+            (&nodes.option_selected.index, SELECTED),
+        ] {
+            for n in set {
+                if let Some(f) = flags.get_mut(*n) {
+                    *f |= flag;
+                }
+            }
+        }
+        let mut tag_names: Vec<String> = Vec::new();
+        let mut name_ids: FxHashMap<i64, u16> = FxHashMap::default();
+        let tag_of = (0..count)
+            .map(|n| {
+                let Some(name) = nodes.node_name.get(n) else {
+                    return 0;
+                };
+                *name_ids.entry(*name).or_insert_with(|| {
+                    tag_names.push(reply.string(*name).to_ascii_lowercase());
+                    u16::try_from(tag_names.len() - 1).unwrap_or(u16::MAX)
+                })
+            })
             .collect();
-        let clickable = nodes.is_clickable.index.iter().copied().collect();
-        let checked = nodes.input_checked.index.iter().copied().collect();
-        let selected = nodes.option_selected.index.iter().copied().collect();
+        if tag_names.is_empty() {
+            tag_names.push(String::new());
+        }
         let input_value = nodes
             .input_value
             .index
@@ -133,9 +170,9 @@ impl<'a> DocView<'a> {
             doc,
             by_backend,
             layout_of,
-            clickable,
-            checked,
-            selected,
+            flags,
+            tag_of,
+            tag_names,
             input_value,
             text_value,
             content_doc,
@@ -146,6 +183,17 @@ impl<'a> DocView<'a> {
 
     pub(crate) fn node(&self, backend: i64) -> Option<usize> {
         self.by_backend.get(&backend).copied()
+    }
+
+    fn layout(&self, node: usize) -> Option<usize> {
+        self.layout_of
+            .get(node)
+            .filter(|l| **l != NO_LAYOUT)
+            .map(|l| *l as usize)
+    }
+
+    fn flag(&self, node: usize, flag: u8) -> bool {
+        self.flags.get(node).is_some_and(|f| f & flag != 0)
     }
 
     pub(crate) fn backend(&self, node: usize) -> Option<i64> {
@@ -159,7 +207,7 @@ impl<'a> DocView<'a> {
 
     /// The node has a layout object (it is rendered: not `display: none` or `contents`).
     pub(crate) fn has_layout(&self, node: usize) -> bool {
-        self.layout_of.contains_key(&node)
+        self.layout(node).is_some()
     }
 
     /// Its computed `visibility` is `visible` (true when unknown).
@@ -175,12 +223,12 @@ impl<'a> DocView<'a> {
 
     /// A checkbox or radio input that is checked.
     pub(crate) fn input_checked(&self, node: usize) -> bool {
-        self.checked.contains(&node)
+        self.flag(node, CHECKED)
     }
 
     /// An `<option>` that is selected.
     pub(crate) fn option_selected(&self, node: usize) -> bool {
-        self.selected.contains(&node)
+        self.flag(node, SELECTED)
     }
 
     pub(crate) fn parent(&self, node: usize) -> Option<usize> {
@@ -191,13 +239,12 @@ impl<'a> DocView<'a> {
             .and_then(|p| usize::try_from(*p).ok())
     }
 
-    pub(crate) fn tag(&self, node: usize) -> String {
-        self.doc
-            .nodes
-            .node_name
+    /// Its node name, lower-cased (`div`, `#text`, `svg`).
+    pub(crate) fn tag(&self, node: usize) -> &str {
+        self.tag_of
             .get(node)
-            .map(|i| self.reply.string(*i).to_ascii_lowercase())
-            .unwrap_or_default()
+            .and_then(|t| self.tag_names.get(usize::from(*t)))
+            .map_or("", String::as_str)
     }
 
     pub(crate) fn attr(&self, node: usize, name: &str) -> Option<&'a str> {
@@ -214,7 +261,6 @@ impl<'a> DocView<'a> {
             .nodes
             .attributes
             .get(node)
-            .map(|a| a.as_slice())
             .unwrap_or_default()
             .chunks(2)
             .filter(|kv| kv.len() == 2)
@@ -222,7 +268,7 @@ impl<'a> DocView<'a> {
     }
 
     pub(crate) fn bounds(&self, node: usize) -> Option<Rect> {
-        let layout = *self.layout_of.get(&node)?;
+        let layout = self.layout(node)?;
         let b = self.doc.layout.bounds.get(layout)?;
         if b.len() < 4 {
             return None;
@@ -236,7 +282,7 @@ impl<'a> DocView<'a> {
     }
 
     fn style(&self, node: usize, which: usize) -> Option<&'a str> {
-        let layout = *self.layout_of.get(&node)?;
+        let layout = self.layout(node)?;
         let styles = self.doc.layout.styles.get(layout)?;
         styles.get(which).map(|i| self.reply.string(*i))
     }
@@ -325,7 +371,7 @@ impl<'a> DocView<'a> {
     }
 
     pub(crate) fn clickable(&self, node: usize) -> bool {
-        self.clickable.contains(&node)
+        self.flag(node, CLICKABLE)
     }
 
     /// The exact current value of an input or textarea, whitespace included.

@@ -2,7 +2,10 @@
 //! snapshot for geometry, visibility, clickability and exact values, across same-process and
 //! out-of-process frames. Produces items (text and nodes) and the interactive candidates.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 
 use cdp::domains::accessibility::{AxNode, AxValue};
 use policy::{FieldFacts, Sensitivity};
@@ -158,7 +161,14 @@ pub(crate) struct Walker<'a> {
 }
 
 fn value_text(v: &Option<AxValue>) -> String {
-    v.as_ref().and_then(AxValue::text).unwrap_or_default()
+    value_str(v).into_owned()
+}
+
+/// [`value_text`], borrowed where it can be: the walk asks every node its role and name.
+fn value_str(v: &Option<AxValue>) -> Cow<'_, str> {
+    v.as_ref()
+        .and_then(AxValue::text_ref)
+        .unwrap_or(Cow::Borrowed(""))
 }
 
 fn prop<'n>(node: &'n AxNode, name: &str) -> Option<&'n AxValue> {
@@ -195,7 +205,14 @@ pub(crate) fn join_text(acc: &mut String, piece: &str) {
 
 /// Folds runs of whitespace to one space and trims.
 pub(crate) fn fold(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 impl<'a> Walker<'a> {
@@ -254,7 +271,8 @@ impl<'a> Walker<'a> {
         let Some(view) = DocView::new(&cap.snapshot, doc, origin) else {
             return Vec::new();
         };
-        let by_id: HashMap<&str, &AxNode> = nodes.iter().map(|n| (n.node_id.as_str(), n)).collect();
+        let by_id: FxHashMap<&str, &AxNode> =
+            nodes.iter().map(|n| (n.node_id.as_str(), n)).collect();
         let Some(root) = nodes
             .iter()
             .find(|n| n.parent_id.is_none())
@@ -274,6 +292,7 @@ impl<'a> Walker<'a> {
             capture,
             form_secrets: HashMap::new(),
             origin,
+            url_origin: policy::web_origin(view.url()),
             view: &view,
             by_id: &by_id,
             depth_guard,
@@ -311,9 +330,10 @@ impl<'a> Walker<'a> {
     }
 
     fn walk_one(&mut self, ctx: &mut DocCtx<'_, '_>, node: &AxNode) -> Vec<Item> {
-        let role = value_text(&node.role);
+        let role = value_str(&node.role);
+        let role: &str = &role;
         // List bullets and inline text boxes repeat what their parents say.
-        if matches!(role.as_str(), "InlineTextBox" | "ListMarker") {
+        if matches!(role, "InlineTextBox" | "ListMarker") {
             return Vec::new();
         }
         let dom = node.backend_dom_node_id.and_then(|b| ctx.view.node(b));
@@ -330,7 +350,7 @@ impl<'a> Walker<'a> {
         }
         self.seq += 1;
         let order = self.seq;
-        match role.as_str() {
+        match role {
             "LineBreak" => {
                 return vec![Item::Text {
                     text: " ".into(),
@@ -355,7 +375,7 @@ impl<'a> Walker<'a> {
         }
         let bounds = dom.and_then(|d| ctx.view.bounds(d));
         let visible = dom.is_some_and(|d| ctx.view.visible(d));
-        let editable = VALUE_ROLES.contains(&role.as_str()) || prop_true(node, "editable");
+        let editable = VALUE_ROLES.contains(&role) || prop_true(node, "editable");
         // An editable field's children are its inner editor: its value again, which may be a
         // secret. The value is shown (or redacted) once, from the field itself.
         let mut children = if editable {
@@ -364,15 +384,15 @@ impl<'a> Walker<'a> {
             self.walk_children(ctx, node)
         };
         let interactive = visible
-            && dom.is_some_and(|d| self.is_interactive(ctx.view, &role, node, d, &children));
-        let name = fold(&value_text(&node.name));
-        if !interactive && TRANSPARENT_ROLES.contains(&role.as_str()) {
+            && dom.is_some_and(|d| self.is_interactive(ctx.view, role, node, d, &children));
+        let name = fold(&value_str(&node.name));
+        if !interactive && TRANSPARENT_ROLES.contains(&role) {
             return children;
         }
         if !interactive && (role == "image" || role == "img") && name.is_empty() {
             return children;
         }
-        let mut states = states(node, &role);
+        let mut states = states(node, role);
         // A toggle that shows or hides a list says so only through the list: collapsed or
         // expanded, marked as inferred (ARIA, when the page gives it, comes first).
         if interactive
@@ -384,9 +404,9 @@ impl<'a> Walker<'a> {
         }
         let tag = dom.map(|d| ctx.view.tag(d)).unwrap_or_default();
         let (value, secret, shows_credential) = dom.map_or((None, false, false), |d| {
-            self.value(ctx.view, node, &role, &tag, d, &name)
+            self.value(ctx.view, node, role, tag, d, &name)
         });
-        let url = match (role.as_str(), dom) {
+        let url = match (role, dom) {
             // A link that goes nowhere (`#`, `javascript:`) has no target to show; a fragment
             // stays on the page and is shown as itself.
             ("link", Some(d)) => ctx.view.attr(d, "href").map(str::trim).and_then(|href| {
@@ -395,22 +415,22 @@ impl<'a> Walker<'a> {
                     None
                 } else if href.starts_with('#') {
                     // Only a plain anchor survives redaction; one that carries data shows nothing.
-                    link_target(ctx.view.url(), ctx.view.url(), href)
+                    link_target(&ctx.url_origin, ctx.view.url(), href)
                         .rsplit_once('#')
                         .map(|(_, f)| format!("#{f}"))
                 } else {
-                    Some(link_target(ctx.view.url(), ctx.view.base_url(), href))
+                    Some(link_target(&ctx.url_origin, ctx.view.base_url(), href))
                 }
             }),
             _ => None,
         };
-        let display_role = match role.as_str() {
+        let display_role = match role {
             "generic" | "none" | "presentation" | "GenericContainer" | "Unknown" => {
                 "clickable".to_owned()
             }
             "DisclosureTriangle" => "summary".to_owned(),
             "image" => "img".to_owned(),
-            _ => role.clone(),
+            _ => role.to_owned(),
         };
         let mut shown_name = name.clone();
         let mut name_inferred = false;
@@ -463,7 +483,7 @@ impl<'a> Walker<'a> {
                     w: 0.0,
                     h: 0.0,
                 }),
-                ax_role: role.clone(),
+                ax_role: role.to_owned(),
                 ax_name: name.clone(),
                 secret,
                 shows_credential,
@@ -509,7 +529,7 @@ impl<'a> Walker<'a> {
             return Vec::new();
         }
         let bounds = ctx.view.bounds(d);
-        let ax_name = fold(&value_text(&node.name));
+        let ax_name = fold(&value_str(&node.name));
         let mut name = ax_name.clone();
         if name.is_empty() {
             name = ctx.view.attr(d, "title").map(fold).unwrap_or_default();
@@ -585,10 +605,7 @@ impl<'a> Walker<'a> {
     ) -> bool {
         let tag = view.tag(dom);
         // A label forwards clicks to its control, which has its own ref.
-        if matches!(
-            tag.as_str(),
-            "html" | "body" | "#document" | "iframe" | "label"
-        ) || role == "LabelText"
+        if matches!(tag, "html" | "body" | "#document" | "iframe" | "label") || role == "LabelText"
         {
             return false;
         }
@@ -596,7 +613,7 @@ impl<'a> Walker<'a> {
             return true;
         }
         let editable = prop(node, "editable")
-            .and_then(AxValue::text)
+            .and_then(AxValue::text_ref)
             .is_some_and(|v| v != "false" && !v.is_empty());
         if editable && role != "RootWebArea" {
             return true;
@@ -723,8 +740,10 @@ struct DocCtx<'v, 'n> {
     form_secrets: HashMap<usize, bool>,
     /// The document's security origin, as the browser's frame tree reports it.
     origin: String,
+    /// The web origin of the document's URL, which links are shown relative to.
+    url_origin: String,
     view: &'v DocView<'v>,
-    by_id: &'v HashMap<&'n str, &'n AxNode>,
+    by_id: &'v FxHashMap<&'n str, &'n AxNode>,
     depth_guard: usize,
 }
 
@@ -867,7 +886,7 @@ const TOGGLE_GLYPHS: &str = "▸▹►▶▾▿▼▽◂◃◀▴▵▲△›‹
 /// a list, an `expanded`/`collapsed` (`open`/`closed`) class on the toggle or its parent.
 fn inferred_expansion(view: &DocView<'_>, dom: usize, children: &[Item]) -> Option<bool> {
     let is_list = |n: usize| {
-        matches!(view.tag(n).as_str(), "ul" | "ol")
+        matches!(view.tag(n), "ul" | "ol")
             || view
                 .attr(n, "role")
                 .is_some_and(|r| matches!(r.trim(), "group" | "tree" | "list"))
@@ -1018,12 +1037,13 @@ fn folder_icon(view: &DocView<'_>, item: usize, label: usize) -> Option<bool> {
 /// A link's destination as the observation shows it: resolved against the base URL (a
 /// `<base href>` included), then redacted, and relative to the document's origin when it stays
 /// there.
-fn link_target(document_url: &str, base_url: &str, href: &str) -> String {
+/// `url_origin` is the web origin of the document's URL (`policy::web_origin`), worked out once
+/// per document: a page of a thousand links asks it a thousand times.
+fn link_target(url_origin: &str, base_url: &str, href: &str) -> String {
     let absolute = resolve_href(base_url, href.trim());
     let redacted = policy::redact_url(&absolute);
-    let origin = policy::web_origin(document_url);
-    match redacted.strip_prefix(&origin) {
-        Some(rest) if !origin.is_empty() && (rest.starts_with('/') || rest.is_empty()) => {
+    match redacted.strip_prefix(url_origin) {
+        Some(rest) if !url_origin.is_empty() && (rest.starts_with('/') || rest.is_empty()) => {
             if rest.is_empty() {
                 "/".to_owned()
             } else {
@@ -1050,7 +1070,7 @@ fn all_text(items: &[Item], out: &mut String) {
 
 fn states(node: &AxNode, role: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let text = |name: &str| prop(node, name).and_then(AxValue::text);
+    let text = |name: &str| prop(node, name).and_then(AxValue::text_ref);
     if prop_true(node, "disabled") {
         out.push("disabled".into());
     }
@@ -1131,7 +1151,7 @@ fn infer_name(view: &DocView<'_>, dom: usize) -> Option<String> {
         {
             return Some(t);
         }
-        let source = match tag.as_str() {
+        let source = match tag {
             "img" | "image" | "input" => view.attr(d, "src").or_else(|| view.attr(d, "href")),
             "use" => view.attr(d, "href").or_else(|| view.attr(d, "xlink:href")),
             _ => None,
@@ -1337,7 +1357,7 @@ fn structure(
     let mut link = None;
     let mut at = Some(node);
     while let Some(n) = at {
-        if matches!(view.tag(n).as_str(), "a" | "area") && view.attr(n, "href").is_some() {
+        if matches!(view.tag(n), "a" | "area") && view.attr(n, "href").is_some() {
             link = Some(n);
             break;
         }
@@ -1358,7 +1378,7 @@ fn structure(
         .unwrap_or_default();
     let form = view.form_of(node).map(|f| {
         let input_type = view.attr(node, "type").map(str::to_ascii_lowercase);
-        let submits = match tag.as_str() {
+        let submits = match tag {
             "button" => input_type.as_deref().is_none_or(|t| t == "submit"),
             "input" => matches!(input_type.as_deref(), Some("submit" | "image")),
             _ => false,
@@ -1484,16 +1504,20 @@ mod tests {
         );
         assert_eq!(resolve_href(base, "mailto:a@b.c"), "mailto:a@b.c");
         assert_eq!(
-            link_target(base, base, "/reset?token=abc#access_token=x"),
+            link_target(
+                &policy::web_origin(base),
+                base,
+                "/reset?token=abc#access_token=x"
+            ),
             "/reset?token="
         );
         assert_eq!(
-            link_target(base, base, "https://other.test/a?b=c"),
+            link_target(&policy::web_origin(base), base, "https://other.test/a?b=c"),
             "https://other.test/a?b="
         );
         // A `<base href>` elsewhere sends every relative link there, and the outline says so.
         assert_eq!(
-            link_target(base, "https://evil.test/", "/pay"),
+            link_target(&policy::web_origin(base), "https://evil.test/", "/pay"),
             "https://evil.test/pay"
         );
     }

@@ -14,7 +14,7 @@
 //! of Chromium's role and name; before an action the live node's fingerprint must still match
 //! (see `act::element`), so a node whose identity changed is refused as stale in both models.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use cdp::domains::accessibility::{AxNode, AxProperty, AxValue};
 use cdp::domains::dom_snapshot::CaptureSnapshotReply;
@@ -181,8 +181,8 @@ pub(crate) fn synthesize(
     };
     let count = view.node_count();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); count];
-    let mut ids: HashMap<&str, usize> = HashMap::new();
-    let mut labels_for: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut labels_for: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
     for node in 0..count {
         if let Some(parent) = view.parent(node).filter(|p| *p < count) {
             children[parent].push(node);
@@ -204,7 +204,7 @@ pub(crate) fn synthesize(
     let focused = facts
         .focused
         .and_then(|n| elements_in_order(&view).get(n).copied());
-    let mut modal_ancestors = std::collections::HashSet::new();
+    let mut modal_ancestors = FxHashSet::default();
     if let Some(dialog) = modal {
         let mut p = view.parent(dialog);
         while let Some(a) = p {
@@ -282,11 +282,11 @@ pub(crate) fn mark_clickable(
 struct Synth<'v, 'a> {
     view: &'v DocView<'a>,
     children: &'v [Vec<usize>],
-    ids: HashMap<&'a str, usize>,
-    labels_for: HashMap<&'a str, Vec<usize>>,
+    ids: FxHashMap<&'a str, usize>,
+    labels_for: FxHashMap<&'a str, Vec<usize>>,
     /// The modal dialog, and its ancestors (the only nodes outside it that are not inert).
     modal: Option<usize>,
-    modal_ancestors: std::collections::HashSet<usize>,
+    modal_ancestors: FxHashSet<usize>,
     focused: Option<usize>,
 }
 
@@ -353,7 +353,7 @@ impl Synth<'_, '_> {
             _ => return false,
         }
         let tag = view.tag(node);
-        if SKIPPED.contains(&tag.as_str())
+        if SKIPPED.contains(&tag)
             || view.is_pseudo(node)
             || view
                 .attr(node, "aria-hidden")
@@ -375,9 +375,9 @@ impl Synth<'_, '_> {
             ax.ignored = true;
             return self.emit_with_children(node, ax, live, out);
         }
-        let role = self.role(node, &tag);
-        let name = self.name(node, &tag, &role);
-        ax.properties = self.properties(node, &tag, &role);
+        let role = self.role(node, tag);
+        let name = self.name(node, tag, &role);
+        ax.properties = self.properties(node, tag, &role);
         if self.modal == Some(node) {
             ax.properties.push(property("modal", "boolean", true));
         }
@@ -457,7 +457,7 @@ impl Synth<'_, '_> {
             let mut p = view.parent(node);
             while let Some(a) = p {
                 if matches!(
-                    view.tag(a).as_str(),
+                    view.tag(a),
                     "article" | "aside" | "main" | "nav" | "section"
                 ) {
                     return true;
@@ -683,7 +683,7 @@ impl Synth<'_, '_> {
                 NODE_TEXT | NODE_CDATA => {}
                 NODE_ELEMENT => {
                     let tag = view.tag(child);
-                    if SKIPPED.contains(&tag.as_str())
+                    if SKIPPED.contains(&tag)
                         || view.is_pseudo(child)
                         || view
                             .attr(child, "aria-hidden")
@@ -706,7 +706,7 @@ impl Synth<'_, '_> {
                         join_text(out, &label);
                         continue;
                     }
-                    match tag.as_str() {
+                    match tag {
                         "img" => {
                             if let Some(alt) =
                                 view.attr(child, "alt").map(fold).filter(|a| !a.is_empty())
@@ -918,7 +918,7 @@ impl Synth<'_, '_> {
 
     fn collect_options(&self, node: usize, out: &mut Vec<usize>) {
         for child in &self.children[node] {
-            match self.view.tag(*child).as_str() {
+            match self.view.tag(*child) {
                 "option" => out.push(*child),
                 "optgroup" => self.collect_options(*child, out),
                 _ => {}

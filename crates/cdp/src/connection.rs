@@ -56,7 +56,16 @@ impl Default for ConnectionOptions {
 
 /// A command's `result` as the browser sent it: decoded once, by its caller, straight into the
 /// type it expects (a DOM snapshot is over a megabyte; building a `Value` first doubled the work).
-type Reply = Result<Box<RawValue>, CdpError>;
+type Reply = Result<ReplyText, CdpError>;
+
+/// A reply not yet decoded.
+pub(crate) enum ReplyText {
+    /// The whole message, `{"id":…,"result":…}`: routed by the id at its start, so a megabyte
+    /// reply is read once (by its caller's decode), not also by the dispatcher.
+    Message(Vec<u8>),
+    /// Just the `result` (a reply the dispatcher had to parse whole).
+    Result(Box<RawValue>),
+}
 
 struct Waiting {
     method: String,
@@ -372,7 +381,7 @@ impl Connection {
         method: &str,
         params: Value,
         timeout: Duration,
-    ) -> Result<Box<RawValue>, CdpError> {
+    ) -> Result<ReplyText, CdpError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -461,15 +470,50 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A reply's JSON text, decoded into what its caller expects.
 pub(crate) fn decode_reply<T: serde::de::DeserializeOwned>(
     method: &str,
-    raw: &RawValue,
+    raw: &ReplyText,
 ) -> Result<T, CdpError> {
-    serde_json::from_str(raw.get()).map_err(|e| CdpError::Decode {
+    #[derive(Deserialize)]
+    struct Envelope<T> {
+        result: T,
+    }
+    match raw {
+        ReplyText::Message(message) => {
+            serde_json::from_slice::<Envelope<T>>(message).map(|e| e.result)
+        }
+        ReplyText::Result(result) => serde_json::from_str(result.get()),
+    }
+    .map_err(|e| CdpError::Decode {
         method: method.to_owned(),
         reason: e.to_string(),
     })
 }
 
+/// The id of a successful reply, read from the start of the message as Chromium writes it
+/// (`{"id":12,"result":…`); `None` for anything else (events, errors, other layouts), which
+/// the dispatcher parses whole.
+fn reply_id(bytes: &[u8]) -> Option<u64> {
+    let rest = bytes.strip_prefix(b"{\"id\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 19 || !rest[digits..].starts_with(b",\"result\":") {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
 fn dispatch(inner: &Inner, bytes: &[u8]) {
+    if let Some(id) = reply_id(bytes) {
+        let waiting = lock(&inner.pending).waiting.remove(&id);
+        match waiting {
+            Some(waiting) => {
+                let _ = waiting.tx.send(Ok(ReplyText::Message(bytes.to_vec())));
+            }
+            None => tracing::debug!(
+                id,
+                "reply for a command nobody waits for (timed out or cancelled)"
+            ),
+        }
+        return;
+    }
     let incoming: Incoming = match serde_json::from_slice(bytes) {
         Ok(incoming) => incoming,
         Err(e) => {
@@ -495,11 +539,13 @@ fn dispatch(inner: &Inner, bytes: &[u8]) {
                     other => other.to_string(),
                 }),
             }),
-            (None, Some(result)) => Ok(result),
-            (None, None) => RawValue::from_string("{}".to_owned()).map_err(|e| CdpError::Decode {
-                method: waiting.method,
-                reason: e.to_string(),
-            }),
+            (None, Some(result)) => Ok(ReplyText::Result(result)),
+            (None, None) => RawValue::from_string("{}".to_owned())
+                .map(ReplyText::Result)
+                .map_err(|e| CdpError::Decode {
+                    method: waiting.method,
+                    reason: e.to_string(),
+                }),
         };
         let _ = waiting.tx.send(reply);
         return;
@@ -575,4 +621,40 @@ fn fail_all(inner: &Inner, reason: String) {
     // Dropping the senders ends every event stream.
     lock(&inner.subscribers).clear();
     inner.closed_tx.send_replace(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_is_routed_by_the_id_it_starts_with_and_decoded_once_whole() {
+        assert_eq!(reply_id(br#"{"id":12,"result":{"a":1}}"#), Some(12));
+        assert_eq!(
+            reply_id(br#"{"id":7,"result":{},"sessionId":"AB"}"#),
+            Some(7)
+        );
+        // Errors, events and any other layout are parsed whole by the dispatcher.
+        for other in [
+            &br#"{"id":12,"error":{"code":-32000,"message":"x"}}"#[..],
+            br#"{"method":"Page.loadEventFired","params":{}}"#,
+            br#"{"result":{},"id":3}"#,
+            br#"{ "id":3,"result":{}}"#,
+            br#"{"id":,"result":{}}"#,
+            br#"{"id":-3,"result":{}}"#,
+            br#"{"id":99999999999999999999,"result":{}}"#,
+            b"",
+        ] {
+            assert_eq!(reply_id(other), None, "{}", String::from_utf8_lossy(other));
+        }
+        let message =
+            ReplyText::Message(br#"{"id":5,"result":{"value":3},"sessionId":"S"}"#.to_vec());
+        let value: Value = decode_reply("X.y", &message).unwrap();
+        assert_eq!(value, json!({"value": 3}));
+        let cut = ReplyText::Message(br#"{"id":5,"result":{"value":3"#.to_vec());
+        assert!(matches!(
+            decode_reply::<Value>("X.y", &cut),
+            Err(CdpError::Decode { .. })
+        ));
+    }
 }

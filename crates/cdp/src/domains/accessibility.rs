@@ -21,10 +21,15 @@ pub struct AxValue {
 impl AxValue {
     /// The value as text (strings as they are, other JSON values printed).
     pub fn text(&self) -> Option<String> {
+        self.text_ref().map(std::borrow::Cow::into_owned)
+    }
+
+    /// [`AxValue::text`], borrowed where the value is a string (most are).
+    pub fn text_ref(&self) -> Option<std::borrow::Cow<'_, str>> {
         match &self.value {
-            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::String(s)) => Some(std::borrow::Cow::Borrowed(s)),
             Some(Value::Null) | None => None,
-            Some(other) => Some(other.to_string()),
+            Some(other) => Some(std::borrow::Cow::Owned(other.to_string())),
         }
     }
 }
