@@ -271,8 +271,9 @@ impl<'a> Walker<'a> {
         let Some(view) = DocView::new(&cap.snapshot, doc, origin) else {
             return Vec::new();
         };
-        let by_id: FxHashMap<&str, &AxNode> =
-            nodes.iter().map(|n| (n.node_id.as_str(), n)).collect();
+        let mut by_id: FxHashMap<&str, &AxNode> =
+            FxHashMap::with_capacity_and_hasher(nodes.len(), Default::default());
+        by_id.extend(nodes.iter().map(|n| (n.node_id.as_str(), n)));
         let Some(root) = nodes
             .iter()
             .find(|n| n.parent_id.is_none())
@@ -383,8 +384,8 @@ impl<'a> Walker<'a> {
         } else {
             self.walk_children(ctx, node)
         };
-        let interactive = visible
-            && dom.is_some_and(|d| self.is_interactive(ctx.view, role, node, d, &children));
+        let interactive =
+            visible && dom.is_some_and(|d| self.is_interactive(ctx.view, role, node, d, &children));
         let name = fold(&value_str(&node.name));
         if !interactive && TRANSPARENT_ROLES.contains(&role) {
             return children;
@@ -1458,20 +1459,20 @@ fn resolve_href(base: &str, href: &str) -> String {
     let path = path_and_more.split(['?', '#']).next().unwrap_or("");
     let path = if path.is_empty() { "/" } else { path };
     if let Some(scheme_relative) = href.strip_prefix("//") {
-        return format!("{scheme}://{scheme_relative}");
+        return [scheme, "://", scheme_relative].concat();
     }
     if href.starts_with('/') {
-        return format!("{scheme}://{authority}{href}");
+        return [scheme, "://", authority, href].concat();
     }
     if href.starts_with('?') {
-        return format!("{scheme}://{authority}{path}{href}");
+        return [scheme, "://", authority, path, href].concat();
     }
     if href.starts_with('#') || href.is_empty() {
         let without_fragment = base.split('#').next().unwrap_or(base);
-        return format!("{without_fragment}{href}");
+        return [without_fragment, href].concat();
     }
     let directory = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    format!("{scheme}://{authority}{directory}{href}")
+    [scheme, "://", authority, directory, href].concat()
 }
 
 #[cfg(test)]

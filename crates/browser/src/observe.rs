@@ -557,7 +557,7 @@ impl Tab {
             }
             None => None,
         };
-        Ok(
+        let attempt = Ok(
             match self.assemble(
                 before,
                 navigation_before,
@@ -574,7 +574,9 @@ impl Tab {
                 }
                 changed => changed,
             },
-        )
+        );
+        drop_later(big_capture(&captures), captures);
+        attempt
     }
 
     /// Captures each attached out-of-process iframe and finds which element hosts it.
@@ -923,8 +925,27 @@ impl Tab {
             world: world.clone(),
             text: Arc::from(observation.aria_snapshot()),
         });
+        drop_later(big_capture(captures), (items, lines, candidates));
         Attempt::Done(Box::new(observation), record)
     }
+}
+
+/// Frees what a capture of a big page built on the blocking pool, off the path of the reply: a
+/// 5,000-element page's snapshot, page model and lines are some 10⁴ allocations, a millisecond
+/// or two to free. A small page's are freed at once.
+fn drop_later<T: Send + 'static>(big: bool, value: T) {
+    if big && tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::spawn_blocking(move || drop(value));
+    }
+}
+
+fn big_capture(captures: &[SessionCapture]) -> bool {
+    let nodes: usize = captures
+        .iter()
+        .flat_map(|c| &c.snapshot.documents)
+        .map(|d| d.nodes.parent_index.len())
+        .sum();
+    nodes > 2_000
 }
 
 /// The observation with its snapshot's changes against `base`, when the base shows this same

@@ -221,7 +221,7 @@ pub(crate) fn synthesize(
         modal_ancestors,
         focused,
     };
-    let mut out = Vec::with_capacity(count / 2);
+    let mut out = Vec::with_capacity(count);
     if count > 0 {
         synth.emit(0, None, modal.is_none(), &mut out);
     }
@@ -290,16 +290,16 @@ struct Synth<'v, 'a> {
     focused: Option<usize>,
 }
 
-fn text_value(kind: &str, value: impl Into<Value>) -> AxValue {
+fn text_value(kind: &'static str, value: impl Into<Value>) -> AxValue {
     AxValue {
-        value_type: kind.to_owned(),
+        value_type: kind.into(),
         value: Some(value.into()),
     }
 }
 
-fn property(name: &str, kind: &str, value: impl Into<Value>) -> AxProperty {
+fn property(name: &'static str, kind: &'static str, value: impl Into<Value>) -> AxProperty {
     AxProperty {
-        name: name.to_owned(),
+        name: name.into(),
         value: text_value(kind, value),
     }
 }

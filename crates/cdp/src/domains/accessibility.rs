@@ -1,5 +1,7 @@
 //! `Accessibility` domain: the full AX tree of a frame.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -14,7 +16,7 @@ command!(Enable => "Accessibility.enable", Empty);
 #[serde(rename_all = "camelCase", default)]
 pub struct AxValue {
     #[serde(rename = "type")]
-    pub value_type: String,
+    pub value_type: Cow<'static, str>,
     pub value: Option<Value>,
 }
 
@@ -37,7 +39,7 @@ impl AxValue {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct AxProperty {
-    pub name: String,
+    pub name: Cow<'static, str>,
     pub value: AxValue,
 }
 
