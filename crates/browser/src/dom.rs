@@ -59,8 +59,8 @@ pub(crate) struct DocView<'a> {
     layout_of: Vec<u32>,
     /// Per node: the flags below.
     flags: Vec<u8>,
-    /// Per node: an index into `tag_names`.
-    tag_of: Vec<u16>,
+    /// Per node: an index into `tag_names` (`u32::MAX`: no name).
+    tag_of: Vec<u32>,
     /// The lower-cased node names of this document (a few dozen distinct ones).
     tag_names: Vec<String>,
     input_value: FxHashMap<usize, i64>,
@@ -112,21 +112,18 @@ impl<'a> DocView<'a> {
             }
         }
         let mut tag_names: Vec<String> = Vec::new();
-        let mut name_ids: FxHashMap<i64, u16> = FxHashMap::default();
+        let mut name_ids: FxHashMap<i64, u32> = FxHashMap::default();
         let tag_of = (0..count)
             .map(|n| {
                 let Some(name) = nodes.node_name.get(n) else {
-                    return 0;
+                    return u32::MAX;
                 };
                 *name_ids.entry(*name).or_insert_with(|| {
                     tag_names.push(reply.string(*name).to_ascii_lowercase());
-                    u16::try_from(tag_names.len() - 1).unwrap_or(u16::MAX)
+                    u32::try_from(tag_names.len() - 1).unwrap_or(u32::MAX)
                 })
             })
             .collect();
-        if tag_names.is_empty() {
-            tag_names.push(String::new());
-        }
         let input_value = nodes
             .input_value
             .index
@@ -243,7 +240,7 @@ impl<'a> DocView<'a> {
     pub(crate) fn tag(&self, node: usize) -> &str {
         self.tag_of
             .get(node)
-            .and_then(|t| self.tag_names.get(usize::from(*t)))
+            .and_then(|t| self.tag_names.get(usize::try_from(*t).ok()?))
             .map_or("", String::as_str)
     }
 
@@ -443,5 +440,42 @@ impl<'a> DocView<'a> {
             at = self.parent(n);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dense index answers as the maps it replaced: tags lower-cased (and "" for a node the
+    /// snapshot names no name for), a node's last layout object, the rare-data flags.
+    #[test]
+    fn the_index_reads_the_snapshot_node_by_node() {
+        let reply: CaptureSnapshotReply = serde_json::from_str(
+            r##"{"documents":[{"documentURL":0,"title":1,"frameId":1,
+                "nodes":{"parentIndex":[-1,0,1,1],"nodeType":[9,1,1,3],"nodeName":[2,3,4],
+                  "backendNodeId":[10,11,12,13],"attributes":[[],[5,6],[],[]],
+                  "isClickable":{"index":[2]},"inputChecked":{"index":[1,99]}},
+                "layout":{"nodeIndex":[1,2,2],"styles":[[7,8,9,10,11,12],[],[]],
+                  "bounds":[[0,0,10,10],[1,1,1,1],[5,6,7,8]],"text":[-1,-1,-1]}}],
+              "strings":["http://a.test/","","#document","BUTTON","Svg:Path","Class","go",
+                "block","visible","pointer","1","normal","none"]}"##,
+        )
+        .unwrap();
+        let view = DocView::new(&reply, 0, (0.0, 0.0)).unwrap();
+        assert_eq!(view.tag(0), "#document");
+        assert_eq!(view.tag(1), "button");
+        assert_eq!(view.tag(2), "svg:path");
+        assert_eq!(view.tag(3), "", "no name in the snapshot");
+        assert_eq!(view.tag(40), "");
+        assert_eq!(view.node(12), Some(2));
+        assert_eq!(view.attr(1, "class"), Some("go"));
+        assert!(view.clickable(2) && !view.clickable(1) && !view.clickable(99));
+        assert!(view.input_checked(1) && !view.option_selected(1));
+        assert!(view.cursor_pointer(1) && view.is_block(1));
+        assert!(!view.has_layout(0) && view.has_layout(2));
+        let last = view.bounds(2).unwrap();
+        assert_eq!((last.x, last.y, last.w, last.h), (5.0, 6.0, 7.0, 8.0));
+        assert_eq!(view.bounds(3), None);
     }
 }
