@@ -205,14 +205,7 @@ pub(crate) fn join_text(acc: &mut String, piece: &str) {
 
 /// Folds runs of whitespace to one space and trims.
 pub(crate) fn fold(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for word in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
+    protocol::text::fold_whitespace(text)
 }
 
 impl<'a> Walker<'a> {

@@ -8,6 +8,13 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::command;
 
+/// Where entry `index` lies in a flat buffer whose entries end at `ends`.
+fn span(ends: &[usize], index: usize) -> Option<std::ops::Range<usize>> {
+    let end = *ends.get(index)?;
+    let start = index.checked_sub(1).map_or(0, |i| ends[i]);
+    Some(start..end)
+}
+
 /// One short array per entry (a node's attributes, a layout object's bounds or styles), all in
 /// one vector: a page of ten thousand nodes is a few allocations rather than tens of thousands.
 #[derive(Debug, Clone)]
@@ -29,9 +36,7 @@ impl<T> Default for Ragged<T> {
 impl<T> Ragged<T> {
     /// Entry `index`'s values.
     pub fn get(&self, index: usize) -> Option<&[T]> {
-        let end = *self.ends.get(index)?;
-        let start = index.checked_sub(1).map_or(0, |i| self.ends[i]);
-        self.values.get(start..end)
+        self.values.get(span(&self.ends, index)?)
     }
 
     pub fn len(&self) -> usize {
@@ -92,9 +97,7 @@ pub struct Strings {
 
 impl Strings {
     pub fn get(&self, index: usize) -> Option<&str> {
-        let end = *self.ends.get(index)?;
-        let start = index.checked_sub(1).map_or(0, |i| self.ends[i]);
-        self.text.get(start..end)
+        self.text.get(span(&self.ends, index)?)
     }
 
     pub fn len(&self) -> usize {
