@@ -1026,13 +1026,10 @@ fn folder_icon(view: &DocView<'_>, item: usize, label: usize) -> Option<bool> {
     None
 }
 
-/// A link's target as shown: resolved against the document, redacted, and shortened to the path
-/// when it stays on the document's origin.
 /// A link's destination as the observation shows it: resolved against the base URL (a
 /// `<base href>` included), then redacted, and relative to the document's origin when it stays
-/// there.
-/// `url_origin` is the web origin of the document's URL (`policy::web_origin`), worked out once
-/// per document: a page of a thousand links asks it a thousand times.
+/// there. `url_origin` is the web origin of the document's URL (`policy::web_origin`), worked
+/// out once per document: a page of a thousand links would ask it a thousand times.
 fn link_target(url_origin: &str, base_url: &str, href: &str) -> String {
     let absolute = resolve_href(base_url, href.trim());
     let redacted = policy::redact_url(&absolute);
@@ -1334,8 +1331,6 @@ fn humanize(raw: &str) -> String {
     fold(&out)
 }
 
-/// Resolves `href` against an absolute http(s) `base` the way a browser would for the common
-/// forms (absolute, scheme-relative, root-relative, query, fragment, relative path).
 /// Where an element's activation reaches, read from the snapshot: its document's origin, a
 /// link's destination, `download` and `ping`, and its form (action and method with the
 /// submitter's own `formaction`/`formmethod`, secret fields inside, whether it submits).
@@ -1433,6 +1428,8 @@ fn structure(
     }
 }
 
+/// Resolves `href` against an absolute http(s) `base` the way a browser would for the common
+/// forms (absolute, scheme-relative, root-relative, query, fragment, relative path).
 fn resolve_href(base: &str, href: &str) -> String {
     let has_scheme = href.find(':').is_some_and(|i| {
         let scheme = &href[..i];

@@ -54,8 +54,8 @@ impl Default for ConnectionOptions {
     }
 }
 
-/// A command's `result` as the browser sent it: decoded once, by its caller, straight into the
-/// type it expects (a DOM snapshot is over a megabyte; building a `Value` first doubled the work).
+/// A command's reply as the browser sent it: decoded once, by its caller, straight into the type
+/// it expects (a DOM snapshot is over a megabyte; building a `Value` first doubled the work).
 type Reply = Result<ReplyText, CdpError>;
 
 /// A reply not yet decoded.
