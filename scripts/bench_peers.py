@@ -24,7 +24,7 @@ INTERACTIVE = {"button", "link", "textbox", "searchbox", "checkbox", "radio", "c
 
 
 def big_page():
-    rows = "".join(f"<li><a href='/item/{i}'>Item {i}</a> <button>Buy {i}</button> <span>note {i}</span></li>" for i in range(1000))
+    rows = "".join(f"<li><a href='/item/{i}'>Item {i}</a> <button>Buy {i}</button> <span>note {i}</span></li>" for i in range(1250))
     return f"<!doctype html><title>Big</title><h1>Big page</h1><ul>{rows}</ul>"
 
 
