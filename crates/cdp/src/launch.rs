@@ -273,7 +273,7 @@ impl Browser {
             .arg(if options.debugging_port {
                 "--remote-debugging-port=0"
             } else {
-                "--remote-debugging-pipe"
+                "--remote-debugging-pipe=cbor"
             })
             .arg(format!(
                 "--window-size={},{}",

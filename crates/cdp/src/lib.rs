@@ -9,6 +9,7 @@
 //! remote browser (`ws://…` or `http://host:port`).
 
 mod attach;
+mod cbor;
 mod connection;
 pub mod domains;
 pub mod endpoint;
