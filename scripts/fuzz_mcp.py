@@ -10,7 +10,8 @@ mutations of them (wrong types, unknown fields, odd ids, params that are not obj
 garbled bytes). Every request with an id must be answered with that id; one unanswered after
 10 s is a stall. A server process that exits, or prints `panicked`, is a crash. It prints one
 JSON line: calls, answered, unanswered, stalls, crashes, p50/p99 latency; exit 1 on any stall
-or crash. Standard library only."""
+or crash. Ctrl-C or SIGTERM ends a run early: the servers are stopped and the line reports what
+ran until then (`"interrupted": true`, exit 130 when nothing failed). Standard library only."""
 
 import http.client
 import http.server
@@ -20,6 +21,7 @@ import queue
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -293,16 +295,32 @@ def main():
     workers = [threading.Thread(target=http_session, args=(port, base, seed * 10 + k, deadline, stats)) for k in range(sessions - 1)]
     workers.append(threading.Thread(target=stdio_session, args=(BINARY, os.path.join(data, "stdio"), base, seed * 10 + 9, deadline, stats, crashes)))
     for w in workers:
+        # Daemons: an interrupted run ends with its report, not with sessions left calling.
+        w.daemon = True
         w.start()
+    # Ctrl-C or a SIGTERM stops the run early: the servers are ended and what ran is reported.
+    def stop(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    interrupted = False
     # A progress line a minute on stderr, so a long run that is cut short still tells its count.
     started = time.time()
-    while any(w.is_alive() for w in workers):
-        for w in workers:
-            w.join(timeout=60.0 / len(workers))
-        if time.time() - started >= 60 and any(w.is_alive() for w in workers):
-            started = time.time()
-            with stats.lock:
-                print("progress: %d calls, %d answered, %d unanswered, %d stalls" % (stats.calls, stats.answered, stats.unanswered, len(stats.stalls)), file=sys.stderr, flush=True)
+    try:
+        while any(w.is_alive() for w in workers):
+            for w in workers:
+                w.join(timeout=60.0 / len(workers))
+            if time.time() - started >= 60 and any(w.is_alive() for w in workers):
+                started = time.time()
+                with stats.lock:
+                    print("progress: %d calls, %d answered, %d unanswered, %d stalls" % (stats.calls, stats.answered, stats.unanswered, len(stats.stalls)), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("interrupted: ending the servers and reporting what ran", file=sys.stderr, flush=True)
+    # The figures as they stand now: sessions still running after an interruption see the servers
+    # end, which is not the servers' failure.
+    with stats.lock:
+        calls, answered, unanswered = stats.calls, stats.answered, stats.unanswered
+        stalls, latencies, by_kind = list(stats.stalls), sorted(stats.latencies), {k: tuple(v) for k, v in stats.by_kind.items()}
     if serve.poll() is not None:
         crashes.append("glovebox serve exited with %s: %s" % (serve.returncode, "".join(serve_err[-5:])))
     serve.terminate()
@@ -311,17 +329,17 @@ def main():
     except subprocess.TimeoutExpired:
         serve.kill()
     crashes.extend("serve stderr: " + l for l in serve_err if "panicked" in l)
-    lat = sorted(stats.latencies) or [0.0]
+    lat = latencies or [0.0]
     report = {
-        "seed": seed, "seconds": seconds, "sessions": sessions, "calls": stats.calls, "answered": stats.answered,
-        "unanswered": stats.unanswered, "stalls": stats.stalls[:20], "crashes": crashes[:20],
+        "seed": seed, "seconds": seconds, "interrupted": interrupted, "sessions": sessions, "calls": calls, "answered": answered,
+        "unanswered": unanswered, "stalls": stalls[:20], "crashes": crashes[:20],
         "p50_ms": round(lat[len(lat) // 2] * 1000, 1), "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 1),
     }
     print(json.dumps(report))
     if os.environ.get("BY_KIND"):
-        for kind, (n, total) in sorted(stats.by_kind.items(), key=lambda kv: -kv[1][1]):
+        for kind, (n, total) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
             print("%-16s %7d calls %9.1f s %8.1f ms mean" % (kind, n, total, total / n * 1000), file=sys.stderr)
-    sys.exit(1 if crashes or stats.stalls or stats.unanswered else 0)
+    sys.exit(1 if crashes or stalls or unanswered else 130 if interrupted else 0)
 
 
 if __name__ == "__main__":
