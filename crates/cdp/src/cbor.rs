@@ -215,57 +215,13 @@ impl<'a> Reader<'a, '_> {
                 let n = self.argument(info)?;
                 write_json(self.out, &(-1 - i128::from(n)));
             }
-            2 => {
-                let n = self.argument(info)?;
-                let units = self.bytes(n)?;
-                self.utf16(units)?;
-            }
-            3 => {
-                let n = self.argument(info)?;
-                let text = std::str::from_utf8(self.bytes(n)?)
-                    .map_err(|_| self.malformed("text that is not UTF-8"))?;
-                write_json(self.out, text);
-            }
-            4 => {
-                self.out.push(b'[');
-                let mut first = true;
-                let mut left = (info != 31).then(|| self.argument(info)).transpose()?;
-                loop {
-                    match &mut left {
-                        Some(0) => break,
-                        Some(n) => *n -= 1,
-                        None if self.next_is_break()? => break,
-                        None => {}
-                    }
-                    if !first {
-                        self.out.push(b',');
-                    }
-                    first = false;
-                    self.item(depth + 1)?;
-                }
-                self.out.push(b']');
-            }
-            5 => {
-                self.out.push(b'{');
-                let mut first = true;
-                let mut left = (info != 31).then(|| self.argument(info)).transpose()?;
-                loop {
-                    match &mut left {
-                        Some(0) => break,
-                        Some(n) => *n -= 1,
-                        None if self.next_is_break()? => break,
-                        None => {}
-                    }
-                    if !first {
-                        self.out.push(b',');
-                    }
-                    first = false;
-                    self.key()?;
-                    self.out.push(b':');
-                    self.item(depth + 1)?;
-                }
-                self.out.push(b'}');
-            }
+            2 | 3 => self.string(initial)?,
+            4 => self.container(info, b'[', b']', |r| r.item(depth + 1))?,
+            5 => self.container(info, b'{', b'}', |r| {
+                r.key()?;
+                r.out.push(b':');
+                r.item(depth + 1)
+            })?,
             6 => match self.argument(info)? {
                 TAG_ENVELOPE => {
                     if self.byte()? != ENVELOPE[2] {
@@ -321,25 +277,57 @@ impl<'a> Reader<'a, '_> {
         Ok(())
     }
 
+    /// An array's items or a map's entries (a definite or an indefinite number), each written by
+    /// `entry`, comma-separated between `open` and `close`.
+    fn container(
+        &mut self,
+        info: u8,
+        open: u8,
+        close: u8,
+        mut entry: impl FnMut(&mut Self) -> Result<(), Malformed>,
+    ) -> Result<(), Malformed> {
+        self.out.push(open);
+        let mut left = (info != 31).then(|| self.argument(info)).transpose()?;
+        let mut first = true;
+        loop {
+            match &mut left {
+                Some(0) => break,
+                Some(n) => *n -= 1,
+                None if self.next_is_break()? => break,
+                None => {}
+            }
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            entry(self)?;
+        }
+        self.out.push(close);
+        Ok(())
+    }
+
     /// A map key: a string, UTF-8 or UTF-16.
     fn key(&mut self) -> Result<(), Malformed> {
         let initial = self.byte()?;
-        let n = self.argument(initial & 0x1F)?;
-        match initial >> 5 {
-            3 => {
-                let text = std::str::from_utf8(self.bytes(n)?)
-                    .map_err(|_| self.malformed("a key that is not UTF-8"))?;
-                write_json(self.out, text);
-            }
-            2 => {
-                let units = self.bytes(n)?;
-                self.utf16(units)?;
-            }
-            _ => {
-                return Err(self.malformed("a map key that is not a string"));
-            }
+        if !matches!(initial >> 5, 2 | 3) {
+            return Err(self.malformed("a map key that is not a string"));
         }
-        Ok(())
+        self.string(initial)
+    }
+
+    /// A string whose initial byte was `initial`: UTF-8 text (major type 3) or UTF-16LE in a
+    /// byte string (2).
+    fn string(&mut self, initial: u8) -> Result<(), Malformed> {
+        let n = self.argument(initial & 0x1F)?;
+        let bytes = self.bytes(n)?;
+        if initial >> 5 == 3 {
+            let text =
+                std::str::from_utf8(bytes).map_err(|_| self.malformed("text that is not UTF-8"))?;
+            write_json(self.out, text);
+            Ok(())
+        } else {
+            self.utf16(bytes)
+        }
     }
 
     /// A UTF-16LE string; an unpaired surrogate becomes U+FFFD, as it would in a JSON string
@@ -458,6 +446,62 @@ mod tests {
         let mut out = Vec::new();
         to_json(&cbor, &mut out).unwrap();
         assert_eq!(out, br#"{"id":3,"result":{"a":1}}"#);
+    }
+
+    /// Numbers as the browser holds them (doubles beyond 32 bits), for comparing round trips.
+    fn numbers_as_doubles(value: &Value) -> Value {
+        match value {
+            Value::Number(n) => json!(n.as_f64()),
+            Value::Array(items) => Value::Array(items.iter().map(numbers_as_doubles).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), numbers_as_doubles(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<u64>().prop_map(|u| json!(u)),
+            (-1e300f64..1e300).prop_map(|f| json!(f)),
+            ".*".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                proptest::collection::btree_map(".*", inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_command_comes_back_as_the_json_it_was(value in any_json()) {
+            let mut cbor = Vec::new();
+            from_json(&json!({"id": 1, "params": value}), &mut cbor);
+            let back = json_of(&cbor).unwrap();
+            proptest::prop_assert_eq!(
+                numbers_as_doubles(&back["params"]),
+                numbers_as_doubles(&value)
+            );
+        }
+
+        #[test]
+        fn any_bytes_are_transcoded_or_refused_never_a_panic(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256),
+        ) {
+            let mut out = Vec::new();
+            if to_json(&bytes, &mut out).is_ok() {
+                serde_json::from_slice::<Value>(&out).unwrap();
+            }
+        }
     }
 
     #[test]
