@@ -97,19 +97,26 @@ pub(crate) struct Inner {
     next_id: AtomicU64,
     pending: Mutex<Pending>,
     subscribers: Mutex<Vec<Subscriber>>,
-    outgoing: mpsc::UnboundedSender<Message>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
     closed_tx: watch::Sender<bool>,
     reader: Mutex<Option<AbortHandle>>,
     /// Told each command's round trip ([`Connection::time_round_trips`]).
     round_trips: std::sync::OnceLock<RoundTripHook>,
 }
 
+/// What the writer task sends: a command as built (each transport writes it in its own form,
+/// JSON text on a socket, CBOR on the pipe), or the end of the connection.
+enum Outgoing {
+    Command(Value),
+    Close,
+}
+
 impl Inner {
     fn new(
         endpoint: String,
         options: ConnectionOptions,
-    ) -> (Arc<Inner>, mpsc::UnboundedReceiver<Message>) {
-        let (outgoing, outgoing_rx) = mpsc::unbounded_channel::<Message>();
+    ) -> (Arc<Inner>, mpsc::UnboundedReceiver<Outgoing>) {
+        let (outgoing, outgoing_rx) = mpsc::unbounded_channel::<Outgoing>();
         let (closed_tx, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             openers: Default::default(),
@@ -203,6 +210,10 @@ impl Connection {
         let weak = Arc::downgrade(&inner);
         tokio::spawn(async move {
             while let Some(message) = outgoing_rx.recv().await {
+                let message = match message {
+                    Outgoing::Command(command) => Message::Text(command.to_string().into()),
+                    Outgoing::Close => Message::Close(None),
+                };
                 if let Err(e) = sink.send(message).await {
                     if let Some(inner) = weak.upgrade() {
                         fail_all(&inner, format!("write failed: {e}"));
@@ -247,10 +258,10 @@ impl Connection {
 
     /// Drives a browser over the two pipes of `--remote-debugging-pipe=cbor` (`to_browser` is
     /// its fd 3, `from_browser` its fd 4): each message is one CBOR envelope (see `cbor.rs`),
-    /// transcoded from and to the JSON text the rest of the connection reads, which spares the
-    /// browser its own conversion of every reply to JSON (~45 ms of a big page's snapshot). No
-    /// port is open, so no other process can attach to the browser. Must run inside a Tokio
-    /// runtime.
+    /// transcoded to the JSON text the rest of the connection reads (commands are written in
+    /// CBOR as built), which spares the browser its own conversion of every reply to JSON
+    /// (~45 ms of a big page's snapshot). No port is open, so no other process can attach to
+    /// the browser. Must run inside a Tokio runtime.
     pub fn over_pipe(
         to_browser: OwnedFd,
         from_browser: OwnedFd,
@@ -270,18 +281,8 @@ impl Connection {
         tokio::spawn(async move {
             let mut frame = Vec::new();
             while let Some(message) = outgoing_rx.recv().await {
-                let text = match message {
-                    Message::Text(text) => text,
-                    Message::Close(_) => break,
-                    _ => continue,
-                };
-                // Every command is serialised by this crate, so it is JSON.
-                let command = match serde_json::from_str::<Value>(&text) {
-                    Ok(command) => command,
-                    Err(e) => {
-                        tracing::error!(error = %e, "a command that is not JSON was not sent");
-                        continue;
-                    }
+                let Outgoing::Command(command) = message else {
+                    break;
                 };
                 frame.clear();
                 crate::cbor::from_json(&command, &mut frame);
@@ -314,7 +315,9 @@ impl Connection {
                 let Some(len) =
                     crate::cbor::message_len(&header).filter(|len| *len <= MAX_PIPE_MESSAGE)
                 else {
-                    break "the browser wrote something that is not a protocol message".to_owned();
+                    break "the browser wrote something that is not a CBOR protocol message (a Chromium \
+                           from before 2020 speaks only JSON on its pipe: install a current one)"
+                        .to_owned();
                 };
                 frame.clear();
                 frame.extend_from_slice(&header);
@@ -347,7 +350,7 @@ impl Connection {
     /// `Closed` at once. Idempotent. A browser on a DevTools port keeps running; one driven over
     /// its pipe loses its only connection (its process is its `Browser`'s to end).
     pub fn close(&self) {
-        let _ = self.inner.outgoing.send(Message::Close(None));
+        let _ = self.inner.outgoing.send(Outgoing::Close);
         fail_all(&self.inner, "closed by Glovebox".to_owned());
     }
 
@@ -451,7 +454,7 @@ impl Connection {
         if self
             .inner
             .outgoing
-            .send(Message::Text(message.to_string().into()))
+            .send(Outgoing::Command(message))
             .is_err()
         {
             return Err(CdpError::Closed {
