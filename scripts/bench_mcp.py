@@ -25,7 +25,7 @@ CHROMIUM_FLAGS = [
     "--no-default-browser-check", "--disable-default-apps", "--disable-dev-shm-usage",
     "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
     "--disable-renderer-backgrounding",
-    "--disable-features=Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider,WebUIOmniboxPopup,WebUIOmniboxAimPopup",
     "--password-store=basic", "--use-mock-keychain", "--mute-audio",
     "--remote-debugging-pipe", "--window-size=1280,800", "--no-startup-window",
 ]
