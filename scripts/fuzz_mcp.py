@@ -9,9 +9,11 @@ messages from four sessions at once (three over HTTP, one over stdio): well-form
 mutations of them (wrong types, unknown fields, odd ids, params that are not objects, cut and
 garbled bytes). Every request with an id must be answered with that id; one unanswered after
 10 s is a stall. A server process that exits, or prints `panicked`, is a crash. It prints one
-JSON line: calls, answered, unanswered, stalls, crashes, p50/p99 latency; exit 1 on any stall
-or crash. Ctrl-C or SIGTERM ends a run early: the servers are stopped and the line reports what
-ran until then (`"interrupted": true`, exit 130 when nothing failed). Standard library only."""
+JSON line: calls, answered, unanswered, stalls, crashes, p50/p99 latency, and what each server
+held (its RSS and open files, its Chromium's processes and their summed RSS; first sample, last,
+peak, one a minute); exit 1 on any stall or crash. Ctrl-C or SIGTERM ends a run early: the
+servers are stopped and the line reports what ran until then (`"interrupted": true`, exit 130
+when nothing failed). Standard library only."""
 
 import http.client
 import http.server
@@ -83,6 +85,63 @@ class Stats:
         with self.lock:
             self.unanswered += 1
             self.stalls.append(what)
+
+
+def tree_of(root):
+    """What a server process holds: its own RSS and open files, and how many processes (its
+    Chromium's) run under it and their RSS, read from /proc. None once it is gone."""
+    parents, rss = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            pass
+    if root not in parents:
+        return None
+    children, below = {}, []
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        below.append(pid)
+        stack.extend(children.get(pid, []))
+    try:
+        fds = len(os.listdir("/proc/%d/fd" % root))
+    except OSError:
+        fds = -1
+    mb = lambda b: round(b / 2**20)
+    return {"rss_mb": mb(rss[root]), "fds": fds, "procs": len(below), "procs_rss_mb": mb(sum(rss.get(p, 0) for p in below))}
+
+
+class Resources:
+    """A sample of each server's process tree a minute, so a long run shows what grows: the
+    report gives each figure's first sample, last sample and peak."""
+
+    def __init__(self):
+        self.pids = {}
+        self.samples = {}
+
+    def sample(self):
+        line = []
+        for name, pid in sorted(self.pids.items()):
+            now = tree_of(pid)
+            if now is None:
+                continue
+            self.samples.setdefault(name, []).append(now)
+            line.append("%s %d MB, %d fds, %d procs %d MB" % (name, now["rss_mb"], now["fds"], now["procs"], now["procs_rss_mb"]))
+        return "; ".join(line)
+
+    def report(self):
+        out = {}
+        for name, samples in self.samples.items():
+            out[name] = {k: {"first": samples[0][k], "last": samples[-1][k], "peak": max(x[k] for x in samples)} for k in samples[0]}
+        return out
 
 
 def messages(rng, base, state):
@@ -212,10 +271,11 @@ def http_session(port, base, seed, deadline, stats):
             stats.stalls.append("http %.1f s: %s" % (took, body[:120]))
 
 
-def stdio_session(binary, data_dir, base, seed, deadline, stats, crashes):
+def stdio_session(binary, data_dir, base, seed, deadline, stats, crashes, resources):
     rng = random.Random(seed)
     state = {"id": 0}
     proc = subprocess.Popen([binary, "--data-dir", data_dir, "--trust", base, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    resources.pids["stdio"] = proc.pid
     answers = queue.Queue()
     stderr_lines = []
 
@@ -290,10 +350,11 @@ def main():
             break
         except OSError:
             time.sleep(0.1)
-    stats, crashes = Stats(), []
+    stats, crashes, resources = Stats(), [], Resources()
+    resources.pids["serve"] = serve.pid
     deadline = time.time() + seconds
     workers = [threading.Thread(target=http_session, args=(port, base, seed * 10 + k, deadline, stats)) for k in range(sessions - 1)]
-    workers.append(threading.Thread(target=stdio_session, args=(BINARY, os.path.join(data, "stdio"), base, seed * 10 + 9, deadline, stats, crashes)))
+    workers.append(threading.Thread(target=stdio_session, args=(BINARY, os.path.join(data, "stdio"), base, seed * 10 + 9, deadline, stats, crashes, resources)))
     for w in workers:
         # Daemons: an interrupted run ends with its report, not with sessions left calling.
         w.daemon = True
@@ -311,8 +372,9 @@ def main():
                 w.join(timeout=60.0 / len(workers))
             if time.time() - started >= 60 and any(w.is_alive() for w in workers):
                 started = time.time()
+                held = resources.sample()
                 with stats.lock:
-                    print("progress: %d calls, %d answered, %d unanswered, %d stalls" % (stats.calls, stats.answered, stats.unanswered, len(stats.stalls)), file=sys.stderr, flush=True)
+                    print("progress: %d calls, %d answered, %d unanswered, %d stalls | %s" % (stats.calls, stats.answered, stats.unanswered, len(stats.stalls), held), file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         interrupted = True
         print("interrupted: ending the servers and reporting what ran", file=sys.stderr, flush=True)
@@ -321,6 +383,7 @@ def main():
     with stats.lock:
         calls, answered, unanswered = stats.calls, stats.answered, stats.unanswered
         stalls, latencies, by_kind = list(stats.stalls), sorted(stats.latencies), {k: tuple(v) for k, v in stats.by_kind.items()}
+    resources.sample()
     if serve.poll() is not None:
         crashes.append("glovebox serve exited with %s: %s" % (serve.returncode, "".join(serve_err[-5:])))
     serve.terminate()
@@ -334,6 +397,7 @@ def main():
         "seed": seed, "seconds": seconds, "interrupted": interrupted, "sessions": sessions, "calls": calls, "answered": answered,
         "unanswered": unanswered, "stalls": stalls[:20], "crashes": crashes[:20],
         "p50_ms": round(lat[len(lat) // 2] * 1000, 1), "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 1),
+        "held": resources.report(),
     }
     print(json.dumps(report))
     if os.environ.get("BY_KIND"):
