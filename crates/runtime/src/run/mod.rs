@@ -247,6 +247,11 @@ struct RunState<'a> {
 /// The share of the viewport canvases must cover for a step to be visual without being asked.
 const CANVAS_VISUAL: f64 = 0.25;
 
+/// How long a `done` whose checks fail on the page the planner saw is looked at again
+/// (`RunState::page_to_judge`), and how often.
+const VERIFY_GRACE: Duration = Duration::from_secs(1);
+const VERIFY_POLL: Duration = Duration::from_millis(150);
+
 /// Where a run's time went (ms), stored with the run beside the planner's accounting.
 #[derive(Debug, Default)]
 pub(crate) struct RunTimes {

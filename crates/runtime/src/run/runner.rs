@@ -152,11 +152,14 @@ impl RunState<'_> {
             }
             let action = match step {
                 PlannerStep::Done { summary, checks } => {
+                    let page = self
+                        .page_to_judge(&request.assertions, &checks, observation)
+                        .await;
                     return self.verify(
                         &request.assertions,
                         &checks,
                         initial.as_ref(),
-                        &observation,
+                        &page,
                         summary,
                     );
                 }
@@ -423,6 +426,62 @@ impl RunState<'_> {
             _ => ReasonCode::ActionFailed,
         };
         Ending::new(reason, e.to_string())
+    }
+
+    /// The page a `done` is judged on: the one the planner saw when every check holds there;
+    /// else the page as it stands, looked at again for up to [`VERIFY_GRACE`] (within the
+    /// run's deadline) until they hold. A confirmation the page shows a moment after an
+    /// action settled (a save answered after the settle's window) is then seen, and a claim
+    /// the page does not bear out costs that second, never a wrong verdict.
+    async fn page_to_judge(
+        &self,
+        assertions: &[Assertion],
+        proposed: &[Assertion],
+        seen: Observation,
+    ) -> Observation {
+        let holds = |page: &Observation| {
+            assertions
+                .iter()
+                .chain(proposed)
+                .all(|check| check.check(page).0)
+        };
+        if assertions.is_empty() && proposed.is_empty() || holds(&seen) {
+            return seen;
+        }
+        let until = Instant::now() + VERIFY_GRACE;
+        let mut page = seen;
+        let mut looked = false;
+        while Instant::now() < until {
+            tokio::time::sleep(VERIFY_POLL).await;
+            let observing = Instant::now();
+            let observed = self
+                .guarded(self.tab.observe(&ObserveOptions::default()))
+                .await;
+            RunTimes::add(&self.times.capture, observing.elapsed());
+            match observed {
+                Ok(Ok(fresh)) => {
+                    page = fresh;
+                    looked = true;
+                }
+                // A page that cannot be seen now (gone, cancelled, out of time) is judged on
+                // the last one seen.
+                _ => break,
+            }
+            if holds(&page) {
+                break;
+            }
+        }
+        if looked {
+            self.runtime.emit(
+                &self.run_id,
+                EventKind::Observed {
+                    frame_id: page.frame_id().as_str().to_owned(),
+                    elements: page.interactive_elements().len(),
+                    aria_chars: page.aria_snapshot().chars().count(),
+                },
+            );
+        }
+        page
     }
 
     /// A `done` is checked by the runtime: the caller's checks and the planner's proposed ones

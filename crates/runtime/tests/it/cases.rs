@@ -46,6 +46,65 @@ async fn case_21_local_dom_flow_succeeds_only_when_verified() {
 }
 
 #[tokio::test]
+async fn a_confirmation_shown_just_after_the_click_settled_is_what_the_verdict_sees() {
+    let env = env("late-confirm", true).await;
+    crate::open(
+        &env.runtime,
+        &env.session,
+        &env.server.url("/rt/late-confirm.html"),
+    )
+    .await
+    .unwrap();
+    let saved = || {
+        vec![Assertion::TextPresent {
+            text: "Profile saved.".into(),
+        }]
+    };
+    // The page the planner saw after its click has no confirmation yet (it comes 450 ms after
+    // the click, past the settle's quiet window); the runtime looks at the page again.
+    let mut request = RunRequest::new("save the profile");
+    request.assertions = saved();
+    let result = env
+        .runtime
+        .run(
+            &env.session,
+            request,
+            script(vec![
+                Scripted::Click("Save".into()),
+                Scripted::Done("saved".into()),
+            ]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.status(), RunStatus::Succeeded, "{result:?}");
+    assert_eq!(result.reason_code(), ReasonCode::Verified);
+    // A claim the page never bears out is still refused, after that second.
+    let mut request = RunRequest::new("save the profile");
+    request.assertions = vec![Assertion::TextPresent {
+        text: "Profile deleted.".into(),
+    }];
+    let started = std::time::Instant::now();
+    let result = env
+        .runtime
+        .run(
+            &env.session,
+            request,
+            script(vec![Scripted::Done("deleted".into())]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.reason_code(),
+        ReasonCode::VerificationFailed,
+        "{result:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "the page was looked at again before the verdict"
+    );
+}
+
+#[tokio::test]
 async fn case_24_two_tabs_in_parallel_and_a_second_writer_is_refused() {
     let env = env("case24", true).await;
     let a = crate::open(&env.runtime, &env.session, &env.server.url("/form.html"))
