@@ -152,9 +152,13 @@ impl RunState<'_> {
             }
             let action = match step {
                 PlannerStep::Done { summary, checks } => {
-                    let page = self
+                    let page = match self
                         .page_to_judge(&request.assertions, &checks, observation)
-                        .await;
+                        .await
+                    {
+                        Ok(page) => page,
+                        Err(stopped) => return stopped,
+                    };
                     return self.verify(
                         &request.assertions,
                         &checks,
@@ -432,13 +436,14 @@ impl RunState<'_> {
     /// else the page as it stands, looked at again for up to [`VERIFY_GRACE`] (within the
     /// run's deadline) until they hold. A confirmation the page shows a moment after an
     /// action settled (a save answered after the settle's window) is then seen, and a claim
-    /// the page does not bear out costs that second, never a wrong verdict.
+    /// the page does not bear out costs that second, never a wrong verdict. A run stopped
+    /// meanwhile ends `cancelled`.
     async fn page_to_judge(
         &self,
         assertions: &[Assertion],
         proposed: &[Assertion],
         seen: Observation,
-    ) -> Observation {
+    ) -> Result<Observation, Ending> {
         let holds = |page: &Observation| {
             assertions
                 .iter()
@@ -446,24 +451,28 @@ impl RunState<'_> {
                 .all(|check| check.check(page).0)
         };
         if assertions.is_empty() && proposed.is_empty() || holds(&seen) {
-            return seen;
+            return Ok(seen);
         }
-        let until = Instant::now() + VERIFY_GRACE;
+        let until = (Instant::now() + VERIFY_GRACE).min(self.deadline);
         let mut page = seen;
         let mut looked = false;
         while Instant::now() < until {
-            tokio::time::sleep(VERIFY_POLL).await;
-            let observing = Instant::now();
             let observed = self
-                .guarded(self.tab.observe(&ObserveOptions::default()))
+                .guarded(async {
+                    tokio::time::sleep(VERIFY_POLL).await;
+                    let observing = Instant::now();
+                    let observed = self.tab.observe(&ObserveOptions::default()).await;
+                    RunTimes::add(&self.times.capture, observing.elapsed());
+                    observed
+                })
                 .await;
-            RunTimes::add(&self.times.capture, observing.elapsed());
             match observed {
                 Ok(Ok(fresh)) => {
                     page = fresh;
                     looked = true;
                 }
-                // A page that cannot be seen now (gone, cancelled, out of time) is judged on
+                Err(stopped) if self.cancel.is_cancelled() => return Err(stopped),
+                // A page that cannot be seen now (it is gone, the time ran out) is judged on
                 // the last one seen.
                 _ => break,
             }
@@ -481,7 +490,7 @@ impl RunState<'_> {
                 },
             );
         }
-        page
+        Ok(page)
     }
 
     /// A `done` is checked by the runtime: the caller's checks and the planner's proposed ones

@@ -102,6 +102,24 @@ async fn a_confirmation_shown_just_after_the_click_settled_is_what_the_verdict_s
         started.elapsed() >= Duration::from_millis(900),
         "the page was looked at again before the verdict"
     );
+    // A run stopped while its page is looked at again ends cancelled, not judged.
+    let mut events = env.runtime.subscribe_events();
+    let mut request = RunRequest::new("save the profile");
+    request.assertions = vec![Assertion::TextPresent {
+        text: "Profile deleted.".into(),
+    }];
+    let (handle, join) = env
+        .runtime
+        .start_run(
+            &env.session,
+            request,
+            script(vec![Scripted::Done("deleted".into())]),
+        )
+        .unwrap();
+    wait_for(&mut events, |k| matches!(k, EventKind::Observed { .. })).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    handle.cancel();
+    assert_eq!(join.await.unwrap().reason_code(), ReasonCode::Cancelled);
 }
 
 #[tokio::test]
