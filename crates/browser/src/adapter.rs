@@ -165,7 +165,16 @@ impl Chromium {
         // Known before any window exists: the first tab's window is made at the size that
         // fits, not resized after (~10–20 ms of a cold start).
         let window_frame = match &source {
-            BrowserSource::Launch(options) if options.headless => Some(HEADLESS_WINDOW_FRAME),
+            // The headless shell draws no toolbar: its window is its page.
+            BrowserSource::Launch(options) if options.headless => Some(
+                if cdp::launch::find_chromium(options.executable.as_deref())
+                    .is_ok_and(|found| cdp::launch::is_headless_shell(&found))
+                {
+                    (0, 0)
+                } else {
+                    HEADLESS_WINDOW_FRAME
+                },
+            ),
             _ => None,
         };
         Arc::new_cyclic(|me| Chromium {

@@ -141,6 +141,9 @@ impl Chromium {
 /// Why no Chromium binary was found (every place tried is named).
 pub use cdp::LaunchError;
 
+/// Whether a binary is Chromium's headless shell (launched with site isolation on, never headed).
+pub use cdp::launch::is_headless_shell;
+
 /// The Chromium binary `glovebox doctor` would launch, or why there is none.
 pub fn find_chromium(
     explicit: Option<&std::path::Path>,

@@ -85,6 +85,11 @@ pub enum LaunchError {
         context: String,
         source: std::io::Error,
     },
+    #[error(
+        "{} is Chromium's headless shell, which shows no window: a headed browser needs `chromium` (or leave --headed off)",
+        path.display()
+    )]
+    HeadedShell { path: PathBuf },
     #[error(transparent)]
     Connect(#[from] CdpError),
 }
@@ -167,6 +172,18 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
     Err(LaunchError::NotFound { tried })
 }
 
+/// Whether `executable` is Chromium's headless shell — the "old headless" build Debian ships as
+/// `chromium-headless-shell` and Chrome for Testing as `chrome-headless-shell`: pages with no
+/// browser window around them, which opens a tab in about half the time and CPU of `chromium
+/// --headless` (README, "Choosing the browser"). Headless only; never found on its own, only
+/// given (`--chromium`, `GLOVEBOX_CHROMIUM`).
+pub fn is_headless_shell(executable: &Path) -> bool {
+    executable
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.contains("headless-shell") || n.contains("headless_shell"))
+}
+
 /// Distribution launcher scripts and the browser binary each one runs.
 const LAUNCHERS: &[(&str, &str)] = &[("/usr/bin/chromium", "/usr/lib/chromium/chromium")];
 
@@ -234,6 +251,9 @@ impl Browser {
 
     async fn launch_once(options: &LaunchOptions) -> Result<Browser, LaunchError> {
         let executable = find_chromium(options.executable.as_deref())?;
+        if !options.headless && is_headless_shell(&executable) {
+            return Err(LaunchError::HeadedShell { path: executable });
+        }
         let profiles = options.data_dir.join("profiles");
         std::fs::create_dir_all(&profiles).map_err(|source| LaunchError::Io {
             context: format!("cannot create {}", profiles.display()),
@@ -265,6 +285,11 @@ impl Browser {
         }
         if options.headless {
             command.arg("--headless");
+        }
+        if is_headless_shell(&executable) {
+            // The shell leaves site isolation off: a cross-site frame would share its page's
+            // renderer. Glovebox's boundary and its frame handling assume every launch has it.
+            command.arg("--site-per-process");
         }
         if !options.sandbox {
             command.arg("--no-sandbox");

@@ -175,6 +175,10 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
         );
     } else {
         match ::browser::probe::find_chromium(global.chromium.as_deref()) {
+            Ok(path) if ::browser::probe::is_headless_shell(&path) => out!(
+                "  chromium   {} (the headless shell: site isolation turned on, no headed mode)",
+                path.display()
+            ),
             Ok(path) => out!("  chromium   {}", path.display()),
             Err(e) => {
                 out!("  chromium   not found");

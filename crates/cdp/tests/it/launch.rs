@@ -178,3 +178,62 @@ fn a_distribution_launcher_script_is_replaced_by_the_binary_it_runs() {
     // A path given explicitly is used as given, script or not.
     assert_eq!(find_chromium(Some(launcher)).unwrap(), launcher);
 }
+
+/// Chromium's headless shell (`make test` installs Debian's `chromium-headless-shell` beside
+/// `chromium`) leaves site isolation off; Glovebox launches it with it on, so a cross-site frame
+/// runs in a renderer of its own and attaches as its own session, as in `chromium`. It shows no
+/// window, so a headed launch of it is refused with what to use instead.
+#[tokio::test]
+async fn the_headless_shell_runs_with_site_isolation_and_is_never_launched_headed() {
+    let shell = PathBuf::from("/usr/lib/chromium/chromium-headless-shell");
+    assert!(
+        shell.exists(),
+        "no {}: `make test` installs Debian's chromium-headless-shell (scripts/ensure-chromium.sh)",
+        shell.display()
+    );
+    assert!(cdp::launch::is_headless_shell(&shell));
+    assert!(!cdp::launch::is_headless_shell(&PathBuf::from(
+        "/usr/lib/chromium/chromium"
+    )));
+    let mut options = LaunchOptions::new(data_dir());
+    options.executable = Some(shell);
+    options.headless = false;
+    match Browser::launch(&options).await {
+        Err(e @ LaunchError::HeadedShell { .. }) => {
+            assert!(e.to_string().contains("needs `chromium`"), "{e}")
+        }
+        other => panic!("a headed shell is refused: {other:?}"),
+    }
+    options.headless = true;
+    let browser = Browser::launch(&options).await.expect("the shell launches");
+    let conn = browser
+        .connect(cdp::ConnectionOptions::default())
+        .await
+        .expect("connects");
+    let server = test_support::FixtureServer::start().await.unwrap();
+    server.html("/child", "<title>child</title><p>inside</p>");
+    server.html(
+        "/parent",
+        format!(
+            "<title>parent</title><iframe src='{}'></iframe>",
+            server.url_on_host("localhost", "/child")
+        ),
+    );
+    let tab = conn
+        .browser()
+        .create_page("about:blank", None)
+        .await
+        .unwrap();
+    let children = cdp::ChildTargets::enable(&tab).await.unwrap();
+    crate::goto(&tab, &server.url("/parent")).await;
+    let isolated = children
+        .wait_until(Duration::from_secs(10), |c| {
+            c.iter().any(|c| c.info.target_type == "iframe")
+        })
+        .await;
+    assert!(
+        isolated,
+        "the cross-site frame has its own renderer: {:?}",
+        children.list()
+    );
+}
