@@ -5,12 +5,18 @@
 - the same with a browser already running (`--browser-endpoint`): Glovebox's own share of it,
   without Chromium's start-up (~0.3 s on a 2-core machine before it answers at all);
 - a click with its fresh observation: one `act` click (its result carries the observation);
+- `tab_open` in a running session: a new tab (a window of its own, a renderer) at a loaded,
+  observed page, and the CPU the whole machine spent per `tab_open` and its `tab_close` (all
+  processes: Glovebox, Chromium's browser, renderers and GPU process; on a quiet machine that is
+  the cost of a tab) — the figure that bounds `make fuzz`'s calls per second;
 - the floor under the two start-up figures: the same CDP steps from a bare client with no
   Glovebox in between (launch over the DevTools pipe with Glovebox's flags, a browser context, a
   blank tab, attach, enable, navigate, the load event), cold and on a browser already running.
 Pages are served on 127.0.0.1; each start gets a fresh data directory.
 
-Usage: scripts/bench_mcp.py [--glovebox PATH] [--starts N] [--clicks N]
+Usage: scripts/bench_mcp.py [--glovebox PATH] [--starts N] [--clicks N] [--opens N]
+(`GLOVEBOX_CHROMIUM=/usr/lib/chromium/chromium-headless-shell` runs Glovebox on the headless shell;
+the raw floor stays on `chromium`.)
 """
 import argparse, http.server, json, os, re, shutil, subprocess, sys, tempfile, threading, time
 
@@ -50,6 +56,13 @@ class Mcp(bench_peers.Mcp):
         if result.get("isError"):
             raise RuntimeError(result)
         return result
+
+
+def machine_cpu_ms():
+    """CPU time every process on the machine has used (user, nice, system, irq, softirq), ms."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def median(xs):
@@ -182,6 +195,7 @@ def main():
     parser.add_argument("--glovebox", default=os.path.join(ROOT, "target/release/glovebox"))
     parser.add_argument("--starts", type=int, default=7)
     parser.add_argument("--clicks", type=int, default=50)
+    parser.add_argument("--opens", type=int, default=20)
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -234,6 +248,15 @@ def main():
         frame = header(acted)["frame_id"]
         if i >= 3:
             clicks.append(took)
+    opens, tab_cpu = [], []
+    for i in range(args.opens + 2):
+        cpu_before, started = machine_cpu_ms(), time.perf_counter()
+        opened = mcp.tool("tab_open", {"url": page})
+        took = (time.perf_counter() - started) * 1000
+        mcp.tool("tab_close", {"surface": header(opened)["opened"]})
+        if i >= 2:
+            opens.append(took)
+            tab_cpu.append(machine_cpu_ms() - cpu_before)
     mcp.close()
     shutil.rmtree(data, ignore_errors=True)
     shutil.rmtree(config_dir, ignore_errors=True)
@@ -243,6 +266,8 @@ def main():
     print(f"mcp cold start to the first navigate        median {median(firsts):8.1f} ms  (n={len(firsts)})")
     print(f"mcp cold start to the first navigate, browser already running  median {median(warm):8.1f} ms  (n={len(warm)})")
     print(f"mcp click with its fresh observation        median {median(clicks):8.1f} ms  (n={len(clicks)})")
+    print(f"mcp tab_open in a running session           median {median(opens):8.1f} ms  (n={len(opens)})")
+    print(f"machine CPU per tab_open and its tab_close  median {median(tab_cpu):8.1f} ms  (n={len(tab_cpu)})")
     print(f"raw CDP floor: cold start to the first navigate  median {raw_cold:8.1f} ms  (n={args.starts})")
     print(f"raw CDP floor: first navigate on a running browser  median {raw_running:8.1f} ms  (n={args.starts})")
 
