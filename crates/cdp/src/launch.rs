@@ -146,7 +146,7 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
         .map(PathBuf::from);
     for candidate in explicit.map(Path::to_path_buf).into_iter().chain(env) {
         if is_executable(&candidate) {
-            return Ok(candidate);
+            return Ok(unwrapped(candidate));
         }
         tried.push(candidate);
     }
@@ -182,6 +182,25 @@ pub fn is_headless_shell(executable: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.contains("headless-shell") || n.contains("headless_shell"))
+}
+
+/// Wrapper scripts that run a browser binary as their child, without `exec`, and add nothing:
+/// launched through one, the browser is not Glovebox's child, so it outlives a killed Glovebox
+/// and cannot be frozen or watched by its pid. Replaced by the binary even when given explicitly.
+const CHILD_WRAPPERS: &[(&str, &str)] = &[(
+    "/usr/bin/chromium-headless-shell",
+    "/usr/lib/chromium/chromium-headless-shell",
+)];
+
+/// The binary behind `found` when it is one of [`CHILD_WRAPPERS`]; else `found`.
+fn unwrapped(found: PathBuf) -> PathBuf {
+    let canonical = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
+    CHILD_WRAPPERS
+        .iter()
+        .find(|(wrapper, _)| canonical == Path::new(wrapper))
+        .map(|(_, binary)| PathBuf::from(binary))
+        .filter(|binary| is_executable(binary))
+        .unwrap_or(found)
 }
 
 /// Distribution launcher scripts and the browser binary each one runs.

@@ -192,6 +192,15 @@ async fn the_headless_shell_runs_with_site_isolation_and_is_never_launched_heade
         shell.display()
     );
     assert!(cdp::launch::is_headless_shell(&shell));
+    // Debian's /usr/bin wrapper runs it as a child without `exec` (it would outlive a killed
+    // Glovebox): the binary is launched instead, even when the wrapper is named.
+    assert_eq!(
+        find_chromium(Some(std::path::Path::new(
+            "/usr/bin/chromium-headless-shell"
+        )))
+        .unwrap(),
+        shell
+    );
     assert!(!cdp::launch::is_headless_shell(&PathBuf::from(
         "/usr/lib/chromium/chromium"
     )));
