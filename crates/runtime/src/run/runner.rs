@@ -79,16 +79,7 @@ impl RunState<'_> {
                 initial = Some(observation.clone());
             }
             self.last_url = observation.url().to_owned();
-            self.runtime
-                .note_observed(self.entry.target(), observation.title());
-            self.runtime.emit(
-                &self.run_id,
-                EventKind::Observed {
-                    frame_id: observation.frame_id().as_str().to_owned(),
-                    elements: observation.interactive_elements().len(),
-                    aria_chars: observation.aria_snapshot().chars().count(),
-                },
-            );
+            self.observed(&observation);
             // A same-tab move to another origin voids the grant for the old one.
             let now_origin = self
                 .tab
@@ -481,16 +472,24 @@ impl RunState<'_> {
             }
         }
         if looked {
-            self.runtime.emit(
-                &self.run_id,
-                EventKind::Observed {
-                    frame_id: page.frame_id().as_str().to_owned(),
-                    elements: page.interactive_elements().len(),
-                    aria_chars: page.aria_snapshot().chars().count(),
-                },
-            );
+            self.observed(&page);
         }
         Ok(page)
+    }
+
+    /// What every observation a run takes is followed by: the tab's title for the surface
+    /// registry, and the `observed` event.
+    fn observed(&self, observation: &Observation) {
+        self.runtime
+            .note_observed(self.entry.target(), observation.title());
+        self.runtime.emit(
+            &self.run_id,
+            EventKind::Observed {
+                frame_id: observation.frame_id().as_str().to_owned(),
+                elements: observation.interactive_elements().len(),
+                aria_chars: observation.aria_snapshot().chars().count(),
+            },
+        );
     }
 
     /// A `done` is checked by the runtime: the caller's checks and the planner's proposed ones
