@@ -35,10 +35,11 @@ const KNOWN_LOCATIONS: &[&str] = &[
     "/opt/google/chrome/chrome",
 ];
 
-/// Flags every launch gets (the README lists them and why); background networking is off because test and CI
-/// machines have no internet and Chromium would otherwise retry connections forever. The
-/// omnibox's WebUI popups are off because every window Chromium opens (one per tab here) loads
-/// two of them as hidden pages nobody sees: ~100 ms of CPU and ~40 ms per `tab_open`.
+/// Flags every launch gets (the README lists them and why). Background networking is off
+/// because test and CI machines have no internet and Chromium would otherwise retry connections
+/// forever. The omnibox's WebUI popups are off because every window Chromium opens (one per tab
+/// here) loads two of them as hidden pages nobody sees: ~100 ms of CPU and ~40 ms per
+/// `tab_open`.
 const BASE_FLAGS: &[&str] = &[
     "--disable-gpu",
     "--disable-background-networking",
