@@ -67,6 +67,11 @@ pub enum LaunchError {
         tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     )]
     NotFound { tried: Vec<PathBuf> },
+    #[error(
+        "the Chromium named ({}) is not an executable file: fix the path given with --chromium, {CHROMIUM_ENV} or the config file's `chromium`, or leave it unset to search PATH (Debian/Ubuntu: `apt-get install -y chromium`)",
+        path.display()
+    )]
+    NamedMissing { path: PathBuf },
     #[error("cannot start {}: {source}", path.display())]
     Spawn {
         path: PathBuf,
@@ -137,19 +142,21 @@ impl LaunchOptions {
     }
 }
 
-/// Finds the Chromium binary: explicit path, then `$GLOVEBOX_CHROMIUM`, then `PATH`, then known
-/// locations; one found on `PATH` or at a known location that is a distribution's launcher
+/// Finds the Chromium binary: the explicit path, else `$GLOVEBOX_CHROMIUM` (either one, when given,
+/// must be an executable: nothing else is tried), else `PATH`, then known locations; one found on `PATH` or at a known location that is a distribution's launcher
 /// script is replaced by the binary it runs ([`behind_launcher`]).
 pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
     let mut tried = Vec::new();
     let env = std::env::var_os(CHROMIUM_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    for candidate in explicit.map(Path::to_path_buf).into_iter().chain(env) {
-        if is_executable(&candidate) {
-            return Ok(unwrapped(candidate));
+    // A binary someone named is the one they meant: another one found instead would run the
+    // wrong browser without a word.
+    if let Some(named) = explicit.map(Path::to_path_buf).or(env) {
+        if is_executable(&named) {
+            return Ok(unwrapped(named));
         }
-        tried.push(candidate);
+        return Err(LaunchError::NamedMissing { path: named });
     }
     let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())

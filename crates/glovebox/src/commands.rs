@@ -103,7 +103,7 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             ),
         },
         Err(e) => {
-            out!("  config     {e:#}");
+            out!("  config     {}", crate::reason(&e));
             return Ok(ExitCode::FAILURE);
         }
     }
@@ -207,7 +207,7 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
         Ok(handle) => handle,
         Err(e) => {
             out!("  launch     FAILED");
-            out!("fix: {e:#}");
+            out!("fix: {}", crate::reason(&e));
             return Ok(ExitCode::FAILURE);
         }
     };

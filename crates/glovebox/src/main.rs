@@ -21,6 +21,23 @@ macro_rules! out_part {
     }};
 }
 
+/// An error with its causes on one line, each said once: a message that already quotes its cause
+/// (`cannot listen on {addr}: {source}`) is not followed by that cause again, as `{:#}` would.
+fn reason(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
+}
+
 mod bench;
 mod browser;
 mod cli;
@@ -94,7 +111,7 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("glovebox: {e:#}");
+            eprintln!("glovebox: {}", reason(&e));
             std::process::ExitCode::FAILURE
         }
     }

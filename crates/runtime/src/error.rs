@@ -42,7 +42,7 @@ pub enum RuntimeError {
     ApprovalDenied { summary: String },
     #[error("the run was cancelled")]
     Cancelled,
-    #[error("{0}")]
+    #[error(transparent)]
     Surface(#[from] SurfaceError),
     #[error("invalid action: {0}")]
     InvalidAction(String),

@@ -25,15 +25,14 @@ async fn no_chromium_process_remains_after_the_browser_is_dropped() {
 
 #[tokio::test]
 async fn a_missing_binary_names_what_was_tried_and_how_to_install() {
-    let err = find_chromium(Some(&PathBuf::from("/nonexistent/chrome"))).map(|_| ());
-    // Either something else on the machine is found (fine) or the error is helpful.
-    if let Err(err) = err {
-        let text = err.to_string();
-        assert!(
-            text.contains("/nonexistent/chrome") && text.contains("apt-get install -y chromium"),
-            "{text}"
-        );
-    }
+    // A binary someone named is the one meant: nothing else on the machine is run instead.
+    let err = find_chromium(Some(&PathBuf::from("/nonexistent/chrome"))).unwrap_err();
+    assert!(matches!(err, LaunchError::NamedMissing { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("/nonexistent/chrome") && text.contains("apt-get install -y chromium"),
+        "{text}"
+    );
     let mut options = LaunchOptions::new(data_dir());
     options.executable = Some(PathBuf::from("/bin/false"));
     match Browser::launch(&options).await {

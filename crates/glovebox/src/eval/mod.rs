@@ -267,11 +267,16 @@ async fn attempt(
             On::Desktop(d) => {
                 d.open(&session, task, case, apps, &mut app)
                     .await
-                    .map_err(|e| Ending::Environment(format!("the app did not open: {e:#}")))?;
+                    .map_err(|e| {
+                        Ending::Environment(format!("the app did not open: {}", crate::reason(&e)))
+                    })?;
             }
             On::Vm(g) => {
                 g.open(&session, task, case).await.map_err(|e| {
-                    Ending::Environment(format!("the guest's app did not open: {e:#}"))
+                    Ending::Environment(format!(
+                        "the guest's app did not open: {}",
+                        crate::reason(&e)
+                    ))
                 })?;
             }
             _ => {
@@ -331,7 +336,7 @@ async fn attempt(
                 }
                 person_between_turns(rt, &session, phase.then.as_deref(), &url)
                     .await
-                    .map_err(|e| Ending::Environment(format!("{e:#}")))?;
+                    .map_err(|e| Ending::Environment(crate::reason(&e)))?;
             }
             result = Some(ran);
         }

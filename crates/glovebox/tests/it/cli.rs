@@ -38,12 +38,46 @@ fn doctor_names_the_fix_when_chromium_is_missing() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // On machines with Chromium at a fixed location it is still found; otherwise the fix is named.
-    if !out.status.success() {
-        assert!(
-            stdout.contains("apt-get install -y chromium") && stdout.contains("GLOVEBOX_CHROMIUM"),
-            "{stdout}"
-        );
+    // The binary named is the one meant: no other Chromium on the machine is run instead.
+    assert!(!out.status.success(), "{stdout}");
+    for expected in [
+        "/nonexistent/chromium",
+        "GLOVEBOX_CHROMIUM",
+        "apt-get install -y chromium",
+    ] {
+        assert!(stdout.contains(expected), "lacks {expected:?}: {stdout}");
+    }
+}
+
+/// A failure's reason is said once, not once per layer that wraps it.
+#[tokio::test]
+async fn a_failure_says_its_reason_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = data_dir("reason-once");
+    let (serve, observe) = tokio::task::spawn_blocking(move || {
+        let serve = glovebox(&dir)
+            .args(["serve", "--bind", &addr])
+            .output()
+            .unwrap();
+        // Chromium refuses port 1 itself (net::ERR_UNSAFE_PORT): a browser's reason, through
+        // the runtime's error and the command's context.
+        let observe = glovebox(&dir)
+            .args(["observe", "http://127.0.0.1:1/"])
+            .output()
+            .unwrap();
+        (serve, observe)
+    })
+    .await
+    .unwrap();
+    drop(taken);
+    for (out, reason) in [
+        (serve, "Address already in use"),
+        (observe, "ERR_UNSAFE_PORT"),
+    ] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert_eq!(stderr.matches(reason).count(), 1, "{stderr}");
     }
 }
 
