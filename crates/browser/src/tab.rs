@@ -566,6 +566,25 @@ fn note_orphan(state: &mut TabState, id: String, url: String) {
     }
 }
 
+/// Records a `Page.downloadWillBegin`: from the tab's own event task, or from an action's settling
+/// that saw it first (the same download once, by its guid).
+pub(crate) fn note_download(state: &mut TabState, event: &cdp::Event) {
+    let text = |k: &str| {
+        event
+            .params
+            .get(k)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let guid = text("guid");
+    if state.downloads_began.len() < 16 && !state.downloads_began.iter().any(|(g, _)| *g == guid) {
+        state
+            .downloads_began
+            .push((guid, text("suggestedFilename")));
+    }
+}
+
 fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
     let mut state = lock(state);
     match event.method.as_str() {
@@ -591,21 +610,7 @@ fn on_event(state: &Mutex<TabState>, event: &cdp::Event) {
                 }
             }
         }
-        "Page.downloadWillBegin" => {
-            let text = |k: &str| {
-                event
-                    .params
-                    .get(k)
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            if state.downloads_began.len() < 16 {
-                state
-                    .downloads_began
-                    .push((text("guid"), text("suggestedFilename")));
-            }
-        }
+        "Page.downloadWillBegin" => note_download(&mut state, event),
         "Network.requestWillBeSent" => {
             if let Some(key) = request_key(&event.params) {
                 if state.recent_requests.len() >= 64 {

@@ -2,6 +2,7 @@
 //! briefly for the requests it started and for the DOM to go quiet. Never past the deadline;
 //! not the dispatch itself.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use cdp::EventStream;
@@ -22,6 +23,8 @@ pub(super) const NAVIGATION_EVENTS: &[&str] = &[
     "Network.requestWillBeSent",
     "Network.loadingFinished",
     "Network.loadingFailed",
+    "Network.responseReceived",
+    "Page.downloadWillBegin",
 ];
 
 /// How long settling waits for requests the action started.
@@ -31,39 +34,59 @@ const DOM_SETTLE: Duration = Duration::from_millis(300);
 /// After requests the action started have finished: the page's own delay before the first
 /// quiet check, so the code awaiting their responses has run.
 const RESPONSE_GRACE_MS: u32 = 50;
+/// How long settling waits for Chromium to announce a download after the main frame's document
+/// request was cancelled without a document (it came 2–8 ms after the frame stopped loading).
+const DOWNLOAD_GRACE: Duration = Duration::from_millis(250);
 /// How many times settling looks again for requests the page started while it waited.
 const SETTLE_ROUNDS: usize = 3;
+
+/// What settling has seen of the action's effects so far.
+#[derive(Default)]
+struct Progress {
+    /// The main frame began navigating.
+    navigating: bool,
+    /// Where that navigation got to: it loaded (or stopped loading), or it stayed within the
+    /// document (a fragment, `pushState`), which never fires a load.
+    arrived: Option<SettleEnd>,
+    /// Requests the action (or the page after it) started that have not ended.
+    in_flight: HashSet<String>,
+    /// How many requests settling waited for.
+    awaited: usize,
+    /// The main frame's document requests.
+    documents: HashSet<String>,
+    /// The last of them was cancelled without a document, not for a 204 or 205: a download
+    /// (Chromium hands the response to its download manager and announces it a few ms after the
+    /// frame stops loading), or a navigation the page stopped.
+    document_cancelled: bool,
+    /// The page began a download (noted on the tab).
+    download_began: bool,
+}
 
 impl Tab {
     /// After dispatch: follow a navigation the action requested to its load; else wait for the
     /// requests it started (≤ 500 ms) and a short DOM-quiet window (≤ 300 ms). Never past `until`.
     pub(super) async fn settle(&self, events: &mut EventStream, until: Instant) {
         let started = Instant::now();
-        let mut awaited = 0;
-        let end = self.settle_inner(events, until, &mut awaited).await;
+        let mut progress = Progress::default();
+        let end = self.settle_inner(events, until, &mut progress).await;
         let mut state = lock(&self.state);
         state.settled += started.elapsed();
         state.settled_by = end;
-        state.awaited_requests += awaited;
+        state.awaited_requests += progress.awaited;
     }
 
     async fn settle_inner(
         &self,
         events: &mut EventStream,
         until: Instant,
-        awaited: &mut usize,
+        progress: &mut Progress,
     ) -> SettleEnd {
         // Events the action caused were sent before its reply, so they are queued already.
-        let mut navigating = false;
-        // Where a navigation of the main frame got to: it loaded (or stopped loading), or it
-        // stayed within the document (a fragment, `pushState`), which never fires a load.
-        let mut arrived: Option<SettleEnd> = None;
-        let mut in_flight = std::collections::HashSet::new();
         let (main_frame, periodic) = {
             let state = lock(&self.state);
             // Requests the page also sent before this action began: its own polling, which the
             // action neither started nor has to wait for (a busy page never goes quiet).
-            let periodic: std::collections::HashSet<String> = match state.action_started {
+            let periodic: HashSet<String> = match state.action_started {
                 Some(started) => state
                     .recent_requests
                     .iter()
@@ -77,12 +100,10 @@ impl Tab {
         let is_periodic = |event: &cdp::Event| {
             crate::tab::request_key(&event.params).is_some_and(|k| periodic.contains(&k))
         };
-        let take = |event: &cdp::Event,
-                    navigating: &mut bool,
-                    arrived: &mut Option<SettleEnd>,
-                    in_flight: &mut std::collections::HashSet<String>,
-                    awaited: &mut usize|
-         -> bool {
+        // Takes one event into `progress`; true when a dialog opened (settling ends there: whatever
+        // reads the page next would block on it). A dialog or a download the action began is
+        // recorded on the tab at once: the tab's own event task may not have got to it yet.
+        let take = |event: &cdp::Event, progress: &mut Progress| -> bool {
             let id = event
                 .params
                 .get("requestId")
@@ -91,12 +112,23 @@ impl Tab {
             let main =
                 event.params.get("frameId").and_then(Value::as_str) == Some(main_frame.as_str());
             match event.method.as_str() {
-                "Page.javascriptDialogOpening" => return true,
-                "Page.navigatedWithinDocument" if main => *arrived = Some(SettleEnd::SameDocument),
-                "Page.frameStoppedLoading" if main && *navigating => {
-                    *arrived = Some(arrived.unwrap_or(SettleEnd::Loaded))
+                "Page.javascriptDialogOpening" => {
+                    self.note_dialog(event);
+                    return true;
                 }
-                "Page.loadEventFired" if *navigating => *arrived = Some(SettleEnd::Loaded),
+                "Page.downloadWillBegin" => {
+                    crate::tab::note_download(&mut lock(&self.state), event);
+                    progress.download_began = true;
+                }
+                "Page.navigatedWithinDocument" if main => {
+                    progress.arrived = Some(SettleEnd::SameDocument)
+                }
+                "Page.frameStoppedLoading" if main && progress.navigating => {
+                    progress.arrived = Some(progress.arrived.unwrap_or(SettleEnd::Loaded))
+                }
+                "Page.loadEventFired" if progress.navigating => {
+                    progress.arrived = Some(SettleEnd::Loaded)
+                }
                 // A navigation requested into another tab or window (a Ctrl-, Shift- or middle-click
                 // on a link: disposition newTab/newWindow), or a download, leaves this page as it
                 // is: waiting for its load here stalled the action until its deadline.
@@ -107,30 +139,48 @@ impl Tab {
                         .and_then(Value::as_str)
                         .is_some_and(|d| d != "currentTab") => {}
                 "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
-                    *navigating |= main;
+                    progress.navigating |= main;
                 }
                 "Network.requestWillBeSent" if is_periodic(event) => {}
                 "Network.requestWillBeSent" => {
-                    if id.as_ref().is_some_and(|id| !in_flight.contains(id)) {
-                        *awaited += 1;
+                    if let Some(id) = id {
+                        if main
+                            && event.params.get("type").and_then(Value::as_str) == Some("Document")
+                        {
+                            progress.documents.insert(id.clone());
+                        }
+                        if progress.in_flight.insert(id) {
+                            progress.awaited += 1;
+                        }
                     }
-                    in_flight.extend(id);
+                }
+                // A 204 or 205 is cancelled too, and never a download.
+                "Network.responseReceived" => {
+                    let status = event
+                        .params
+                        .pointer("/response/status")
+                        .and_then(Value::as_u64);
+                    if let Some(id) = id
+                        && matches!(status, Some(204 | 205))
+                    {
+                        progress.documents.remove(&id);
+                    }
                 }
                 "Network.loadingFinished" | "Network.loadingFailed" => {
                     if let Some(id) = id {
-                        in_flight.remove(&id);
+                        progress.in_flight.remove(&id);
+                        if progress.documents.contains(&id) {
+                            // The last document request decides (a later navigation that loads
+                            // replaced a cancelled one).
+                            progress.document_cancelled = event.method == "Network.loadingFailed"
+                                && event.params.get("canceled").and_then(Value::as_bool)
+                                    == Some(true);
+                        }
                     }
                 }
                 _ => {}
             }
             false
-        };
-        // A dialog the action opened is recorded here, at once: the tab's own event task may not
-        // have got to it yet, and whatever reads the page next would block on the dialog.
-        let dialog = |event: &cdp::Event| {
-            if event.method == "Page.javascriptDialogOpening" {
-                self.note_dialog(event);
-            }
         };
         let requests_until =
             Instant::now() + REQUEST_SETTLE.min(until.saturating_duration_since(Instant::now()));
@@ -140,33 +190,19 @@ impl Tab {
             while let Ok(Some(Ok(event))) =
                 tokio::time::timeout(Duration::ZERO, events.recv()).await
             {
-                dialog(&event);
                 started |= event.method == "Network.requestWillBeSent" && !is_periodic(&event);
-                if take(
-                    &event,
-                    &mut navigating,
-                    &mut arrived,
-                    &mut in_flight,
-                    awaited,
-                ) {
+                if take(&event, progress) {
                     return SettleEnd::Dialog;
                 }
             }
-            if round > 0 && !started && !navigating {
+            if round > 0 && !started && !progress.navigating {
                 return SettleEnd::Quiet;
             }
-            while !navigating && !in_flight.is_empty() {
+            while !progress.navigating && !progress.in_flight.is_empty() {
                 let left = requests_until.saturating_duration_since(Instant::now());
                 match tokio::time::timeout(left, events.recv()).await {
                     Ok(Some(Ok(event))) => {
-                        dialog(&event);
-                        if take(
-                            &event,
-                            &mut navigating,
-                            &mut arrived,
-                            &mut in_flight,
-                            awaited,
-                        ) {
+                        if take(&event, progress) {
                             return SettleEnd::Dialog;
                         }
                     }
@@ -174,22 +210,15 @@ impl Tab {
                     Ok(None) | Err(_) => break,
                 }
             }
-            if navigating {
+            if progress.navigating {
                 let left = until
                     .saturating_duration_since(Instant::now())
                     .min(Duration::from_secs(10));
                 let waited = tokio::time::timeout(left, async {
-                    while arrived.is_none() {
+                    while progress.arrived.is_none() {
                         match events.recv().await {
                             Some(Ok(event)) => {
-                                dialog(&event);
-                                if take(
-                                    &event,
-                                    &mut navigating,
-                                    &mut arrived,
-                                    &mut in_flight,
-                                    awaited,
-                                ) {
+                                if take(&event, progress) {
                                     return SettleEnd::Dialog;
                                 }
                             }
@@ -197,13 +226,37 @@ impl Tab {
                             None => return SettleEnd::Deadline,
                         }
                     }
-                    arrived.unwrap_or(SettleEnd::Loaded)
+                    progress.arrived.unwrap_or(SettleEnd::Loaded)
                 })
                 .await
                 .unwrap_or(SettleEnd::Deadline);
-                if waited == SettleEnd::SameDocument {
+                match waited {
                     // `hashchange` and `popstate` handlers run now: let their DOM updates land.
-                    self.dom_quiet(until, 0, 0).await;
+                    SettleEnd::SameDocument => self.dom_quiet(until, 0, 0).await,
+                    // The document never came: if that was a download, Chromium announces it
+                    // just after the frame stops loading, and the receipt is to name it.
+                    SettleEnd::Loaded
+                        if progress.document_cancelled && !progress.download_began =>
+                    {
+                        let left = until
+                            .saturating_duration_since(Instant::now())
+                            .min(DOWNLOAD_GRACE);
+                        let _ = tokio::time::timeout(left, async {
+                            while !progress.download_began {
+                                match events.recv().await {
+                                    Some(Ok(event)) => {
+                                        if take(&event, progress) {
+                                            return;
+                                        }
+                                    }
+                                    Some(Err(_)) => {}
+                                    None => return,
+                                }
+                            }
+                        })
+                        .await;
+                    }
+                    _ => {}
                 }
                 return waited;
             }

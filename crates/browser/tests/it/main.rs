@@ -35,6 +35,17 @@ pub async fn env() -> Env {
     .await
     .expect("Chromium launches (make test installs it)");
     let conn = browser.connect(ConnectionOptions::default()).await.unwrap();
+    // As the adapter sets up a browser it launched: no download lands anywhere unless an action
+    // asked for it. (Left unset, `chromium` saves into ~/Downloads and the headless shell drops
+    // it without a `Page.downloadWillBegin`.)
+    conn.browser()
+        .send_raw(
+            "Browser.setDownloadBehavior",
+            serde_json::json!({"behavior": "deny"}),
+            conn.default_timeout(),
+        )
+        .await
+        .unwrap();
     Env {
         _browser: browser,
         conn,
