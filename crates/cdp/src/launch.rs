@@ -68,7 +68,7 @@ pub enum LaunchError {
     )]
     NotFound { tried: Vec<PathBuf> },
     #[error(
-        "the Chromium named ({}) is not an executable file: fix the path given with --chromium, {CHROMIUM_ENV} or the config file's `chromium`, or leave it unset to search PATH (Debian/Ubuntu: `apt-get install -y chromium`)",
+        "no executable Chromium at {} (named with --chromium, {CHROMIUM_ENV} or the config file's `chromium`; a bare name is looked up on PATH): fix it, or leave it unset to search PATH and the usual locations (Debian/Ubuntu: `apt-get install -y chromium`)",
         path.display()
     )]
     NamedMissing { path: PathBuf },
@@ -152,15 +152,26 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
         .map(PathBuf::from);
     // A binary someone named is the one they meant: another one found instead would run the
     // wrong browser without a word.
-    if let Some(named) = explicit.map(Path::to_path_buf).or(env) {
-        if is_executable(&named) {
-            return Ok(unwrapped(named));
-        }
-        return Err(LaunchError::NamedMissing { path: named });
-    }
     let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
+    // A binary someone named is the one they meant: another one found instead would run the
+    // wrong browser without a word. A bare name (`google-chrome`) is looked up on PATH, as a
+    // shell would.
+    if let Some(named) = explicit.map(Path::to_path_buf).or(env) {
+        let bare = named.components().count() == 1 && !named.is_absolute();
+        let found = if bare && !is_executable(&named) {
+            path_dirs
+                .iter()
+                .map(|dir| dir.join(&named))
+                .find(|candidate| is_executable(candidate))
+        } else {
+            Some(named.clone()).filter(|path| is_executable(path))
+        };
+        return found
+            .map(unwrapped)
+            .ok_or(LaunchError::NamedMissing { path: named });
+    }
     for name in PATH_NAMES {
         for dir in &path_dirs {
             let candidate = dir.join(name);

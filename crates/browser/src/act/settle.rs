@@ -141,15 +141,16 @@ impl Tab {
                 "Page.frameRequestedNavigation" | "Page.frameStartedLoading" => {
                     progress.navigating |= main;
                 }
-                "Network.requestWillBeSent" if is_periodic(event) => {}
                 "Network.requestWillBeSent" => {
+                    // A document of the main frame is a navigation, never the page's polling,
+                    // even to a URL it asked for before (the same export link, clicked again).
+                    let document = main
+                        && event.params.get("type").and_then(Value::as_str) == Some("Document");
                     if let Some(id) = id {
-                        if main
-                            && event.params.get("type").and_then(Value::as_str) == Some("Document")
-                        {
+                        if document {
                             progress.documents.insert(id.clone());
                         }
-                        if progress.in_flight.insert(id) {
+                        if !is_periodic(event) && progress.in_flight.insert(id) {
                             progress.awaited += 1;
                         }
                     }
@@ -241,20 +242,24 @@ impl Tab {
                         let left = until
                             .saturating_duration_since(Instant::now())
                             .min(DOWNLOAD_GRACE);
-                        let _ = tokio::time::timeout(left, async {
+                        let dialog = tokio::time::timeout(left, async {
                             while !progress.download_began {
                                 match events.recv().await {
                                     Some(Ok(event)) => {
                                         if take(&event, progress) {
-                                            return;
+                                            return true;
                                         }
                                     }
                                     Some(Err(_)) => {}
-                                    None => return,
+                                    None => break,
                                 }
                             }
+                            false
                         })
                         .await;
+                        if dialog == Ok(true) {
+                            return SettleEnd::Dialog;
+                        }
                     }
                     _ => {}
                 }

@@ -722,6 +722,22 @@ async fn a_download_nobody_asked_for_is_named_in_the_receipt() {
         detail.contains(r#"began a download ("export.csv")"#) && detail.contains("expect_download"),
         "{detail:?}"
     );
+    // The same link again: a request to a URL the page sent before is not taken for its polling
+    // when it is the main frame's document.
+    let (outcome, o) = act(
+        &tab,
+        on(
+            &o.expect("the page stays"),
+            json!({"type": "click", "target": text("Export all")}),
+        ),
+        &ActOptions::default(),
+    )
+    .await;
+    let detail = outcome.receipt.detail().unwrap_or_default();
+    assert!(
+        detail.contains(r#"began a download ("export.csv")"#),
+        "{detail:?}"
+    );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("downloads-export-{}", std::process::id()));
     let options = ActOptions {

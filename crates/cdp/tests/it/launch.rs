@@ -33,6 +33,9 @@ async fn a_missing_binary_names_what_was_tried_and_how_to_install() {
         text.contains("/nonexistent/chrome") && text.contains("apt-get install -y chromium"),
         "{text}"
     );
+    // A bare name is looked up on PATH, and is refused when it is not there either.
+    let err = find_chromium(Some(&PathBuf::from("no-such-chrome-anywhere"))).unwrap_err();
+    assert!(matches!(err, LaunchError::NamedMissing { .. }), "{err:?}");
     let mut options = LaunchOptions::new(data_dir());
     options.executable = Some(PathBuf::from("/bin/false"));
     match Browser::launch(&options).await {
@@ -174,8 +177,12 @@ fn a_distribution_launcher_script_is_replaced_by_the_binary_it_runs() {
         return;
     }
     assert_eq!(find_chromium(None).unwrap(), binary, "found on PATH");
-    // A path given explicitly is used as given, script or not.
+    // A path given explicitly is used as given, script or not; so is a bare name, found on PATH.
     assert_eq!(find_chromium(Some(launcher)).unwrap(), launcher);
+    assert_eq!(
+        find_chromium(Some(std::path::Path::new("chromium"))).unwrap(),
+        launcher
+    );
 }
 
 /// Chromium's headless shell (`make test` installs Debian's `chromium-headless-shell` beside

@@ -47,6 +47,21 @@ fn doctor_names_the_fix_when_chromium_is_missing() {
     ] {
         assert!(stdout.contains(expected), "lacks {expected:?}: {stdout}");
     }
+    // Named in the config file: doctor checks that binary, the one a launch would use.
+    let dir = data_dir("doctor-missing-config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(&config, "chromium = \"/nonexistent/from-config\"\n").unwrap();
+    let out = glovebox(&dir)
+        .args(["doctor"])
+        .env("GLOVEBOX_CONFIG", &config)
+        .env_remove("GLOVEBOX_CHROMIUM")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("chromium   not found"), "{stdout}");
+    assert!(stdout.contains("/nonexistent/from-config"), "{stdout}");
 }
 
 /// A failure's reason is said once, not once per layer that wraps it.
