@@ -142,16 +142,15 @@ impl LaunchOptions {
     }
 }
 
-/// Finds the Chromium binary: the explicit path, else `$GLOVEBOX_CHROMIUM` (either one, when given,
-/// must be an executable: nothing else is tried), else `PATH`, then known locations; one found on `PATH` or at a known location that is a distribution's launcher
+/// Finds the Chromium binary: the explicit path, else `$GLOVEBOX_CHROMIUM` (either one, when
+/// given, is the only one tried; a bare name is looked up on `PATH`), else `PATH`, then known
+/// locations; one found on `PATH` or at a known location that is a distribution's launcher
 /// script is replaced by the binary it runs ([`behind_launcher`]).
 pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
     let mut tried = Vec::new();
     let env = std::env::var_os(CHROMIUM_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    // A binary someone named is the one they meant: another one found instead would run the
-    // wrong browser without a word.
     let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();

@@ -174,11 +174,12 @@ async fn doctor(global: &Global) -> anyhow::Result<ExitCode> {
             "  warning    a shared browser's windows opened by a tab's script are not held back until the boundary covers them (a browser Glovebox launches gates them), and whoever reaches that endpoint controls the browser"
         );
     } else {
-        // The binary the launch below uses: the flag, the environment or the config file.
+        // The binary the launch below uses: the flag, the environment or the config file (a
+        // config that does not resolve has already ended doctor above).
         let named = crate::browser::launch_options(global)
             .ok()
             .and_then(|options| options.executable);
-        match ::browser::probe::find_chromium(named.as_deref().or(global.chromium.as_deref())) {
+        match ::browser::probe::find_chromium(named.as_deref()) {
             Ok(path) if ::browser::probe::is_headless_shell(&path) => out!(
                 "  chromium   {} (the headless shell: site isolation turned on, no headed mode)",
                 path.display()
